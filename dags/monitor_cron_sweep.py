@@ -1,0 +1,87 @@
+"""monitor_cron_sweep: one DAG run = one sweep over the data interval, across every cluster in
+include/ops. Thin wiring only; logic lives in plugins/sweep_core, operators in
+plugins/sweep_operators.
+
+    <cluster>.step0 -> <cluster>.gather  (one group per include/ops/<cluster>/ops.md)
+        -> bucket -> liveness -> render -> report -> verdict
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
+
+from sweep_core.ops_config import cluster_names, peek_scheduler
+from sweep_core.sweep_config import load_sweep_config
+from sweep_operators import sweep_tasks
+from sweep_operators.iris_gather import IrisGatherOperator
+from sweep_operators.slurm_gather import SlurmGatherOperator
+
+PROJECT = Path(__file__).resolve().parents[1]
+OPS_DIR = os.environ.get("SWEEP_OPS_DIR", str(PROJECT / "include" / "ops"))
+SWEEP_YAML = os.environ.get("SWEEP_CONFIG", str(PROJECT / "include" / "sweep.yaml"))
+TEMPLATE_DIR = str(PROJECT / "include" / "templates")
+
+CONFIG = load_sweep_config(SWEEP_YAML)
+CLUSTERS = cluster_names(OPS_DIR)
+
+with DAG(
+    dag_id="monitor_cron_sweep",
+    description="One comprehensive sweep across all active clusters for the data interval",
+    schedule=CronDataIntervalTimetable(CONFIG.schedule, timezone=CONFIG.timezone),
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 0},
+    tags=["monitoring", "slurm", "iris"],
+    doc_md=__doc__,
+    params={
+        "clusters": Param(
+            [], type="array", items={"type": "string", "enum": CLUSTERS} if CLUSTERS else {"type": "string"},
+            title="Clusters", description="Clusters to sweep; empty = every active cluster in include/ops",
+        ),
+        "lookback_hours": Param(
+            None, type=["null", "number"], minimum=0.1, maximum=744, title="Lookback hours",
+            description="sacct window = [end - N hours, end); empty = the run's data interval",
+        ),
+        "dry_run": Param(
+            False, type="boolean", title="Dry run",
+            description="Hand-offs print their plan only; nothing destructive runs",
+        ),
+    },
+) as dag:
+    gathers = []
+    for name in CLUSTERS:
+        scheduler = peek_scheduler(OPS_DIR, name)
+        with TaskGroup(group_id=name, tooltip=f"{name} ({scheduler})"):
+            step0 = PythonOperator(
+                task_id="step0",
+                python_callable=sweep_tasks.step0,
+                op_kwargs={"cluster": name, "ops_dir": OPS_DIR, "parsed_scheduler": scheduler},
+            )
+            if scheduler == "iris":
+                gather = IrisGatherOperator(task_id="gather", cluster=name, ops_dir=OPS_DIR)
+            else:
+                gather = SlurmGatherOperator(
+                    task_id="gather", cluster=name, ops_dir=OPS_DIR, sweep_config_path=SWEEP_YAML,
+                )
+            step0 >> gather
+        gathers.append(gather)
+
+    common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
+    bucket = PythonOperator(
+        task_id="bucket", python_callable=sweep_tasks.collect_and_bucket,
+        op_kwargs={"clusters": CLUSTERS, **common}, trigger_rule=TriggerRule.ALL_DONE,
+    )
+    liveness = PythonOperator(task_id="liveness", python_callable=sweep_tasks.liveness, op_kwargs=common)
+    render = PythonOperator(task_id="render", python_callable=sweep_tasks.render, op_kwargs=common)
+    report = PythonOperator(
+        task_id="report", python_callable=sweep_tasks.report,
+        op_kwargs={"sweep_yaml": SWEEP_YAML, "template_dir": TEMPLATE_DIR},
+    )
+    verdict = PythonOperator(task_id="verdict", python_callable=sweep_tasks.verdict)
+    gathers >> bucket >> liveness >> render >> report >> verdict

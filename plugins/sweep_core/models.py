@@ -1,0 +1,98 @@
+"""Typed records the sweep passes between gather, fan-in and report.
+
+Everything here is plain data that round-trips through JSON (XCom), so the Airflow shell can
+hand it from task to task without pickling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+
+class ClusterStatus(StrEnum):
+    """How far a cluster's gather got in this sweep."""
+
+    OK = "OK"  # running set and finished set both validated
+    PARTIAL = "PARTIAL"  # one of them is UNKNOWN (e.g. squeue errored, sacct fine)
+    UNKNOWN = "UNKNOWN"  # reached, but nothing the scheduler said can be trusted
+    UNREACHABLE = "UNREACHABLE"  # no login node answered
+    SKIPPED = "SKIPPED"  # ops.md says skipped (until a date), or not selected in params
+    DROPPED = "DROPPED"  # ops.md says dropped: never contacted
+    ERROR = "ERROR"  # configuration error (malformed ops.md, missing connection)
+    NOT_GATHERED = "NOT_GATHERED"  # scheduler kind whose gather is not implemented yet
+
+
+@dataclass
+class Job:
+    """One job as the sweep sees it, from squeue (running) or sacct (finished in window)."""
+
+    cluster: str
+    job_id: str
+    name: str
+    state: str
+    source: str  # "squeue" | "sacct"
+    elapsed: str = ""
+    start: str = ""
+    end: str = ""
+    exit_code: str = ""
+    partition: str = ""
+    nodes: str = ""
+    reason: str = ""
+    stdout_path: str = ""
+    log_mtime: float | None = None  # epoch seconds, remote clock
+    log_tail: str = ""
+    log_note: str = ""  # why the log could not be read, if it could not
+    bucket: str = ""
+    minutes_since_output: float | None = None
+    stale: bool = False
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Job:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class ClusterSnapshot:
+    """What one cluster said in one sweep. ``running``/``finished`` are None when UNKNOWN."""
+
+    cluster: str
+    scheduler: str
+    status: ClusterStatus
+    login_node: str = ""
+    running: list[Job] | None = None
+    finished: list[Job] | None = None
+    notes: list[str] = field(default_factory=list)
+    remote_now: float | None = None
+    window_start: str = ""
+    window_end: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = str(self.status)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClusterSnapshot:
+        def jobs(key: str) -> list[Job] | None:
+            raw = data.get(key)
+            return None if raw is None else [Job.from_dict(j) for j in raw]
+
+        return cls(
+            cluster=data["cluster"],
+            scheduler=data.get("scheduler", ""),
+            status=ClusterStatus(data["status"]),
+            login_node=data.get("login_node", ""),
+            running=jobs("running"),
+            finished=jobs("finished"),
+            notes=list(data.get("notes", [])),
+            remote_now=data.get("remote_now"),
+            window_start=data.get("window_start", ""),
+            window_end=data.get("window_end", ""),
+        )
+
+    def all_jobs(self) -> list[Job]:
+        """Running then finished jobs; empty for the unknown parts."""
+        return [*(self.running or []), *(self.finished or [])]

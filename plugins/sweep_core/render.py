@@ -1,0 +1,109 @@
+"""Box-drawing tables (┌─┬─┐, not Markdown): one cluster overview, then one unified
+cross-cluster table per bucket."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tabulate import tabulate
+
+from sweep_core.liveness import last_output_text
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+
+TABLE_FORMAT = "simple_grid"
+NOTE_WIDTH = 60
+
+# Per-bucket metric columns: (header, cell function). Filled by the metrics layer; empty here.
+MetricColumns = dict[str, Sequence[tuple[str, Callable[[Job], str]]]]
+
+
+@dataclass
+class RenderedSweep:
+    overview: str
+    tables: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        parts = [f"Clusters\n{self.overview}"]
+        parts += [f"{name}\n{table}" for name, table in self.tables.items()]
+        return "\n\n".join(parts)
+
+
+def _grid(headers: list[str], rows: list[list[str]], widths: list[int | None]) -> str:
+    return tabulate(rows, headers=headers, tablefmt=TABLE_FORMAT, maxcolwidths=widths, disable_numparse=True)
+
+
+def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
+    """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN)."""
+    headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Note"]
+    rows = []
+    for s in snaps:
+        rows.append([
+            s.cluster,
+            s.scheduler,
+            str(s.status),
+            s.login_node or "—",
+            "?" if s.running is None else str(len(s.running)),
+            "?" if s.finished is None else str(len(s.finished)),
+            "; ".join(s.notes) or "—",
+        ])
+    return _grid(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
+
+
+def _job_note(job: Job) -> str:
+    parts = []
+    if job.source == "squeue" and job.log_note:
+        parts.append(job.log_note)
+    if job.reason:
+        parts.append(job.reason)
+    return "; ".join(parts) or "—"
+
+
+def render_bucket(
+    bucket: str,
+    jobs: Sequence[Job],
+    snaps: Sequence[ClusterSnapshot],
+    cadence_for: Callable[[str, str], int],
+    metric_columns: Sequence[tuple[str, Callable[[Job], str]]] = (),
+) -> str:
+    """The unified table of one bucket: RUNNING rows (with last output), then jobs that ended in
+    the window, then a row per cluster whose running set is UNKNOWN (never shown as empty)."""
+    headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
+    headers += [h for h, _ in metric_columns] + ["Note"]
+    rows: list[list[str]] = []
+    order = sorted(jobs, key=lambda j: (j.source != "squeue", j.cluster, j.job_id))
+    for job in order:
+        if job.source == "squeue":
+            cadence = cadence_for(job.cluster, job.bucket)
+            when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
+        else:
+            when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
+        row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
+        row += [fn(job) for _, fn in metric_columns]
+        row.append(_job_note(job))
+        rows.append(row)
+    for s in snaps:
+        if s.status in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+            continue
+        if s.running is None:
+            reason = "; ".join(s.notes) or "running set unknown"
+            rows.append([s.cluster, "?", "?", "UNKNOWN", "?", "?", *(["?"] * len(metric_columns)),
+                         f"running jobs UNKNOWN ({s.status}): {reason}"])
+    if not rows:
+        rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
+    widths: list[int | None] = [None, None, 40, None, None, 40] + [None] * len(metric_columns) + [NOTE_WIDTH]
+    return _grid(headers, rows, widths)
+
+
+def render_sweep(
+    snaps: Sequence[ClusterSnapshot],
+    grouped: dict[str, list[Job]],
+    cadence_for: Callable[[str, str], int],
+    metric_columns: MetricColumns | None = None,
+) -> RenderedSweep:
+    """Overview plus one table per bucket, in bucket order."""
+    metric_columns = metric_columns or {}
+    out = RenderedSweep(overview=render_overview(snaps))
+    for bucket, jobs in grouped.items():
+        out.tables[bucket] = render_bucket(bucket, jobs, snaps, cadence_for, metric_columns.get(bucket, ()))
+    return out

@@ -1,0 +1,93 @@
+"""The dated run log (``YYYY-MM-DD_<topic>.md``) and the short run note."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import jinja2
+
+from sweep_core.models import ClusterStatus
+from sweep_core.sweep import SweepResult
+
+NOTE_LIMIT = 1000  # Airflow's dag_run note column holds 1000 characters
+
+
+def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -> Path:
+    """``<dir>/YYYY-MM-DD_<topic>.md``; topic may use ``{end:%H%M}``."""
+    name = f"{window_end:%Y-%m-%d}_{topic.format(end=window_end)}.md"
+    if "/" in name or name.startswith("."):
+        raise ValueError(f"run log topic {topic!r} makes an unsafe file name {name!r}")
+    return Path(run_log_dir) / name
+
+
+def flagged_lines(result: SweepResult) -> list[str]:
+    """The 'actions taken / flagged' items this layer knows: cluster problems and stale logs."""
+    lines = []
+    for s in result.snapshots:
+        if s.status not in (ClusterStatus.OK, ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+            lines.append(f"[cluster-{s.status.lower()}] {s.cluster}: {'; '.join(s.notes) or s.status}")
+    for bucket, jobs in result.grouped.items():
+        for job in jobs:
+            if job.stale:
+                lines.append(
+                    f"[liveness-stale] {job.cluster} {bucket} {job.job_id} {job.name}: "
+                    f"no output for {int(job.minutes_since_output or 0)} min — suspected silent hang"
+                )
+            if job.source == "sacct" and job.state.split(" ")[0] in ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY"):
+                lines.append(f"[failed] {job.cluster} {bucket} {job.job_id} {job.name}: {job.state} exit {job.exit_code}")
+    return lines
+
+
+def render_run_log(
+    result: SweepResult,
+    template_dir: str | Path,
+    *,
+    dag_id: str,
+    run_id: str,
+    window_start: str,
+    window_end: str,
+    template: str = "run_log.md.j2",
+) -> str:
+    """The run log markdown from the Jinja template."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template_dir)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    return env.get_template(template).render(
+        snapshots=result.snapshots,
+        counts=result.counts(),
+        rendered=result.rendered,
+        flagged=flagged_lines(result),
+        dag_id=dag_id,
+        run_id=run_id,
+        window_start=window_start,
+        window_end=window_end,
+    )
+
+
+def write_run_log(path: Path, text: str) -> Path:
+    """Write atomically (temp file + rename): a re-run of the same window replaces its log."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def run_note(result: SweepResult, log_path: Path | None) -> str:
+    """A short DAG-run note: cluster states, bucket counts, flags; within Airflow's 1000 chars."""
+    head = " · ".join(f"{s.cluster} {s.status}" for s in result.snapshots)
+    counts = " · ".join(f"{b} {n}" for b, n in result.counts().items())
+    flags = flagged_lines(result)
+    text = f"Clusters: {head}\nJobs: {counts}\nFlagged: {len(flags)}"
+    if flags:
+        text += "\n" + "\n".join(f"- {f}" for f in flags)
+    if log_path:
+        text += f"\nRun log: {log_path}"
+    if len(text) > NOTE_LIMIT:
+        text = text[: NOTE_LIMIT - 20] + "\n… (see run log)"
+    return text

@@ -1,0 +1,123 @@
+"""Turn one SLURM gather's records into a validated ClusterSnapshot."""
+
+from __future__ import annotations
+
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.remote_script import GatherOutput
+from sweep_core.slurm_parse import (
+    SlurmOutputError,
+    parse_sacct,
+    parse_scontrol_job,
+    parse_squeue,
+)
+
+
+def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
+    rec = output.get("meta")
+    if rec is None or rec.rc != 0:
+        return "", None, ""
+    lines = rec.stdout.splitlines() + ["", "", ""]
+    host, now, tz = lines[0].strip(), lines[1].strip(), lines[2].strip()
+    try:
+        return host, float(now), tz
+    except ValueError:
+        return host, None, tz
+
+
+def _attach_log(job: Job, output: GatherOutput) -> None:
+    """Fill StdOut path, mtime and tail from the per-job records; say why when missing."""
+    ctl = output.get(f"scontrol:{job.job_id}")
+    if ctl is None:
+        job.log_note = "no scontrol record (job list cut at max_jobs, or the script stopped early)"
+        return
+    if ctl.rc != 0:
+        job.log_note = f"scontrol show job failed: {ctl.stderr.strip() or ctl.rc}"
+        return
+    try:
+        fields = parse_scontrol_job(ctl.stdout)
+    except SlurmOutputError as exc:
+        job.log_note = str(exc)
+        return
+    job.stdout_path = fields.get("StdOut", "")
+    if not job.stdout_path.startswith("/"):
+        job.log_note = f"StdOut is {job.stdout_path or 'empty'!r}: no log to read"
+        return
+    st = output.get(f"stat:{job.job_id}")
+    if st is None or st.rc != 0:
+        why = st.stderr.strip() if st is not None else "not attempted"
+        job.log_note = f"log not readable: {why}"
+        return
+    try:
+        job.log_mtime = float(st.stdout.strip())
+    except ValueError:
+        job.log_note = f"stat printed {st.stdout.strip()[:80]!r}, not an epoch mtime"
+        return
+    tail = output.get(f"tail:{job.job_id}")
+    if tail is not None and tail.rc == 0:
+        job.log_tail = tail.stdout
+    else:
+        job.log_note = "log tail could not be read"
+
+
+def snapshot_from_output(
+    cluster: str,
+    output: GatherOutput,
+    login_node: str,
+    window_start: str,
+    window_end: str,
+) -> ClusterSnapshot:
+    """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
+    an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
+    host, now, _tz = _meta(output)
+    snap = ClusterSnapshot(
+        cluster=cluster,
+        scheduler="slurm",
+        status=ClusterStatus.OK,
+        login_node=login_node + (f" ({host})" if host and host != login_node else ""),
+        remote_now=now,
+        window_start=window_start,
+        window_end=window_end,
+    )
+    snap.notes.extend(output.problems)
+    if not output.complete:
+        snap.notes.append("gather script did not run to its end: results may be partial")
+
+    sq = output.get("squeue")
+    if sq is None:
+        snap.notes.append("running set UNKNOWN: squeue produced no record")
+    else:
+        try:
+            rows = parse_squeue(sq)
+            snap.running = []
+            for row in rows:
+                job = Job(
+                    cluster=cluster, job_id=row.job_id, name=row.name, state=row.state,
+                    source="squeue", elapsed=row.elapsed, partition=row.partition,
+                    nodes=row.reason, reason="",
+                )
+                _attach_log(job, output)
+                snap.running.append(job)
+        except SlurmOutputError as exc:
+            snap.notes.append(f"running set UNKNOWN: {exc}")
+
+    sa = output.get("sacct")
+    if sa is None:
+        snap.notes.append("finished set UNKNOWN: sacct produced no record")
+    else:
+        try:
+            snap.finished = [
+                Job(
+                    cluster=cluster, job_id=row.job_id, name=row.name, state=row.state,
+                    source="sacct", elapsed=row.elapsed, start=row.start, end=row.end,
+                    exit_code=row.exit_code, partition=row.partition, nodes=row.nodes,
+                )
+                for row in parse_sacct(sa)
+            ]
+        except SlurmOutputError as exc:
+            snap.notes.append(f"finished set UNKNOWN: {exc}")
+
+    if snap.running is None and snap.finished is None:
+        snap.status = ClusterStatus.UNKNOWN
+    elif snap.running is None or snap.finished is None:
+        snap.status = ClusterStatus.PARTIAL
+    return snap

@@ -1,0 +1,46 @@
+"""The sweep's time window: what sacct -S/-E cover (the DAG run's data interval)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+DEFAULT_LOOKBACK_HOURS = 3.0
+
+
+def _aware(value: Any, what: str) -> dt.datetime:
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if not isinstance(value, dt.datetime):
+        raise ValueError(f"{what} must be a datetime, got {value!r}")
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def resolve_window(
+    start: Any, end: Any, lookback_hours: Any = None, run_after: Any = None
+) -> tuple[dt.datetime, dt.datetime]:
+    """[start, end) in UTC: the data interval, so a backfilled run reports ITS window.
+
+    ``lookback_hours`` (a UI param; "", "None" count as unset) means "the last N hours before
+    this run was triggered": [run_after - N h, run_after). A zero-length interval falls back to
+    the default lookback before its end.
+    """
+    if end is None:
+        end = run_after if run_after is not None else dt.datetime.now(dt.UTC)
+    end_dt = _aware(end, "data_interval_end").astimezone(dt.UTC)
+    hours: float | None = None
+    if lookback_hours not in (None, "", "None", "none", "null"):
+        try:
+            hours = float(lookback_hours)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"lookback_hours must be a number of hours, got {lookback_hours!r}") from exc
+        if not 0 < hours <= 24 * 31:
+            raise ValueError(f"lookback_hours must be in (0, 744], got {hours}")
+    if hours is not None:
+        if run_after is not None:
+            end_dt = _aware(run_after, "run_after").astimezone(dt.UTC)
+        return end_dt - dt.timedelta(hours=hours), end_dt
+    start_dt = _aware(start, "data_interval_start").astimezone(dt.UTC) if start is not None else None
+    if start_dt is None or start_dt >= end_dt:
+        return end_dt - dt.timedelta(hours=DEFAULT_LOOKBACK_HOURS), end_dt
+    return start_dt, end_dt

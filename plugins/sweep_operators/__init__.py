@@ -1,0 +1,1 @@
+"""Airflow operators of the sweep: thin wrappers around sweep_core."""

@@ -1,0 +1,133 @@
+"""SLURM gather over the ssh provider's SSHHook: ONE SSH session, ONE batched script per sweep.
+
+Airflow-facing wiring only: connections, XCom, logging. The script, its parsing, the failover
+policy and the validation live in sweep_core.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import paramiko
+from airflow.providers.ssh.hooks.ssh import SSHHook
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowNotFoundException
+
+from sweep_core.failover import NodeUnreachable, gather_with_failover
+from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.ops_config import ClusterConfig, LoginNode, load_cluster
+from sweep_core.remote_script import GatherRequest, build_gather_script
+from sweep_core.slurm_snapshot import snapshot_from_output
+from sweep_core.sweep_config import GatherLimits, load_sweep_config
+from sweep_operators.window import sweep_window
+
+
+def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[int, str, str]:
+    """Send ``script`` to ``bash -s`` on one SSH connection; (exit code, stdout, stderr).
+
+    The script goes on stdin, so nothing of it lands in a process list or in the task log.
+    """
+    try:
+        client = hook.get_conn()
+    except paramiko.AuthenticationException as exc:
+        raise NodeUnreachable(f"authentication failed: {exc}") from exc
+    except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+        raise NodeUnreachable(f"connect failed: {type(exc).__name__}: {exc}") from exc
+    try:
+        stdin, stdout, stderr = client.exec_command("bash -s", timeout=timeout_s)
+        stdin.write(script)
+        stdin.flush()
+        stdin.channel.shutdown_write()
+        out = stdout.read()
+        err = stderr.read()
+        rc = stdout.channel.recv_exit_status()
+    except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+        raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        client.close()
+    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def gather_slurm(
+    cfg: ClusterConfig,
+    limits: GatherLimits,
+    window_start: dt.datetime,
+    window_end: dt.datetime,
+    log: Any = None,
+) -> ClusterSnapshot:
+    """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status)."""
+    req = GatherRequest(
+        user=cfg.user,
+        window_start=int(window_start.timestamp()),
+        window_end=int(window_end.timestamp()),
+        tail_bytes=limits.tail_bytes,
+        max_jobs=limits.max_jobs,
+    )
+    script, marker = build_gather_script(req)
+
+    def run(node: LoginNode) -> tuple[int, str, str]:
+        hook = SSHHook(
+            ssh_conn_id=node.connection_id or cfg.connection_id,
+            remote_host=node.host,
+            port=node.port,
+            conn_timeout=limits.connect_timeout_s,
+            cmd_timeout=limits.command_timeout_s,
+            conn_retry_attempts=1,
+            banner_timeout=limits.connect_timeout_s,
+        )
+        if log:
+            log.info("gather %s via %s (%s:%s)", cfg.name, node.name, node.host, node.port)
+        return run_script_over_ssh(hook, script, limits.command_timeout_s)
+
+    result = gather_with_failover(cfg.login_nodes, run, marker)
+    ws, we = window_start.isoformat(), window_end.isoformat()
+    if result.output is None or result.node is None:
+        return ClusterSnapshot(
+            cfg.name, "slurm", ClusterStatus.UNREACHABLE, window_start=ws, window_end=we,
+            notes=["unreachable, skipped this sweep: " + " | ".join(result.attempts)],
+        )
+    snap = snapshot_from_output(cfg.name, result.output, result.node.name, ws, we)
+    if result.attempts:
+        snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
+    return snap
+
+
+class SlurmGatherOperator(BaseOperator):
+    """Gather one SLURM cluster named in include/ops: squeue (validated), sacct over the data
+    interval, StdOut mtimes and bounded log tails, over ONE SSH session. Returns a snapshot dict."""
+
+    template_fields: Sequence[str] = ("lookback_hours",)
+
+    def __init__(
+        self,
+        *,
+        cluster: str,
+        ops_dir: str | Path,
+        sweep_config_path: str | Path,
+        lookback_hours: Any = "{{ params.lookback_hours }}",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.cluster = cluster
+        self.ops_dir = str(ops_dir)
+        self.sweep_config_path = str(sweep_config_path)
+        self.lookback_hours = lookback_hours
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        cfg = load_cluster(self.ops_dir, self.cluster)
+        limits = load_sweep_config(self.sweep_config_path).gather
+        start, end = sweep_window(context, self.lookback_hours)
+        self.log.info("sacct window %s -> %s", start.isoformat(), end.isoformat())
+        try:
+            snap = gather_slurm(cfg, limits, start, end, self.log)
+        except AirflowNotFoundException as exc:  # the cluster's Connection is not defined
+            snap = ClusterSnapshot(
+                cfg.name, "slurm", ClusterStatus.ERROR, window_start=start.isoformat(),
+                window_end=end.isoformat(), notes=[f"configuration error: {exc}"],
+            )
+        self.log.info("%s: %s via %s; notes: %s", snap.cluster, snap.status, snap.login_node or "-", snap.notes)
+        return snap.to_dict()

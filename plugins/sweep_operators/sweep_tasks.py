@@ -1,0 +1,138 @@
+"""Task callables of the monitor_cron_sweep DAG: Airflow context in, sweep_core calls, XCom out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.ops_config import OpsConfigError, load_cluster
+from sweep_core.report import render_run_log, run_log_path, run_note, write_run_log
+from sweep_core.render import RenderedSweep
+from sweep_core.sweep import (
+    SweepResult,
+    bucket_step,
+    group_by_bucket,
+    cadence_table,
+    liveness_step,
+    missing_snapshot,
+    render_step,
+    skip_snapshot,
+)
+from sweep_core.sweep_config import load_sweep_config
+from sweep_operators.run_note import set_dag_run_note
+from sweep_operators.window import sweep_window
+
+log = logging.getLogger(__name__)
+
+
+def _selected(context: dict[str, Any]) -> list[str]:
+    return list(context["params"].get("clusters") or [])
+
+
+def _window(context: dict[str, Any]) -> tuple[dt.datetime, dt.datetime]:
+    return sweep_window(context, context["params"].get("lookback_hours"))
+
+
+def step0(cluster: str, ops_dir: str, parsed_scheduler: str, **context: Any) -> dict[str, Any]:
+    """STEP 0: read ops.md at run time; skip/drop short-circuit with the reason shown."""
+    try:
+        cfg = load_cluster(ops_dir, cluster)
+    except OpsConfigError as exc:
+        raise AirflowFailException(str(exc)) from exc
+    if cfg.scheduler != parsed_scheduler:
+        raise AirflowFailException(
+            f"{cfg.path}: field 'scheduler' is {cfg.scheduler!r} but the DAG was parsed with "
+            f"{parsed_scheduler!r}; wait for the scheduler to re-parse the DAG file"
+        )
+    _, end = _window(context)
+    skip = skip_snapshot(cfg, end.date(), _selected(context))
+    if skip is not None:
+        raise AirflowSkipException(skip.notes[0])
+    log.info("ops.md for %s (%s), read this sweep:\n%s", cluster, cfg.path, cfg.body.strip())
+    return {"cluster": cfg.name, "scheduler": cfg.scheduler, "path": cfg.path}
+
+
+def _snapshots(context: dict[str, Any], key: str) -> list[ClusterSnapshot]:
+    raw = context["ti"].xcom_pull(task_ids=key)
+    return [ClusterSnapshot.from_dict(d) for d in raw or []]
+
+
+def collect_and_bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
+    """Fan-in: every cluster's snapshot (or why there is none), each job bucketed by name."""
+    config = load_sweep_config(sweep_yaml)
+    _, end = _window(context)
+    snaps = []
+    for name in clusters:
+        raw = context["ti"].xcom_pull(task_ids=f"{name}.gather")
+        if raw:
+            snaps.append(ClusterSnapshot.from_dict(raw))
+        else:
+            snaps.append(missing_snapshot(ops_dir, name, end.date(), _selected(context)))
+    bucket_step(snaps, config)
+    return [s.to_dict() for s in snaps]
+
+
+def _cadences(snaps: list[ClusterSnapshot], ops_dir: str, sweep_yaml: str) -> dict[str, dict[str, int]]:
+    config = load_sweep_config(sweep_yaml)
+    overrides: dict[str, dict[str, int]] = {}
+    for s in snaps:
+        try:
+            overrides[s.cluster] = load_cluster(ops_dir, s.cluster).cadence_minutes
+        except OpsConfigError:
+            overrides[s.cluster] = {}
+    return cadence_table(config, overrides)
+
+
+def liveness(ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
+    """LIVENESS: last-output age and stale mark of every RUNNING job (cadence per bucket)."""
+    snaps = _snapshots(context, "bucket")
+    liveness_step(snaps, _cadences(snaps, ops_dir, sweep_yaml))
+    return [s.to_dict() for s in snaps]
+
+
+def render(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """The box tables: cluster overview + one unified table per bucket."""
+    snaps = _snapshots(context, "liveness")
+    result = render_step(snaps, load_sweep_config(sweep_yaml), _cadences(snaps, ops_dir, sweep_yaml))
+    return {"overview": result.rendered.overview, "tables": result.rendered.tables, "text": result.rendered.text()}
+
+
+def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
+    """Print every table in the task log, write the dated run log, set the DAG run note."""
+    config = load_sweep_config(sweep_yaml)
+    snaps = _snapshots(context, "liveness")
+    rendered = context["ti"].xcom_pull(task_ids="render")
+    result = SweepResult(snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]))
+    start, end = _window(context)
+    text = result.rendered.text()
+    print(text)  # the task log carries the tables verbatim
+    run_log_dir = config.run_log_dir or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
+    path = run_log_path(os.path.expandvars(os.path.expanduser(run_log_dir)), end, config.topic)
+    dag_run = context.get("dag_run")
+    markdown = render_run_log(
+        result, template_dir,
+        dag_id=getattr(dag_run, "dag_id", "monitor_cron_sweep"),
+        run_id=context.get("run_id") or getattr(dag_run, "run_id", ""),
+        window_start=start.isoformat(), window_end=end.isoformat(),
+    )
+    write_run_log(path, markdown)
+    log.info("run log written: %s", path)
+    set_dag_run_note(context, run_note(result, path))
+    return str(Path(path))
+
+
+def verdict(**context: Any) -> None:
+    """Fail the run (after the report is out) when a cluster has a configuration ERROR.
+
+    UNREACHABLE/UNKNOWN clusters do not fail the run: they are this sweep's findings.
+    """
+    snaps = _snapshots(context, "liveness")
+    errors = [f"{s.cluster}: {'; '.join(s.notes)}" for s in snaps if s.status == ClusterStatus.ERROR]
+    if errors:
+        raise AirflowFailException("configuration errors: " + " | ".join(errors))
