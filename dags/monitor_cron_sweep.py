@@ -41,15 +41,24 @@ with DAG(
     doc_md=__doc__,
     params={
         "clusters": Param(
-            [], type="array", items={"type": "string", "enum": CLUSTERS} if CLUSTERS else {"type": "string"},
-            title="Clusters", description="Clusters to sweep; empty = every active cluster in include/ops",
+            [],
+            type="array",
+            items={"type": "string", "enum": CLUSTERS} if CLUSTERS else {"type": "string"},
+            title="Clusters",
+            description="Clusters to sweep; empty = every active cluster in include/ops",
         ),
         "lookback_hours": Param(
-            None, type=["null", "number"], minimum=0.1, maximum=744, title="Lookback hours",
+            None,
+            type=["null", "number"],
+            minimum=0.1,
+            maximum=744,
+            title="Lookback hours",
             description="sacct window = [end - N hours, end); empty = the run's data interval",
         ),
         "dry_run": Param(
-            False, type="boolean", title="Dry run",
+            False,
+            type="boolean",
+            title="Dry run",
             description="Hand-offs print their plan only; nothing destructive runs",
         ),
     },
@@ -67,20 +76,26 @@ with DAG(
                 gather = IrisGatherOperator(task_id="gather", cluster=name, ops_dir=OPS_DIR)
             else:
                 gather = SlurmGatherOperator(
-                    task_id="gather", cluster=name, ops_dir=OPS_DIR, sweep_config_path=SWEEP_YAML,
+                    task_id="gather",
+                    cluster=name,
+                    ops_dir=OPS_DIR,
+                    sweep_config_path=SWEEP_YAML,
                 )
             step0 >> gather
         gathers.append(gather)
 
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     bucket = PythonOperator(
-        task_id="bucket", python_callable=sweep_tasks.collect_and_bucket,
-        op_kwargs={"clusters": CLUSTERS, **common}, trigger_rule=TriggerRule.ALL_DONE,
+        task_id="bucket",
+        python_callable=sweep_tasks.collect_and_bucket,
+        op_kwargs={"clusters": CLUSTERS, **common},
+        trigger_rule=TriggerRule.ALL_DONE,
     )
     liveness = PythonOperator(task_id="liveness", python_callable=sweep_tasks.liveness, op_kwargs=common)
     render = PythonOperator(task_id="render", python_callable=sweep_tasks.render, op_kwargs=common)
     report = PythonOperator(
-        task_id="report", python_callable=sweep_tasks.report,
+        task_id="report",
+        python_callable=sweep_tasks.report,
         op_kwargs={"sweep_yaml": SWEEP_YAML, "template_dir": TEMPLATE_DIR},
     )
     verdict = PythonOperator(task_id="verdict", python_callable=sweep_tasks.verdict)

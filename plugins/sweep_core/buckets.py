@@ -15,4 +15,3 @@ def bucket_for(name: str, rules: Iterable[BucketRule]) -> str:
         if any(p.search(name) for p in rule.patterns):
             return rule.name
     return last
-

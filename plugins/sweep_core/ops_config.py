@@ -203,9 +203,20 @@ def parse_ops_text(text: str, path: Path | str, name: str) -> ClusterConfig:
         raise OpsConfigError(path, "gpu_mem_ceiling", f"must be a fraction in (0, 1], got {ceiling!r}")
 
     known = {
-        "name", "scheduler", "status", "skip_until", "connection_id", "login_nodes", "user",
-        "log_roots", "artifact_roots", "rl_concurrency_cap", "gpu_mem_ceiling", "quota",
-        "repo_path", "cadence_minutes",
+        "name",
+        "scheduler",
+        "status",
+        "skip_until",
+        "connection_id",
+        "login_nodes",
+        "user",
+        "log_roots",
+        "artifact_roots",
+        "rl_concurrency_cap",
+        "gpu_mem_ceiling",
+        "quota",
+        "repo_path",
+        "cadence_minutes",
     }
     config = ClusterConfig(
         name=name,

@@ -38,15 +38,17 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
     headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Note"]
     rows = []
     for s in snaps:
-        rows.append([
-            s.cluster,
-            s.scheduler,
-            str(s.status),
-            s.login_node or "—",
-            "?" if s.running is None else str(len(s.running)),
-            "?" if s.finished is None else str(len(s.finished)),
-            "; ".join(s.notes) or "—",
-        ])
+        rows.append(
+            [
+                s.cluster,
+                s.scheduler,
+                str(s.status),
+                s.login_node or "—",
+                "?" if s.running is None else str(len(s.running)),
+                "?" if s.finished is None else str(len(s.finished)),
+                "; ".join(s.notes) or "—",
+            ]
+        )
     return _grid(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
 
 
@@ -87,8 +89,18 @@ def render_bucket(
             continue
         if s.running is None:
             reason = "; ".join(s.notes) or "running set unknown"
-            rows.append([s.cluster, "?", "?", "UNKNOWN", "?", "?", *(["?"] * len(metric_columns)),
-                         f"running jobs UNKNOWN ({s.status}): {reason}"])
+            rows.append(
+                [
+                    s.cluster,
+                    "?",
+                    "?",
+                    "UNKNOWN",
+                    "?",
+                    "?",
+                    *(["?"] * len(metric_columns)),
+                    f"running jobs UNKNOWN ({s.status}): {reason}",
+                ]
+            )
     if not rows:
         rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
     widths: list[int | None] = [None, None, 40, None, None, 40] + [None] * len(metric_columns) + [NOTE_WIDTH]

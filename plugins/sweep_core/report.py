@@ -36,7 +36,9 @@ def flagged_lines(result: SweepResult) -> list[str]:
                     f"no output for {int(job.minutes_since_output or 0)} min — suspected silent hang"
                 )
             if job.source == "sacct" and job.state.split(" ")[0] in ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY"):
-                lines.append(f"[failed] {job.cluster} {bucket} {job.job_id} {job.name}: {job.state} exit {job.exit_code}")
+                lines.append(
+                    f"[failed] {job.cluster} {bucket} {job.job_id} {job.name}: {job.state} exit {job.exit_code}"
+                )
     return lines
 
 

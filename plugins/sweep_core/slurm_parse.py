@@ -26,7 +26,15 @@ SQUEUE_FORMAT = "|".join(spec for spec, _ in SQUEUE_FIELDS)
 SQUEUE_HEADER = "|".join(head for _, head in SQUEUE_FIELDS)
 
 SACCT_FIELDS: tuple[str, ...] = (
-    "JobID", "JobIDRaw", "State", "ExitCode", "Start", "End", "Elapsed", "Partition", "NodeList",
+    "JobID",
+    "JobIDRaw",
+    "State",
+    "ExitCode",
+    "Start",
+    "End",
+    "Elapsed",
+    "Partition",
+    "NodeList",
     "JobName",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)

@@ -91,9 +91,15 @@ def snapshot_from_output(
             snap.running = []
             for row in rows:
                 job = Job(
-                    cluster=cluster, job_id=row.job_id, name=row.name, state=row.state,
-                    source="squeue", elapsed=row.elapsed, partition=row.partition,
-                    nodes=row.reason, reason="",
+                    cluster=cluster,
+                    job_id=row.job_id,
+                    name=row.name,
+                    state=row.state,
+                    source="squeue",
+                    elapsed=row.elapsed,
+                    partition=row.partition,
+                    nodes=row.reason,
+                    reason="",
                 )
                 _attach_log(job, output)
                 snap.running.append(job)
@@ -107,9 +113,17 @@ def snapshot_from_output(
         try:
             snap.finished = [
                 Job(
-                    cluster=cluster, job_id=row.job_id, name=row.name, state=row.state,
-                    source="sacct", elapsed=row.elapsed, start=row.start, end=row.end,
-                    exit_code=row.exit_code, partition=row.partition, nodes=row.nodes,
+                    cluster=cluster,
+                    job_id=row.job_id,
+                    name=row.name,
+                    state=row.state,
+                    source="sacct",
+                    elapsed=row.elapsed,
+                    start=row.start,
+                    end=row.end,
+                    exit_code=row.exit_code,
+                    partition=row.partition,
+                    nodes=row.nodes,
                 )
                 for row in parse_sacct(sa)
             ]

@@ -22,8 +22,9 @@ def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> C
         status = ClusterStatus.DROPPED if cfg.status == "dropped" else ClusterStatus.SKIPPED
         return ClusterSnapshot(cfg.name, cfg.scheduler, status, notes=[why])
     if selected and cfg.name not in selected:
-        return ClusterSnapshot(cfg.name, cfg.scheduler, ClusterStatus.SKIPPED,
-                               notes=[f"{cfg.name}: not selected in this run's params"])
+        return ClusterSnapshot(
+            cfg.name, cfg.scheduler, ClusterStatus.SKIPPED, notes=[f"{cfg.name}: not selected in this run's params"]
+        )
     return None
 
 
@@ -34,7 +35,9 @@ def missing_snapshot(ops_dir: Path | str, cluster: str, on: dt.date, selected: S
     except OpsConfigError as exc:
         return ClusterSnapshot(cluster, "?", ClusterStatus.ERROR, notes=[str(exc)])
     return skip_snapshot(cfg, on, selected) or ClusterSnapshot(
-        cluster, cfg.scheduler, ClusterStatus.ERROR,
+        cluster,
+        cfg.scheduler,
+        ClusterStatus.ERROR,
         notes=["gather task failed: see that task's log"],
     )
 

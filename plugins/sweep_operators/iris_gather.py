@@ -19,8 +19,9 @@ class IrisGatherOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("lookback_hours",)
 
-    def __init__(self, *, cluster: str, ops_dir: str | Path, lookback_hours: Any = "{{ params.lookback_hours }}",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *, cluster: str, ops_dir: str | Path, lookback_hours: Any = "{{ params.lookback_hours }}", **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.cluster = cluster
         self.ops_dir = str(ops_dir)
@@ -30,7 +31,10 @@ class IrisGatherOperator(BaseOperator):
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
         return ClusterSnapshot(
-            cfg.name, "iris", ClusterStatus.NOT_GATHERED,
-            window_start=start.isoformat(), window_end=end.isoformat(),
+            cfg.name,
+            "iris",
+            ClusterStatus.NOT_GATHERED,
+            window_start=start.isoformat(),
+            window_end=end.isoformat(),
             notes=["iris state poll not implemented yet: jobs on this cluster are not gathered"],
         ).to_dict()

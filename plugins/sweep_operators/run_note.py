@@ -43,7 +43,9 @@ def set_dag_run_note(context: dict[str, Any], note: str, conn_id: str = API_CONN
             headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
             resp = client.patch(
                 f"/api/v2/dags/{quote(dag_id, safe='')}/dagRuns/{quote(run_id, safe='')}",
-                params={"update_mask": "note"}, json={"note": note}, headers=headers,
+                params={"update_mask": "note"},
+                json={"note": note},
+                headers=headers,
             )
             resp.raise_for_status()
     except (httpx.HTTPError, KeyError, ValueError) as exc:

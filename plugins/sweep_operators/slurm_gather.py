@@ -7,7 +7,6 @@ policy and the validation live in sweep_core.
 from __future__ import annotations
 
 import datetime as dt
-import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
         client = hook.get_conn()
     except paramiko.AuthenticationException as exc:
         raise NodeUnreachable(f"authentication failed: {exc}") from exc
-    except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
         raise NodeUnreachable(f"connect failed: {type(exc).__name__}: {exc}") from exc
     try:
         stdin, stdout, stderr = client.exec_command("bash -s", timeout=timeout_s)
@@ -45,7 +44,7 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
         out = stdout.read()
         err = stderr.read()
         rc = stdout.channel.recv_exit_status()
-    except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
         raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
     finally:
         client.close()
@@ -87,7 +86,11 @@ def gather_slurm(
     ws, we = window_start.isoformat(), window_end.isoformat()
     if result.output is None or result.node is None:
         return ClusterSnapshot(
-            cfg.name, "slurm", ClusterStatus.UNREACHABLE, window_start=ws, window_end=we,
+            cfg.name,
+            "slurm",
+            ClusterStatus.UNREACHABLE,
+            window_start=ws,
+            window_end=we,
             notes=["unreachable, skipped this sweep: " + " | ".join(result.attempts)],
         )
     snap = snapshot_from_output(cfg.name, result.output, result.node.name, ws, we)
@@ -126,8 +129,12 @@ class SlurmGatherOperator(BaseOperator):
             snap = gather_slurm(cfg, limits, start, end, self.log)
         except AirflowNotFoundException as exc:  # the cluster's Connection is not defined
             snap = ClusterSnapshot(
-                cfg.name, "slurm", ClusterStatus.ERROR, window_start=start.isoformat(),
-                window_end=end.isoformat(), notes=[f"configuration error: {exc}"],
+                cfg.name,
+                "slurm",
+                ClusterStatus.ERROR,
+                window_start=start.isoformat(),
+                window_end=end.isoformat(),
+                notes=[f"configuration error: {exc}"],
             )
         self.log.info("%s: %s via %s; notes: %s", snap.cluster, snap.status, snap.login_node or "-", snap.notes)
         return snap.to_dict()

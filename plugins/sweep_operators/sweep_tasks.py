@@ -12,13 +12,13 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.ops_config import OpsConfigError, load_cluster
-from sweep_core.report import render_run_log, run_log_path, run_note, write_run_log
 from sweep_core.render import RenderedSweep
+from sweep_core.report import render_run_log, run_log_path, run_note, write_run_log
 from sweep_core.sweep import (
     SweepResult,
     bucket_step,
-    group_by_bucket,
     cadence_table,
+    group_by_bucket,
     liveness_step,
     missing_snapshot,
     render_step,
@@ -116,10 +116,12 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     path = run_log_path(os.path.expandvars(os.path.expanduser(run_log_dir)), end, config.topic)
     dag_run = context.get("dag_run")
     markdown = render_run_log(
-        result, template_dir,
+        result,
+        template_dir,
         dag_id=getattr(dag_run, "dag_id", "monitor_cron_sweep"),
         run_id=context.get("run_id") or getattr(dag_run, "run_id", ""),
-        window_start=start.isoformat(), window_end=end.isoformat(),
+        window_start=start.isoformat(),
+        window_end=end.isoformat(),
     )
     write_run_log(path, markdown)
     log.info("run log written: %s", path)
