@@ -22,7 +22,7 @@ def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
 
 
 def last_output_text(minutes: float | None, stale: bool, cadence: int | None, why: str = "") -> str:
-    """The table cell: ``last output 7 min ago`` / ``STALE: last output 3h05m ago (> 30 min)``."""
+    """The table cell: ``last output 7 min ago`` / ``last output 3h05m ago STALE (>30m)``."""
     if minutes is None:
         return f"last output ? ({why})" if why else "last output ?"
     if minutes < 90:
@@ -32,5 +32,5 @@ def last_output_text(minutes: float | None, stale: bool, cadence: int | None, wh
         age = f"{total // 60}h{total % 60:02d}m"
     text = f"last output {age} ago"
     if stale:
-        return f"STALE: {text} (> {cadence} min cadence)"
+        return f"{text} STALE (>{cadence}m)"
     return text

@@ -15,8 +15,8 @@ class ClusterStatus(StrEnum):
     """How far a cluster's gather got in this sweep."""
 
     OK = "OK"  # running set and finished set both validated
-    PARTIAL = "PARTIAL"  # one of them is UNKNOWN (e.g. squeue errored, sacct fine)
-    UNKNOWN = "UNKNOWN"  # reached, but nothing the scheduler said can be trusted
+    PARTIAL = "PARTIAL"  # running set validated, finished set (sacct) UNKNOWN
+    UNKNOWN = "UNKNOWN"  # reached, but the running set (squeue) cannot be trusted
     UNREACHABLE = "UNREACHABLE"  # no login node answered
     SKIPPED = "SKIPPED"  # ops.md says skipped (until a date), or not selected in params
     DROPPED = "DROPPED"  # ops.md says dropped: never contacted

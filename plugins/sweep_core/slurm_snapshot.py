@@ -130,8 +130,9 @@ def snapshot_from_output(
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
-    if snap.running is None and snap.finished is None:
+    # An unknown running set is UNKNOWN whatever sacct said: never "drained".
+    if snap.running is None:
         snap.status = ClusterStatus.UNKNOWN
-    elif snap.running is None or snap.finished is None:
+    elif snap.finished is None:
         snap.status = ClusterStatus.PARTIAL
     return snap

@@ -112,7 +112,11 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     start, end = _window(context)
     text = result.rendered.text()
     print(text)  # the task log carries the tables verbatim
-    run_log_dir = config.run_log_dir or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
+    run_log_dir = (
+        os.environ.get("SWEEP_RUN_LOG_DIR")
+        or config.run_log_dir
+        or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
+    )
     path = run_log_path(os.path.expandvars(os.path.expanduser(run_log_dir)), end, config.topic)
     dag_run = context.get("dag_run")
     markdown = render_run_log(

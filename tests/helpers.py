@@ -1,0 +1,33 @@
+"""Shared test helpers: fixture loading and gather-output building (no Airflow import)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from sweep_core.slurm_parse import CommandResult
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def slurm_fixture(name: str) -> CommandResult:
+    """A Slurm command captured from the real local cluster (tests/fixtures/slurm/capture.sh)."""
+    base = FIXTURES / "slurm" / name
+    return CommandResult(
+        int((base.with_suffix(".rc")).read_text().strip()),
+        base.with_suffix(".out").read_text(),
+        base.with_suffix(".err").read_text(),
+    )
+
+
+def record(marker: str, name: str, result: CommandResult) -> str:
+    """One record line as the gather script prints it."""
+    b = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+    return f"{marker} {name} {result.rc} {b(result.stdout)} {b(result.stderr)}"
+
+
+def gather_stdout(marker: str, records: dict[str, CommandResult], complete: bool = True) -> str:
+    lines = [record(marker, k, v) for k, v in records.items()]
+    if complete:
+        lines.append(f"{marker} end 0 - -")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,60 @@
+"""The DAG file: imports clean, one group per ops.md cluster, fan-in tasks, params, timetable."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    return bag.get_dag("monitor_cron_sweep")
+
+
+def test_one_group_per_cluster_and_fan_in(dag) -> None:
+    from sweep_core.ops_config import cluster_names
+
+    clusters = cluster_names(ROOT / "include" / "ops")
+    assert set(dag.task_group.children) >= {*clusters, "bucket", "liveness", "render", "report", "verdict"}
+    for c in clusters:
+        assert {f"{c}.step0", f"{c}.gather"} <= set(dag.task_ids)
+        assert dag.get_task(f"{c}.gather").upstream_task_ids == {f"{c}.step0"}
+    assert type(dag.get_task("coreweave.gather")).__name__ == "IrisGatherOperator"
+    assert type(dag.get_task("leonardo.gather")).__name__ == "SlurmGatherOperator"
+    bucket = dag.get_task("bucket")
+    assert {f"{c}.gather" for c in clusters} == bucket.upstream_task_ids
+    assert bucket.trigger_rule == "all_done"
+    assert dag.get_task("verdict").upstream_task_ids == {"report"}
+
+
+def test_params_and_run_policy(dag) -> None:
+    assert set(dag.params) == {"clusters", "lookback_hours", "dry_run"}
+    assert dag.params["dry_run"] is False
+    assert dag.max_active_runs == 1
+    assert dag.catchup is False
+
+
+def test_cron_data_interval_tiles_time(dag) -> None:
+    from airflow.sdk import CronDataIntervalTimetable
+    from airflow.timetables.interval import CronDataIntervalTimetable as SchedulerTimetable
+
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    # The scheduler's side of the same timetable: what the data intervals really are.
+    tt = SchedulerTimetable(dag.timetable.expression, dag.timetable.timezone)
+    start = dt.datetime(2026, 3, 1, 0, 0, tzinfo=dt.UTC)
+    first = tt.infer_manual_data_interval(run_after=start + dt.timedelta(hours=4, minutes=10))
+    assert first.end - first.start == dt.timedelta(hours=3)
+    # Consecutive intervals: each starts where the previous ended (no gap, no overlap).
+    end = first.end
+    for _ in range(4):
+        nxt = tt.infer_manual_data_interval(run_after=end + dt.timedelta(hours=3))
+        assert nxt.start == end
+        end = nxt.end

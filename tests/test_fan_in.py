@@ -1,0 +1,146 @@
+"""Fan-in: bucketing, liveness against the remote clock, and the rendered box tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sweep_core.buckets import bucket_for
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.report import flagged_lines, render_run_log, run_log_path, run_note
+from sweep_core.sweep import run_fan_in
+from sweep_core.sweep_config import SweepConfigError, load_sweep_config, parse_sweep_config
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
+NOW = 1_764_680_000.0
+
+
+@pytest.mark.parametrize(
+    ("name", "bucket"),
+    [
+        ("rl__a3_qwen8b", "RL"),
+        ("sft__delphi_cell3", "SFT"),
+        ("datagen__minimax_chunk", "Datagen"),
+        ("eval-math500_qwen", "Eval"),
+        ("delphi__eval__cell3", "Eval"),
+        ("consolidate_minimax", "Catch-all"),
+        ("hf_upload", "Catch-all"),
+        ("rl_not_double_underscore", "Catch-all"),
+        ("RL__upper", "Catch-all"),
+        ("", "Catch-all"),
+    ],
+)
+def test_bucket_by_name(name: str, bucket: str) -> None:
+    assert bucket_for(name, CONFIG.buckets) == bucket
+
+
+def job(jid: str, name: str, mtime: float | None, source: str = "squeue", **kw: str) -> Job:
+    state = kw.pop("state", "RUNNING" if source == "squeue" else "COMPLETED")
+    return Job(cluster="c1", job_id=jid, name=name, state=state, source=source, log_mtime=mtime, **kw)
+
+
+def snapshot() -> ClusterSnapshot:
+    return ClusterSnapshot(
+        "c1",
+        "slurm",
+        ClusterStatus.OK,
+        login_node="login02",
+        remote_now=NOW,
+        running=[
+            job("1", "rl__fresh", NOW - 5 * 60),
+            job("2", "rl__wedged", NOW - 3 * 3600 - 5 * 60),
+            job("3", "sft__nolog", None, log_note="log not readable: Permission denied"),
+        ],
+        finished=[
+            job("4", "datagen__done", None, source="sacct", end="2026-12-02T11:00:00", exit_code="0:0"),
+            job("5", "eval-x", None, source="sacct", state="FAILED", exit_code="1:0"),
+        ],
+    )
+
+
+def test_liveness_uses_bucket_cadence_and_marks_stale() -> None:
+    s = snapshot()
+    result = run_fan_in([s], CONFIG)
+    fresh, wedged, nolog = s.running
+    assert fresh.minutes_since_output == pytest.approx(5) and not fresh.stale
+    assert wedged.stale and wedged.minutes_since_output == pytest.approx(185)
+    assert nolog.minutes_since_output is None and not nolog.stale
+    rl = result.rendered.tables["RL"]
+    assert "last output 5 min ago" in rl
+    assert "last output 3h05m ago STALE (>30m)" in rl
+
+
+def test_ops_md_cadence_override_wins() -> None:
+    s = snapshot()
+    run_fan_in([s], CONFIG, {"c1": {"RL": 240}})
+    assert not s.running[1].stale
+
+
+def test_tables_are_box_drawing_one_per_bucket() -> None:
+    result = run_fan_in([snapshot()], CONFIG)
+    assert list(result.rendered.tables) == ["RL", "SFT", "Datagen", "Eval", "Catch-all"]
+    for table in result.rendered.tables.values():
+        assert table.startswith("┌") and "┬" in table and table.rstrip().endswith("┘")
+        assert "|---" not in table and "| --" not in table
+        assert "Cluster" in table.splitlines()[1]
+    assert "(no jobs)" in result.rendered.tables["Catch-all"]
+    assert "Permission denied" in result.rendered.tables["SFT"]
+    assert "login02" in result.rendered.overview
+
+
+def test_unknown_cluster_gets_an_unknown_row_in_every_bucket() -> None:
+    bad = ClusterSnapshot(
+        "c2",
+        "slurm",
+        ClusterStatus.UNKNOWN,
+        running=None,
+        finished=[],
+        notes=["running set UNKNOWN: squeue exited 1: slurm_load_jobs error: Socket timed out"],
+    )
+    result = run_fan_in([snapshot(), bad], CONFIG)
+    for table in result.rendered.tables.values():
+        assert "c2" in table and "UNKNOWN" in table
+    assert "?" in result.rendered.overview.split("c2")[1].splitlines()[0]  # running count "?" not 0
+    flags = flagged_lines(result)
+    assert any(f.startswith("[cluster-unknown] c2") for f in flags)
+    assert any("[liveness-stale]" in f and "rl__wedged" in f for f in flags)
+    assert any("[failed]" in f and "eval-x" in f for f in flags)
+
+
+def test_skipped_and_dropped_clusters_do_not_add_unknown_rows() -> None:
+    skipped = ClusterSnapshot("j", "slurm", ClusterStatus.SKIPPED, notes=["j: skipped until 2026-07-12"])
+    result = run_fan_in([skipped], CONFIG)
+    assert "UNKNOWN" not in result.rendered.tables["RL"]
+    assert "skipped until 2026-07-12" in result.rendered.overview
+
+
+def test_run_log_and_note(tmp_path: Path) -> None:
+    import datetime as dt
+
+    result = run_fan_in([snapshot()], CONFIG)
+    end = dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.UTC)
+    path = run_log_path(tmp_path, end, CONFIG.topic)
+    assert path.name == "2026-12-02_monitor-sweep-1200Z.md"
+    text = render_run_log(
+        result,
+        ROOT / "include" / "templates",
+        dag_id="d",
+        run_id="r",
+        window_start="2026-12-02T09:00:00+00:00",
+        window_end=end.isoformat(),
+    )
+    assert "## RL" in text and "┌" in text and "rl__wedged" in text
+    assert "## Actions taken / flagged" in text and "[liveness-stale]" in text
+    note = run_note(result, path)
+    assert len(note) <= 1000 and "RL 2" in note
+
+
+def test_sweep_config_errors() -> None:
+    with pytest.raises(SweepConfigError, match="catch-all"):
+        parse_sweep_config("buckets: [{name: RL, patterns: ['^rl__']}]")
+    with pytest.raises(SweepConfigError, match="bad regex"):
+        parse_sweep_config("buckets: [{name: RL, patterns: ['(']}, {name: C}]")
+    with pytest.raises(SweepConfigError, match="cron"):
+        parse_sweep_config("schedule: hourly\nbuckets: [{name: C}]")
