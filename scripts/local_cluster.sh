@@ -229,9 +229,6 @@ conn = {"conn_type": "ssh", "host": "127.0.0.1", "port": int(port), "login": use
         "extra": json.dumps({"key_file": key, "host_key": hostkey, "look_for_keys": "false"})}
 json.dump({"ssh_local": conn}, open(out, "w"), indent=2)
 EOF
-  # The same as an env var line, for processes that read connections from the environment.
-  python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["ssh_local"]; print("AIRFLOW_CONN_SSH_LOCAL=" + json.dumps(c))' \
-    "$DIR/connections.json" >"$DIR/connections.env"
   cat >"$DIR/cluster.env" <<EOF
 SWEEP_CLUSTER_DIR=$DIR
 SWEEP_CLUSTER_USER=$USER_NAME

@@ -1,0 +1,113 @@
+"""Session set-up: the bundled local Slurm cluster (real) and an Airflow Connection for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER_DIR = Path(os.environ.get("SWEEP_CLUSTER_DIR", "/var/tmp/sweep-local-cluster"))
+SCRIPT = ROOT / "scripts" / "local_cluster.sh"
+USER = os.environ.get("SWEEP_CLUSTER_USER", "sweep")
+LOGS = Path(f"/home/{USER}/jobs/logs")
+
+
+def sh(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), check=check, capture_output=True, text=True, timeout=timeout)
+
+
+@dataclass
+class LocalCluster:
+    """Handles to the real local cluster: submit jobs as the cluster user, stop/start daemons."""
+
+    dir: Path
+
+    def submit(self, name: str, command: str, *extra: str, output: str | None = None) -> str:
+        out = output or str(LOGS / "%x-%j.out")
+        res = sh("runuser", "-u", USER, "--", "sbatch", "--parsable", "-J", name, "-o", out, *extra, "--wrap", command)
+        return res.stdout.strip().split(";")[0]
+
+    def squeue_state(self, job_id: str) -> str:
+        res = sh("squeue", "-h", "-j", job_id, "-o", "%T", check=False)
+        return res.stdout.strip().splitlines()[0] if res.returncode == 0 and res.stdout.strip() else ""
+
+    def sacct_state(self, job_id: str) -> str:
+        res = sh("sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State", check=False)
+        return res.stdout.strip().splitlines()[0] if res.stdout.strip() else ""
+
+    def wait_running(self, *job_ids: str, timeout: float = 60) -> None:
+        end = time.time() + timeout
+        while time.time() < end:
+            states = {j: self.squeue_state(j) for j in job_ids}
+            if all(s == "RUNNING" for s in states.values()):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"jobs not RUNNING after {timeout}s: {states}")
+
+    def wait_finished(self, job_id: str, state: str, timeout: float = 60) -> None:
+        end = time.time() + timeout
+        seen = ""
+        while time.time() < end:
+            seen = self.sacct_state(job_id)
+            if seen.startswith(state):
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"job {job_id} not {state} after {timeout}s (sacct says {seen!r})")
+
+    def stdout_path(self, job_id: str) -> Path:
+        res = sh("scontrol", "show", "job", job_id)
+        for line in res.stdout.splitlines():
+            if line.strip().startswith("StdOut="):
+                return Path(line.strip()[len("StdOut=") :])
+        raise AssertionError(f"no StdOut for {job_id}")
+
+    def wait_log(self, job_id: str, timeout: float = 30) -> Path:
+        path = self.stdout_path(job_id)
+        end = time.time() + timeout
+        while time.time() < end and not (path.exists() and path.stat().st_size > 0):
+            time.sleep(0.3)
+        return path
+
+    def stop(self, daemon: str) -> None:
+        sh(str(SCRIPT), "stop-one", daemon)
+
+    def start(self, daemon: str) -> None:
+        sh(str(SCRIPT), "start-one", daemon, timeout=180)
+
+    def sshd_accepts(self, node: str) -> int:
+        """How many SSH logins the node's sshd has accepted so far (from its own log)."""
+        log = self.dir / "log" / f"sshd-{node}.log"
+        return log.read_text(errors="replace").count("Accepted publickey") if log.exists() else 0
+
+    def cancel_all(self) -> None:
+        sh("runuser", "-u", USER, "--", "scancel", "-u", USER, check=False)
+
+
+@pytest.fixture(scope="session")
+def local_cluster():
+    """The real local cluster, started if it is not running (needs root); jobs cancelled after."""
+    status = sh(str(SCRIPT), "status", check=False).stdout
+    if "stopped" in status or not status:
+        res = sh(str(SCRIPT), "up", check=False, timeout=900)
+        if res.returncode != 0:
+            pytest.fail(f"local cluster did not come up:\n{res.stdout}\n{res.stderr}")
+    conns = json.loads((CLUSTER_DIR / "connections.json").read_text())
+    for conn_id, conn in conns.items():
+        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
+    cluster = LocalCluster(CLUSTER_DIR)
+    cluster.cancel_all()
+    yield cluster
+    cluster.cancel_all()
+
+
+@pytest.fixture
+def tag() -> str:
+    """A unique token for this test's job names."""
+    return "t" + uuid.uuid4().hex[:6]

@@ -1,0 +1,60 @@
+"""Run the real monitor_cron_sweep DAG with dag.test() against a real metadata DB, read its XComs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweep_core.models import ClusterSnapshot
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class SweepRun:
+    state: str
+    task_states: dict[str, str]
+    snapshots: dict[str, ClusterSnapshot] = field(default_factory=dict)
+    rendered: dict[str, Any] = field(default_factory=dict)
+    report_path: Path | None = None
+
+    @property
+    def report(self) -> str:
+        return self.report_path.read_text() if self.report_path else ""
+
+    def job(self, name: str):
+        """The one job of that exact name across all clusters."""
+        found = [j for s in self.snapshots.values() for j in s.all_jobs() if j.name == name]
+        assert len(found) == 1, f"{name!r}: found {len(found)} jobs"
+        return found[0]
+
+
+def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = None, **test_kwargs: Any) -> SweepRun:
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    os.environ["SWEEP_OPS_DIR"] = str(ops_dir or ROOT / "include" / "ops")
+    os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
+    try:
+        bag = DagBag(str(ROOT / "dags"))
+        assert bag.import_errors == {}, bag.import_errors
+        dag = bag.get_dag("monitor_cron_sweep")
+        dr = dag.test(run_conf=conf, **test_kwargs)
+    finally:
+        os.environ.pop("SWEEP_OPS_DIR", None)
+    with create_session() as session:
+        rows = session.scalars(
+            select(XComModel).where(
+                XComModel.dag_id == dag.dag_id, XComModel.run_id == dr.run_id, XComModel.key == "return_value"
+            )
+        ).all()
+        values = {r.task_id: XComModel.deserialize_value(r) for r in rows}
+        states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances(session=session)}
+        state = str(dr.state)
+    snaps = {d["cluster"]: ClusterSnapshot.from_dict(d) for d in values.get("liveness") or []}
+    report = values.get("report")
+    return SweepRun(state, states, snaps, values.get("render") or {}, Path(report) if report else None)

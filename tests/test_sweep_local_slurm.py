@@ -1,0 +1,190 @@
+"""The sweep DAG end to end with dag.test(), over real SSH, on the real local Slurm."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from sweep_runner import ROOT, run_sweep
+
+from sweep_core.models import ClusterStatus
+
+pytestmark = pytest.mark.cluster
+LOOP = 'for i in $(seq 1 600); do echo "Training Step Progress: $i/600"; sleep 2; done'
+
+
+def test_full_sweep_buckets_states_failure_and_staleness(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    ids = {
+        "rl": c.submit(f"rl__{tag}_grpo", LOOP),
+        "sft": c.submit(f"sft__{tag}_cell3", LOOP),
+        "datagen": c.submit(f"datagen__{tag}", LOOP, "--array=1-2", output="/home/sweep/jobs/logs/%x-%A_%a.out"),
+        "eval": c.submit(f"eval-{tag}_math500", LOOP),
+        "catch": c.submit(f"pretokenize_{tag}", LOOP),
+        "wedged": c.submit(f"rl__{tag}_wedged", "echo started; sleep 900"),
+    }
+    failed = c.submit(f"sft__{tag}_broken", "echo 'RuntimeError: boom' >&2; exit 1")
+    c.wait_running(*[v for k, v in ids.items() if k != "datagen"])
+    c.wait_finished(failed, "FAILED")
+    wedged_log = c.wait_log(ids["wedged"])
+    subprocess.run(["touch", "-d", "3 hours ago", str(wedged_log)], check=True)
+    c.wait_log(ids["rl"])
+    before = c.sshd_accepts("login01")
+
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+
+    assert run.state == "success", run.task_states
+    assert c.sshd_accepts("login01") - before == 1  # ONE SSH session for the whole cluster
+    local = run.snapshots["local"]
+    assert local.status == ClusterStatus.OK
+    assert local.login_node.startswith("login01")
+    expect = {
+        f"rl__{tag}_grpo": "RL",
+        f"sft__{tag}_cell3": "SFT",
+        f"datagen__{tag}": "Datagen",
+        f"eval-{tag}_math500": "Eval",
+        f"pretokenize_{tag}": "Catch-all",
+        f"rl__{tag}_wedged": "RL",
+    }
+    running = {j.name: j for j in local.running}
+    for name, bucket in expect.items():
+        if name.startswith("datagen__"):
+            arr = [j for j in local.running if j.name == name]
+            assert len(arr) == 2 and {j.bucket for j in arr} == {"Datagen"}
+            continue
+        assert running[name].bucket == bucket and running[name].state == "RUNNING"
+    broken = run.job(f"sft__{tag}_broken")
+    assert broken.source == "sacct" and broken.state == "FAILED" and broken.exit_code.startswith("1:")
+    assert broken.bucket == "SFT"
+
+    wedged, fresh = running[f"rl__{tag}_wedged"], running[f"rl__{tag}_grpo"]
+    assert wedged.stale and wedged.minutes_since_output > 170
+    assert not fresh.stale and fresh.minutes_since_output < 5
+    assert "Training Step Progress" in fresh.log_tail
+
+    rl_table = run.rendered["tables"]["RL"]
+    wedged_row = next(line for line in rl_table.splitlines() if f"rl__{tag}_wedged" in line)
+    assert "STALE" in wedged_row and "last output 3h" in wedged_row
+    assert rl_table.startswith("┌")
+    text = run.report
+    assert f"sft__{tag}_broken" in text and "[failed]" in text and "[liveness-stale]" in text
+    assert run.report_path.name.startswith(tuple("0123456789")) and run.report_path.suffix == ".md"
+    skipped = run.snapshots["leonardo"]
+    assert skipped.status == ClusterStatus.SKIPPED and "not selected" in skipped.notes[0]
+    assert run.snapshots["perlmutter"].status == ClusterStatus.DROPPED
+
+
+def test_slurmctld_down_is_unknown_not_drained(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    job = c.submit(f"rl__{tag}_alive", LOOP)
+    c.wait_running(job)
+    c.stop("slurmctld")
+    try:
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    finally:
+        c.start("slurmctld")
+    local = run.snapshots["local"]
+    assert local.status == ClusterStatus.UNKNOWN
+    assert local.running is None  # not an empty list: never "drained"
+    assert any("Unable to contact slurm controller" in n for n in local.notes)
+    assert local.finished is not None  # sacct talks to slurmdbd, which is up
+    assert "UNKNOWN" in run.rendered["tables"]["RL"]
+    assert run.state == "success"
+    c.wait_running(job)  # the job survived the controller restart
+
+
+def test_login01_down_gathers_via_login02(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    job = c.submit(f"sft__{tag}_failover", LOOP)
+    c.wait_running(job)
+    c.stop("login01")
+    try:
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    finally:
+        c.start("login01")
+    local = run.snapshots["local"]
+    assert local.status == ClusterStatus.OK
+    assert local.login_node.startswith("login02")
+    assert any("login01" in n and "failed over" in n for n in local.notes)
+    assert run.job(f"sft__{tag}_failover").state == "RUNNING"
+    assert "login02" in run.rendered["overview"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ops_copy(tmp_path: Path) -> Path:
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    return ops
+
+
+def test_unreachable_cluster_is_skipped_and_the_run_succeeds(local_cluster, tag, tmp_path) -> None:
+    ops = _ops_copy(tmp_path)
+    port = _closed_port()
+    (ops / "deadhpc").mkdir()
+    (ops / "deadhpc" / "ops.md").write_text(
+        "---\nscheduler: slurm\nstatus: active\nconnection_id: ssh_local\nuser: sweep\n"
+        f"login_nodes:\n  - {{name: login01, host: 127.0.0.1, port: {port}}}\n"
+        f"  - {{name: login02, host: 127.0.0.1, port: {port}}}\n---\nA cluster that is down.\n"
+    )
+    job = local_cluster.submit(f"eval-{tag}_alive", LOOP)
+    local_cluster.wait_running(job)
+    run = run_sweep({"lookback_hours": 1}, tmp_path, ops_dir=ops)
+    assert run.state == "success", run.task_states
+    dead = run.snapshots["deadhpc"]
+    assert dead.status == ClusterStatus.UNREACHABLE
+    assert dead.running is None and "unreachable" in dead.notes[0] and str(port) in dead.notes[0]
+    assert run.snapshots["local"].status == ClusterStatus.OK
+    assert run.job(f"eval-{tag}_alive").bucket == "Eval"
+    assert "deadhpc" in run.rendered["tables"]["Eval"]  # its UNKNOWN row, not a silent gap
+
+
+def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path) -> None:
+    ops = _ops_copy(tmp_path)
+    (ops / "broken").mkdir()
+    (ops / "broken" / "ops.md").write_text("---\nscheduler: pbs\nstatus: active\n---\n")
+    job = local_cluster.submit(f"rl__{tag}_ok", LOOP)
+    local_cluster.wait_running(job)
+    run = run_sweep({"lookback_hours": 1}, tmp_path, ops_dir=ops)
+    assert run.task_states["broken.step0"] == "failed"
+    assert run.task_states["local.gather"] == "success"
+    assert run.task_states["report"] == "success"
+    assert run.task_states["verdict"] == "failed"  # the config error is not hidden
+    broken = run.snapshots["broken"]
+    assert broken.status == ClusterStatus.ERROR
+    assert "broken/ops.md" in broken.notes[0] and "'scheduler'" in broken.notes[0]
+    assert run.job(f"rl__{tag}_ok").state == "RUNNING"
+    assert "broken/ops.md" in run.report
+
+
+def test_shell_metacharacters_in_names_and_paths_do_not_inject(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    pwned = [Path(f"/tmp/pwned_{tag}_{i}") for i in range(2)]
+    names = [f"rl__x;touch$IFS{pwned[0]}", f"sft__$(touch {pwned[1]})`id`"]
+    ids = [c.submit(n, LOOP, output="/home/sweep/jobs/logs/meta-%j.out") for n in names]
+    # A log path (it comes back from scontrol) with quotes, spaces and a command substitution
+    # that would create ~sweep/pwned_<tag>_2 if anything evaluated it. No "/" in the $(...):
+    # Slurm would read it as a directory.
+    pwned.append(Path(f"/home/sweep/pwned_{tag}_2"))
+    odd_log = f'/home/sweep/jobs/logs/q\'uote "dq" $(touch pwned_{tag}_2) `id` %j.out'
+    ids.append(c.submit(f"eval-{tag}_oddpath", LOOP, output=odd_log))
+    c.wait_running(*ids)
+    c.wait_log(ids[2])
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    for p in pwned:
+        assert not p.exists(), f"command injection: {p} was created"
+    assert run.job(names[0]).bucket == "RL"
+    assert run.job(names[1]).bucket == "SFT"
+    odd = run.job(f"eval-{tag}_oddpath")
+    assert odd.stdout_path == odd_log.replace("%j", ids[2])
+    assert odd.log_mtime is not None and odd.minutes_since_output is not None
+    assert os.path.exists(odd.stdout_path)
