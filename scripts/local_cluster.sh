@@ -25,9 +25,15 @@ die() { printf '[local-cluster] ERROR: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (it starts system daemons)"
 
-alive() { # alive NAME -> 0 if the recorded PID runs
-  local f=$RUN/$1.pid
-  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+comm_of() { # the process name a daemon's PID must have (a stale PID file may point elsewhere)
+  case $1 in login0*) echo sshd ;; mariadb) echo mariadbd ;; *) echo "$1" ;; esac
+}
+
+alive() { # alive NAME -> 0 if the recorded PID runs and is that daemon
+  local f=$RUN/$1.pid pid
+  [ -s "$f" ] || return 1
+  pid=$(cat "$f")
+  kill -0 "$pid" 2>/dev/null && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(comm_of "$1")" ]
 }
 
 wait_for() { # wait_for SECONDS DESCRIPTION CMD...
@@ -257,7 +263,7 @@ stop_one() { # stop_one NAME: end the recorded PID, wait for it
   local name=$1 f=$RUN/$1.pid pid
   [ -s "$f" ] || return 0
   pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$name"; then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true

@@ -144,3 +144,16 @@ def test_sweep_config_errors() -> None:
         parse_sweep_config("buckets: [{name: RL, patterns: ['(']}, {name: C}]")
     with pytest.raises(SweepConfigError, match="cron"):
         parse_sweep_config("schedule: hourly\nbuckets: [{name: C}]")
+
+
+def test_rows_sort_running_first_then_numeric_job_id() -> None:
+    from sweep_core.render import job_sort_key
+
+    jobs = [
+        job("10", "a", 1.0),
+        job("9", "b", 1.0),
+        job("3_10", "c", 1.0),
+        job("3_2", "d", 1.0),
+        job("2", "e", None, source="sacct"),
+    ]
+    assert [j.job_id for j in sorted(jobs, key=job_sort_key)] == ["3_2", "3_10", "9", "10", "2"]

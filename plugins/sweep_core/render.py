@@ -3,6 +3,7 @@ cross-cluster table per bucket."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +53,12 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
     return _grid(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
 
 
+def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
+    """RUNNING first, then by cluster and numeric job id (9 before 10, 3_2 before 3_10)."""
+    nums = tuple(int(n) for n in re.findall(r"\d+", job.job_id))
+    return (job.source != "squeue", job.cluster, nums, job.job_id)
+
+
 def _job_note(job: Job) -> str:
     parts = []
     if job.source == "squeue" and job.log_note:
@@ -73,7 +80,7 @@ def render_bucket(
     headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
     headers += [h for h, _ in metric_columns] + ["Note"]
     rows: list[list[str]] = []
-    order = sorted(jobs, key=lambda j: (j.source != "squeue", j.cluster, j.job_id))
+    order = sorted(jobs, key=job_sort_key)
     for job in order:
         if job.source == "squeue":
             cadence = cadence_for(job.cluster, job.bucket)

@@ -9,10 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import paramiko
-from airflow.providers.ssh.hooks.ssh import SSHHook
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
@@ -24,12 +22,17 @@ from sweep_core.slurm_snapshot import snapshot_from_output
 from sweep_core.sweep_config import GatherLimits, load_sweep_config
 from sweep_operators.window import sweep_window
 
+if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
+    from airflow.providers.ssh.hooks.ssh import SSHHook
+
 
 def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[int, str, str]:
     """Send ``script`` to ``bash -s`` on one SSH connection; (exit code, stdout, stderr).
 
     The script goes on stdin, so nothing of it lands in a process list or in the task log.
     """
+    import paramiko
+
     try:
         client = hook.get_conn()
     except paramiko.AuthenticationException as exc:
@@ -67,6 +70,7 @@ def gather_slurm(
         max_jobs=limits.max_jobs,
     )
     script, marker = build_gather_script(req)
+    from airflow.providers.ssh.hooks.ssh import SSHHook
 
     def run(node: LoginNode) -> tuple[int, str, str]:
         hook = SSHHook(

@@ -1,0 +1,84 @@
+"""SSH sessions opened per cluster per sweep, at 10 and 200 RUNNING jobs, counted from sshd's log.
+
+Runs the real SLURM gather (the operator's gather_slurm) against the bundled local cluster
+(scripts/local_cluster.sh up first). Prints one line per size: sessions, gather seconds, jobs seen.
+Usage: source scripts/env.sh && python benchmarks/ssh_sessions.py
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "plugins"))
+CLUSTER_DIR = Path(os.environ.get("SWEEP_CLUSTER_DIR", "/var/tmp/sweep-local-cluster"))
+USER = os.environ.get("SWEEP_CLUSTER_USER", "sweep")
+
+
+def accepted(node: str) -> int:
+    return (CLUSTER_DIR / "log" / f"sshd-{node}.log").read_text(errors="replace").count("Accepted publickey")
+
+
+def running_count() -> int:
+    out = subprocess.run(["squeue", "-h", "-u", USER, "-t", "RUNNING"], capture_output=True, text=True).stdout
+    return len(out.splitlines())
+
+
+def main() -> None:
+    for conn_id, conn in json.loads((CLUSTER_DIR / "connections.json").read_text()).items():
+        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
+    from sweep_core.ops_config import load_cluster
+    from sweep_core.sweep_config import load_sweep_config
+    from sweep_operators.slurm_gather import gather_slurm
+
+    cfg = load_cluster(ROOT / "include" / "ops", "local")
+    limits = load_sweep_config(ROOT / "include" / "sweep.yaml").gather
+    end = dt.datetime.now(dt.UTC)
+    start = end - dt.timedelta(hours=1)
+    subprocess.run(["runuser", "-u", USER, "--", "scancel", "-u", USER], check=False)
+    time.sleep(2)
+    print("jobs_running  ssh_sessions_login01  ssh_sessions_all  gather_s  jobs_in_snapshot  logs_read")
+    for n in (10, 200):
+        subprocess.run(
+            [
+                "runuser",
+                "-u",
+                USER,
+                "--",
+                "sbatch",
+                "-J",
+                "rl__bench",
+                f"--array=1-{n}",
+                "-t",
+                "15",
+                "-o",
+                f"/home/{USER}/jobs/logs/bench-%A_%a.out",
+                "--wrap",
+                "while true; do echo Training Step Progress: 1/9; sleep 5; done",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        deadline = time.time() + 180
+        while running_count() < n and time.time() < deadline:
+            time.sleep(1)
+        b1, b2 = accepted("login01"), accepted("login02")
+        t0 = time.perf_counter()
+        snap = gather_slurm(cfg, limits, start, end)
+        took = time.perf_counter() - t0
+        d1, d2 = accepted("login01") - b1, accepted("login02") - b2
+        jobs = len(snap.running or [])
+        logs = sum(1 for j in snap.running or [] if j.log_mtime is not None)
+        print(f"{running_count():>12}  {d1:>20}  {d1 + d2:>16}  {took:>8.2f}  {jobs:>16}  {logs:>9}")
+        subprocess.run(["runuser", "-u", USER, "--", "scancel", "-u", USER], check=False)
+        time.sleep(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The main job: one full sweep on the bundled local cluster, printing the tables.
+# Starts the real Slurm + two sshd login nodes, submits a few example jobs (one failing, one with
+# a log gone quiet), runs the monitor_cron_sweep DAG once (airflow dags test) and prints the
+# run log with the box tables. Usage: scripts/demo.sh    (as root on Debian 12)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/local_cluster.sh up
+source scripts/env.sh
+# shellcheck disable=SC1091
+. "${SWEEP_CLUSTER_DIR:-/var/tmp/sweep-local-cluster}/cluster.env"
+airflow connections import "$SWEEP_CLUSTER_DIR/connections.json" --overwrite >/dev/null
+U=$SWEEP_CLUSTER_USER
+L=/home/$U/jobs/logs
+runuser -u "$U" -- scancel -u "$U" 2>/dev/null || true
+sub() { runuser -u "$U" -- sbatch --parsable -t 30 -o "$L/%x-%j.out" "$@"; }
+loop='for i in $(seq 1 900); do echo "Training Step Progress: $i/900"; sleep 2; done'
+sub -J rl__demo_grpo_qwen8b --wrap "$loop" >/dev/null
+sub -J sft__demo_delphi_cell3 --wrap "$loop" >/dev/null
+sub -J datagen__demo_minimax --array=1-3 -o "$L/%x-%A_%a.out" --wrap "$loop" >/dev/null
+sub -J eval-demo_math500 --wrap "$loop" >/dev/null
+sub -J pretokenize_demo --wrap "$loop" >/dev/null
+sub -J sft__demo_broken --wrap 'echo "RuntimeError: CUDA error: device-side assert" >&2; exit 1' >/dev/null
+wedged=$(sub -J rl__demo_wedged --wrap 'echo "Training Step Progress: 12/900"; sleep 1800')
+for _ in $(seq 1 60); do
+  [ "$(squeue -h -u "$U" -t RUNNING | wc -l)" -ge 9 ] && break; sleep 0.5
+done
+sleep 2
+log=$(scontrol show job "$wedged" | sed -n 's/^ *StdOut=//p')
+touch -d '2 hours ago' "$log"   # a job that holds its allocation but has gone quiet
+export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$AIRFLOW_HOME/agent_logs}
+out=$AIRFLOW_HOME/demo-dags-test.log
+echo "[demo] airflow dags test monitor_cron_sweep (task logs: $out)"
+rc=0
+airflow dags test monitor_cron_sweep -c '{"clusters": ["local"], "lookback_hours": 1}' >"$out" 2>&1 || rc=$?
+report=$(ls -t "$SWEEP_RUN_LOG_DIR"/*.md 2>/dev/null | head -n 1)
+if [ -n "$report" ]; then
+  echo "[demo] run log: $report"
+  cat "$report"
+fi
+grep -E "DagRun Finished|state=" "$out" | grep -o "state=[a-z_]*" | tail -n 1 | sed 's/^/[demo] run /'
+exit $rc
