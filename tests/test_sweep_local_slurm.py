@@ -188,3 +188,22 @@ def test_shell_metacharacters_in_names_and_paths_do_not_inject(local_cluster, ta
     assert odd.stdout_path == odd_log.replace("%j", ids[2])
     assert odd.log_mtime is not None and odd.minutes_since_output is not None
     assert os.path.exists(odd.stdout_path)
+
+
+def test_backfilled_run_reports_its_own_window(local_cluster, tag, tmp_path) -> None:
+    import datetime as dt
+
+    c = local_cluster
+    late = c.submit(f"sft__{tag}_late", "exit 2")
+    c.wait_finished(late, "FAILED")
+    # A replayed window from the past: the data interval is [00:00, 03:00) on 2026-01-01.
+    past = run_sweep(
+        {"clusters": ["local"]}, tmp_path / "past", logical_date=dt.datetime(2026, 1, 1, 3, 10, tzinfo=dt.UTC)
+    )
+    local = past.snapshots["local"]
+    assert local.window_start == "2026-01-01T00:00:00+00:00"
+    assert local.window_end == "2026-01-01T03:00:00+00:00"
+    assert local.finished == []  # nothing ended then: today's failure is not in that window
+    assert past.report_path.name == "2026-01-01_monitor-sweep-0300Z.md"
+    now = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path / "now")
+    assert now.job(f"sft__{tag}_late").state == "FAILED"
