@@ -222,6 +222,9 @@ start_sshd() { # start_sshd NAME PORT
     -o PubkeyAuthentication=yes -o PermitRootLogin=no -o AllowUsers="$USER_NAME" \
     -o LogLevel=INFO -o MaxStartups=100:30:200 -o MaxSessions=50 -E "$LOG/sshd-$name.log"
   wait_for 10 "sshd $name" test -s "$RUN/$name.pid"
+  # A stale entry for this port in root's known_hosts (from an earlier install's host keys)
+  # would override the Connection's host_key in paramiko: drop it.
+  ssh-keygen -R "[127.0.0.1]:$port" >/dev/null 2>&1 || true
   say "sshd $name pid $(cat "$RUN/$name.pid") on 127.0.0.1:$port"
 }
 

@@ -26,7 +26,7 @@ def test_script_is_valid_bash_and_quotes_the_user(tmp_path) -> None:
     assert "find " not in script and " du " not in script
 
 
-@pytest.mark.parametrize("field", ["window_start", "window_end", "tail_bytes", "max_jobs"])
+@pytest.mark.parametrize("field", ["window_start", "window_end", "tail_bytes", "max_jobs", "settle_s"])
 def test_script_refuses_non_integer_numbers(field: str) -> None:
     kwargs = {"user": "u", "window_start": 1, "window_end": 2, field: "1; rm -rf /"}
     with pytest.raises(ValueError, match=field):

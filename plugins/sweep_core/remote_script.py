@@ -45,11 +45,16 @@ class GatherRequest:
     window_end: int  # epoch seconds, exclusive
     tail_bytes: int = 16384
     max_jobs: int = 1000
+    # slurmdbd answers a windowed `sacct -S/-E -s` query for a just-ended job only some seconds
+    # after `sacct -j` already shows it (measured: up to ~5 s on 22.05). The script waits until
+    # the remote clock is settle_s past the window end before it asks, so a job that ended in the
+    # last seconds of a window is not lost from that window's sweep.
+    settle_s: int = 10
 
 
 def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
     """The bash script for ``bash -s`` and the record marker it prints; values shlex-quoted."""
-    for name in ("window_start", "window_end", "tail_bytes", "max_jobs"):
+    for name in ("window_start", "window_end", "tail_bytes", "max_jobs", "settle_s"):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -66,6 +71,8 @@ T=$(mktemp -d "${{TMPDIR:-/tmp}}/sweep.XXXXXX") || {{ echo "$M mktemp 1 - -"; ex
 trap 'rm -rf -- "$T"' EXIT
 rec() {{ printf '%s %s %s ' "$M" "$1" "$2"; base64 -w0 <"$T/o"; printf ' '; base64 -w0 <"$T/e"; printf '\\n'; }}
 run() {{ local name=$1; shift; "$@" >"$T/o" 2>"$T/e"; rc=$?; rec "$name" "$rc"; return $rc; }}
+wait=$(( {req.window_end} + {req.settle_s} - $(date +%s) ))
+if [ "$wait" -gt 0 ] && [ "$wait" -le {req.settle_s} ]; then sleep "$wait"; fi
 run meta sh -c 'hostname; date +%s; date +%z; id -un'
 S=$(date -d @{req.window_start} +%Y-%m-%dT%H:%M:%S)
 E=$(date -d @{req.window_end} +%Y-%m-%dT%H:%M:%S)

@@ -27,6 +27,7 @@ class GatherLimits:
     max_jobs: int = 1000
     connect_timeout_s: int = 15
     command_timeout_s: int = 300
+    sacct_settle_s: int = 10
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ def parse_sweep_config(text: str, source: str = "sweep.yaml") -> SweepConfig:
         max_jobs=_positive_int(g, "max_jobs", f"{source}: gather", 1000),
         connect_timeout_s=_positive_int(g, "connect_timeout_s", f"{source}: gather", 15),
         command_timeout_s=_positive_int(g, "command_timeout_s", f"{source}: gather", 300),
+        sacct_settle_s=_positive_int(g, "sacct_settle_s", f"{source}: gather", 10),
     )
     schedule = raw.get("schedule") or "0 */3 * * *"
     if not isinstance(schedule, str) or len(schedule.split()) != 5:

@@ -68,6 +68,7 @@ def gather_slurm(
         window_end=int(window_end.timestamp()),
         tail_bytes=limits.tail_bytes,
         max_jobs=limits.max_jobs,
+        settle_s=limits.sacct_settle_s,
     )
     script, marker = build_gather_script(req)
     from airflow.providers.ssh.hooks.ssh import SSHHook
