@@ -3,7 +3,7 @@ include/ops. Thin wiring only; logic lives in plugins/sweep_core, operators in
 plugins/sweep_operators.
 
     <cluster>.step0 -> <cluster>.gather  (one group per include/ops/<cluster>/ops.md)
-        -> bucket -> liveness -> render -> report -> verdict
+        -> bucket -> liveness -> metrics -> rules -> render -> report -> verdict
 """
 
 from __future__ import annotations
@@ -92,6 +92,10 @@ with DAG(
         trigger_rule=TriggerRule.ALL_DONE,
     )
     liveness = PythonOperator(task_id="liveness", python_callable=sweep_tasks.liveness, op_kwargs=common)
+    metrics = PythonOperator(
+        task_id="metrics", python_callable=sweep_tasks.metrics, op_kwargs={"sweep_yaml": SWEEP_YAML}
+    )
+    rules = PythonOperator(task_id="rules", python_callable=sweep_tasks.rules, op_kwargs=common)
     render = PythonOperator(task_id="render", python_callable=sweep_tasks.render, op_kwargs=common)
     report = PythonOperator(
         task_id="report",
@@ -99,4 +103,4 @@ with DAG(
         op_kwargs={"sweep_yaml": SWEEP_YAML, "template_dir": TEMPLATE_DIR},
     )
     verdict = PythonOperator(task_id="verdict", python_callable=sweep_tasks.verdict)
-    gathers >> bucket >> liveness >> render >> report >> verdict
+    gathers >> bucket >> liveness >> metrics >> rules >> render >> report >> verdict

@@ -23,7 +23,16 @@ def test_one_group_per_cluster_and_fan_in(dag) -> None:
     from sweep_core.ops_config import cluster_names
 
     clusters = cluster_names(ROOT / "include" / "ops")
-    assert set(dag.task_group.children) >= {*clusters, "bucket", "liveness", "render", "report", "verdict"}
+    assert set(dag.task_group.children) >= {
+        *clusters,
+        "bucket",
+        "liveness",
+        "metrics",
+        "rules",
+        "render",
+        "report",
+        "verdict",
+    }
     for c in clusters:
         assert {f"{c}.step0", f"{c}.gather"} <= set(dag.task_ids)
         assert dag.get_task(f"{c}.gather").upstream_task_ids == {f"{c}.step0"}

@@ -105,8 +105,8 @@ def test_unknown_cluster_gets_an_unknown_row_in_every_bucket() -> None:
     assert "?" in result.rendered.overview.split("c2")[1].splitlines()[0]  # running count "?" not 0
     flags = flagged_lines(result)
     assert any(f.startswith("[cluster-unknown] c2") for f in flags)
-    assert any("[liveness-stale]" in f and "rl__wedged" in f for f in flags)
-    assert any("[failed]" in f and "eval-x" in f for f in flags)
+    assert any("[liveness_stale]" in f and "rl__wedged" in f for f in flags)
+    assert any("[genuine_failure]" in f and "eval-x" in f for f in flags)
 
 
 def test_skipped_and_dropped_clusters_do_not_add_unknown_rows() -> None:
@@ -132,7 +132,7 @@ def test_run_log_and_note(tmp_path: Path) -> None:
         window_end=end.isoformat(),
     )
     assert "## RL" in text and "┌" in text and "rl__wedged" in text
-    assert "## Actions taken / flagged" in text and "[liveness-stale]" in text
+    assert "## Actions taken / flagged" in text and "[liveness_stale]" in text
     note = run_note(result, path)
     assert len(note) <= 1000 and "RL 2" in note
 

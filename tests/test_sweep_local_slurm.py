@@ -71,7 +71,7 @@ def test_full_sweep_buckets_states_failure_and_staleness(local_cluster, tag, tmp
     assert "STALE" in wedged_row and "last output 3h" in wedged_row
     assert rl_table.startswith("┌")
     text = run.report
-    assert f"sft__{tag}_broken" in text and "[failed]" in text and "[liveness-stale]" in text
+    assert f"sft__{tag}_broken" in text and "[genuine_failure]" in text and "[liveness_stale]" in text
     assert run.report_path.name.startswith(tuple("0123456789")) and run.report_path.suffix == ".md"
     skipped = run.snapshots["leonardo"]
     assert skipped.status == ClusterStatus.SKIPPED and "not selected" in skipped.notes[0]

@@ -38,7 +38,8 @@ class Job:
     end: str = ""
     exit_code: str = ""
     partition: str = ""
-    nodes: str = ""
+    nodes: str = ""  # node list (or pending reason)
+    num_nodes: int | None = None
     reason: str = ""
     stdout_path: str = ""
     log_mtime: float | None = None  # epoch seconds, remote clock
@@ -47,6 +48,11 @@ class Job:
     bucket: str = ""
     minutes_since_output: float | None = None
     stale: bool = False
+    chain_tails: list[str] = field(default_factory=list)  # earlier chain links' log tails, newest first
+    chunks: list[list[str]] | None = None  # array jobs: [JobID, State] rows of `sacct -j <array>`
+    metrics: dict[str, Any] = field(default_factory=dict)
+    metric_problems: list[str] = field(default_factory=list)
+    flags: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
@@ -64,6 +70,7 @@ class ClusterSnapshot:
     login_node: str = ""
     running: list[Job] | None = None
     finished: list[Job] | None = None
+    pending: list[Job] | None = None  # PENDING jobs: chain successors; not tabled
     notes: list[str] = field(default_factory=list)
     remote_now: float | None = None
     window_start: str = ""
@@ -81,6 +88,7 @@ class ClusterSnapshot:
             return None if raw is None else [Job.from_dict(j) for j in raw]
 
         return cls(
+            pending=jobs("pending"),
             cluster=data["cluster"],
             scheduler=data.get("scheduler", ""),
             status=ClusterStatus(data["status"]),
@@ -96,3 +104,29 @@ class ClusterSnapshot:
     def all_jobs(self) -> list[Job]:
         """Running then finished jobs; empty for the unknown parts."""
         return [*(self.running or []), *(self.finished or [])]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One finding of one rule (plugins/sweep_core/rules.py), with the hand-off it asks for."""
+
+    rule: str
+    severity: str  # info | warn | critical
+    cluster: str
+    job_id: str
+    job_name: str
+    bucket: str
+    message: str
+    action: str = ""  # cleanup:<skill> | cancel | cancel+salvage | deep-dive | diagnose | kill-approval
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Flag:
+        return cls(**{k: data[k] for k in (f.name for f in fields(cls)) if k in data})
+
+    def line(self) -> str:
+        where = f"{self.cluster} {self.bucket} {self.job_id} {self.job_name}".strip()
+        act = f" → {self.action}" if self.action else ""
+        return f"[{self.rule}] {self.severity.upper()} {where}: {self.message}{act}"

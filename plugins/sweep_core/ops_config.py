@@ -65,6 +65,7 @@ class ClusterConfig:
     gpu_mem_ceiling: float | None = None
     quota: QuotaConfig = QuotaConfig()
     repo_path: str = ""
+    log_pattern: str = ""  # sbatch -o pattern (%j %x %A %a %u) to find a finished job's log
     cadence_minutes: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     body: str = ""
@@ -216,6 +217,7 @@ def parse_ops_text(text: str, path: Path | str, name: str) -> ClusterConfig:
         "gpu_mem_ceiling",
         "quota",
         "repo_path",
+        "log_pattern",
         "cadence_minutes",
     }
     config = ClusterConfig(
@@ -233,10 +235,13 @@ def parse_ops_text(text: str, path: Path | str, name: str) -> ClusterConfig:
         gpu_mem_ceiling=float(ceiling) if ceiling is not None else None,
         quota=_quota(meta, path),
         repo_path=_opt(meta, "repo_path", path, str, ""),
+        log_pattern=_opt(meta, "log_pattern", path, str, ""),
         cadence_minutes=dict(cadence),
         extra={k: v for k, v in meta.items() if k not in known},
         body=post.content,
     )
+    if config.log_pattern and not config.log_pattern.startswith("/"):
+        raise OpsConfigError(path, "log_pattern", f"must be an absolute path pattern, got {config.log_pattern!r}")
     if scheduler == "slurm" and status != "dropped":
         for key in ("connection_id", "user"):
             if not getattr(config, key):

@@ -50,11 +50,33 @@ class GatherRequest:
     # the remote clock is settle_s past the window end before it asks, so a job that ended in the
     # last seconds of a window is not lost from that window's sweep.
     settle_s: int = 10
+    # RUNNING jobs whose name starts with one of these get their earlier chain links' logs
+    # (same name, older files in the same log dir, depth-1 ls) tailed too: up to chain_logs.
+    chain_prefixes: tuple[str, ...] = ("rl__",)
+    chain_logs: int = 2
+    # Jobs that ended in the window: their log (scontrol StdOut while the controller still
+    # knows the job, else log_pattern with %j %x %A %a %u expanded) is tailed: the traceback of
+    # a failure, the final step of a completion, an eval's upload/register lines.
+    log_pattern: str = ""
+    max_finished_logs: int = 200
+    # Array jobs seen: `sacct -j <array id>` once each for datagen chunk counts.
+    max_arrays: int = 100
+    array_lookback_s: int = 60 * 86400
 
 
 def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
     """The bash script for ``bash -s`` and the record marker it prints; values shlex-quoted."""
-    for name in ("window_start", "window_end", "tail_bytes", "max_jobs", "settle_s"):
+    for name in (
+        "window_start",
+        "window_end",
+        "tail_bytes",
+        "max_jobs",
+        "settle_s",
+        "chain_logs",
+        "max_finished_logs",
+        "max_arrays",
+        "array_lookback_s",
+    ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
@@ -62,6 +84,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         raise ValueError("user is required")
     marker = marker or f"@@SWEEP-{secrets.token_hex(6)}@@"
     q = shlex.quote
+    chain_case = "|".join(f"{q(p)}*" for p in req.chain_prefixes if p) or "''"
     script = f"""\
 set -u
 export LC_ALL=C
@@ -79,19 +102,64 @@ E=$(date -d @{req.window_end} +%Y-%m-%dT%H:%M:%S)
 run squeue squeue -u "$U" -t RUNNING -o {q(SQUEUE_FORMAT)}
 sq=$rc
 cp "$T/o" "$T/squeue"
+if [ "$sq" -eq 0 ]; then run pending squeue -u "$U" -t PENDING -o {q(SQUEUE_FORMAT)}; fi
 run sacct sacct -u "$U" -S "$S" -E "$E" -X -P -s {q(SACCT_TERMINAL_STATES)} -o {q(SACCT_FORMAT)}
+sa=$rc
+cp "$T/o" "$T/sacct"
+ok_id() {{ case $1 in ''|*[!0-9_+]*) return 1 ;; esac; return 0; }}
+arrays=" "
+add_array() {{ case $1 in *_*) a=${{1%%_*}}; case $arrays in *" $a "*) ;; *) arrays="$arrays$a " ;; esac ;; esac; }}
 if [ "$sq" -eq 0 ]; then
   count=0
-  while IFS='|' read -r id _; do
-    case $id in ''|*[!0-9_+]*) continue ;; esac
-    count=$((count + 1)); [ "$count" -le {req.max_jobs} ] || break
+  while IFS='|' read -r id raw state elapsed limit nodes part reason name; do
+    ok_id "$id" || continue
+    add_array "$id"
+    count=$((count + 1)); [ "$count" -le {req.max_jobs} ] || continue
     run "scontrol:$id" scontrol show job "$id" || continue
     p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1)
     case $p in /*) ;; *) continue ;; esac
     run "stat:$id" stat -c %Y -- "$p" || continue
     run "tail:$id" tail -c {req.tail_bytes} -- "$p"
+    case $name in {chain_case}) ;; *) continue ;; esac
+    d=${{p%/*}}; b=${{p##*/}}; k=0
+    ls -1t -- "$d" 2>/dev/null >"$T/ls"
+    while IFS= read -r f; do
+      [ "$k" -lt {req.chain_logs} ] || break
+      [ "$f" = "$b" ] && continue
+      case $f in "$name"*) ;; *) continue ;; esac
+      k=$((k + 1))
+      run "chain:$id:$k" tail -c {req.tail_bytes} -- "$d/$f"
+    done <"$T/ls"
   done <"$T/squeue"
 fi
+LP={q(req.log_pattern)}
+if [ "$sa" -eq 0 ]; then
+  nf=0
+  while IFS='|' read -r jid raw state rest; do
+    ok_id "$jid" || continue
+    add_array "$jid"
+    nf=$((nf + 1)); [ "$nf" -le {req.max_finished_logs} ] || continue
+    p=""
+    # scontrol only while the controller answers (each call would wait out its timeout otherwise)
+    if [ "$sq" -eq 0 ] && scontrol show job "$jid" >"$T/o" 2>/dev/null; then
+      p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1)
+    fi
+    if [ -z "$p" ] && [ -n "$LP" ]; then
+      name=${{rest#*|*|*|*|*|*|}}
+      p=${{LP//%j/$raw}}; p=${{p//%x/$name}}; p=${{p//%u/$U}}
+      case $jid in *_*) p=${{p//%A/${{jid%%_*}}}}; p=${{p//%a/${{jid#*_}}}} ;; esac
+    fi
+    case $p in /*) ;; *) continue ;; esac
+    printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "fpath:$jid" 0
+    run "ftail:$jid" tail -c {req.tail_bytes} -- "$p"
+  done <"$T/sacct"
+fi
+CS=$(date -d @{max(0, req.window_start - req.array_lookback_s)} +%Y-%m-%dT%H:%M:%S)
+na=0
+for a in $arrays; do
+  na=$((na + 1)); [ "$na" -le {req.max_arrays} ] || break
+  run "chunks:$a" sacct -j "$a" -X -P -n -S "$CS" -o JobID,State
+done
 echo "$M end 0 - -"
 """
     return script, marker

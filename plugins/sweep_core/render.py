@@ -15,8 +15,66 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 TABLE_FORMAT = "simple_grid"
 NOTE_WIDTH = 60
 
-# Per-bucket metric columns: (header, cell function). Filled by the metrics layer; empty here.
 MetricColumns = dict[str, Sequence[tuple[str, Callable[[Job], str]]]]
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _frac(a: object, b: object) -> str:
+    if a is None and b is None:
+        return "?"
+    return f"{_fmt(a)}/{_fmt(b)}"
+
+
+def _metric(key: str, digits: int = 3) -> Callable[[Job], str]:
+    return lambda j: _fmt(j.metrics.get(key), digits) if j.metrics else "?"
+
+
+def _infra(job: Job) -> str:
+    checks = job.metrics.get("checks") or {}
+    if not checks:
+        return "?"
+    bad = [k for k, v in checks.items() if v != "ok"]
+    return f"{len(checks)}/{len(checks)} ok" if not bad else " ".join(f"{k} FAIL" for k in bad)
+
+
+def _pct(value: object) -> str:
+    return "?" if value is None else f"{float(value):.1f}%"  # type: ignore[arg-type]
+
+
+# The mandatory metric columns per bucket (spec §3); "?" = could not be read (the note says why).
+METRIC_COLUMNS: MetricColumns = {
+    "RL": (
+        ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("max_steps")) if j.metrics else "?"),
+        ("Reward", _metric("reward")),
+        ("Grad", _metric("grad_norm")),
+        ("Entropy", _metric("entropy")),
+        ("TIS", _metric("tis")),
+    ),
+    "SFT": (
+        ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("total")) if j.metrics else "?"),
+        ("Loss", _metric("loss", 4)),
+        ("Grad", _metric("grad_norm")),
+    ),
+    "Datagen": (
+        ("Chunks", lambda j: _frac(j.metrics.get("chunks_done"), j.metrics.get("chunks_total")) if j.metrics else "?"),
+        ("result.json", _metric("results")),
+        ("Avg turns", _metric("avg_turns")),
+        ("Exc%", lambda j: _pct(j.metrics.get("exc_pct"))),
+    ),
+    "Eval": (
+        ("Done", lambda j: _frac(j.metrics.get("done"), j.metrics.get("total")) if j.metrics else "?"),
+        ("Pass", lambda j: _pct(100 * j.metrics["pass_rate"]) if j.metrics.get("pass_rate") is not None else "?"),
+        ("Top exception", lambda j: j.metrics.get("top_exception") or "—"),
+        ("Infra", _infra),
+    ),
+}
 
 
 @dataclass
@@ -60,9 +118,13 @@ def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
 
 
 def _job_note(job: Job) -> str:
-    parts = []
+    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags]
+    if job.metrics.get("metrics_from"):
+        parts.append(f"metrics from {job.metrics['metrics_from']}")
     if job.source == "squeue" and job.log_note:
         parts.append(job.log_note)
+    elif job.source == "squeue" and job.metric_problems:
+        parts.append("?: " + "; ".join(job.metric_problems))
     if job.reason:
         parts.append(job.reason)
     return "; ".join(parts) or "—"
@@ -110,7 +172,7 @@ def render_bucket(
             )
     if not rows:
         rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
-    widths: list[int | None] = [None, None, 40, None, None, 40] + [None] * len(metric_columns) + [NOTE_WIDTH]
+    widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [NOTE_WIDTH]
     return _grid(headers, rows, widths)
 
 
@@ -121,7 +183,7 @@ def render_sweep(
     metric_columns: MetricColumns | None = None,
 ) -> RenderedSweep:
     """Overview plus one table per bucket, in bucket order."""
-    metric_columns = metric_columns or {}
+    metric_columns = METRIC_COLUMNS if metric_columns is None else metric_columns
     out = RenderedSweep(overview=render_overview(snaps))
     for bucket, jobs in grouped.items():
         out.tables[bucket] = render_bucket(bucket, jobs, snaps, cadence_for, metric_columns.get(bucket, ()))

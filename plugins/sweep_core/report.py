@@ -23,22 +23,13 @@ def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -
 
 
 def flagged_lines(result: SweepResult) -> list[str]:
-    """The 'actions taken / flagged' items this layer knows: cluster problems and stale logs."""
+    """The 'actions taken / flagged' items: cluster problems, then every rule's flag by severity."""
     lines = []
     for s in result.snapshots:
         if s.status not in (ClusterStatus.OK, ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
             lines.append(f"[cluster-{s.status.lower()}] {s.cluster}: {'; '.join(s.notes) or s.status}")
-    for bucket, jobs in result.grouped.items():
-        for job in jobs:
-            if job.stale:
-                lines.append(
-                    f"[liveness-stale] {job.cluster} {bucket} {job.job_id} {job.name}: "
-                    f"no output for {int(job.minutes_since_output or 0)} min — suspected silent hang"
-                )
-            if job.source == "sacct" and job.state.split(" ")[0] in ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY"):
-                lines.append(
-                    f"[failed] {job.cluster} {bucket} {job.job_id} {job.name}: {job.state} exit {job.exit_code}"
-                )
+    order = {"critical": 0, "warn": 1, "info": 2}
+    lines += [f.line() for f in sorted(result.flags, key=lambda f: order.get(f.severity, 3))]
     return lines
 
 
@@ -64,6 +55,7 @@ def render_run_log(
         counts=result.counts(),
         rendered=result.rendered,
         flagged=flagged_lines(result),
+        changes=result.changes,
         dag_id=dag_id,
         run_id=run_id,
         window_start=window_start,

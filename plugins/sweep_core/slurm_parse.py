@@ -112,7 +112,7 @@ def parse_squeue(result: CommandResult) -> list[SqueueRow]:
         if len(parts) != n:
             raise SlurmOutputError(f"squeue line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
         job_id, raw_id, state, elapsed, limit, nodes, partition, reason, name = parts
-        if not re.fullmatch(r"\d+(_\d+)?(\+\d+)?", job_id):
+        if not re.fullmatch(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?", job_id):
             raise SlurmOutputError(f"squeue line {i}: job id {job_id!r} is not a Slurm job id")
         rows.append(SqueueRow(job_id, raw_id, state, elapsed, limit, nodes, partition, reason, name))
     return rows

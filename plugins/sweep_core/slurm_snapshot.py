@@ -57,6 +57,32 @@ def _attach_log(job: Job, output: GatherOutput) -> None:
         job.log_tail = tail.stdout
     else:
         job.log_note = "log tail could not be read"
+    k = 1
+    while (chain := output.get(f"chain:{job.job_id}:{k}")) is not None:
+        if chain.rc == 0:
+            job.chain_tails.append(chain.stdout)
+        k += 1
+
+
+def _attach_failed_log(job: Job, output: GatherOutput) -> None:
+    """A job that failed in the window: its log tail, for the first real traceback."""
+    path = output.get(f"fpath:{job.job_id}")
+    tail = output.get(f"ftail:{job.job_id}")
+    if path is not None:
+        job.stdout_path = path.stdout
+    if tail is not None and tail.rc == 0:
+        job.log_tail = tail.stdout
+    elif tail is not None:
+        job.log_note = f"log not readable: {tail.stderr.strip() or tail.rc}"
+
+
+def _attach_chunks(job: Job, output: GatherOutput) -> None:
+    if "_" not in job.job_id:
+        return
+    rec = output.get(f"chunks:{job.job_id.split('_', 1)[0]}")
+    if rec is None or rec.rc != 0 or rec.stderr.strip():
+        return
+    job.chunks = [line.split("|", 1) for line in rec.stdout.splitlines() if "|" in line]
 
 
 def snapshot_from_output(
@@ -99,20 +125,39 @@ def snapshot_from_output(
                     elapsed=row.elapsed,
                     partition=row.partition,
                     nodes=row.reason,
-                    reason="",
+                    num_nodes=int(row.nodes) if row.nodes.isdigit() else None,
                 )
                 _attach_log(job, output)
+                _attach_chunks(job, output)
                 snap.running.append(job)
         except SlurmOutputError as exc:
             snap.notes.append(f"running set UNKNOWN: {exc}")
+
+    pend = output.get("pending")
+    if pend is not None:
+        try:
+            snap.pending = [
+                Job(
+                    cluster=cluster,
+                    job_id=r.job_id,
+                    name=r.name,
+                    state=r.state,
+                    source="squeue-pending",
+                    reason=r.reason,
+                )
+                for r in parse_squeue(pend)
+            ]
+        except SlurmOutputError as exc:
+            snap.notes.append(f"pending set UNKNOWN: {exc}")
 
     sa = output.get("sacct")
     if sa is None:
         snap.notes.append("finished set UNKNOWN: sacct produced no record")
     else:
         try:
-            snap.finished = [
-                Job(
+            finished = []
+            for row in parse_sacct(sa):
+                job = Job(
                     cluster=cluster,
                     job_id=row.job_id,
                     name=row.name,
@@ -125,8 +170,10 @@ def snapshot_from_output(
                     partition=row.partition,
                     nodes=row.nodes,
                 )
-                for row in parse_sacct(sa)
-            ]
+                _attach_failed_log(job, output)
+                _attach_chunks(job, output)
+                finished.append(job)
+            snap.finished = finished
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 

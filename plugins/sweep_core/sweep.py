@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep_core.buckets import bucket_for
 from sweep_core.liveness import apply_liveness
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.log_metrics import (
+    Extracted,
+    MetricsConfig,
+    chunk_counts,
+    extract_datagen,
+    extract_eval,
+    extract_rl,
+    extract_sft,
+    metrics_config,
+)
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.ops_config import ClusterConfig, OpsConfigError, load_cluster
 from sweep_core.render import RenderedSweep, render_sweep
+from sweep_core.rules import History, RuleContext, apply_rules, rules_config
 from sweep_core.sweep_config import SweepConfig
 
 
@@ -74,6 +85,8 @@ class SweepResult:
     snapshots: list[ClusterSnapshot]
     grouped: dict[str, list[Job]]
     rendered: RenderedSweep
+    flags: list[Flag] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {bucket: len(jobs) for bucket, jobs in self.grouped.items()}
@@ -91,14 +104,67 @@ def render_step(
     return SweepResult(list(snaps), grouped, render_sweep(snaps, grouped, cadence_for))
 
 
+def rules_step(
+    snaps: Sequence[ClusterSnapshot],
+    config: SweepConfig,
+    cadences: dict[str, dict[str, int]],
+    caps: dict[str, int | None] | None = None,
+    history: History | None = None,
+) -> list[Flag]:
+    """Apply every flag rule; flags are attached to their jobs as well."""
+    ctx = RuleContext(
+        snaps=list(snaps),
+        cfg=rules_config(config.extra.get("rules")),
+        mcfg=metrics_config(config.extra.get("metrics")),
+        cadence=lambda c, b: cadences.get(c, {}).get(b) or config.cadence(b),
+        caps=caps or {},
+        history=history or History(),
+    )
+    return apply_rules(ctx)
+
+
 def run_fan_in(
     snaps: Sequence[ClusterSnapshot],
     config: SweepConfig,
     overrides: dict[str, dict[str, int]] | None = None,
+    caps: dict[str, int | None] | None = None,
+    history: History | None = None,
 ) -> SweepResult:
-    """All fan-in steps in one call (the demo, tests and benchmarks)."""
+    """All fan-in steps in one call (tests and benchmarks): bucket, liveness, metrics, rules, render."""
     overrides = {s.cluster: {} for s in snaps} | (overrides or {})
     cadences = cadence_table(config, overrides)
     bucket_step(snaps, config)
     liveness_step(snaps, cadences)
-    return render_step(snaps, config, cadences)
+    metrics_step(snaps, metrics_config(config.extra.get("metrics")))
+    flags = rules_step(snaps, config, cadences, caps, history)
+    result = render_step(snaps, config, cadences)
+    result.flags = flags
+    return result
+
+
+def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
+    """Fill each job's metric columns from its log tail (bucketed jobs only; Catch-all has none)."""
+    for s in snaps:
+        for job in s.all_jobs():
+            ex = extract_for(job, mcfg)
+            if ex is None:
+                continue
+            job.metrics = {**ex.values, **({"series": ex.series} if ex.series else {})}
+            job.metric_problems = ex.problems
+
+
+def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
+    """The bucket's extractor over the job's log tail; None for Catch-all."""
+    if job.bucket == "RL":
+        return extract_rl(job.log_tail, job.chain_tails, mcfg)
+    if job.bucket == "SFT":
+        return extract_sft(job.log_tail, mcfg)
+    if job.bucket == "Datagen":
+        chunks = None
+        if job.chunks:
+            done, total, _ = chunk_counts([(r[0], r[1]) for r in job.chunks if len(r) == 2])
+            chunks = (done, total)
+        return extract_datagen(job.log_tail, mcfg, chunks)
+    if job.bucket == "Eval":
+        return extract_eval(job.log_tail, mcfg)
+    return None

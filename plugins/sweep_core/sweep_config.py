@@ -28,6 +28,7 @@ class GatherLimits:
     connect_timeout_s: int = 15
     command_timeout_s: int = 300
     sacct_settle_s: int = 10
+    chain_prefixes: tuple[str, ...] = ("rl__",)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def parse_sweep_config(text: str, source: str = "sweep.yaml") -> SweepConfig:
         connect_timeout_s=_positive_int(g, "connect_timeout_s", f"{source}: gather", 15),
         command_timeout_s=_positive_int(g, "command_timeout_s", f"{source}: gather", 300),
         sacct_settle_s=_positive_int(g, "sacct_settle_s", f"{source}: gather", 10),
+        chain_prefixes=tuple(str(p) for p in g.get("chain_prefixes", ["rl__"])),
     )
     schedule = raw.get("schedule") or "0 */3 * * *"
     if not isinstance(schedule, str) or len(schedule.split()) != 5:

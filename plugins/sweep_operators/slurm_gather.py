@@ -69,6 +69,8 @@ def gather_slurm(
         tail_bytes=limits.tail_bytes,
         max_jobs=limits.max_jobs,
         settle_s=limits.sacct_settle_s,
+        chain_prefixes=limits.chain_prefixes,
+        log_pattern=cfg.log_pattern,
     )
     script, marker = build_gather_script(req)
     from airflow.providers.ssh.hooks.ssh import SSHHook

@@ -10,21 +10,25 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.log_metrics import metrics_config
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.render import RenderedSweep
-from sweep_core.report import render_run_log, run_log_path, run_note, write_run_log
+from sweep_core.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
 from sweep_core.sweep import (
     SweepResult,
     bucket_step,
     cadence_table,
     group_by_bucket,
     liveness_step,
+    metrics_step,
     missing_snapshot,
     render_step,
+    rules_step,
     skip_snapshot,
 )
 from sweep_core.sweep_config import load_sweep_config
+from sweep_core.sweep_history import load_history, load_previous, save_state, sweep_diff, sweep_state
 from sweep_operators.run_note import set_dag_run_note
 from sweep_operators.window import sweep_window
 
@@ -96,28 +100,75 @@ def liveness(ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, An
     return [s.to_dict() for s in snaps]
 
 
-def render(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """The box tables: cluster overview + one unified table per bucket."""
+def metrics(sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
+    """Per-bucket metric columns from the log tails (RL step/reward/..., SFT loss, ...)."""
+    config = load_sweep_config(sweep_yaml)
     snaps = _snapshots(context, "liveness")
+    metrics_step(snaps, metrics_config(config.extra.get("metrics")))
+    return [s.to_dict() for s in snaps]
+
+
+def _run_log_dir(config: Any) -> str:
+    raw = (
+        os.environ.get("SWEEP_RUN_LOG_DIR")
+        or config.run_log_dir
+        or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
+    )
+    return os.path.expandvars(os.path.expanduser(raw))
+
+
+def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Every flag rule, with earlier sweeps' history; log tails are dropped from here on."""
+    config = load_sweep_config(sweep_yaml)
+    snaps = _snapshots(context, "metrics")
+    _, end = _window(context)
+    caps: dict[str, int | None] = {}
+    for s in snaps:
+        try:
+            caps[s.cluster] = load_cluster(ops_dir, s.cluster).rl_concurrency_cap
+        except OpsConfigError:
+            caps[s.cluster] = None
+    history = load_history(_run_log_dir(config), end)
+    flags = rules_step(snaps, config, _cadences(snaps, ops_dir, sweep_yaml), caps, history)
+    for s in snaps:
+        for job in s.all_jobs():
+            job.log_tail, job.chain_tails = "", []
+    for f in flags:
+        log.info("%s", f.line())
+    return {"snapshots": [s.to_dict() for s in snaps], "flags": [f.to_dict() for f in flags]}
+
+
+def _ruled(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag]]:
+    raw = context["ti"].xcom_pull(task_ids="rules") or {}
+    snaps = [ClusterSnapshot.from_dict(d) for d in raw.get("snapshots", [])]
+    return snaps, [Flag.from_dict(d) for d in raw.get("flags", [])]
+
+
+def render(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """The box tables: cluster overview + one unified table per bucket, with metrics and flags."""
+    snaps, _ = _ruled(context)
     result = render_step(snaps, load_sweep_config(sweep_yaml), _cadences(snaps, ops_dir, sweep_yaml))
     return {"overview": result.rendered.overview, "tables": result.rendered.tables, "text": result.rendered.text()}
 
 
 def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
-    """Print every table in the task log, write the dated run log, set the DAG run note."""
+    """Print every table in the task log, write the dated run log (opening with what changed since
+    the previous sweep), keep this sweep's state for the next one, set the DAG run note."""
     config = load_sweep_config(sweep_yaml)
-    snaps = _snapshots(context, "liveness")
+    snaps, flags = _ruled(context)
     rendered = context["ti"].xcom_pull(task_ids="render")
-    result = SweepResult(snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]))
-    start, end = _window(context)
-    text = result.rendered.text()
-    print(text)  # the task log carries the tables verbatim
-    run_log_dir = (
-        os.environ.get("SWEEP_RUN_LOG_DIR")
-        or config.run_log_dir
-        or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
+    result = SweepResult(
+        snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]), flags
     )
-    path = run_log_path(os.path.expandvars(os.path.expanduser(run_log_dir)), end, config.topic)
+    start, end = _window(context)
+    log_dir = _run_log_dir(config)
+    state = sweep_state(snaps, flags, end)
+    result.changes = sweep_diff(load_previous(log_dir, end), state)
+    text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
+    text += "\n\n" + result.rendered.text()
+    text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
+    print(text)  # the task log carries the tables verbatim
+    path = run_log_path(log_dir, end, config.topic)
     dag_run = context.get("dag_run")
     markdown = render_run_log(
         result,
@@ -128,6 +179,7 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
         window_end=end.isoformat(),
     )
     write_run_log(path, markdown)
+    save_state(log_dir, end, state)
     log.info("run log written: %s", path)
     set_dag_run_note(context, run_note(result, path))
     return str(Path(path))
@@ -138,7 +190,7 @@ def verdict(**context: Any) -> None:
 
     UNREACHABLE/UNKNOWN clusters do not fail the run: they are this sweep's findings.
     """
-    snaps = _snapshots(context, "liveness")
+    snaps, _ = _ruled(context)
     errors = [f"{s.cluster}: {'; '.join(s.notes)}" for s in snaps if s.status == ClusterStatus.ERROR]
     if errors:
         raise AirflowFailException("configuration errors: " + " | ".join(errors))

@@ -1,0 +1,370 @@
+"""Per-bucket metric extraction from the bounded log tails the gather brought back (spec §3).
+
+Line formats read (each pattern configurable under ``metrics:`` in include/sweep.yaml, each with
+a fixture in tests/fixtures/logs/):
+
+RL
+  ``Training Step Progress:  45%|████▌     | 45/100 [01:23<01:40]`` (tqdm) or
+  ``Training Step Progress: 45/100`` -> step 45 of 100.
+  ``WANDB_MIRROR {"trainer/global_step": 45, "reward/mean": 0.31, "actor/grad_norm": 1.2,
+  "actor/entropy": 0.8, "tis/ratio_mean": 1.01}`` -> the metric dict of one step; JSON or a
+  Python dict literal (single quotes, nan/inf allowed). A chain-restarted run may carry the
+  dicts only in an earlier link's log: those tails are scanned newest first.
+SFT
+  ``  Total optimization steps = 1,000`` (HF Trainer banner) -> total;
+  `` 45/1000 [00:10<03:40, 4.3it/s]`` (tqdm) -> step;
+  ``{'loss': 0.5123, 'grad_norm': 1.23, 'learning_rate': 1e-05, 'epoch': 0.12}`` -> loss, grad.
+Datagen
+  chunks done/total from ``sacct -j <array id>`` (the gather's ``chunks:<id>`` record);
+  ``412 result.json`` -> result count; ``avg_turns=3.4`` -> avg turns; ``exceptions=12/412`` -> exc%.
+Eval
+  ``412/500 trials`` -> progress; ``pass_rate=0.43`` -> pass rate; ``SomeError``/``...Exception``
+  names -> exception counts (AgentTimeoutError, ContextLengthExceeded: passthrough, scored,
+  never blamed); infra checks: named patterns that fail the check when found.
+
+A line that does not parse never raises: the metric is None (rendered "?") and ``problems`` says why.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    "rl": {
+        "step": [r"Training Step Progress:[^\n]*?(\d+)/(\d+)"],
+        "mirror_marker": "WANDB_MIRROR",
+        "keys": {
+            "step": ["trainer/global_step", "global_step", "step"],
+            "max_steps": ["trainer/max_steps", "max_steps", "total_steps"],
+            "reward": ["reward/mean", "critic/rewards/mean", "train/reward", "reward"],
+            "grad_norm": ["actor/grad_norm", "train/grad_norm", "grad_norm"],
+            "entropy": ["actor/entropy", "train/entropy", "entropy"],
+            "tis": ["tis/ratio_mean", "actor/tis_ratio", "tis"],
+        },
+    },
+    "sft": {
+        "total": [r"Total optimization steps = ([\d,]+)", r"max_steps[=: ]+(\d+)"],
+        "step": [r"(\d+)/(\d+) \[", r"Step (\d+)/(\d+)"],
+    },
+    "datagen": {
+        "result_count": [r"(\d+) result\.json", r"result\.json count[=: ]+(\d+)"],
+        "avg_turns": [r"avg_turns[=: ]+([0-9.]+)"],
+        "exceptions": [r"exc(?:eptions)?[=: ]+(\d+)/(\d+)"],
+    },
+    "eval": {
+        "progress": [r"(\d+)/(\d+) trials", r"result\.json[=: ]+(\d+)/(\d+)"],
+        "pass_rate": [r"pass[_ -]?rate[=: ]+([0-9.]+)%?"],
+        "exception": [r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded))\b"],
+        "passthrough": ["AgentTimeoutError", "ContextLengthExceeded"],
+        "infra_checks": [],
+    },
+    "hang_signals": ["EngineDead", r"NCCL[^\n]*[Tt]imeout", "[Ww]atchdog", r"RPC[^\n]*[Tt]imeout", "opCount"],
+}
+
+
+class MetricsConfigError(ValueError):
+    """A bad pattern in the metrics section of sweep.yaml."""
+
+
+def _compile(patterns: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
+    try:
+        return tuple(re.compile(p) for p in patterns)
+    except re.error as exc:
+        raise MetricsConfigError(f"metrics.{where}: bad regex: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class InfraCheck:
+    name: str
+    pattern: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    rl_step: tuple[re.Pattern[str], ...]
+    rl_marker: str
+    rl_keys: dict[str, tuple[str, ...]]
+    sft_total: tuple[re.Pattern[str], ...]
+    sft_step: tuple[re.Pattern[str], ...]
+    dg_results: tuple[re.Pattern[str], ...]
+    dg_turns: tuple[re.Pattern[str], ...]
+    dg_exc: tuple[re.Pattern[str], ...]
+    ev_progress: tuple[re.Pattern[str], ...]
+    ev_pass: tuple[re.Pattern[str], ...]
+    ev_exception: tuple[re.Pattern[str], ...]
+    ev_passthrough: frozenset[str]
+    ev_checks: tuple[InfraCheck, ...]
+    hang_signals: tuple[re.Pattern[str], ...]
+
+
+def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
+    """Build from the ``metrics:`` section of sweep.yaml (missing keys take the defaults)."""
+    raw = raw or {}
+
+    def sect(name: str) -> dict[str, Any]:
+        return {**DEFAULTS[name], **(raw.get(name) or {})}
+
+    rl, sft, dg, ev = sect("rl"), sect("sft"), sect("datagen"), sect("eval")
+    keys = {**DEFAULTS["rl"]["keys"], **(rl.get("keys") or {})}
+    checks = []
+    for i, item in enumerate(ev.get("infra_checks") or []):
+        if not isinstance(item, dict) or not item.get("name") or not item.get("pattern"):
+            raise MetricsConfigError(f"metrics.eval.infra_checks[{i}] needs a name and a pattern")
+        checks.append(InfraCheck(str(item["name"]), _compile([item["pattern"]], f"eval.infra_checks[{i}]")[0]))
+    return MetricsConfig(
+        rl_step=_compile(rl["step"], "rl.step"),
+        rl_marker=str(rl["mirror_marker"]),
+        rl_keys={k: tuple(v) for k, v in keys.items()},
+        sft_total=_compile(sft["total"], "sft.total"),
+        sft_step=_compile(sft["step"], "sft.step"),
+        dg_results=_compile(dg["result_count"], "datagen.result_count"),
+        dg_turns=_compile(dg["avg_turns"], "datagen.avg_turns"),
+        dg_exc=_compile(dg["exceptions"], "datagen.exceptions"),
+        ev_progress=_compile(ev["progress"], "eval.progress"),
+        ev_pass=_compile(ev["pass_rate"], "eval.pass_rate"),
+        ev_exception=_compile(ev["exception"], "eval.exception"),
+        ev_passthrough=frozenset(ev["passthrough"]),
+        ev_checks=tuple(checks),
+        hang_signals=_compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals"),
+    )
+
+
+@dataclass
+class Extracted:
+    """Metric values of one job (None = unknown, shown "?") and why any are unknown."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    series: list[dict[str, float]] = field(default_factory=list)  # RL: one dict per logged step
+
+
+def _last(patterns: Sequence[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    best: re.Match[str] | None = None
+    for p in patterns:
+        for m in p.finditer(text):
+            if best is None or m.end() > best.end():
+                best = m
+    return best
+
+
+def _num(text: str) -> float | None:
+    try:
+        value = float(text.replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+_BARE = re.compile(r"(?<![\w\"'])(nan|NaN|inf|-inf|Infinity|-Infinity)(?![\w\"'])")
+
+
+def parse_metric_dict(text: str) -> dict[str, Any]:
+    """A ``{...}`` metric dict as JSON or a Python literal; nan/inf allowed. Raises ValueError."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no {...} dict on the line")
+    body = text[start : end + 1]
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        try:
+            data = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
+        except (ValueError, SyntaxError) as exc:
+            raise ValueError(f"not a dict literal: {exc}") from exc
+        data = {k: _special(v) for k, v in data.items()} if isinstance(data, dict) else data
+    if not isinstance(data, dict):
+        raise ValueError("not a dict")
+    return data
+
+
+def _special(value: Any) -> Any:
+    specials = {
+        "__nan__": math.nan,
+        "__inf__": math.inf,
+        "__-inf__": -math.inf,
+        "__infinity__": math.inf,
+        "__-infinity__": -math.inf,
+    }
+    return specials.get(value, value) if isinstance(value, str) else value
+
+
+def _pick(d: dict[str, Any], keys: Sequence[str]) -> float | None:
+    for k in keys:
+        if k in d:
+            v = d[k]
+            if isinstance(v, bool):
+                return None
+            if isinstance(v, int | float):
+                return float(v)
+            return _num(str(v))
+    return None
+
+
+def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Extracted:
+    """Step N/M, reward, grad norm, entropy, TIS (+ the per-step series for the collapse rule)."""
+    out = Extracted()
+    m = _last(cfg.rl_step, tail)
+    step = max_steps = None
+    if m:
+        step, max_steps = int(m.group(1)), int(m.group(2))
+    source = "this log"
+    for i, text in enumerate([tail, *chain_tails]):
+        series = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if cfg.rl_marker not in line:
+                continue
+            try:
+                d = parse_metric_dict(line.split(cfg.rl_marker, 1)[1])
+            except ValueError as exc:
+                out.problems.append(f"{cfg.rl_marker} line {n} unparseable ({exc})")
+                continue
+            series.append({k: v for k in cfg.rl_keys if (v := _pick(d, cfg.rl_keys[k])) is not None})
+        if series:
+            out.series = series
+            source = "this log" if i == 0 else f"earlier chain log #{i}"
+            break
+    last = out.series[-1] if out.series else {}
+    if step is None and "step" in last:
+        step = int(last["step"])
+    if max_steps is None and "max_steps" in last:
+        max_steps = int(last["max_steps"])
+    out.values = {
+        "step": step,
+        "max_steps": max_steps,
+        "reward": last.get("reward"),
+        "grad_norm": last.get("grad_norm"),
+        "entropy": last.get("entropy"),
+        "tis": last.get("tis"),
+    }
+    if step is None:
+        out.problems.append("no step line (Training Step Progress / trainer/global_step) in the log tail")
+    if not out.series:
+        out.problems.append(f"no {cfg.rl_marker} metric dict in this log or its chain logs")
+    elif source != "this log":
+        out.values["metrics_from"] = source
+    return out
+
+
+def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
+    """Step/total and the last {'loss', 'grad_norm'} dict."""
+    out = Extracted()
+    total_m = _last(cfg.sft_total, tail)
+    step_m = _last(cfg.sft_step, tail)
+    total = _num(total_m.group(1)) if total_m else None
+    step = int(step_m.group(1)) if step_m else None
+    if total is None and step_m and step_m.lastindex and step_m.lastindex >= 2:
+        total = _num(step_m.group(2))
+    loss = grad = None
+    for line in reversed(tail.splitlines()):
+        if "'loss'" in line or '"loss"' in line:
+            try:
+                d = parse_metric_dict(line)
+            except ValueError as exc:
+                out.problems.append(f"loss line unparseable ({exc})")
+                continue
+            loss, grad = _pick(d, ["loss"]), _pick(d, ["grad_norm"])
+            break
+    out.values = {"step": step, "total": int(total) if total is not None else None, "loss": loss, "grad_norm": grad}
+    if step is None:
+        out.problems.append("no step progress line in the log tail")
+    if total is None:
+        out.problems.append("no total steps (banner 'Total optimization steps' or N/M)")
+    if loss is None:
+        out.problems.append("no {'loss': ...} line in the log tail")
+    return out
+
+
+def expand_array_tasks(job_id: str) -> list[str]:
+    """``123_[1-3,7]`` -> 123_1 123_2 123_3 123_7; ``123_4`` -> itself; ``%N`` throttles ignored."""
+    m = re.fullmatch(r"(\d+)_\[([0-9,\-]+)(?:%\d+)?\]", job_id)
+    if not m:
+        return [job_id]
+    base, ranges = m.groups()
+    out = []
+    for part in ranges.split(","):
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            out += [f"{base}_{i}" for i in range(int(lo), int(hi) + 1)]
+        elif part:
+            out.append(f"{base}_{part}")
+    return out
+
+
+def chunk_counts(sacct_lines: Sequence[tuple[str, str]]) -> tuple[int, int, dict[str, int]]:
+    """(done, total, per-state counts) of one array from ``sacct -j <array>`` (JobID, State) rows."""
+    states: Counter[str] = Counter()
+    for job_id, state in sacct_lines:
+        if "." in job_id:
+            continue
+        states[state.split(" ")[0]] += len(expand_array_tasks(job_id))
+    return states.get("COMPLETED", 0), sum(states.values()), dict(states)
+
+
+def extract_datagen(tail: str, cfg: MetricsConfig, chunks: tuple[int, int] | None) -> Extracted:
+    """Chunks done/total, result.json count, avg_turns (realness gate), exception %."""
+    out = Extracted()
+    res = _last(cfg.dg_results, tail)
+    turns = _last(cfg.dg_turns, tail)
+    exc = _last(cfg.dg_exc, tail)
+    exc_pct = None
+    if exc:
+        n, d = _num(exc.group(1)), _num(exc.group(2))
+        exc_pct = 100.0 * n / d if n is not None and d else None
+    out.values = {
+        "chunks_done": chunks[0] if chunks else None,
+        "chunks_total": chunks[1] if chunks else None,
+        "results": int(res.group(1)) if res else None,
+        "avg_turns": _num(turns.group(1)) if turns else None,
+        "exc_pct": exc_pct,
+    }
+    if chunks is None:
+        out.problems.append("chunk counts unknown (not an array job, or sacct -j gave nothing)")
+    for key, what in (("results", "result.json count"), ("avg_turns", "avg_turns")):
+        if out.values[key] is None:
+            out.problems.append(f"no {what} line in the log tail")
+    return out
+
+
+def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
+    """result.json/total, pass rate, top exception (passthrough excluded), the infra checks."""
+    out = Extracted()
+    prog = _last(cfg.ev_progress, tail)
+    rate = _last(cfg.ev_pass, tail)
+    names: Counter[str] = Counter()
+    for p in cfg.ev_exception:
+        names.update(m.group(1) for m in p.finditer(tail))
+    passthrough = {k: v for k, v in names.items() if k in cfg.ev_passthrough}
+    blamed = Counter({k: v for k, v in names.items() if k not in cfg.ev_passthrough})
+    top = blamed.most_common(1)
+    checks = {c.name: ("FAIL" if c.pattern.search(tail) else "ok") for c in cfg.ev_checks}
+    pass_rate = _num(rate.group(1)) if rate else None
+    if pass_rate is not None and pass_rate > 1:
+        pass_rate /= 100.0
+    out.values = {
+        "done": int(prog.group(1)) if prog else None,
+        "total": int(prog.group(2)) if prog else None,
+        "pass_rate": pass_rate,
+        "top_exception": f"{top[0][0]} ×{top[0][1]}" if top else "",
+        "passthrough": sum(passthrough.values()),
+        "checks": checks,
+    }
+    if prog is None:
+        out.problems.append("no trial progress line (N/M trials) in the log tail")
+    if pass_rate is None:
+        out.problems.append("no pass-rate line in the log tail")
+    return out
+
+
+def hang_evidence(tail: str, cfg: MetricsConfig, lines: int = 40) -> tuple[str, list[str]]:
+    """The last non-empty log line and any EngineDead/NCCL/Watchdog/RPC lines near the end."""
+    rows = [ln for ln in tail.splitlines() if ln.strip()]
+    last = rows[-1].strip()[:200] if rows else ""
+    near = [ln.strip()[:200] for ln in rows[-lines:] if any(p.search(ln) for p in cfg.hang_signals)]
+    return last, near[-3:]

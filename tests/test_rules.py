@@ -1,0 +1,208 @@
+"""Each flag rule on realistic inputs (log fixtures + jobs as the gather builds them)."""
+
+from __future__ import annotations
+
+from helpers import FIXTURES
+
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.rules import History, first_real_traceback
+from sweep_core.sweep import run_fan_in
+from sweep_core.sweep_config import load_sweep_config
+
+ROOT = FIXTURES.parents[1]
+CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
+NOW = 1_764_680_000.0
+
+
+def log(name: str) -> str:
+    return (FIXTURES / "logs" / name).read_text()
+
+
+def run(name: str, tail: str = "", *, age_min: float = 1, **kw) -> Job:
+    return Job(
+        cluster="leo",
+        job_id=kw.pop("job_id", str(abs(hash(name)) % 10_000)),
+        name=name,
+        state="RUNNING",
+        source="squeue",
+        log_tail=tail,
+        log_mtime=NOW - age_min * 60,
+        **kw,
+    )
+
+
+def ended(name: str, state: str, tail: str = "", **kw) -> Job:
+    return Job(
+        cluster="leo",
+        job_id=kw.pop("job_id", str(abs(hash(name + state)) % 10_000)),
+        name=name,
+        state=state,
+        source="sacct",
+        log_tail=tail,
+        exit_code=kw.pop("exit_code", "0:0"),
+        **kw,
+    )
+
+
+def sweep(running=(), finished=(), pending=(), caps=None, history=None):
+    snap = ClusterSnapshot(
+        "leo",
+        "slurm",
+        ClusterStatus.OK,
+        remote_now=NOW,
+        running=list(running),
+        finished=list(finished),
+        pending=list(pending),
+    )
+    result = run_fan_in([snap], CONFIG, caps=caps, history=history)
+    return result, {(f.rule, f.job_name): f for f in result.flags}
+
+
+def test_healthy_rl_raises_nothing() -> None:
+    _, flags = sweep([run("rl__a2_qwen8b", log("rl_healthy.out"))])
+    assert flags == {}
+
+
+def test_stalled_job_names_last_line_and_hang_signals() -> None:
+    tail = "Training Step Progress: 12/100\n[rank0]: NCCL watchdog Timeout after 1800000ms\nstill waiting\n"
+    _, flags = sweep([run("rl__a2_stall", tail, age_min=200, num_nodes=4)])
+    f = flags[("liveness_stale", "rl__a2_stall")]
+    assert "last line: 'still waiting'" in f.message and "NCCL watchdog" in f.message
+    assert f.severity == "critical" and f.action == "kill-approval"  # multi-node, hours stale
+
+
+def test_collapse_two_signals_same_step_flags_cancel_and_salvage() -> None:
+    result, flags = sweep([run("rl__a2_qwen8b_lr3e6", log("rl_collapsed.out"))])
+    f = flags[("rl_collapse", "rl__a2_qwen8b_lr3e6")]
+    assert f.action == "cancel+salvage" and "step 42" in f.message
+    assert "grad_norm" in f.message and "reward" in f.message and "entropy" in f.message
+    assert "[rl_collapse]" in result.rendered.tables["RL"]
+
+
+def test_ablation_tag_only_observes() -> None:
+    _, flags = sweep([run("rl__a2_zclip_qwen8b", log("rl_collapsed.out"))])
+    f = flags[("rl_collapse", "rl__a2_zclip_qwen8b")]
+    assert f.action == "" and "ablation observation (zclip), not actionable" in f.message
+
+
+def test_nan_is_a_failure_even_for_ablations() -> None:
+    _, flags = sweep([run("rl__a2_staleclip", log("rl_nan.out"))])
+    f = flags[("rl_collapse", "rl__a2_staleclip")]
+    assert f.severity == "critical" and "NaN" in f.message and f.action == "diagnose"
+
+
+def test_resume_overshoot_and_completion_at_max() -> None:
+    done = ended("rl__a2_cell5", "COMPLETED", log("rl_overshoot.out"))
+    link = run("rl__a2_cell5", "Training Step Progress: 3/100\n")
+    _, flags = sweep([link], [done])
+    assert flags[("completion_cleanup", "rl__a2_cell5")].action == "cleanup:rl-standard-job-cleanup"
+    assert flags[("rl_resume_overshoot", "rl__a2_cell5")].action == "cancel"
+
+
+def test_agentic_rl_completion_goes_to_agentic_cleanup() -> None:
+    _, flags = sweep([], [ended("rl__harbor_tb2_qwen", "COMPLETED")])
+    assert flags[("completion_cleanup", "rl__harbor_tb2_qwen")].action == "cleanup:rl-agentic-job-cleanup"
+
+
+def test_chain_timeout_with_and_without_successor() -> None:
+    _, flags = sweep(
+        [run("rl__a2_chain", "Training Step Progress: 61/100\n")],
+        [ended("rl__a2_chain", "TIMEOUT", exit_code="0:15"), ended("sft__lonely", "TIMEOUT")],
+    )
+    assert "successor" in flags[("chain_timeout", "rl__a2_chain")].message
+    assert flags[("chain_timeout", "rl__a2_chain")].severity == "info"
+    assert flags[("chain_timeout", "sft__lonely")].action == "diagnose"
+    _, flags = sweep(
+        [], [ended("sft__queued", "TIMEOUT")], pending=[Job("leo", "99", "sft__queued", "PENDING", "squeue-pending")]
+    )
+    assert flags[("chain_timeout", "sft__queued")].severity == "info"
+
+
+def test_masked_traceback_shows_the_real_one() -> None:
+    assert first_real_traceback(log("sft_masked_traceback.out")).startswith(
+        "ValueError: sequence length 40962 exceeds max_position_embeddings"
+    )
+    _, flags = sweep([], [ended("sft__cell3", "FAILED", log("sft_masked_traceback.out"), exit_code="1:0")])
+    f = flags[("genuine_failure", "sft__cell3")]
+    assert "ValueError: sequence length" in f.message and "ChildFailedError" not in f.message
+    assert "[new]" in f.message
+
+
+def test_recurring_failure_is_marked_recurring() -> None:
+    job = ended("sft__cell3", "FAILED", log("sft_masked_traceback.out"), exit_code="1:0")
+    first, _ = sweep([], [job])
+    sig = first.snapshots[0].finished[0].metrics["failure_signature"]
+    again = ended("sft__cell3", "FAILED", log("sft_masked_traceback.out"), exit_code="1:0", job_id="777")
+    _, flags = sweep([], [again], history=History(failure_signatures={sig}, known=True))
+    assert "RECURRING" in flags[("genuine_failure", "sft__cell3")].message
+
+
+def test_timeout_and_cancelled_are_not_genuine_failures() -> None:
+    _, flags = sweep([], [ended("sft__x", "TIMEOUT"), ended("sft__y", "CANCELLED by 1001")])
+    assert not any(rule == "genuine_failure" for rule, _ in flags)
+
+
+def test_datagen_avg_turns_one_is_dead_and_all_chunks_done_is_cleanup() -> None:
+    chunks = [["812_1", "COMPLETED"], ["812_2", "COMPLETED"]]
+    _, flags = sweep(
+        [run("datagen__minimax", log("datagen_dead.out"), job_id="900_1")],
+        [ended("datagen__glm", "COMPLETED", job_id="812_2", chunks=chunks)],
+    )
+    assert flags[("datagen_realness", "datagen__minimax")].severity == "critical"
+    assert flags[("completion_cleanup", "datagen__glm")].action == "cleanup:datagen-job-cleanup"
+
+
+def test_datagen_with_chunks_left_is_not_cleaned() -> None:
+    chunks = [["812_1", "COMPLETED"], ["812_[2-4]", "PENDING"]]
+    _, flags = sweep([], [ended("datagen__glm", "COMPLETED", job_id="812_1", chunks=chunks)])
+    assert ("completion_cleanup", "datagen__glm") not in flags
+
+
+def test_eval_cleanup_only_when_upload_failed() -> None:
+    _, flags = sweep(
+        [],
+        [
+            ended("eval-ok", "COMPLETED", "50/50 trials, pass_rate=0.5\n"),
+            ended("eval-up", "COMPLETED", log("eval_upload_failed.out")),
+        ],
+    )
+    assert ("completion_cleanup", "eval-ok") not in flags
+    assert flags[("completion_cleanup", "eval-up")].action == "cleanup:eval-agentic-cleanup"
+
+
+def test_eval_zombie_instant_fail_and_dcagent2_exempt() -> None:
+    _, flags = sweep(
+        [run("eval-zombie", "50/50 trials, pass_rate=0.4\n"), run("eval-DCAgent2_measure", "", age_min=300)],
+        [ended("eval-instant", "FAILED", "ImportError: no module x\n", elapsed="00:00:07", exit_code="1:0")],
+    )
+    assert "zombie" in flags[("eval_health", "eval-zombie")].message
+    assert "instant-fail" in flags[("eval_health", "eval-instant")].message
+    exempt = flags[("eval_health", "eval-DCAgent2_measure")]
+    assert exempt.severity == "info" and "calibration" in exempt.message
+
+
+def test_new_untested_rl_and_standing_constraints() -> None:
+    jobs = [
+        run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="1"),
+        run("rl__a3_qwen", log("rl_healthy.out"), job_id="2"),
+        run("rl__a2_seen", log("rl_healthy.out"), job_id="3"),
+    ]
+    _, flags = sweep(jobs, caps={"leo": 2}, history=History(rl_names={"rl__a3_qwen", "rl__a2_seen"}, known=True))
+    assert flags[("rl_new_untested", "rl__a2_debug_geom")].action == "deep-dive"
+    assert ("rl_new_untested", "rl__a2_seen") not in flags
+    assert ("concluded_series", "rl__a3_qwen") in flags
+    assert "3 RL jobs RUNNING > cap 2" in flags[("rl_concurrency_cap", "")].message
+
+
+def test_first_sweep_does_not_call_every_run_new() -> None:
+    _, flags = sweep([run("rl__a2_plain", log("rl_healthy.out"))], history=History())
+    assert ("rl_new_untested", "rl__a2_plain") not in flags
+
+
+def test_every_flag_lists_its_rule_in_the_summary() -> None:
+    from sweep_core.report import flagged_lines
+
+    result, flags = sweep([run("rl__a2_x", log("rl_collapsed.out"))], [ended("sft__z", "FAILED", exit_code="1:0")])
+    lines = flagged_lines(result)
+    for rule, _ in flags:
+        assert any(line.startswith(f"[{rule}]") for line in lines)

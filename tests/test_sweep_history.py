@@ -1,0 +1,67 @@
+"""Sweep-to-sweep diff and state files (backfill-safe: the previous sweep is the one before)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.sweep_history import load_history, load_previous, save_state, sweep_diff, sweep_state
+
+T = [dt.datetime(2026, 12, 2, h, tzinfo=dt.UTC) for h in (3, 6, 9)]
+
+
+def snap(running, finished):
+    return [ClusterSnapshot("leo", "slurm", ClusterStatus.OK, running=running, finished=finished)]
+
+
+def j(jid, name, state, source, bucket="RL", stale=False):
+    return Job("leo", jid, name, state, source, bucket=bucket, stale=stale)
+
+
+def test_diff_new_failure_completion_stall_and_gone(tmp_path) -> None:
+    first = sweep_state(
+        snap(
+            [
+                j("1", "rl__a", "RUNNING", "squeue"),
+                j("2", "rl__b", "RUNNING", "squeue"),
+                j("3", "rl__c", "RUNNING", "squeue"),
+            ],
+            [],
+        ),
+        [],
+        T[0],
+    )
+    save_state(tmp_path, T[0], first)
+    cur = sweep_state(
+        snap(
+            [j("1", "rl__a", "RUNNING", "squeue", stale=True)],
+            [j("2", "rl__b", "FAILED", "sacct"), j("4", "sft__d", "COMPLETED", "sacct", "SFT")],
+        ),
+        [],
+        T[1],
+    )
+    lines = sweep_diff(load_previous(tmp_path, T[1]), cur)
+    assert "new failure: leo RL 2 rl__b (FAILED)" in lines
+    assert "completed: leo SFT 4 sft__d" in lines
+    assert "new stall: leo RL 1 rl__a" in lines
+    assert any(line.startswith("gone: leo RL 3 rl__c") for line in lines)
+
+
+def test_backfill_compares_with_the_sweep_before_its_own_window(tmp_path) -> None:
+    for t in (T[0], T[2]):
+        save_state(tmp_path, t, {"window_end": t.isoformat(), "jobs": {}, "rl_names": [t.isoformat()]})
+    prev = load_previous(tmp_path, T[1])
+    assert prev is not None and prev["window_end"] == T[0].isoformat()
+    assert load_previous(tmp_path, T[0]) is None
+    assert load_history(tmp_path, T[1]).rl_names == {T[0].isoformat()}
+
+
+def test_unknown_cluster_does_not_report_jobs_gone(tmp_path) -> None:
+    prev = sweep_state(snap([j("1", "rl__a", "RUNNING", "squeue")], []), [], T[0])
+    unknown = [ClusterSnapshot("leo", "slurm", ClusterStatus.UNKNOWN, running=None, finished=[])]
+    lines = sweep_diff(prev, sweep_state(unknown, [], T[1]))
+    assert not any(line.startswith("gone:") for line in lines)
+
+
+def test_first_sweep_says_so() -> None:
+    assert sweep_diff(None, {"jobs": {}}) == ["first sweep on record: no previous sweep to compare with"]
