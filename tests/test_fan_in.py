@@ -157,3 +157,17 @@ def test_rows_sort_running_first_then_numeric_job_id() -> None:
         job("2", "e", None, source="sacct"),
     ]
     assert [j.job_id for j in sorted(jobs, key=job_sort_key)] == ["3_2", "3_10", "9", "10", "2"]
+
+
+def test_box_table_matches_tabulate_simple_grid() -> None:
+    from tabulate import tabulate
+
+    from sweep_core.render import box_table
+
+    headers = ["Cluster", "Job ID", "Note"]
+    rows = [["leo", "12", "short"], ["tacc", "3_4", "a longer note that wraps around"], ["x", "", "—"]]
+    ours = box_table(headers, rows, [None, None, 12])
+    theirs = tabulate(
+        rows, headers=headers, tablefmt="simple_grid", maxcolwidths=[None, None, 12], disable_numparse=True
+    )
+    assert ours == theirs

@@ -64,7 +64,7 @@ def test_full_sweep_buckets_states_failure_and_staleness(local_cluster, tag, tmp
     wedged, fresh = running[f"rl__{tag}_wedged"], running[f"rl__{tag}_grpo"]
     assert wedged.stale and wedged.minutes_since_output > 170
     assert not fresh.stale and fresh.minutes_since_output < 5
-    assert "Training Step Progress" in fresh.log_tail
+    assert fresh.metrics["step"] is not None and fresh.metrics["max_steps"] == 600  # read from its log tail
 
     rl_table = run.rendered["tables"]["RL"]
     wedged_row = next(line for line in rl_table.splitlines() if f"rl__{tag}_wedged" in line)
@@ -207,3 +207,75 @@ def test_backfilled_run_reports_its_own_window(local_cluster, tag, tmp_path) -> 
     assert past.report_path.name == "2026-01-01_monitor-sweep-0300Z.md"
     now = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path / "now")
     assert now.job(f"sft__{tag}_late").state == "FAILED"
+
+
+def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> None:
+    """Jobs on the real cluster write the fixture logs; the tables show metrics and rule flags."""
+    c = local_cluster
+    src = ROOT / "tests" / "fixtures" / "logs"
+    dst = Path(f"/home/sweep/jobs/fixtures-{tag}")
+    shutil.copytree(src, dst)
+    subprocess.run(["chown", "-R", "sweep:sweep", str(dst)], check=True)
+
+    def cat_then(name: str, *, exit_code: int | None = None) -> str:
+        tail = f"exit {exit_code}" if exit_code is not None else "sleep 600"
+        return f"cat {dst}/{name}; {tail}"
+
+    names = {
+        "healthy": f"rl__{tag}_healthy",
+        "collapsed": f"rl__{tag}_collapsed",
+        "sft": f"sft__{tag}_cell",
+        "dead": f"datagen__{tag}_dead",
+        "eval": f"eval-{tag}_tb2",
+        "broken": f"sft__{tag}_masked",
+        "chain": f"rl__{tag}_chain",
+    }
+    earlier = c.submit(names["chain"], cat_then("rl_chain_earlier.out", exit_code=0))
+    c.wait_finished(earlier, "COMPLETED")
+    ids = [
+        c.submit(names["healthy"], cat_then("rl_healthy.out")),
+        c.submit(names["collapsed"], cat_then("rl_collapsed.out")),
+        c.submit(names["sft"], cat_then("sft_healthy.out")),
+        c.submit(names["eval"], cat_then("eval_passthrough.out")),
+        c.submit(names["chain"], cat_then("rl_chain_current.out")),
+    ]
+    dead = c.submit(
+        names["dead"], cat_then("datagen_dead.out"), "--array=1-2", output="/home/sweep/jobs/logs/%x-%A_%a.out"
+    )
+    broken = c.submit(names["broken"], cat_then("sft_masked_traceback.out", exit_code=1))
+    c.wait_running(*ids)
+    c.wait_finished(broken, "FAILED")
+    for j in ids:
+        c.wait_log(j)
+    c.wait_log(f"{dead}_1")
+
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    assert run.state == "success", run.task_states
+    tables = run.rendered["tables"]
+
+    def row(bucket: str, name: str) -> str:
+        lines = [ln for ln in tables[bucket].splitlines() if name in ln]
+        assert lines, f"{name} not in the {bucket} table"
+        return lines[0]
+
+    assert "45/100" in row("RL", names["healthy"]) and "0.345" in row("RL", names["healthy"])
+    assert "[rl_collapse]" in row("RL", names["collapsed"])
+    assert "227/1875" in row("SFT", names["sft"]) and "0.5987" in row("SFT", names["sft"])
+    assert "40/50" in row("Eval", names["eval"]) and "RuntimeError ×1" in row("Eval", names["eval"])
+    assert "[datagen_realness]" in row("Datagen", names["dead"]) and "0/2" in row("Datagen", names["dead"])
+    chain_rows = [ln for ln in tables["RL"].splitlines() if names["chain"] in ln]
+    assert any("63/100" in ln for ln in chain_rows)
+    chain_job = next(j for j in run.snapshots["local"].running if j.name == names["chain"])
+    assert chain_job.metrics.get("metrics_from") == "earlier chain log #1", (
+        chain_job.metrics,
+        chain_job.metric_problems,
+    )
+    assert chain_job.metrics["reward"] == 0.5
+    report = run.report
+    assert f"[genuine_failure] CRITICAL local SFT {broken} {names['broken']}" in report
+    assert (
+        "ValueError: sequence length 40962" in report
+        and "ChildFailedError" not in report.split("genuine_failure")[1].splitlines()[0]
+    )
+    assert f"[completion_cleanup] INFO local RL {earlier} {names['chain']}" in report
+    assert "## Changes since the previous sweep" in report

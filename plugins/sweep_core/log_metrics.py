@@ -102,6 +102,8 @@ class MetricsConfig:
     ev_passthrough: frozenset[str]
     ev_checks: tuple[InfraCheck, ...]
     hang_signals: tuple[re.Pattern[str], ...]
+    hang_any: re.Pattern[str]
+    rl_alias: dict[str, tuple[str, int]]  # dict key -> (metric, priority): one pass per dict
 
 
 def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
@@ -132,7 +134,9 @@ def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
         ev_exception=_compile(ev["exception"], "eval.exception"),
         ev_passthrough=frozenset(ev["passthrough"]),
         ev_checks=tuple(checks),
-        hang_signals=_compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals"),
+        hang_signals=(hang := _compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals")),
+        hang_any=re.compile("|".join(f"(?:{p.pattern})" for p in hang)),
+        rl_alias={alias: (metric, rank) for metric, aliases in keys.items() for rank, alias in enumerate(aliases)},
     )
 
 
@@ -207,6 +211,25 @@ def _pick(d: dict[str, Any], keys: Sequence[str]) -> float | None:
     return None
 
 
+def _pick_all(d: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict[str, float]:
+    """metric -> value from one metric dict; the earliest-listed alias of a metric wins."""
+    out: dict[str, float] = {}
+    rank: dict[str, int] = {}
+    for key, value in d.items():
+        hit = alias.get(key)
+        if hit is None:
+            continue
+        metric, r = hit
+        if metric in rank and rank[metric] <= r:
+            continue
+        if isinstance(value, bool):
+            continue
+        num = float(value) if isinstance(value, int | float) else _num(str(value))
+        if num is not None:
+            out[metric], rank[metric] = num, r
+    return out
+
+
 def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Extracted:
     """Step N/M, reward, grad norm, entropy, TIS (+ the per-step series for the collapse rule)."""
     out = Extracted()
@@ -225,7 +248,7 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
             except ValueError as exc:
                 out.problems.append(f"{cfg.rl_marker} line {n} unparseable ({exc})")
                 continue
-            series.append({k: v for k in cfg.rl_keys if (v := _pick(d, cfg.rl_keys[k])) is not None})
+            series.append(_pick_all(d, cfg.rl_alias))
         if series:
             out.series = series
             source = "this log" if i == 0 else f"earlier chain log #{i}"
@@ -364,7 +387,7 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
 
 def hang_evidence(tail: str, cfg: MetricsConfig, lines: int = 40) -> tuple[str, list[str]]:
     """The last non-empty log line and any EngineDead/NCCL/Watchdog/RPC lines near the end."""
-    rows = [ln for ln in tail.splitlines() if ln.strip()]
+    rows = [ln for ln in tail[-8192:].splitlines()[-lines:] if ln.strip()]
     last = rows[-1].strip()[:200] if rows else ""
-    near = [ln.strip()[:200] for ln in rows[-lines:] if any(p.search(ln) for p in cfg.hang_signals)]
+    near = [ln.strip()[:200] for ln in rows if cfg.hang_any.search(ln)]
     return last, near[-3:]
