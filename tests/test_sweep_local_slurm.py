@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,58 @@ def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> N
     )
     assert f"[completion_cleanup] INFO local RL {earlier} {names['chain']}" in report
     assert "## Changes since the previous sweep" in report
+
+
+def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) -> None:
+    """A real fork failure: an sshd whose sessions run under `ulimit -u 1` for the cluster user
+    (who already has processes), so the gather script's first fork fails; login02 answers."""
+    c = local_cluster
+    port = _closed_port()
+    pidfile = tmp_path / "forky.pid"
+    sshd = subprocess.run(
+        [
+            "/usr/sbin/sshd",
+            "-p",
+            str(port),
+            "-o",
+            "ListenAddress=127.0.0.1",
+            "-o",
+            f"PidFile={pidfile}",
+            "-o",
+            "UsePAM=no",
+            "-o",
+            "PasswordAuthentication=no",
+            "-o",
+            "AllowUsers=sweep",
+            "-o",
+            'ForceCommand=ulimit -u 1; exec bash -c "$SSH_ORIGINAL_COMMAND"',
+            "-E",
+            str(tmp_path / "forky.log"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert sshd.returncode == 0, sshd.stderr
+    try:
+        ops = _ops_copy(tmp_path)
+        text = (ops / "local" / "ops.md").read_text()
+        text = text.replace(
+            "  - {name: login01, host: 127.0.0.1, port: 22201}", f"  - {{name: forky01, host: 127.0.0.1, port: {port}}}"
+        )
+        (ops / "local" / "ops.md").write_text(text)
+        job = c.submit(f"rl__{tag}_forkcheck", LOOP)
+        c.wait_running(job)
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path, ops_dir=ops)
+    finally:
+        for _ in range(50):
+            if pidfile.exists():
+                break
+            time.sleep(0.1)
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text().strip()), 15)
+    local = run.snapshots["local"]
+    assert local.status == ClusterStatus.OK
+    assert local.login_node.startswith("login02")
+    note = next(n for n in local.notes if "failed over" in n)
+    assert "forky01" in note and "cannot fork" in note
+    assert run.job(f"rl__{tag}_forkcheck").state == "RUNNING"
