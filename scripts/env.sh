@@ -18,6 +18,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     || { echo "[env] ERROR: packages did not install" >&2; exit 1; }
   echo "$want" >"$stamp"
 fi
+# The iris client in its own venv (its pins clash with Airflow's), as on an operator's machine.
+IVENV=$PROJECT/.venv-iris
+istamp=$IVENV/.requirements.sha
+iwant=$(sha256sum "$PROJECT/requirements-iris.txt" | cut -d' ' -f1)
+if [ "$(cat "$istamp" 2>/dev/null)" != "$iwant" ]; then
+  echo "[env] pip install -r requirements-iris.txt (into .venv-iris)"
+  [ -x "$IVENV/bin/python" ] || "$PY" -m venv "$IVENV"
+  "$IVENV/bin/pip" install -q --disable-pip-version-check -r "$PROJECT/requirements-iris.txt" 2>&1 \
+    | grep -v "is ignored: it is neither a file nor a directory" || true
+  "$IVENV/bin/python" -c "import iris.client.client" || { echo "[env] ERROR: marin-iris did not install" >&2; exit 1; }
+  echo "$iwant" >"$istamp"
+fi
+export SWEEP_IRIS_PYTHON=$IVENV/bin/python
 export PATH=$VENV/bin:$PATH
 export AIRFLOW_HOME=${AIRFLOW_HOME:-$PROJECT/.airflow}
 export AIRFLOW__CORE__DAGS_FOLDER=$PROJECT/dags

@@ -280,3 +280,56 @@ def peek_scheduler(ops_dir: Path | str, name: str) -> str:
         return load_cluster(ops_dir, name).scheduler
     except OpsConfigError:
         return "slurm"
+
+
+@dataclass(frozen=True)
+class IrisSettings:
+    """The iris particulars of a cluster (ops.md front matter, scheduler: iris)."""
+
+    controller_url: str
+    iris_cluster: str
+    iris_python: str
+    iris_binary: str
+    iris_home: str
+    kubeconfig: str
+    kube_context: str
+    kube_namespace: str
+    kube_conn_id: str
+    timeout_s: int
+
+
+def iris_settings(cfg: ClusterConfig) -> IrisSettings:
+    """Validate the iris fields; the kubeconfig and its context are named explicitly or not at all."""
+    x = cfg.extra
+
+    def s(key: str, default: str = "") -> str:
+        v = x.get(key, default)
+        if v is None:
+            return default
+        if not isinstance(v, str):
+            raise OpsConfigError(cfg.path, key, f"must be a string, got {v!r}")
+        return v
+
+    out = IrisSettings(
+        controller_url=s("controller_url"),
+        iris_cluster=s("iris_cluster"),
+        iris_python=s("iris_python"),
+        iris_binary=s("iris_binary"),
+        iris_home=s("iris_home"),
+        kubeconfig=s("kubeconfig"),
+        kube_context=s("kube_context"),
+        kube_namespace=s("kube_namespace", "iris"),
+        kube_conn_id=s("kube_conn_id"),
+        timeout_s=int(x.get("iris_timeout_s", 60)),
+    )
+    if not cfg.user:
+        raise OpsConfigError(cfg.path, "user", "is required for an iris cluster (jobs are /<user>/<name>)")
+    if not (out.iris_python or out.iris_binary):
+        raise OpsConfigError(cfg.path, "iris_python", "an iris cluster needs iris_python or iris_binary")
+    if not (out.controller_url or out.iris_cluster):
+        raise OpsConfigError(cfg.path, "controller_url", "an iris cluster needs controller_url or iris_cluster")
+    if bool(out.kubeconfig) != bool(out.kube_context):
+        raise OpsConfigError(
+            cfg.path, "kube_context", "kubeconfig and kube_context go together: never the process default kubeconfig"
+        )
+    return out

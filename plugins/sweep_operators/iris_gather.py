@@ -1,21 +1,63 @@
-"""CoreWeave (iris) gather. The state poll itself comes with the iris issue; until then the
-cluster is reported NOT_GATHERED, never as zero jobs."""
+"""CoreWeave (iris) gather: state-poll the iris controller, count pods through KubernetesHook,
+return the same snapshot shape as the SLURM gather. All calls synchronous with timeouts."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.ops_config import load_cluster
+from sweep_core.iris_state import PodCount, iris_snapshot
+from sweep_core.models import ClusterSnapshot
+from sweep_core.ops_config import ClusterConfig, iris_settings, load_cluster
+from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.window import sweep_window
 
 
+def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: Any = None) -> ClusterSnapshot:
+    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal."""
+    st = iris_settings(cfg)
+    hook = IrisHook(
+        url=st.controller_url,
+        user=cfg.user,
+        python=st.iris_python,
+        binary=st.iris_binary,
+        cluster=st.iris_cluster,
+        home=st.iris_home,
+        timeout_s=st.timeout_s,
+    )
+    try:
+        jobs, now = hook.poll()
+    except IrisUnavailable as exc:
+        return iris_snapshot(
+            cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
+        )
+    pods: dict[str, PodCount] = {}
+    if st.kubeconfig:
+        from sweep_operators.iris_pods import PodCounter
+
+        counter = PodCounter(
+            kubeconfig=st.kubeconfig, context=st.kube_context, namespace=st.kube_namespace, conn_id=st.kube_conn_id
+        )
+        for job in jobs:
+            if job.state in ("RUNNING", "BUILDING", "PENDING"):
+                pods[job.job_id] = counter.count(job.job_id)
+    snap = iris_snapshot(
+        cfg.name, jobs, pods, now=now or time.time(), window_start=start, window_end=end, source=hook.source
+    )
+    if not st.kubeconfig:
+        snap.notes.append("pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected")
+    if log:
+        log.info("%s: %d iris jobs via %s", cfg.name, len(jobs), hook.source)
+    return snap
+
+
 class IrisGatherOperator(BaseOperator):
-    """Placeholder for the iris state poll: returns a NOT_GATHERED snapshot with the reason."""
+    """State-poll one iris cluster named in include/ops; returns a snapshot dict."""
 
     template_fields: Sequence[str] = ("lookback_hours",)
 
@@ -30,11 +72,6 @@ class IrisGatherOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
-        return ClusterSnapshot(
-            cfg.name,
-            "iris",
-            ClusterStatus.NOT_GATHERED,
-            window_start=start.isoformat(),
-            window_end=end.isoformat(),
-            notes=["iris state poll not implemented yet: jobs on this cluster are not gathered"],
-        ).to_dict()
+        snap = gather_iris(cfg, start, end, self.log)
+        self.log.info("%s: %s; notes: %s", snap.cluster, snap.status, snap.notes)
+        return snap.to_dict()

@@ -1,0 +1,255 @@
+"""CoreWeave (iris) state poll, the pure part: iris job states, the silent-wedge rule, pod
+bring-up notes, and building the same ClusterSnapshot a SLURM gather returns.
+
+Spec: "STATE-POLL, not squeue, not a log-string watch". Log greps here only annotate (benign
+bring-up noise); liveness is the state plus the pod count.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+
+# iris JobState enum (lib/iris job.proto): terminal = 4..8.
+IRIS_STATES = {
+    1: "PENDING",
+    2: "BUILDING",
+    3: "RUNNING",
+    4: "SUCCEEDED",
+    5: "FAILED",
+    6: "KILLED",
+    7: "WORKER_FAILED",
+    8: "UNSCHEDULABLE",
+}
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "KILLED", "WORKER_FAILED", "UNSCHEDULABLE"})
+# Onto the sweep's (Slurm) vocabulary, so buckets and rules treat both kinds alike.
+TO_SWEEP = {
+    "PENDING": "PENDING",
+    "BUILDING": "PENDING",
+    "RUNNING": "RUNNING",
+    "SUCCEEDED": "COMPLETED",
+    "FAILED": "FAILED",
+    "KILLED": "CANCELLED",
+    "WORKER_FAILED": "NODE_FAIL",
+    "UNSCHEDULABLE": "FAILED",
+}
+_K8S_LABEL_MAX_LEN = 63
+
+
+class IrisStateError(ValueError):
+    """An iris state value that is none of the known ones."""
+
+
+def iris_state_name(value: Any) -> str:
+    """``3`` / ``"JOB_STATE_RUNNING"`` / ``"running"`` -> ``"RUNNING"``."""
+    if isinstance(value, bool):
+        raise IrisStateError(f"not an iris job state: {value!r}")
+    if isinstance(value, int):
+        if value in IRIS_STATES:
+            return IRIS_STATES[value]
+        raise IrisStateError(f"unknown iris job state number {value}")
+    text = str(value).strip().upper()
+    if text.isdigit():
+        return iris_state_name(int(text))
+    text = text.removeprefix("JOB_STATE_")
+    if text in TO_SWEEP:
+        return text
+    raise IrisStateError(f"unknown iris job state {value!r}")
+
+
+def sanitize_label_value(value: str) -> str:
+    """The pod label value iris puts on a job's pods (iris.cluster.backends.k8s.tasks
+    ``_sanitize_label_value``): ``/user/rl__x`` -> ``user.rl__x``."""
+    out = "".join(ch if ch.isalnum() or ch in "-_." else "." for ch in value).strip("-_.")
+    if len(out) > _K8S_LABEL_MAX_LEN:
+        out = out[:_K8S_LABEL_MAX_LEN].rstrip("-_.")
+    return out or "unknown"
+
+
+@dataclass
+class IrisTask:
+    task_id: str
+    state: str
+    exit_code: int | None = None
+    error: str = ""
+
+
+@dataclass
+class IrisJob:
+    """One job as the iris controller reports it (client or CLI JSON, normalized)."""
+
+    job_id: str  # /user/name
+    state: str  # iris state name
+    submitted_at_ms: int | None = None
+    started_at_ms: int | None = None
+    finished_at_ms: int | None = None
+    error: str = ""
+    tasks: list[IrisTask] = field(default_factory=list)
+    log_tail: str = ""
+    log_mtime: float | None = None  # epoch seconds of the newest log line, if the log has times
+
+    @property
+    def name(self) -> str:
+        return self.job_id.rstrip("/").rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PodCount:
+    """Pods of one job from the Kubernetes API; ``error`` set = unknown (retryable)."""
+
+    total: int | None
+    gated: int = 0  # SchedulingGated: waiting for Kueue gang admission (normal at bring-up)
+    image_pull: int = 0  # ImagePullBackOff / ErrImagePull (a transient EOF self-heals)
+    error: str = ""
+
+
+def pod_count_from_list(pod_list: dict[str, Any]) -> PodCount:
+    """Count pods in a v1 PodList (dict form) and the bring-up conditions worth a note."""
+    items = pod_list.get("items")
+    if not isinstance(items, list):
+        return PodCount(None, error="pod list has no items")
+    gated = pull = 0
+    for pod in items:
+        status = pod.get("status") or {}
+        conds = status.get("conditions") or []
+        if (pod.get("spec") or {}).get("schedulingGates") or any(
+            c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conds
+        ):
+            gated += 1
+        for cs in status.get("containerStatuses") or []:
+            reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason", "")
+            if reason in ("ImagePullBackOff", "ErrImagePull"):
+                pull += 1
+    return PodCount(len(items), gated, pull)
+
+
+_BENIGN = (
+    (
+        re.compile(r"shm_broadcast[^\n]*60\s*s|shm_broadcast[^\n]*60 seconds"),
+        "shm_broadcast 60s wait: benign bring-up noise",
+    ),
+    (
+        re.compile(r"ImagePullBackOff|ErrImagePull|ghcr[^\n]*EOF|unexpected EOF[^\n]*pull", re.I),
+        "image pull hiccup (transient ghcr EOF self-heals): benign at bring-up",
+    ),
+    (
+        re.compile(r"apply_ep|mesh[-_ ]load|resolving weights|Resolving model weights", re.I),
+        "bring-up progressing (ep/mesh load, weights resolving)",
+    ),
+)
+
+
+def bringup_notes(job: IrisJob, pods: PodCount | None) -> list[str]:
+    """Notes for fresh launches: Kueue gating is normal; some log lines are benign noise."""
+    notes = []
+    if pods is not None and pods.gated:
+        notes.append(f"{pods.gated} pod(s) SchedulingGated: awaiting Kueue gang admission (normal)")
+    if pods is not None and pods.image_pull:
+        notes.append(f"{pods.image_pull} pod(s) in ImagePullBackOff: transient EOF self-heals; watch next sweep")
+    for pattern, text in _BENIGN:
+        if pattern.search(job.log_tail):
+            notes.append(text)
+    return notes
+
+
+def _ms_to_iso(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _elapsed(start_ms: int | None, end_ms: int | None, now: float) -> str:
+    if start_ms is None:
+        return ""
+    secs = max(0, int(((end_ms / 1000) if end_ms else now) - start_ms / 1000))
+    d, rem = divmod(secs, 86400)
+    h, rem = divmod(rem, 3600)
+    m, s = divmod(rem, 60)
+    return (f"{d}-" if d else "") + f"{h:02d}:{m:02d}:{s:02d}"
+
+
+def _exit_code(job: IrisJob) -> str:
+    # The job-level exit_code is 0 even for failed jobs: use the tasks'.
+    codes = [t.exit_code for t in job.tasks if t.exit_code not in (None, 0)]
+    return f"{codes[0]}:0" if codes else ("0:0" if job.state == "SUCCEEDED" else "")
+
+
+def iris_snapshot(
+    cluster: str,
+    jobs: Sequence[IrisJob] | None,
+    pods: dict[str, PodCount],
+    *,
+    now: float,
+    window_start: dt.datetime,
+    window_end: dt.datetime,
+    source: str,
+    error: str = "",
+) -> ClusterSnapshot:
+    """The sweep snapshot of an iris cluster. ``jobs is None`` (controller unreachable) is
+    UNKNOWN, never "no jobs". RUNNING with 0 pods is TERMINAL (the silent-wedge signature)."""
+    snap = ClusterSnapshot(
+        cluster,
+        "iris",
+        ClusterStatus.OK,
+        login_node=source,
+        remote_now=now,
+        window_start=window_start.isoformat(),
+        window_end=window_end.isoformat(),
+    )
+    if jobs is None:
+        snap.status = ClusterStatus.UNKNOWN
+        snap.notes.append(f"iris state UNKNOWN (retry next sweep): {error}")
+        return snap
+    running: list[Job] = []
+    finished: list[Job] = []
+    pending: list[Job] = []
+    lo, hi = window_start.timestamp() * 1000, window_end.timestamp() * 1000
+    for ij in jobs:
+        notes: list[str] = []
+        pc = pods.get(ij.job_id)
+        state = TO_SWEEP[ij.state]
+        if ij.state == "RUNNING" and pc is not None and pc.error == "" and pc.total == 0:
+            state = "NODE_FAIL"
+            notes.append("TERMINAL: iris says RUNNING but 0 pods (silent wedge: killed/evicted/preempted)")
+        elif pc is not None and pc.error:
+            notes.append(f"pod count unknown: {pc.error}")
+        elif pc is not None and pc.total is not None:
+            notes.append(f"{pc.total} pod(s)")
+        notes += bringup_notes(ij, pc)
+        task_errors = [t.error for t in ij.tasks if t.error]
+        if ij.error or task_errors:
+            notes.append((ij.error or task_errors[0])[:200])
+        job = Job(
+            cluster=cluster,
+            job_id=ij.job_id,
+            name=ij.name,
+            state=state,
+            source="squeue" if state == "RUNNING" else "sacct",
+            elapsed=_elapsed(ij.started_at_ms, ij.finished_at_ms, now),
+            start=_ms_to_iso(ij.started_at_ms),
+            end=_ms_to_iso(ij.finished_at_ms),
+            exit_code=_exit_code(ij),
+            reason="; ".join(notes),
+            log_tail=ij.log_tail,
+            log_mtime=ij.log_mtime,
+            stdout_path=f"iris job logs {ij.job_id}",
+            num_nodes=pc.total if pc is not None else None,
+        )
+        if job.state == "RUNNING":
+            if ij.log_mtime is None:
+                job.log_note = "log has no timestamps: last output unknown"
+            running.append(job)
+        elif job.state == "PENDING":
+            pending.append(job)
+        elif ij.state not in TERMINAL and state == "NODE_FAIL":
+            job.end = _ms_to_iso(int(now * 1000))
+            finished.append(job)
+        elif ij.finished_at_ms is None or lo <= ij.finished_at_ms < hi:
+            finished.append(job)
+    snap.running, snap.finished, snap.pending = running, finished, pending
+    return snap

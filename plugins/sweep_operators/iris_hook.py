@@ -1,0 +1,177 @@
+"""IrisHook: the iris state poll, synchronous and bounded, never leaving a process behind.
+
+Source, in order: the iris Python client (our read-only iris_poll.py run by ops.md
+``iris_python``, the environment where the client imports), else the iris CLI (``iris_binary``:
+``job list --prefix /user/ --json`` + ``job summary --json`` per job). Both get a hard wall-clock
+timeout (subprocess.run kills the child on expiry).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from sweep_core.iris_state import IrisJob, IrisTask, iris_state_name
+
+POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
+
+
+class IrisUnavailable(Exception):
+    """The controller (or the client) could not be asked: UNKNOWN this sweep, retry the next."""
+
+
+def _run(cmd: list[str], timeout_s: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            cwd=env.get("HOME") or None,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise IrisUnavailable(f"{Path(cmd[0]).name} timed out after {timeout_s:g}s") from exc
+    except OSError as exc:
+        raise IrisUnavailable(f"cannot run {cmd[0]}: {exc}") from exc
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v) if v not in (None, "", 0, "0") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def job_from_poll(d: dict[str, Any]) -> IrisJob:
+    """One job of iris_poll.py's JSON."""
+    lines = d.get("log_lines") or []
+    last = _int(d.get("log_last_ms"))
+    return IrisJob(
+        job_id=d["job_id"],
+        state=iris_state_name(d["state"]),
+        error=d.get("error") or "",
+        submitted_at_ms=_int(d.get("submitted_at_ms")),
+        started_at_ms=_int(d.get("started_at_ms")),
+        finished_at_ms=_int(d.get("finished_at_ms")),
+        tasks=[
+            IrisTask(t.get("task_id", ""), t.get("state", ""), t.get("exit_code"), t.get("error") or "")
+            for t in d.get("tasks") or []
+        ],
+        log_tail="\n".join(lines) + ("\n" if lines else ""),
+        log_mtime=last / 1000 if last else None,
+    )
+
+
+def job_from_cli(listed: dict[str, Any], summary: dict[str, Any] | None) -> IrisJob:
+    """``job list --json`` row (+ ``job summary --json``): states JOB_STATE_X / lowercase, epoch_ms strings."""
+
+    def ms(key: str) -> int | None:
+        v = listed.get(key)
+        return _int(v.get("epoch_ms") if isinstance(v, dict) else v)
+
+    tasks = [
+        IrisTask(t.get("task_id", ""), str(t.get("state", "")), t.get("exit_code"), t.get("error") or "")
+        for t in (summary or {}).get("tasks") or []
+    ]
+    return IrisJob(
+        job_id=listed["job_id"],
+        state=iris_state_name(listed["state"]),
+        error=listed.get("error") or "",
+        submitted_at_ms=ms("submitted_at"),
+        started_at_ms=ms("started_at"),
+        finished_at_ms=ms("finished_at"),
+        tasks=tasks,
+    )
+
+
+class IrisHook:
+    """Poll one iris controller for the jobs under ``/<user>/``."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        user: str,
+        python: str = "",
+        binary: str = "",
+        cluster: str = "",
+        home: str = "",
+        timeout_s: float = 60,
+        log_lines: int = 200,
+    ) -> None:
+        if not (python or binary):
+            raise ValueError("IrisHook needs iris_python or iris_binary")
+        self.url, self.user, self.python, self.binary, self.cluster = url, user, python, binary, cluster
+        self.timeout_s, self.log_lines = timeout_s, log_lines
+        self.env = dict(os.environ)
+        if home:
+            self.env["HOME"] = home  # the client keeps a token store under $HOME/.iris
+        self.source = ""
+
+    @property
+    def prefix(self) -> str:
+        return f"/{self.user.strip('/')}/"
+
+    def poll(self) -> tuple[list[IrisJob], float | None]:
+        """(jobs, controller-side now in epoch seconds); raises IrisUnavailable."""
+        if self.python and self.url and Path(self.python).exists():
+            return self._poll_client()
+        if self.binary:
+            return self._poll_cli()
+        raise IrisUnavailable(f"iris_python {self.python!r} does not exist and no iris_binary is configured")
+
+    def _poll_client(self) -> tuple[list[IrisJob], float | None]:
+        self.source = "iris client"
+        res = _run(
+            [
+                self.python,
+                str(POLL_SCRIPT),
+                self.url,
+                self.prefix,
+                "--log-lines",
+                str(self.log_lines),
+                "--max-elapsed",
+                str(max(1.0, self.timeout_s / 3)),
+            ],
+            self.timeout_s,
+            self.env,
+        )
+        try:
+            doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
+        except json.JSONDecodeError:
+            doc = {}
+        if res.returncode == 3 and self.binary:  # client not importable there: the CLI
+            return self._poll_cli()
+        if res.returncode != 0 or "jobs" not in doc:
+            why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+            raise IrisUnavailable(f"iris poll failed: {why}")
+        return [job_from_poll(d) for d in doc["jobs"]], (doc.get("now_ms") or 0) / 1000 or None
+
+    def _cli(self, *args: str) -> Any:
+        target = ["--controller-url", self.url] if self.url else [f"--cluster={self.cluster}"]
+        res = _run([self.binary, *target, *args], self.timeout_s, self.env)
+        if res.returncode != 0:
+            tail = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+            raise IrisUnavailable(f"iris {' '.join(args[:2])} failed: {tail}")
+        try:
+            return json.loads(res.stdout)
+        except json.JSONDecodeError as exc:
+            raise IrisUnavailable(f"iris {' '.join(args[:2])} printed no JSON: {exc}") from exc
+
+    def _poll_cli(self) -> tuple[list[IrisJob], float | None]:
+        self.source = "iris CLI"
+        listed = self._cli("job", "list", "--prefix", self.prefix, "--json")
+        rows = listed if isinstance(listed, list) else listed.get("jobs", [])
+        jobs = []
+        for row in rows:
+            try:
+                summary = self._cli("job", "summary", "--json", row["job_id"])
+            except IrisUnavailable:
+                summary = None  # `job summary --json` is missing in some iris versions
+            jobs.append(job_from_cli(row, summary))
+        return jobs, None

@@ -1,0 +1,14 @@
+"""TEST ONLY: submit a shell-command job to an iris controller (run by the iris venv's python).
+Usage: iris_submit.py URL USER NAME COMMAND"""
+
+import sys
+
+from iris.client.client import IrisClient
+from iris.cluster.types import Entrypoint, ResourceSpec
+
+url, user, name, command = sys.argv[1:5]
+client = IrisClient.remote(url, timeout_ms=5000)
+job = client.submit(
+    Entrypoint.from_command("bash", "-c", command), name, ResourceSpec(cpu=0.5, memory="256m"), user=user
+)
+print(job.job_id if hasattr(job, "job_id") else f"/{user}/{name}")

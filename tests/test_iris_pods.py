@@ -1,0 +1,44 @@
+"""Pod counts through the real KubernetesHook against a STUB pod-list endpoint (tests/k8s_stub.py)."""
+
+from __future__ import annotations
+
+from k8s_stub import PodListStub, kubeconfig, pod
+
+from sweep_operators.iris_pods import PodCounter
+
+
+def test_counts_pods_of_the_job_on_the_named_context(tmp_path) -> None:
+    with (
+        PodListStub({"iris": [pod("sweep.rl__a", "p0"), pod("sweep.rl__a", "p1"), pod("sweep.other", "p2")]}) as cw,
+        PodListStub({"iris": []}) as other,
+    ):
+        cfg = kubeconfig(tmp_path / "kc", {"coreweave": cw.url, "mac-default": other.url}, current="mac-default")
+        counter = PodCounter(kubeconfig=str(cfg), context="coreweave", namespace="iris")
+        pc = counter.count("/sweep/rl__a")
+        assert pc.total == 2 and pc.error == ""
+        assert cw.requests and not other.requests  # the process default context was never asked
+        assert "labelSelector=iris.job_id%3Dsweep.rl__a" in cw.requests[0]
+        assert counter.count("/sweep/gone").total == 0
+
+
+def test_wrong_namespace_or_context_is_unknown_not_zero(tmp_path) -> None:
+    with PodListStub({"default": []}) as wrong:
+        cfg = kubeconfig(tmp_path / "kc", {"other": wrong.url}, current="other")
+        pc = PodCounter(kubeconfig=str(cfg), context="other", namespace="iris").count("/sweep/rl__a")
+        assert pc.total is None and "404" in pc.error and "iris" in pc.error
+        missing = PodCounter(kubeconfig=str(cfg), context="coreweave", namespace="iris").count("/sweep/rl__a")
+        assert missing.total is None and "coreweave" in missing.error
+
+
+def test_api_down_is_unknown(tmp_path) -> None:
+    cfg = kubeconfig(tmp_path / "kc", {"coreweave": "http://127.0.0.1:9"}, current="coreweave")
+    pc = PodCounter(kubeconfig=str(cfg), context="coreweave", namespace="iris", timeout_s=3).count("/sweep/x")
+    assert pc.total is None and pc.error
+
+
+def test_gated_and_image_pull_pods_are_counted(tmp_path) -> None:
+    pods = [pod("sweep.rl__b", "p0", gated=True), pod("sweep.rl__b", "p1", pull_backoff=True)]
+    with PodListStub({"iris": pods}) as cw:
+        cfg = kubeconfig(tmp_path / "kc", {"coreweave": cw.url}, current="coreweave")
+        pc = PodCounter(kubeconfig=str(cfg), context="coreweave", namespace="iris").count("/sweep/rl__b")
+        assert (pc.total, pc.gated, pc.image_pull) == (2, 1, 1)
