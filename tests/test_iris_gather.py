@@ -172,3 +172,17 @@ def test_running_with_zero_pods_is_terminal(controller, tag, tmp_path) -> None:
     assert "Kueue gang admission" in by_name[f"rl__{tag}_alive"].reason
     gone = by_name[f"rl__{tag}_wedge"]
     assert gone.state == "NODE_FAIL" and gone.source == "sacct" and "silent wedge" in gone.reason
+
+
+def test_cli_fallback_reads_the_same_jobs(controller, tag) -> None:
+    from sweep_operators.iris_hook import IrisHook
+
+    url, run = controller
+    job = submit(url, run, f"sft__{tag}_cli", "sleep 120")
+    wait_states(url, run, {job: "RUNNING"})
+    binary = str(Path(IRIS_PY).with_name("iris"))
+    hook = IrisHook(url=url, user="sweep", binary=binary, home=str(run), timeout_s=60)
+    jobs, _ = hook.poll()
+    assert hook.source == "iris CLI"
+    found = {j.job_id: j for j in jobs}
+    assert found[job].state == "RUNNING" and found[job].tasks and found[job].tasks[0].task_id.endswith("/0")

@@ -65,3 +65,19 @@ def test_unknown_cluster_does_not_report_jobs_gone(tmp_path) -> None:
 
 def test_first_sweep_says_so() -> None:
     assert sweep_diff(None, {"jobs": {}}) == ["first sweep on record: no previous sweep to compare with"]
+
+
+def test_iris_record_that_disappeared_is_terminal() -> None:
+    iris = [
+        ClusterSnapshot(
+            "cw",
+            "iris",
+            ClusterStatus.OK,
+            running=[Job("cw", "/u/rl__x", "rl__x", "RUNNING", "squeue", bucket="RL")],
+            finished=[],
+        )
+    ]
+    prev = sweep_state(iris, [], T[0])
+    now = sweep_state([ClusterSnapshot("cw", "iris", ClusterStatus.OK, running=[], finished=[])], [], T[1])
+    lines = sweep_diff(prev, now)
+    assert any("gone: cw RL /u/rl__x" in line and "TERMINAL" in line for line in lines)

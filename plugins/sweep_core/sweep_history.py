@@ -36,6 +36,7 @@ def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_
     return {
         "window_end": window_end.isoformat(),
         "clusters": {s.cluster: str(s.status) for s in snaps},
+        "schedulers": {s.cluster: s.scheduler for s in snaps},
         "running_known": [s.cluster for s in snaps if s.running is not None],
         "jobs": jobs,
         "rl_names": sorted({j["name"] for j in jobs.values() if j["bucket"] == "RL"}),
