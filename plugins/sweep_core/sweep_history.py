@@ -114,10 +114,11 @@ def sweep_diff(prev: dict[str, Any] | None, cur: dict[str, Any]) -> list[str]:
     for key, j in sorted(pj.items()):
         cluster = key.split("|")[0]
         if j["source"] == "squeue" and key not in cj and cluster in known_now:
-            out.append(
-                f"gone: {cluster} {j['bucket']} {key.split('|')[1]} {j['name']} (was {j['state']}, "
-                "not running and not in this window's sacct)"
-            )
+            if cur.get("schedulers", {}).get(cluster) == "iris":
+                why = "record disappeared: TERMINAL (silent wedge: kill/evict/preempt leaves no terminal line)"
+            else:
+                why = "not running and not in this window's sacct"
+            out.append(f"gone: {cluster} {j['bucket']} {key.split('|')[1]} {j['name']} (was {j['state']}, {why})")
     for cluster, status in sorted(cur.get("clusters", {}).items()):
         before = prev.get("clusters", {}).get(cluster)
         if before and before != status and ClusterStatus.OK in (before, status):
