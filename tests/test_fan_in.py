@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sweep_core.buckets import bucket_for
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
@@ -171,3 +173,15 @@ def test_box_table_matches_tabulate_simple_grid() -> None:
         rows, headers=headers, tablefmt="simple_grid", maxcolwidths=[None, None, 12], disable_numparse=True
     )
     assert ours == theirs
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefghij/-_:", min_size=1, max_size=30), max_size=25), st.integers(8, 60))
+def test_wrap_words_matches_textwrap(words: list[str], width: int) -> None:
+    import textwrap
+
+    from sweep_core.render import wrap_words
+
+    line = " ".join(words)
+    want = textwrap.wrap(line, width, break_long_words=True, break_on_hyphens=False) or [""]
+    assert wrap_words(line, width) == want

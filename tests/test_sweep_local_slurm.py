@@ -335,3 +335,51 @@ def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) ->
     note = next(n for n in local.notes if "failed over" in n)
     assert "forky01" in note and "cannot fork" in note
     assert run.job(f"rl__{tag}_forkcheck").state == "RUNNING"
+
+
+def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tmp_path) -> None:
+    """The cluster's clone (ops.md repo_path = /home/sweep/repo, a real git repo reached over the
+    bundled SSH): piled-up files are classified; the sweep changes nothing there."""
+
+    def git(*args: str, cwd: str = "/home/sweep") -> str:
+        res = subprocess.run(
+            ["runuser", "-u", "sweep", "--", "git", "-c", "user.email=s@s", "-c", "user.name=s", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return res.stdout
+
+    subprocess.run(["rm", "-rf", "/home/sweep/repo", "/home/sweep/origin.git", "/home/sweep/seed"], check=True)
+    git("init", "-q", "--bare", "-b", "main", "/home/sweep/origin.git")
+    git("clone", "-q", "/home/sweep/origin.git", "/home/sweep/seed")
+    Path("/home/sweep/seed/train.py").write_text("v1\n")
+    git("add", "train.py", cwd="/home/sweep/seed")
+    git("commit", "-qm", "seed", cwd="/home/sweep/seed")
+    git("push", "-q", "origin", "main", cwd="/home/sweep/seed")
+    git("clone", "-q", "/home/sweep/origin.git", "/home/sweep/repo")
+    for name, text in (("run.yaml.bak", "x"), ("&1", "x"), ("math_eval_list.txt", "x"), ("train.py", "edited\n")):
+        Path("/home/sweep/repo", name).write_text(text)
+    subprocess.run(["chown", "-R", "sweep:sweep", "/home/sweep/repo"], check=True)
+
+    def state() -> tuple[str, str, list[str]]:
+        return (
+            git("status", "--porcelain=v1", "-b", cwd="/home/sweep/repo"),
+            git("rev-parse", "HEAD", cwd="/home/sweep/repo"),
+            sorted(os.listdir("/home/sweep/repo")),
+        )
+
+    before = state()
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    assert state() == before  # nothing edited, committed, reset or left behind
+    tree = run.snapshots["local"].tree
+    kinds = {i["path"]: i["kind"] for i in tree["items"]}
+    assert kinds == {
+        "run.yaml.bak": "transient",
+        "&1": "transient",
+        "math_eval_list.txt": "reusable",
+        "train.py": "modified-diverged",
+    }
+    line = next(ln for ln in run.report.splitlines() if ln.startswith("- [tree_hygiene]"))
+    assert "eval/lists/math_eval_list.txt" in line and ".gitignore" in line

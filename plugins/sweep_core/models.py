@@ -71,6 +71,7 @@ class ClusterSnapshot:
     running: list[Job] | None = None
     finished: list[Job] | None = None
     pending: list[Job] | None = None  # PENDING jobs: chain successors; not tabled
+    tree: dict[str, Any] | None = None  # working-tree hygiene of the cluster's clone (tree_hygiene)
     notes: list[str] = field(default_factory=list)
     remote_now: float | None = None
     window_start: str = ""
@@ -89,6 +90,7 @@ class ClusterSnapshot:
 
         return cls(
             pending=jobs("pending"),
+            tree=data.get("tree"),
             cluster=data["cluster"],
             scheduler=data.get("scheduler", ""),
             status=ClusterStatus(data["status"]),

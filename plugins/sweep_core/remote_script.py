@@ -62,6 +62,10 @@ class GatherRequest:
     # Array jobs seen: `sacct -j <array id>` once each for datagen chunk counts.
     max_arrays: int = 100
     array_lookback_s: int = 60 * 86400
+    # The cluster's clone (ops.md repo_path): `git status` only, read-only; for each modified
+    # file whether it equals the upstream version (identical = stale HEAD, a ff pull fixes it).
+    repo_path: str = ""
+    max_git_files: int = 100
 
 
 def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
@@ -160,6 +164,20 @@ for a in $arrays; do
   na=$((na + 1)); [ "$na" -le {req.max_arrays} ] || break
   run "chunks:$a" sacct -j "$a" -X -P -n -S "$CS" -o JobID,State
 done
+R={q(req.repo_path)}
+if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then
+  cp "$T/o" "$T/git"
+  k=0
+  while IFS= read -r -d '' e; do
+    case $e in "## "*) continue ;; esac
+    xy=${{e:0:2}}; f=${{e:3}}
+    case $xy in R*|C*) IFS= read -r -d '' _ ;; esac
+    case $xy in *M*) ;; *) continue ;; esac
+    k=$((k + 1)); [ "$k" -le {req.max_git_files} ] || break
+    git -C "$R" diff --quiet "@{{u}}" -- "$f" 2>"$T/e"; r=$?
+    printf '%s' "$f" >"$T/o"; rec "gitsame:$k" "$r"
+  done <"$T/git"
+fi
 echo "$M end 0 - -"
 """
     return script, marker

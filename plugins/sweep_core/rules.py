@@ -471,6 +471,32 @@ def rule_datagen_realness(ctx: RuleContext) -> list[Flag]:
     return out
 
 
+def rule_tree_hygiene(ctx: RuleContext) -> list[Flag]:
+    """The cluster clone has piled-up files or is behind/ahead: what to do in the LOCAL clone."""
+    out = []
+    for s in ctx.snaps:
+        tree = s.tree or {}
+        if tree.get("error"):
+            out.append(Flag("tree_hygiene", "warn", s.cluster, "", "", "", tree["error"]))
+        elif tree and not tree.get("clean", True):
+            items = tree.get("items", [])
+            shown = "; ".join(f"{i['path']}: {i['suggestion']}" for i in items[:6])
+            more = f"; … {len(items) - 6} more" if len(items) > 6 else ""
+            out.append(
+                Flag(
+                    "tree_hygiene",
+                    "warn",
+                    s.cluster,
+                    "",
+                    "",
+                    "",
+                    f"{tree.get('summary', '')} — {shown}{more}".strip(" —"),
+                    "triage-local",
+                )
+            )
+    return out
+
+
 RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "liveness_stale": rule_liveness_stale,
     "completion_cleanup": rule_completion_cleanup,
@@ -483,6 +509,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "rl_concurrency_cap": rule_rl_concurrency_cap,
     "concluded_series": rule_concluded_series,
     "datagen_realness": rule_datagen_realness,
+    "tree_hygiene": rule_tree_hygiene,
 }
 
 

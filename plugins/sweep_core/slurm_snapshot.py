@@ -10,6 +10,7 @@ from sweep_core.slurm_parse import (
     parse_scontrol_job,
     parse_squeue,
 )
+from sweep_core.tree_hygiene import parse_tree_status
 
 
 def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
@@ -83,6 +84,33 @@ def _attach_chunks(job: Job, output: GatherOutput) -> None:
     if rec is None or rec.rc != 0 or rec.stderr.strip():
         return
     job.chunks = [line.split("|", 1) for line in rec.stdout.splitlines() if "|" in line]
+
+
+def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:
+    """git status of the cluster's clone, classified (read-only: nothing is changed there)."""
+    rec = output.get("gitstatus")
+    if rec is None:
+        return
+    if rec.rc != 0:
+        snap.tree = {"error": f"git status failed: {rec.stderr.strip()[:200] or rec.rc}"}
+        return
+    same: dict[str, bool] = {}
+    k = 1
+    while (g := output.get(f"gitsame:{k}")) is not None:
+        same[g.stdout] = g.rc == 0
+        k += 1
+    report = parse_tree_status(rec.stdout, same)
+    snap.tree = {
+        "summary": report.summary(),
+        "clean": report.clean,
+        "branch": report.branch,
+        "behind": report.behind,
+        "ahead": report.ahead,
+        "problems": report.problems,
+        "items": [
+            {"path": i.path, "status": i.status, "kind": i.kind, "suggestion": i.suggestion} for i in report.items
+        ],
+    }
 
 
 def snapshot_from_output(
@@ -177,6 +205,7 @@ def snapshot_from_output(
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
+    _attach_tree(snap, output)
     # An unknown running set is UNKNOWN whatever sacct said: never "drained".
     if snap.running is None:
         snap.status = ClusterStatus.UNKNOWN

@@ -71,6 +71,7 @@ def gather_slurm(
         settle_s=limits.sacct_settle_s,
         chain_prefixes=limits.chain_prefixes,
         log_pattern=cfg.log_pattern,
+        repo_path=cfg.repo_path,
     )
     script, marker = build_gather_script(req)
     from airflow.providers.ssh.hooks.ssh import SSHHook
