@@ -389,5 +389,7 @@ def hang_evidence(tail: str, cfg: MetricsConfig, lines: int = 40) -> tuple[str, 
     """The last non-empty log line and any EngineDead/NCCL/Watchdog/RPC lines near the end."""
     rows = [ln for ln in tail[-8192:].splitlines()[-lines:] if ln.strip()]
     last = rows[-1].strip()[:200] if rows else ""
+    if not cfg.hang_any.search("\n".join(rows)):  # the usual case: one search, not one per line
+        return last, []
     near = [ln.strip()[:200] for ln in rows if cfg.hang_any.search(ln)]
     return last, near[-3:]
