@@ -14,18 +14,24 @@ U=$SWEEP_CLUSTER_USER
 L=/home/$U/jobs/logs
 runuser -u "$U" -- scancel -u "$U" 2>/dev/null || true
 sub() { runuser -u "$U" -- sbatch --parsable -t 30 -o "$L/%x-%j.out" "$@"; }
-loop='for i in $(seq 1 900); do echo "Training Step Progress: $i/900"; sleep 2; done'
-sub -J rl__demo_grpo_qwen8b --wrap "$loop" >/dev/null
-sub -J sft__demo_delphi_cell3 --wrap "$loop" >/dev/null
-sub -J datagen__demo_minimax --array=1-3 -o "$L/%x-%A_%a.out" --wrap "$loop" >/dev/null
-sub -J eval-demo_math500 --wrap "$loop" >/dev/null
-sub -J pretokenize_demo --wrap "$loop" >/dev/null
-sub -J sft__demo_broken --wrap 'echo "RuntimeError: CUDA error: device-side assert" >&2; exit 1' >/dev/null
+rl='for i in $(seq 1 900); do echo "Training Step Progress: $i/900"; echo "WANDB_MIRROR {\"trainer/global_step\": $i, \"trainer/max_steps\": 900, \"reward/mean\": 0.4$((i % 10)), \"actor/grad_norm\": 1.2, \"actor/entropy\": 0.6, \"tis/ratio_mean\": 1.01}"; sleep 2; done'
+sft='echo "  Total optimization steps = 1,875"; for i in $(seq 1 900); do echo " $i/1875 [00:10<03:40, 2.7s/it]"; echo "{'"'"'loss'"'"': 0.6$((i % 10)), '"'"'grad_norm'"'"': 1.5, '"'"'epoch'"'"': 0.1}"; sleep 2; done'
+dg='for i in $(seq 1 900); do echo "chunk: $((i * 4)) result.json, avg_turns=4.2, exceptions=$((i / 5))/$((i * 4))"; sleep 2; done'
+dead='for i in $(seq 1 900); do echo "chunk: $((i * 4)) result.json, avg_turns=1.00, exceptions=0/$((i * 4))"; sleep 2; done'
+ev='for i in $(seq 1 50); do echo "trial $i: AgentTimeoutError: agent exceeded 1800s"; echo "$i/50 trials, pass_rate=0.4$((i % 10))"; sleep 2; done; sleep 600'
+sub -J rl__demo_grpo_qwen8b --wrap "$rl" >/dev/null
+sub -J rl__demo_zclip_debug --wrap "$rl" >/dev/null
+sub -J sft__demo_delphi_cell3 --wrap "$sft" >/dev/null
+sub -J datagen__demo_minimax --array=1-3 -o "$L/%x-%A_%a.out" --wrap "$dg" >/dev/null
+sub -J datagen__demo_glm_dead --wrap "$dead" >/dev/null
+sub -J eval-demo_math500 --wrap "$ev" >/dev/null
+sub -J pretokenize_demo --wrap 'sleep 1800' >/dev/null
+sub -J sft__demo_broken --wrap 'echo "Traceback (most recent call last):"; echo "  File \"train.py\", line 3, in <module>"; echo "RuntimeError: CUDA error: device-side assert triggered"; exit 1' >/dev/null
 wedged=$(sub -J rl__demo_wedged --wrap 'echo "Training Step Progress: 12/900"; sleep 1800')
 for _ in $(seq 1 60); do
-  [ "$(squeue -h -u "$U" -t RUNNING | wc -l)" -ge 9 ] && break; sleep 0.5
+  [ "$(squeue -h -u "$U" -t RUNNING | wc -l)" -ge 10 ] && break; sleep 0.5
 done
-sleep 2
+sleep 4
 log=$(scontrol show job "$wedged" | sed -n 's/^ *StdOut=//p')
 touch -d '2 hours ago' "$log"   # a job that holds its allocation but has gone quiet
 export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$AIRFLOW_HOME/agent_logs}

@@ -133,8 +133,12 @@ def test_recurring_failure_is_marked_recurring() -> None:
     first, _ = sweep([], [job])
     sig = first.snapshots[0].finished[0].metrics["failure_signature"]
     again = ended("sft__cell3", "FAILED", log("sft_masked_traceback.out"), exit_code="1:0", job_id="777")
-    _, flags = sweep([], [again], history=History(failure_signatures={sig}, known=True))
+    _, flags = sweep([], [again], history=History(failure_signatures={sig: {f"leo|{job.job_id}"}}, known=True))
     assert "RECURRING" in flags[("genuine_failure", "sft__cell3")].message
+    # the same job seen again by an overlapping window is not "recurring"
+    same = ended("sft__cell3", "FAILED", log("sft_masked_traceback.out"), exit_code="1:0", job_id=job.job_id)
+    _, flags = sweep([], [same], history=History(failure_signatures={sig: {f"leo|{job.job_id}"}}, known=True))
+    assert "[new]" in flags[("genuine_failure", "sft__cell3")].message
 
 
 def test_timeout_and_cancelled_are_not_genuine_failures() -> None:

@@ -74,7 +74,7 @@ def rules_config(raw: dict[str, Any] | None) -> RulesConfig:
 class History:
     """What earlier sweeps saw (sweep_history): failure signatures and RL job names."""
 
-    failure_signatures: set[str] = field(default_factory=set)
+    failure_signatures: dict[str, set[str]] = field(default_factory=dict)  # signature -> "cluster|job_id"s
     rl_names: set[str] = field(default_factory=set)
     known: bool = False  # False on the first sweep: "never seen before" means nothing yet
 
@@ -319,7 +319,8 @@ def rule_genuine_failure(ctx: RuleContext) -> list[Flag]:
             else "log not found"
         )
         sig = failure_signature(job, exc or base_state(job))
-        recurring = sig in ctx.history.failure_signatures
+        # Recurring = the same failure on ANOTHER job (a relaunch), not this job seen again.
+        recurring = bool(ctx.history.failure_signatures.get(sig, set()) - {f"{job.cluster}|{job.job_id}"})
         job.metrics["failure_signature"] = sig
         kind = "RECURRING (same failure in an earlier sweep)" if recurring else "new"
         out.append(

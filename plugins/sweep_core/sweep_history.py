@@ -75,7 +75,9 @@ def history_from(states: Sequence[dict[str, Any]]) -> History:
     h = History(known=bool(states))
     for st in states:
         h.rl_names.update(st.get("rl_names", []))
-        h.failure_signatures.update(j["signature"] for j in st.get("jobs", {}).values() if j.get("signature"))
+        for key, j in st.get("jobs", {}).items():
+            if j.get("signature"):
+                h.failure_signatures.setdefault(j["signature"], set()).add(key)
     return h
 
 
