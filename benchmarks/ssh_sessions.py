@@ -39,11 +39,14 @@ def main() -> None:
 
     cfg = load_cluster(ROOT / "include" / "ops", "local")
     limits = load_sweep_config(ROOT / "include" / "sweep.yaml").gather
-    end = dt.datetime.now(dt.UTC)
+    # A window that ended a minute ago: the script's sacct settle wait (sacct_settle_s) is over.
+    end = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=60)
     start = end - dt.timedelta(hours=1)
     subprocess.run(["runuser", "-u", USER, "--", "scancel", "-u", USER], check=False)
     time.sleep(2)
-    print("jobs_running  ssh_sessions_login01  ssh_sessions_all  gather_s  jobs_in_snapshot  logs_read")
+    print(
+        "jobs_running  ssh_sessions_login01  ssh_sessions_all  gather_s  jobs_in_snapshot  logs_read  ended_in_window"
+    )
     for n in (10, 200):
         subprocess.run(
             [
@@ -75,7 +78,8 @@ def main() -> None:
         d1, d2 = accepted("login01") - b1, accepted("login02") - b2
         jobs = len(snap.running or [])
         logs = sum(1 for j in snap.running or [] if j.log_mtime is not None)
-        print(f"{running_count():>12}  {d1:>20}  {d1 + d2:>16}  {took:>8.2f}  {jobs:>16}  {logs:>9}")
+        ended = len(snap.finished or [])
+        print(f"{running_count():>12}  {d1:>20}  {d1 + d2:>16}  {took:>8.2f}  {jobs:>16}  {logs:>9}  {ended:>15}")
         subprocess.run(["runuser", "-u", USER, "--", "scancel", "-u", USER], check=False)
         time.sleep(3)
 

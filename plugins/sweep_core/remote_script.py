@@ -124,6 +124,7 @@ if [ "$sq" -eq 0 ]; then
     case $p in /*) ;; *) continue ;; esac
     run "stat:$id" stat -c %Y -- "$p" || continue
     run "tail:$id" tail -c {req.tail_bytes} -- "$p"
+    case $id in *_*) continue ;; esac  # array tasks share a name: siblings, not chain links
     case $name in {chain_case}) ;; *) continue ;; esac
     d=${{p%/*}}; b=${{p##*/}}; k=0
     ls -1t -- "$d" 2>/dev/null >"$T/ls"
