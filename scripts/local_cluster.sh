@@ -197,6 +197,11 @@ start_slurmctld() {
   wait_for 30 slurmctld test -s /run/slurm/slurmctld.pid
   cp /run/slurm/slurmctld.pid "$RUN/slurmctld.pid"
   wait_for 60 "slurmctld answering" squeue -h
+  if alive slurmd; then
+    # A restarted controller holds jobs as "nodes DOWN" until slurmd re-registers: nudge it.
+    kill -HUP "$(cat "$RUN/slurmd.pid")" 2>/dev/null || true
+    wait_for 60 "node responding" bash -c "sinfo -h -n localhost -o %t | grep -Eq '^(idle|mix|alloc)$'"
+  fi
   say "slurmctld pid $(cat "$RUN/slurmctld.pid")"
 }
 

@@ -127,7 +127,7 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
     iris_ops(ops, "cwlocal", url, run)
     iris_ops(ops, "cwdown", f"http://127.0.0.1:{_free_port()}", run)
     t0 = time.time()
-    result = run_sweep({"lookback_hours": 1}, tmp_path, ops_dir=ops)
+    result = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     assert result.state == "success", result.task_states
     assert time.time() - t0 < 240
 

@@ -36,7 +36,7 @@ def test_full_sweep_buckets_states_failure_and_staleness(local_cluster, tag, tmp
     c.wait_log(ids["rl"])
     before = c.sshd_accepts("login01")
 
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
 
     assert run.state == "success", run.task_states
     assert c.sshd_accepts("login01") - before == 1  # ONE SSH session for the whole cluster
@@ -85,7 +85,7 @@ def test_slurmctld_down_is_unknown_not_drained(local_cluster, tag, tmp_path) -> 
     c.wait_running(job)
     c.stop("slurmctld")
     try:
-        run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     finally:
         c.start("slurmctld")
     local = run.snapshots["local"]
@@ -104,7 +104,7 @@ def test_login01_down_gathers_via_login02(local_cluster, tag, tmp_path) -> None:
     c.wait_running(job)
     c.stop("login01")
     try:
-        run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     finally:
         c.start("login01")
     local = run.snapshots["local"]
@@ -139,7 +139,7 @@ def test_unreachable_cluster_is_skipped_and_the_run_succeeds(local_cluster, tag,
     )
     job = local_cluster.submit(f"eval-{tag}_alive", LOOP)
     local_cluster.wait_running(job)
-    run = run_sweep({"lookback_hours": 1}, tmp_path, ops_dir=ops)
+    run = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     assert run.state == "success", run.task_states
     dead = run.snapshots["deadhpc"]
     assert dead.status == ClusterStatus.UNREACHABLE
@@ -155,7 +155,7 @@ def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path) -> 
     (ops / "broken" / "ops.md").write_text("---\nscheduler: pbs\nstatus: active\n---\n")
     job = local_cluster.submit(f"rl__{tag}_ok", LOOP)
     local_cluster.wait_running(job)
-    run = run_sweep({"lookback_hours": 1}, tmp_path, ops_dir=ops)
+    run = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     assert run.task_states["broken.step0"] == "failed"
     assert run.task_states["local.gather"] == "success"
     assert run.task_states["report"] == "success"
@@ -180,7 +180,7 @@ def test_shell_metacharacters_in_names_and_paths_do_not_inject(local_cluster, ta
     ids.append(c.submit(f"eval-{tag}_oddpath", LOOP, output=odd_log))
     c.wait_running(*ids)
     c.wait_log(ids[2])
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     for p in pwned:
         assert not p.exists(), f"command injection: {p} was created"
     assert run.job(names[0]).bucket == "RL"
@@ -206,7 +206,7 @@ def test_backfilled_run_reports_its_own_window(local_cluster, tag, tmp_path) -> 
     assert local.window_end == "2026-01-01T03:00:00+00:00"
     assert local.finished == []  # nothing ended then: today's failure is not in that window
     assert past.report_path.name == "2026-01-01_monitor-sweep-0300Z.md"
-    now = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path / "now")
+    now = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path / "now")
     assert now.job(f"sft__{tag}_late").state == "FAILED"
 
 
@@ -250,7 +250,7 @@ def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> N
         c.wait_log(j)
     c.wait_log(f"{dead}_1")
 
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     assert run.state == "success", run.task_states
     tables = run.rendered["tables"]
 
@@ -321,7 +321,7 @@ def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) ->
         (ops / "local" / "ops.md").write_text(text)
         job = c.submit(f"rl__{tag}_forkcheck", LOOP)
         c.wait_running(job)
-        run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path, ops_dir=ops)
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     finally:
         for _ in range(50):
             if pidfile.exists():
@@ -371,7 +371,7 @@ def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tm
         )
 
     before = state()
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 1}, tmp_path)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     assert state() == before  # nothing edited, committed, reset or left behind
     tree = run.snapshots["local"].tree
     kinds = {i["path"]: i["kind"] for i in tree["items"]}

@@ -145,14 +145,16 @@ if [ "$sa" -eq 0 ]; then
     add_array "$jid"
     nf=$((nf + 1)); [ "$nf" -le {req.max_finished_logs} ] || continue
     p=""
-    # scontrol only while the controller answers (each call would wait out its timeout otherwise)
-    if [ "$sq" -eq 0 ] && scontrol show job "$jid" >"$T/o" 2>/dev/null; then
-      p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1)
-    fi
-    if [ -z "$p" ] && [ -n "$LP" ]; then
+    # ops.md log_pattern first (no controller RPC); scontrol when the pattern finds no file,
+    # and only while the controller answers (each call would wait out its timeout otherwise)
+    if [ -n "$LP" ]; then
       name=${{rest#*|*|*|*|*|*|}}
       p=${{LP//%j/$raw}}; p=${{p//%x/$name}}; p=${{p//%u/$U}}
       case $jid in *_*) p=${{p//%A/${{jid%%_*}}}}; p=${{p//%a/${{jid#*_}}}} ;; esac
+      [ -e "$p" ] || p=""
+    fi
+    if [ -z "$p" ] && [ "$sq" -eq 0 ] && scontrol show job "$jid" >"$T/o" 2>/dev/null; then
+      p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1)
     fi
     case $p in /*) ;; *) continue ;; esac
     printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "fpath:$jid" 0
