@@ -90,7 +90,6 @@ class InfraCheck:
 class MetricsConfig:
     rl_step: tuple[re.Pattern[str], ...]
     rl_marker: str
-    rl_keys: dict[str, tuple[str, ...]]
     sft_total: tuple[re.Pattern[str], ...]
     sft_step: tuple[re.Pattern[str], ...]
     dg_results: tuple[re.Pattern[str], ...]
@@ -101,7 +100,6 @@ class MetricsConfig:
     ev_exception: tuple[re.Pattern[str], ...]
     ev_passthrough: frozenset[str]
     ev_checks: tuple[InfraCheck, ...]
-    hang_signals: tuple[re.Pattern[str], ...]
     hang_any: re.Pattern[str]
     rl_alias: dict[str, tuple[str, int]]  # dict key -> (metric, priority): one pass per dict
 
@@ -123,7 +121,6 @@ def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
     return MetricsConfig(
         rl_step=_compile(rl["step"], "rl.step"),
         rl_marker=str(rl["mirror_marker"]),
-        rl_keys={k: tuple(v) for k, v in keys.items()},
         sft_total=_compile(sft["total"], "sft.total"),
         sft_step=_compile(sft["step"], "sft.step"),
         dg_results=_compile(dg["result_count"], "datagen.result_count"),
@@ -134,8 +131,12 @@ def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
         ev_exception=_compile(ev["exception"], "eval.exception"),
         ev_passthrough=frozenset(ev["passthrough"]),
         ev_checks=tuple(checks),
-        hang_signals=(hang := _compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals")),
-        hang_any=re.compile("|".join(f"(?:{p.pattern})" for p in hang)),
+        hang_any=re.compile(
+            "|".join(
+                f"(?:{p.pattern})"
+                for p in _compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals")
+            )
+        ),
         rl_alias={alias: (metric, rank) for metric, aliases in keys.items() for rank, alias in enumerate(aliases)},
     )
 

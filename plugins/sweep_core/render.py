@@ -161,10 +161,6 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
     return "\n".join(out)
 
 
-def _grid(headers: list[str], rows: list[list[str]], widths: list[int | None]) -> str:
-    return box_table(headers, rows, widths)
-
-
 def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
     """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN)."""
     headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Note"]
@@ -181,7 +177,7 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
                 "; ".join(s.notes) or "—",
             ]
         )
-    return _grid(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
+    return box_table(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
 
 
 def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
@@ -246,7 +242,7 @@ def render_bucket(
     if not rows:
         rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
     widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [NOTE_WIDTH]
-    return _grid(headers, rows, widths)
+    return box_table(headers, rows, widths)
 
 
 def render_sweep(
