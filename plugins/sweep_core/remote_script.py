@@ -68,6 +68,25 @@ class GatherRequest:
     max_git_files: int = 100
 
 
+def new_marker() -> str:
+    """A random record marker: a log line or file content cannot forge a record."""
+    return f"@@SWEEP-{secrets.token_hex(6)}@@"
+
+
+def script_prelude(marker: str) -> str:
+    """The head every batched script shares: strict vars, C locale, a private temp dir removed
+    on exit, ``rec NAME RC`` (emit the record of $T/o and $T/e) and ``run NAME CMD...``."""
+    return f"""\
+set -u
+export LC_ALL=C
+M={shlex.quote(marker)}
+T=$(mktemp -d "${{TMPDIR:-/tmp}}/sweep.XXXXXX") || {{ echo "$M mktemp 1 - -"; exit 3; }}
+trap 'rm -rf -- "$T"' EXIT
+rec() {{ printf '%s %s %s ' "$M" "$1" "$2"; base64 -w0 <"$T/o"; printf ' '; base64 -w0 <"$T/e"; printf '\\n'; }}
+run() {{ local name=$1; shift; "$@" >"$T/o" 2>"$T/e"; rc=$?; rec "$name" "$rc"; return $rc; }}
+"""
+
+
 def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
     """The bash script for ``bash -s`` and the record marker it prints; values shlex-quoted."""
     for name in (
@@ -86,18 +105,11 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if not req.user:
         raise ValueError("user is required")
-    marker = marker or f"@@SWEEP-{secrets.token_hex(6)}@@"
+    marker = marker or new_marker()
     q = shlex.quote
     chain_case = "|".join(f"{q(p)}*" for p in req.chain_prefixes if p) or "''"
-    script = f"""\
-set -u
-export LC_ALL=C
-M={q(marker)}
+    script = script_prelude(marker) + f"""\
 U={q(req.user)}
-T=$(mktemp -d "${{TMPDIR:-/tmp}}/sweep.XXXXXX") || {{ echo "$M mktemp 1 - -"; exit 3; }}
-trap 'rm -rf -- "$T"' EXIT
-rec() {{ printf '%s %s %s ' "$M" "$1" "$2"; base64 -w0 <"$T/o"; printf ' '; base64 -w0 <"$T/e"; printf '\\n'; }}
-run() {{ local name=$1; shift; "$@" >"$T/o" 2>"$T/e"; rc=$?; rec "$name" "$rc"; return $rc; }}
 wait=$(( {req.window_end} + {req.settle_s} - $(date +%s) ))
 if [ "$wait" -gt 0 ] && [ "$wait" -le {req.settle_s} ]; then sleep "$wait"; fi
 run meta sh -c 'hostname; date +%s; date +%z; id -un'

@@ -9,49 +9,18 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from sweep_core.failover import NodeUnreachable, gather_with_failover
 from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.ops_config import ClusterConfig, LoginNode, load_cluster
+from sweep_core.ops_config import ClusterConfig, load_cluster
 from sweep_core.remote_script import GatherRequest, build_gather_script
 from sweep_core.slurm_snapshot import snapshot_from_output
 from sweep_core.sweep_config import GatherLimits, load_sweep_config
+from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.window import sweep_window
-
-if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
-    from airflow.providers.ssh.hooks.ssh import SSHHook
-
-
-def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[int, str, str]:
-    """Send ``script`` to ``bash -s`` on one SSH connection; (exit code, stdout, stderr).
-
-    The script goes on stdin, so nothing of it lands in a process list or in the task log.
-    """
-    import paramiko
-
-    try:
-        client = hook.get_conn()
-    except paramiko.AuthenticationException as exc:
-        raise NodeUnreachable(f"authentication failed: {exc}") from exc
-    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
-        raise NodeUnreachable(f"connect failed: {type(exc).__name__}: {exc}") from exc
-    try:
-        stdin, stdout, stderr = client.exec_command("bash -s", timeout=timeout_s)
-        stdin.write(script)
-        stdin.flush()
-        stdin.channel.shutdown_write()
-        out = stdout.read()
-        err = stderr.read()
-        rc = stdout.channel.recv_exit_status()
-    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
-        raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        client.close()
-    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
 def gather_slurm(
@@ -74,23 +43,7 @@ def gather_slurm(
         repo_path=cfg.repo_path,
     )
     script, marker = build_gather_script(req)
-    from airflow.providers.ssh.hooks.ssh import SSHHook
-
-    def run(node: LoginNode) -> tuple[int, str, str]:
-        hook = SSHHook(
-            ssh_conn_id=node.connection_id or cfg.connection_id,
-            remote_host=node.host,
-            port=node.port,
-            conn_timeout=limits.connect_timeout_s,
-            cmd_timeout=limits.command_timeout_s,
-            conn_retry_attempts=1,
-            banner_timeout=limits.connect_timeout_s,
-        )
-        if log:
-            log.info("gather %s via %s (%s:%s)", cfg.name, node.name, node.host, node.port)
-        return run_script_over_ssh(hook, script, limits.command_timeout_s)
-
-    result = gather_with_failover(cfg.login_nodes, run, marker)
+    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
     ws, we = window_start.isoformat(), window_end.isoformat()
     if result.output is None or result.node is None:
         return ClusterSnapshot(

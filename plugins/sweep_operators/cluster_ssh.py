@@ -1,0 +1,73 @@
+"""Run one batched script on a SLURM cluster over the ssh provider's SSHHook, with failover.
+
+Every remote step of the sweep and its hand-offs (gather, cleanup probe, rm, harvest) is ONE
+script sent to ``bash -s`` over ONE SSH connection; a login node that refuses, times out or
+cannot fork is retried on the next one (sweep_core.failover).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sweep_core.failover import FailoverResult, NodeUnreachable, gather_with_failover
+from sweep_core.ops_config import ClusterConfig, LoginNode
+
+if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
+    from airflow.providers.ssh.hooks.ssh import SSHHook
+
+
+def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[int, str, str]:
+    """Send ``script`` to ``bash -s`` on one SSH connection; (exit code, stdout, stderr).
+
+    The script goes on stdin, so nothing of it lands in a process list or in the task log.
+    """
+    import paramiko
+
+    try:
+        client = hook.get_conn()
+    except paramiko.AuthenticationException as exc:
+        raise NodeUnreachable(f"authentication failed: {exc}") from exc
+    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
+        raise NodeUnreachable(f"connect failed: {type(exc).__name__}: {exc}") from exc
+    try:
+        stdin, stdout, stderr = client.exec_command("bash -s", timeout=timeout_s)
+        stdin.write(script)
+        stdin.flush()
+        stdin.channel.shutdown_write()
+        out = stdout.read()
+        err = stderr.read()
+        rc = stdout.channel.recv_exit_status()
+    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
+        raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        client.close()
+    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def run_batch(
+    cfg: ClusterConfig,
+    script: str,
+    marker: str,
+    connect_timeout_s: float,
+    command_timeout_s: float,
+    log: Any = None,
+    what: str = "batch",
+) -> FailoverResult:
+    """Run ``script`` on the first login node (ops.md order) that completes it."""
+    from airflow.providers.ssh.hooks.ssh import SSHHook
+
+    def run(node: LoginNode) -> tuple[int, str, str]:
+        hook = SSHHook(
+            ssh_conn_id=node.connection_id or cfg.connection_id,
+            remote_host=node.host,
+            port=node.port,
+            conn_timeout=connect_timeout_s,
+            cmd_timeout=command_timeout_s,
+            conn_retry_attempts=1,
+            banner_timeout=connect_timeout_s,
+        )
+        if log:
+            log.info("%s %s via %s (%s:%s)", what, cfg.name, node.name, node.host, node.port)
+        return run_script_over_ssh(hook, script, command_timeout_s)
+
+    return gather_with_failover(cfg.login_nodes, run, marker)
