@@ -85,3 +85,14 @@ def run_note(result: SweepResult, log_path: Path | None) -> str:
     if len(text) > NOTE_LIMIT:
         text = text[: NOTE_LIMIT - 20] + "\n… (see run log)"
     return text
+
+
+def upsert_section(text: str, key: str, body: str) -> str:
+    """``text`` with the section tagged ``key`` set to ``body``: appended once, replaced on re-run."""
+    start, end = f"<!-- handoff:{key} -->", f"<!-- /handoff:{key} -->"
+    block = f"{start}\n{body.rstrip()}\n{end}\n"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        return head + block + rest.split(end, 1)[1].lstrip("\n")
+    sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+    return text + sep + block

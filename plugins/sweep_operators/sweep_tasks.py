@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from sweep_core.sweep import (
 )
 from sweep_core.sweep_config import load_sweep_config
 from sweep_core.sweep_history import load_history, load_previous, save_state, sweep_diff, sweep_state
+from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.run_note import set_dag_run_note
 from sweep_operators.window import sweep_window
 
@@ -108,15 +108,6 @@ def metrics(sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
     return [s.to_dict() for s in snaps]
 
 
-def _run_log_dir(config: Any) -> str:
-    raw = (
-        os.environ.get("SWEEP_RUN_LOG_DIR")
-        or config.run_log_dir
-        or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
-    )
-    return os.path.expandvars(os.path.expanduser(raw))
-
-
 def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Every flag rule, with earlier sweeps' history; log tails are dropped from here on."""
     config = load_sweep_config(sweep_yaml)
@@ -128,7 +119,7 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             caps[s.cluster] = load_cluster(ops_dir, s.cluster).rl_concurrency_cap
         except OpsConfigError:
             caps[s.cluster] = None
-    history = load_history(_run_log_dir(config), end)
+    history = load_history(run_log_dir(config), end)
     flags = rules_step(snaps, config, _cadences(snaps, ops_dir, sweep_yaml), caps, history)
     for s in snaps:
         for job in s.all_jobs():
@@ -161,7 +152,7 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
         snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]), flags
     )
     start, end = _window(context)
-    log_dir = _run_log_dir(config)
+    log_dir = run_log_dir(config)
     state = sweep_state(snaps, flags, end)
     result.changes = sweep_diff(load_previous(log_dir, end), state)
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)

@@ -1,0 +1,344 @@
+"""Cleanup by flavor (spec §4 "Completion → cleanup"): what may be deleted, and every guard.
+
+"Cleanup is not done until the artifact dir is rm'd" — and never before the evidence holds.
+A target's artifact trees are deleted only when ALL of these hold (each guard has its test):
+
+- the cluster's squeue was validated this run and the job is neither RUNNING nor PENDING;
+- ``sacct -j`` positively says COMPLETED (datagen: every chunk of the array COMPLETED);
+- the hub holds the artifact (every expected file pattern matched: ``hub_evidence``);
+- the path is built from a sane job name (no ``/``, no ``..``), resolves (``realpath -e`` on the
+  cluster, symlinks followed) strictly inside one of ops.md ``artifact_roots``, and is not a
+  root itself.
+
+A tree already gone is "nothing to do" (re-running a cleanup does nothing twice).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweep_core.models import Flag
+
+# The cleanup skills the completion_cleanup rule hands off to (its action "cleanup:<skill>").
+DEFAULT_FLAVORS: dict[str, dict[str, Any]] = {
+    "rl-agentic-job-cleanup": {
+        "hub": [
+            {"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]},
+            {"repo": "{org}/{name}-traces", "type": "dataset", "expected": ["*.parquet"]},
+        ],
+        "delete": ["trace_jobs", "tasks", "exports"],
+    },
+    "rl-standard-job-cleanup": {
+        "hub": [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}],
+        "delete": ["checkpoints", "exports"],
+    },
+    "sft-job-cleanup": {
+        "hub": [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}],
+        "delete": ["checkpoints", "exports"],
+    },
+    "datagen-job-cleanup": {
+        "hub": [{"repo": "{org}/{name}", "type": "dataset", "expected": ["*.parquet"]}],
+        "delete": ["chunks", "tasks"],
+        "all_chunks": True,
+    },
+    "eval-agentic-cleanup": {
+        "hub": [{"repo": "{org}/{name}-traces", "type": "dataset", "expected": ["*.parquet"]}],
+        "delete": ["trace_jobs"],
+    },
+}
+
+_SANE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
+_SANE_SUBDIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
+
+
+class CleanupConfigError(ValueError):
+    """The ``cleanup:`` section of sweep.yaml is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class HubArtifact:
+    """One hub repo that must hold the job's artifact before anything is deleted."""
+
+    repo: str  # template: {org} {name} {job_id} {cluster}
+    repo_type: str  # model | dataset
+    expected: tuple[str, ...]  # glob patterns, each must match a file of the repo
+
+
+@dataclass(frozen=True)
+class FlavorSpec:
+    """What one cleanup skill checks on the hub and which artifact subtrees it deletes."""
+
+    name: str
+    hub: tuple[HubArtifact, ...]
+    delete: tuple[str, ...]  # subdirs of the job's artifact dir
+    all_chunks: bool = False  # datagen: every array chunk must be COMPLETED in sacct
+
+
+@dataclass(frozen=True)
+class CleanupConfig:
+    artifact_dir: str  # template under each ops.md artifact root: {root} {name} {job_id}
+    hub_org: str
+    flavors: dict[str, FlavorSpec]
+    verify_timeout_s: int = 600
+    verify_poll_s: int = 5
+
+
+def cleanup_config(raw: dict[str, Any] | None) -> CleanupConfig:
+    """Build from the ``cleanup:`` section of sweep.yaml; flavors missing there take the defaults."""
+    raw = raw or {}
+    flavors_raw = {**DEFAULT_FLAVORS, **(raw.get("flavors") or {})}
+    flavors = {}
+    for name, spec in flavors_raw.items():
+        where = f"cleanup.flavors.{name}"
+        if not isinstance(spec, dict):
+            raise CleanupConfigError(f"{where} must be a mapping")
+        hubs = []
+        for i, h in enumerate(spec.get("hub") or []):
+            if not isinstance(h, dict) or not h.get("repo") or not h.get("expected"):
+                raise CleanupConfigError(f"{where}.hub[{i}] needs repo and expected")
+            if h.get("type", "model") not in ("model", "dataset"):
+                raise CleanupConfigError(f"{where}.hub[{i}].type must be model or dataset")
+            hubs.append(HubArtifact(str(h["repo"]), str(h.get("type", "model")), tuple(map(str, h["expected"]))))
+        if not hubs:
+            raise CleanupConfigError(f"{where}.hub is empty: nothing would prove the artifact is safe")
+        delete = tuple(str(d) for d in spec.get("delete") or [])
+        for d in delete:
+            if not _SANE_SUBDIR.match(d) or ".." in d.split("/"):
+                raise CleanupConfigError(f"{where}.delete: {d!r} is not a plain relative subdirectory")
+        flavors[name] = FlavorSpec(name, tuple(hubs), delete, bool(spec.get("all_chunks", False)))
+    artifact_dir = str(raw.get("artifact_dir") or "{root}/{name}")
+    if not artifact_dir.startswith("{root}/"):
+        raise CleanupConfigError("cleanup.artifact_dir must start with {root}/")
+    return CleanupConfig(
+        artifact_dir=artifact_dir,
+        hub_org=str(raw.get("hub_org") or ""),
+        flavors=flavors,
+        verify_timeout_s=int(raw.get("verify_timeout_s", 600)),
+        verify_poll_s=int(raw.get("verify_poll_s", 5)),
+    )
+
+
+@dataclass(frozen=True)
+class CleanupTarget:
+    """One completed job handed to sweep_cleanup (the sweep's completion_cleanup flags)."""
+
+    cluster: str
+    job_id: str
+    name: str
+    flavor: str
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CleanupTarget:
+        missing = [k for k in ("cluster", "job_id", "name", "flavor") if not d.get(k)]
+        if missing:
+            raise ValueError(f"cleanup target {d!r} lacks {', '.join(missing)}")
+        flavor = str(d["flavor"]).removeprefix("cleanup:")
+        return cls(str(d["cluster"]), str(d["job_id"]), str(d["name"]), flavor)
+
+    def to_dict(self) -> dict[str, str]:
+        return {"cluster": self.cluster, "job_id": self.job_id, "name": self.name, "flavor": self.flavor}
+
+    @property
+    def array_id(self) -> str:
+        return self.job_id.split("_", 1)[0]
+
+
+def targets_from_flags(flags: list[Flag]) -> list[CleanupTarget]:
+    """The cleanup hand-offs among a sweep's flags, one per job."""
+    out, seen = [], set()
+    for f in flags:
+        if f.action.startswith("cleanup:") and (f.cluster, f.job_id) not in seen:
+            seen.add((f.cluster, f.job_id))
+            out.append(CleanupTarget(f.cluster, f.job_id, f.job_name, f.action.removeprefix("cleanup:")))
+    return out
+
+
+def hub_repo_id(art: HubArtifact, target: CleanupTarget, org: str) -> str:
+    """The hub repo id of one artifact for one target."""
+    repo = art.repo.format(org=org, name=target.name, job_id=target.array_id, cluster=target.cluster)
+    return repo.strip("/")
+
+
+def candidate_paths(target: CleanupTarget, spec: FlavorSpec, roots: tuple[str, ...], cfg: CleanupConfig) -> list[str]:
+    """The unresolved paths of the trees to delete: every delete subdir under every root.
+
+    Raises ValueError for a job name that could climb out of the root (``/``, ``..``)."""
+    if not _SANE_NAME.match(target.name) or ".." in target.name:
+        raise ValueError(f"job name {target.name!r} is not a plain directory name: refusing to build a path")
+    out = []
+    for root in roots:
+        base = cfg.artifact_dir.format(root=root.rstrip("/"), name=target.name, job_id=target.array_id)
+        out.extend(posixpath.join(base, sub) for sub in spec.delete)
+    return out
+
+
+def inside_roots(given: str, resolved: str, resolved_roots: dict[str, str]) -> str | None:
+    """Why ``given`` (resolved on the cluster to ``resolved``) must not be deleted; None if it may.
+
+    ``resolved_roots`` maps each configured root to its own realpath on the cluster. A root may
+    itself be a symlink ($WORK -> /gpfs/...); below the root no symlink is followed: the path
+    must resolve to exactly the root's realpath + the rest of the path."""
+    if not given.startswith("/") or not resolved.startswith("/"):
+        return f"{given}: not an absolute path"
+    if ".." in given.split("/") or ".." in resolved.split("/"):
+        return f"{given}: contains '..'"
+    g, norm = posixpath.normpath(given), posixpath.normpath(resolved)
+    for root, real_root in resolved_roots.items():
+        if norm in (posixpath.normpath(root), posixpath.normpath(real_root)) or g == posixpath.normpath(root):
+            return f"{given}: is the artifact root {root} itself"
+    for root, real_root in resolved_roots.items():
+        r = posixpath.normpath(root)
+        if r == "/" or not g.startswith(r + "/"):
+            continue
+        expected = posixpath.normpath(real_root) + g[len(r) :]
+        if norm == expected:
+            return None
+        inside = any(norm.startswith(posixpath.normpath(x) + "/") for x in resolved_roots.values())
+        where = "inside the roots" if inside else "OUTSIDE the artifact roots (symlink escape)"
+        return f"{given}: a symlink below the root leads to {norm}, {where}: not followed"
+    return f"{given}: not under any artifact root {sorted(resolved_roots)}"
+
+
+@dataclass
+class PathCheck:
+    """What the cluster said about one candidate path (probe script)."""
+
+    given: str
+    exists: bool
+    resolved: str = ""
+    kind: str = ""  # stat %F: directory | regular file | symbolic link ...
+    problem: str = ""  # a probe error (not "missing")
+
+
+@dataclass
+class CleanupDecision:
+    """The plan for one target: delete these resolved paths, or why nothing is deleted."""
+
+    target: CleanupTarget
+    action: str  # delete | blocked | nothing-to-do
+    reasons: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # resolved, validated: what rm gets
+    roots: dict[str, str] = field(default_factory=dict)  # path -> the resolved root it lies in
+    hub: list[dict[str, Any]] = field(default_factory=list)  # evidence per hub artifact
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target.to_dict(),
+            "action": self.action,
+            "reasons": list(self.reasons),
+            "paths": list(self.paths),
+            "roots": dict(self.roots),
+            "hub": list(self.hub),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CleanupDecision:
+        return cls(
+            CleanupTarget.from_dict(d["target"]),
+            d["action"],
+            list(d.get("reasons", [])),
+            list(d.get("paths", [])),
+            dict(d.get("roots", {})),
+            list(d.get("hub", [])),
+        )
+
+
+@dataclass
+class ClusterState:
+    """What the probe established for one cluster: validated scheduler state per job."""
+
+    squeue_ok: bool
+    squeue_problem: str = ""
+    live: dict[str, str] = field(default_factory=dict)  # job id (and array id) -> RUNNING/PENDING...
+    sacct_ok: bool = True
+    sacct_problem: str = ""
+    states: dict[str, str] = field(default_factory=dict)  # sacct -j JobID -> State
+
+
+def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState) -> str | None:
+    """Why sacct does not positively say the job (every chunk, for datagen) is COMPLETED."""
+    if not state.sacct_ok:
+        return f"sacct failed: no positive done-signal ({state.sacct_problem})"
+    if spec.all_chunks:
+        rows = {k: v for k, v in state.states.items() if k == target.array_id or k.startswith(target.array_id + "_")}
+        if not rows:
+            return f"sacct -j {target.array_id} shows no chunk: no positive done-signal"
+        bad = sorted({v for v in rows.values() if v.split(" ")[0] != "COMPLETED"})
+        if bad:
+            done = sum(1 for v in rows.values() if v.split(" ")[0] == "COMPLETED")
+            return f"not every chunk is COMPLETED ({done}/{len(rows)} rows; others {', '.join(bad)})"
+        return None
+    got = state.states.get(target.job_id)
+    if got is None:
+        return f"sacct -j {target.job_id} shows no record: no positive done-signal"
+    if got.split(" ")[0] != "COMPLETED":
+        return f"sacct state is {got}, not COMPLETED"
+    return None
+
+
+def decide(
+    target: CleanupTarget,
+    spec: FlavorSpec | None,
+    state: ClusterState,
+    checks: list[PathCheck],
+    resolved_roots: dict[str, str],
+    hub: list[dict[str, Any]],
+) -> CleanupDecision:
+    """Apply every guard; the first failing one blocks the whole target (nothing deleted)."""
+    d = CleanupDecision(target, "blocked", hub=hub)
+    if spec is None:
+        d.reasons.append(f"unknown cleanup flavor {target.flavor!r}")
+        return d
+    if not state.squeue_ok:
+        d.reasons.append(f"squeue UNKNOWN on {target.cluster}: no destructive step ({state.squeue_problem})")
+        return d
+    live = state.live.get(target.job_id) or state.live.get(target.array_id)
+    if live:
+        d.reasons.append(f"job is {live} in squeue: a live job is never cleaned")
+        return d
+    why = _done_signal(target, spec, state)
+    if why:
+        d.reasons.append(why)
+        return d
+    unresolved = [r for r, real in resolved_roots.items() if not real]
+    if unresolved or not resolved_roots:
+        d.reasons.append(f"artifact root(s) {unresolved or '(none configured)'} do not resolve on the cluster")
+        return d
+    for check in checks:
+        if check.problem:
+            d.reasons.append(f"{check.given}: probe error: {check.problem}")
+            return d
+        if not check.exists:
+            continue
+        why = inside_roots(check.given, check.resolved, resolved_roots)
+        if why:
+            d.reasons.append(why)
+            return d
+        if check.kind != "directory":
+            d.reasons.append(f"{check.given}: is a {check.kind or 'thing of unknown kind'}, not a directory")
+            return d
+    if not hub:
+        d.reasons.append("no hub evidence: nothing deleted")
+        return d
+    hub_bad = [h for h in hub if h.get("ok") is not True]
+    for h in hub_bad:
+        verdict = "UNKNOWN" if h.get("ok") is None else "failed"
+        d.reasons.append(f"hub check {verdict} for {h.get('repo_type')} {h.get('repo_id')}: {h.get('reason')}")
+    if hub_bad:
+        return d
+    present = [c for c in checks if c.exists]
+    if not present:
+        d.action = "nothing-to-do"
+        d.reasons.append("artifact trees already removed")
+        return d
+    d.action = "delete"
+    for c in present:
+        path = posixpath.normpath(c.resolved)
+        d.paths.append(path)
+        d.roots[path] = next(
+            posixpath.normpath(r) for r in resolved_roots.values() if path.startswith(posixpath.normpath(r) + "/")
+        )
+    return d

@@ -1,0 +1,166 @@
+"""The batched scripts of sweep_cleanup (one SSH session each) and the readers of their records.
+
+probe  (read-only): squeue (validated), ``sacct -j`` done-signals, ``realpath -e`` + ``stat`` of
+       every candidate tree and of every artifact root, ``df -i -P`` of the roots, the ops.md
+       quota command.
+rm     : re-checks each path on the cluster (still resolves to itself, still strictly inside its
+       root), then starts a DETACHED ``rm -rf`` (setsid nohup: a GPFS delete of a trace tree
+       can take longer than an SSH session should live).
+verify : which paths still exist, ``df -i -P`` and the quota command again (the reclaim).
+
+Every value is shlex-quoted; job ids are checked against a strict pattern first.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from sweep_core.cleanup_plan import ClusterState, PathCheck
+from sweep_core.remote_script import GatherOutput, script_prelude
+from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
+
+_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+SACCT_LOOKBACK_DAYS = 60
+
+
+def _ids(job_ids: list[str]) -> list[str]:
+    for j in job_ids:
+        if not _JOB_ID.match(j):
+            raise ValueError(f"job id {j!r} is not a Slurm job id")
+    return sorted(set(job_ids))
+
+
+def _paths(paths: list[str]) -> list[str]:
+    for p in paths:
+        if not p.startswith("/") or "\n" in p or "\0" in p:
+            raise ValueError(f"path {p!r} is not an absolute single-line path")
+    return paths
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    user: str
+    job_ids: list[str]  # sacct -j: job ids and datagen array ids
+    paths: list[str]  # candidate trees (unresolved)
+    roots: list[str]  # ops.md artifact_roots
+    quota_command: str = ""  # ops.md quota.command (operator config, run as written)
+
+
+def _df_and_quota(roots: list[str], quota_command: str) -> str:
+    q = shlex.quote
+    lines = [f"run dfi:{k} df -i -P -- {q(r)}" for k, r in enumerate(roots)]
+    if quota_command:
+        lines.append(f"run quota bash -c {q(quota_command)}")
+    return "\n".join(lines) + "\n"
+
+
+def build_probe_script(req: ProbeRequest, marker: str) -> str:
+    """Read-only probe before any delete."""
+    q = shlex.quote
+    ids = _ids(req.job_ids)
+    body = [f"U={q(req.user)}", f"run squeue squeue -u \"$U\" -o {q(SQUEUE_FORMAT)}"]
+    if ids:
+        body.append(
+            f'run sacct sacct -j {q(",".join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State'
+        )
+    for k, root in enumerate(_paths(req.roots)):
+        body.append(f"run rootreal:{k} realpath -e -- {q(root)}")
+    for k, path in enumerate(_paths(req.paths)):
+        body.append(
+            f'p={q(path)}; if [ -e "$p" ] || [ -L "$p" ]; then '
+            f'run real:{k} realpath -e -- "$p" && run kind:{k} stat -c %F -- "$p"; '
+            f'else : >"$T/o"; : >"$T/e"; rec missing:{k} 0; fi'
+        )
+    return script_prelude(marker) + "\n".join(body) + "\n" + _df_and_quota(req.roots, req.quota_command) + (
+        'echo "$M end 0 - -"\n'
+    )
+
+
+def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list[PathCheck], dict[str, str]]:
+    """The validated scheduler state, one PathCheck per candidate, and each root's realpath ('' = none)."""
+    state = ClusterState(squeue_ok=False)
+    sq = out.get("squeue")
+    if sq is None:
+        state.squeue_problem = "no squeue record (script cut short)"
+    else:
+        try:
+            rows = parse_squeue(sq)
+            state.squeue_ok = True
+            for r in rows:
+                state.live[r.job_id] = r.state
+                state.live.setdefault(r.raw_id, r.state)
+                state.live.setdefault(r.job_id.split("_", 1)[0], r.state)
+        except SlurmOutputError as exc:
+            state.squeue_problem = str(exc)
+    sa = out.get("sacct")
+    if req.job_ids:
+        if sa is None:
+            state.sacct_ok, state.sacct_problem = False, "no sacct record (script cut short)"
+        elif sa.rc != 0 or "error" in sa.stderr.lower():
+            state.sacct_ok, state.sacct_problem = False, f"exit {sa.rc}: {sa.stderr.strip()[:300]}"
+        else:
+            for line in sa.stdout.splitlines():
+                if "|" in line:
+                    jid, st = line.split("|", 1)
+                    state.states[jid.strip()] = st.strip()
+    roots = {}
+    for k, root in enumerate(req.roots):
+        r = out.get(f"rootreal:{k}")
+        roots[root] = r.stdout.strip() if r is not None and r.rc == 0 else ""
+    checks = []
+    for k, path in enumerate(req.paths):
+        if out.get(f"missing:{k}") is not None:
+            checks.append(PathCheck(path, exists=False))
+            continue
+        real, kind = out.get(f"real:{k}"), out.get(f"kind:{k}")
+        if real is None:
+            checks.append(PathCheck(path, exists=True, problem="no probe record (script cut short)"))
+        elif real.rc != 0:
+            # a dangling symlink: realpath -e fails; never followed, never deleted
+            checks.append(PathCheck(path, exists=True, problem=f"does not resolve: {real.stderr.strip()[:200]}"))
+        else:
+            kind_text = kind.stdout.strip() if kind is not None and kind.rc == 0 else ""
+            checks.append(PathCheck(path, exists=True, resolved=real.stdout.strip(), kind=kind_text))
+    return state, checks, roots
+
+
+def build_rm_script(paths: dict[str, str], marker: str) -> str:
+    """Detached ``rm -rf`` of each validated path (path -> its resolved root), re-checked remotely.
+
+    Records ``rm:<k>``: rc 0 + the rm PID when started, rc 0 + "gone" when already absent,
+    rc 2 + the reason when the cluster-side check refuses it."""
+    q = shlex.quote
+    body = []
+    for k, (path, root) in enumerate(sorted(paths.items())):
+        _paths([path, root])
+        body.append(
+            f"p={q(path)}; r={q(root)}\n"
+            f'if ! [ -e "$p" ]; then printf gone >"$T/o"; : >"$T/e"; rec rm:{k} 0\n'
+            f'else real=$(realpath -e -- "$p" 2>"$T/e"); rr=$(realpath -e -- "$r" 2>>"$T/e")\n'
+            f'  if [ "$real" != "$p" ] || [ -z "$rr" ] || [ "$rr" != "$r" ] || [ -L "$p" ]; then\n'
+            f'    printf "refused: %s resolves to %s (root %s -> %s)" "$p" "$real" "$r" "$rr" >"$T/o"; rec rm:{k} 2\n'
+            f'  else case $real in "$rr"/?*)\n'
+            f'      setsid nohup rm -rf -- "$real" </dev/null >/dev/null 2>&1 &\n'
+            f'      printf "started pid %s" "$!" >"$T/o"; : >"$T/e"; rec rm:{k} 0 ;;\n'
+            f'    *) printf "refused: %s is not strictly inside %s" "$real" "$rr" >"$T/o"; rec rm:{k} 2 ;;\n'
+            f"  esac; fi\nfi"
+        )
+    return script_prelude(marker) + "\n".join(body) + '\necho "$M end 0 - -"\n'
+
+
+def build_verify_script(paths: list[str], roots: list[str], quota_command: str, marker: str) -> str:
+    """Which deleted paths still exist (``left:<k>`` rc 0 = still there), and the reclaim figures."""
+    q = shlex.quote
+    body = [
+        f'p={q(p)}; if [ -e "$p" ]; then printf %s "$p" >"$T/o"; : >"$T/e"; rec left:{k} 0; fi'
+        for k, p in enumerate(sorted(_paths(paths)))
+    ]
+    return (
+        script_prelude(marker)
+        + "\n".join(body)
+        + "\n"
+        + _df_and_quota(_paths(roots), quota_command)
+        + 'echo "$M end 0 - -"\n'
+    )

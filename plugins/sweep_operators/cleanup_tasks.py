@@ -1,0 +1,260 @@
+"""Task callables of the sweep_cleanup DAG: plan (probe + hub check + guards), delete, verify, record.
+
+Airflow-facing wiring only; every guard is sweep_core.cleanup_plan, every remote script
+sweep_core.remote_cleanup. Nothing is deleted unless ``plan`` said ``delete`` for that path and
+``dry_run`` is false.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowSkipException
+
+from sweep_core.cleanup_plan import (
+    CleanupConfig,
+    CleanupDecision,
+    CleanupTarget,
+    candidate_paths,
+    cleanup_config,
+    decide,
+    hub_repo_id,
+)
+from sweep_core.ops_config import OpsConfigError, load_cluster
+from sweep_core.remote_cleanup import (
+    ProbeRequest,
+    build_probe_script,
+    build_rm_script,
+    build_verify_script,
+    read_probe,
+)
+from sweep_core.remote_script import GatherOutput, new_marker
+from sweep_core.render import box_table
+from sweep_core.sweep_config import load_sweep_config
+from sweep_operators.cluster_ssh import run_batch
+from sweep_operators.handoff_record import append_record
+
+log = logging.getLogger(__name__)
+
+
+def _config(sweep_yaml: str) -> tuple[CleanupConfig, Any]:
+    config = load_sweep_config(sweep_yaml)
+    return cleanup_config(config.extra.get("cleanup")), config.gather
+
+
+def _blocked(t: CleanupTarget, why: str) -> CleanupDecision:
+    return CleanupDecision(t, "blocked", [why])
+
+
+def _run(cfg: Any, limits: Any, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what)
+    if result.output is None:
+        return None, "unreachable: " + " | ".join(result.attempts)
+    if not result.output.complete:
+        return result.output, f"{what} script stopped early on {result.node.name if result.node else '?'}"
+    return result.output, ""
+
+
+def _hub_checker() -> Any:
+    from sweep_operators.hf_hub import HubChecker
+
+    return HubChecker.from_airflow()
+
+
+def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Probe each cluster once (read-only), check the hub, apply every guard; the plan as XCom."""
+    ccfg, limits = _config(sweep_yaml)
+    raw_jobs = context["params"].get("jobs") or []
+    decisions: list[CleanupDecision] = []
+    by_cluster: dict[str, list[CleanupTarget]] = defaultdict(list)
+    for raw in raw_jobs:
+        try:
+            t = CleanupTarget.from_dict(raw)
+        except (ValueError, TypeError) as exc:
+            log.warning("bad job entry: %s", exc)
+            decisions.append(CleanupDecision(CleanupTarget("?", "?", str(raw)[:60], "?"), "blocked", [str(exc)]))
+            continue
+        by_cluster[t.cluster].append(t)
+    before: dict[str, dict[str, str]] = {}
+    checker = None
+    for cluster, targets in by_cluster.items():
+        try:
+            cfg = load_cluster(ops_dir, cluster)
+        except OpsConfigError as exc:
+            decisions += [_blocked(t, f"ops.md: {exc}") for t in targets]
+            continue
+        if cfg.scheduler != "slurm" or cfg.status != "active":
+            decisions += [_blocked(t, f"{cluster} is {cfg.scheduler}/{cfg.status}: no POSIX tree to reap") for t in targets]
+            continue
+        paths: dict[CleanupTarget, list[str]] = {}
+        for t in targets:
+            spec = ccfg.flavors.get(t.flavor)
+            if spec is None:
+                decisions.append(_blocked(t, f"unknown cleanup flavor {t.flavor!r}"))
+                continue
+            try:
+                paths[t] = candidate_paths(t, spec, cfg.artifact_roots, ccfg)
+                if not t.job_id.replace("_", "").isdigit():
+                    raise ValueError(f"job id {t.job_id!r} is not a Slurm job id")
+            except ValueError as exc:
+                decisions.append(_blocked(t, str(exc)))
+        if not paths:
+            continue
+        if not cfg.artifact_roots:
+            decisions += [_blocked(t, f"{cluster}: ops.md has no artifact_roots") for t in paths]
+            continue
+        flat = [p for ps in paths.values() for p in ps]
+        ids = sorted({t.array_id if ccfg.flavors[t.flavor].all_chunks else t.job_id for t in paths})
+        req = ProbeRequest(cfg.user, ids, flat, list(cfg.artifact_roots), cfg.quota.command)
+        marker = new_marker()
+        out, problem = _run(cfg, limits, build_probe_script(req, marker), marker, "cleanup probe")
+        if out is None or problem:
+            decisions += [_blocked(t, f"{cluster}: {problem}: no destructive step") for t in paths]
+            continue
+        state, checks, roots = read_probe(out, req)
+        before[cluster] = _reclaim_texts(out, cfg)
+        by_path = {c.given: c for c in checks}
+        for t, ps in paths.items():
+            spec = ccfg.flavors[t.flavor]
+            hub: list[dict[str, Any]] = []
+            pre = decide(t, spec, state, [by_path[p] for p in ps], roots, [{"ok": True}])
+            if pre.action == "delete":  # scheduler and path guards hold, trees exist: ask the hub
+                checker = checker or _hub_checker()
+                for art in spec.hub:
+                    repo = hub_repo_id(art, t, ccfg.hub_org)
+                    ev = checker.check(repo, repo_type=art.repo_type, expected=list(art.expected))
+                    hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
+            else:
+                pre.hub = []
+            decisions.append(decide(t, spec, state, [by_path[p] for p in ps], roots, hub) if hub else pre)
+    for d in decisions:
+        log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
+    return {"decisions": [d.to_dict() for d in decisions], "before": before}
+
+
+def _reclaim_texts(out: GatherOutput, cfg: Any) -> dict[str, str]:
+    texts = {}
+    for k, root in enumerate(cfg.artifact_roots):
+        r = out.get(f"dfi:{k}")
+        texts[f"df -i {root}"] = r.stdout if r is not None and r.rc == 0 else ""
+    q = out.get("quota")
+    if q is not None:
+        texts["quota"] = q.stdout if q.rc == 0 else ""
+    return texts
+
+
+def _decisions(context: dict[str, Any]) -> tuple[list[CleanupDecision], dict[str, Any]]:
+    raw = context["ti"].xcom_pull(task_ids="plan") or {}
+    return [CleanupDecision.from_dict(d) for d in raw.get("decisions", [])], raw.get("before", {})
+
+
+def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Start the detached rm of every planned path (one SSH session per cluster); dry_run: print only."""
+    decisions, _ = _decisions(context)
+    todo = [d for d in decisions if d.action == "delete"]
+    if context["params"].get("dry_run", True):
+        for d in todo:
+            print(f"DRY RUN: would delete on {d.target.cluster} for {d.target.job_id} {d.target.name}: {d.paths}")
+        raise AirflowSkipException(f"dry_run: {len(todo)} job(s) would be cleaned, nothing deleted")
+    if not todo:
+        raise AirflowSkipException("nothing to delete")
+    _, limits = _config(sweep_yaml)
+    started: dict[str, dict[str, str]] = {}
+    for cluster in sorted({d.target.cluster for d in todo}):
+        cfg = load_cluster(ops_dir, cluster)
+        roots = {p: d.roots[p] for d in todo if d.target.cluster == cluster for p in d.paths}
+        marker = new_marker()
+        out, problem = _run(cfg, limits, build_rm_script(roots, marker), marker, "cleanup rm")
+        results = {}
+        for k, path in enumerate(sorted(roots)):
+            r = out.get(f"rm:{k}") if out else None
+            results[path] = (r.stdout if r.rc == 0 else f"REFUSED: {r.stdout}") if r else f"not run: {problem}"
+            log.info("rm %s: %s", path, results[path])
+        started[cluster] = results
+    return started
+
+
+def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Wait (bounded) until the deleted trees are gone, then read df -i / quota again: the reclaim."""
+    started = context["ti"].xcom_pull(task_ids="delete") or {}
+    if not started:
+        raise AirflowSkipException("nothing was deleted")
+    ccfg, limits = _config(sweep_yaml)
+    _, before = _decisions(context)
+    report: dict[str, Any] = {}
+    for cluster, results in started.items():
+        cfg = load_cluster(ops_dir, cluster)
+        paths = [p for p, r in results.items() if r.startswith("started") or r == "gone"]
+        deadline = time.monotonic() + ccfg.verify_timeout_s
+        left: list[str] = paths
+        out: GatherOutput | None = None
+        while True:
+            marker = new_marker()
+            script = build_verify_script(paths, list(cfg.artifact_roots), cfg.quota.command, marker)
+            out, problem = _run(cfg, limits, script, marker, "cleanup verify")
+            if out is not None and not problem:
+                sorted_paths = sorted(paths)
+                left = [sorted_paths[k] for k in range(len(paths)) if out.get(f"left:{k}") is not None]
+                if not left or time.monotonic() > deadline:
+                    break
+            elif time.monotonic() > deadline:
+                break
+            time.sleep(ccfg.verify_poll_s)
+        after = _reclaim_texts(out, cfg) if out else {}
+        report[cluster] = {
+            "removed": [p for p in paths if p not in left],
+            "left": left,
+            "reclaim": reclaim_lines(before.get(cluster, {}), after),
+        }
+        log.info("%s: removed %d, still there %d; %s", cluster, len(paths) - len(left), len(left), report[cluster])
+    return report
+
+
+def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after."""
+    from sweep_core.quota import parse_df_inodes
+
+    lines = []
+    for key, text in before.items():
+        if not key.startswith("df -i"):
+            continue
+        try:
+            b, a = parse_df_inodes(text), parse_df_inodes(after.get(key, ""))
+        except ValueError as exc:
+            lines.append(f"{key}: reclaim UNKNOWN ({exc})")
+            continue
+        if not b or not a:
+            lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
+            continue
+        freed = b[0].used - a[0].used
+        lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed)")
+    return lines
+
+
+def record(sweep_yaml: str, **context: Any) -> str:
+    """Print the cleanup table and append it to the dated run log's actions section."""
+    decisions, _ = _decisions(context)
+    verified = context["ti"].xcom_pull(task_ids="verify") or {}
+    started = context["ti"].xcom_pull(task_ids="delete") or {}
+    dry = bool(context["params"].get("dry_run", True))
+    rows = []
+    for d in decisions:
+        status = d.action
+        if d.action == "delete":
+            status = "would delete (dry run)" if dry else "deleted"
+            v = verified.get(d.target.cluster, {})
+            if not dry and any(p in v.get("left", []) for p in d.paths):
+                status = "rm started, not gone yet"
+            if not dry and any(started.get(d.target.cluster, {}).get(p, "").startswith(("REFUSED", "not run")) for p in d.paths):
+                status = "refused on the cluster"
+        rows.append([d.target.cluster, d.target.job_id, d.target.name, d.target.flavor, status, "; ".join(d.reasons) or "\n".join(d.paths)])
+    table = box_table(["Cluster", "Job", "Name", "Flavor", "Outcome", "Why / paths"], rows)
+    lines = [table]
+    for cluster, v in verified.items():
+        lines += [f"{cluster}: {x}" for x in v.get("reclaim", [])]
+    text = "\n".join(lines)
+    print(text)
+    return str(append_record(context, sweep_yaml, "sweep_cleanup", text))

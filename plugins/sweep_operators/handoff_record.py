@@ -1,0 +1,36 @@
+"""Where hand-off DAGs record what they did: a section of the dated run log, replaced on re-run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+from sweep_core.report import upsert_section, write_run_log
+from sweep_core.sweep_config import load_sweep_config
+
+
+def run_log_dir(config: Any) -> str:
+    """SWEEP_RUN_LOG_DIR, else sweep.yaml run_log_dir, else $AIRFLOW_HOME/agent_logs."""
+    raw = (
+        os.environ.get("SWEEP_RUN_LOG_DIR")
+        or config.run_log_dir
+        or os.path.join(os.environ.get("AIRFLOW_HOME", "."), "agent_logs")
+    )
+    return os.path.expandvars(os.path.expanduser(raw))
+
+
+def append_record(context: dict[str, Any], sweep_yaml: str, dag_id: str, text: str) -> Path:
+    """Write this run's section into the sweep's run log (conf ``run_log``, when it lies in the
+    run-log dir) or into ``<run_log_dir>/YYYY-MM-DD_<dag_id>.md``; a re-run replaces its section."""
+    log_dir = Path(run_log_dir(load_sweep_config(sweep_yaml))).resolve()
+    wanted = (context.get("params") or {}).get("run_log") or ""
+    path = Path(wanted).resolve() if wanted else None
+    if path is None or log_dir not in path.parents or path.suffix != ".md":
+        path = log_dir / f"{dt.datetime.now(dt.UTC):%Y-%m-%d}_{dag_id}.md"
+    run_id = context.get("run_id") or getattr(context.get("dag_run"), "run_id", "manual")
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    title = f"## Hand-off {dag_id} ({run_id}): actions taken"
+    write_run_log(path, upsert_section(old, f"{dag_id}:{run_id}", f"{title}\n\n```\n{text}\n```\n"))
+    return path
