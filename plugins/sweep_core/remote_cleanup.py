@@ -60,11 +60,9 @@ def build_probe_script(req: ProbeRequest, marker: str) -> str:
     """Read-only probe before any delete."""
     q = shlex.quote
     ids = _ids(req.job_ids)
-    body = [f"U={q(req.user)}", f"run squeue squeue -u \"$U\" -o {q(SQUEUE_FORMAT)}"]
+    body = [f"U={q(req.user)}", f'run squeue squeue -u "$U" -o {q(SQUEUE_FORMAT)}']
     if ids:
-        body.append(
-            f'run sacct sacct -j {q(",".join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State'
-        )
+        body.append(f"run sacct sacct -j {q(','.join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State")
     for k, root in enumerate(_paths(req.roots)):
         body.append(f"run rootreal:{k} realpath -e -- {q(root)}")
     for k, path in enumerate(_paths(req.paths)):
@@ -73,8 +71,12 @@ def build_probe_script(req: ProbeRequest, marker: str) -> str:
             f'run real:{k} realpath -e -- "$p" && run kind:{k} stat -c %F -- "$p"; '
             f'else : >"$T/o"; : >"$T/e"; rec missing:{k} 0; fi'
         )
-    return script_prelude(marker) + "\n".join(body) + "\n" + _df_and_quota(req.roots, req.quota_command) + (
-        'echo "$M end 0 - -"\n'
+    return (
+        script_prelude(marker)
+        + "\n".join(body)
+        + "\n"
+        + _df_and_quota(req.roots, req.quota_command)
+        + ('echo "$M end 0 - -"\n')
     )
 
 

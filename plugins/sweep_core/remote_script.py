@@ -108,7 +108,9 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     marker = marker or new_marker()
     q = shlex.quote
     chain_case = "|".join(f"{q(p)}*" for p in req.chain_prefixes if p) or "''"
-    script = script_prelude(marker) + f"""\
+    script = (
+        script_prelude(marker)
+        + f"""\
 U={q(req.user)}
 wait=$(( {req.window_end} + {req.settle_s} - $(date +%s) ))
 if [ "$wait" -gt 0 ] && [ "$wait" -le {req.settle_s} ]; then sleep "$wait"; fi
@@ -195,6 +197,7 @@ if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then
 fi
 echo "$M end 0 - -"
 """
+    )
     return script, marker
 
 

@@ -87,7 +87,9 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             decisions += [_blocked(t, f"ops.md: {exc}") for t in targets]
             continue
         if cfg.scheduler != "slurm" or cfg.status != "active":
-            decisions += [_blocked(t, f"{cluster} is {cfg.scheduler}/{cfg.status}: no POSIX tree to reap") for t in targets]
+            decisions += [
+                _blocked(t, f"{cluster} is {cfg.scheduler}/{cfg.status}: no POSIX tree to reap") for t in targets
+            ]
             continue
         paths: dict[CleanupTarget, list[str]] = {}
         for t in targets:
@@ -248,9 +250,20 @@ def record(sweep_yaml: str, **context: Any) -> str:
             v = verified.get(d.target.cluster, {})
             if not dry and any(p in v.get("left", []) for p in d.paths):
                 status = "rm started, not gone yet"
-            if not dry and any(started.get(d.target.cluster, {}).get(p, "").startswith(("REFUSED", "not run")) for p in d.paths):
+            if not dry and any(
+                started.get(d.target.cluster, {}).get(p, "").startswith(("REFUSED", "not run")) for p in d.paths
+            ):
                 status = "refused on the cluster"
-        rows.append([d.target.cluster, d.target.job_id, d.target.name, d.target.flavor, status, "; ".join(d.reasons) or "\n".join(d.paths)])
+        rows.append(
+            [
+                d.target.cluster,
+                d.target.job_id,
+                d.target.name,
+                d.target.flavor,
+                status,
+                "; ".join(d.reasons) or "\n".join(d.paths),
+            ]
+        )
     table = box_table(["Cluster", "Job", "Name", "Flavor", "Outcome", "Why / paths"], rows)
     lines = [table]
     for cluster, v in verified.items():

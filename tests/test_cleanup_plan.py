@@ -1,0 +1,227 @@
+"""Cleanup guards (sweep_core.cleanup_plan) and the rm/verify scripts run by real bash on real files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sweep_core.cleanup_plan import (
+    CleanupConfigError,
+    CleanupTarget,
+    ClusterState,
+    PathCheck,
+    candidate_paths,
+    cleanup_config,
+    decide,
+    hub_repo_id,
+    inside_roots,
+)
+from sweep_core.remote_cleanup import build_rm_script, build_verify_script
+from sweep_core.remote_script import new_marker, parse_gather_output
+
+CFG = cleanup_config({"hub_org": "myorg"})
+ROOTS = {"/work/art": "/gpfs/work/art"}  # the root itself is a symlink on the cluster
+AGENTIC = CFG.flavors["rl-agentic-job-cleanup"]
+T = CleanupTarget("leo", "4242", "rl__a2_harbor_q8b", "rl-agentic-job-cleanup")
+HUB_OK = [{"repo_id": "myorg/x", "repo_type": "model", "ok": True, "reason": "all files"}]
+DONE = ClusterState(squeue_ok=True, states={"4242": "COMPLETED"})
+
+
+def _check(sub: str, resolved: str | None = None, kind: str = "directory") -> PathCheck:
+    given = f"/work/art/rl__a2_harbor_q8b/{sub}"
+    return PathCheck(given, True, resolved or f"/gpfs/work/art/rl__a2_harbor_q8b/{sub}", kind)
+
+
+def test_candidate_paths_and_hub_repo() -> None:
+    paths = candidate_paths(T, AGENTIC, ("/work/art/",), CFG)
+    assert paths == [
+        "/work/art/rl__a2_harbor_q8b/trace_jobs",
+        "/work/art/rl__a2_harbor_q8b/tasks",
+        "/work/art/rl__a2_harbor_q8b/exports",
+    ]
+    assert [hub_repo_id(a, T, "myorg") for a in AGENTIC.hub] == [
+        "myorg/rl__a2_harbor_q8b",
+        "myorg/rl__a2_harbor_q8b-traces",
+    ]
+
+
+@pytest.mark.parametrize("name", ["../../etc", "a/b", "..", ".hidden", "x y", ""])
+def test_unsafe_job_name_builds_no_path(name: str) -> None:
+    with pytest.raises(ValueError, match="not a plain directory name"):
+        candidate_paths(CleanupTarget("leo", "1", name or "?/", "sft-job-cleanup"), AGENTIC, ("/work/art",), CFG)
+
+
+def test_all_guards_hold_gives_delete_of_resolved_paths() -> None:
+    checks = [_check("trace_jobs"), _check("tasks"), PathCheck("/work/art/rl__a2_harbor_q8b/exports", False)]
+    d = decide(T, AGENTIC, DONE, checks, ROOTS, HUB_OK)
+    assert d.action == "delete", d.reasons
+    assert d.paths == ["/gpfs/work/art/rl__a2_harbor_q8b/trace_jobs", "/gpfs/work/art/rl__a2_harbor_q8b/tasks"]
+    assert set(d.roots.values()) == {"/gpfs/work/art"}
+
+
+@pytest.mark.parametrize(
+    ("state", "why"),
+    [
+        (ClusterState(squeue_ok=False, squeue_problem="slurm_load_jobs error: Socket timed out"), "squeue UNKNOWN"),
+        (ClusterState(squeue_ok=True, live={"4242": "RUNNING"}, states={"4242": "COMPLETED"}), "never cleaned"),
+        (ClusterState(squeue_ok=True, sacct_ok=False, sacct_problem="Connection refused"), "no positive done-signal"),
+        (ClusterState(squeue_ok=True, states={}), "no record"),
+        (ClusterState(squeue_ok=True, states={"4242": "FAILED"}), "not COMPLETED"),
+    ],
+)
+def test_scheduler_guards_block(state: ClusterState, why: str) -> None:
+    d = decide(T, AGENTIC, state, [_check("trace_jobs")], ROOTS, HUB_OK)
+    assert d.action == "blocked" and d.paths == []
+    assert why in d.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("check", "why"),
+    [
+        (_check("trace_jobs", "/etc"), "symlink escape"),
+        (_check("trace_jobs", "/gpfs/work/art/other_job/trace_jobs"), "inside the roots: not followed"),
+        (_check("trace_jobs", "/gpfs/work/art"), "artifact root"),
+        (PathCheck("/work/art", True, "/gpfs/work/art", "directory"), "artifact root"),
+        (PathCheck("/work/art/x/../../etc", True, "/etc", "directory"), "'..'"),
+        (PathCheck("/scratch/x/trace_jobs", True, "/scratch/x/trace_jobs", "directory"), "not under any artifact root"),
+        (_check("trace_jobs", kind="regular file"), "not a directory"),
+        (PathCheck("/work/art/rl__a2_harbor_q8b/tasks", True, problem="does not resolve"), "probe error"),
+    ],
+)
+def test_path_guards_block(check: PathCheck, why: str) -> None:
+    d = decide(T, AGENTIC, DONE, [check], ROOTS, HUB_OK)
+    assert d.action == "blocked" and d.paths == []
+    assert why in d.reasons[0], d.reasons
+
+
+@pytest.mark.parametrize(
+    ("hub", "why"),
+    [
+        ([], "no hub evidence"),
+        ([{"repo_id": "o/r", "repo_type": "model", "ok": False, "reason": "repo not on the hub"}], "hub check failed"),
+        ([{"repo_id": "o/r", "repo_type": "model", "ok": None, "reason": "hub unreachable"}], "hub check UNKNOWN"),
+        ([*HUB_OK, {"repo_id": "o/t", "repo_type": "dataset", "ok": False, "reason": "missing *.parquet"}], "o/t"),
+    ],
+)
+def test_hub_guard_blocks(hub: list[dict], why: str) -> None:
+    d = decide(T, AGENTIC, DONE, [_check("trace_jobs")], ROOTS, hub)
+    assert d.action == "blocked" and d.paths == []
+    assert any(why in r for r in d.reasons), d.reasons
+
+
+def test_datagen_needs_every_chunk_completed() -> None:
+    spec = CFG.flavors["datagen-job-cleanup"]
+    t = CleanupTarget("leo", "900_3", "datagen__mm", "datagen-job-cleanup")
+    chk = PathCheck("/work/art/datagen__mm/chunks", True, "/gpfs/work/art/datagen__mm/chunks", "directory")
+    partial = ClusterState(squeue_ok=True, states={"900_0": "COMPLETED", "900_1": "FAILED", "900_3": "COMPLETED"})
+    d = decide(t, spec, partial, [chk], ROOTS, HUB_OK)
+    assert d.action == "blocked" and "2/3" in d.reasons[0] and "FAILED" in d.reasons[0]
+    pending = ClusterState(squeue_ok=True, states={"900_0": "COMPLETED", "900_[1-3]": "PENDING"})
+    assert decide(t, spec, pending, [chk], ROOTS, HUB_OK).action == "blocked"
+    done = ClusterState(squeue_ok=True, states={"900_0": "COMPLETED", "900_1": "COMPLETED", "900_3": "COMPLETED"})
+    assert decide(t, spec, done, [chk], ROOTS, HUB_OK).action == "delete"
+    live = ClusterState(squeue_ok=True, live={"900": "RUNNING"}, states=done.states)
+    assert "never cleaned" in decide(t, spec, live, [chk], ROOTS, HUB_OK).reasons[0]
+
+
+def test_already_removed_is_nothing_to_do() -> None:
+    gone = [PathCheck(f"/work/art/rl__a2_harbor_q8b/{s}", False) for s in AGENTIC.delete]
+    d = decide(T, AGENTIC, DONE, gone, ROOTS, HUB_OK)
+    assert d.action == "nothing-to-do" and d.paths == []
+
+
+def test_inside_roots_accepts_only_strict_descendants() -> None:
+    assert inside_roots("/a/r/j/x", "/a/r/j/x", {"/a/r": "/a/r"}) is None
+    assert inside_roots("/a/rr/j", "/a/rr/j", {"/a/r": "/a/r"}) is not None  # prefix is not a parent
+    assert inside_roots("/x", "/x", {"/": "/"}) is not None  # "/" is never a usable root
+
+
+def test_config_rejects_unsafe_delete_subdirs_and_empty_hub() -> None:
+    with pytest.raises(CleanupConfigError, match="plain relative"):
+        cleanup_config({"flavors": {"x": {"hub": HUB_CFG, "delete": ["../etc"]}}})
+    with pytest.raises(CleanupConfigError, match="plain relative"):
+        cleanup_config({"flavors": {"x": {"hub": HUB_CFG, "delete": ["/abs"]}}})
+    with pytest.raises(CleanupConfigError, match="nothing would prove"):
+        cleanup_config({"flavors": {"x": {"hub": [], "delete": ["tasks"]}}})
+
+
+HUB_CFG = [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json"]}]
+
+
+def _bash(script: str) -> str:
+    return subprocess.run(["bash", "-s"], input=script, capture_output=True, text=True, timeout=60).stdout
+
+
+def _tree(root: Path, name: str, files: int) -> Path:
+    d = root / name / "trace_jobs"
+    for i in range(files):
+        (d / f"t{i // 10}").mkdir(parents=True, exist_ok=True)
+        (d / f"t{i // 10}" / f"f{i}.json").write_text("{}")
+    return d
+
+
+def test_rm_script_deletes_detached_and_verify_sees_it_gone(tmp_path: Path) -> None:
+    root = tmp_path / "art"
+    victim = _tree(root, "job1", 30)
+    keep = _tree(root, "job2", 5)
+    m = new_marker()
+    out = parse_gather_output(_bash(build_rm_script({str(victim): str(root)}, m)), m)
+    assert out.complete and out.get("rm:0").rc == 0 and out.get("rm:0").stdout.startswith("started pid")
+    for _ in range(100):
+        if not victim.exists():
+            break
+        time.sleep(0.05)
+    assert not victim.exists() and keep.exists() and len(list(keep.rglob("*.json"))) == 5
+    m = new_marker()
+    v = parse_gather_output(_bash(build_verify_script([str(victim)], [str(root)], "", m)), m)
+    assert v.complete and v.get("left:0") is None and "IUsed" in v.get("dfi:0").stdout
+    # a second run finds nothing: idempotent, no error
+    m = new_marker()
+    again = parse_gather_output(_bash(build_rm_script({str(victim): str(root)}, m)), m)
+    assert again.get("rm:0").stdout == "gone"
+
+
+def test_rm_script_refuses_symlink_swapped_in_after_the_plan(tmp_path: Path) -> None:
+    """The plan validated a directory; by rm time it is a symlink to data outside the root."""
+    root, outside = tmp_path / "art", tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("x")
+    (root / "job1").mkdir(parents=True)
+    planned = root / "job1" / "trace_jobs"
+    os.symlink(outside, planned)
+    m = new_marker()
+    out = parse_gather_output(_bash(build_rm_script({str(planned): str(root)}, m)), m)
+    assert out.get("rm:0").rc == 2 and "refused" in out.get("rm:0").stdout
+    time.sleep(0.3)
+    assert (outside / "keep.txt").read_text() == "x" and planned.is_symlink()
+
+
+def test_rm_script_refuses_a_root_and_a_path_outside_it(tmp_path: Path) -> None:
+    root = tmp_path / "art"
+    (root / "j").mkdir(parents=True)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    m = new_marker()
+    out = parse_gather_output(_bash(build_rm_script({str(root): str(root), str(elsewhere): str(root)}, m)), m)
+    assert all(out.get(f"rm:{k}").rc == 2 for k in (0, 1))
+    assert root.exists() and elsewhere.exists()
+
+
+def test_rm_script_quotes_hostile_paths(tmp_path: Path) -> None:
+    root = tmp_path / "art"
+    evil = root / "j" / "x; touch PWNED $(touch PWNED2) `touch PWNED3`"
+    evil.mkdir(parents=True)
+    m = new_marker()
+    subprocess.run(
+        ["bash", "-s"], input=build_rm_script({str(evil): str(root)}, m), cwd=tmp_path, timeout=60, text=True
+    )
+    for _ in range(100):
+        if not evil.exists():
+            break
+        time.sleep(0.05)
+    assert not evil.exists()
+    assert not list(tmp_path.glob("PWNED*")) and not list(root.rglob("PWNED*"))
