@@ -72,6 +72,7 @@ class ClusterSnapshot:
     finished: list[Job] | None = None
     pending: list[Job] | None = None  # PENDING jobs: chain successors; not tabled
     tree: dict[str, Any] | None = None  # working-tree hygiene of the cluster's clone (tree_hygiene)
+    quota: dict[str, Any] | None = None  # INODE HEADROOM verdict (sweep_core.headroom); None = not checked
     notes: list[str] = field(default_factory=list)
     remote_now: float | None = None
     window_start: str = ""
@@ -91,6 +92,7 @@ class ClusterSnapshot:
         return cls(
             pending=jobs("pending"),
             tree=data.get("tree"),
+            quota=data.get("quota"),
             cluster=data["cluster"],
             scheduler=data.get("scheduler", ""),
             status=ClusterStatus(data["status"]),

@@ -42,9 +42,11 @@ class LoginNode:
 
 @dataclass(frozen=True)
 class QuotaConfig:
-    kind: str = "none"
-    command: str = ""
-    dormant: bool = False
+    kind: str = "none"  # the binding constraint: inodes (file count) or bytes
+    command: str = ""  # e.g. `jutil project dataquota -p <project>`, `lfs quota -u <user> /scratch`
+    dormant: bool = False  # not checked (e.g. the cluster is down)
+    soft_limit: int | None = None  # where the command prints none (df -i): at/over -> red flag
+    warn_fraction: float = 0.9  # NEAR from this fraction of the soft limit
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,13 @@ def _quota(meta: dict[str, Any], path: Path) -> QuotaConfig:
     dormant = raw.get("dormant", False)
     if not isinstance(dormant, bool):
         raise OpsConfigError(path, "quota.dormant", "must be true or false")
-    return QuotaConfig(kind=kind, command=command, dormant=dormant)
+    soft = raw.get("soft_limit")
+    if soft is not None and (isinstance(soft, bool) or not isinstance(soft, int) or soft <= 0):
+        raise OpsConfigError(path, "quota.soft_limit", f"must be a positive integer, got {soft!r}")
+    warn = raw.get("warn_fraction", 0.9)
+    if isinstance(warn, bool) or not isinstance(warn, int | float) or not 0 < warn <= 1:
+        raise OpsConfigError(path, "quota.warn_fraction", f"must be a number in (0, 1], got {warn!r}")
+    return QuotaConfig(kind=kind, command=command, dormant=dormant, soft_limit=soft, warn_fraction=float(warn))
 
 
 def _date(meta: dict[str, Any], key: str, path: Path) -> dt.date | None:

@@ -66,6 +66,10 @@ class GatherRequest:
     # file whether it equals the upstream version (identical = stale HEAD, a ff pull fixes it).
     repo_path: str = ""
     max_git_files: int = 100
+    # INODE HEADROOM: `df -i -P` of these paths (the artifact roots) and the ops.md quota command
+    # (operator config, run as written through bash -c). Empty = not checked (dormant, none).
+    df_paths: tuple[str, ...] = ()
+    quota_command: str = ""
 
 
 def new_marker() -> str:

@@ -498,6 +498,35 @@ def rule_tree_hygiene(ctx: RuleContext) -> list[Flag]:
     return out
 
 
+def rule_inode_headroom(ctx: RuleContext) -> list[Flag]:
+    """INODE HEADROOM: at/over the soft limit -> red flag + reclaim (the cleanup DAG over the
+    completed-but-not-removed backlog); near it -> warn; unreadable -> UNKNOWN, never "fine"."""
+    out = []
+    for s in ctx.snaps:
+        q = s.quota
+        if not q:
+            continue
+        status = q.get("status")
+        if status == "OVER":
+            out.append(
+                Flag(
+                    "inode_headroom",
+                    "critical",
+                    s.cluster,
+                    "",
+                    "",
+                    "",
+                    f"OVER the soft limit: {q.get('reason')}",
+                    "reclaim",
+                )
+            )
+        elif status == "NEAR":
+            out.append(Flag("inode_headroom", "warn", s.cluster, "", "", "", f"near the soft limit: {q.get('reason')}"))
+        elif status == "UNKNOWN":
+            out.append(Flag("inode_headroom", "warn", s.cluster, "", "", "", f"quota UNKNOWN: {q.get('reason')}"))
+    return out
+
+
 RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "liveness_stale": rule_liveness_stale,
     "completion_cleanup": rule_completion_cleanup,
@@ -511,6 +540,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "concluded_series": rule_concluded_series,
     "datagen_realness": rule_datagen_realness,
     "tree_hygiene": rule_tree_hygiene,
+    "inode_headroom": rule_inode_headroom,
 }
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from sweep_core.headroom import quota_verdict
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.ops_config import QuotaConfig
 from sweep_core.remote_script import GatherOutput
 from sweep_core.slurm_parse import (
     SlurmOutputError,
@@ -113,12 +115,28 @@ def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:
     }
 
 
+def _attach_quota(snap: ClusterSnapshot, output: GatherOutput, quota: QuotaConfig, n_df: int) -> None:
+    """INODE HEADROOM: df -i of the artifact roots + the ops.md quota command, judged."""
+
+    def rec(name: str) -> tuple[int, str, str] | None:
+        r = output.get(name)
+        return None if r is None else (r.rc, r.stdout, r.stderr)
+
+    dfs = [r for k in range(n_df) if (r := rec(f"dfi:{k}")) is not None]
+    if n_df and len(dfs) < n_df and not quota.command:
+        snap.quota = {"status": "UNKNOWN", "reason": "df -i did not run (script cut short)", "details": []}
+        return
+    snap.quota = quota_verdict(quota.kind, quota.command, rec("quota"), dfs, quota.soft_limit, quota.warn_fraction)
+
+
 def snapshot_from_output(
     cluster: str,
     output: GatherOutput,
     login_node: str,
     window_start: str,
     window_end: str,
+    quota: QuotaConfig | None = None,
+    n_df: int = 0,
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -206,6 +224,8 @@ def snapshot_from_output(
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
     _attach_tree(snap, output)
+    if quota is not None and quota.kind != "none" and not quota.dormant:
+        _attach_quota(snap, output, quota, n_df)
     # An unknown running set is UNKNOWN whatever sacct said: never "drained".
     if snap.running is None:
         snap.status = ClusterStatus.UNKNOWN

@@ -23,6 +23,13 @@ from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.window import sweep_window
 
 
+def _headroom_request(cfg: ClusterConfig) -> dict[str, Any]:
+    """What INODE HEADROOM asks of this cluster: nothing when ops.md says none or dormant."""
+    if cfg.quota.kind == "none" or cfg.quota.dormant:
+        return {}
+    return {"df_paths": tuple(cfg.artifact_roots), "quota_command": cfg.quota.command}
+
+
 def gather_slurm(
     cfg: ClusterConfig,
     limits: GatherLimits,
@@ -41,6 +48,7 @@ def gather_slurm(
         chain_prefixes=limits.chain_prefixes,
         log_pattern=cfg.log_pattern,
         repo_path=cfg.repo_path,
+        **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
@@ -54,7 +62,8 @@ def gather_slurm(
             window_end=we,
             notes=["unreachable, skipped this sweep: " + " | ".join(result.attempts)],
         )
-    snap = snapshot_from_output(cfg.name, result.output, result.node.name, ws, we)
+    n_df = len(req.df_paths)
+    snap = snapshot_from_output(cfg.name, result.output, result.node.name, ws, we, cfg.quota, n_df)
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
     return snap
