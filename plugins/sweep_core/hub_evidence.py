@@ -1,0 +1,46 @@
+"""Is an artifact on the Hugging Face hub? Judge a repo's file listing against expected patterns.
+
+The positive check before any cleanup ``rm`` (spec §4: "confirm the artifact is on HF"). Pure: the
+listing comes from ``sweep_operators.hf_hub``. ``ok`` is True only when every pattern matched,
+False when the repo is absent or a pattern matched nothing, None when it could not be determined.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HubEvidence:
+    ok: bool | None  # None = could not be determined (hub unreachable, error): never act on it
+    reason: str
+    matched: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    files: int = 0  # how many files the listing held
+
+
+def _matches(pattern: str, path: str) -> bool:
+    """Glob over the whole repo path; ``*`` does not cross ``/`` (``data/*.parquet`` ≠ ``data/x/y.parquet``)."""
+    if pattern.count("/") != path.count("/"):
+        return False
+    return all(fnmatch.fnmatchcase(p, q) for p, q in zip(path.split("/"), pattern.split("/"), strict=True))
+
+
+def judge_hub_listing(files: list[str] | None, expected: list[str]) -> HubEvidence:
+    """``files`` = repo paths (None: repo not on the hub); every ``expected`` glob must match one file."""
+    if files is None:
+        return HubEvidence(False, "repo not on the hub", missing=tuple(expected))
+    if not expected:
+        return HubEvidence(None, "no expected files configured: cannot confirm the artifact", files=len(files))
+    matched = tuple(p for p in expected if any(_matches(p, f) for f in files))
+    missing = tuple(p for p in expected if p not in matched)
+    if not files:
+        return HubEvidence(False, "repo is on the hub but empty", matched, missing, 0)
+    if missing:
+        return HubEvidence(
+            False, f"missing on the hub: {', '.join(missing)} ({len(files)} files listed)", matched, missing, len(files)
+        )
+    return HubEvidence(
+        True, f"all {len(expected)} expected patterns present ({len(files)} files)", matched, (), len(files)
+    )
