@@ -1,9 +1,11 @@
-"""monitor_cron_sweep: one DAG run = one sweep over the data interval, across every cluster in
+r"""monitor_cron_sweep: one DAG run = one sweep over the data interval, across every cluster in
 include/ops. Thin wiring only; logic lives in plugins/sweep_core, operators in
 plugins/sweep_operators.
 
     <cluster>.step0 -> <cluster>.gather  (one group per include/ops/<cluster>/ops.md)
         -> bucket -> liveness -> metrics -> rules -> render -> report -> verdict
+                                                                  \-> handoffs -> handoff_branch
+            -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | no_handoff
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import datetime as dt
 import os
 from pathlib import Path
 
-from airflow.providers.standard.operators.python import PythonOperator
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import BranchPythonOperator, PythonOperator
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
 
+from sweep_core.handoffs import HANDOFF_DAGS
 from sweep_core.ops_config import cluster_names, peek_scheduler
 from sweep_core.sweep_config import load_sweep_config
 from sweep_operators import sweep_tasks
@@ -104,3 +109,24 @@ with DAG(
     )
     verdict = PythonOperator(task_id="verdict", python_callable=sweep_tasks.verdict)
     gathers >> bucket >> liveness >> metrics >> rules >> render >> report >> verdict
+
+    # Hand-offs (spec §4): the branch follows only the triggers with work; each hand-off DAG
+    # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice.
+    handoffs = PythonOperator(
+        task_id="handoffs",
+        python_callable=sweep_tasks.handoffs,
+        op_kwargs={"sweep_yaml": SWEEP_YAML},
+        multiple_outputs=True,
+    )
+    branch = BranchPythonOperator(task_id="handoff_branch", python_callable=sweep_tasks.handoff_branch)
+    report >> handoffs >> branch
+    branch >> EmptyOperator(task_id="no_handoff")
+    for key, (task_id, target) in HANDOFF_DAGS.items():
+        branch >> TriggerDagRunOperator(
+            task_id=task_id,
+            trigger_dag_id=target,
+            trigger_run_id=f"{{{{ run_id }}}}__{key}",
+            conf=handoffs.output[key],
+            skip_when_already_exists=True,
+            wait_for_completion=False,
+        )

@@ -1,7 +1,8 @@
 """*** STUB *** — a fake Hugging Face hub for tests. NOT the hub.
 
-This is the ONE stub allowed in this project (everything else in the tests is the real thing):
-the real hub cannot be reached from the test machine, so this small threaded HTTP server on
+The real hub cannot be reached from the test machine (the project's other stub is the
+Kubernetes pod-list API, tests/k8s_stub.py; everything else in the tests is the real thing), so
+this small threaded HTTP server on
 127.0.0.1 answers exactly the read endpoints ``huggingface_hub.HfApi`` calls for
 ``repo_info``/``model_info``/``dataset_info`` and ``list_repo_files``/``list_repo_tree``, with the
 URL shapes, JSON shapes and error headers of huggingface_hub 2.4.0 (read from its source):

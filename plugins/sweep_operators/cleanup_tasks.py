@@ -61,7 +61,7 @@ def _run(cfg: Any, limits: Any, script: str, marker: str, what: str) -> tuple[Ga
 def _hub_checker() -> Any:
     from sweep_operators.hf_hub import HubChecker
 
-    return HubChecker.from_airflow()
+    return HubChecker.from_connection()
 
 
 def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -223,16 +223,12 @@ def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
     for key, text in before.items():
         if not key.startswith("df -i"):
             continue
-        try:
-            b, a = parse_df_inodes(text), parse_df_inodes(after.get(key, ""))
-        except ValueError as exc:
-            lines.append(f"{key}: reclaim UNKNOWN ({exc})")
-            continue
+        b, a = parse_df_inodes(text).readings, parse_df_inodes(after.get(key, "")).readings
         if not b or not a:
             lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
             continue
         freed = b[0].used - a[0].used
-        lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed)")
+        lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
     return lines
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from sweep_core.handoffs import HANDOFF_DAGS, branch_choice, plan_handoffs
 from sweep_core.log_metrics import metrics_config
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.ops_config import OpsConfigError, load_cluster
@@ -185,3 +186,26 @@ def verdict(**context: Any) -> None:
     errors = [f"{s.cluster}: {'; '.join(s.notes)}" for s in snaps if s.status == ClusterStatus.ERROR]
     if errors:
         raise AirflowFailException("configuration errors: " + " | ".join(errors))
+
+
+def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off)."""
+    config = load_sweep_config(sweep_yaml)
+    snaps, flags = _ruled(context)
+    confs = plan_handoffs(
+        snaps,
+        flags,
+        dry_run=bool(context["params"].get("dry_run", False)),
+        run_log=str(context["ti"].xcom_pull(task_ids="report") or ""),
+        trackers=bool(config.extra.get("trackers")),
+        hf_chain=bool((config.extra.get("hf_chain") or {}).get("series")),
+    )
+    for name, conf in confs.items():
+        log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
+    return confs
+
+
+def handoff_branch(**context: Any) -> list[str]:
+    """Follow only the triggers whose hand-off has work this sweep."""
+    confs = {k: context["ti"].xcom_pull(task_ids="handoffs", key=k) for k in HANDOFF_DAGS}
+    return branch_choice(confs)
