@@ -51,6 +51,13 @@ with DAG(
             title="Jobs",
             description='Completed jobs: [{"cluster", "job_id", "name", "flavor": "rl-agentic-job-cleanup" ...}]',
         ),
+        "reclaim_clusters": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            title="Reclaim clusters",
+            description="Also clean the completed-but-not-removed backlog of these clusters (inode reclaim)",
+        ),
         "dry_run": Param(True, type="boolean", title="Dry run", description="Print the plan only; delete nothing"),
         "run_log": Param("", type="string", title="Run log", description="The sweep's dated run log to append to"),
     },

@@ -60,3 +60,43 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
     snaps = {d["cluster"]: ClusterSnapshot.from_dict(d) for d in ruled}
     report = values.get("report")
     return SweepRun(state, states, snaps, values.get("render") or {}, Path(report) if report else None)
+
+
+@dataclass
+class DagRun:
+    state: str
+    task_states: dict[str, str]
+    values: dict[str, Any]
+    run_id: str
+
+
+def run_dag(dag_id: str, conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = None, **env: str) -> DagRun:
+    """dag.test() any DAG of the project with ``conf``; its return-value XComs by task id."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    saved = {k: os.environ.get(k) for k in ("SWEEP_OPS_DIR", "SWEEP_RUN_LOG_DIR", *env)}
+    os.environ["SWEEP_OPS_DIR"] = str(ops_dir or ROOT / "include" / "ops")
+    os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
+    os.environ.update(env)
+    try:
+        bag = DagBag(str(ROOT / "dags"))
+        assert bag.import_errors == {}, bag.import_errors
+        dr = bag.get_dag(dag_id).test(run_conf=conf)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    with create_session() as session:
+        rows = session.scalars(
+            select(XComModel).where(
+                XComModel.dag_id == dag_id, XComModel.run_id == dr.run_id, XComModel.key == "return_value"
+            )
+        ).all()
+        values = {r.task_id: XComModel.deserialize_value(r) for r in rows}
+        states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances(session=session)}
+    return DagRun(str(dr.state), states, values, dr.run_id)

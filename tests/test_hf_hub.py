@@ -168,3 +168,13 @@ def test_from_env_and_from_connection(stub: HubStub, monkeypatch: pytest.MonkeyP
     checker = HubChecker.from_connection("hf_hub")
     assert checker.endpoint == stub.url
     assert checker.check(MODEL, expected=["config.json"]).ok is True
+
+
+def test_double_star_matches_any_depth() -> None:
+    from sweep_core.hub_evidence import judge_hub_listing
+
+    files = ["README.md", "data/train-00000-of-00001.parquet"]
+    assert judge_hub_listing(files, ["**/*.parquet"]).ok is True
+    assert judge_hub_listing(["x.parquet"], ["**/*.parquet"]).ok is True
+    assert judge_hub_listing(["data/x.json"], ["**/*.parquet"]).ok is False
+    assert judge_hub_listing(files, ["*.parquet"]).ok is False  # * stays in one directory

@@ -21,10 +21,17 @@ class HubEvidence:
 
 
 def _matches(pattern: str, path: str) -> bool:
-    """Glob over the whole repo path; ``*`` does not cross ``/`` (``data/*.parquet`` ≠ ``data/x/y.parquet``)."""
-    if pattern.count("/") != path.count("/"):
-        return False
-    return all(fnmatch.fnmatchcase(p, q) for p, q in zip(path.split("/"), pattern.split("/"), strict=True))
+    """Glob over the whole repo path; ``*`` does not cross ``/`` (``data/*.parquet`` ≠ ``data/x/y.parquet``),
+    a ``**`` segment matches any number of directories (``**/*.parquet`` = a parquet anywhere)."""
+    return _match_parts(pattern.split("/"), path.split("/"))
+
+
+def _match_parts(pat: list[str], parts: list[str]) -> bool:
+    if not pat:
+        return not parts
+    if pat[0] == "**":
+        return any(_match_parts(pat[1:], parts[i:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pat[0]) and _match_parts(pat[1:], parts[1:])
 
 
 def judge_hub_listing(files: list[str] | None, expected: list[str]) -> HubEvidence:

@@ -7,9 +7,11 @@ sweep_core.remote_cleanup. Nothing is deleted unless ``plan`` said ``delete`` fo
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
@@ -35,7 +37,7 @@ from sweep_core.remote_script import GatherOutput, new_marker
 from sweep_core.render import box_table
 from sweep_core.sweep_config import load_sweep_config
 from sweep_operators.cluster_ssh import run_batch
-from sweep_operators.handoff_record import append_record
+from sweep_operators.handoff_record import append_record, run_log_dir
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +66,50 @@ def _hub_checker() -> Any:
     return HubChecker.from_connection()
 
 
+def _backlog_path(sweep_yaml: str) -> Path:
+    return Path(run_log_dir(load_sweep_config(sweep_yaml))) / ".sweep-state" / "cleanup_backlog.json"
+
+
+def load_backlog(sweep_yaml: str) -> list[dict[str, str]]:
+    """Completed jobs handed to cleanup whose trees are not yet confirmed removed."""
+    path = _backlog_path(sweep_yaml)
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("cleanup backlog %s unreadable (%s): starting a new one", path, exc)
+        return []
+    return [d for d in data if isinstance(d, dict)]
+
+
+def _save_backlog(sweep_yaml: str, items: list[dict[str, str]]) -> None:
+    path = _backlog_path(sweep_yaml)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(items, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _key(d: dict[str, Any]) -> tuple[str, str]:
+    return (str(d.get("cluster")), str(d.get("job_id")))
+
+
 def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Probe each cluster once (read-only), check the hub, apply every guard; the plan as XCom."""
+    """Probe each cluster once (read-only), check the hub, apply every guard; the plan as XCom.
+
+    ``reclaim_clusters`` (INODE HEADROOM over the soft limit) adds the backlog of completed
+    jobs on those clusters whose trees were never confirmed removed."""
     ccfg, limits = _config(sweep_yaml)
-    raw_jobs = context["params"].get("jobs") or []
+    params = context["params"]
+    raw_jobs = list(params.get("jobs") or [])
+    reclaim = set(params.get("reclaim_clusters") or [])
+    backlog = load_backlog(sweep_yaml)
+    asked = {_key(j) for j in raw_jobs if isinstance(j, dict)}
+    raw_jobs += [b for b in backlog if b.get("cluster") in reclaim and _key(b) not in asked]
+    if not params.get("dry_run", True):
+        known = {_key(b) for b in backlog}
+        _save_backlog(sweep_yaml, backlog + [j for j in params.get("jobs") or [] if _key(j) not in known])
     decisions: list[CleanupDecision] = []
     by_cluster: dict[str, list[CleanupTarget]] = defaultdict(list)
     for raw in raw_jobs:
@@ -266,4 +308,11 @@ def record(sweep_yaml: str, **context: Any) -> str:
         lines += [f"{cluster}: {x}" for x in v.get("reclaim", [])]
     text = "\n".join(lines)
     print(text)
+    if not dry:
+        finished = {
+            _key(d.target.to_dict())
+            for d, row in zip(decisions, rows, strict=True)
+            if row[4] in ("deleted", "nothing-to-do")
+        }
+        _save_backlog(sweep_yaml, [b for b in load_backlog(sweep_yaml) if _key(b) not in finished])
     return str(append_record(context, sweep_yaml, "sweep_cleanup", text))
