@@ -119,7 +119,13 @@ def _split_lines(text: str) -> list[tuple[str, str]]:
 
 def _pipe_positions(line: str) -> list[int]:
     """Offsets of the cell-separating pipes: not escaped, not inside an inline code span."""
+    return _scan(line)[0]
+
+
+def _scan(line: str) -> tuple[list[int], bool]:
+    """(separating pipe offsets, whether an unclosed backtick run was seen)."""
     pipes: list[int] = []
+    unclosed = False
     i, n = 0, len(line)
     while i < n:
         ch = line[i]
@@ -141,12 +147,13 @@ def _pipe_positions(line: str) -> list[int]:
             if close >= 0:
                 i = close + len(run)
                 continue
+            unclosed = True
             i = j
             continue
         if ch == "|":
             pipes.append(i)
         i += 1
-    return pipes
+    return pipes, unclosed
 
 
 @dataclass(frozen=True)
@@ -350,8 +357,16 @@ def rows_without_job(text: str, path: str = "") -> list[TrackerRow]:
 
 
 def escape_cell(value: str) -> str:
-    """``value`` as cell text: newlines flattened to spaces, every unescaped ``|`` as ``\\|``."""
+    """``value`` as cell text: newlines flattened to spaces, every unescaped ``|`` as ``\\|``.
+
+    Backticks are escaped too when one is left unclosed (it could pair with a later cell's).
+    """
     value = re.sub(r"\s*[\r\n]+\s*", " ", value).strip()
+    escaped = _escape(value, ticks=False)
+    return _escape(value, ticks=True) if _scan(escaped)[1] else escaped
+
+
+def _escape(value: str, ticks: bool) -> str:
     out: list[str] = []
     i = 0
     while i < len(value):
@@ -360,7 +375,10 @@ def escape_cell(value: str) -> str:
             out.append(value[i : i + 2])
             i += 2
             continue
-        out.append("\\|" if ch == "|" else ("\\\\" if ch == "\\" else ch))
+        if ch == "|" or (ticks and ch == "`"):
+            out.append("\\" + ch)
+        else:
+            out.append("\\\\" if ch == "\\" else ch)
         i += 1
     return "".join(out)
 
