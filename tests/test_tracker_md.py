@@ -373,3 +373,29 @@ def test_property_fill_changes_only_that_line(text: str, data: st.DataObject) ->
         assert again.cells[key] == escape_cell(value).replace("\\|", "|")
     if note:
         assert escape_cell(note).replace("\\|", "|") in again.cells["notes"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(tracker_docs(), st.data())
+def test_property_mark_changes_only_that_line_and_is_idempotent(text: str, data: st.DataObject) -> None:
+    rows = pending_rows(text)
+    if not rows:
+        return
+    row = data.draw(st.sampled_from(rows))
+    status = data.draw(st.sampled_from(["❌", "⏳"]))
+    note = data.draw(_value)
+    new = mark_row(text, row, status=status, note=note)
+    changed = changed_lines(text, new)
+    assert changed in ([row.line_index], [])
+    (again,) = [r for r in read_rows(new) if r.line_index == row.line_index]
+    assert again.status == ("failed" if status == "❌" else "pending")
+    assert len(again.cells) == len(row.cells)
+    assert mark_row(new, again, status=status, note=note) == new
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(alphabet="|-: ab`\\⏳✅\n\r1234567", max_size=120))
+def test_property_reading_never_raises_and_rows_match_lines(text: str) -> None:
+    lines = text.split("\n")
+    for r in read_rows(text):
+        assert lines[r.line_index].removesuffix("\r") == r.raw
