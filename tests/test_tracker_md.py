@@ -73,6 +73,7 @@ def test_pending_without_job_id_reported_separately() -> None:
     missing = rows_without_job(text, "SCORES.md")
     assert [(r.run, r.status, r.job_id) for r in missing] == [("mt1b_a25_r1", "pending", None)]
     assert all(r.job_id for r in pending_rows(text))
+    assert len(set(pending_rows(text))) == 4  # rows are hashable (e.g. a harvest's seen-set)
 
     grid = load("grid.md")
     assert [r.run for r in rows_without_job(grid)] == ["llama32_1b__tulu3"]

@@ -88,7 +88,7 @@ class TrackerRow:
 
     path: str
     line_index: int
-    cells: dict[str, str]
+    cells: dict[str, str] = field(hash=False)
     status: str  # pending | done | failed | other
     job_id: str | None
     cluster: str | None
