@@ -302,7 +302,9 @@ def record(sweep_yaml: str, **context: Any) -> str:
                 "; ".join(d.reasons) or "\n".join(d.paths),
             ]
         )
-    table = box_table(["Cluster", "Job", "Name", "Flavor", "Outcome", "Why / paths"], rows)
+    table = box_table(
+        ["Cluster", "Job", "Name", "Flavor", "Outcome", "Why / paths"], rows, [None, None, 40, None, None, 70]
+    )
     lines = [table]
     for cluster, v in verified.items():
         lines += [f"{cluster}: {x}" for x in v.get("reclaim", [])]

@@ -1,0 +1,169 @@
+"""sweep_cleanup end to end with dag.test(): real Slurm jobs, real SSH, real trees on the cluster;
+the HF hub is the STUB (tests/hf_hub_stub.py) that huggingface_hub is pointed at."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from hf_hub_stub import hub_stub
+from sweep_runner import ROOT, run_dag
+
+pytestmark = pytest.mark.cluster
+ART = Path("/home/sweep/jobs/artifacts")
+ORG = "sweep-local"
+
+
+def _tree(name: str, files: int = 60) -> Path:
+    base = ART / name
+    for sub in ("trace_jobs", "tasks", "exports", "checkpoints"):
+        for i in range(files):
+            d = base / sub / f"d{i // 20}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"f{i}.json").write_text("{}")
+    subprocess.run(["chown", "-R", "sweep:sweep", str(ART)], check=True)
+    return base
+
+
+def _count(path: Path) -> int:
+    return sum(1 for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def _hub_has(name: str) -> dict:
+    return {
+        ("model", f"{ORG}/{name}"): ["config.json", "model-00001-of-00001.safetensors"],
+        ("dataset", f"{ORG}/{name}-traces"): ["data/train-00000-of-00001.parquet"],
+    }
+
+
+def _job(cluster: str, job_id: str, name: str) -> dict:
+    return {"cluster": cluster, "job_id": job_id, "name": name, "flavor": "cleanup:rl-agentic-job-cleanup"}
+
+
+def _outcomes(run) -> dict[str, dict]:
+    return {d["target"]["name"]: d for d in run.values["plan"]["decisions"]}
+
+
+def test_cleanup_guards_then_delete_and_reclaim(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    good, nohub, running, escape = (f"rl__{tag}_{x}_harbor" for x in ("good", "nohub", "live", "escape"))
+    ids = {n: c.submit(n, "echo done") for n in (good, nohub, escape)}
+    ids[running] = c.submit(running, "sleep 600")
+    for n in (good, nohub, escape):
+        c.wait_finished(ids[n], "COMPLETED")
+    c.wait_running(ids[running])
+    trees = {n: _tree(n) for n in (good, nohub, running, escape)}
+    precious = Path("/home/sweep/precious") / tag
+    precious.mkdir(parents=True)
+    (precious / "keep.txt").write_text("do not delete")
+    shutil.rmtree(trees[escape] / "tasks")
+    os.symlink(precious, trees[escape] / "tasks")  # tasks/ -> outside the artifact roots
+    repos = {**_hub_has(good), **_hub_has(running), **_hub_has(escape)}
+    repos[("model", f"{ORG}/{nohub}")] = ["config.json", "model.safetensors"]  # traces never uploaded
+    jobs = [_job("local", ids[n], n) for n in (good, nohub, running, escape)]
+    counts = {n: _count(t) for n, t in trees.items()}
+
+    with hub_stub(repos) as hub:
+        env = {"HF_ENDPOINT": hub.url}
+        dry = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": True}, tmp_path, **env)
+        assert dry.state == "success", dry.task_states
+        assert dry.task_states["delete"] == "skipped" and dry.task_states["record"] == "success"
+        assert {n: _count(t) for n, t in trees.items()} == counts  # dry run: nothing deleted
+        out = _outcomes(dry)
+        assert out[good]["action"] == "delete"
+        assert out[nohub]["action"] == "blocked" and "hub check failed" in out[nohub]["reasons"][0]
+        assert out[running]["action"] == "blocked" and "RUNNING" in out[running]["reasons"][0]
+        assert out[escape]["action"] == "blocked" and "symlink" in out[escape]["reasons"][0]
+        assert "would delete (dry run)" in Path(dry.values["record"]).read_text()
+
+        real = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, **env)
+        assert real.state == "success", real.task_states
+
+        again = run_dag("sweep_cleanup", {"jobs": jobs[:1], "dry_run": False}, tmp_path, **env)
+    # only the job whose every guard held lost its trees, and only the flavor's subtrees
+    for sub in ("trace_jobs", "tasks", "exports"):
+        assert not (trees[good] / sub).exists()
+    assert _count(trees[good] / "checkpoints") == counts[good] // 4
+    for n in (nohub, running, escape):
+        assert _count(trees[n]) == counts[n], n
+    assert (precious / "keep.txt").read_text() == "do not delete"
+    verified = real.values["verify"]["local"]
+    assert len(verified["removed"]) == 3 and verified["left"] == []
+    freed = [x for x in verified["reclaim"] if "inodes freed" in x]
+    # 180 files + 12 dirs went; other processes on the shared filesystem make some noise
+    assert freed and int(freed[0].split("(")[1].split()[0]) >= 0.8 * (3 * counts[good] // 4)
+    log = Path(real.values["record"]).read_text()
+    assert "Hand-off sweep_cleanup" in log and "deleted" in log and "inodes freed" in log
+    # a re-run finds the trees gone: nothing done twice
+    assert _outcomes(again)[good]["action"] == "nothing-to-do"
+    assert again.task_states["delete"] == "skipped"
+
+
+def test_cleanup_does_nothing_while_squeue_is_unknown(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    name = f"rl__{tag}_harbor"
+    jid = c.submit(name, "echo done")
+    c.wait_finished(jid, "COMPLETED")
+    tree = _tree(name)
+    before = _count(tree)
+    c.stop("slurmctld")
+    try:
+        with hub_stub(_hub_has(name)) as hub:
+            run = run_dag(
+                "sweep_cleanup", {"jobs": [_job("local", jid, name)], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url
+            )
+    finally:
+        c.start("slurmctld")
+    d = _outcomes(run)[name]
+    assert d["action"] == "blocked" and "squeue UNKNOWN" in d["reasons"][0]
+    assert _count(tree) == before
+    assert run.task_states["delete"] == "skipped"
+
+
+def test_cleanup_reclaims_the_backlog_when_asked(local_cluster, tag, tmp_path) -> None:
+    """A job handed off while the hub lacked its upload stays in the backlog; the inode reclaim
+    (reclaim_clusters) later picks it up without being told its id again."""
+    c = local_cluster
+    name = f"rl__{tag}_harbor"
+    jid = c.submit(name, "echo done")
+    c.wait_finished(jid, "COMPLETED")
+    tree = _tree(name)
+    with hub_stub({}) as hub:  # nothing uploaded yet
+        first = run_dag(
+            "sweep_cleanup", {"jobs": [_job("local", jid, name)], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url
+        )
+    assert _outcomes(first)[name]["action"] == "blocked" and (tree / "trace_jobs").exists()
+    with hub_stub(_hub_has(name)) as hub:
+        later = run_dag(
+            "sweep_cleanup", {"reclaim_clusters": ["local"], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url
+        )
+    assert _outcomes(later)[name]["action"] == "delete"
+    assert not (tree / "trace_jobs").exists()
+    backlog = (tmp_path / ".sweep-state" / "cleanup_backlog.json").read_text()
+    assert jid not in backlog
+
+
+def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> None:
+    """The sweep's completion_cleanup flag becomes a sweep_cleanup run with the job in its conf."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    c = local_cluster
+    name = f"rl__{tag}_harbor"
+    jid = c.submit(name, "echo 'Training Step Progress: 5/5'")
+    c.wait_finished(jid, "COMPLETED")
+    run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
+    assert run.task_states["trigger_cleanup"] == "success", run.task_states
+    assert run.task_states["trigger_cancel"] == "skipped"
+    with create_session() as s:
+        triggered = (
+            s.query(DagRun).filter(DagRun.dag_id == "sweep_cleanup", DagRun.run_id == f"{run.run_id}__cleanup").one()
+        )
+        conf = triggered.conf
+    assert {"cluster": "local", "job_id": jid, "name": name, "flavor": "rl-agentic-job-cleanup"} in conf["jobs"]
+    assert conf["dry_run"] is False and conf["run_log"].endswith(".md")
+    assert yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())["cleanup"]["hub_org"] == ORG
