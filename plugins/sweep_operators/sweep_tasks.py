@@ -10,6 +10,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sweep_core.handoffs import HANDOFF_DAGS, branch_choice, plan_handoffs
+from sweep_core.harvest import tracker_settings
 from sweep_core.log_metrics import metrics_config
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.ops_config import OpsConfigError, load_cluster
@@ -197,7 +198,7 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         flags,
         dry_run=bool(context["params"].get("dry_run", False)),
         run_log=str(context["ti"].xcom_pull(task_ids="report") or ""),
-        trackers=bool(config.extra.get("trackers")),
+        trackers=tracker_settings(config.extra.get("trackers")) is not None,
         hf_chain=bool((config.extra.get("hf_chain") or {}).get("series")),
     )
     for name, conf in confs.items():

@@ -1,0 +1,99 @@
+"""The harvest's batched script (one SSH session per cluster, read-only) and its reader.
+
+``sacct -j <ids>`` for every pending row's eval job; for a COMPLETED job the ``results_*.json``
+files in its results dir (ops.md ``eval_results_dir``, ``%j`` = job id; depth-1 ``ls``, no find,
+each file at most ``max_bytes``); for a failed job the tail of its log (ops.md ``log_pattern``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from sweep_core.harvest import JobReport
+from sweep_core.remote_script import GatherOutput, script_prelude
+
+_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+SACCT_LOOKBACK_DAYS = 120
+
+
+def build_harvest_script(
+    job_ids: list[str], results_dir: str, log_pattern: str, marker: str, max_bytes: int, tail_bytes: int = 16384
+) -> str:
+    """Read-only: states, results files of COMPLETED jobs, log tails of failed ones."""
+    ids = sorted(set(job_ids))
+    for j in ids:
+        if not _JOB_ID.match(j):
+            raise ValueError(f"job id {j!r} is not a Slurm job id")
+    q = shlex.quote
+    return (
+        script_prelude(marker)
+        + f"""\
+RD={q(results_dir)}
+LP={q(log_pattern)}
+run sacct sacct -j {q(",".join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State,JobName
+cp "$T/o" "$T/sacct"
+while IFS='|' read -r jid state name; do
+  case $jid in ''|*[!0-9_]*) continue ;; esac
+  case $state in
+    COMPLETED*)
+      [ -n "$RD" ] || continue
+      d=${{RD//%j/$jid}}
+      if ! ls -1 -- "$d" >"$T/ls" 2>"$T/e"; then : >"$T/o"; rec "nodir:$jid" 1; continue; fi
+      n=0
+      while IFS= read -r f; do
+        case $f in results_*.json) ;; *) continue ;; esac
+        n=$((n + 1)); [ "$n" -le 50 ] || break
+        s=$(stat -c %s -- "$d/$f" 2>/dev/null || echo 0)
+        if [ "$s" -gt {int(max_bytes)} ]; then printf '%s' "$f" >"$T/o"; printf 'too big: %s bytes' "$s" >"$T/e"; rec "big:$jid:$n" 1; continue; fi
+        printf '%s' "$f" >"$T/o"; : >"$T/e"; rec "rname:$jid:$n" 0
+        run "rfile:$jid:$n" cat -- "$d/$f"
+      done <"$T/ls" ;;
+    RUNNING*|PENDING*) ;;
+    *)
+      [ -n "$LP" ] || continue
+      p=${{LP//%j/$jid}}; p=${{p//%x/$name}}
+      [ -e "$p" ] && run "tail:$jid" tail -c {int(tail_bytes)} -- "$p" ;;
+  esac
+done <"$T/sacct"
+echo "$M end 0 - -"
+"""
+    )
+
+
+def read_harvest(out: GatherOutput | None, job_ids: list[str], problem: str = "") -> dict[str, JobReport]:
+    """One JobReport per job id; a cluster-side problem makes every report UNKNOWN (never 'failed')."""
+    reports = {j: JobReport() for j in job_ids}
+    sa = out.get("sacct") if out else None
+    why = problem or ("" if sa else "no sacct record (script cut short)")
+    if sa is not None and (sa.rc != 0 or "error" in sa.stderr.lower()):
+        why = f"sacct exited {sa.rc}: {sa.stderr.strip()[:200]}"
+    if why or out is None or sa is None:
+        for r in reports.values():
+            r.problem = why
+        return reports
+    for line in sa.stdout.splitlines():
+        parts = line.split("|", 2)
+        if len(parts) >= 2 and parts[0] in reports:
+            reports[parts[0]].state = parts[1].strip()
+    for jid, rep in reports.items():
+        if out.get(f"nodir:{jid}") is not None:
+            rep.results_problem = f"results dir missing ({out.get(f'nodir:{jid}').stderr.strip()[:200]})"
+        n = 1
+        while n <= 50:
+            name, big = out.get(f"rname:{jid}:{n}"), out.get(f"big:{jid}:{n}")
+            if big is not None:
+                rep.results_problem = f"{big.stdout}: {big.stderr}"
+            elif name is not None:
+                body = out.get(f"rfile:{jid}:{n}")
+                if body is None or body.rc != 0:
+                    rep.results_problem = f"{name.stdout}: could not be read"
+                else:
+                    rep.results[name.stdout] = body.stdout
+            elif out.get(f"rname:{jid}:{n + 1}") is None and out.get(f"big:{jid}:{n + 1}") is None:
+                break
+            n += 1
+        t = out.get(f"tail:{jid}")
+        if t is not None and t.rc == 0:
+            rep.log_tail = t.stdout
+    return reports
