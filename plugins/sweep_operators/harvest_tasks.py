@@ -54,7 +54,7 @@ def _poll(ops_dir: str, cluster: str, rows: list[PendingRow], limits: Any, max_b
     return read_harvest(result.output, ids, "" if result.output.complete else "harvest script stopped early")
 
 
-def _commit(repo: Path, files: list[Path], message: str) -> str:
+def commit_tracker_files(repo: Path, files: list[Path], message: str) -> str:
     """Commit the harvest's files in the LOCAL tracker clone (never pushed); '' when not a git repo."""
     if not (repo / ".git").exists():
         return ""
@@ -119,7 +119,7 @@ def harvest(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     commit = ""
     if written and settings.commit:
         n = sum(1 for _, o in outcomes if o.outcome in ("filled", "failed", "flagged"))
-        commit = _commit(Path(settings.repo).resolve(), written, f"tracker harvest: {n} row(s) updated")
+        commit = commit_tracker_files(Path(settings.repo).resolve(), written, f"tracker harvest: {n} row(s) updated")
     for _, o in outcomes:
         log.info("%s:%s %s -> %s (%s)", o.path, o.line, o.job, o.outcome, o.note)
     return {"outcomes": [o.to_dict() for _, o in outcomes], "notes": notes, "commit": commit, "dry_run": dry}
