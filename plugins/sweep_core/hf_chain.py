@@ -232,7 +232,8 @@ def advance(
             up = view.latest(series.upload_name.format(cell=cell))
             failed = up and up[1].split(" ")[0] not in ("COMPLETED", "RUNNING", "PENDING")
             hub = "UNKNOWN" if hub_ok is None else "not yet"
-            step.note = f"upload job {up[0]} {up[1]}: flagged" if failed else f"waiting for the upload (hub: {hub})"
+            msg = f"upload job {up[0]} {up[1]}: flagged" if failed else f"waiting for the upload (hub: {hub})"
+            step.note = "; ".join(x for x in (step.note, msg) if x)
             return step
         else:
             ev = view.latest(series.eval_name.format(cell=cell))
