@@ -116,3 +116,10 @@ def test_submit_script_quotes_every_argument() -> None:
     assert "'eval-x; rm -rf ~'" in script and "'$(id)'" in script
     assert parse_job_id("1234\n") == "1234" and parse_job_id("1234;cluster") == "1234"
     assert parse_job_id("sbatch: error: Batch job submission failed") == ""
+
+
+def test_argv_placeholders_leave_other_braces_alone() -> None:
+    from sweep_core.hf_chain import render_argv
+
+    got = render_argv(("sbatch", "--wrap", "echo '{\"results\": {}}' {cell} ${X}"), V)
+    assert got[-1] == "echo '{\"results\": {}}' delphi_q8b_tulu3 ${X}"

@@ -176,9 +176,13 @@ def cell_values(series: Series, cell: str, sft_job: str, org: str, artifact_dir:
     }
 
 
+_PLACEHOLDER = re.compile(r"\{(cell|hub_repo|sft_job|org|artifact_dir)\}")
+
+
 def render_argv(template: tuple[str, ...], values: dict[str, str]) -> tuple[str, ...]:
-    """Each argv element formatted with the values (quoting happens when the script is built)."""
-    return tuple(part.format(**values) for part in template)
+    """Each argv element with its ``{cell}``-style placeholders filled; every other brace (JSON in
+    a --wrap command) is left alone. Quoting happens when the script is built."""
+    return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in template)
 
 
 def completed_cells(series: Series, view: ClusterView) -> dict[str, str]:
