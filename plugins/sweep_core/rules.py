@@ -7,6 +7,7 @@ from the ``rules:`` section of include/sweep.yaml. Rules report and hand off; th
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -99,11 +100,21 @@ def _flag(rule: str, severity: str, job: Job, message: str, action: str = "") ->
     return Flag(rule, severity, job.cluster, job.job_id, job.name, job.bucket, message, action)
 
 
+@functools.lru_cache(maxsize=256)
+def _tag_patterns(tags: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """One alternation of all tags (the usual "none of them" answer in one search) and one pattern each."""
+    one = [rf"(^|[_\-/.]){re.escape(t.lower())}([_\-/.]|$)" for t in tags]
+    return re.compile("|".join(f"(?:{p})" for p in one) or "(?!)"), tuple(zip(tags, map(re.compile, one), strict=True))
+
+
 def has_tag(name: str, tags: Iterable[str]) -> str:
     """The first tag that stands in ``name`` as a token (between _, -, /, . or the ends)."""
     low = name.lower()
-    for tag in tags:
-        if re.search(rf"(^|[_\-/.]){re.escape(tag.lower())}([_\-/.]|$)", low):
+    any_tag, each = _tag_patterns(tuple(tags))
+    if not any_tag.search(low):
+        return ""
+    for tag, pattern in each:  # list order decides which tag is named, not position in the name
+        if pattern.search(low):
             return tag
     return ""
 
@@ -124,12 +135,14 @@ def elapsed_minutes(text: str) -> float | None:
 # ---- tracebacks -------------------------------------------------------------------------------
 
 _MASKING = re.compile(r"ChildFailedError|torch\.distributed\.elastic|elastic.*summary|ProcessExitedException", re.I)
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)?\d*[^\]]*\]:\s?")
+_SIGNAL_LINE = re.compile(r"Segmentation fault|SIGSEGV|core dumped|CUDA error|NCCL error")
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault)|[A-Z]\w+Error)(?::\s*(.*))?$")
 
 
 def first_real_traceback(tail: str) -> str:
     """The first traceback's exception line that is not the elastic/torchrun summary masking it."""
-    lines = [re.sub(r"^\[(?:rank|default)?\d*[^\]]*\]:\s?", "", ln) for ln in tail.splitlines()]
+    lines = [_RANK_PREFIX.sub("", ln) if ln.startswith("[") else ln for ln in tail.splitlines()]
     found: list[str] = []
     i = 0
     while i < len(lines):
@@ -148,7 +161,7 @@ def first_real_traceback(tail: str) -> str:
         s = line.strip()
         if _EXC_LINE.match(s) and not _MASKING.search(s):
             return s[:300]
-        if re.search(r"Segmentation fault|SIGSEGV|core dumped|CUDA error|NCCL error", s):
+        if _SIGNAL_LINE.search(s):
             return s[:300]
     return found[0] if found else ""
 
@@ -366,7 +379,9 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
     out = []
     for job in ctx.jobs("RL"):
         series = job.metrics.get("series") or []
-        nan = [k for d in series for k, v in d.items() if isinstance(v, float) and math.isnan(v)]
+        nan: list[str] = []
+        if any(v != v for d in series for v in d.values()):  # NaN is the only value unequal to itself
+            nan = [k for d in series for k, v in d.items() if isinstance(v, float) and math.isnan(v)]
         if nan:
             out.append(
                 _flag("rl_collapse", "critical", job, f"NaN in {sorted(set(nan))}: a failure, not a spike", "diagnose")
