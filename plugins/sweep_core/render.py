@@ -179,15 +179,28 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
         padded = [c if len(c) == height else [*c, *[""] * (height - len(c))] for c in row]
         return [fmt.format(*line) for line in zip(*padded, strict=True)]
 
+    # a row tall in one column only (the Note, usually): its lines after the first are that
+    # column's line between blank cells, i.e. a fixed prefix and suffix around it
+    blank_prefix = ["│ " + "".join(" " * w + " │ " for w in col[:i]) for i in range(n)]
+    blank_suffix = ["".join(" │ " + " " * w for w in col[i + 1 :]) + " │" for i in range(n)]
     sep = rule("├", "┼", "┤")
     out = [rule("┌", "┬", "┐"), *tall(head)]
-    tall_rows = {r for lines in wrapped.values() for r, cell in enumerate(lines) if len(cell) > 1}
+    tall_in: dict[int, list[int]] = {}  # row -> the columns where it has more than one line
+    for i, lines in wrapped.items():
+        for r, cell in enumerate(lines):
+            if len(cell) > 1:
+                tall_in.setdefault(r, []).append(i)
     for r, values in enumerate(zip(*columns, strict=True)):
         out.append(sep)
-        if r in tall_rows:
-            out += tall([wrapped[i][r] if i in wrapped else [values[i]] for i in range(n)])
-        else:
+        where = tall_in.get(r)
+        if where is None:
             out.append(fmt.format(*values))
+        elif len(where) == 1:
+            i = where[0]
+            out.append(fmt.format(*values))
+            out += [blank_prefix[i] + ln.ljust(col[i]) + blank_suffix[i] for ln in wrapped[i][r][1:]]
+        else:
+            out += tall([wrapped[i][r] if i in wrapped else [values[i]] for i in range(n)])
     out.append(rule("└", "┴", "┘"))
     return "\n".join(out)
 

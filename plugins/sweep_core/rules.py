@@ -12,6 +12,8 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import ne
 from typing import Any
 
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
@@ -205,8 +207,7 @@ def _rl_done(job: Job) -> bool:
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
     """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action)."""
     out = []
-    running_names = {j.name for j in ctx.jobs(source="squeue")}
-    pending = {j.name for s in ctx.snaps for j in s.pending or []}
+    live = {j.name for j in ctx.jobs(source="squeue")} | {j.name for s in ctx.snaps for j in s.pending or []}
     for job in ctx.jobs(source="sacct"):
         if base_state(job) != "COMPLETED":
             continue
@@ -233,7 +234,7 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
                         "cleanup:datagen-job-cleanup",
                     )
                 )
-            elif done is not None and done == total and job.name not in running_names | pending:
+            elif done is not None and done == total and job.name not in live:
                 out.append(
                     _flag(
                         "completion_cleanup",
@@ -380,7 +381,8 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
     for job in ctx.jobs("RL"):
         series = job.metrics.get("series") or []
         nan: list[str] = []
-        if any(v != v for d in series for v in d.values()):  # NaN is the only value unequal to itself
+        values = list(chain.from_iterable(map(dict.values, series)))
+        if any(map(ne, values, values)):  # NaN is the only value unequal to itself
             nan = [k for d in series for k, v in d.items() if isinstance(v, float) and math.isnan(v)]
         if nan:
             out.append(
