@@ -241,3 +241,18 @@ def test_python_dict_lines_parse_as_ast_does(items: list[tuple[str, str]], pad: 
         return None if d is None else [(k, repr(v), type(v)) for k, v in d.items()]
 
     assert same(got) == same(want)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["ok step", "", "  ", "NCCL op Timeout", "watchdog", "Watchdog x", "\r\n", "x" * 50]),
+        max_size=60,
+    )
+)
+def test_hang_evidence_equals_the_plain_scan(lines: list[str]) -> None:
+    tail = "\n".join(lines)
+    rows = [ln for ln in tail[-8192:].splitlines()[-40:] if ln.strip()]
+    want_last = rows[-1].strip()[:200] if rows else ""
+    want_near = [ln.strip()[:200] for ln in rows if CFG.hang_any.search(ln)][-3:]
+    assert hang_evidence(tail, CFG) == (want_last, want_near)

@@ -151,11 +151,17 @@ def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
         ev_checks=tuple(checks),
         hang_any=re.compile("|".join(f"(?:{p.pattern})" for p in hang)),
         hang_each=hang,
-        hang_literals=tuple(lit for p in hang for lit in required_literals(p))
-        if all(required_literals(p) for p in hang)
-        else (),
+        hang_literals=_hang_literals(hang),
         rl_alias={alias: (metric, rank) for metric, aliases in keys.items() for rank, alias in enumerate(aliases)},
     )
+
+
+def _hang_literals(signals: Sequence[re.Pattern[str]]) -> tuple[str, ...]:
+    """Literals one of which each signal's match holds; () if a signal has none or one spans lines."""
+    lits = [required_literals(p) for p in signals]
+    if not all(lits) or any("\n" in lit for group in lits for lit in group):
+        return ()
+    return tuple(dict.fromkeys(lit for group in lits for lit in group))
 
 
 @dataclass
@@ -688,13 +694,16 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
 
 def hang_evidence(tail: str, cfg: MetricsConfig, lines: int = 40) -> tuple[str, list[str]]:
     """The last non-empty log line and any EngineDead/NCCL/Watchdog/RPC lines near the end."""
-    rows = [ln for ln in tail[-8192:].splitlines()[-lines:] if ln.strip()]
-    last = rows[-1].strip()[:200] if rows else ""
-    # The usual case: no signal. One search per signal over the block, not one alternation: re
-    # scans a lone literal-prefixed pattern much faster than an alternation of them.
+    near_end = tail[-8192:].splitlines()[-lines:]
+    last = next((s[:200] for ln in reversed(near_end) if (s := ln.strip())), "")
+    # The usual case: no signal, told by a str search for the signals' literals (none spans a
+    # line, so blank lines kept in this block change nothing), then by one search per signal.
+    if cfg.hang_literals:
+        whole = "\n".join(near_end)
+        if not any(lit in whole for lit in cfg.hang_literals):
+            return last, []
+    rows = [ln for ln in near_end if ln.strip()]
     block = "\n".join(rows)
-    if cfg.hang_literals and not any(lit in block for lit in cfg.hang_literals):
-        return last, []
     if not any(search(p, block) for p in cfg.hang_each):
         return last, []
     near = [ln.strip()[:200] for ln in rows if cfg.hang_any.search(ln)]
