@@ -284,6 +284,11 @@ def required_literals(p: re.Pattern[str]) -> tuple[str, ...]:
     return found if found and all(found) else ()
 
 
+@functools.lru_cache(maxsize=512)
+def _shape(p: re.Pattern[str]) -> tuple[tuple[str, ...], bool]:
+    return required_literals(p), line_local(p)
+
+
 def could_match(p: re.Pattern[str], text: str) -> bool:
     """False only when ``p`` cannot match ``text`` (none of its required literals is in it)."""
     lits = required_literals(p)
@@ -337,15 +342,16 @@ def _last_in(p: re.Pattern[str], text: str, start: int, end: int) -> re.Match[st
 def _last_of(p: re.Pattern[str], text: str) -> re.Match[str] | None:
     """The last match of ``p.finditer(text)`` (on an end tie with an empty match, the earliest one),
     searched from the end of the text when the pattern is line-local."""
-    lits = required_literals(p)
-    if lits and not any(lit in text for lit in lits):
-        return None
+    lits, local = _shape(p)
     end = len(text)
-    if not line_local(p):
+    if not local:
+        if lits and not any(lit in text for lit in lits):
+            return None
         return _last_in(p, text, 0, end)
     if lits:  # only lines holding a literal can match: jump to them, last first
+        one = lits[0] if len(lits) == 1 else ""
         while True:
-            at = max(text.rfind(lit, 0, end) for lit in lits)
+            at = text.rfind(one, 0, end) if one else max(text.rfind(lit, 0, end) for lit in lits)
             if at < 0:
                 return None
             start = text.rfind("\n", 0, at) + 1
@@ -363,6 +369,11 @@ def _last_of(p: re.Pattern[str], text: str) -> re.Match[str] | None:
         if m is not None or start == 0:
             return m
         end, size = start, size * 2
+
+
+def last_match(patterns: Sequence[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    """Over all ``patterns``, the match in ``text`` ending last (the earliest such one on a tie)."""
+    return _last(patterns, text)
 
 
 def _last(patterns: Sequence[re.Pattern[str]], text: str) -> re.Match[str] | None:
