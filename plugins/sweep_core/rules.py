@@ -16,6 +16,14 @@ from itertools import chain
 from operator import ne
 from typing import Any
 
+from sweep_core.fingerprint import (
+    LOOK_AT,
+    FingerprintConfig,
+    fingerprint_changes,
+    fingerprint_config,
+    launch_fingerprint,
+    series_of,
+)
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
 from sweep_core.models import ClusterSnapshot, Flag, Job
 
@@ -30,6 +38,8 @@ DEFAULT_RULES: dict[str, Any] = {
     "ablation_tags": ["zclip", "staleclip", "stale_clip", "z_clip", "maxgn09_hint", "shaped_entropy"],
     "agentic_rl_tags": ["harbor", "daytona", "terminal_bench", "terminalbench"],
     "untested_rl_tags": ["debug", "smoke", "smoketest", "smoke_test", "canary"],
+    "fingerprint": {},  # launch-fingerprint patterns per field (defaults: sweep_core/fingerprint.py)
+    "series_suffix": None,  # chain-link / restart suffix stripped from a name -> its series
     "concluded_series": ["a3"],
     "eval_exempt": ["(^|[_/-])DCAgent2([_/-]|$)"],
     "eval_instant_fail_minutes": 2,
@@ -51,6 +61,7 @@ class RulesConfig:
     eval_exempt: tuple[re.Pattern[str], ...]
     instant_fail_minutes: float
     failure_states: frozenset[str]
+    fingerprint: FingerprintConfig
 
 
 def rules_config(raw: dict[str, Any] | None) -> RulesConfig:
@@ -70,15 +81,19 @@ def rules_config(raw: dict[str, Any] | None) -> RulesConfig:
         eval_exempt=tuple(re.compile(p) for p in raw["eval_exempt"]),
         instant_fail_minutes=float(raw["eval_instant_fail_minutes"]),
         failure_states=frozenset(raw["failure_states"]),
+        fingerprint=fingerprint_config(raw.get("fingerprint"), raw.get("series_suffix")),
     )
 
 
 @dataclass
 class History:
-    """What earlier sweeps saw (sweep_history): failure signatures and RL job names."""
+    """What earlier sweeps saw (sweep_history): failure signatures, RL job names and series, and
+    each RL series' launch fingerprint (field by field, the last known value)."""
 
     failure_signatures: dict[str, set[str]] = field(default_factory=dict)  # signature -> "cluster|job_id"s
     rl_names: set[str] = field(default_factory=set)
+    rl_series: set[str] = field(default_factory=set)
+    rl_fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)  # series -> fingerprint
     known: bool = False  # False on the first sweep: "never seen before" means nothing yet
 
 
@@ -403,19 +418,48 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
     return out
 
 
+_DEEP_DIVE = (
+    "deep-dive (rl-job-health-deep-dive) for a KILL/NO-KILL verdict: sync trace_jobs + logs, "
+    "GPU utilisation vs the serving LUT, read literal rollouts, check for all-reward-0; "
+    "state-poll + metrics can read healthy on a silently dead run"
+)
+
+
 def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
-    """A debug/smoke run, or an RL run no earlier sweep saw: a deep-dive with what to look at."""
+    """A RUNNING RL job in a new/untested setting -> a deep-dive saying what to look at.
+
+    Untested = a debug/smoke/canary name tag, a series no earlier sweep saw, or a launch
+    fingerprint (nodes, partition, model, config, image, commit; sweep_core/fingerprint.py) that
+    differs from the one remembered for the series. Every RL job's series and fingerprint are kept
+    in its metrics (``run_series``, ``fingerprint``) for the sweep state.
+    """
     out = []
-    look = (
-        "deep-dive (rl-job-health-deep-dive): sync trace_jobs + logs, GPU use vs the serving LUT, "
-        "read literal rollouts; state-poll can read healthy on a silently dead run"
-    )
-    for job in ctx.jobs("RL", "squeue"):
+    fcfg = ctx.cfg.fingerprint
+    for job in ctx.jobs("RL"):
+        series = series_of(job.name, fcfg)
+        fp = launch_fingerprint(job, fcfg)
+        job.metrics["run_series"], job.metrics["fingerprint"] = series, fp
+        if job.source != "squeue":
+            continue
+        reasons: list[str] = []
+        first: list[str] = []
         tag = has_tag(job.name, ctx.cfg.untested_tags)
         if tag:
-            out.append(_flag("rl_new_untested", "warn", job, f"untested setting ({tag}): {look}", "deep-dive"))
-        elif ctx.history.known and job.name not in ctx.history.rl_names:
-            out.append(_flag("rl_new_untested", "warn", job, f"first sweep to see this run: {look}", "deep-dive"))
+            reasons.append(f"untested setting ({tag})")
+        seen = series in ctx.history.rl_series or job.name in ctx.history.rl_names
+        if ctx.history.known and not seen:
+            reasons.append("first sweep to see this run")
+        elif (before := ctx.history.rl_fingerprints.get(series)) is not None:
+            changes = fingerprint_changes(before, fp)
+            if changes:
+                reasons.append(
+                    f"launch changed since series {series} was last seen: "
+                    + ", ".join(f"{name} {what}" for name, what in changes)
+                )
+                first = [LOOK_AT[name] for name, _ in changes]
+        if reasons:
+            look = _DEEP_DIVE + (f"; look first at: {'; '.join(dict.fromkeys(first))}" if first else "")
+            out.append(_flag("rl_new_untested", "warn", job, f"{'; '.join(reasons)}: {look}", "deep-dive"))
     return out
 
 
