@@ -36,9 +36,13 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from re import _constants as _c  # the parsed-pattern op codes (line_local, required_literals)
-from re import _parser
 from typing import Any
+
+try:  # CPython's pattern parser (3.11+): line_local / required_literals read a pattern's structure
+    from re import _constants as _c
+    from re import _parser
+except ImportError:  # another interpreter: no shortcut, every tail is scanned whole (same answers)
+    _c = _parser = None  # type: ignore[assignment]
 
 DEFAULTS: dict[str, Any] = {
     "rl": {
@@ -173,10 +177,12 @@ class Extracted:
     series: list[dict[str, float]] = field(default_factory=list)  # RL: one dict per logged step
 
 
-_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT)
+_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) if _c is not None else ()
 
 
 def _parsed(p: re.Pattern[str]) -> Any:
+    if _parser is None:
+        return None
     try:
         return _parser.parse(p.pattern, p.flags)
     except Exception:  # noqa: BLE001 - a pattern this walk cannot read: no shortcut is taken
@@ -193,6 +199,9 @@ def line_local(p: re.Pattern[str]) -> bool:
     ``$``/``\\Z``, lookahead, ``.`` under DOTALL, a class that may hold ``\\n`` or an unknown
     construct make it False (then the whole tail is scanned, as before).
     """
+    tree = _parsed(p)
+    if tree is None:
+        return False
     c = _c
     no_nl = {c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_NOT_SPACE}
     has_nl = {c.CATEGORY_SPACE, c.CATEGORY_NOT_DIGIT, c.CATEGORY_NOT_WORD}
@@ -238,8 +247,7 @@ def line_local(p: re.Pattern[str]) -> bool:
                 return False
         return True
 
-    tree = _parsed(p)
-    return tree is not None and ok(tree, bool(p.flags & re.DOTALL))
+    return ok(tree, bool(p.flags & re.DOTALL))
 
 
 @functools.lru_cache(maxsize=512)
@@ -251,7 +259,8 @@ def required_literals(p: re.Pattern[str]) -> tuple[str, ...]:
     than re, which tries the pattern at every position.
     """
     c = _c
-    if p.flags & re.IGNORECASE:
+    tree = _parsed(p)
+    if tree is None or p.flags & re.IGNORECASE:
         return ()
 
     def req(seq: Any) -> tuple[str, ...] | None:
@@ -279,8 +288,7 @@ def required_literals(p: re.Pattern[str]) -> tuple[str, ...]:
                 cands.append(got)
         return max(cands, key=lambda alts: min(map(len, alts))) if cands else None
 
-    tree = _parsed(p)
-    found = req(tree) if tree is not None else None
+    found = req(tree)
     return found if found and all(found) else ()
 
 
