@@ -286,7 +286,10 @@ def required_literals(p: re.Pattern[str]) -> tuple[str, ...]:
                     got = tuple(sorted({a for alt in alts if alt for a in alt}))
             if got:
                 cands.append(got)
-        return max(cands, key=lambda alts: min(map(len, alts))) if cands else None
+        # prefer one literal of >= 3 characters (one str search), then the longest shortest one
+        return (
+            max(cands, key=lambda alts: (len(alts) == 1 and len(alts[0]) >= 3, min(map(len, alts)))) if cands else None
+        )
 
     found = req(tree)
     return found if found and all(found) else ()
@@ -559,19 +562,31 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
     if m:
         step, max_steps = int(m.group(1)), int(m.group(2))
     source = "this log"
+    marker, alias, plans = cfg.rl_marker, cfg.rl_alias, cfg.rl_plans
     for i, text in enumerate([tail, *chain_tails]):
         series = []
-        if cfg.rl_marker not in text:
+        if marker not in text:
             continue
         for n, line in enumerate(text.splitlines(), start=1):
-            if cfg.rl_marker not in line:
+            if marker not in line:
                 continue
+            rest = line.split(marker, 1)[1]
+            start, end = rest.find("{"), rest.rfind("}")
+            if 0 <= start < end:  # parse_metric_dict's JSON case, inlined: one call per logged step
+                body = rest[start : end + 1]
+                try:
+                    d, stop = _JSON.raw_decode(body)
+                except json.JSONDecodeError:
+                    stop = -1
+                if stop == len(body) and type(d) is dict:
+                    series.append(_pick_all(d, alias, plans))
+                    continue
             try:
-                d = parse_metric_dict(line.split(cfg.rl_marker, 1)[1])
+                d = parse_metric_dict(rest)
             except ValueError as exc:
-                out.problems.append(f"{cfg.rl_marker} line {n} unparseable ({exc})")
+                out.problems.append(f"{marker} line {n} unparseable ({exc})")
                 continue
-            series.append(_pick_all(d, cfg.rl_alias, cfg.rl_plans))
+            series.append(_pick_all(d, alias, plans))
         if series:
             out.series = series
             source = "this log" if i == 0 else f"earlier chain log #{i}"
@@ -690,8 +705,8 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
         else:
             names.update(m.group(1) for m in p.finditer(tail))
     passthrough = {k: v for k, v in names.items() if k in cfg.ev_passthrough}
-    blamed = Counter({k: v for k, v in names.items() if k not in cfg.ev_passthrough})
-    top = blamed.most_common(1)
+    blamed = [(k, v) for k, v in names.items() if k not in cfg.ev_passthrough]
+    top = [max(blamed, key=itemgetter(1))] if blamed else []  # Counter.most_common(1): first of the max
     checks = {c.name: ("FAIL" if search(c.pattern, tail) else "ok") for c in cfg.ev_checks}
     pass_rate = _num(rate.group(1)) if rate else None
     if pass_rate is not None and pass_rate > 1:

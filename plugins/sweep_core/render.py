@@ -162,8 +162,8 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
     col: list[int] = []
     for i, (column, w) in enumerate(zip(columns, widths, strict=True)):
         longest = max(map(len, column)) if column else 0
-        if (w is not None and longest > w) or any("\n" in c for c in column):
-            lines = [_cell_lines(c, w) for c in column]
+        if (w is not None and longest > w) or "\n" in "\0".join(column):
+            lines = [[c] if w is not None and len(c) <= w and "\n" not in c else _cell_lines(c, w) for c in column]
             wrapped[i] = lines
             column[:] = [ln[0] for ln in lines]
             longest = max((len(ln) for cell in lines for ln in cell), default=0)
