@@ -1,8 +1,9 @@
 """Fan-in (bucket + liveness + metrics + rules + render) for 1,000 and 10,000 synthetic jobs.
 
 Jobs are spread over 3 clusters and all buckets, RUNNING and ended, with the fixture log tails
-(tests/fixtures/logs, 0.1-1.7 KB each). Prints wall time and peak traced memory per size and the
-10k/1k ratios (linear growth = time ratio near 10). Target: <= 1 s at 10,000 on this machine.
+(tests/fixtures/logs, 0.1-1.7 KB each). Prints wall time, per-stage time (run_fan_in's own
+timings) and peak traced memory per size, and the 10k/1k ratios (linear growth = time ratio near
+10). Target: <= 1 s at 10,000 on this machine.
 Usage: source scripts/env.sh && python benchmarks/fan_in.py
 """
 
@@ -71,7 +72,10 @@ def snapshots(n: int) -> list[ClusterSnapshot]:
     return snaps
 
 
-def measure(n: int, config) -> tuple[float, float]:
+STAGES = ("bucket", "liveness", "metrics", "rules", "render")
+
+
+def measure(n: int, config) -> tuple[float, float, dict[str, float]]:
     snaps = snapshots(n)
     gc.collect()
     tracemalloc.start()
@@ -81,19 +85,20 @@ def measure(n: int, config) -> tuple[float, float]:
     assert sum(result.counts().values()) == n
     # time again without tracemalloc (it slows allocation-heavy code)
     snaps = snapshots(n)
+    stages: dict[str, float] = {}
     t0 = time.perf_counter()
-    run_fan_in(snaps, config, caps={"leonardo": 4})
-    return time.perf_counter() - t0, peak / 2**20
+    run_fan_in(snaps, config, caps={"leonardo": 4}, timings=stages)
+    return time.perf_counter() - t0, peak / 2**20, stages
 
 
 def main() -> None:
     config = load_sweep_config(ROOT / "include" / "sweep.yaml")
     rows = {n: measure(n, config) for n in (1_000, 10_000)}
-    print("jobs     seconds   peak_MiB")
-    for n, (secs, mib) in rows.items():
-        print(f"{n:>6}  {secs:>8.3f}  {mib:>9.1f}")
-    t1, m1 = rows[1_000]
-    t10, m10 = rows[10_000]
+    print("jobs     seconds   peak_MiB  " + "  ".join(f"{s:>8}" for s in STAGES))
+    for n, (secs, mib, stages) in rows.items():
+        print(f"{n:>6}  {secs:>8.3f}  {mib:>9.1f}  " + "  ".join(f"{stages[s]:>8.3f}" for s in STAGES))
+    t1, m1, _ = rows[1_000]
+    t10, m10, _ = rows[10_000]
     print(f"ratio 10k/1k: time {t10 / t1:.1f}x, peak memory {m10 / m1:.1f}x (10x = linear)")
 
 

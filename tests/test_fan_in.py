@@ -175,6 +175,24 @@ def test_box_table_matches_tabulate_simple_grid() -> None:
     assert ours == theirs
 
 
+def test_box_table_matches_tabulate_on_tall_rows() -> None:
+    from tabulate import tabulate
+
+    from sweep_core.render import box_table
+
+    headers = ["Cluster", "Name", "Step", "Note"]
+    rows = [
+        ["leo", "rl__a2_qwen8b_lr3e6", "45/100", "[liveness_stale] no output for 214 min (cadence 30 min); last line"],
+        ["tacc", "sft__cell_with_a_rather_long_name", "?", "one\ntwo lines"],
+        ["jup", "x", "3/4", "—"],
+        ["cw", "eval-tb2", "1/2", "a note long enough to wrap twice over the sixty character column width"],
+    ]
+    widths = [None, 12, None, 20]
+    assert box_table(headers, rows, widths) == tabulate(
+        rows, headers=headers, tablefmt="simple_grid", maxcolwidths=widths, disable_numparse=True
+    )
+
+
 @settings(max_examples=500, deadline=None, derandomize=True)
 @given(st.lists(st.text(alphabet="abcdefghij/-_:", min_size=1, max_size=30), max_size=25), st.integers(8, 60))
 def test_wrap_words_matches_textwrap(words: list[str], width: int) -> None:

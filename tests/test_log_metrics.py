@@ -130,3 +130,129 @@ def test_parse_metric_dict_rejects_non_dicts() -> None:
     with pytest.raises(ValueError):
         parse_metric_dict("[1, 2]")
     assert parse_metric_dict('x {"a": 1} y') == {"a": 1}
+
+
+# ---- the search shortcuts give exactly the plain re answers ---------------------------------------
+
+_PATTERNS = [
+    r"(\d+)/(\d+) trials",
+    r"Training Step Progress:[^\n]*?(\d+)/(\d+)",
+    r"\b([A-Z]\w*(?:Error|Exc))\b",
+    r"(?m)^\d+",
+    r"\d*",
+    r"\B",
+    r"(?<=a)\d+",
+    r"a[^\n]*z",
+    r"(?s)a.*z",
+    r"a\s*1",
+    r"ab$",
+    r"x(?:ab|cd)?y",
+    r"(?i)error",
+]
+_PIECES = ["a", "b", "1", "23", "/", " trials", "\n", "\n\n", " ", "x", "z", "Error", "Exc", "A", "y", "cd", "é"]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=60),
+    st.lists(st.sampled_from(_PATTERNS), min_size=1, max_size=3),
+    st.sampled_from([1, 3, 7, 2048]),
+)
+def test_last_match_findall_and_search_equal_plain_re(pieces: list[str], patterns: list[str], block: int) -> None:
+    import re
+
+    import sweep_core.log_metrics as lm
+
+    text = "".join(pieces)
+    compiled = [re.compile(p) for p in patterns]
+    want = None
+    for p in compiled:  # the definition: over finditer, the match ending last (earliest on a tie)
+        for m in p.finditer(text):
+            if want is None or m.end() > want.end():
+                want = m
+    old, lm._BLOCK = lm._BLOCK, block
+    try:
+        got = lm._last(compiled, text)
+    finally:
+        lm._BLOCK = old
+
+    def span(m: re.Match[str] | None) -> object:
+        return None if m is None else (m.re.pattern, m.span(), m.groups())
+
+    assert span(got) == span(want)
+    for p in compiled:
+        assert lm.findall(p, text) == p.findall(text)
+        assert (lm.search(p, text) is None) == (p.search(text) is None)
+
+
+def test_line_local_and_required_literals() -> None:
+    import re
+
+    from sweep_core.log_metrics import line_local, required_literals
+
+    assert line_local(re.compile(r"Training Step Progress:[^\n]*?(\d+)/(\d+)"))
+    assert not line_local(re.compile(r"a\s+b")) and not line_local(re.compile(r"x$"))
+    assert not line_local(re.compile(r"(?s)a.b")) and not line_local(re.compile(r"a(?=b)"))
+    assert required_literals(re.compile(r"(\d+)/(\d+) trials")) == (" trials",)
+    lits = required_literals(re.compile(r"\b(\w+(?:Error|Exception))\b"))  # re factors out the common "E"
+    assert lits and all(any(lit in word for lit in lits) for word in ("Error", "Exception"))
+    assert required_literals(re.compile(r"(?i)error")) == () and required_literals(re.compile(r"\d+")) == ()
+
+
+def test_full_16k_tail_reads_the_last_step() -> None:
+    lines = [
+        f"Training Step Progress:  {i}%|███▌      | {i}/100 [1:36:10<2:01:00, 62.1s/it]\n"
+        f'WANDB_MIRROR {{"trainer/global_step": {i}, "reward/mean": 0.3{i}, "actor/grad_norm": 1.1}}\n'
+        for i in range(1, 100)
+    ]
+    tail = "".join(lines)[-16384:]
+    ex = extract_rl(tail, [], CFG)
+    assert ex.values["step"] == 99 and ex.values["max_steps"] == 100 and ex.values["reward"] == float("0.399")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["loss", "grad_norm", "a b", "x/nan", "é", "epoch"]),
+            st.sampled_from(["0.5", "1e-05", "-1", "-0", "012", ".5", "5.", "nan", "inf", "True", "'s'", "1e999"]),
+        ),
+        max_size=5,
+    ),
+    st.sampled_from(["", " ", "\t"]),
+)
+def test_python_dict_lines_parse_as_ast_does(items: list[tuple[str, str]], pad: str) -> None:
+    import ast
+
+    from sweep_core.log_metrics import _BARE, _special
+
+    body = "{" + f",{pad}".join(f"'{k}':{pad}{v}" for k, v in items) + "}"
+    try:  # the slow path every such line took before: ast over the bare-nan/inf rewrite
+        raw = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
+        want = {k: _special(v) for k, v in raw.items()}
+    except (ValueError, SyntaxError):
+        want = None
+    try:
+        got = parse_metric_dict(body)
+    except ValueError:
+        got = None
+
+    def same(d: dict | None) -> object:
+        return None if d is None else [(k, repr(v), type(v)) for k, v in d.items()]
+
+    assert same(got) == same(want)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["ok step", "", "  ", "NCCL op Timeout", "watchdog", "Watchdog x", "\r\n", "x" * 50]),
+        max_size=60,
+    )
+)
+def test_hang_evidence_equals_the_plain_scan(lines: list[str]) -> None:
+    tail = "\n".join(lines)
+    rows = [ln for ln in tail[-8192:].splitlines()[-40:] if ln.strip()]
+    want_last = rows[-1].strip()[:200] if rows else ""
+    want_near = [ln.strip()[:200] for ln in rows if CFG.hang_any.search(ln)][-3:]
+    assert hang_evidence(tail, CFG) == (want_last, want_near)

@@ -210,3 +210,115 @@ def test_every_flag_lists_its_rule_in_the_summary() -> None:
     lines = flagged_lines(result)
     for rule, _ in flags:
         assert any(line.startswith(f"[{rule}]") for line in lines)
+
+
+# ---- new / untested RL: the launch fingerprint of a series, remembered across sweeps --------------
+
+
+def state_after(*jobs: Job, hour: int = 3) -> dict:
+    """The sweep state one sweep that saw ``jobs`` leaves behind."""
+    import datetime as dt
+
+    from sweep_core.sweep_history import sweep_state
+
+    result, _ = sweep(list(jobs), history=History(known=True))
+    return sweep_state(result.snapshots, result.flags, dt.datetime(2026, 12, 2, hour, tzinfo=dt.UTC))
+
+
+def remembered(*jobs: Job) -> History:
+    """The history a later sweep loads after one sweep saw ``jobs``."""
+    from sweep_core.sweep_history import history_from
+
+    return history_from([state_after(*jobs)])
+
+
+BANNER = log("rl_launch_banner.out")
+
+
+def test_unchanged_fingerprint_raises_no_flag() -> None:
+    history = remembered(run("rl__a2_qwen8b", BANNER, num_nodes=4, partition="boost_usr_prod"))
+    assert history.rl_fingerprints["rl__a2_qwen8b"] == {
+        "nodes": 4,
+        "partition": "boost_usr_prod",
+        "model": "Qwen/Qwen3-8B",
+        "config": "configs/rl/a2.yaml",
+        "image": "/leonardo_work/AIFAC_L01_028/containers/vllm_0.10.sif",
+        "commit": "abc1234",
+    }
+    _, flags = sweep([run("rl__a2_qwen8b", BANNER, num_nodes=4, partition="boost_usr_prod")], history=history)
+    assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
+
+
+def test_geometry_change_is_a_deep_dive_naming_it() -> None:
+    history = remembered(run("rl__a2_qwen8b", BANNER, num_nodes=4))
+    _, flags = sweep([run("rl__a2_qwen8b", BANNER, num_nodes=8)], history=history)
+    f = flags[("rl_new_untested", "rl__a2_qwen8b")]
+    assert f.action == "deep-dive" and "nodes 4→8" in f.message
+    assert "GPU utilisation vs the serving LUT at the new geometry" in f.message
+    assert "all-reward-0" in f.message and "literal rollouts" in f.message and "KILL/NO-KILL" in f.message
+
+
+def test_image_config_and_commit_change_of_a_restarted_link() -> None:
+    history = remembered(run("rl__a2_qwen8b", BANNER, num_nodes=4))
+    relaunch = (
+        BANNER.replace("vllm_0.10.sif", "vllm_0.11.sif")
+        .replace("configs/rl/a2.yaml", "configs/rl/a2b.yaml")
+        .replace("git_sha=abc1234", "git_sha=def5678")
+    )
+    _, flags = sweep([run("rl__a2_qwen8b_resume2", relaunch, num_nodes=4)], history=history)
+    f = flags[("rl_new_untested", "rl__a2_qwen8b_resume2")]  # same series: not "first sweep to see"
+    assert "first sweep" not in f.message and "series rl__a2_qwen8b" in f.message
+    assert "image vllm_0.10.sif→vllm_0.11.sif" in f.message
+    assert "config a2.yaml→a2b.yaml" in f.message and "commit abc1234→def5678" in f.message
+    assert "nodes" not in f.message.split(": deep-dive")[0]
+
+
+def test_a_short_and_a_full_sha_are_the_same_commit() -> None:
+    history = remembered(run("rl__a2_qwen8b", BANNER))
+    full = BANNER.replace("git_sha=abc1234", "git_sha=abc1234ffee0011")
+    _, flags = sweep([run("rl__a2_qwen8b", full)], history=history)
+    assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
+
+
+def test_unreadable_fields_are_not_a_change() -> None:
+    # the banner scrolled out of this link's tail and no chain tail has it; squeue gave no node count
+    history = remembered(run("rl__a2_qwen8b", BANNER, num_nodes=4))
+    _, flags = sweep([run("rl__a2_qwen8b", log("rl_healthy.out"))], history=history)
+    assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
+    # ...and a sweep that could not read them does not forget them: a later real change is still seen
+    from sweep_core.sweep_history import history_from
+
+    states = [state_after(run("rl__a2_qwen8b", BANNER), hour=3), state_after(run("rl__a2_qwen8b", ""), hour=6)]
+    history = history_from(states)
+    assert history.rl_fingerprints["rl__a2_qwen8b"]["image"].endswith("vllm_0.10.sif")
+    _, flags = sweep([run("rl__a2_qwen8b", BANNER.replace("vllm_0.10", "vllm_0.11"))], history=history)
+    assert "image vllm_0.10.sif→vllm_0.11.sif" in flags[("rl_new_untested", "rl__a2_qwen8b")].message
+
+
+def test_banner_read_from_the_earlier_chain_link() -> None:
+    history = remembered(run("rl__a2_qwen8b", BANNER))
+    moved = BANNER.replace("Qwen/Qwen3-8B", "Qwen/Qwen3-14B")
+    _, flags = sweep([run("rl__a2_qwen8b", log("rl_chain_current.out"), chain_tails=[moved])], history=history)
+    assert "model Qwen/Qwen3-8B→Qwen/Qwen3-14B" in flags[("rl_new_untested", "rl__a2_qwen8b")].message
+
+
+def test_ablation_and_other_tags_unaffected_by_fingerprints() -> None:
+    jobs = [
+        run("rl__a2_zclip_qwen8b", BANNER.replace("WANDB", "x") + log("rl_collapsed.out"), num_nodes=4),
+        run("rl__harbor_tb2_qwen", BANNER, num_nodes=2),
+    ]
+    history = remembered(*jobs)
+    _, flags = sweep(jobs, history=history)
+    assert not any(rule == "rl_new_untested" for rule, _ in flags)
+    assert "ablation observation (zclip)" in flags[("rl_collapse", "rl__a2_zclip_qwen8b")].message
+    # an untested tag still flags with an unchanged fingerprint, and says why
+    debug = run("rl__a2_debug_qwen8b", BANNER, num_nodes=4)
+    _, flags = sweep([debug], history=remembered(debug))
+    f = flags[("rl_new_untested", "rl__a2_debug_qwen8b")]
+    assert f.message.startswith("untested setting (debug): deep-dive") and f.action == "deep-dive"
+
+
+def test_ended_jobs_are_remembered_but_not_flagged() -> None:
+    history = remembered(run("rl__a2_qwen8b", BANNER, num_nodes=4))
+    _, flags = sweep([], [ended("rl__a2_qwen8b", "COMPLETED", BANNER, num_nodes=8)], history=history)
+    assert ("rl_new_untested", "rl__a2_qwen8b") not in flags

@@ -81,3 +81,30 @@ def test_iris_record_that_disappeared_is_terminal() -> None:
     now = sweep_state([ClusterSnapshot("cw", "iris", ClusterStatus.OK, running=[], finished=[])], [], T[1])
     lines = sweep_diff(prev, now)
     assert any("gone: cw RL /u/rl__x" in line and "TERMINAL" in line for line in lines)
+
+
+def test_rl_series_and_fingerprints_round_trip(tmp_path) -> None:
+    def rl(jid, name, source, fp, state="RUNNING"):
+        job = j(jid, name, state, source)
+        job.metrics = {"run_series": "rl__a2_qwen8b", "fingerprint": fp}
+        return job
+
+    banner = {"nodes": 4, "model": "Qwen/Qwen3-8B", "image": "/c/vllm_0.10.sif", "commit": "abc1234"}
+    first = sweep_state(
+        snap([rl("2", "rl__a2_qwen8b_resume1", "squeue", banner)], [rl("1", "rl__a2_qwen8b", "sacct", {}, "TIMEOUT")]),
+        [],
+        T[0],
+    )
+    save_state(tmp_path, T[0], first)
+    # the next sweep could read the nodes only (the banner scrolled out of the tail): nothing is forgotten
+    save_state(
+        tmp_path, T[1], sweep_state(snap([rl("2", "rl__a2_qwen8b_resume1", "squeue", {"nodes": 8})], []), [], T[1])
+    )
+    h = load_history(tmp_path, T[2])
+    assert h.known and h.rl_series == {"rl__a2_qwen8b"}
+    assert h.rl_names == {"rl__a2_qwen8b", "rl__a2_qwen8b_resume1"}
+    assert h.rl_fingerprints == {"rl__a2_qwen8b": {**banner, "nodes": 8}}
+    # a state written before fingerprints existed still loads (names only)
+    save_state(tmp_path, T[0], {"window_end": T[0].isoformat(), "jobs": {}, "rl_names": ["rl__old"]})
+    old = load_history(tmp_path, T[1])
+    assert old.rl_names == {"rl__old"} and old.rl_series == set() and old.rl_fingerprints == {}

@@ -12,6 +12,7 @@ def bucket_for(name: str, rules: Iterable[BucketRule]) -> str:
     last = ""
     for rule in rules:
         last = rule.name
-        if any(p.search(name) for p in rule.patterns):
-            return rule.name
+        for p in rule.patterns:
+            if p.search(name):
+                return rule.name
     return last

@@ -28,13 +28,21 @@ A line that does not parse never raises: the metric is None (rendered "?") and `
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
+
+try:  # CPython's pattern parser (3.11+): line_local / required_literals read a pattern's structure
+    from re import _constants as _c
+    from re import _parser
+except ImportError:  # another interpreter: no shortcut, every tail is scanned whole (same answers)
+    _c = _parser = None  # type: ignore[assignment]
 
 DEFAULTS: dict[str, Any] = {
     "rl": {
@@ -87,6 +95,15 @@ class InfraCheck:
 
 
 @dataclass(frozen=True)
+class _Plan:
+    """Which keys of a metric dict with a given key set feed which metric (see _pick_all)."""
+
+    metrics: tuple[tuple[str, tuple[str, ...]], ...]  # (metric, its keys present, by priority)
+    names: tuple[str, ...]  # the metrics, when each has exactly one key present (else ())
+    get: Callable[[dict[str, Any]], Any] | None  # itemgetter of those keys, always giving a tuple
+
+
+@dataclass(frozen=True)
 class MetricsConfig:
     rl_step: tuple[re.Pattern[str], ...]
     rl_marker: str
@@ -101,7 +118,11 @@ class MetricsConfig:
     ev_passthrough: frozenset[str]
     ev_checks: tuple[InfraCheck, ...]
     hang_any: re.Pattern[str]
+    hang_each: tuple[re.Pattern[str], ...]  # the same signals one by one: a cheaper "any of them?" test
+    hang_literals: tuple[str, ...]  # one of these is in every signal's match; () when one has none
     rl_alias: dict[str, tuple[str, int]]  # dict key -> (metric, priority): one pass per dict
+    # metric-dict key set -> (metric, its keys by priority): every step of a run logs the same keys
+    rl_plans: dict[tuple[str, ...], _Plan] = field(default_factory=dict, compare=False, repr=False)
 
 
 def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
@@ -112,6 +133,7 @@ def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
         return {**DEFAULTS[name], **(raw.get(name) or {})}
 
     rl, sft, dg, ev = sect("rl"), sect("sft"), sect("datagen"), sect("eval")
+    hang = _compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals")
     keys = {**DEFAULTS["rl"]["keys"], **(rl.get("keys") or {})}
     checks = []
     for i, item in enumerate(ev.get("infra_checks") or []):
@@ -131,14 +153,19 @@ def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
         ev_exception=_compile(ev["exception"], "eval.exception"),
         ev_passthrough=frozenset(ev["passthrough"]),
         ev_checks=tuple(checks),
-        hang_any=re.compile(
-            "|".join(
-                f"(?:{p.pattern})"
-                for p in _compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals")
-            )
-        ),
+        hang_any=re.compile("|".join(f"(?:{p.pattern})" for p in hang)),
+        hang_each=hang,
+        hang_literals=_hang_literals(hang),
         rl_alias={alias: (metric, rank) for metric, aliases in keys.items() for rank, alias in enumerate(aliases)},
     )
+
+
+def _hang_literals(signals: Sequence[re.Pattern[str]]) -> tuple[str, ...]:
+    """Literals one of which each signal's match holds; () if a signal has none or one spans lines."""
+    lits = [required_literals(p) for p in signals]
+    if not all(lits) or any("\n" in lit for group in lits for lit in group):
+        return ()
+    return tuple(dict.fromkeys(lit for group in lits for lit in group))
 
 
 @dataclass
@@ -150,12 +177,223 @@ class Extracted:
     series: list[dict[str, float]] = field(default_factory=list)  # RL: one dict per logged step
 
 
+_REPEATS = (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) if _c is not None else ()
+
+
+def _parsed(p: re.Pattern[str]) -> Any:
+    if _parser is None:
+        return None
+    try:
+        return _parser.parse(p.pattern, p.flags)
+    except Exception:  # noqa: BLE001 - a pattern this walk cannot read: no shortcut is taken
+        return None
+
+
+@functools.lru_cache(maxsize=512)
+def line_local(p: re.Pattern[str]) -> bool:
+    """True when no match of ``p`` can hold a newline and nothing in it looks past one.
+
+    Then the matches of ``p`` in a text are exactly its matches in each line searched alone (with
+    pos/endpos, so ``^``, ``\\b`` and lookbehind still see the real text): the log tail can be
+    searched from its end, or only on the lines that hold a required literal. Conservative:
+    ``$``/``\\Z``, lookahead, ``.`` under DOTALL, a class that may hold ``\\n`` or an unknown
+    construct make it False (then the whole tail is scanned, as before).
+    """
+    tree = _parsed(p)
+    if tree is None:
+        return False
+    c = _c
+    no_nl = {c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_NOT_SPACE}
+    has_nl = {c.CATEGORY_SPACE, c.CATEGORY_NOT_DIGIT, c.CATEGORY_NOT_WORD}
+    safe_at = {c.AT_BEGINNING, c.AT_BEGINNING_STRING, c.AT_BOUNDARY, c.AT_NON_BOUNDARY}
+
+    def item_nl(op: Any, av: Any) -> bool | None:  # does this class item match "\n"? None: unknown
+        if op is c.LITERAL:
+            return av == 10
+        if op is c.RANGE:
+            return av[0] <= 10 <= av[1]
+        if op is c.CATEGORY:
+            return True if av in has_nl else False if av in no_nl else None
+        return None
+
+    def ok(seq: Any, dotall: bool) -> bool:
+        for op, av in seq:
+            if op is c.LITERAL:
+                good = av != 10
+            elif op is c.NOT_LITERAL:
+                good = av == 10
+            elif op is c.ANY:
+                good = not dotall
+            elif op is c.IN:
+                negate = bool(av) and av[0][0] is c.NEGATE
+                hits = [item_nl(o, a) for o, a in (av[1:] if negate else av)]
+                good = True in hits if negate else all(h is False for h in hits)
+            elif op in _REPEATS:
+                good = ok(av[2], dotall)
+            elif op is c.SUBPATTERN:
+                _, add, drop, sub = av
+                good = ok(sub, (dotall or bool(add & re.DOTALL)) and not drop & re.DOTALL)
+            elif op is c.ATOMIC_GROUP:
+                good = ok(av, dotall)
+            elif op is c.BRANCH:
+                good = all(ok(b, dotall) for b in av[1])
+            elif op is c.GROUPREF_EXISTS:
+                good = ok(av[1], dotall) and (av[2] is None or ok(av[2], dotall))
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                good = av[0] < 0  # lookbehind sees the real text before the line; lookahead would not
+            else:
+                good = op is c.GROUPREF or (op is c.AT and av in safe_at)
+            if not good:
+                return False
+        return True
+
+    return ok(tree, bool(p.flags & re.DOTALL))
+
+
+@functools.lru_cache(maxsize=512)
+def required_literals(p: re.Pattern[str]) -> tuple[str, ...]:
+    """Strings one of which every match of ``p`` contains; () when none is known.
+
+    ``(\\d+)/(\\d+) trials`` -> (" trials",); ``\\b(\\w*(?:Error|Exception))`` -> the branch's
+    words. A text holding none of them has no match: a ``str`` search answers that much faster
+    than re, which tries the pattern at every position.
+    """
+    c = _c
+    tree = _parsed(p)
+    if tree is None or p.flags & re.IGNORECASE:
+        return ()
+
+    def req(seq: Any) -> tuple[str, ...] | None:
+        cands: list[tuple[str, ...]] = []
+        run: list[str] = []
+        for op, av in [*seq, (None, None)]:
+            if op is c.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:  # a run of literals is one required substring (any other item ends it)
+                cands.append(("".join(run),))
+                run = []
+            got: tuple[str, ...] | None = None
+            if op is c.SUBPATTERN and not av[1] & re.IGNORECASE:
+                got = req(av[3])
+            elif op is c.ATOMIC_GROUP:
+                got = req(av)
+            elif op in _REPEATS and av[0] >= 1:
+                got = req(av[2])
+            elif op is c.BRANCH:
+                alts = [req(b) for b in av[1]]
+                if all(alts):
+                    got = tuple(sorted({a for alt in alts if alt for a in alt}))
+            if got:
+                cands.append(got)
+        # prefer one literal of >= 3 characters (one str search), then the longest shortest one
+        return (
+            max(cands, key=lambda alts: (len(alts) == 1 and len(alts[0]) >= 3, min(map(len, alts)))) if cands else None
+        )
+
+    found = req(tree)
+    return found if found and all(found) else ()
+
+
+@functools.lru_cache(maxsize=512)
+def _shape(p: re.Pattern[str]) -> tuple[tuple[str, ...], bool]:
+    return required_literals(p), line_local(p)
+
+
+def could_match(p: re.Pattern[str], text: str) -> bool:
+    """False only when ``p`` cannot match ``text`` (none of its required literals is in it)."""
+    lits = required_literals(p)
+    return not lits or any(lit in text for lit in lits)
+
+
+def search(p: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``p.search(text)``, skipped when a required literal is missing."""
+    return p.search(text) if could_match(p, text) else None
+
+
+def findall(p: re.Pattern[str], text: str) -> list[Any]:
+    """``p.findall(text)``; a line-local pattern with required literals is run on the lines holding them."""
+    lits = required_literals(p)
+    if not lits:
+        return p.findall(text)
+    if not any(lit in text for lit in lits):
+        return []
+    if len(text) <= _BLOCK or not line_local(p):
+        return p.findall(text)
+    starts: set[int] = set()
+    for lit in lits:
+        i = text.find(lit)
+        while i >= 0:
+            starts.add(text.rfind("\n", 0, i) + 1)
+            nl = text.find("\n", i)
+            i = -1 if nl < 0 else text.find(lit, nl + 1)
+    out: list[Any] = []
+    for start in sorted(starts):  # every match holds a literal, so none is empty or off these lines
+        nl = text.find("\n", start)
+        out += p.findall(text, start, len(text) if nl < 0 else nl + 1)
+    return out
+
+
+_BLOCK = 2048  # shorter texts are scanned whole; else the first block of _last_of, doubled going back
+
+
+def _last_in(p: re.Pattern[str], text: str, start: int, end: int) -> re.Match[str] | None:
+    """The last whole-text match inside the line block [start, end) (the earliest on an end tie)."""
+    tail = deque(p.finditer(text, start, end), maxlen=2)  # the last matches, consumed in C
+    if tail and tail[-1].start() >= end and end < len(text):
+        tail.pop()  # an empty match at the block's end belongs to the block after it
+    if not tail:
+        return None
+    m = tail[-1]
+    if m.start() == m.end():  # an empty last match may tie an earlier one's end: keep the earliest
+        m = next(x for x in p.finditer(text, start, end) if x.end() == m.end())
+    return m
+
+
+def _last_of(p: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of ``p.finditer(text)`` (on an end tie with an empty match, the earliest one),
+    searched from the end of the text when the pattern is line-local."""
+    lits, local = _shape(p)
+    end = len(text)
+    if not local:
+        if lits and not any(lit in text for lit in lits):
+            return None
+        return _last_in(p, text, 0, end)
+    if lits:  # only lines holding a literal can match: jump to them, last first
+        one = lits[0] if len(lits) == 1 else ""
+        while True:
+            at = text.rfind(one, 0, end) if one else max(text.rfind(lit, 0, end) for lit in lits)
+            if at < 0:
+                return None
+            start = text.rfind("\n", 0, at) + 1
+            nl = text.find("\n", at)
+            m = _last_in(p, text, start, len(text) if nl < 0 else nl + 1)
+            if m is not None or start == 0:
+                return m
+            end = start
+    if end <= _BLOCK:
+        return _last_in(p, text, 0, end)
+    size = _BLOCK
+    while True:  # blocks of whole lines from the end, doubling
+        start = text.rfind("\n", 0, end - size) + 1 if end - size > 0 else 0
+        m = _last_in(p, text, start, end)
+        if m is not None or start == 0:
+            return m
+        end, size = start, size * 2
+
+
+def last_match(patterns: Sequence[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    """Over all ``patterns``, the match in ``text`` ending last (the earliest such one on a tie)."""
+    return _last(patterns, text)
+
+
 def _last(patterns: Sequence[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    """The match ending last over all patterns (the earliest such one on a tie)."""
     best: re.Match[str] | None = None
     for p in patterns:
-        for m in p.finditer(text):
-            if best is None or m.end() > best.end():
-                best = m
+        m = _last_of(p, text)
+        if m is not None and (best is None or m.end() > best.end()):
+            best = m
     return best
 
 
@@ -167,6 +405,7 @@ def _num(text: str) -> float | None:
     return value
 
 
+_JSON = json.JSONDecoder()
 _BARE = re.compile(r"(?<![\w\"'])(nan|NaN|inf|-inf|Infinity|-Infinity)(?![\w\"'])")
 
 
@@ -177,16 +416,39 @@ def parse_metric_dict(text: str) -> dict[str, Any]:
         raise ValueError("no {...} dict on the line")
     body = text[start : end + 1]
     try:
-        data = json.loads(body)
+        data, stop = _JSON.raw_decode(body)  # json.loads minus two wrapper layers (hot: one call per step)
+        if stop != len(body):
+            raise json.JSONDecodeError("Extra data", body, stop)
     except json.JSONDecodeError:
-        try:
-            data = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
-        except (ValueError, SyntaxError) as exc:
-            raise ValueError(f"not a dict literal: {exc}") from exc
-        data = {k: _special(v) for k, v in data.items()} if isinstance(data, dict) else data
+        data = _flat_py_dict(body)
+        if data is None:
+            try:
+                data = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
+            except (ValueError, SyntaxError) as exc:
+                raise ValueError(f"not a dict literal: {exc}") from exc
+            data = {k: _special(v) for k, v in data.items()} if isinstance(data, dict) else data
     if not isinstance(data, dict):
         raise ValueError("not a dict")
     return data
+
+
+_PY_KEY = r"'[^'\"\\\x00-\x1f]*'"
+_JSON_NUM = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_PY_FLAT = re.compile(
+    rf"\{{[ \t]*{_PY_KEY}[ \t]*:[ \t]*{_JSON_NUM}(?:[ \t]*,[ \t]*{_PY_KEY}[ \t]*:[ \t]*{_JSON_NUM})*[ \t]*\}}"
+)
+
+
+def _flat_py_dict(body: str) -> dict[str, Any] | None:
+    """``{'loss': 0.51, 'epoch': 0.1}`` (HF Trainer's line) without ast: quoted keys with no quote or
+    backslash, JSON-grammar numbers, no bare nan/inf. That subset reads the same as JSON once the
+    quotes are swapped; anything else is None (then ast.literal_eval decides, as before)."""
+    if not _PY_FLAT.fullmatch(body) or _BARE.search(body):
+        return None
+    try:
+        return json.loads(body.replace("'", '"'))
+    except json.JSONDecodeError:
+        return None
 
 
 def _special(value: Any) -> Any:
@@ -212,8 +474,65 @@ def _pick(d: dict[str, Any], keys: Sequence[str]) -> float | None:
     return None
 
 
-def _pick_all(d: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict[str, float]:
-    """metric -> value from one metric dict; the earliest-listed alias of a metric wins."""
+_NUMBER_TYPES = frozenset({float, int})
+
+
+def _plan(keys: tuple[str, ...], alias: dict[str, tuple[str, int]]) -> _Plan:
+    by_metric: dict[str, list[tuple[int, str]]] = {}
+    for key in keys:
+        hit = alias.get(key)
+        if hit is not None:
+            by_metric.setdefault(hit[0], []).append((hit[1], key))
+    metrics = tuple((m, tuple(k for _, k in sorted(c))) for m, c in by_metric.items())
+    if not metrics or any(len(ks) != 1 for _, ks in metrics):
+        return _Plan(metrics, (), None)
+    firsts = [ks[0] for _, ks in metrics]
+    get = itemgetter(*firsts) if len(firsts) > 1 else (lambda d, k=firsts[0]: (d[k],))
+    return _Plan(metrics, tuple(m for m, _ in metrics), get)
+
+
+def _pick_all(
+    d: dict[str, Any],
+    alias: dict[str, tuple[str, int]],
+    plans: dict[tuple[str, ...], _Plan] | None = None,
+) -> dict[str, float]:
+    """metric -> value from one metric dict; the earliest-listed alias of a metric wins.
+
+    ``plans`` memoises, per key set, which keys feed which metric: a wandb dict carries many
+    keys, the alias table few, and every step repeats the same keys.
+    """
+    keys = tuple(d)
+    plan = plans.get(keys) if plans is not None else None
+    if plan is None:
+        plan = _plan(keys, alias)
+        if plans is not None and len(plans) < 256:
+            plans[keys] = plan
+    if plan.get is not None:  # one key per metric: fetch them all at once
+        values = plan.get(d)
+        if set(map(type, values)) <= _NUMBER_TYPES:  # plain int/float (not bool): float() of each
+            return dict(zip(plan.names, map(float, values), strict=True))
+    out: dict[str, float] = {}
+    for metric, cands in plan.metrics:
+        best: float | None = None
+        for key in cands:
+            value = d[key]
+            if type(value) is float:
+                num: float | None = value
+            elif isinstance(value, bool):
+                return _pick_all_slow(d, alias)
+            else:
+                num = float(value) if isinstance(value, int | float) else _num(str(value))
+                if num is None:  # an unusable value: the order of the result then depends on it
+                    return _pick_all_slow(d, alias)
+            if best is None:
+                best = num
+        if best is not None:
+            out[metric] = best
+    return out
+
+
+def _pick_all_slow(d: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict[str, float]:
+    """_pick_all one key at a time (any value not a number skipped)."""
     out: dict[str, float] = {}
     rank: dict[str, int] = {}
     for key, value in d.items():
@@ -223,9 +542,13 @@ def _pick_all(d: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict[str,
         metric, r = hit
         if metric in rank and rank[metric] <= r:
             continue
-        if isinstance(value, bool):
+        kind = type(value)
+        if kind is float:  # the usual case first
+            num: float | None = value
+        elif isinstance(value, bool):
             continue
-        num = float(value) if isinstance(value, int | float) else _num(str(value))
+        else:
+            num = float(value) if isinstance(value, int | float) else _num(str(value))
         if num is not None:
             out[metric], rank[metric] = num, r
     return out
@@ -239,17 +562,31 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
     if m:
         step, max_steps = int(m.group(1)), int(m.group(2))
     source = "this log"
+    marker, alias, plans = cfg.rl_marker, cfg.rl_alias, cfg.rl_plans
     for i, text in enumerate([tail, *chain_tails]):
         series = []
+        if marker not in text:
+            continue
         for n, line in enumerate(text.splitlines(), start=1):
-            if cfg.rl_marker not in line:
+            if marker not in line:
                 continue
+            rest = line.split(marker, 1)[1]
+            start, end = rest.find("{"), rest.rfind("}")
+            if 0 <= start < end:  # parse_metric_dict's JSON case, inlined: one call per logged step
+                body = rest[start : end + 1]
+                try:
+                    d, stop = _JSON.raw_decode(body)
+                except json.JSONDecodeError:
+                    stop = -1
+                if stop == len(body) and type(d) is dict:
+                    series.append(_pick_all(d, alias, plans))
+                    continue
             try:
-                d = parse_metric_dict(line.split(cfg.rl_marker, 1)[1])
+                d = parse_metric_dict(rest)
             except ValueError as exc:
-                out.problems.append(f"{cfg.rl_marker} line {n} unparseable ({exc})")
+                out.problems.append(f"{marker} line {n} unparseable ({exc})")
                 continue
-            series.append(_pick_all(d, cfg.rl_alias))
+            series.append(_pick_all(d, alias, plans))
         if series:
             out.series = series
             source = "this log" if i == 0 else f"earlier chain log #{i}"
@@ -363,11 +700,14 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
     rate = _last(cfg.ev_pass, tail)
     names: Counter[str] = Counter()
     for p in cfg.ev_exception:
-        names.update(m.group(1) for m in p.finditer(tail))
+        if p.groups == 1:
+            names.update(findall(p, tail))  # group 1 of every match
+        else:
+            names.update(m.group(1) for m in p.finditer(tail))
     passthrough = {k: v for k, v in names.items() if k in cfg.ev_passthrough}
-    blamed = Counter({k: v for k, v in names.items() if k not in cfg.ev_passthrough})
-    top = blamed.most_common(1)
-    checks = {c.name: ("FAIL" if c.pattern.search(tail) else "ok") for c in cfg.ev_checks}
+    blamed = [(k, v) for k, v in names.items() if k not in cfg.ev_passthrough]
+    top = [max(blamed, key=itemgetter(1))] if blamed else []  # Counter.most_common(1): first of the max
+    checks = {c.name: ("FAIL" if search(c.pattern, tail) else "ok") for c in cfg.ev_checks}
     pass_rate = _num(rate.group(1)) if rate else None
     if pass_rate is not None and pass_rate > 1:
         pass_rate /= 100.0
@@ -388,9 +728,17 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
 
 def hang_evidence(tail: str, cfg: MetricsConfig, lines: int = 40) -> tuple[str, list[str]]:
     """The last non-empty log line and any EngineDead/NCCL/Watchdog/RPC lines near the end."""
-    rows = [ln for ln in tail[-8192:].splitlines()[-lines:] if ln.strip()]
-    last = rows[-1].strip()[:200] if rows else ""
-    if not cfg.hang_any.search("\n".join(rows)):  # the usual case: one search, not one per line
+    near_end = tail[-8192:].splitlines()[-lines:]
+    last = next((s[:200] for ln in reversed(near_end) if (s := ln.strip())), "")
+    # The usual case: no signal, told by a str search for the signals' literals (none spans a
+    # line, so blank lines kept in this block change nothing), then by one search per signal.
+    if cfg.hang_literals:
+        whole = "\n".join(near_end)
+        if not any(lit in whole for lit in cfg.hang_literals):
+            return last, []
+    rows = [ln for ln in near_end if ln.strip()]
+    block = "\n".join(rows)
+    if not any(search(p, block) for p in cfg.hang_each):
         return last, []
     near = [ln.strip()[:200] for ln in rows if cfg.hang_any.search(ln)]
     return last, near[-3:]

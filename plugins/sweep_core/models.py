@@ -124,7 +124,7 @@ class Flag:
     action: str = ""  # cleanup:<skill> | cancel | cancel+salvage | deep-dive | diagnose | kill-approval
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in _FLAG_FIELDS}  # all str: no deep copy needed
+        return dict(self.__dict__)  # exactly the fields, in order; all str: no deep copy needed
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Flag:
@@ -134,6 +134,3 @@ class Flag:
         where = f"{self.cluster} {self.bucket} {self.job_id} {self.job_name}".strip()
         act = f" → {self.action}" if self.action else ""
         return f"[{self.rule}] {self.severity.upper()} {where}: {self.message}{act}"
-
-
-_FLAG_FIELDS = tuple(f.name for f in fields(Flag))

@@ -99,32 +99,49 @@ def _cell_lines(text: str, width: int | None) -> list[str]:
 
 def wrap_words(line: str, width: int) -> list[str]:
     """Greedy word wrap (textwrap.wrap's result for plain text, long words broken), ~5x faster."""
+    words = line.split()
+    if not words:
+        return [""]
+    if max(map(len, words)) <= width:  # the usual case: cut at the last space that fits, no per-word loop
+        text = " ".join(words)
+        lines: list[str] = []
+        start = 0
+        while len(text) - start > width:
+            cut = text.rfind(" ", start, start + width + 1)
+            lines.append(text[start:cut])
+            start = cut + 1
+        lines.append(text[start:])
+        return lines
     out: list[str] = []
-    cur = ""
-    for word in line.split():
-        while len(word) > width:
-            if cur:
-                room = width - len(cur) - 1
-                if room > 0:
-                    out.append(f"{cur} {word[:room]}")
-                    word = word[room:]
-                else:
-                    out.append(cur)
-                cur = ""
-                continue
-            out.append(word[:width])
-            word = word[width:]
-        if not word:
-            continue
-        if not cur:
-            cur = word
-        elif len(cur) + 1 + len(word) <= width:
-            cur = f"{cur} {word}"
+    cur: list[str] = []  # words of the line being filled
+    size = 0  # len(" ".join(cur))
+    for word in words:
+        n = len(word)
+        if n > width:  # break the long word: fill the current line's room first, then whole lines
+            text = " ".join(cur)
+            while len(word) > width:
+                if text:
+                    room = width - len(text) - 1
+                    if room > 0:
+                        out.append(f"{text} {word[:room]}")
+                        word = word[room:]
+                    else:
+                        out.append(text)
+                    text = ""
+                    continue
+                out.append(word[:width])
+                word = word[width:]
+            cur, size = ([word], len(word)) if word else ([], 0)
+        elif not cur:
+            cur, size = [word], n
+        elif size + 1 + n <= width:
+            cur.append(word)
+            size += 1 + n
         else:
-            out.append(cur)
-            cur = word
+            out.append(" ".join(cur))
+            cur, size = [word], n
     if cur:
-        out.append(cur)
+        out.append(" ".join(cur))
     return out or [""]
 
 
@@ -132,31 +149,58 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
     """The same box-drawing grid as tabulate's ``simple_grid`` (┌─┬─┐ │ ├─┼─┤ └─┴─┘).
 
     Drawn here rather than by tabulate: at 10,000 rows tabulate's type inference and per-cell
-    wrapping took ~6 s of a 1 s fan-in budget (benchmarks/fan_in.py); this takes ~0.1 s.
+    wrapping took ~6 s of a 1 s fan-in budget (benchmarks/fan_in.py). Work is done per column:
+    a column with no newline and no cell over its width (most of them) is used as is, and a
+    one-line row is drawn with one precompiled format string.
     """
-    cells = [[_cell_lines(c, w) for c, w in zip(r, widths, strict=True)] for r in [headers, *rows]]
-    # tabulate's widths: the longest line, and at least the header + 2 (its MIN_PADDING)
-    col = [
-        max(max(len(ln) for row in cells[1:] for ln in row[i]) if rows else 0, max(map(len, cells[0][i])) + 2)
-        for i in range(len(headers))
-    ]
+    n = len(headers)
+    if len(widths) != n or any(len(r) != n for r in rows):
+        raise ValueError("box_table: every row and the widths need one entry per header")
+    head = [_cell_lines(c, w) for c, w in zip(headers, widths, strict=True)]
+    columns: list[list[str]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(n)]
+    wrapped: dict[int, list[list[str]]] = {}  # column -> per-row lines, only for columns that need it
+    col: list[int] = []
+    for i, (column, w) in enumerate(zip(columns, widths, strict=True)):
+        longest = max(map(len, column)) if column else 0
+        if (w is not None and longest > w) or "\n" in "\0".join(column):
+            lines = [[c] if w is not None and len(c) <= w and "\n" not in c else _cell_lines(c, w) for c in column]
+            wrapped[i] = lines
+            column[:] = [ln[0] for ln in lines]
+            longest = max((len(ln) for cell in lines for ln in cell), default=0)
+        col.append(max(longest, max(map(len, head[i])) + 2))  # tabulate's MIN_PADDING: header + 2
 
     def rule(left: str, mid: str, right: str) -> str:
         return left + mid.join("─" * (w + 2) for w in col) + right
 
-    def body(row: list[list[str]]) -> list[str]:
-        height = max(map(len, row))
-        if height == 1:
-            return ["│ " + " │ ".join(c[0].ljust(w) for c, w in zip(row, col, strict=True)) + " │"]
-        return [
-            "│ " + " │ ".join((c[k] if k < len(c) else "").ljust(w) for c, w in zip(row, col, strict=True)) + " │"
-            for k in range(height)
-        ]
+    fmt = "│ " + " │ ".join(f"{{:<{w}}}" for w in col) + " │"
 
-    out = [rule("┌", "┬", "┐"), *body(cells[0])]
-    for row in cells[1:]:
-        out.append(rule("├", "┼", "┤"))
-        out += body(row)
+    def tall(row: list[list[str]]) -> list[str]:
+        height = max(map(len, row))
+        padded = [c if len(c) == height else [*c, *[""] * (height - len(c))] for c in row]
+        return [fmt.format(*line) for line in zip(*padded, strict=True)]
+
+    # a row tall in one column only (the Note, usually): its lines after the first are that
+    # column's line between blank cells, i.e. a fixed prefix and suffix around it
+    blank_prefix = ["│ " + "".join(" " * w + " │ " for w in col[:i]) for i in range(n)]
+    blank_suffix = ["".join(" │ " + " " * w for w in col[i + 1 :]) + " │" for i in range(n)]
+    sep = rule("├", "┼", "┤")
+    out = [rule("┌", "┬", "┐"), *tall(head)]
+    tall_in: dict[int, list[int]] = {}  # row -> the columns where it has more than one line
+    for i, lines in wrapped.items():
+        for r, cell in enumerate(lines):
+            if len(cell) > 1:
+                tall_in.setdefault(r, []).append(i)
+    for r, values in enumerate(zip(*columns, strict=True)):
+        out.append(sep)
+        where = tall_in.get(r)
+        if where is None:
+            out.append(fmt.format(*values))
+        elif len(where) == 1:
+            i = where[0]
+            out.append(fmt.format(*values))
+            out += [blank_prefix[i] + ln.ljust(col[i]) + blank_suffix[i] for ln in wrapped[i][r][1:]]
+        else:
+            out += tall([wrapped[i][r] if i in wrapped else [values[i]] for i in range(n)])
     out.append(rule("└", "┴", "┘"))
     return "\n".join(out)
 
@@ -180,9 +224,12 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
     return box_table(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
     """RUNNING first, then by cluster and numeric job id (9 before 10, 3_2 before 3_10)."""
-    nums = tuple(int(n) for n in re.findall(r"\d+", job.job_id))
+    nums = tuple(map(int, _DIGITS.findall(job.job_id)))
     return (job.source != "squeue", job.cluster, nums, job.job_id)
 
 

@@ -7,12 +7,23 @@ from the ``rules:`` section of include/sweep.yaml. Rules report and hand off; th
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import ne
 from typing import Any
 
+from sweep_core.fingerprint import (
+    LOOK_AT,
+    FingerprintConfig,
+    fingerprint_changes,
+    fingerprint_config,
+    launch_fingerprint,
+    series_of,
+)
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
 from sweep_core.models import ClusterSnapshot, Flag, Job
 
@@ -27,6 +38,8 @@ DEFAULT_RULES: dict[str, Any] = {
     "ablation_tags": ["zclip", "staleclip", "stale_clip", "z_clip", "maxgn09_hint", "shaped_entropy"],
     "agentic_rl_tags": ["harbor", "daytona", "terminal_bench", "terminalbench"],
     "untested_rl_tags": ["debug", "smoke", "smoketest", "smoke_test", "canary"],
+    "fingerprint": {},  # launch-fingerprint patterns per field (defaults: sweep_core/fingerprint.py)
+    "series_suffix": None,  # chain-link / restart suffix stripped from a name -> its series
     "concluded_series": ["a3"],
     "eval_exempt": ["(^|[_/-])DCAgent2([_/-]|$)"],
     "eval_instant_fail_minutes": 2,
@@ -48,6 +61,7 @@ class RulesConfig:
     eval_exempt: tuple[re.Pattern[str], ...]
     instant_fail_minutes: float
     failure_states: frozenset[str]
+    fingerprint: FingerprintConfig
 
 
 def rules_config(raw: dict[str, Any] | None) -> RulesConfig:
@@ -67,15 +81,19 @@ def rules_config(raw: dict[str, Any] | None) -> RulesConfig:
         eval_exempt=tuple(re.compile(p) for p in raw["eval_exempt"]),
         instant_fail_minutes=float(raw["eval_instant_fail_minutes"]),
         failure_states=frozenset(raw["failure_states"]),
+        fingerprint=fingerprint_config(raw.get("fingerprint"), raw.get("series_suffix")),
     )
 
 
 @dataclass
 class History:
-    """What earlier sweeps saw (sweep_history): failure signatures and RL job names."""
+    """What earlier sweeps saw (sweep_history): failure signatures, RL job names and series, and
+    each RL series' launch fingerprint (field by field, the last known value)."""
 
     failure_signatures: dict[str, set[str]] = field(default_factory=dict)  # signature -> "cluster|job_id"s
     rl_names: set[str] = field(default_factory=set)
+    rl_series: set[str] = field(default_factory=set)
+    rl_fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)  # series -> fingerprint
     known: bool = False  # False on the first sweep: "never seen before" means nothing yet
 
 
@@ -99,11 +117,21 @@ def _flag(rule: str, severity: str, job: Job, message: str, action: str = "") ->
     return Flag(rule, severity, job.cluster, job.job_id, job.name, job.bucket, message, action)
 
 
+@functools.lru_cache(maxsize=256)
+def _tag_patterns(tags: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """One alternation of all tags (the usual "none of them" answer in one search) and one pattern each."""
+    one = [rf"(^|[_\-/.]){re.escape(t.lower())}([_\-/.]|$)" for t in tags]
+    return re.compile("|".join(f"(?:{p})" for p in one) or "(?!)"), tuple(zip(tags, map(re.compile, one), strict=True))
+
+
 def has_tag(name: str, tags: Iterable[str]) -> str:
     """The first tag that stands in ``name`` as a token (between _, -, /, . or the ends)."""
     low = name.lower()
-    for tag in tags:
-        if re.search(rf"(^|[_\-/.]){re.escape(tag.lower())}([_\-/.]|$)", low):
+    any_tag, each = _tag_patterns(tuple(tags))
+    if not any_tag.search(low):
+        return ""
+    for tag, pattern in each:  # list order decides which tag is named, not position in the name
+        if pattern.search(low):
             return tag
     return ""
 
@@ -124,12 +152,14 @@ def elapsed_minutes(text: str) -> float | None:
 # ---- tracebacks -------------------------------------------------------------------------------
 
 _MASKING = re.compile(r"ChildFailedError|torch\.distributed\.elastic|elastic.*summary|ProcessExitedException", re.I)
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)?\d*[^\]]*\]:\s?")
+_SIGNAL_LINE = re.compile(r"Segmentation fault|SIGSEGV|core dumped|CUDA error|NCCL error")
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Fault)|[A-Z]\w+Error)(?::\s*(.*))?$")
 
 
 def first_real_traceback(tail: str) -> str:
     """The first traceback's exception line that is not the elastic/torchrun summary masking it."""
-    lines = [re.sub(r"^\[(?:rank|default)?\d*[^\]]*\]:\s?", "", ln) for ln in tail.splitlines()]
+    lines = [_RANK_PREFIX.sub("", ln) if ln.startswith("[") else ln for ln in tail.splitlines()]
     found: list[str] = []
     i = 0
     while i < len(lines):
@@ -148,7 +178,7 @@ def first_real_traceback(tail: str) -> str:
         s = line.strip()
         if _EXC_LINE.match(s) and not _MASKING.search(s):
             return s[:300]
-        if re.search(r"Segmentation fault|SIGSEGV|core dumped|CUDA error|NCCL error", s):
+        if _SIGNAL_LINE.search(s):
             return s[:300]
     return found[0] if found else ""
 
@@ -192,8 +222,7 @@ def _rl_done(job: Job) -> bool:
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
     """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action)."""
     out = []
-    running_names = {j.name for j in ctx.jobs(source="squeue")}
-    pending = {j.name for s in ctx.snaps for j in s.pending or []}
+    live = {j.name for j in ctx.jobs(source="squeue")} | {j.name for s in ctx.snaps for j in s.pending or []}
     for job in ctx.jobs(source="sacct"):
         if base_state(job) != "COMPLETED":
             continue
@@ -220,7 +249,7 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
                         "cleanup:datagen-job-cleanup",
                     )
                 )
-            elif done is not None and done == total and job.name not in running_names | pending:
+            elif done is not None and done == total and job.name not in live:
                 out.append(
                     _flag(
                         "completion_cleanup",
@@ -366,7 +395,10 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
     out = []
     for job in ctx.jobs("RL"):
         series = job.metrics.get("series") or []
-        nan = [k for d in series for k, v in d.items() if isinstance(v, float) and math.isnan(v)]
+        nan: list[str] = []
+        values = list(chain.from_iterable(map(dict.values, series)))
+        if any(map(ne, values, values)):  # NaN is the only value unequal to itself
+            nan = [k for d in series for k, v in d.items() if isinstance(v, float) and math.isnan(v)]
         if nan:
             out.append(
                 _flag("rl_collapse", "critical", job, f"NaN in {sorted(set(nan))}: a failure, not a spike", "diagnose")
@@ -386,19 +418,48 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
     return out
 
 
+_DEEP_DIVE = (
+    "deep-dive (rl-job-health-deep-dive) for a KILL/NO-KILL verdict: sync trace_jobs + logs, "
+    "GPU utilisation vs the serving LUT, read literal rollouts, check for all-reward-0; "
+    "state-poll + metrics can read healthy on a silently dead run"
+)
+
+
 def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
-    """A debug/smoke run, or an RL run no earlier sweep saw: a deep-dive with what to look at."""
+    """A RUNNING RL job in a new/untested setting -> a deep-dive saying what to look at.
+
+    Untested = a debug/smoke/canary name tag, a series no earlier sweep saw, or a launch
+    fingerprint (nodes, partition, model, config, image, commit; sweep_core/fingerprint.py) that
+    differs from the one remembered for the series. Every RL job's series and fingerprint are kept
+    in its metrics (``run_series``, ``fingerprint``) for the sweep state.
+    """
     out = []
-    look = (
-        "deep-dive (rl-job-health-deep-dive): sync trace_jobs + logs, GPU use vs the serving LUT, "
-        "read literal rollouts; state-poll can read healthy on a silently dead run"
-    )
-    for job in ctx.jobs("RL", "squeue"):
+    fcfg = ctx.cfg.fingerprint
+    for job in ctx.jobs("RL"):
+        series = series_of(job.name, fcfg)
+        fp = launch_fingerprint(job, fcfg)
+        job.metrics["run_series"], job.metrics["fingerprint"] = series, fp
+        if job.source != "squeue":
+            continue
+        reasons: list[str] = []
+        first: list[str] = []
         tag = has_tag(job.name, ctx.cfg.untested_tags)
         if tag:
-            out.append(_flag("rl_new_untested", "warn", job, f"untested setting ({tag}): {look}", "deep-dive"))
-        elif ctx.history.known and job.name not in ctx.history.rl_names:
-            out.append(_flag("rl_new_untested", "warn", job, f"first sweep to see this run: {look}", "deep-dive"))
+            reasons.append(f"untested setting ({tag})")
+        seen = series in ctx.history.rl_series or job.name in ctx.history.rl_names
+        if ctx.history.known and not seen:
+            reasons.append("first sweep to see this run")
+        elif (before := ctx.history.rl_fingerprints.get(series)) is not None:
+            changes = fingerprint_changes(before, fp)
+            if changes:
+                reasons.append(
+                    f"launch changed since series {series} was last seen: "
+                    + ", ".join(f"{name} {what}" for name, what in changes)
+                )
+                first = [LOOK_AT[name] for name, _ in changes]
+        if reasons:
+            look = _DEEP_DIVE + (f"; look first at: {'; '.join(dict.fromkeys(first))}" if first else "")
+            out.append(_flag("rl_new_untested", "warn", job, f"{'; '.join(reasons)}: {look}", "deep-dive"))
     return out
 
 

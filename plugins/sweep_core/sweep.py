@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,15 +130,33 @@ def run_fan_in(
     overrides: dict[str, dict[str, int]] | None = None,
     caps: dict[str, int | None] | None = None,
     history: History | None = None,
+    timings: dict[str, float] | None = None,
 ) -> SweepResult:
-    """All fan-in steps in one call (tests and benchmarks): bucket, liveness, metrics, rules, render."""
+    """All fan-in steps in one call (tests and benchmarks): bucket, liveness, metrics, rules, render.
+
+    ``timings``, when given, receives each step's wall seconds (benchmarks/fan_in.py prints them).
+    """
     overrides = {s.cluster: {} for s in snaps} | (overrides or {})
+    times = timings if timings is not None else {}
+    t = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        times[stage] = now - t
+        t = now
+
     cadences = cadence_table(config, overrides)
     bucket_step(snaps, config)
+    lap("bucket")
     liveness_step(snaps, cadences)
+    lap("liveness")
     metrics_step(snaps, metrics_config(config.extra.get("metrics")))
+    lap("metrics")
     flags = rules_step(snaps, config, cadences, caps, history)
+    lap("rules")
     result = render_step(snaps, config, cadences)
+    lap("render")
     result.flags = flags
     return result
 

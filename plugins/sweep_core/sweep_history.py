@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweep_core.fingerprint import merge_fingerprints
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.rules import History, base_state
 
@@ -23,6 +24,11 @@ def _key(window_end: dt.datetime) -> str:
 def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_end: dt.datetime) -> dict[str, Any]:
     """What the next sweep needs to know about this one."""
     jobs: dict[str, dict[str, Any]] = {}
+    sightings: dict[str, list[dict[str, Any]]] = {}  # RL series -> fingerprints, ended jobs first
+    for j in sorted((j for s in snaps for j in s.all_jobs()), key=lambda j: j.source == "squeue"):
+        series = j.metrics.get("run_series") if j.bucket == "RL" else None
+        if series:
+            sightings.setdefault(series, []).append(j.metrics.get("fingerprint") or {})
     for s in snaps:
         for j in s.all_jobs():
             jobs[f"{j.cluster}|{j.job_id}"] = {
@@ -40,6 +46,8 @@ def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_
         "running_known": [s.cluster for s in snaps if s.running is not None],
         "jobs": jobs,
         "rl_names": sorted({j["name"] for j in jobs.values() if j["bucket"] == "RL"}),
+        "rl_series": sorted(sightings),
+        "rl_fingerprints": {series: merge_fingerprints(fps) for series, fps in sorted(sightings.items())},
         "flags": [f.rule for f in flags],
     }
 
@@ -71,10 +79,14 @@ def load_previous(run_log_dir: str | Path, window_end: dt.datetime) -> dict[str,
 
 
 def history_from(states: Sequence[dict[str, Any]]) -> History:
-    """Failure signatures and RL names seen by earlier sweeps."""
+    """Failure signatures, RL names/series and series fingerprints seen by earlier sweeps (oldest
+    state first: a later sweep's known fingerprint field overrides an earlier one)."""
     h = History(known=bool(states))
     for st in states:
         h.rl_names.update(st.get("rl_names", []))
+        h.rl_series.update(st.get("rl_series", []))
+        for series, fp in (st.get("rl_fingerprints") or {}).items():
+            h.rl_fingerprints[series] = merge_fingerprints([h.rl_fingerprints.get(series, {}), fp])
         for key, j in st.get("jobs", {}).items():
             if j.get("signature"):
                 h.failure_signatures.setdefault(j["signature"], set()).add(key)
