@@ -206,8 +206,9 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
 
 
 def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
-    """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN)."""
-    headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Note"]
+    """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN), and
+    the INODE HEADROOM verdict (``—`` where ops.md says none or dormant)."""
+    headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Quota", "Note"]
     rows = []
     for s in snaps:
         rows.append(
@@ -218,10 +219,17 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
                 s.login_node or "—",
                 "?" if s.running is None else str(len(s.running)),
                 "?" if s.finished is None else str(len(s.finished)),
+                _quota_cell(s.quota),
                 "; ".join(s.notes) or "—",
             ]
         )
-    return box_table(headers, rows, [None, None, None, 24, None, None, NOTE_WIDTH])
+    return box_table(headers, rows, [None, None, None, 24, None, None, 30, NOTE_WIDTH])
+
+
+def _quota_cell(quota: dict | None) -> str:
+    if not quota:
+        return "—"
+    return f"{quota.get('status', '?')}: {quota.get('reason', '')}".strip(": ")
 
 
 _DIGITS = re.compile(r"\d+")
