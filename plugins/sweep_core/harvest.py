@@ -109,6 +109,7 @@ class JobReport:
     results: dict[str, str] = field(default_factory=dict)  # results file name -> its text
     results_problem: str = ""
     log_tail: str = ""
+    log_problem: str = ""  # why there is no log tail (not found, unreadable)
 
 
 @dataclass
@@ -145,7 +146,8 @@ def decide_row(p: PendingRow, rep: JobReport, spec: ScoreSpec | None = None) -> 
         return RowOutcome(**base, outcome="waiting", note=state)
     if state in FAILED_STATES:
         tb = first_real_traceback(rep.log_tail) if rep.log_tail else ""
-        return RowOutcome(**base, outcome="failed", note=f"eval {rep.state}" + (f": {tb}" if tb else ""))
+        why = f": {tb}" if tb else (f" ({rep.log_problem})" if rep.log_problem else " (no traceback in the log tail)")
+        return RowOutcome(**base, outcome="failed", note=f"eval {rep.state}{why}")
     if state != "COMPLETED":
         return RowOutcome(**base, outcome="unknown", note=f"sacct state {rep.state}")
     if rep.results_problem or not rep.results:

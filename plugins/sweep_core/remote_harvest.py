@@ -53,7 +53,8 @@ while IFS='|' read -r jid state name; do
     *)
       [ -n "$LP" ] || continue
       p=${{LP//%j/$jid}}; p=${{p//%x/$name}}
-      [ -e "$p" ] && run "tail:$jid" tail -c {int(tail_bytes)} -- "$p" ;;
+      if [ -e "$p" ]; then run "tail:$jid" tail -c {int(tail_bytes)} -- "$p"
+      else printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "notail:$jid" 1; fi ;;
   esac
 done <"$T/sacct"
 echo "$M end 0 - -"
@@ -93,7 +94,11 @@ def read_harvest(out: GatherOutput | None, job_ids: list[str], problem: str = ""
             elif out.get(f"rname:{jid}:{n + 1}") is None and out.get(f"big:{jid}:{n + 1}") is None:
                 break
             n += 1
-        t = out.get(f"tail:{jid}")
+        t, missing = out.get(f"tail:{jid}"), out.get(f"notail:{jid}")
         if t is not None and t.rc == 0:
             rep.log_tail = t.stdout
+        elif t is not None:
+            rep.log_problem = f"log unreadable: {t.stderr.strip()[:160]}"
+        elif missing is not None:
+            rep.log_problem = f"log {missing.stdout} not found"
     return reports
