@@ -1,0 +1,45 @@
+"""What every DAG file of the package shares: where its config lives, and the hand-off DAGs'
+common arguments and params (dry run, the sweep's run log)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Param
+
+PROJECT = Path(__file__).resolve().parents[2]
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def config_paths() -> tuple[str, str]:
+    """(ops dir, sweep.yaml), read when a DAG file is parsed: SWEEP_OPS_DIR / SWEEP_CONFIG override."""
+    return (
+        os.environ.get("SWEEP_OPS_DIR", str(PROJECT / "include" / "ops")),
+        os.environ.get("SWEEP_CONFIG", str(PROJECT / "include" / "sweep.yaml")),
+    )
+
+
+def handoff_dag_kwargs(
+    dag_id: str, description: str, doc: str | None, tags: list[str], **params: Any
+) -> dict[str, Any]:
+    """DAG(...) kwargs of a hand-off DAG: triggered (no schedule), one run at a time, no retries,
+    ``dry_run`` (default true: a person trying it from the UI changes nothing) and ``run_log``."""
+    return {
+        "dag_id": dag_id,
+        "description": description,
+        "schedule": None,
+        "start_date": START,
+        "catchup": False,
+        "max_active_runs": 1,
+        "default_args": {"retries": 0},
+        "tags": ["monitoring", "handoff", *tags],
+        "doc_md": doc,
+        "params": {
+            **params,
+            "dry_run": Param(True, type="boolean", title="Dry run", description="Print the plan only; change nothing"),
+            "run_log": Param("", type="string", title="Run log", description="The sweep's dated run log to append to"),
+        },
+    }
