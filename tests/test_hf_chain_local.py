@@ -59,6 +59,7 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
     cell = f"{tag}_qwen__tulu3"
     sft = c.submit(f"sft__{cell}", "echo 'Step 10/10'")
     c.wait_finished(sft, "COMPLETED")
+    assert _sacct_names(f"sft__{cell}") == [sft]  # the windowed sacct the chain asks lags ~5 s
     repo = tmp_path / "clone"
     tracker = repo / TRACKER
     tracker.parent.mkdir(parents=True)
