@@ -86,7 +86,7 @@ class CancelDecision:
     state: str = ""  # squeue state at validation: what the human approves, re-checked before scancel
     elapsed: str = ""
     nodes: str = ""
-    nodelist: str = ""
+    nodelist: str = ""  # squeue %R: the node list, or the pending reason
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,7 +141,7 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
         r = d.request
         lines += [
             f"### {r.cluster} job `{r.job_id}` `{r.name}`",
-            f"- action: **{r.action}**; now {d.state}, elapsed {d.elapsed}, {d.nodes} node(s): `{d.nodelist}`",
+            f"- action: **{r.action}**; now {d.state}, elapsed {d.elapsed}, {d.nodes} node(s), nodes/reason `{d.nodelist}`",
             f"- evidence: {_md(r.evidence) or '(none given)'}",
             "",
         ]

@@ -73,7 +73,7 @@ def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             decisions += [CancelDecision(r, "blocked", [f"ops.md: {exc}"]) for r in reqs]
             continue
         if cfg.scheduler != "slurm" or cfg.status != "active":
-            why = f"{cluster} is {cfg.scheduler}/{cfg.status}: not a SLURM cluster this DAG may scancel on"
+            why = f"{cluster} is {cfg.scheduler}/{cfg.status}: not an active SLURM cluster, not contacted"
             decisions += [CancelDecision(r, "blocked", [why]) for r in reqs]
             continue
         marker = new_marker()
@@ -122,11 +122,28 @@ class CancelApprovalOperator(ApprovalOperator):
         log.info("asking for approval (timeout %s min): %s\n%s", minutes, self.subject, self.body)
         return super().execute(context)
 
+    def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        """Keep the answer as XCom ``answer`` first: on Reject the skip ends the task before any
+        return value is pushed."""
+        if "error" not in event:
+            who = event.get("responded_by_user") or {}
+            answer = {
+                "chosen_options": list(event.get("chosen_options") or []),
+                "responded_by": who.get("name") if isinstance(who, dict) else None,
+                "timed_out": bool(event.get("timedout")),
+            }
+            context["ti"].xcom_push(key="answer", value=answer)
+        return super().execute_complete(context, event)
+
+
+def _answer(context: dict[str, Any]) -> dict[str, Any]:
+    return context["ti"].xcom_pull(task_ids="approve", key="answer") or {}
+
 
 def approved(context: dict[str, Any]) -> bool:
-    """Whether the approve task's XCom says a human chose Approve."""
-    answer = context["ti"].xcom_pull(task_ids="approve") or {}
-    return list(answer.get("chosen_options") or []) == [ApprovalOperator.APPROVE]
+    """Whether a human chose Approve (not the timeout default)."""
+    answer = _answer(context)
+    return answer.get("chosen_options") == [ApprovalOperator.APPROVE] and not answer.get("timed_out")
 
 
 def _scancel_line(user: str, j: ApprovedJob) -> str:
@@ -168,17 +185,14 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
 
 
 def _approval_text(context: dict[str, Any]) -> str:
-    answer = context["ti"].xcom_pull(task_ids="approve")
+    answer = _answer(context)
     if not answer:
         return "no approval (not asked, or the approval task failed)"
-    chosen = list(answer.get("chosen_options") or [])
-    who = answer.get("responded_by_user")
-    name = who.get("name") if isinstance(who, dict) else who
-    if chosen == [ApprovalOperator.APPROVE]:
-        return f"approved by {name or '?'}"
-    if not name:
+    if answer.get("timed_out"):
         return "approval timed out: rejected"
-    return f"rejected by {name}"
+    if approved(context):
+        return f"approved by {answer.get('responded_by') or '?'}"
+    return f"rejected by {answer.get('responded_by') or '?'}"
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
