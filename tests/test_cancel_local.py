@@ -135,3 +135,29 @@ def test_squeue_unknown_cancels_nothing(local_cluster, tag, tmp_path) -> None:
     assert run.task_states["approve"] == "skipped" and run.task_states["scancel"] == "skipped"
     c.wait_running(jid)
     assert sh("runuser", "-u", USER, "--", "squeue", "-h", "-j", jid, "-o", "%T").stdout.strip() == "RUNNING"
+
+
+def test_sweep_hands_a_spurious_chain_link_to_cancel(local_cluster, tag, tmp_path) -> None:
+    """The sweep's rl_resume_overshoot flag becomes a sweep_cancel run; that conf, approved, cancels it."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    c = local_cluster
+    name = f"rl__{tag}_overshoot"
+    jid = c.submit(name, "echo 'Training Step Progress: 5/5'; sleep 600")
+    c.wait_running(jid)
+    c.wait_log(jid)
+    sweep = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
+    assert sweep.task_states["trigger_cancel"] == "success", sweep.task_states
+    with create_session() as s:
+        conf = s.query(DagRun).filter(DagRun.run_id == f"{sweep.run_id}__cancel").one().conf
+    mine = [j for j in conf["jobs"] if j["job_id"] == jid]
+    assert mine and mine[0]["action"] == "cancel" and mine[0]["name"] == name
+    assert "rl_resume_overshoot" in mine[0]["evidence"]
+    conf = {**conf, "jobs": mine, "approval_timeout_minutes": 5}
+    with HITLResponder("sweep_cancel", "approve", APPROVE) as responder:
+        run = run_dag("sweep_cancel", conf, tmp_path)
+    assert responder.errors == [] and "rl_resume_overshoot" in responder.detail["body"]
+    assert run.values["scancel"]["local"][jid] == "cancelled"
+    c.wait_finished(jid, "CANCELLED")
+    assert Path(conf["run_log"]).read_text().count("Hand-off sweep_cancel") == 1
