@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_DIR = Path(os.environ.get("SWEEP_CLUSTER_DIR", "/var/tmp/sweep-local-cluster"))
 SCRIPT = ROOT / "scripts" / "local_cluster.sh"
 USER = os.environ.get("SWEEP_CLUSTER_USER", "sweep")
+# dag.test() serializes the DAGs of the dags-folder bundle (settings.DAGS_FOLDER, read once when
+# airflow is first imported): this checkout's dags/, not whatever checkout env.sh pointed at.
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
 LOGS = Path(f"/home/{USER}/jobs/logs")
 
 
