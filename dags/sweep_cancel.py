@@ -13,31 +13,21 @@ Every job needs approval, spurious chain links too: see plugins/sweep_core/cance
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-from pathlib import Path
-
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_operators import cancel_tasks
+from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
 
-PROJECT = Path(__file__).resolve().parents[1]
-OPS_DIR = os.environ.get("SWEEP_OPS_DIR", str(PROJECT / "include" / "ops"))
-SWEEP_YAML = os.environ.get("SWEEP_CONFIG", str(PROJECT / "include" / "sweep.yaml"))
+OPS_DIR, SWEEP_YAML = config_paths()
 
 with DAG(
-    dag_id="sweep_cancel",
-    description="Validate, ask a human, then scancel flagged jobs and confirm CANCELLED in sacct",
-    schedule=None,
-    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-    catchup=False,
-    max_active_runs=1,
-    default_args={"retries": 0},
-    tags=["monitoring", "handoff", "destructive", "approval"],
-    doc_md=__doc__,
-    params={
-        "jobs": Param(
+    **handoff_dag_kwargs(
+        "sweep_cancel",
+        "Validate, ask a human, then scancel flagged jobs and confirm CANCELLED in sacct",
+        __doc__,
+        ["destructive", "approval"],
+        jobs=Param(
             [],
             type="array",
             items={
@@ -54,16 +44,14 @@ with DAG(
             title="Jobs",
             description='Flagged jobs: [{"cluster", "job_id", "name", "action", "evidence"}]',
         ),
-        "dry_run": Param(True, type="boolean", title="Dry run", description="Ask, then print the scancels only"),
-        "approval_timeout_minutes": Param(
+        approval_timeout_minutes=Param(
             None,
             type=["null", "number"],
             exclusiveMinimum=0,
             title="Approval timeout (minutes)",
             description="No answer by then = Reject; empty = sweep.yaml cancel.approval_timeout_minutes",
         ),
-        "run_log": Param("", type="string", title="Run log", description="The sweep's dated run log to append to"),
-    },
+    )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     validate = PythonOperator(task_id="validate", python_callable=cancel_tasks.validate, op_kwargs=common)
