@@ -70,3 +70,16 @@ def test_fork_failure_detection() -> None:
     assert looks_like_fork_failure("bash: fork: retry: Resource temporarily unavailable\n")
     assert looks_like_fork_failure("-bash: fork: Cannot allocate memory")
     assert not looks_like_fork_failure("squeue: error: Invalid user: x")
+
+
+def test_headroom_commands_run_last_and_quoted() -> None:
+    from sweep_core.remote_script import GatherRequest, build_gather_script
+
+    req = GatherRequest(user="u", window_start=1, window_end=2, df_paths=("/w/a b",), quota_command="jutil x -p 'p'")
+    script, _ = build_gather_script(req, "MK")
+    tail = script.splitlines()[-3:]
+    assert tail == [
+        "run dfi:0 df -i -P -- '/w/a b'",
+        "run quota bash -c 'jutil x -p '\"'\"'p'\"'\"''",
+        'echo "$M end 0 - -"',
+    ]

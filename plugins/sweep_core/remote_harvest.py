@@ -51,8 +51,11 @@ while IFS='|' read -r jid state name; do
       done <"$T/ls" ;;
     RUNNING*|PENDING*) ;;
     *)
-      [ -n "$LP" ] || continue
-      p=${{LP//%j/$jid}}; p=${{p//%x/$name}}
+      # the controller's StdOut while it still knows the job; else ops.md log_pattern (sacct's
+      # JobName of a just-ended job can read "allocation" for a while: not trusted alone)
+      p=""
+      if scontrol show job "$jid" >"$T/o" 2>/dev/null; then p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1); fi
+      if [ -z "$p" ] || [ ! -e "$p" ]; then [ -n "$LP" ] || continue; p=${{LP//%j/$jid}}; p=${{p//%x/$name}}; fi
       if [ -e "$p" ]; then run "tail:$jid" tail -c {int(tail_bytes)} -- "$p"
       else printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "notail:$jid" 1; fi ;;
   esac

@@ -199,10 +199,19 @@ if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then
     printf '%s' "$f" >"$T/o"; rec "gitsame:$k" "$r"
   done <"$T/git"
 fi
-echo "$M end 0 - -"
+{_headroom_lines(req)}echo "$M end 0 - -"
 """
     )
     return script, marker
+
+
+def _headroom_lines(req: GatherRequest) -> str:
+    """INODE HEADROOM: df -i -P of the artifact roots, then the ops.md quota command."""
+    q = shlex.quote
+    lines = [f"run dfi:{k} df -i -P -- {q(p)}" for k, p in enumerate(req.df_paths)]
+    if req.quota_command:
+        lines.append(f"run quota bash -c {q(req.quota_command)}")
+    return "".join(line + "\n" for line in lines)
 
 
 @dataclass
