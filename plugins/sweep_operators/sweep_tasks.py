@@ -10,7 +10,6 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sweep_core.handoffs import HANDOFF_DAGS, branch_choice, plan_handoffs
-from sweep_core.harvest import tracker_settings
 from sweep_core.log_metrics import metrics_config
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.ops_config import OpsConfigError, load_cluster
@@ -191,6 +190,8 @@ def verdict(**context: Any) -> None:
 
 def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off)."""
+    from sweep_core.harvest import tracker_settings  # at run time: the DAG file parses without it
+
     config = load_sweep_config(sweep_yaml)
     snaps, flags = _ruled(context)
     confs = plan_handoffs(
