@@ -167,3 +167,47 @@ def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> Non
     assert {"cluster": "local", "job_id": jid, "name": name, "flavor": "rl-agentic-job-cleanup"} in conf["jobs"]
     assert conf["dry_run"] is False and conf["run_log"].endswith(".md")
     assert yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())["cleanup"]["hub_org"] == ORG
+
+
+def test_datagen_needs_every_chunk_and_an_answering_hub(local_cluster, tag, tmp_path) -> None:
+    """A datagen array with one failed chunk keeps its trees; so does a complete one while the hub
+    does not answer; once the hub holds the consolidated dataset, the chunk trees go."""
+    c = local_cluster
+    out = "/home/sweep/jobs/logs/%x-%A_%a.out"
+    broken, done = f"datagen__{tag}_broken", f"datagen__{tag}_done"
+    a_broken = c.submit(
+        broken, 'if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then exit 3; fi; echo ok', "--array=1-3", output=out
+    )
+    a_done = c.submit(done, "echo ok", "--array=1-3", output=out)
+    for a in (a_broken, a_done):
+        for k in (1, 2, 3):
+            c.wait_finished(f"{a}_{k}", "FAILED" if (a, k) == (a_broken, 2) else "COMPLETED")
+    trees = {}
+    for name in (broken, done):
+        for sub in ("chunks", "tasks"):
+            d = ART / name / sub / "c0"
+            d.mkdir(parents=True, exist_ok=True)
+            for i in range(20):
+                (d / f"r{i}.json").write_text("{}")
+        trees[name] = ART / name
+    subprocess.run(["chown", "-R", "sweep:sweep", str(ART)], check=True)
+    jobs = [
+        {"cluster": "local", "job_id": f"{a_broken}_1", "name": broken, "flavor": "datagen-job-cleanup"},
+        {"cluster": "local", "job_id": f"{a_done}_1", "name": done, "flavor": "datagen-job-cleanup"},
+    ]
+    hub = {
+        ("dataset", f"{ORG}/{broken}"): ["data/train-0.parquet"],
+        ("dataset", f"{ORG}/{done}"): ["data/train-0.parquet"],
+    }
+    silent = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, HF_ENDPOINT="http://127.0.0.1:9")
+    d = _outcomes(silent)
+    assert d[broken]["action"] == "blocked" and "not every chunk is COMPLETED (2/3" in d[broken]["reasons"][0]
+    assert d[done]["action"] == "blocked" and "hub check UNKNOWN" in d[done]["reasons"][0]
+    assert all(_count(t) == 40 for t in trees.values())
+    with hub_stub(hub) as stub:
+        run = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, HF_ENDPOINT=stub.url)
+    d = _outcomes(run)
+    assert d[broken]["action"] == "blocked" and _count(trees[broken]) == 40
+    assert (
+        d[done]["action"] == "delete" and not (trees[done] / "chunks").exists() and not (trees[done] / "tasks").exists()
+    )
