@@ -279,6 +279,68 @@ def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState) -
     return None
 
 
+def _local_guards(
+    d: CleanupDecision,
+    spec: FlavorSpec | None,
+    state: ClusterState,
+    checks: list[PathCheck],
+    resolved_roots: dict[str, str],
+) -> bool:
+    """The scheduler and path guards (no hub needed); False with the reason added to ``d``."""
+    target = d.target
+    if spec is None:
+        d.reasons.append(f"unknown cleanup flavor {target.flavor!r}")
+        return False
+    if not state.squeue_ok:
+        d.reasons.append(f"squeue UNKNOWN on {target.cluster}: no destructive step ({state.squeue_problem})")
+        return False
+    live = state.live.get(target.job_id) or state.live.get(target.array_id)
+    if live:
+        d.reasons.append(f"job is {live} in squeue: a live job is never cleaned")
+        return False
+    why = _done_signal(target, spec, state)
+    if why:
+        d.reasons.append(why)
+        return False
+    unresolved = [r for r, real in resolved_roots.items() if not real]
+    if unresolved or not resolved_roots:
+        d.reasons.append(f"artifact root(s) {unresolved or '(none configured)'} do not resolve on the cluster")
+        return False
+    for check in checks:
+        if check.problem:
+            d.reasons.append(f"{check.given}: probe error: {check.problem}")
+            return False
+        if not check.exists:
+            continue
+        why = inside_roots(check.given, check.resolved, resolved_roots)
+        if why:
+            d.reasons.append(why)
+            return False
+        if check.kind != "directory":
+            d.reasons.append(f"{check.given}: is a {check.kind or 'thing of unknown kind'}, not a directory")
+            return False
+    return True
+
+
+def precheck(
+    target: CleanupTarget,
+    spec: FlavorSpec | None,
+    state: ClusterState,
+    checks: list[PathCheck],
+    resolved_roots: dict[str, str],
+) -> CleanupDecision | None:
+    """The decision when the hub need not be asked (blocked, or every tree already gone);
+    None when the scheduler and path guards hold and trees remain: ask the hub, then ``decide``."""
+    d = CleanupDecision(target, "blocked")
+    if not _local_guards(d, spec, state, checks, resolved_roots):
+        return d
+    if not any(c.exists for c in checks):
+        d.action = "nothing-to-do"
+        d.reasons.append("artifact trees already removed")
+        return d
+    return None
+
+
 def decide(
     target: CleanupTarget,
     spec: FlavorSpec | None,
@@ -289,37 +351,8 @@ def decide(
 ) -> CleanupDecision:
     """Apply every guard; the first failing one blocks the whole target (nothing deleted)."""
     d = CleanupDecision(target, "blocked", hub=hub)
-    if spec is None:
-        d.reasons.append(f"unknown cleanup flavor {target.flavor!r}")
+    if not _local_guards(d, spec, state, checks, resolved_roots):
         return d
-    if not state.squeue_ok:
-        d.reasons.append(f"squeue UNKNOWN on {target.cluster}: no destructive step ({state.squeue_problem})")
-        return d
-    live = state.live.get(target.job_id) or state.live.get(target.array_id)
-    if live:
-        d.reasons.append(f"job is {live} in squeue: a live job is never cleaned")
-        return d
-    why = _done_signal(target, spec, state)
-    if why:
-        d.reasons.append(why)
-        return d
-    unresolved = [r for r, real in resolved_roots.items() if not real]
-    if unresolved or not resolved_roots:
-        d.reasons.append(f"artifact root(s) {unresolved or '(none configured)'} do not resolve on the cluster")
-        return d
-    for check in checks:
-        if check.problem:
-            d.reasons.append(f"{check.given}: probe error: {check.problem}")
-            return d
-        if not check.exists:
-            continue
-        why = inside_roots(check.given, check.resolved, resolved_roots)
-        if why:
-            d.reasons.append(why)
-            return d
-        if check.kind != "directory":
-            d.reasons.append(f"{check.given}: is a {check.kind or 'thing of unknown kind'}, not a directory")
-            return d
     if not hub:
         d.reasons.append("no hub evidence: nothing deleted")
         return d
