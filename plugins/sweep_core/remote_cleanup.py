@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 
 from sweep_core.cleanup_plan import ClusterState, PathCheck
-from sweep_core.remote_script import GatherOutput, script_prelude
+from sweep_core.remote_script import GatherOutput, headroom_lines, script_prelude
 from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -48,14 +48,6 @@ class ProbeRequest:
     quota_command: str = ""  # ops.md quota.command (operator config, run as written)
 
 
-def _df_and_quota(roots: list[str], quota_command: str) -> str:
-    q = shlex.quote
-    lines = [f"run dfi:{k} df -i -P -- {q(r)}" for k, r in enumerate(roots)]
-    if quota_command:
-        lines.append(f"run quota bash -c {q(quota_command)}")
-    return "\n".join(lines) + "\n"
-
-
 def build_probe_script(req: ProbeRequest, marker: str) -> str:
     """Read-only probe before any delete."""
     q = shlex.quote
@@ -75,7 +67,7 @@ def build_probe_script(req: ProbeRequest, marker: str) -> str:
         script_prelude(marker)
         + "\n".join(body)
         + "\n"
-        + _df_and_quota(req.roots, req.quota_command)
+        + headroom_lines(req.roots, req.quota_command)
         + ('echo "$M end 0 - -"\n')
     )
 
@@ -163,6 +155,6 @@ def build_verify_script(paths: list[str], roots: list[str], quota_command: str, 
         script_prelude(marker)
         + "\n".join(body)
         + "\n"
-        + _df_and_quota(_paths(roots), quota_command)
+        + headroom_lines(_paths(roots), quota_command)
         + 'echo "$M end 0 - -"\n'
     )

@@ -16,6 +16,7 @@ import base64
 import binascii
 import secrets
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sweep_core.slurm_parse import (
@@ -199,18 +200,19 @@ if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then
     printf '%s' "$f" >"$T/o"; rec "gitsame:$k" "$r"
   done <"$T/git"
 fi
-{_headroom_lines(req)}echo "$M end 0 - -"
+{headroom_lines(req.df_paths, req.quota_command)}echo "$M end 0 - -"
 """
     )
     return script, marker
 
 
-def _headroom_lines(req: GatherRequest) -> str:
-    """INODE HEADROOM: df -i -P of the artifact roots, then the ops.md quota command."""
+def headroom_lines(df_paths: Sequence[str], quota_command: str) -> str:
+    """INODE HEADROOM records ``dfi:<k>`` (df -i -P of each path) and ``quota`` (the ops.md quota
+    command, operator config, run through bash -c); shared by the gather and the cleanup scripts."""
     q = shlex.quote
-    lines = [f"run dfi:{k} df -i -P -- {q(p)}" for k, p in enumerate(req.df_paths)]
-    if req.quota_command:
-        lines.append(f"run quota bash -c {q(req.quota_command)}")
+    lines = [f"run dfi:{k} df -i -P -- {q(p)}" for k, p in enumerate(df_paths)]
+    if quota_command:
+        lines.append(f"run quota bash -c {q(quota_command)}")
     return "".join(line + "\n" for line in lines)
 
 

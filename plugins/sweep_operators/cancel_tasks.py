@@ -28,11 +28,11 @@ from sweep_core.cancel_plan import (
 from sweep_core.cancel_plan import validate as decide
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.remote_cancel import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
-from sweep_core.remote_script import GatherOutput, new_marker
+from sweep_core.remote_script import new_marker
 from sweep_core.render import box_table
 from sweep_core.slurm_parse import SlurmOutputError, parse_squeue
 from sweep_core.sweep_config import load_sweep_config
-from sweep_operators.cluster_ssh import run_batch
+from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record
 
 log = logging.getLogger(__name__)
@@ -41,15 +41,6 @@ log = logging.getLogger(__name__)
 def _config(sweep_yaml: str) -> tuple[CancelConfig, Any]:
     config = load_sweep_config(sweep_yaml)
     return cancel_config(config.extra.get("cancel")), config.gather
-
-
-def _run(cfg: Any, limits: Any, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
-    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what)
-    if result.output is None:
-        return None, "unreachable: " + " | ".join(result.attempts)
-    if not result.output.complete:
-        return result.output, f"{what} script stopped early on {result.node.name if result.node else '?'}"
-    return result.output, ""
 
 
 def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -77,7 +68,7 @@ def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             decisions += [CancelDecision(r, "blocked", [why]) for r in reqs]
             continue
         marker = new_marker()
-        out, problem = _run(cfg, limits, build_validate_script(cfg.user, marker), marker, "cancel validate")
+        out, problem = run_checked(cfg, limits, log, build_validate_script(cfg.user, marker), marker, "cancel validate")
         rows = None
         if out is not None and not problem:
             sq = out.get("squeue")
@@ -170,7 +161,7 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
             continue
         marker = new_marker()
         script = build_scancel_script(cfg.user, jobs, marker, ccfg.confirm_timeout_s)
-        out, problem = _run(cfg, limits, script, marker, "scancel")
+        out, problem = run_checked(cfg, limits, log, script, marker, "scancel")
         per_job, sacct, sacct_problem = read_scancel(out, jobs) if out else ([(None, "")] * len(jobs), {}, "")
         results[cluster] = {}
         for d, (rc, text) in zip(mine, per_job, strict=True):

@@ -34,7 +34,7 @@ from sweep_core.report import write_run_log
 from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
 from sweep_core.sweep_config import load_sweep_config
 from sweep_core.tracker_md import TrackerError, fill_row, read_rows
-from sweep_operators.cluster_ssh import run_batch
+from sweep_operators.cluster_ssh import run_batch, run_checked
 from sweep_operators.handoff_record import append_record
 from sweep_operators.harvest_tasks import commit_tracker_files
 
@@ -64,10 +64,10 @@ def _row(tracker: Path | None, cell: str) -> tuple[Any, str | None, str | None]:
 def _probe(series: Series, cfg: Any, limits: Any) -> Any:
     marker = new_marker()
     script = build_probe(script_prelude(marker), cfg.user, series.lookback_days, SQUEUE_FORMAT)
-    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "hf-chain probe")
-    if result.output is None or not result.output.complete:
-        return view_from(None, None, "unreachable: " + " | ".join(result.attempts))
-    sq, sa = result.output.get("squeue"), result.output.get("sacct")
+    out, problem = run_checked(cfg, limits, log, script, marker, "hf-chain probe")
+    if out is None or problem:
+        return view_from(None, None, problem)
+    sq, sa = out.get("squeue"), out.get("sacct")
     try:
         rows = [(r.job_id, r.state, r.name) for r in parse_squeue(sq)] if sq else None
     except SlurmOutputError as exc:

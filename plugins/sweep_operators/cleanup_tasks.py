@@ -24,6 +24,7 @@ from sweep_core.cleanup_plan import (
     cleanup_config,
     decide,
     hub_repo_id,
+    precheck,
 )
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.remote_cleanup import (
@@ -36,7 +37,7 @@ from sweep_core.remote_cleanup import (
 from sweep_core.remote_script import GatherOutput, new_marker
 from sweep_core.render import box_table
 from sweep_core.sweep_config import load_sweep_config
-from sweep_operators.cluster_ssh import run_batch
+from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record, run_log_dir
 
 log = logging.getLogger(__name__)
@@ -49,15 +50,6 @@ def _config(sweep_yaml: str) -> tuple[CleanupConfig, Any]:
 
 def _blocked(t: CleanupTarget, why: str) -> CleanupDecision:
     return CleanupDecision(t, "blocked", [why])
-
-
-def _run(cfg: Any, limits: Any, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
-    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what)
-    if result.output is None:
-        return None, "unreachable: " + " | ".join(result.attempts)
-    if not result.output.complete:
-        return result.output, f"{what} script stopped early on {result.node.name if result.node else '?'}"
-    return result.output, ""
 
 
 def _hub_checker() -> Any:
@@ -154,7 +146,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         ids = sorted({t.array_id if ccfg.flavors[t.flavor].all_chunks else t.job_id for t in paths})
         req = ProbeRequest(cfg.user, ids, flat, list(cfg.artifact_roots), cfg.quota.command)
         marker = new_marker()
-        out, problem = _run(cfg, limits, build_probe_script(req, marker), marker, "cleanup probe")
+        out, problem = run_checked(cfg, limits, log, build_probe_script(req, marker), marker, "cleanup probe")
         if out is None or problem:
             decisions += [_blocked(t, f"{cluster}: {problem}: no destructive step") for t in paths]
             continue
@@ -163,17 +155,18 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         by_path = {c.given: c for c in checks}
         for t, ps in paths.items():
             spec = ccfg.flavors[t.flavor]
+            checks = [by_path[p] for p in ps]
+            pre = precheck(t, spec, state, checks, roots)
+            if pre is not None:  # blocked, or already removed: the hub is not asked
+                decisions.append(pre)
+                continue
+            checker = checker or _hub_checker()
             hub: list[dict[str, Any]] = []
-            pre = decide(t, spec, state, [by_path[p] for p in ps], roots, [{"ok": True}])
-            if pre.action == "delete":  # scheduler and path guards hold, trees exist: ask the hub
-                checker = checker or _hub_checker()
-                for art in spec.hub:
-                    repo = hub_repo_id(art, t, ccfg.hub_org)
-                    ev = checker.check(repo, repo_type=art.repo_type, expected=list(art.expected))
-                    hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
-            else:
-                pre.hub = []
-            decisions.append(decide(t, spec, state, [by_path[p] for p in ps], roots, hub) if hub else pre)
+            for art in spec.hub:
+                repo = hub_repo_id(art, t, ccfg.hub_org)
+                ev = checker.check(repo, repo_type=art.repo_type, expected=list(art.expected))
+                hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
+            decisions.append(decide(t, spec, state, checks, roots, hub))
     for d in decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return {"decisions": [d.to_dict() for d in decisions], "before": before}
@@ -211,7 +204,7 @@ def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         cfg = load_cluster(ops_dir, cluster)
         roots = {p: d.roots[p] for d in todo if d.target.cluster == cluster for p in d.paths}
         marker = new_marker()
-        out, problem = _run(cfg, limits, build_rm_script(roots, marker), marker, "cleanup rm")
+        out, problem = run_checked(cfg, limits, log, build_rm_script(roots, marker), marker, "cleanup rm")
         results = {}
         for k, path in enumerate(sorted(roots)):
             r = out.get(f"rm:{k}") if out else None
@@ -238,7 +231,7 @@ def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         while True:
             marker = new_marker()
             script = build_verify_script(paths, list(cfg.artifact_roots), cfg.quota.command, marker)
-            out, problem = _run(cfg, limits, script, marker, "cleanup verify")
+            out, problem = run_checked(cfg, limits, log, script, marker, "cleanup verify")
             if out is not None and not problem:
                 sorted_paths = sorted(paths)
                 left = [sorted_paths[k] for k in range(len(paths)) if out.get(f"left:{k}") is not None]

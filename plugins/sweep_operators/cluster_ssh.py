@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweep_core.failover import FailoverResult, NodeUnreachable, gather_with_failover
 from sweep_core.ops_config import ClusterConfig, LoginNode
+from sweep_core.remote_script import GatherOutput
 
 if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
     from airflow.providers.ssh.hooks.ssh import SSHHook
@@ -71,3 +72,16 @@ def run_batch(
         return run_script_over_ssh(hook, script, command_timeout_s)
 
     return gather_with_failover(cfg.login_nodes, run, marker)
+
+
+def run_checked(
+    cfg: ClusterConfig, limits: Any, log: Any, script: str, marker: str, what: str
+) -> tuple[GatherOutput | None, str]:
+    """``run_batch`` with ``limits`` (sweep.yaml gather); (output, problem): problem is '' only
+    when the script ran to its end record, else it says why (unreachable, stopped early)."""
+    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what)
+    if result.output is None:
+        return None, "unreachable: " + " | ".join(result.attempts)
+    if not result.output.complete:
+        return result.output, f"{what} script stopped early on {result.node.name if result.node else '?'}"
+    return result.output, ""

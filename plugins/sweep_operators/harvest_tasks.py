@@ -29,7 +29,7 @@ from sweep_core.remote_script import new_marker
 from sweep_core.render import box_table
 from sweep_core.report import write_run_log
 from sweep_core.sweep_config import load_sweep_config
-from sweep_operators.cluster_ssh import run_batch
+from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record
 
 log = logging.getLogger(__name__)
@@ -48,10 +48,8 @@ def _poll(ops_dir: str, cluster: str, rows: list[PendingRow], limits: Any, max_b
     script = build_harvest_script(
         ids, str(cfg.extra.get("eval_results_dir") or ""), cfg.log_pattern, marker, max_bytes, limits.tail_bytes
     )
-    result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "harvest")
-    if result.output is None:
-        return read_harvest(None, ids, "unreachable: " + " | ".join(result.attempts))
-    return read_harvest(result.output, ids, "" if result.output.complete else "harvest script stopped early")
+    out, problem = run_checked(cfg, limits, log, script, marker, "harvest")
+    return read_harvest(out, ids, problem)
 
 
 def commit_tracker_files(repo: Path, files: list[Path], message: str) -> str:
