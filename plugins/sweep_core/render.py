@@ -266,7 +266,7 @@ def _job_row(
     row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
     row += [fn(job) for _, fn in metric_columns]
     row.append(_job_note(job))
-    return row
+    return [c if isinstance(c, str) else str(c) for c in row]
 
 
 def render_bucket(
@@ -281,7 +281,7 @@ def render_bucket(
     headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
     headers += [h for h, _ in metric_columns] + ["Note"]
     rows: list[list[str]] = []
-    order = sorted(jobs, key=job_sort_key)
+    order = sorted(jobs, key=lambda j: guarded(j, "render", lambda: job_sort_key(j)) or (True, "~", (), ""))
     for job in order:
         row = guarded(job, "render", lambda j=job: _job_row(j, cadence_for, metric_columns))
         if row is None:  # this job's data broke its row: "?" cells and the error, the table goes on
