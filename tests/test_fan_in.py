@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,18 @@ def test_one_broken_job_costs_only_itself_in_every_fan_in_step(step: str) -> Non
         assert ok.errors == [] and ok.metrics["step"] == 45 and ok.minutes_since_output == 1.0
     text = result.rendered.text()
     assert "rl__ok_1" in text and "rl__ok_2" in text and "failed on this job" in text
+
+
+def test_nan_and_inf_metrics_survive_the_xcom_json_and_raise_the_collapse_flag() -> None:
+    import json
+
+    nan_job = job("7", "rl__nan_run", NOW - 60, log_tail=(LOGS / "rl_nan.out").read_text())
+    snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, remote_now=NOW, running=[nan_job], finished=[])
+    result = run_fan_in([snap], CONFIG)
+    wire = json.dumps([snap.to_dict()], allow_nan=False)  # what the metrics/rules tasks push to XCom
+    back = ClusterSnapshot.from_dict(json.loads(wire)[0]).running[0]  # type: ignore[index]
+    assert math.isnan(back.metrics["reward"]) and back.metrics["grad_norm"] == math.inf
+    assert math.isnan(back.metrics["series"][-1]["reward"])
+    row = next(ln for ln in result.rendered.tables["RL"].splitlines() if "rl__nan_run" in ln)
+    assert "nan" in row and "inf" in row and "[rl_collapse]" in row
+    assert any(f.rule == "rl_collapse" and f.severity == "critical" and "NaN" in f.message for f in result.flags)
