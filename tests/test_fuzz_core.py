@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
 MCFG = metrics_config(CONFIG.extra.get("metrics"))
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 def _texts(*globs: str) -> list[str]:
@@ -258,7 +258,7 @@ def test_hf_chain_readers_never_raise(stdout: str, sacct: str | None) -> None:
 NAMES = ["rl__fz_{i}", "sft__fz_{i}", "datagen__fz_{i}", "eval-fz_{i}", "misc_{i}"]
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.integers(0, 4), any_text(LOGS), st.booleans()), min_size=1, max_size=6))
 def test_every_fan_in_step_output_is_json_without_nan(jobs: list[tuple[int, str, bool]]) -> None:
     now = 1_764_680_000.0
