@@ -22,22 +22,22 @@ def test_a_running_job_logging_nan_and_inf_is_reported_and_flagged(local_cluster
     dst.mkdir(parents=True)
     shutil.copy(ROOT / "tests" / "fixtures" / "logs" / "rl_nan.out", dst / "rl_nan.out")
     shutil.copy(ROOT / "tests" / "fixtures" / "logs" / "rl_healthy.out", dst / "rl_healthy.out")
-    (dst / "deep.out").write_text(
-        'Training Step Progress: 3/10\nWANDB_MIRROR {"a":' + "[" * 100_000 + "}\n"
-        "Total optimization steps = " + "9" * 5000 + "\n"
+    (dst / "deep.out").write_text(  # small enough for the gather's bounded tail, deeper than json can
+        'WANDB_MIRROR {"a":' + "[" * 5000 + "}\nTotal optimization steps = " + "9" * 5000 + "\n"
+        "Training Step Progress: 3/10\n"
     )
     subprocess.run(["chown", "-R", "sweep:sweep", str(dst)], check=True)
     names = {"nan": f"rl__{tag}_nan", "ok": f"rl__{tag}_ok", "deep": f"rl__{tag}_deep"}
     ids = [
-        c.submit(names["nan"], f"cat {dst}/rl_nan.out; sleep 600"),
-        c.submit(names["ok"], f"cat {dst}/rl_healthy.out; sleep 600"),
-        c.submit(names["deep"], f"cat {dst}/deep.out; sleep 600"),
+        c.submit(names["nan"], f"cat {dst}/rl_nan.out; sleep 900"),
+        c.submit(names["ok"], f"cat {dst}/rl_healthy.out; sleep 900"),
+        c.submit(names["deep"], f"cat {dst}/deep.out; sleep 900"),
     ]
     c.wait_running(*ids)
     for j in ids:
         c.wait_log(j)
 
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.05}, tmp_path)
 
     assert run.state == "success", run.task_states
     assert run.task_states["metrics"] == "success" and run.task_states["report"] == "success"
