@@ -37,7 +37,7 @@ def test_a_running_job_logging_nan_and_inf_is_reported_and_flagged(local_cluster
     for j in ids:
         c.wait_log(j)
 
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.05}, tmp_path)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.1}, tmp_path)
 
     assert run.state == "success", run.task_states
     assert run.task_states["metrics"] == "success" and run.task_states["report"] == "success"
