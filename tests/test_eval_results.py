@@ -199,3 +199,13 @@ def test_harvest_flow_fills_tracker_row() -> None:
         "4.2±1.3",
         "57.1",
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"results": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"results": {"a": {"acc": ' + "9" * 5000 + "}}}"],
+    ids=["nested 100k deep", "5000-digit number"],
+)
+def test_parse_results_raises_only_eval_results_error(text: str) -> None:
+    with pytest.raises(EvalResultsError, match="x.json: malformed JSON"):
+        parse_results(text, "x.json")

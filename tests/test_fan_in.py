@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,55 @@ def test_wrap_words_matches_textwrap(words: list[str], width: int) -> None:
     want = textwrap.wrap(line, width, break_long_words=True, break_on_hyphens=False) or [""]
     # textwrap can leave one trailing space before a broken long word; cells are padded anyway
     assert wrap_words(line, width) == [ln.rstrip() for ln in want]
+
+
+# --- per-job isolation (issue 9, item 4) ---------------------------------------------------------
+
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+
+
+def _healthy(jid: str) -> Job:
+    return job(jid, f"rl__ok_{jid}", NOW - 60, log_tail=(LOGS / "rl_healthy.out").read_text())
+
+
+# Each broken job breaks one fan-in step with data as a bad gather record / XCom could carry it.
+BROKEN = {
+    "bucket": lambda: job("90", None, NOW - 60),  # type: ignore[arg-type]  # no name
+    "liveness": lambda: job("91", "rl__x", "yesterday"),  # type: ignore[arg-type]  # mtime not a number
+    "metrics": lambda: job("92", "rl__x", NOW - 60, log_tail=None),  # type: ignore[arg-type]  # no text
+    # stale, and its node count is text: the liveness_stale rule cannot compare it
+    "rules": lambda: job("93", "rl__x", NOW - 10 * 3600, num_nodes="four"),  # type: ignore[arg-type]
+    "render": lambda: job(12345, "datagen__x", None, source="sacct"),  # type: ignore[arg-type]  # id not text
+}
+
+
+@pytest.mark.parametrize("step", BROKEN)
+def test_one_broken_job_costs_only_itself_in_every_fan_in_step(step: str) -> None:
+    bad = BROKEN[step]()
+    snap = ClusterSnapshot(
+        "c1", "slurm", ClusterStatus.OK, remote_now=NOW, running=[_healthy("1"), _healthy("2")], finished=[]
+    )
+    (snap.finished if bad.source == "sacct" else snap.running).insert(1, bad)  # type: ignore[union-attr]
+    result = run_fan_in([snap], CONFIG)
+    assert any(e.startswith(f"{step} failed on this job" if step != "rules" else "rule ") for e in bad.errors), (
+        bad.errors
+    )
+    for ok in (snap.running or [])[::2]:  # the healthy jobs are intact
+        assert ok.errors == [] and ok.metrics["step"] == 45 and ok.minutes_since_output == 1.0
+    text = result.rendered.text()
+    assert "rl__ok_1" in text and "rl__ok_2" in text and "failed on this job" in text
+
+
+def test_nan_and_inf_metrics_survive_the_xcom_json_and_raise_the_collapse_flag() -> None:
+    import json
+
+    nan_job = job("7", "rl__nan_run", NOW - 60, log_tail=(LOGS / "rl_nan.out").read_text())
+    snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, remote_now=NOW, running=[nan_job], finished=[])
+    result = run_fan_in([snap], CONFIG)
+    wire = json.dumps([snap.to_dict()], allow_nan=False)  # what the metrics/rules tasks push to XCom
+    back = ClusterSnapshot.from_dict(json.loads(wire)[0]).running[0]  # type: ignore[index]
+    assert math.isnan(back.metrics["reward"]) and back.metrics["grad_norm"] == math.inf
+    assert math.isnan(back.metrics["series"][-1]["reward"])
+    row = next(ln for ln in result.rendered.tables["RL"].splitlines() if "rl__nan_run" in ln)
+    assert "nan" in row and "inf" in row and "[rl_collapse]" in row
+    assert any(f.rule == "rl_collapse" and f.severity == "critical" and "NaN" in f.message for f in result.flags)

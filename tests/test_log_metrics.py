@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -256,3 +257,77 @@ def test_hang_evidence_equals_the_plain_scan(lines: list[str]) -> None:
     want_last = rows[-1].strip()[:200] if rows else ""
     want_near = [ln.strip()[:200] for ln in rows if CFG.hang_any.search(ln)][-3:]
     assert hang_evidence(tail, CFG) == (want_last, want_near)
+
+
+# --- hostile input (issue 9, items 4, 10, 13) ---------------------------------------------------
+
+ODD_RL = {
+    "nan step": 'WANDB_MIRROR {"trainer/global_step": NaN, "reward/mean": 0.5}',
+    "1e400 step": 'WANDB_MIRROR {"trainer/global_step": 1e400, "reward/mean": 0.5}',
+    "Infinity step": 'WANDB_MIRROR {"trainer/global_step": Infinity, "reward/mean": 0.5}',
+    "5000-digit int": 'WANDB_MIRROR {"trainer/global_step": ' + "9" * 5000 + "}",
+    "deep JSON list": 'WANDB_MIRROR {"a":' + "[" * 100_000 + "}",
+    "deep py list": "WANDB_MIRROR {'a': " + "[" * 100_000 + "}",
+    "5000-digit step line": "Training Step Progress: " + "9" * 5000 + "/100",
+}
+
+
+@pytest.mark.parametrize("name", ODD_RL)
+def test_rl_odd_text_gives_unknown_step_with_a_reason_not_an_exception(name: str) -> None:
+    ex = extract_rl(ODD_RL[name], [], CFG)
+    assert ex.values["step"] is None
+    assert ex.problems
+    json.dumps(ex.values, allow_nan=False)  # nothing non-finite in the columns but the metric floats
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  Total optimization steps = " + "9" * 400,
+        "Total optimization steps = " + "9" * 5000,
+        "{'loss': " + "9" * 5000 + "}",
+    ],
+    ids=["400-digit total", "5000-digit total", "5000-digit loss"],
+)
+def test_sft_absurd_numbers_are_unknown(text: str) -> None:
+    ex = extract_sft(text, CFG)
+    assert ex.values["total"] is None and ex.values["loss"] is None
+    assert ex.problems
+
+
+def test_datagen_result_count_is_the_number_after_result_json_not_the_fraction_before() -> None:
+    line = "chunk=12 tasks_done=60/100 result.json=58 avg_turns=7.81 exceptions=4/60"
+    for cfg in (CFG, metrics_config({})):
+        ex = extract_datagen(line, cfg, None)
+        assert ex.values["results"] == 58
+        assert ex.values["exc_pct"] == pytest.approx(100 * 4 / 60)
+
+
+def test_datagen_result_count_never_takes_the_total_of_a_fraction() -> None:
+    ex = extract_datagen("tasks 60/100 result.json written", CFG, None)
+    assert ex.values["results"] is None  # "?" with the reason, never 100
+    assert any("result.json count" in p for p in ex.problems)
+
+
+ADVERSARIAL = {
+    "rl": "Training Step Progress: " + "9" * 16384,
+    "sft": "9" * 16384 + " [",
+    "datagen": "9" * 16384 + " result.jsox result.json",
+    "eval": "9" * 16384 + " trialz trials",
+}
+
+
+@pytest.mark.parametrize("bucket", ADVERSARIAL)
+def test_default_patterns_are_linear_on_long_digit_runs(bucket: str) -> None:
+    import time
+
+    text = ADVERSARIAL[bucket]
+    fn = {
+        "rl": lambda: extract_rl(text, [], CFG),
+        "sft": lambda: extract_sft(text, CFG),
+        "datagen": lambda: extract_datagen(text, CFG, None),
+        "eval": lambda: extract_eval(text, CFG),
+    }[bucket]
+    t0 = time.perf_counter()
+    fn()
+    assert time.perf_counter() - t0 < 0.1  # was 1.6-1.8 s per pattern (quadratic backtracking)

@@ -139,8 +139,8 @@ def parse_results(text: str, source: str) -> dict[str, Any]:
     """One results document from JSON text; :class:`EvalResultsError` naming ``source`` if bad."""
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvalResultsError(f"{source}: malformed JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a > 4,300-digit int, deep nesting
+        raise EvalResultsError(f"{source}: malformed JSON: {type(exc).__name__}: {str(exc)[:120]}") from exc
     if not isinstance(doc, dict):
         raise EvalResultsError(f"{source}: top level is {type(doc).__name__}, not an object")
     if not isinstance(doc.get("results"), dict):

@@ -109,10 +109,19 @@ class PodCount:
 
 
 def pod_count_from_list(pod_list: dict[str, Any]) -> PodCount:
-    """Count pods in a v1 PodList (dict form) and the bring-up conditions worth a note."""
-    items = pod_list.get("items")
+    """Count pods in a v1 PodList (dict form) and the bring-up conditions worth a note.
+
+    Never raises: a list that is not the expected shape is an unknown count with the reason."""
+    items = pod_list.get("items") if isinstance(pod_list, dict) else None
     if not isinstance(items, list):
         return PodCount(None, error="pod list has no items")
+    try:
+        return _count_pods(items)
+    except (AttributeError, TypeError) as exc:
+        return PodCount(None, error=f"pod list not in the v1 PodList shape: {type(exc).__name__}: {str(exc)[:120]}")
+
+
+def _count_pods(items: list[Any]) -> PodCount:
     gated = pull = 0
     for pod in items:
         status = pod.get("status") or {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweep_core.models import ClusterSnapshot
+from sweep_core.models import ClusterSnapshot, Job
 
 
 def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
@@ -12,13 +12,17 @@ def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
     clock from the gather (no skew between the Airflow worker and the cluster).
     """
     for job in snap.running or []:
-        if job.log_mtime is None or snap.remote_now is None:
-            job.minutes_since_output = None
-            job.stale = False
-            continue
-        minutes = max(0.0, (snap.remote_now - job.log_mtime) / 60.0)
-        job.minutes_since_output = minutes
-        job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
+        job_liveness(job, snap.remote_now, cadence_for)
+
+
+def job_liveness(job: Job, now: float | None, cadence_for: dict[str, int]) -> None:
+    """apply_liveness for one RUNNING job (``now``: the cluster's clock, epoch seconds)."""
+    job.minutes_since_output, job.stale = None, False
+    if job.log_mtime is None or now is None:
+        return
+    minutes = max(0.0, (now - job.log_mtime) / 60.0)
+    job.minutes_since_output = minutes
+    job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
 
 
 def last_output_text(minutes: float | None, stale: bool, cadence: int | None, why: str = "") -> str:

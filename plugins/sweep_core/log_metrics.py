@@ -46,7 +46,7 @@ except ImportError:  # another interpreter: no shortcut, every tail is scanned w
 
 DEFAULTS: dict[str, Any] = {
     "rl": {
-        "step": [r"Training Step Progress:[^\n]*?(\d+)/(\d+)"],
+        "step": [r"Training Step Progress:[^\n]*?(?<!\d)(\d++)/(\d++)"],
         "mirror_marker": "WANDB_MIRROR",
         "keys": {
             "step": ["trainer/global_step", "global_step", "step"],
@@ -58,16 +58,20 @@ DEFAULTS: dict[str, Any] = {
         },
     },
     "sft": {
-        "total": [r"Total optimization steps = ([\d,]+)", r"max_steps[=: ]+(\d+)"],
-        "step": [r"(\d+)/(\d+) \[", r"Step (\d+)/(\d+)"],
+        "total": [r"Total optimization steps = ([\d,]+)", r"max_steps[=: ]++(\d++)"],
+        "step": [r"(?<!\d)(\d++)/(\d++) \[", r"Step (\d++)/(\d++)"],
     },
     "datagen": {
-        "result_count": [r"(\d+) result\.json", r"result\.json count[=: ]+(\d+)"],
-        "avg_turns": [r"avg_turns[=: ]+([0-9.]+)"],
-        "exceptions": [r"exc(?:eptions)?[=: ]+(\d+)/(\d+)"],
+        # the count before the word (not the M of an N/M) or right after `result.json=`/`count=`
+        "result_count": [
+            r"(?<![\w/.,])(\d++) result\.json(?![=:])",
+            r"result\.json(?: count[=: ]++|[=:] *+)(\d++)(?![/.\d])",
+        ],
+        "avg_turns": [r"avg_turns[=: ]++([0-9.]+)"],
+        "exceptions": [r"exc(?:eptions)?[=: ]++(\d++)/(\d++)"],
     },
     "eval": {
-        "progress": [r"(\d+)/(\d+) trials", r"result\.json[=: ]+(\d+)/(\d+)"],
+        "progress": [r"(?<!\d)(\d++)/(\d++) trials", r"result\.json[=: ]++(\d++)/(\d++)"],
         "pass_rate": [r"pass[_ -]?rate[=: ]+([0-9.]+)%?"],
         "exception": [r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded))\b"],
         "passthrough": ["AgentTimeoutError", "ContextLengthExceeded"],
@@ -405,6 +409,28 @@ def _num(text: str) -> float | None:
     return value
 
 
+MAX_COUNT = 10**15  # a step/count/total beyond this is not a real counter: unknown ("?"), never a number
+
+
+def _count(value: str | float | None, what: str, problems: list[str]) -> int | None:
+    """A step or count as int; None (and a problem saying why) when it is NaN, inf or absurdly large.
+
+    ``int()`` of a digit run longer than 4,300 characters raises, and ``int(nan)`` does too.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        digits = value.replace(",", "")
+        if not digits.isdigit() or len(digits) > 15:
+            problems.append(f"{what} {value[:20]}{'…' if len(value) > 20 else ''} is not a usable number")
+            return None
+        return int(digits)
+    if not math.isfinite(value) or abs(value) >= MAX_COUNT:
+        problems.append(f"{what} {value:.3g} is not a usable number")
+        return None
+    return int(value)
+
+
 _JSON = json.JSONDecoder()
 _BARE = re.compile(r"(?<![\w\"'])(nan|NaN|inf|-inf|Infinity|-Infinity)(?![\w\"'])")
 
@@ -419,13 +445,15 @@ def parse_metric_dict(text: str) -> dict[str, Any]:
         data, stop = _JSON.raw_decode(body)  # json.loads minus two wrapper layers (hot: one call per step)
         if stop != len(body):
             raise json.JSONDecodeError("Extra data", body, stop)
-    except json.JSONDecodeError:
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    except (json.JSONDecodeError, ValueError):  # ValueError: an int of > 4,300 digits
         data = _flat_py_dict(body)
         if data is None:
             try:
                 data = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
-            except (ValueError, SyntaxError) as exc:
-                raise ValueError(f"not a dict literal: {exc}") from exc
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+                raise ValueError(f"not a dict literal: {type(exc).__name__}: {str(exc)[:80]}") from exc
             data = {k: _special(v) for k, v in data.items()} if isinstance(data, dict) else data
     if not isinstance(data, dict):
         raise ValueError("not a dict")
@@ -447,7 +475,7 @@ def _flat_py_dict(body: str) -> dict[str, Any] | None:
         return None
     try:
         return json.loads(body.replace("'", '"'))
-    except json.JSONDecodeError:
+    except ValueError:  # JSONDecodeError, or an int of > 4,300 digits
         return None
 
 
@@ -469,12 +497,25 @@ def _pick(d: dict[str, Any], keys: Sequence[str]) -> float | None:
             if isinstance(v, bool):
                 return None
             if isinstance(v, int | float):
-                return float(v)
-            return _num(str(v))
+                return _float(v)
+            return _num(str(v)) if isinstance(v, str) else None
     return None
 
 
 _NUMBER_TYPES = frozenset({float, int})
+
+
+def _float(value: float) -> float | None:
+    """float() of a dict value; an int too large for a float (1e400 as an int) is None."""
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _scalar(value: Any) -> float | None:
+    """A number from a str value ("0.5"); a list, dict or None is not a metric value."""
+    return _num(value) if isinstance(value, str) else None
 
 
 def _plan(keys: tuple[str, ...], alias: dict[str, tuple[str, int]]) -> _Plan:
@@ -509,7 +550,9 @@ def _pick_all(
             plans[keys] = plan
     if plan.get is not None:  # one key per metric: fetch them all at once
         values = plan.get(d)
-        if set(map(type, values)) <= _NUMBER_TYPES:  # plain int/float (not bool): float() of each
+        if set(map(type, values)) == {float}:  # plain floats (the usual case)
+            return dict(zip(plan.names, values, strict=True))
+        if set(map(type, values)) <= _NUMBER_TYPES and None not in list(map(_float, values)):  # each fits a float
             return dict(zip(plan.names, map(float, values), strict=True))
     out: dict[str, float] = {}
     for metric, cands in plan.metrics:
@@ -521,7 +564,7 @@ def _pick_all(
             elif isinstance(value, bool):
                 return _pick_all_slow(d, alias)
             else:
-                num = float(value) if isinstance(value, int | float) else _num(str(value))
+                num = _float(value) if isinstance(value, int | float) else _scalar(value)
                 if num is None:  # an unusable value: the order of the result then depends on it
                     return _pick_all_slow(d, alias)
             if best is None:
@@ -548,7 +591,7 @@ def _pick_all_slow(d: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict
         elif isinstance(value, bool):
             continue
         else:
-            num = float(value) if isinstance(value, int | float) else _num(str(value))
+            num = _float(value) if isinstance(value, int | float) else _scalar(value)
         if num is not None:
             out[metric], rank[metric] = num, r
     return out
@@ -560,7 +603,8 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
     m = _last(cfg.rl_step, tail)
     step = max_steps = None
     if m:
-        step, max_steps = int(m.group(1)), int(m.group(2))
+        step = _count(m.group(1), "step", out.problems)
+        max_steps = _count(m.group(2), "max steps", out.problems)
     source = "this log"
     marker, alias, plans = cfg.rl_marker, cfg.rl_alias, cfg.rl_plans
     for i, text in enumerate([tail, *chain_tails]):
@@ -576,7 +620,7 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
                 body = rest[start : end + 1]
                 try:
                     d, stop = _JSON.raw_decode(body)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # parse_metric_dict below says why
                     stop = -1
                 if stop == len(body) and type(d) is dict:
                     series.append(_pick_all(d, alias, plans))
@@ -593,9 +637,9 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
             break
     last = out.series[-1] if out.series else {}
     if step is None and "step" in last:
-        step = int(last["step"])
+        step = _count(last["step"], "trainer/global_step", out.problems)
     if max_steps is None and "max_steps" in last:
-        max_steps = int(last["max_steps"])
+        max_steps = _count(last["max_steps"], "max steps", out.problems)
     out.values = {
         "step": step,
         "max_steps": max_steps,
@@ -618,10 +662,10 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     out = Extracted()
     total_m = _last(cfg.sft_total, tail)
     step_m = _last(cfg.sft_step, tail)
-    total = _num(total_m.group(1)) if total_m else None
-    step = int(step_m.group(1)) if step_m else None
+    total = _count(total_m.group(1), "total steps", out.problems) if total_m else None
+    step = _count(step_m.group(1), "step", out.problems) if step_m else None
     if total is None and step_m and step_m.lastindex and step_m.lastindex >= 2:
-        total = _num(step_m.group(2))
+        total = _count(step_m.group(2), "total steps", out.problems)
     loss = grad = None
     for line in reversed(tail.splitlines()):
         if "'loss'" in line or '"loss"' in line:
@@ -632,7 +676,7 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
                 continue
             loss, grad = _pick(d, ["loss"]), _pick(d, ["grad_norm"])
             break
-    out.values = {"step": step, "total": int(total) if total is not None else None, "loss": loss, "grad_norm": grad}
+    out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad}
     if step is None:
         out.problems.append("no step progress line in the log tail")
     if total is None:
@@ -677,11 +721,11 @@ def extract_datagen(tail: str, cfg: MetricsConfig, chunks: tuple[int, int] | Non
     exc_pct = None
     if exc:
         n, d = _num(exc.group(1)), _num(exc.group(2))
-        exc_pct = 100.0 * n / d if n is not None and d else None
+        exc_pct = 100.0 * n / d if n is not None and d and math.isfinite(n / d) else None
     out.values = {
         "chunks_done": chunks[0] if chunks else None,
         "chunks_total": chunks[1] if chunks else None,
-        "results": int(res.group(1)) if res else None,
+        "results": _count(res.group(1), "result.json count", out.problems) if res else None,
         "avg_turns": _num(turns.group(1)) if turns else None,
         "exc_pct": exc_pct,
     }
@@ -712,8 +756,8 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
     if pass_rate is not None and pass_rate > 1:
         pass_rate /= 100.0
     out.values = {
-        "done": int(prog.group(1)) if prog else None,
-        "total": int(prog.group(2)) if prog else None,
+        "done": _count(prog.group(1), "trials done", out.problems) if prog else None,
+        "total": _count(prog.group(2), "trials total", out.problems) if prog else None,
         "pass_rate": pass_rate,
         "top_exception": f"{top[0][0]} ×{top[0][1]}" if top else "",
         "passthrough": sum(passthrough.values()),

@@ -1,14 +1,45 @@
 """Typed records the sweep passes between gather, fan-in and report.
 
 Everything here is plain data that round-trips through JSON (XCom), so the Airflow shell can
-hand it from task to task without pickling.
+hand it from task to task without pickling. XCom JSON has no NaN/Infinity: a non-finite float
+(a metric that logged nan/inf) travels as ``{"__float__": "nan"}`` and comes back as the float.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
+
+_FLOAT_TAG = "__float__"
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``{"__float__": "nan"|"inf"|"-inf"}``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {_FLOAT_TAG: str(value)}
+    if isinstance(value, dict):
+        if len(value) == 1 and _FLOAT_TAG in value:  # a dict that looks like the tag: escape it
+            return {_FLOAT_TAG + "dict": {k: json_safe(v) for k, v in value.items()}}
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def from_json_safe(value: Any) -> Any:
+    """The inverse of json_safe."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            if _FLOAT_TAG in value and value[_FLOAT_TAG] in ("nan", "inf", "-inf"):
+                return float(value[_FLOAT_TAG])
+            if _FLOAT_TAG + "dict" in value and isinstance(value[_FLOAT_TAG + "dict"], dict):
+                return {k: from_json_safe(v) for k, v in value[_FLOAT_TAG + "dict"].items()}
+        return {k: from_json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json_safe(v) for v in value]
+    return value
 
 
 class ClusterStatus(StrEnum):
@@ -53,11 +84,14 @@ class Job:
     metrics: dict[str, Any] = field(default_factory=dict)
     metric_problems: list[str] = field(default_factory=list)
     flags: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # a fan-in step that failed on this job, and why
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        job = cls(**{k: v for k, v in data.items() if k in names})
+        job.metrics = from_json_safe(job.metrics)
+        return job
 
 
 @dataclass
@@ -79,8 +113,13 @@ class ClusterSnapshot:
     window_end: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-compliant (XCom): non-finite metric floats are tagged (see json_safe)."""
         data = asdict(self)
         data["status"] = str(self.status)
+        for key in ("running", "finished", "pending"):
+            for job in data[key] or []:
+                job["metrics"] = json_safe(job["metrics"])
+        data["quota"], data["tree"] = json_safe(data["quota"]), json_safe(data["tree"])
         return data
 
     @classmethod
@@ -91,8 +130,8 @@ class ClusterSnapshot:
 
         return cls(
             pending=jobs("pending"),
-            tree=data.get("tree"),
-            quota=data.get("quota"),
+            tree=from_json_safe(data.get("tree")),
+            quota=from_json_safe(data.get("quota")),
             cluster=data["cluster"],
             scheduler=data.get("scheduler", ""),
             status=ClusterStatus(data["status"]),

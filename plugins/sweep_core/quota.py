@@ -1,8 +1,8 @@
 """Inode and disk-quota headroom (spec §1 INODE HEADROOM): parse what the gather brings back from
 ``df -i -P``, ``jutil project dataquota``, ``cindata`` or ``lfs quota``, and judge it.
 
-Parsers never guess a number: a line they cannot read becomes a :class:`ParseProblem` (with the
-line), and :func:`judge_headroom` turns problems or an empty reading list into UNKNOWN, never OK.
+Parsers never guess a number and never raise: a line they cannot read becomes a
+:class:`ParseProblem` (with the line), and :func:`judge_headroom` turns problems or an empty reading list into UNKNOWN, never OK.
 
 Formats (what each parser was written against):
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +92,8 @@ def parse_count(text: str, *, binary: bool, unit: int = 1) -> int | None:
     if not m:
         return None
     scale = (_BIN if binary else _DEC)[m.group(2).upper()]
-    return int(round(float(m.group(1)) * scale * unit))
+    value = float(m.group(1)) * scale * unit
+    return int(round(value)) if math.isfinite(value) else None  # 400 digits: not a count, never inf
 
 
 def _first_lines(text: str) -> list[str]:
@@ -201,8 +203,9 @@ def parse_jutil_dataquota(text: str) -> QuotaParse:
     if stripped[0] in "[{":
         try:
             data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            out.problems.append(ParseProblem(f"jutil JSON does not parse: {exc.msg}", stripped.splitlines()[0]))
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError or a > 4,300-digit int
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else f"{type(exc).__name__}: {str(exc)[:80]}"
+            out.problems.append(ParseProblem(f"jutil JSON does not parse: {why}", stripped.splitlines()[0][:200]))
             return out
         rows = data if isinstance(data, list) else data.get("data", [data]) if isinstance(data, dict) else []
         for row in rows:

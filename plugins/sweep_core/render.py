@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from sweep_core.isolate import guarded
 from sweep_core.liveness import last_output_text
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
@@ -242,7 +243,7 @@ def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
 
 
 def _job_note(job: Job) -> str:
-    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags]
+    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags] + job.errors
     if job.metrics.get("metrics_from"):
         parts.append(f"metrics from {job.metrics['metrics_from']}")
     if job.source == "squeue" and job.log_note:
@@ -252,6 +253,20 @@ def _job_note(job: Job) -> str:
     if job.reason:
         parts.append(job.reason)
     return "; ".join(parts) or "—"
+
+
+def _job_row(
+    job: Job, cadence_for: Callable[[str, str], int], metric_columns: Sequence[tuple[str, Callable[[Job], str]]]
+) -> list[str]:
+    if job.source == "squeue":
+        cadence = cadence_for(job.cluster, job.bucket)
+        when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
+    else:
+        when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
+    row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
+    row += [fn(job) for _, fn in metric_columns]
+    row.append(_job_note(job))
+    return [c if isinstance(c, str) else str(c) for c in row]
 
 
 def render_bucket(
@@ -266,16 +281,12 @@ def render_bucket(
     headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
     headers += [h for h, _ in metric_columns] + ["Note"]
     rows: list[list[str]] = []
-    order = sorted(jobs, key=job_sort_key)
+    order = sorted(jobs, key=lambda j: guarded(j, "render", lambda: job_sort_key(j)) or (True, "~", (), ""))
     for job in order:
-        if job.source == "squeue":
-            cadence = cadence_for(job.cluster, job.bucket)
-            when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
-        else:
-            when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
-        row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
-        row += [fn(job) for _, fn in metric_columns]
-        row.append(_job_note(job))
+        row = guarded(job, "render", lambda j=job: _job_row(j, cadence_for, metric_columns))
+        if row is None:  # this job's data broke its row: "?" cells and the error, the table goes on
+            row = [str(job.cluster), str(job.job_id), str(job.name), str(job.state), "?", "?"]
+            row += ["?"] * len(metric_columns) + ["; ".join(map(str, job.errors))]
         rows.append(row)
     for s in snaps:
         if s.status in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):

@@ -24,6 +24,7 @@ from sweep_core.fingerprint import (
     launch_fingerprint,
     series_of,
 )
+from sweep_core.isolate import run_isolated
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
 from sweep_core.models import ClusterSnapshot, Flag, Job
 
@@ -607,7 +608,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
 
 def apply_rules(ctx: RuleContext) -> list[Flag]:
     """Every rule over the sweep; each flag is also attached to its job (for the Note column)."""
-    flags = [f for rule in RULES.values() for f in rule(ctx)]
+    flags = [f for name, rule in RULES.items() for f in run_isolated(name, rule, ctx)]  # one bad job: a note
     by_job: dict[tuple[str, str], list[Flag]] = {}
     for f in flags:
         by_job.setdefault((f.cluster, f.job_id), []).append(f)

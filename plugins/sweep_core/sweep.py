@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep_core.buckets import bucket_for
-from sweep_core.liveness import apply_liveness
+from sweep_core.isolate import guarded
+from sweep_core.liveness import job_liveness
 from sweep_core.log_metrics import (
     Extracted,
     MetricsConfig,
@@ -55,10 +56,12 @@ def missing_snapshot(ops_dir: Path | str, cluster: str, on: dt.date, selected: S
 
 
 def bucket_step(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> None:
-    """Set every job's bucket from its name (spec §2)."""
+    """Set every job's bucket from its name (spec §2); a job that cannot be bucketed is Catch-all."""
     for s in snaps:
         for job in s.all_jobs():
-            job.bucket = bucket_for(job.name, config.buckets)
+            job.bucket = (
+                guarded(job, "bucket", lambda j=job: bucket_for(j.name, config.buckets)) or (config.bucket_names[-1])
+            )
 
 
 def cadence_table(config: SweepConfig, overrides: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -67,9 +70,11 @@ def cadence_table(config: SweepConfig, overrides: dict[str, dict[str, int]]) -> 
 
 
 def liveness_step(snaps: Sequence[ClusterSnapshot], cadences: dict[str, dict[str, int]]) -> None:
-    """Minutes since last output and the stale mark for every RUNNING job."""
+    """Minutes since last output and the stale mark for every RUNNING job (an error: age "?")."""
     for s in snaps:
-        apply_liveness(s, cadences.get(s.cluster, {}))
+        cadence = cadences.get(s.cluster, {})
+        for job in s.running or []:
+            guarded(job, "liveness", lambda j=job, now=s.remote_now, c=cadence: job_liveness(j, now, c))
 
 
 def group_by_bucket(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> dict[str, list[Job]]:
@@ -162,10 +167,12 @@ def run_fan_in(
 
 
 def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
-    """Fill each job's metric columns from its log tail (bucketed jobs only; Catch-all has none)."""
+    """Fill each job's metric columns from its log tail (bucketed jobs only; Catch-all has none).
+
+    A job whose log breaks its extractor keeps empty columns ("?") and a note naming the error."""
     for s in snaps:
         for job in s.all_jobs():
-            ex = extract_for(job, mcfg)
+            ex = guarded(job, "metrics", lambda j=job: extract_for(j, mcfg))
             if ex is None:
                 continue
             job.metrics = {**ex.values, **({"series": ex.series} if ex.series else {})}

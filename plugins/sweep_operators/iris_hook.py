@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from sweep_core.iris_state import IrisJob, IrisTask, iris_state_name
+from sweep_core.iris_state import IrisJob, IrisStateError, IrisTask, iris_state_name
 
 POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
 
@@ -47,8 +47,24 @@ def _int(v: Any) -> int | None:
         return None
 
 
+def _record(fn: Any) -> Any:
+    """Wrap a record reader: a malformed record raises only IrisStateError, naming what is wrong."""
+
+    def read(*args: Any) -> IrisJob:
+        try:
+            return fn(*args)
+        except IrisStateError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise IrisStateError(f"malformed iris job record: {type(exc).__name__}: {str(exc)[:120]}") from exc
+
+    read.__doc__, read.__name__ = fn.__doc__, fn.__name__
+    return read
+
+
+@_record
 def job_from_poll(d: dict[str, Any]) -> IrisJob:
-    """One job of iris_poll.py's JSON."""
+    """One job of iris_poll.py's JSON; a malformed record raises IrisStateError."""
     lines = d.get("log_lines") or []
     last = _int(d.get("log_last_ms"))
     return IrisJob(
@@ -67,8 +83,11 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
     )
 
 
+@_record
 def job_from_cli(listed: dict[str, Any], summary: dict[str, Any] | None) -> IrisJob:
-    """``job list --json`` row (+ ``job summary --json``): states JOB_STATE_X / lowercase, epoch_ms strings."""
+    """``job list --json`` row (+ ``job summary --json``): states JOB_STATE_X / lowercase, epoch_ms strings.
+
+    A malformed record raises IrisStateError."""
 
     def ms(key: str) -> int | None:
         v = listed.get(key)
@@ -150,7 +169,10 @@ class IrisHook:
         if res.returncode != 0 or "jobs" not in doc:
             why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
             raise IrisUnavailable(f"iris poll failed: {why}")
-        return [job_from_poll(d) for d in doc["jobs"]], (doc.get("now_ms") or 0) / 1000 or None
+        try:
+            return [job_from_poll(d) for d in doc["jobs"]], (doc.get("now_ms") or 0) / 1000 or None
+        except (IrisStateError, TypeError) as exc:  # one unreadable record: the running set is UNKNOWN
+            raise IrisUnavailable(f"iris poll: {exc}") from exc
 
     def _cli(self, *args: str) -> Any:
         target = ["--controller-url", self.url] if self.url else [f"--cluster={self.cluster}"]
@@ -173,5 +195,8 @@ class IrisHook:
                 summary = self._cli("job", "summary", "--json", row["job_id"])
             except IrisUnavailable:
                 summary = None  # `job summary --json` is missing in some iris versions
-            jobs.append(job_from_cli(row, summary))
+            try:
+                jobs.append(job_from_cli(row, summary))
+            except IrisStateError as exc:  # one unreadable record: the running set is UNKNOWN, never short
+                raise IrisUnavailable(f"iris job list: {exc}") from exc
         return jobs, None

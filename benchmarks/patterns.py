@@ -1,0 +1,111 @@
+"""Worst case per default metric pattern on adversarial 16 KB log tails (item: slow patterns).
+
+Every default pattern (log_metrics.DEFAULTS and include/sweep.yaml ``metrics:``) is timed with
+the extractor's own search (``last_match``, ``findall`` for the exception names) on tails built
+to make a backtracking regex go quadratic: long digit runs before a near-miss literal, long
+lines of the separators (``/``, ``=``, ``:``, spaces, ``,``), near-miss literals repeated.
+Prints the worst tail and its time per pattern; target <= 20 ms each.
+Usage: source scripts/env.sh && python benchmarks/patterns.py
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "plugins"))
+
+from sweep_core.log_metrics import DEFAULTS, findall, last_match, metrics_config  # noqa: E402
+from sweep_core.sweep_config import load_sweep_config  # noqa: E402
+
+SIZE = 16384
+TARGET_MS = 20.0
+
+
+def tails(p: re.Pattern[str]) -> dict[str, str]:
+    """Adversarial tails of ~16 KB for one pattern: generic ones plus near misses of its literals."""
+    d = "9" * SIZE
+    out = {
+        "digits": d,
+        "digits+' ['": d + " [",
+        "digits+' result.jsox result.json'": d + " result.jsox result.json",
+        "digits+' trialz trials'": d + " trialz trials",
+        "'Training Step Progress: '+digits": "Training Step Progress: " + d,
+        "'1/'*n": "1/" * (SIZE // 2),
+        "'9/'+digits": "9/" + d,
+        "spaces": " " * SIZE,
+        "'= '*n": "= " * (SIZE // 2),
+        "':'*n": ":" * SIZE,
+        "','*n digits": ("9," * (SIZE // 2)),
+        "'.'+digits": "." * SIZE + d[:100],
+        "word chars": "A" * SIZE,
+        "'Error'-ish words": ("AbcErro " * (SIZE // 8)),
+        "newlines": "9\n" * (SIZE // 2),
+    }
+    for lit in re.findall(r"[A-Za-z_][A-Za-z_ ]{2,}", p.pattern):
+        near = lit[:-1] + ("x" if lit[-1] != "x" else "y")
+        out[f"{lit!r}+spaces"] = lit + " " * SIZE
+        out[f"{lit!r} repeated"] = (lit + " ") * (SIZE // (len(lit) + 1))
+        out[f"{lit!r}+'= '*n"] = lit + "= " * (SIZE // 2)
+        out[f"{lit!r}+digits"] = lit + " " + d
+        out[f"near-miss {near!r} repeated"] = (near + " 9 ") * (SIZE // (len(near) + 3))
+        out[f"digits+{lit!r}-near-miss"] = d + " " + near
+    return out
+
+
+def time_one(p: re.Pattern[str], text: str, how: str) -> float:
+    t0 = time.perf_counter()
+    if how == "findall":
+        findall(p, text)
+    else:
+        last_match([p], text)
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def patterns() -> list[tuple[str, re.Pattern[str], str]]:
+    """(where, pattern, how searched) for every default and configured metric pattern."""
+    cfgs = {
+        "defaults": metrics_config({}),
+        "sweep.yaml": metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").extra.get("metrics")),
+    }
+    seen: dict[str, tuple[str, re.Pattern[str], str]] = {}
+    for where, cfg in cfgs.items():
+        groups = {
+            "rl.step": cfg.rl_step,
+            "sft.total": cfg.sft_total,
+            "sft.step": cfg.sft_step,
+            "datagen.result_count": cfg.dg_results,
+            "datagen.avg_turns": cfg.dg_turns,
+            "datagen.exceptions": cfg.dg_exc,
+            "eval.progress": cfg.ev_progress,
+            "eval.pass_rate": cfg.ev_pass,
+            "eval.exception": cfg.ev_exception,
+            "hang_signals": cfg.hang_each,
+            "eval.infra_checks": tuple(c.pattern for c in cfg.ev_checks),
+        }
+        for name, pats in groups.items():
+            how = "findall" if name == "eval.exception" else "last"
+            for p in pats:
+                seen.setdefault(p.pattern, (f"{where}:{name}", p, how))
+    assert DEFAULTS  # the defaults are covered through metrics_config({})
+    return list(seen.values())
+
+
+def main() -> int:
+    worst_all = 0.0
+    print(f"{'pattern':<60} {'worst ms':>9}  worst tail")
+    for where, p, how in patterns():
+        times = {name: min(time_one(p, text, how) for _ in range(3)) for name, text in tails(p).items()}
+        name, ms = max(times.items(), key=lambda kv: kv[1])
+        worst_all = max(worst_all, ms)
+        mark = "" if ms <= TARGET_MS else "  OVER TARGET"
+        print(f"{where + ' ' + p.pattern:<60.60} {ms:>9.2f}  {name}{mark}")
+    print(f"worst of all: {worst_all:.2f} ms (target <= {TARGET_MS:g} ms)")
+    return 0 if worst_all <= TARGET_MS else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
