@@ -149,10 +149,19 @@ def test_unreachable_cluster_is_skipped_and_the_run_succeeds(local_cluster, tag,
     assert "deadhpc" in run.rendered["tables"]["Eval"]  # its UNKNOWN row, not a silent gap
 
 
-def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("front", "field"),
+    [
+        ("scheduler: pbs\nstatus: active\n", "scheduler"),
+        # An impossible date (skipped or even dropped) used to fail the DAG file's import: no sweep at all.
+        ("scheduler: slurm\nstatus: skipped\nskip_until: 2099-13-45\n", "skip_until"),
+        ("scheduler: slurm\nstatus: dropped\nskip_until: 2099-13-45\n", "skip_until"),
+    ],
+)
+def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path, front: str, field: str) -> None:
     ops = _ops_copy(tmp_path)
     (ops / "broken").mkdir()
-    (ops / "broken" / "ops.md").write_text("---\nscheduler: pbs\nstatus: active\n---\n")
+    (ops / "broken" / "ops.md").write_text(f"---\n{front}---\n")
     job = local_cluster.submit(f"rl__{tag}_ok", LOOP)
     local_cluster.wait_running(job)
     run = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
@@ -162,7 +171,7 @@ def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path) -> 
     assert run.task_states["verdict"] == "failed"  # the config error is not hidden
     broken = run.snapshots["broken"]
     assert broken.status == ClusterStatus.ERROR
-    assert "broken/ops.md" in broken.notes[0] and "'scheduler'" in broken.notes[0]
+    assert "broken/ops.md" in broken.notes[0] and f"'{field}'" in broken.notes[0]
     assert run.job(f"rl__{tag}_ok").state == "RUNNING"
     assert "broken/ops.md" in run.report
 
