@@ -120,14 +120,19 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             caps[s.cluster] = load_cluster(ops_dir, s.cluster).rl_concurrency_cap
         except OpsConfigError:
             caps[s.cluster] = None
-    history = load_history(run_log_dir(config), end)
+    history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
+    history = load_history(run_log_dir(config), end, notes=history_notes)
     flags = rules_step(snaps, config, _cadences(snaps, ops_dir, sweep_yaml), caps, history)
     for s in snaps:
         for job in s.all_jobs():
             job.log_tail, job.chain_tails = "", []
     for f in flags:
         log.info("%s", f.line())
-    return {"snapshots": [s.to_dict() for s in snaps], "flags": [f.to_dict() for f in flags]}
+    return {
+        "snapshots": [s.to_dict() for s in snaps],
+        "flags": [f.to_dict() for f in flags],
+        "history_notes": history_notes,
+    }
 
 
 def _ruled(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag]]:
@@ -155,7 +160,9 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     start, end = _window(context)
     log_dir = run_log_dir(config)
     state = sweep_state(snaps, flags, end)
-    result.changes = sweep_diff(load_previous(log_dir, end), state)
+    notes = list((context["ti"].xcom_pull(task_ids="rules") or {}).get("history_notes") or [])
+    previous = load_previous(log_dir, end, notes=notes)
+    result.changes = notes + sweep_diff(previous, state)
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
