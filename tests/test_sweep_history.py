@@ -66,6 +66,15 @@ def test_unknown_cluster_does_not_report_jobs_gone(tmp_path) -> None:
     assert not any(line.startswith("gone:") for line in lines)
 
 
+def test_sacct_unknown_does_not_report_jobs_gone() -> None:
+    # Before: squeue validated but sacct UNKNOWN (PARTIAL) -> "gone: ... not in this window's sacct".
+    prev = sweep_state(snap([j("1", "rl__a", "RUNNING", "squeue"), j("2", "rl__b", "RUNNING", "squeue")], []), [], T[0])
+    partial = [ClusterSnapshot("leo", "slurm", ClusterStatus.PARTIAL, running=[j("2", "rl__b", "RUNNING", "squeue")])]
+    lines = sweep_diff(prev, sweep_state(partial, [], T[1]))
+    assert not any(line.startswith("gone:") for line in lines)
+    assert any(line.startswith("left the queue: leo RL 1 rl__a") and "sacct UNKNOWN" in line for line in lines)
+
+
 def test_first_sweep_says_so() -> None:
     assert sweep_diff(None, {"jobs": {}}) == ["first sweep on record: no previous sweep to compare with"]
 

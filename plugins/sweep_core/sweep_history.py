@@ -24,7 +24,7 @@ STATE_DIR = ".sweep-state"
 log = logging.getLogger(__name__)
 _JOB_FIELDS = {"name": str, "state": str, "bucket": str, "source": str, "stale": bool}
 _MAPS = ("jobs", "clusters", "schedulers", "rl_fingerprints")
-_LISTS = ("rl_names", "rl_series", "running_known", "flags")
+_LISTS = ("rl_names", "rl_series", "running_known", "finished_known", "flags")
 
 
 def _key(window_end: dt.datetime) -> str:
@@ -54,6 +54,7 @@ def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_
         "clusters": {s.cluster: str(s.status) for s in snaps},
         "schedulers": {s.cluster: s.scheduler for s in snaps},
         "running_known": [s.cluster for s in snaps if s.running is not None],
+        "finished_known": [s.cluster for s in snaps if s.finished is not None],
         "jobs": jobs,
         "rl_names": sorted({j["name"] for j in jobs.values() if j["bucket"] == "RL"}),
         "rl_series": sorted(sightings),
@@ -193,14 +194,20 @@ def sweep_diff(prev: dict[str, Any] | None, cur: dict[str, Any]) -> list[str]:
         if j["stale"] and not (was or {}).get("stale"):
             out.append(f"new stall: {label}")
     known_now = set(cur.get("running_known", []))
+    ended_known = set(cur.get("finished_known", known_now))
     for key, j in sorted(pj.items()):
         cluster = key.split("|")[0]
-        if j["source"] == "squeue" and key not in cj and cluster in known_now:
-            if cur.get("schedulers", {}).get(cluster) == "iris":
-                why = "record disappeared: TERMINAL (silent wedge: kill/evict/preempt leaves no terminal line)"
-            else:
-                why = "not running and not in this window's sacct"
-            out.append(f"gone: {cluster} {j['bucket']} {key.split('|')[1]} {j['name']} (was {j['state']}, {why})")
+        if j["source"] != "squeue" or key in cj or cluster not in known_now:
+            continue
+        what = f"{cluster} {j['bucket']} {key.split('|')[1]} {j['name']} (was {j['state']}"
+        if cur.get("schedulers", {}).get(cluster) == "iris":
+            why = "record disappeared: TERMINAL (silent wedge: kill/evict/preempt leaves no terminal line)"
+        elif cluster not in ended_known:  # sacct UNKNOWN: how it ended cannot be told, "gone" would be a guess
+            out.append(f"left the queue: {what}; sacct UNKNOWN this sweep, end state not known)")
+            continue
+        else:
+            why = "not running and not in this window's sacct"
+        out.append(f"gone: {what}, {why})")
     for cluster, status in sorted(cur.get("clusters", {}).items()):
         before = prev.get("clusters", {}).get(cluster)
         if before and before != status and ClusterStatus.OK in (before, status):
