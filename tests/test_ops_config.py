@@ -100,7 +100,11 @@ def test_impossible_date_names_the_field_not_a_bare_value_error(status: str) -> 
 
 @pytest.mark.parametrize(
     ("extra", "key"),
-    [("user: someone_else\n", "user"), ("status: dropped\n", "status"), ("quota: {kind: inodes, kind: none}\n", "kind")],
+    [
+        ("user: someone_else\n", "user"),
+        ("status: dropped\n", "status"),
+        ("quota: {kind: inodes, kind: none}\n", "kind"),
+    ],
 )
 def test_duplicate_key_is_rejected_naming_file_and_key(extra: str, key: str) -> None:
     # Before: the last `user:` silently won and the sweep watched someone else's jobs.
