@@ -15,6 +15,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.render import RenderedSweep
 from sweep_core.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
+from sweep_core.safe_text import clean
 from sweep_core.sweep import (
     SweepResult,
     bucket_step,
@@ -166,7 +167,7 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
-    print(text)  # the task log carries the tables verbatim
+    print(clean(text))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
     path = run_log_path(log_dir, end, config.topic)
     dag_run = context.get("dag_run")
     markdown = render_run_log(
