@@ -86,6 +86,28 @@ def test_prompt_carries_the_evidence_and_blocked_jobs() -> None:
     assert d == ds[0]
 
 
+def test_prompt_name_with_backticks_cannot_break_out_of_its_code_span() -> None:
+    name = "rl__x` <img src=x onerror=alert(1)> [ok](https://evil) `y\x1b[2J\u202e"
+    req = CancelRequest.from_dict(
+        {
+            "cluster": "leo",
+            "job_id": "7",
+            "name": name,
+            "action": "cancel",
+            "evidence": "``` `<b>x</b>` | \x1b]8;;http://x\x07",
+        }
+    )
+    blocked = _req("8", "a`|`[b](https://evil)")
+    ds = validate([req, blocked], [_row("7", name, "PENDING"), _row("8", "other")])
+    _, body = approval_prompt(ds, dry_run=False, timeout_minutes=30)
+    assert "\x1b" not in body and "\u202e" not in body and "\x07" not in body
+    head = next(line for line in body.splitlines() if line.startswith("### "))
+    # the name sits in a code span whose delimiter (``) is longer than any backtick run inside it
+    assert head.endswith(" ``rl__x` <img src=x onerror=alert(1)> [ok](https://evil) `y``")
+    assert "- evidence: ```` ``` `<b>x</b>` |  ````" in body
+    assert " ``a`|`[b](https://evil)``: " in body  # blocked jobs too
+
+
 def test_cancel_config() -> None:
     assert cancel_config(None).approval_timeout_minutes == 60
     assert cancel_config({"approval_timeout_minutes": 5, "confirm_timeout_s": 3}).confirm_timeout_s == 3

@@ -86,3 +86,40 @@ def test_sweep_cancel_scancels_only_downstream_of_the_approval() -> None:
     assert dag.get_task("record").upstream_task_ids == {"scancel"}
     assert dag.get_task("record").trigger_rule == "all_done"
     assert dag.params["dry_run"] is True and dag.max_active_runs == 1
+
+
+def test_a_bad_date_in_one_ops_md_leaves_every_dag_importable(tmp_path, monkeypatch) -> None:
+    """`skip_until: 2099-13-45` raised a bare ValueError at parse time: monitor_cron_sweep failed to
+    import and no cluster was swept. Now only that cluster's step0 fails, naming file and field."""
+    import shutil
+
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.exceptions import AirflowFailException
+
+    ops = tmp_path / "ops"
+    shutil.copytree(ROOT / "include" / "ops", ops)
+    for name, status in (("baddate", "skipped"), ("gonebad", "dropped")):
+        (ops / name).mkdir()
+        (ops / name / "ops.md").write_text(f"---\nscheduler: slurm\nstatus: {status}\nskip_until: 2099-13-45\n---\n")
+    (ops / "twice").mkdir()
+    (ops / "twice" / "ops.md").write_text(
+        (ROOT / "include/ops/local/ops.md")
+        .read_text()
+        .replace("user: sweep\n", "user: sweep\nuser: root\n")
+        .replace("name: local\n", "name: twice\n")
+    )
+    monkeypatch.setenv("SWEEP_OPS_DIR", str(ops))
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    assert {"monitor_cron_sweep", "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"} <= set(
+        bag.dag_ids
+    )
+    dag = bag.get_dag("monitor_cron_sweep")
+    for name, field in (("baddate", "skip_until"), ("gonebad", "skip_until"), ("twice", "user")):
+        step0 = dag.get_task(f"{name}.step0")
+        with pytest.raises(AirflowFailException) as err:
+            step0.python_callable(
+                **step0.op_kwargs, params={}, data_interval_end=dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+            )
+        assert f"{name}/ops.md" in str(err.value) and f"'{field}'" in str(err.value)
+    assert {"local.step0", "leonardo.gather"} <= set(dag.task_ids)

@@ -149,6 +149,13 @@ def test_sweep_config_errors() -> None:
         parse_sweep_config("schedule: hourly\nbuckets: [{name: C}]")
 
 
+def test_sweep_yaml_duplicate_key_is_rejected_naming_the_key() -> None:
+    # Before: the second `schedule:` silently won.
+    with pytest.raises(SweepConfigError, match="'schedule' is given twice") as err:
+        parse_sweep_config("schedule: '0 * * * *'\nschedule: '0 0 * * *'\nbuckets: [{name: C}]", "/x/sweep.yaml")
+    assert "/x/sweep.yaml" in str(err.value)
+
+
 def test_rows_sort_running_first_then_numeric_job_id() -> None:
     from sweep_core.render import job_sort_key
 

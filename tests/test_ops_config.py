@@ -87,3 +87,33 @@ def test_missing_file_names_path(tmp_path: Path) -> None:
     with pytest.raises(OpsConfigError, match="does not exist") as err:
         load_cluster(tmp_path, "ghost")
     assert str(tmp_path / "ghost" / "ops.md") in str(err.value)
+
+
+@pytest.mark.parametrize("status", ["skipped", "active", "dropped"])
+def test_impossible_date_names_the_field_not_a_bare_value_error(status: str) -> None:
+    # PyYAML reads 2099-13-45 as a timestamp and raised ValueError('month must be in 1..12').
+    text = GOOD.replace("status: active", f"status: {status}\nskip_until: 2099-13-45")
+    with pytest.raises(OpsConfigError) as err:
+        parse_ops_text(text, "/ops/x/ops.md", "x")
+    assert err.value.field == "skip_until" and "2099-13-45" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ("user: someone_else\n", "user"),
+        ("status: dropped\n", "status"),
+        ("quota: {kind: inodes, kind: none}\n", "kind"),
+    ],
+)
+def test_duplicate_key_is_rejected_naming_file_and_key(extra: str, key: str) -> None:
+    # Before: the last `user:` silently won and the sweep watched someone else's jobs.
+    with pytest.raises(OpsConfigError) as err:
+        parse_ops_text(GOOD.replace("---\nprose", extra + "---\nprose"), "/ops/x/ops.md", "x")
+    assert err.value.field == key
+    assert "/ops/x/ops.md" in str(err.value) and "twice" in str(err.value)
+
+
+def test_yaml_merge_keys_are_not_duplicates() -> None:
+    text = GOOD.replace("---\nprose", "q: &q {kind: inodes}\nquota: {<<: *q, kind: none}\n---\nprose")
+    assert parse_ops_text(text, "/ops/x/ops.md", "x").quota.kind == "none"

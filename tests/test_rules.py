@@ -185,6 +185,15 @@ def test_eval_zombie_instant_fail_and_dcagent2_exempt() -> None:
     assert exempt.severity == "info" and "calibration" in exempt.message
 
 
+def test_stalled_dcagent2_eval_gets_no_investigate_action() -> None:
+    # Before: exempt in eval_health but liveness_stale still asked a person to investigate it.
+    result, flags = sweep([run("eval-DCAgent2_measure", "", age_min=300), run("eval-plain", "", age_min=300)], [])
+    mine = [f for f in result.flags if f.job_name == "eval-DCAgent2_measure"]
+    assert [(f.rule, f.severity, f.action) for f in mine] == [("eval_health", "info", "")]
+    assert "calibration" in mine[0].message
+    assert flags[("liveness_stale", "eval-plain")].action == "investigate"  # the exemption is by name only
+
+
 def test_new_untested_rl_and_standing_constraints() -> None:
     jobs = [
         run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="1"),

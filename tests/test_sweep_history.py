@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
+
+import pytest
 
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.sweep_history import load_history, load_previous, save_state, sweep_diff, sweep_state
+from sweep_core.sweep_history import STATE_DIR, load_history, load_previous, save_state, sweep_diff, sweep_state
 
 T = [dt.datetime(2026, 12, 2, h, tzinfo=dt.UTC) for h in (3, 6, 9)]
 
@@ -63,6 +66,15 @@ def test_unknown_cluster_does_not_report_jobs_gone(tmp_path) -> None:
     assert not any(line.startswith("gone:") for line in lines)
 
 
+def test_sacct_unknown_does_not_report_jobs_gone() -> None:
+    # Before: squeue validated but sacct UNKNOWN (PARTIAL) -> "gone: ... not in this window's sacct".
+    prev = sweep_state(snap([j("1", "rl__a", "RUNNING", "squeue"), j("2", "rl__b", "RUNNING", "squeue")], []), [], T[0])
+    partial = [ClusterSnapshot("leo", "slurm", ClusterStatus.PARTIAL, running=[j("2", "rl__b", "RUNNING", "squeue")])]
+    lines = sweep_diff(prev, sweep_state(partial, [], T[1]))
+    assert not any(line.startswith("gone:") for line in lines)
+    assert any(line.startswith("left the queue: leo RL 1 rl__a") and "sacct UNKNOWN" in line for line in lines)
+
+
 def test_first_sweep_says_so() -> None:
     assert sweep_diff(None, {"jobs": {}}) == ["first sweep on record: no previous sweep to compare with"]
 
@@ -108,3 +120,42 @@ def test_rl_series_and_fingerprints_round_trip(tmp_path) -> None:
     save_state(tmp_path, T[0], {"window_end": T[0].isoformat(), "jobs": {}, "rl_names": ["rl__old"]})
     old = load_history(tmp_path, T[1])
     assert old.rl_names == {"rl__old"} and old.rl_series == set() and old.rl_fingerprints == {}
+
+
+CORRUPT = {
+    "not utf-8": b"\xff\xfe{\x00}",
+    "truncated": b'{"window_end": "2026-12-02T03:00:00+00:00", "jobs": {"leo|1": {"na',
+    "a list": b"[1, 2, 3]",
+    "jobs a list": b'{"jobs": [], "rl_names": []}',
+    "job without a bar": b'{"jobs": {"nobar": {"name": "x", "state": "RUNNING", "bucket": "RL", '
+    b'"source": "squeue", "stale": false}}}',
+    "rl_names of objects": b'{"jobs": {}, "rl_names": [{"a": 1}]}',
+}
+
+
+@pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())
+def test_corrupt_history_is_moved_aside_with_a_note_and_the_sweep_goes_on(tmp_path, caplog, content) -> None:
+    good = sweep_state(snap([j("1", "rl__a", "RUNNING", "squeue")], []), [], T[0])
+    save_state(tmp_path, T[0], good)
+    bad = tmp_path / STATE_DIR / "20261202T060000Z.json"  # the newest before T[2]: read first
+    bad.write_bytes(content)
+    notes: list[str] = []
+    with caplog.at_level(logging.WARNING):
+        history = load_history(tmp_path, T[2], notes=notes)  # raised (or silently skipped) before
+    assert history.rl_names == {"rl__a"}  # the good state is still used
+    assert len(notes) == 1 and "20261202T060000Z.json" in notes[0] and "moved aside" in notes[0]
+    assert notes[0] in caplog.text
+    assert not bad.exists()
+    aside = list((tmp_path / STATE_DIR).glob("20261202T060000Z.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == content  # kept, byte for byte
+    assert load_previous(tmp_path, T[2])["window_end"] == T[0].isoformat()
+    save_state(tmp_path, T[2], good)  # this sweep's state is saved as usual
+    assert load_previous(tmp_path, T[2] + dt.timedelta(hours=1)) is not None
+
+
+def test_corrupt_previous_state_is_noted_when_the_report_reads_it(tmp_path) -> None:
+    (tmp_path / STATE_DIR).mkdir()
+    (tmp_path / STATE_DIR / "20261202T030000Z.json").write_bytes(b"\x80garbage")
+    notes: list[str] = []
+    assert load_previous(tmp_path, T[1], notes=notes) is None
+    assert len(notes) == 1 and "UnicodeDecodeError" in notes[0]

@@ -149,10 +149,19 @@ def test_unreachable_cluster_is_skipped_and_the_run_succeeds(local_cluster, tag,
     assert "deadhpc" in run.rendered["tables"]["Eval"]  # its UNKNOWN row, not a silent gap
 
 
-def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("front", "field"),
+    [
+        ("scheduler: pbs\nstatus: active\n", "scheduler"),
+        # An impossible date (skipped or even dropped) used to fail the DAG file's import: no sweep at all.
+        ("scheduler: slurm\nstatus: skipped\nskip_until: 2099-13-45\n", "skip_until"),
+        ("scheduler: slurm\nstatus: dropped\nskip_until: 2099-13-45\n", "skip_until"),
+    ],
+)
+def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path, front: str, field: str) -> None:
     ops = _ops_copy(tmp_path)
     (ops / "broken").mkdir()
-    (ops / "broken" / "ops.md").write_text("---\nscheduler: pbs\nstatus: active\n---\n")
+    (ops / "broken" / "ops.md").write_text(f"---\n{front}---\n")
     job = local_cluster.submit(f"rl__{tag}_ok", LOOP)
     local_cluster.wait_running(job)
     run = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
@@ -162,7 +171,7 @@ def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path) -> 
     assert run.task_states["verdict"] == "failed"  # the config error is not hidden
     broken = run.snapshots["broken"]
     assert broken.status == ClusterStatus.ERROR
-    assert "broken/ops.md" in broken.notes[0] and "'scheduler'" in broken.notes[0]
+    assert "broken/ops.md" in broken.notes[0] and f"'{field}'" in broken.notes[0]
     assert run.job(f"rl__{tag}_ok").state == "RUNNING"
     assert "broken/ops.md" in run.report
 
@@ -383,3 +392,20 @@ def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tm
     }
     line = next(ln for ln in run.report.splitlines() if ln.startswith("- [tree_hygiene]"))
     assert "eval/lists/math_eval_list.txt" in line and ".gitignore" in line
+
+
+def test_corrupt_sweep_history_is_moved_aside_and_the_sweep_goes_on(local_cluster, tag, tmp_path) -> None:
+    # Before: the rules task raised on these files, before a new state was saved: every later sweep failed.
+    state_dir = tmp_path / ".sweep-state"
+    state_dir.mkdir()
+    (state_dir / "20000101T000000Z.json").write_bytes(b"\xff\xfe not utf-8")
+    (state_dir / "20000101T030000Z.json").write_text('{"jobs": ["wrong", "shape"]}')
+    job = local_cluster.submit(f"rl__{tag}_hist", LOOP)
+    local_cluster.wait_running(job)
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
+    assert run.state == "success", run.task_states
+    assert run.job(f"rl__{tag}_hist").state == "RUNNING"
+    assert not (state_dir / "20000101T000000Z.json").exists()
+    assert len(list(state_dir.glob("20000101T0*Z.json.corrupt-*"))) == 2  # kept, aside
+    assert run.report.count("moved aside") == 2 and "20000101T030000Z.json" in run.report
+    assert len(list(state_dir.glob("2*.json"))) == 1  # this sweep's own state, saved

@@ -18,6 +18,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm_parse import SacctRow, SqueueRow
 
 CANCEL_ACTIONS = ("cancel", "cancel+salvage", "kill-approval")
@@ -140,23 +141,21 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
     for d in todo:
         r = d.request
         lines += [
-            f"### {r.cluster} job `{r.job_id}` `{r.name}`",
-            f"- action: **{r.action}**; now {d.state}, elapsed {d.elapsed}, {d.nodes} node(s), nodes/reason `{d.nodelist}`",
-            f"- evidence: {_md(r.evidence) or '(none given)'}",
+            f"### {md_text(r.cluster)} job {md_code(r.job_id)} {md_code(r.name)}",
+            f"- action: **{md_text(r.action)}**; now {md_text(d.state)}, elapsed {md_text(d.elapsed)}, "
+            f"{md_text(d.nodes)} node(s), nodes/reason {md_code(d.nodelist)}",
+            f"- evidence: {md_code(r.evidence) if r.evidence else '(none given)'}",
             "",
         ]
     blocked = [d for d in decisions if d.verdict != "cancel"]
     if blocked:
         lines.append(f"Not asked (blocked, left alone): {len(blocked)}")
         lines += [
-            f"- {d.request.cluster} `{d.request.job_id}` `{d.request.name}`: {'; '.join(d.reasons)}" for d in blocked
+            f"- {md_text(d.request.cluster)} {md_code(d.request.job_id)} {md_code(d.request.name)}: "
+            f"{md_text('; '.join(d.reasons))}"
+            for d in blocked
         ]
     return subject, "\n".join(lines).rstrip() + "\n"
-
-
-def _md(text: str) -> str:
-    """Evidence comes from the cluster (log lines): shown as code, never as Markdown/HTML."""
-    return "`" + text.replace("`", "'") + "`" if text else ""
 
 
 def outcome(decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]) -> str:

@@ -8,6 +8,7 @@ hand it from task to task without pickling. XCom JSON has no NaN/Infinity: a non
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
@@ -169,7 +170,9 @@ class Flag:
     def from_dict(cls, data: dict[str, Any]) -> Flag:
         return cls(**{k: data[k] for k in (f.name for f in fields(cls)) if k in data})
 
-    def line(self) -> str:
-        where = f"{self.cluster} {self.bucket} {self.job_id} {self.job_name}".strip()
+    def line(self, esc: Callable[[str], str] = str) -> str:
+        """``[rule] SEVERITY cluster bucket id name: message → action``; ``esc`` is applied to the
+        parts that come from the cluster (id, name, message), e.g. ``safe_text.md_text``."""
+        where = " ".join([self.cluster, self.bucket, esc(self.job_id), esc(self.job_name)]).strip()
         act = f" → {self.action}" if self.action else ""
-        return f"[{self.rule}] {self.severity.upper()} {where}: {self.message}{act}"
+        return f"[{self.rule}] {self.severity.upper()} {where}: {esc(self.message)}{act}"

@@ -15,6 +15,8 @@ from typing import Any
 import frontmatter
 import yaml
 
+from sweep_core.strict_yaml import DuplicateKeyError, strict_load
+
 SCHEDULERS = ("slurm", "iris")
 STATUSES = ("active", "skipped", "dropped")
 QUOTA_KINDS = ("inodes", "bytes", "none")
@@ -176,13 +178,24 @@ def _date(meta: dict[str, Any], key: str, path: Path) -> dt.date | None:
     raise OpsConfigError(path, key, f"must be a date YYYY-MM-DD, got {value!r}")
 
 
+class _StrictYAMLHandler(frontmatter.YAMLHandler):
+    """Front matter through :func:`strict_load`: duplicate keys rejected, bad dates kept as text."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        return strict_load(fm)
+
+
 def parse_ops_text(text: str, path: Path | str, name: str) -> ClusterConfig:
     """Validate ops.md text; ``name`` is the cluster's directory name."""
     path = Path(path)
     try:
-        post = frontmatter.loads(text)
+        post = frontmatter.loads(text, handler=_StrictYAMLHandler())
+    except DuplicateKeyError as exc:
+        raise OpsConfigError(path, exc.key, f"is given twice in the front matter: {exc.problem}") from exc
     except yaml.YAMLError as exc:
         raise OpsConfigError(path, "front matter", f"is not valid YAML: {exc}") from exc
+    except (ValueError, TypeError, RecursionError) as exc:  # never a bare error at DAG parse time
+        raise OpsConfigError(path, "front matter", f"cannot be read: {exc!r}") from exc
     meta: dict[str, Any] = dict(post.metadata)
     if not meta:
         raise OpsConfigError(path, "front matter", "is missing (a --- YAML block must open the file)")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from sweep_core.isolate import guarded
 from sweep_core.liveness import last_output_text
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.safe_text import clean
 
 NOTE_WIDTH = 60
 
@@ -146,6 +147,10 @@ def wrap_words(line: str, width: int) -> list[str]:
     return out or [""]
 
 
+def _safe_cell(text: str) -> str:
+    return clean(text).replace("\t", " ")
+
+
 def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None]) -> str:
     """The same box-drawing grid as tabulate's ``simple_grid`` (┌─┬─┐ │ ├─┼─┤ └─┴─┘).
 
@@ -157,8 +162,12 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
     n = len(headers)
     if len(widths) != n or any(len(r) != n for r in rows):
         raise ValueError("box_table: every row and the widths need one entry per header")
-    head = [_cell_lines(c, w) for c, w in zip(headers, widths, strict=True)]
+    head = [_cell_lines(_safe_cell(c), w) for c, w in zip(headers, widths, strict=True)]
     columns: list[list[str]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(n)]
+    for column in columns:  # cells hold cluster text: no escape sequence or tab reaches the grid
+        joined = "\n".join(column)
+        if "\t" in joined or clean(joined) != joined:
+            column[:] = [_safe_cell(c) for c in column]
     wrapped: dict[int, list[list[str]]] = {}  # column -> per-row lines, only for columns that need it
     col: list[int] = []
     for i, (column, w) in enumerate(zip(columns, widths, strict=True)):

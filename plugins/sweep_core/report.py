@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
 
 from sweep_core.models import ClusterStatus
+from sweep_core.safe_text import clean, md_code, md_fence, md_text
 from sweep_core.sweep import SweepResult
 
 NOTE_LIMIT = 1000  # Airflow's dag_run note column holds 1000 characters
@@ -22,14 +24,22 @@ def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -
     return Path(run_log_dir) / name
 
 
-def flagged_lines(result: SweepResult) -> list[str]:
-    """The 'actions taken / flagged' items: cluster problems, then every rule's flag by severity."""
+def _one_line(text: str) -> str:
+    return clean(text, newlines=False)
+
+
+def flagged_lines(result: SweepResult, esc: Callable[[str], str] = _one_line) -> list[str]:
+    """The 'actions taken / flagged' items: cluster problems, then every rule's flag by severity.
+
+    ``esc`` is applied to what came from a cluster (names, log lines, stderr): by default control
+    characters are stripped (plain text, one line each); ``safe_text.md_text`` for Markdown.
+    """
     lines = []
     for s in result.snapshots:
         if s.status not in (ClusterStatus.OK, ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
-            lines.append(f"[cluster-{s.status.lower()}] {s.cluster}: {'; '.join(s.notes) or s.status}")
+            lines.append(f"[cluster-{s.status.lower()}] {esc(s.cluster)}: {esc('; '.join(s.notes) or s.status)}")
     order = {"critical": 0, "warn": 1, "info": 2}
-    lines += [f.line() for f in sorted(result.flags, key=lambda f: order.get(f.severity, 3))]
+    lines += [f.line(esc) for f in sorted(result.flags, key=lambda f: order.get(f.severity, 3))]
     return lines
 
 
@@ -50,11 +60,14 @@ def render_run_log(
         keep_trailing_newline=True,
         autoescape=False,
     )
+    # Cluster text leaves a code fence only through these filters: md (escaped text), code (a code
+    # span nothing can close), fence (a block nothing can close); see sweep_core.safe_text.
+    env.filters.update(md=md_text, code=md_code, fence=md_fence)
     return env.get_template(template).render(
         snapshots=result.snapshots,
         counts=result.counts(),
         rendered=result.rendered,
-        flagged=flagged_lines(result),
+        flagged=flagged_lines(result, md_text),
         changes=result.changes,
         dag_id=dag_id,
         run_id=run_id,
@@ -74,14 +87,14 @@ def write_run_log(path: Path, text: str) -> Path:
 
 def run_note(result: SweepResult, log_path: Path | None) -> str:
     """A short DAG-run note: cluster states, bucket counts, flags; within Airflow's 1000 chars."""
-    head = " · ".join(f"{s.cluster} {s.status}" for s in result.snapshots)
-    counts = " · ".join(f"{b} {n}" for b, n in result.counts().items())
-    flags = flagged_lines(result)
+    head = " · ".join(f"{md_text(s.cluster)} {s.status}" for s in result.snapshots)
+    counts = " · ".join(f"{md_text(b)} {n}" for b, n in result.counts().items())
+    flags = flagged_lines(result, md_text)  # Airflow renders the note as Markdown
     text = f"Clusters: {head}\nJobs: {counts}\nFlagged: {len(flags)}"
     if flags:
         text += "\n" + "\n".join(f"- {f}" for f in flags)
     if log_path:
-        text += f"\nRun log: {log_path}"
+        text += f"\nRun log: {md_code(log_path)}"
     if len(text) > NOTE_LIMIT:
         text = text[: NOTE_LIMIT - 20] + "\n… (see run log)"
     return text

@@ -195,11 +195,16 @@ def failure_signature(job: Job, exc: str) -> str:
 # ---- the rules --------------------------------------------------------------------------------
 
 
+def _calibration(ctx: RuleContext, job: Job) -> bool:
+    """A DCAgent2-style calibration eval (``eval_exempt``): exempt as a whole job, stalls included."""
+    return job.bucket == "Eval" and any(p.search(job.name) for p in ctx.cfg.eval_exempt)
+
+
 def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
     """RUNNING but silent past the bucket cadence: a suspected silent hang, with the evidence."""
     out = []
     for job in ctx.jobs(source="squeue"):
-        if not job.stale:
+        if not job.stale or _calibration(ctx, job):  # eval_health reports it as calibration
             continue
         last, near = hang_evidence(job.log_tail, ctx.mcfg)
         mins = int(job.minutes_since_output or 0)
@@ -468,7 +473,7 @@ def rule_eval_health(ctx: RuleContext) -> list[Flag]:
     """Eval stall (silent), zombie (all trials done, still RUNNING), instant-fail; DCAgent2 exempt."""
     out = []
     for job in ctx.jobs("Eval"):
-        exempt = any(p.search(job.name) for p in ctx.cfg.eval_exempt)
+        exempt = _calibration(ctx, job)
         problem = ""
         if job.source == "squeue":
             done, total = job.metrics.get("done"), job.metrics.get("total")

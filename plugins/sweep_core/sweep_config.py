@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from sweep_core.strict_yaml import DuplicateKeyError, strict_load
+
 
 class SweepConfigError(ValueError):
     """sweep.yaml is malformed; the message names the field."""
@@ -65,7 +67,9 @@ def _positive_int(raw: dict[str, Any], key: str, where: str, default: int) -> in
 def parse_sweep_config(text: str, source: str = "sweep.yaml") -> SweepConfig:
     """Validate sweep.yaml text."""
     try:
-        raw = yaml.safe_load(text) or {}
+        raw = strict_load(text) or {}
+    except DuplicateKeyError as exc:
+        raise SweepConfigError(f"{source}: key {exc.key!r} is given twice: {exc.problem}") from exc
     except yaml.YAMLError as exc:
         raise SweepConfigError(f"{source}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

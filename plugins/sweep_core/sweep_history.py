@@ -1,10 +1,16 @@
 """Sweep-to-sweep memory: a small JSON state per sweep in the run-log directory, and the diff
-that opens each report (new failures, completions, new stalls, jobs gone)."""
+that opens each report (new failures, completions, new stalls, jobs gone).
+
+A state file that cannot be used (not UTF-8, not JSON, truncated, valid JSON of the wrong shape)
+is moved aside as ``<name>.corrupt-<UTC stamp>`` with a warning and a note for the report: it
+never fails this sweep nor any later one, and nothing is deleted.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +21,10 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.rules import History, base_state
 
 STATE_DIR = ".sweep-state"
+log = logging.getLogger(__name__)
+_JOB_FIELDS = {"name": str, "state": str, "bucket": str, "source": str, "stale": bool}
+_MAPS = ("jobs", "clusters", "schedulers", "rl_fingerprints")
+_LISTS = ("rl_names", "rl_series", "running_known", "finished_known", "flags")
 
 
 def _key(window_end: dt.datetime) -> str:
@@ -44,6 +54,7 @@ def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_
         "clusters": {s.cluster: str(s.status) for s in snaps},
         "schedulers": {s.cluster: s.scheduler for s in snaps},
         "running_known": [s.cluster for s in snaps if s.running is not None],
+        "finished_known": [s.cluster for s in snaps if s.finished is not None],
         "jobs": jobs,
         "rl_names": sorted({j["name"] for j in jobs.values() if j["bucket"] == "RL"}),
         "rl_series": sorted(sightings),
@@ -63,18 +74,75 @@ def save_state(run_log_dir: str | Path, window_end: dt.datetime, state: dict[str
     return path
 
 
-def load_previous(run_log_dir: str | Path, window_end: dt.datetime) -> dict[str, Any] | None:
-    """The latest state of a sweep whose window ended strictly before this one (backfill-safe)."""
+def state_problem(raw: Any) -> str:
+    """Why a decoded state cannot be used ("" when it can): the shape sweep_diff and history need."""
+    if not isinstance(raw, dict):
+        return f"top level is {type(raw).__name__}, not an object"
+    for key in _MAPS:
+        if not isinstance(raw.get(key, {}), dict):
+            return f"'{key}' is not an object"
+    for key in _LISTS:
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"'{key}' is not a list of strings"
+    for key, job in raw.get("jobs", {}).items():
+        if "|" not in key or not isinstance(job, dict):
+            return f"jobs entry {key[:80]!r} is not cluster|job_id -> object"
+        for name, kind in _JOB_FIELDS.items():
+            if not isinstance(job.get(name), kind):
+                return f"jobs entry {key[:80]!r}: '{name}' is not {kind.__name__}"
+        if not isinstance(job.get("signature", ""), str):
+            return f"jobs entry {key[:80]!r}: 'signature' is not str"
+    if not all(isinstance(v, dict) for v in raw.get("rl_fingerprints", {}).values()):
+        return "'rl_fingerprints' values are not objects"
+    return ""
+
+
+def _move_aside(path: Path, why: str, notes: list[str] | None) -> None:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    try:
+        path.rename(aside)
+        note = f"sweep history {path} is unusable ({why}): moved aside to {aside.name}, not used"
+    except OSError as exc:
+        note = f"sweep history {path} is unusable ({why}) and could not be moved aside ({exc}): not used"
+    log.warning("%s", note)
+    if notes is not None:
+        notes.append(note)
+
+
+def _read_state(path: Path, notes: list[str] | None) -> dict[str, Any] | None:
+    """One state file, or None (moved aside with a note when it is corrupt)."""
+    try:
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None  # moved aside by a concurrent reader
+    except OSError as exc:
+        log.warning("sweep history %s cannot be read: %s", path, exc)
+        return None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        _move_aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
+        return None
+    problem = state_problem(raw)
+    if problem:
+        _move_aside(path, problem, notes)
+        return None
+    return raw
+
+
+def load_previous(
+    run_log_dir: str | Path, window_end: dt.datetime, notes: list[str] | None = None
+) -> dict[str, Any] | None:
+    """The latest usable state of a sweep whose window ended strictly before this one (backfill-safe)."""
     d = Path(run_log_dir) / STATE_DIR
     if not d.is_dir():
         return None
     mine = _key(window_end)
     older = sorted(p for p in d.glob("*.json") if p.stem < mine)
     for path in reversed(older):
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue  # a torn file: fall back to the one before
+        state = _read_state(path, notes)
+        if state is not None:
+            return state  # else: fall back to the one before
     return None
 
 
@@ -93,18 +161,19 @@ def history_from(states: Sequence[dict[str, Any]]) -> History:
     return h
 
 
-def load_history(run_log_dir: str | Path, window_end: dt.datetime, depth: int = 8) -> History:
-    """History over up to ``depth`` earlier sweeps."""
+def load_history(
+    run_log_dir: str | Path, window_end: dt.datetime, depth: int = 8, notes: list[str] | None = None
+) -> History:
+    """History over up to ``depth`` earlier sweeps (corrupt files moved aside, noted in ``notes``)."""
     d = Path(run_log_dir) / STATE_DIR
     if not d.is_dir():
         return History()
     mine = _key(window_end)
     states = []
     for path in sorted(p for p in d.glob("*.json") if p.stem < mine)[-depth:]:
-        try:
-            states.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError):
-            continue
+        state = _read_state(path, notes)
+        if state is not None:
+            states.append(state)
     return history_from(states)
 
 
@@ -125,14 +194,20 @@ def sweep_diff(prev: dict[str, Any] | None, cur: dict[str, Any]) -> list[str]:
         if j["stale"] and not (was or {}).get("stale"):
             out.append(f"new stall: {label}")
     known_now = set(cur.get("running_known", []))
+    ended_known = set(cur.get("finished_known", known_now))
     for key, j in sorted(pj.items()):
         cluster = key.split("|")[0]
-        if j["source"] == "squeue" and key not in cj and cluster in known_now:
-            if cur.get("schedulers", {}).get(cluster) == "iris":
-                why = "record disappeared: TERMINAL (silent wedge: kill/evict/preempt leaves no terminal line)"
-            else:
-                why = "not running and not in this window's sacct"
-            out.append(f"gone: {cluster} {j['bucket']} {key.split('|')[1]} {j['name']} (was {j['state']}, {why})")
+        if j["source"] != "squeue" or key in cj or cluster not in known_now:
+            continue
+        what = f"{cluster} {j['bucket']} {key.split('|')[1]} {j['name']} (was {j['state']}"
+        if cur.get("schedulers", {}).get(cluster) == "iris":
+            why = "record disappeared: TERMINAL (silent wedge: kill/evict/preempt leaves no terminal line)"
+        elif cluster not in ended_known:  # sacct UNKNOWN: how it ended cannot be told, "gone" would be a guess
+            out.append(f"left the queue: {what}; sacct UNKNOWN this sweep, end state not known)")
+            continue
+        else:
+            why = "not running and not in this window's sacct"
+        out.append(f"gone: {what}, {why})")
     for cluster, status in sorted(cur.get("clusters", {}).items()):
         before = prev.get("clusters", {}).get(cluster)
         if before and before != status and ClusterStatus.OK in (before, status):

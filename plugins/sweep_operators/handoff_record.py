@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.report import upsert_section, write_run_log
+from sweep_core.safe_text import md_code, md_fence
 from sweep_core.sweep_config import load_sweep_config
 
 
@@ -31,6 +32,7 @@ def append_record(context: dict[str, Any], sweep_yaml: str, dag_id: str, text: s
         path = log_dir / f"{dt.datetime.now(dt.UTC):%Y-%m-%d}_{dag_id}.md"
     run_id = context.get("run_id") or getattr(context.get("dag_run"), "run_id", "manual")
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    title = f"## Hand-off {dag_id} ({run_id}): actions taken"
-    write_run_log(path, upsert_section(old, f"{dag_id}:{run_id}", f"{title}\n\n```\n{text}\n```\n"))
+    title = f"## Hand-off {dag_id} ({md_code(run_id)}): actions taken"
+    # cluster text inside: a fence no line of it can close, control characters stripped
+    write_run_log(path, upsert_section(old, f"{dag_id}:{run_id}", f"{title}\n\n{md_fence(text)}\n"))
     return path

@@ -15,6 +15,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.render import RenderedSweep
 from sweep_core.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
+from sweep_core.safe_text import clean
 from sweep_core.sweep import (
     SweepResult,
     bucket_step,
@@ -120,14 +121,19 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             caps[s.cluster] = load_cluster(ops_dir, s.cluster).rl_concurrency_cap
         except OpsConfigError:
             caps[s.cluster] = None
-    history = load_history(run_log_dir(config), end)
+    history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
+    history = load_history(run_log_dir(config), end, notes=history_notes)
     flags = rules_step(snaps, config, _cadences(snaps, ops_dir, sweep_yaml), caps, history)
     for s in snaps:
         for job in s.all_jobs():
             job.log_tail, job.chain_tails = "", []
     for f in flags:
         log.info("%s", f.line())
-    return {"snapshots": [s.to_dict() for s in snaps], "flags": [f.to_dict() for f in flags]}
+    return {
+        "snapshots": [s.to_dict() for s in snaps],
+        "flags": [f.to_dict() for f in flags],
+        "history_notes": history_notes,
+    }
 
 
 def _ruled(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag]]:
@@ -155,11 +161,13 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     start, end = _window(context)
     log_dir = run_log_dir(config)
     state = sweep_state(snaps, flags, end)
-    result.changes = sweep_diff(load_previous(log_dir, end), state)
+    notes = list((context["ti"].xcom_pull(task_ids="rules") or {}).get("history_notes") or [])
+    previous = load_previous(log_dir, end, notes=notes)
+    result.changes = notes + sweep_diff(previous, state)
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
-    print(text)  # the task log carries the tables verbatim
+    print(clean(text))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
     path = run_log_path(log_dir, end, config.topic)
     dag_run = context.get("dag_run")
     markdown = render_run_log(
