@@ -29,6 +29,7 @@ from sweep_core.cleanup_plan import (
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.remote_cleanup import (
     ProbeRequest,
+    RmItem,
     build_probe_script,
     build_rm_script,
     build_verify_script,
@@ -156,7 +157,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         for t, ps in paths.items():
             spec = ccfg.flavors[t.flavor]
             checks = [by_path[p] for p in ps]
-            pre = precheck(t, spec, state, checks, roots)
+            pre = precheck(t, spec, state, checks, roots, ccfg.artifact_dir)
             if pre is not None:  # blocked, or already removed: the hub is not asked
                 decisions.append(pre)
                 continue
@@ -166,7 +167,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
                 repo = hub_repo_id(art, t, ccfg.hub_org)
                 ev = checker.check(repo, repo_type=art.repo_type, expected=list(art.expected))
                 hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
-            decisions.append(decide(t, spec, state, checks, roots, hub))
+            decisions.append(decide(t, spec, state, checks, roots, hub, ccfg.artifact_dir))
     for d in decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return {"decisions": [d.to_dict() for d in decisions], "before": before}
@@ -202,11 +203,16 @@ def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     started: dict[str, dict[str, str]] = {}
     for cluster in sorted({d.target.cluster for d in todo}):
         cfg = load_cluster(ops_dir, cluster)
-        roots = {p: d.roots[p] for d in todo if d.target.cluster == cluster for p in d.paths}
+        items = [
+            RmItem(p, d.roots[p], d.target.name, d.target.array_id)
+            for d in todo
+            if d.target.cluster == cluster
+            for p in d.paths
+        ]
         marker = new_marker()
-        out, problem = run_checked(cfg, limits, log, build_rm_script(roots, marker), marker, "cleanup rm")
+        out, problem = run_checked(cfg, limits, log, build_rm_script(cfg.user, items, marker), marker, "cleanup rm")
         results = {}
-        for k, path in enumerate(sorted(roots)):
+        for k, path in enumerate(sorted(it.path for it in items)):
             r = out.get(f"rm:{k}") if out else None
             results[path] = (r.stdout if r.rc == 0 else f"REFUSED: {r.stdout}") if r else f"not run: {problem}"
             log.info("rm %s: %s", path, results[path])
@@ -251,7 +257,10 @@ def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 
 def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after."""
+    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after.
+
+    Other writers share the filesystem: a count that did not go down is "no measurable reclaim",
+    never a negative amount freed."""
     from sweep_core.quota import parse_df_inodes
 
     lines = []
@@ -263,7 +272,13 @@ def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
             lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
             continue
         freed = b[0].used - a[0].used
-        lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
+        if freed > 0:
+            lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
+        else:
+            lines.append(
+                f"{key}: IUsed {b[0].used} -> {a[0].used}: no measurable reclaim on {b[0].target} "
+                f"(df -i moved by {-freed:+d} from other writers on the shared filesystem)"
+            )
     return lines
 
 
