@@ -120,7 +120,9 @@ def cleanup_config(raw: dict[str, Any] | None) -> CleanupConfig:
     try:
         artifact_dir.format(root="", name="", job_id="")
     except (KeyError, IndexError, ValueError) as exc:
-        raise CleanupConfigError(f"cleanup.artifact_dir {artifact_dir!r}: only {{root}} {{name}} {{job_id}}: {exc}") from exc
+        raise CleanupConfigError(
+            f"cleanup.artifact_dir {artifact_dir!r}: only {{root}} {{name}} {{job_id}}: {exc}"
+        ) from exc
     return CleanupConfig(
         artifact_dir=artifact_dir,
         hub_org=str(raw.get("hub_org") or ""),
