@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rm_race import make_race_tree, swapper, wait_rms_done
 
 from sweep_core.cleanup_plan import (
     CleanupConfigError,
@@ -32,6 +33,7 @@ T = CleanupTarget("leo", "4242", "rl__a2_harbor_q8b", "rl-agentic-job-cleanup")
 HUB_OK = [{"repo_id": "myorg/x", "repo_type": "model", "ok": True, "reason": "all files"}]
 DONE = ClusterState(squeue_ok=True, states={"4242": "COMPLETED"})
 M = new_marker()
+RACE_TRIES = 500
 
 
 def _check(sub: str, resolved: str | None = None, kind: str = "directory") -> PathCheck:
@@ -270,3 +272,30 @@ def test_rm_script_quotes_hostile_paths(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert not evil.exists()
     assert not list(tmp_path.glob("PWNED*")) and not list(root.rglob("PWNED*"))
+
+
+def test_rm_script_cannot_be_raced_out_of_the_root(tmp_path: Path) -> None:
+    """500 rm runs while a loop swaps a parent component of the planned trees between the real
+    dir and a symlink to canary trees OUTSIDE the root: no canary is ever deleted, and the trees
+    whose parent was the real dir at rm time are removed."""
+    tree = make_race_tree(tmp_path, RACE_TRIES)
+    real_root = os.path.realpath(tree.root)
+    outcomes: dict[int, str] = {}
+    started: set[int] = set()
+    t0 = time.monotonic()
+    with swapper(tree):
+        for k in range(RACE_TRIES):
+            item = RmItem(str(tree.target(k)), real_root, f"job{k}", "77")
+            out = parse_gather_output(_bash(build_rm_script("sweep", [item], M)), M)
+            rec = out.get("rm:0")
+            outcomes[k] = rec.stdout if rec else "no record"
+            if rec and rec.stdout.startswith("started"):
+                started.add(k)
+    wait_rms_done(tree, started)
+    elapsed = time.monotonic() - t0
+    assert tree.canaries_lost() == [], f"canaries outside the root deleted: {tree.canaries_lost()[:10]}"
+    assert all(o.startswith(("started", "refused", "gone")) for o in outcomes.values()), set(outcomes.values())
+    refused = sum(1 for o in outcomes.values() if o.startswith("refused"))
+    assert started and refused, (len(started), refused)  # the race was really run both ways
+    assert not set(tree.targets_left()) & started  # what was started inside the root did go
+    assert elapsed < 60, elapsed
