@@ -23,7 +23,7 @@ from sweep_core.cleanup_plan import (
     hub_repo_id,
     inside_roots,
 )
-from sweep_core.remote_cleanup import RM_SQUEUE_HEADER, RmItem, build_rm_script, build_verify_script
+from sweep_core.remote_cleanup import RM_SQUEUE_HEADER, RmItem, build_rm_script, build_verify_script, reclaim_lines
 from sweep_core.remote_script import new_marker, parse_gather_output
 
 CFG = cleanup_config({"hub_org": "myorg"})
@@ -299,3 +299,25 @@ def test_rm_script_cannot_be_raced_out_of_the_root(tmp_path: Path) -> None:
     assert started and refused, (len(started), refused)  # the race was really run both ways
     assert not set(tree.targets_left()) & started  # what was started inside the root did go
     assert elapsed < 60, elapsed
+
+
+def _dfi(used: int) -> str:
+    return (
+        "Filesystem      Inodes  IUsed   IFree IUse% Mounted on\n"
+        f"/dev/sdb1     6553600 {used} {6553600 - used}    4% /gpfs/work\n"
+    )
+
+
+def test_reclaim_is_never_a_negative_amount_freed() -> None:
+    """Other writers on a shared filesystem make df -i noisy: a count that went UP after the rm
+    reads as no measurable reclaim with the drift, never "-136 inodes freed"."""
+    key = "df -i /work/art"
+    [noisy] = reclaim_lines({key: _dfi(250000)}, {key: _dfi(250136)})
+    assert "-136 inodes freed" not in noisy and "inodes freed" not in noisy
+    assert "no measurable reclaim" in noisy and "+136" in noisy and "other writers" in noisy
+    [flat] = reclaim_lines({key: _dfi(250000)}, {key: _dfi(250000)})
+    assert "no measurable reclaim" in flat
+    [real] = reclaim_lines({key: _dfi(250000)}, {key: _dfi(249808)})
+    assert "(192 inodes freed on /gpfs/work)" in real
+    [unknown] = reclaim_lines({key: _dfi(250000)}, {key: "df: /work/art: Stale file handle\n"})
+    assert "reclaim UNKNOWN" in unknown

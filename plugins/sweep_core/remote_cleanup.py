@@ -21,6 +21,7 @@ import shlex
 from dataclasses import dataclass
 
 from sweep_core.cleanup_plan import ClusterState, PathCheck
+from sweep_core.quota import parse_df_inodes
 from sweep_core.remote_script import GatherOutput, headroom_lines, script_prelude
 from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
 
@@ -197,3 +198,27 @@ def build_verify_script(paths: list[str], roots: list[str], quota_command: str, 
         + headroom_lines(_paths(roots), quota_command)
         + 'echo "$M end 0 - -"\n'
     )
+
+
+def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after.
+
+    Other writers share the filesystem: a count that did not go down is "no measurable reclaim",
+    never a negative amount freed."""
+    lines = []
+    for key, text in before.items():
+        if not key.startswith("df -i"):
+            continue
+        b, a = parse_df_inodes(text).readings, parse_df_inodes(after.get(key, "")).readings
+        if not b or not a:
+            lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
+            continue
+        freed = b[0].used - a[0].used
+        if freed > 0:
+            lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
+        else:
+            lines.append(
+                f"{key}: IUsed {b[0].used} -> {a[0].used}: no measurable reclaim on {b[0].target} "
+                f"(df -i moved by {-freed:+d} from other writers on the shared filesystem)"
+            )
+    return lines

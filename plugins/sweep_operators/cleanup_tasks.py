@@ -34,6 +34,7 @@ from sweep_core.remote_cleanup import (
     build_rm_script,
     build_verify_script,
     read_probe,
+    reclaim_lines,
 )
 from sweep_core.remote_script import GatherOutput, new_marker
 from sweep_core.render import box_table
@@ -254,32 +255,6 @@ def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         }
         log.info("%s: removed %d, still there %d; %s", cluster, len(paths) - len(left), len(left), report[cluster])
     return report
-
-
-def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after.
-
-    Other writers share the filesystem: a count that did not go down is "no measurable reclaim",
-    never a negative amount freed."""
-    from sweep_core.quota import parse_df_inodes
-
-    lines = []
-    for key, text in before.items():
-        if not key.startswith("df -i"):
-            continue
-        b, a = parse_df_inodes(text).readings, parse_df_inodes(after.get(key, "")).readings
-        if not b or not a:
-            lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
-            continue
-        freed = b[0].used - a[0].used
-        if freed > 0:
-            lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
-        else:
-            lines.append(
-                f"{key}: IUsed {b[0].used} -> {a[0].used}: no measurable reclaim on {b[0].target} "
-                f"(df -i moved by {-freed:+d} from other writers on the shared filesystem)"
-            )
-    return lines
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
