@@ -282,7 +282,6 @@ def test_rm_script_cannot_be_raced_out_of_the_root(tmp_path: Path) -> None:
     real_root = os.path.realpath(tree.root)
     outcomes: dict[int, str] = {}
     started: set[int] = set()
-    t0 = time.monotonic()
     with swapper(tree):
         for k in range(RACE_TRIES):
             item = RmItem(str(tree.target(k)), real_root, f"job{k}", "77")
@@ -292,13 +291,11 @@ def test_rm_script_cannot_be_raced_out_of_the_root(tmp_path: Path) -> None:
             if rec and rec.stdout.startswith("started"):
                 started.add(k)
     wait_rms_done(tree, started)
-    elapsed = time.monotonic() - t0
     assert tree.canaries_lost() == [], f"canaries outside the root deleted: {tree.canaries_lost()[:10]}"
     assert all(o.startswith(("started", "refused", "gone")) for o in outcomes.values()), set(outcomes.values())
     refused = sum(1 for o in outcomes.values() if o.startswith("refused"))
     assert started and refused, (len(started), refused)  # the race was really run both ways
     assert not set(tree.targets_left()) & started  # what was started inside the root did go
-    assert elapsed < 60, elapsed
 
 
 def _dfi(used: int) -> str:
