@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,130 @@ def test_datagen_needs_every_chunk_and_an_answering_hub(local_cluster, tag, tmp_
     assert (
         d[done]["action"] == "delete" and not (trees[done] / "chunks").exists() and not (trees[done] / "tasks").exists()
     )
+
+
+def _ssh_rm(user: str, items: list, log_name: str = "cleanup rm"):
+    """Run the rm script over real SSH on the local cluster, as the sweep does."""
+    import logging
+
+    from sweep_core.ops_config import load_cluster
+    from sweep_core.remote_cleanup import build_rm_script
+    from sweep_core.remote_script import new_marker
+    from sweep_core.sweep_config import load_sweep_config
+    from sweep_operators.cluster_ssh import run_checked
+
+    cfg = load_cluster(str(ROOT / "include" / "ops"), "local")
+    limits = load_sweep_config(str(ROOT / "include" / "sweep.yaml")).gather
+    marker = new_marker()
+    out, problem = run_checked(
+        cfg, limits, logging.getLogger(log_name), build_rm_script(user, items, marker), marker, log_name
+    )
+    assert out is not None and not problem, problem
+    return out
+
+
+def _scancel(*job_ids: str) -> None:
+    subprocess.run(["runuser", "-u", "sweep", "--", "scancel", *job_ids], check=True)
+    for _ in range(120):
+        listed = subprocess.run(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i"], capture_output=True, text=True)
+        if not listed.stdout.strip():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{job_ids} still listed by squeue")
+
+
+def test_cleanup_spares_the_trees_a_live_job_of_the_same_name_uses(local_cluster, tag, tmp_path) -> None:
+    """Trees are keyed by name: a COMPLETED job whose name a RUNNING rerun, or a held (PENDING)
+    successor, reuses keeps every tree; once that job is gone from squeue, cleanup proceeds."""
+    c = local_cluster
+    rerun, chain = f"sft__{tag}_reuse", f"sft__{tag}_chain"
+    done = {n: c.submit(n, "echo done") for n in (rerun, chain)}
+    for n in (rerun, chain):
+        c.wait_finished(done[n], "COMPLETED")
+    running = c.submit(rerun, "sleep 600")
+    held = c.submit(chain, "sleep 600", "--hold")
+    c.wait_running(running)
+    assert c.squeue_state(held) == "PENDING"
+    trees = {n: _tree(n) for n in (rerun, chain)}
+    counts = {n: _count(t) for n, t in trees.items()}
+    jobs = [{"cluster": "local", "job_id": done[n], "name": n, "flavor": "sft-job-cleanup"} for n in (rerun, chain)]
+    repos = {("model", f"{ORG}/{n}"): ["config.json", "model.safetensors"] for n in (rerun, chain)}
+    with hub_stub(repos) as hub:
+        blocked = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url)
+        d = _outcomes(blocked)
+        assert d[rerun]["action"] == "blocked" and f"{running} (RUNNING)" in d[rerun]["reasons"][0]
+        assert d[chain]["action"] == "blocked" and f"{held} (PENDING)" in d[chain]["reasons"][0]
+        assert "same artifact dir" in d[rerun]["reasons"][0]
+        assert {n: _count(t) for n, t in trees.items()} == counts  # checkpoints/ and exports/ kept
+        assert blocked.task_states["delete"] == "skipped"
+        _scancel(running, held)
+        later = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url)
+    assert all(x["action"] == "delete" for x in _outcomes(later).values()), _outcomes(later)
+    for n in (rerun, chain):
+        assert not (trees[n] / "checkpoints").exists() and not (trees[n] / "exports").exists()
+        assert (trees[n] / "trace_jobs").exists()  # not an SFT subtree: kept
+
+
+def test_rm_script_rechecks_squeue_on_the_cluster(local_cluster, tag, tmp_path) -> None:
+    """A plan made before a job of the same name was submitted: the rm script itself, over SSH,
+    refuses while squeue lists that job, and removes the trees once it is gone."""
+    from sweep_core.remote_cleanup import RmItem
+
+    c = local_cluster
+    name = f"sft__{tag}_late"
+    jid = c.submit(name, "echo done")
+    c.wait_finished(jid, "COMPLETED")
+    tree = _tree(name)
+    job = {"cluster": "local", "job_id": jid, "name": name, "flavor": "sft-job-cleanup"}
+    with hub_stub({("model", f"{ORG}/{name}"): ["config.json", "model.safetensors"]}) as hub:
+        planned = run_dag("sweep_cleanup", {"jobs": [job], "dry_run": True}, tmp_path, HF_ENDPOINT=hub.url)
+    d = _outcomes(planned)[name]
+    assert d["action"] == "delete", d
+    items = [RmItem(p, d["roots"][p], name, jid) for p in d["paths"]]
+    late = c.submit(name, "sleep 600", "--hold")  # after the probe, before the rm
+    out = _ssh_rm("sweep", items)
+    for k in range(len(items)):
+        rec = out.get(f"rm:{k}")
+        assert rec.rc == 2 and f"job {late} is still listed by squeue" in rec.stdout, rec
+    time.sleep(0.5)
+    assert _count(tree / "checkpoints") == 60 and _count(tree / "exports") == 60
+    _scancel(late)
+    out = _ssh_rm("sweep", items)
+    assert all(out.get(f"rm:{k}").stdout.startswith("started pid") for k in range(len(items)))
+    for _ in range(100):
+        if not (tree / "checkpoints").exists() and not (tree / "exports").exists():
+            break
+        time.sleep(0.1)
+    assert not (tree / "checkpoints").exists() and not (tree / "exports").exists()
+
+
+def test_rm_script_over_ssh_cannot_be_raced_out_of_the_root(local_cluster, tag) -> None:
+    """The swapper race over real SSH as the cluster user: parents of the planned trees flip
+    between the real dir and a symlink to canaries outside the root; no canary is deleted."""
+    from rm_race import make_race_tree, swapper, wait_rms_done
+
+    from sweep_core.remote_cleanup import RmItem
+
+    base = ART / f"race_{tag}"
+    tree = make_race_tree(base, 200)
+    subprocess.run(["chown", "-R", "sweep:sweep", str(base)], check=True)
+    real_root = os.path.realpath(tree.root)
+    started: set[int] = set()
+    outcomes = []
+    try:
+        with swapper(tree, as_user="sweep"):
+            for batch in range(10):  # 10 SSH sessions x 20 rm attempts each
+                ks = sorted(range(batch * 20, batch * 20 + 20), key=lambda k: str(tree.target(k)))
+                items = [RmItem(str(tree.target(k)), real_root, f"race{k}", "1") for k in ks]
+                out = _ssh_rm("sweep", items)
+                for i, k in enumerate(ks):  # records rm:<i> follow the items sorted by path
+                    rec = out.get(f"rm:{i}")
+                    outcomes.append(rec.stdout if rec else "no record")
+                    if rec and rec.stdout.startswith("started"):
+                        started.add(k)
+        wait_rms_done(tree, started)
+        assert tree.canaries_lost() == []
+        assert all(o.startswith(("started", "refused", "gone")) for o in outcomes), set(outcomes)
+        assert started and not set(tree.targets_left()) & started
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

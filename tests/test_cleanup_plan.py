@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from rm_race import make_race_tree, swapper, wait_rms_done
 
 from sweep_core.cleanup_plan import (
     CleanupConfigError,
@@ -20,7 +23,7 @@ from sweep_core.cleanup_plan import (
     hub_repo_id,
     inside_roots,
 )
-from sweep_core.remote_cleanup import build_rm_script, build_verify_script
+from sweep_core.remote_cleanup import RM_SQUEUE_HEADER, RmItem, build_rm_script, build_verify_script, reclaim_lines
 from sweep_core.remote_script import new_marker, parse_gather_output
 
 CFG = cleanup_config({"hub_org": "myorg"})
@@ -29,6 +32,8 @@ AGENTIC = CFG.flavors["rl-agentic-job-cleanup"]
 T = CleanupTarget("leo", "4242", "rl__a2_harbor_q8b", "rl-agentic-job-cleanup")
 HUB_OK = [{"repo_id": "myorg/x", "repo_type": "model", "ok": True, "reason": "all files"}]
 DONE = ClusterState(squeue_ok=True, states={"4242": "COMPLETED"})
+M = new_marker()
+RACE_TRIES = 500
 
 
 def _check(sub: str, resolved: str | None = None, kind: str = "directory") -> PathCheck:
@@ -128,6 +133,37 @@ def test_datagen_needs_every_chunk_completed() -> None:
     assert "never cleaned" in decide(t, spec, live, [chk], ROOTS, HUB_OK).reasons[0]
 
 
+LIVE_STATES = ["RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "CONFIGURING", "COMPLETING", "STOPPED"]
+
+
+@pytest.mark.parametrize("live_state", LIVE_STATES)
+def test_live_job_of_the_same_name_blocks_the_completed_one(live_state: str) -> None:
+    """Trees are keyed by name: job 4242 COMPLETED, 4243 of the same name listed by squeue."""
+    state = ClusterState(
+        squeue_ok=True, live={"4243": live_state}, live_jobs=[("4243", T.name, live_state)], states=DONE.states
+    )
+    d = decide(T, AGENTIC, state, [_check("trace_jobs")], ROOTS, HUB_OK)
+    assert d.action == "blocked" and d.paths == []
+    assert f"4243 ({live_state})" in d.reasons[0] and "same artifact dir" in d.reasons[0]
+
+
+def test_live_job_of_another_dir_does_not_block() -> None:
+    other = ClusterState(squeue_ok=True, live_jobs=[("4243", "rl__other", "RUNNING")], states=DONE.states)
+    assert decide(T, AGENTIC, other, [_check("trace_jobs")], ROOTS, HUB_OK).action == "delete"
+    # with {job_id} in the dir template the same name is another dir; the same id is not
+    same_name = ClusterState(squeue_ok=True, live_jobs=[("4243", T.name, "RUNNING")], states=DONE.states)
+    per_id = "{root}/{name}/{job_id}"
+    assert decide(T, AGENTIC, same_name, [_check("trace_jobs")], ROOTS, HUB_OK, per_id).action == "delete"
+    assert decide(T, AGENTIC, same_name, [_check("trace_jobs")], ROOTS, HUB_OK).action == "blocked"
+
+
+def test_config_rejects_an_artifact_dir_shared_by_every_job() -> None:
+    with pytest.raises(CleanupConfigError, match="one dir per job"):
+        cleanup_config({"artifact_dir": "{root}/all"})
+    with pytest.raises(CleanupConfigError, match="only"):
+        cleanup_config({"artifact_dir": "{root}/{name}/{user}"})
+
+
 def test_already_removed_is_nothing_to_do() -> None:
     gone = [PathCheck(f"/work/art/rl__a2_harbor_q8b/{s}", False) for s in AGENTIC.delete]
     d = decide(T, AGENTIC, DONE, gone, ROOTS, HUB_OK)
@@ -152,8 +188,26 @@ def test_config_rejects_unsafe_delete_subdirs_and_empty_hub() -> None:
 HUB_CFG = [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json"]}]
 
 
-def _bash(script: str) -> str:
-    return subprocess.run(["bash", "-s"], input=script, capture_output=True, text=True, timeout=60).stdout
+def _squeue_stub(rows: str = "", fail: str = "") -> str:
+    """A STUB squeue (these tests are about paths; the real squeue re-check runs on the cluster
+    in test_cleanup_local.py): the header + ``rows``, or ``fail`` on stderr with exit 1."""
+    if fail:
+        return f"#!/bin/sh\necho {shlex.quote(fail)} >&2\nexit 1\n"
+    return f"#!/bin/sh\necho {shlex.quote(RM_SQUEUE_HEADER)}\nprintf %s {shlex.quote(rows)}\n"
+
+
+def _bash(script: str, squeue: str = "", cwd: Path | None = None) -> str:
+    """Run a script by real bash with ``squeue`` (a _squeue_stub text) first on PATH."""
+    with tempfile.TemporaryDirectory(prefix="squeue-stub-") as stub:
+        (Path(stub) / "squeue").write_text(squeue or _squeue_stub())
+        (Path(stub) / "squeue").chmod(0o755)
+        env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}"}
+        cmd = ["bash", "-s"]
+        return subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=60, env=env, cwd=cwd).stdout
+
+
+def _rm(items: dict[Path | str, Path | str], name: str = "job1", job_id: str = "77") -> str:
+    return build_rm_script("sweep", [RmItem(str(p), str(r), name, job_id) for p, r in items.items()], M)
 
 
 def _tree(root: Path, name: str, files: int) -> Path:
@@ -168,8 +222,7 @@ def test_rm_script_deletes_detached_and_verify_sees_it_gone(tmp_path: Path) -> N
     root = tmp_path / "art"
     victim = _tree(root, "job1", 30)
     keep = _tree(root, "job2", 5)
-    m = new_marker()
-    out = parse_gather_output(_bash(build_rm_script({str(victim): str(root)}, m)), m)
+    out = parse_gather_output(_bash(_rm({victim: root})), M)
     assert out.complete and out.get("rm:0").rc == 0 and out.get("rm:0").stdout.startswith("started pid")
     for _ in range(100):
         if not victim.exists():
@@ -180,8 +233,7 @@ def test_rm_script_deletes_detached_and_verify_sees_it_gone(tmp_path: Path) -> N
     v = parse_gather_output(_bash(build_verify_script([str(victim)], [str(root)], "", m)), m)
     assert v.complete and v.get("left:0") is None and "IUsed" in v.get("dfi:0").stdout
     # a second run finds nothing: idempotent, no error
-    m = new_marker()
-    again = parse_gather_output(_bash(build_rm_script({str(victim): str(root)}, m)), m)
+    again = parse_gather_output(_bash(_rm({victim: root})), M)
     assert again.get("rm:0").stdout == "gone"
 
 
@@ -193,8 +245,7 @@ def test_rm_script_refuses_symlink_swapped_in_after_the_plan(tmp_path: Path) -> 
     (root / "job1").mkdir(parents=True)
     planned = root / "job1" / "trace_jobs"
     os.symlink(outside, planned)
-    m = new_marker()
-    out = parse_gather_output(_bash(build_rm_script({str(planned): str(root)}, m)), m)
+    out = parse_gather_output(_bash(_rm({planned: root})), M)
     assert out.get("rm:0").rc == 2 and "refused" in out.get("rm:0").stdout
     time.sleep(0.3)
     assert (outside / "keep.txt").read_text() == "x" and planned.is_symlink()
@@ -205,8 +256,7 @@ def test_rm_script_refuses_a_root_and_a_path_outside_it(tmp_path: Path) -> None:
     (root / "j").mkdir(parents=True)
     elsewhere = tmp_path / "other"
     elsewhere.mkdir()
-    m = new_marker()
-    out = parse_gather_output(_bash(build_rm_script({str(root): str(root), str(elsewhere): str(root)}, m)), m)
+    out = parse_gather_output(_bash(_rm({root: root, elsewhere: root})), M)
     assert all(out.get(f"rm:{k}").rc == 2 for k in (0, 1))
     assert root.exists() and elsewhere.exists()
 
@@ -215,13 +265,56 @@ def test_rm_script_quotes_hostile_paths(tmp_path: Path) -> None:
     root = tmp_path / "art"
     evil = root / "j" / "x; touch PWNED $(touch PWNED2) `touch PWNED3`"
     evil.mkdir(parents=True)
-    m = new_marker()
-    subprocess.run(
-        ["bash", "-s"], input=build_rm_script({str(evil): str(root)}, m), cwd=tmp_path, timeout=60, text=True
-    )
+    _bash(_rm({evil: root}), cwd=tmp_path)
     for _ in range(100):
         if not evil.exists():
             break
         time.sleep(0.05)
     assert not evil.exists()
     assert not list(tmp_path.glob("PWNED*")) and not list(root.rglob("PWNED*"))
+
+
+def test_rm_script_cannot_be_raced_out_of_the_root(tmp_path: Path) -> None:
+    """500 rm runs while a loop swaps a parent component of the planned trees between the real
+    dir and a symlink to canary trees OUTSIDE the root: no canary is ever deleted, and the trees
+    whose parent was the real dir at rm time are removed."""
+    tree = make_race_tree(tmp_path, RACE_TRIES)
+    real_root = os.path.realpath(tree.root)
+    outcomes: dict[int, str] = {}
+    started: set[int] = set()
+    with swapper(tree):
+        for k in range(RACE_TRIES):
+            item = RmItem(str(tree.target(k)), real_root, f"job{k}", "77")
+            out = parse_gather_output(_bash(build_rm_script("sweep", [item], M)), M)
+            rec = out.get("rm:0")
+            outcomes[k] = rec.stdout if rec else "no record"
+            if rec and rec.stdout.startswith("started"):
+                started.add(k)
+    wait_rms_done(tree, started)
+    assert tree.canaries_lost() == [], f"canaries outside the root deleted: {tree.canaries_lost()[:10]}"
+    assert all(o.startswith(("started", "refused", "gone")) for o in outcomes.values()), set(outcomes.values())
+    refused = sum(1 for o in outcomes.values() if o.startswith("refused"))
+    assert started and refused, (len(started), refused)  # the race was really run both ways
+    assert not set(tree.targets_left()) & started  # what was started inside the root did go
+
+
+def _dfi(used: int) -> str:
+    return (
+        "Filesystem      Inodes  IUsed   IFree IUse% Mounted on\n"
+        f"/dev/sdb1     6553600 {used} {6553600 - used}    4% /gpfs/work\n"
+    )
+
+
+def test_reclaim_is_never_a_negative_amount_freed() -> None:
+    """Other writers on a shared filesystem make df -i noisy: a count that went UP after the rm
+    reads as no measurable reclaim with the drift, never "-136 inodes freed"."""
+    key = "df -i /work/art"
+    [noisy] = reclaim_lines({key: _dfi(250000)}, {key: _dfi(250136)})
+    assert "-136 inodes freed" not in noisy and "inodes freed" not in noisy
+    assert "no measurable reclaim" in noisy and "+136" in noisy and "other writers" in noisy
+    [flat] = reclaim_lines({key: _dfi(250000)}, {key: _dfi(250000)})
+    assert "no measurable reclaim" in flat
+    [real] = reclaim_lines({key: _dfi(250000)}, {key: _dfi(249808)})
+    assert "(192 inodes freed on /gpfs/work)" in real
+    [unknown] = reclaim_lines({key: _dfi(250000)}, {key: "df: /work/art: Stale file handle\n"})
+    assert "reclaim UNKNOWN" in unknown

@@ -95,8 +95,12 @@ def test_resume_overshoot_and_completion_at_max() -> None:
     done = ended("rl__a2_cell5", "COMPLETED", log("rl_overshoot.out"))
     link = run("rl__a2_cell5", "Training Step Progress: 3/100\n")
     _, flags = sweep([link], [done])
-    assert flags[("completion_cleanup", "rl__a2_cell5")].action == "cleanup:rl-standard-job-cleanup"
+    # the spurious link still runs under the same name (same artifact dir): cancel it first
+    held = flags[("completion_cleanup", "rl__a2_cell5")]
+    assert held.action == "" and "NOT handed off" in held.message
     assert flags[("rl_resume_overshoot", "rl__a2_cell5")].action == "cancel"
+    _, flags = sweep([], [done])
+    assert flags[("completion_cleanup", "rl__a2_cell5")].action == "cleanup:rl-standard-job-cleanup"
 
 
 def test_agentic_rl_completion_goes_to_agentic_cleanup() -> None:
@@ -331,3 +335,21 @@ def test_ended_jobs_are_remembered_but_not_flagged() -> None:
     history = remembered(run("rl__a2_qwen8b", BANNER, num_nodes=4))
     _, flags = sweep([], [ended("rl__a2_qwen8b", "COMPLETED", BANNER, num_nodes=8)], history=history)
     assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
+
+
+def test_completed_job_whose_name_a_live_job_reuses_is_not_handed_to_cleanup() -> None:
+    """Cleanup deletes by name ({root}/{name}): a completed job whose name a RUNNING rerun or a
+    PENDING successor of the same cluster reuses keeps its trees, and the flag says why."""
+    done = ended("sft__reuse", "COMPLETED", job_id="150")
+    rerun = run("sft__reuse", "", job_id="151")
+    _, flags = sweep([rerun], [done])
+    f = flags[("completion_cleanup", "sft__reuse")]
+    assert f.action == "" and "NOT handed off" in f.message and "151 (RUNNING)" in f.message
+    held = Job(cluster="leo", job_id="152", name="sft__reuse", state="PENDING", source="squeue")
+    _, flags = sweep([], [done], pending=[held])
+    f = flags[("completion_cleanup", "sft__reuse")]
+    assert f.action == "" and "152 (PENDING)" in f.message
+    # another name, or the same name on another cluster, does not hold the hand-off back
+    other = Job(cluster="jupiter", job_id="153", name="sft__reuse", state="RUNNING", source="squeue")
+    _, flags = sweep([run("sft__other", "", job_id="154"), other], [done])
+    assert flags[("completion_cleanup", "sft__reuse")].action == "cleanup:sft-job-cleanup"

@@ -3,7 +3,9 @@
 "Cleanup is not done until the artifact dir is rm'd" — and never before the evidence holds.
 A target's artifact trees are deleted only when ALL of these hold (each guard has its test):
 
-- the cluster's squeue was validated this run and the job is neither RUNNING nor PENDING;
+- the cluster's squeue was validated this run and the job is neither RUNNING nor PENDING, and no
+  job squeue still lists for the user (any live state) maps to the same artifact dir (names are
+  reused: a rerun, a resume, a chain link's successor);
 - ``sacct -j`` positively says COMPLETED (datagen: every chunk of the array COMPLETED);
 - the hub holds the artifact (every expected file pattern matched: ``hub_evidence``);
 - the path is built from a sane job name (no ``/``, no ``..``), resolves (``realpath -e`` on the
@@ -50,6 +52,7 @@ DEFAULT_FLAVORS: dict[str, dict[str, Any]] = {
     },
 }
 
+DEFAULT_ARTIFACT_DIR = "{root}/{name}"
 _SANE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 _SANE_SUBDIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
 
@@ -109,9 +112,17 @@ def cleanup_config(raw: dict[str, Any] | None) -> CleanupConfig:
             if not _SANE_SUBDIR.match(d) or ".." in d.split("/"):
                 raise CleanupConfigError(f"{where}.delete: {d!r} is not a plain relative subdirectory")
         flavors[name] = FlavorSpec(name, tuple(hubs), delete, bool(spec.get("all_chunks", False)))
-    artifact_dir = str(raw.get("artifact_dir") or "{root}/{name}")
+    artifact_dir = str(raw.get("artifact_dir") or DEFAULT_ARTIFACT_DIR)
     if not artifact_dir.startswith("{root}/"):
         raise CleanupConfigError("cleanup.artifact_dir must start with {root}/")
+    if "{name}" not in artifact_dir and "{job_id}" not in artifact_dir:
+        raise CleanupConfigError("cleanup.artifact_dir must contain {name} or {job_id}: one dir per job")
+    try:
+        artifact_dir.format(root="", name="", job_id="")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise CleanupConfigError(
+            f"cleanup.artifact_dir {artifact_dir!r}: only {{root}} {{name}} {{job_id}}: {exc}"
+        ) from exc
     return CleanupConfig(
         artifact_dir=artifact_dir,
         hub_org=str(raw.get("hub_org") or ""),
@@ -253,9 +264,21 @@ class ClusterState:
     squeue_ok: bool
     squeue_problem: str = ""
     live: dict[str, str] = field(default_factory=dict)  # job id (and array id) -> RUNNING/PENDING...
+    live_jobs: list[tuple[str, str, str]] = field(default_factory=list)  # every squeue row: (id, name, state)
     sacct_ok: bool = True
     sacct_problem: str = ""
     states: dict[str, str] = field(default_factory=dict)  # sacct -j JobID -> State
+
+
+def artifact_key(template: str, name: str, job_id: str) -> str:
+    """The artifact dir a job maps to, relative to any root (same key = same trees)."""
+    return posixpath.normpath("/" + template.format(root="", name=name, job_id=job_id.split("_", 1)[0]))
+
+
+def live_same_dir(target: CleanupTarget, state: ClusterState, template: str = DEFAULT_ARTIFACT_DIR) -> list[str]:
+    """The live jobs (every row squeue lists) that map to the target's artifact dir, as 'id (STATE)'."""
+    key = artifact_key(template, target.name, target.array_id)
+    return [f"{jid} ({st})" for jid, name, st in state.live_jobs if artifact_key(template, name, jid) == key]
 
 
 def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState) -> str | None:
@@ -285,6 +308,7 @@ def _local_guards(
     state: ClusterState,
     checks: list[PathCheck],
     resolved_roots: dict[str, str],
+    template: str,
 ) -> bool:
     """The scheduler and path guards (no hub needed); False with the reason added to ``d``."""
     target = d.target
@@ -297,6 +321,13 @@ def _local_guards(
     live = state.live.get(target.job_id) or state.live.get(target.array_id)
     if live:
         d.reasons.append(f"job is {live} in squeue: a live job is never cleaned")
+        return False
+    same = live_same_dir(target, state, template)
+    if same:
+        d.reasons.append(
+            f"live job {', '.join(same)} of the same name maps to the same artifact dir: "
+            "its trees are never deleted while it is listed by squeue"
+        )
         return False
     why = _done_signal(target, spec, state)
     if why:
@@ -328,11 +359,12 @@ def precheck(
     state: ClusterState,
     checks: list[PathCheck],
     resolved_roots: dict[str, str],
+    template: str = DEFAULT_ARTIFACT_DIR,
 ) -> CleanupDecision | None:
     """The decision when the hub need not be asked (blocked, or every tree already gone);
     None when the scheduler and path guards hold and trees remain: ask the hub, then ``decide``."""
     d = CleanupDecision(target, "blocked")
-    if not _local_guards(d, spec, state, checks, resolved_roots):
+    if not _local_guards(d, spec, state, checks, resolved_roots, template):
         return d
     if not any(c.exists for c in checks):
         d.action = "nothing-to-do"
@@ -348,10 +380,11 @@ def decide(
     checks: list[PathCheck],
     resolved_roots: dict[str, str],
     hub: list[dict[str, Any]],
+    template: str = DEFAULT_ARTIFACT_DIR,
 ) -> CleanupDecision:
     """Apply every guard; the first failing one blocks the whole target (nothing deleted)."""
     d = CleanupDecision(target, "blocked", hub=hub)
-    if not _local_guards(d, spec, state, checks, resolved_roots):
+    if not _local_guards(d, spec, state, checks, resolved_roots, template):
         return d
     if not hub:
         d.reasons.append("no hub evidence: nothing deleted")

@@ -3,9 +3,12 @@
 probe  (read-only): squeue (validated), ``sacct -j`` done-signals, ``realpath -e`` + ``stat`` of
        every candidate tree and of every artifact root, ``df -i -P`` of the roots, the ops.md
        quota command.
-rm     : re-checks each path on the cluster (still resolves to itself, still strictly inside its
-       root), then starts a DETACHED ``rm -rf`` (setsid nohup: a GPFS delete of a trace tree
-       can take longer than an SSH session should live).
+rm     : one validated squeue first (UNKNOWN -> nothing removed; a job it lists with the
+       target's name or array id -> that target is refused), then per path: ``cd -P`` into the
+       validated parent, ``pwd -P`` must be that parent (a component swapped to a symlink is
+       caught here, and the cwd is pinned from then on), and a DETACHED ``rm -rf`` of the
+       RELATIVE name (setsid nohup: a GPFS delete of a trace tree can take longer than an SSH
+       session should live; GNU rm follows no symlink inside the tree it removes).
 verify : which paths still exist, ``df -i -P`` and the quota command again (the reclaim).
 
 Every value is shlex-quoted; job ids are checked against a strict pattern first.
@@ -18,6 +21,7 @@ import shlex
 from dataclasses import dataclass
 
 from sweep_core.cleanup_plan import ClusterState, PathCheck
+from sweep_core.quota import parse_df_inodes
 from sweep_core.remote_script import GatherOutput, headroom_lines, script_prelude
 from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
 
@@ -83,6 +87,7 @@ def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list
             rows = parse_squeue(sq)
             state.squeue_ok = True
             for r in rows:
+                state.live_jobs.append((r.job_id, r.name, r.state))
                 state.live[r.job_id] = r.state
                 state.live.setdefault(r.raw_id, r.state)
                 state.live.setdefault(r.job_id.split("_", 1)[0], r.state)
@@ -120,26 +125,61 @@ def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list
     return state, checks, roots
 
 
-def build_rm_script(paths: dict[str, str], marker: str) -> str:
-    """Detached ``rm -rf`` of each validated path (path -> its resolved root), re-checked remotely.
+@dataclass(frozen=True)
+class RmItem:
+    """One validated tree to remove and what the cluster re-checks right before."""
 
-    Records ``rm:<k>``: rc 0 + the rm PID when started, rc 0 + "gone" when already absent,
-    rc 2 + the reason when the cluster-side check refuses it."""
+    path: str  # resolved, validated by the plan
+    root: str  # the resolved artifact root it lies strictly inside
+    name: str  # refused while squeue lists a job of this name (same artifact dir)...
+    array_id: str  # ... or of this (array) job id
+
+
+# squeue rows as "<id>|<name>" after the header; the first field is the job id, the rest the name.
+RM_SQUEUE_FORMAT = "%i|%j"
+RM_SQUEUE_HEADER = "JOBID|NAME"
+_LIVE_AWK = (
+    'NR > 1 { id = $0; sub(/[|].*/, "", id); nm = substr($0, index($0, "|") + 1); a = id; sub(/_.*/, "", a); '
+    'if (nm == ENVIRON["N"] || a == ENVIRON["A"]) { print id; exit } }'
+)
+
+
+def build_rm_script(user: str, items: list[RmItem], marker: str) -> str:
+    """Detached ``rm -rf`` of each validated tree, re-checked on the cluster right before.
+
+    Records ``rm:<k>`` (items sorted by path): rc 0 + the rm PID when started, rc 0 + "gone"
+    when already absent, rc 2 + the reason when the cluster-side check refuses it."""
     q = shlex.quote
-    body = []
-    for k, (path, root) in enumerate(sorted(paths.items())):
-        _paths([path, root])
+    if not user:
+        raise ValueError("user is required: the rm re-checks the user's squeue")
+    body = [
+        f"U={q(user)}",
+        f'squeue -u "$U" -o {q(RM_SQUEUE_FORMAT)} >"$T/sq" 2>"$T/sqe"; sqrc=$?',
+        f'if [ "$sqrc" -eq 0 ] && ! grep -qi error "$T/sqe" && [ "$(head -n 1 "$T/sq")" = {q(RM_SQUEUE_HEADER)} ]; '
+        """then sq=ok; else sq=$(printf 'exit %s: %s' "$sqrc" "$(head -c 300 "$T/sqe")"); fi""",
+    ]
+    for k, it in enumerate(sorted(items, key=lambda i: i.path)):
+        _paths([it.path, it.root])
+        _ids([it.array_id])
         body.append(
-            f"p={q(path)}; r={q(root)}\n"
-            f'if ! [ -e "$p" ]; then printf gone >"$T/o"; : >"$T/e"; rec rm:{k} 0\n'
-            f'else real=$(realpath -e -- "$p" 2>"$T/e"); rr=$(realpath -e -- "$r" 2>>"$T/e")\n'
-            f'  if [ "$real" != "$p" ] || [ -z "$rr" ] || [ "$rr" != "$r" ] || [ -L "$p" ]; then\n'
-            f'    printf "refused: %s resolves to %s (root %s -> %s)" "$p" "$real" "$r" "$rr" >"$T/o"; rec rm:{k} 2\n'
-            f'  else case $real in "$rr"/?*)\n'
-            f'      setsid nohup rm -rf -- "$real" </dev/null >/dev/null 2>&1 &\n'
-            f'      printf "started pid %s" "$!" >"$T/o"; : >"$T/e"; rec rm:{k} 0 ;;\n'
-            f'    *) printf "refused: %s is not strictly inside %s" "$real" "$rr" >"$T/o"; rec rm:{k} 2 ;;\n'
-            f"  esac; fi\nfi"
+            f"""p={q(it.path)}; r={q(it.root)}; par=${{p%/*}}; base=${{p##*/}}; : >"$T/e"
+if [ "$sq" != ok ]; then printf "refused: squeue UNKNOWN (%s)" "$sq" >"$T/o"; rec rm:{k} 2
+elif live=$(N={q(it.name)} A={q(it.array_id)} awk {q(_LIVE_AWK)} "$T/sq"); [ -n "$live" ]; then
+  printf "refused: job %s is still listed by squeue with this name or id" "$live" >"$T/o"; rec rm:{k} 2
+elif ! [ -e "$p" ] && ! [ -L "$p" ]; then printf gone >"$T/o"; rec rm:{k} 0
+else rr=$(realpath -e -- "$r" 2>>"$T/e")
+  case $p in "$rr"/?*) in=1 ;; *) in=0 ;; esac
+  case $base in ""|.|..) in=0 ;; esac
+  if [ -z "$rr" ] || [ "$rr" != "$r" ] || [ "$in" != 1 ]; then
+    printf "refused: %s is not strictly inside %s (-> %s)" "$p" "$r" "$rr" >"$T/o"; rec rm:{k} 2
+  elif cd -P -- "$par" 2>>"$T/e" && [ "$(pwd -P)" = "$par" ] && [ -d "$base" ] && ! [ -L "$base" ]; then
+    setsid nohup rm -rf -- "$base" </dev/null >/dev/null 2>&1 &
+    printf "started pid %s" "$!" >"$T/o"; rec rm:{k} 0
+  else
+    printf "refused: %s is no longer a directory there (parent now %s)" "$p" "$(pwd -P)" >"$T/o"; rec rm:{k} 2
+  fi
+  cd / || exit 3
+fi"""
         )
     return script_prelude(marker) + "\n".join(body) + '\necho "$M end 0 - -"\n'
 
@@ -158,3 +198,27 @@ def build_verify_script(paths: list[str], roots: list[str], quota_command: str, 
         + headroom_lines(_paths(roots), quota_command)
         + 'echo "$M end 0 - -"\n'
     )
+
+
+def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after.
+
+    Other writers share the filesystem: a count that did not go down is "no measurable reclaim",
+    never a negative amount freed."""
+    lines = []
+    for key, text in before.items():
+        if not key.startswith("df -i"):
+            continue
+        b, a = parse_df_inodes(text).readings, parse_df_inodes(after.get(key, "")).readings
+        if not b or not a:
+            lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
+            continue
+        freed = b[0].used - a[0].used
+        if freed > 0:
+            lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
+        else:
+            lines.append(
+                f"{key}: IUsed {b[0].used} -> {a[0].used}: no measurable reclaim on {b[0].target} "
+                f"(df -i moved by {-freed:+d} from other writers on the shared filesystem)"
+            )
+    return lines

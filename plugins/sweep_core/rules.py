@@ -225,10 +225,33 @@ def _rl_done(job: Job) -> bool:
     return step is not None and top is not None and step >= top
 
 
+def _live_by_name(ctx: RuleContext) -> dict[tuple[str, str], list[Job]]:
+    """(cluster, name) -> the RUNNING and PENDING jobs of that name in the sweep's squeue."""
+    out: dict[tuple[str, str], list[Job]] = {}
+    for s in ctx.snaps:
+        for j in [*(s.running or []), *(s.pending or [])]:
+            out.setdefault((j.cluster, j.name), []).append(j)
+    return out
+
+
+def _hold_for_live_namesake(flag: Flag, live: dict[tuple[str, str], list[Job]]) -> Flag:
+    """A cleanup hand-off whose artifact dir (keyed by name) a live job of the same cluster still
+    uses becomes a note without action: its trees are not handed off while that job lives."""
+    base = flag.job_id.split("_", 1)[0]
+    others = [j for j in live.get((flag.cluster, flag.job_name), []) if j.job_id.split("_", 1)[0] != base]
+    if not flag.action.startswith("cleanup:") or not others:
+        return flag
+    who = ", ".join(f"{j.job_id} ({j.state})" for j in others[:3])
+    msg = f"{flag.message}; cleanup NOT handed off: live job {who} of the same name uses the same artifact dir"
+    return Flag(flag.rule, flag.severity, flag.cluster, flag.job_id, flag.job_name, flag.bucket, msg, "")
+
+
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
-    """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action)."""
+    """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action); never
+    while a RUNNING/PENDING job of the same name (a rerun, a chain successor) uses its dir."""
     out = []
-    live = {j.name for j in ctx.jobs(source="squeue")} | {j.name for s in ctx.snaps for j in s.pending or []}
+    by_name = _live_by_name(ctx)
+    live = {name for _, name in by_name}
     for job in ctx.jobs(source="sacct"):
         if base_state(job) != "COMPLETED":
             continue
@@ -287,7 +310,7 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
         if key not in seen:
             seen.add(key)
             uniq.append(f)
-    return uniq
+    return [_hold_for_live_namesake(f, by_name) for f in uniq]
 
 
 def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:

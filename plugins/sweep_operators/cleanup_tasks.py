@@ -29,10 +29,12 @@ from sweep_core.cleanup_plan import (
 from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.remote_cleanup import (
     ProbeRequest,
+    RmItem,
     build_probe_script,
     build_rm_script,
     build_verify_script,
     read_probe,
+    reclaim_lines,
 )
 from sweep_core.remote_script import GatherOutput, new_marker
 from sweep_core.render import box_table
@@ -156,7 +158,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         for t, ps in paths.items():
             spec = ccfg.flavors[t.flavor]
             checks = [by_path[p] for p in ps]
-            pre = precheck(t, spec, state, checks, roots)
+            pre = precheck(t, spec, state, checks, roots, ccfg.artifact_dir)
             if pre is not None:  # blocked, or already removed: the hub is not asked
                 decisions.append(pre)
                 continue
@@ -166,7 +168,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
                 repo = hub_repo_id(art, t, ccfg.hub_org)
                 ev = checker.check(repo, repo_type=art.repo_type, expected=list(art.expected))
                 hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
-            decisions.append(decide(t, spec, state, checks, roots, hub))
+            decisions.append(decide(t, spec, state, checks, roots, hub, ccfg.artifact_dir))
     for d in decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return {"decisions": [d.to_dict() for d in decisions], "before": before}
@@ -202,11 +204,16 @@ def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     started: dict[str, dict[str, str]] = {}
     for cluster in sorted({d.target.cluster for d in todo}):
         cfg = load_cluster(ops_dir, cluster)
-        roots = {p: d.roots[p] for d in todo if d.target.cluster == cluster for p in d.paths}
+        items = [
+            RmItem(p, d.roots[p], d.target.name, d.target.array_id)
+            for d in todo
+            if d.target.cluster == cluster
+            for p in d.paths
+        ]
         marker = new_marker()
-        out, problem = run_checked(cfg, limits, log, build_rm_script(roots, marker), marker, "cleanup rm")
+        out, problem = run_checked(cfg, limits, log, build_rm_script(cfg.user, items, marker), marker, "cleanup rm")
         results = {}
-        for k, path in enumerate(sorted(roots)):
+        for k, path in enumerate(sorted(it.path for it in items)):
             r = out.get(f"rm:{k}") if out else None
             results[path] = (r.stdout if r.rc == 0 else f"REFUSED: {r.stdout}") if r else f"not run: {problem}"
             log.info("rm %s: %s", path, results[path])
@@ -248,23 +255,6 @@ def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         }
         log.info("%s: removed %d, still there %d; %s", cluster, len(paths) - len(left), len(left), report[cluster])
     return report
-
-
-def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after."""
-    from sweep_core.quota import parse_df_inodes
-
-    lines = []
-    for key, text in before.items():
-        if not key.startswith("df -i"):
-            continue
-        b, a = parse_df_inodes(text).readings, parse_df_inodes(after.get(key, "")).readings
-        if not b or not a:
-            lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
-            continue
-        freed = b[0].used - a[0].used
-        lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
-    return lines
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
