@@ -2,7 +2,33 @@
 
 from __future__ import annotations
 
-from sweep_core.models import ClusterSnapshot
+import re
+
+from sweep_core.models import ClusterSnapshot, Job
+
+# A log older than its job by more than this (minutes; squeue's elapsed and the gather's clock
+# are read a moment apart) was last written before the job started.
+_SLACK_MIN = 2.0
+
+
+def elapsed_minutes(text: str) -> float | None:
+    """Slurm elapsed ``[D-]HH:MM:SS`` / ``MM:SS`` -> minutes."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
+    if not m:
+        return None
+    d, h, mi, s = (int(x) if x else 0 for x in m.groups())
+    return d * 1440 + h * 60 + mi + s / 60
+
+
+def _cap_to_elapsed(job: Job, minutes: float) -> float:
+    """A log untouched for longer than the job has run predates it (a reused file, a device):
+    silence is counted from the job start, and the row says so."""
+    ran = elapsed_minutes(job.elapsed)
+    if ran is None or minutes <= ran + _SLACK_MIN:
+        return minutes
+    note = f"log last written {int(minutes)} min ago, before the job started: counted from the job start"
+    job.log_note = f"{job.log_note}; {note}" if job.log_note else note
+    return ran
 
 
 def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
@@ -16,7 +42,7 @@ def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
             job.minutes_since_output = None
             job.stale = False
             continue
-        minutes = max(0.0, (snap.remote_now - job.log_mtime) / 60.0)
+        minutes = _cap_to_elapsed(job, max(0.0, (snap.remote_now - job.log_mtime) / 60.0))
         job.minutes_since_output = minutes
         job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
 

@@ -24,6 +24,7 @@ from sweep_core.fingerprint import (
     launch_fingerprint,
     series_of,
 )
+from sweep_core.liveness import elapsed_minutes
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
 from sweep_core.models import ClusterSnapshot, Flag, Job
 
@@ -138,15 +139,6 @@ def has_tag(name: str, tags: Iterable[str]) -> str:
 
 def base_state(job: Job) -> str:
     return job.state.split(" ", 1)[0].rstrip("+")
-
-
-def elapsed_minutes(text: str) -> float | None:
-    """Slurm elapsed ``[D-]HH:MM:SS`` / ``MM:SS`` -> minutes."""
-    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
-    if not m:
-        return None
-    d, h, mi, s = (int(x) if x else 0 for x in m.groups())
-    return d * 1440 + h * 60 + mi + s / 60
 
 
 # ---- tracebacks -------------------------------------------------------------------------------
