@@ -103,12 +103,29 @@ def test_newline_in_a_job_name_spoils_only_its_own_row(tmp_path) -> None:
     jobs = {j.job_id: j for j in snap.running or []}
     assert set(jobs) == {"10", "11", "12"}
     assert jobs["11"].name == hostile and "newline" in jobs["11"].note
-    assert jobs["11"].stdout_path == real and jobs["11"].log_tail == "the real log of the odd job\n"
+    # two StdOut lines in its scontrol record: which is the log cannot be told, none is read
+    assert "which file is the log cannot be told" in jobs["11"].log_note
+    assert jobs["11"].stdout_path == "" and jobs["11"].log_tail == "" and jobs["11"].log_mtime is None
     assert jobs["10"].note == "" and "Training Step" in jobs["10"].log_tail
     done = {j.job_id: j for j in snap.finished or []}
     assert set(done) == {"7", "8"}  # the name's fake "7|7|COMPLETED" line forged no row
     assert done["7"].state == "FAILED" and "newline" in done["7"].note
     assert done["8"].name == "eval-ok" and done["8"].note == ""
+
+
+def test_newline_in_the_log_path_is_not_read_as_another_file(tmp_path) -> None:
+    (tmp_path / "a").mkdir()
+    target = tmp_path / "a" / "secret"
+    target.write_text("not this job's log\n")
+    path = f"{tmp_path}/rl__p\n   StdOut={target}\nx-11.out"  # what -o %x-%j.out gives
+    Path(path).parent.mkdir(parents=True)  # Slurm creates no dirs; the tenant would have
+    Path(path).write_text("the real log\n")
+    hostile_name = f"rl__p\n   StdOut={target}\nx"
+    snap, _ = _sweep(tmp_path, [("10", "rl__ok", _log(tmp_path / "ok.out")), ("11", hostile_name, path)])
+    jobs = {j.job_id: j for j in snap.running or []}
+    assert "which file is the log cannot be told" in jobs["11"].log_note
+    assert "not this job's log" not in jobs["11"].log_tail
+    assert "Training Step" in jobs["10"].log_tail
 
 
 def test_device_logs_have_no_age_and_are_never_stale(tmp_path) -> None:

@@ -134,6 +134,12 @@ kind() {{ if [ -p "$1" ]; then echo FIFO; elif [ -c "$1" ]; then echo character 
 elif [ -b "$1" ]; then echo block device; elif [ -d "$1" ]; then echo directory; \
 elif [ -S "$1" ]; then echo socket; else echo not a regular file; fi; }}
 norec() {{ kind "$2" >"$T/o"; : >"$T/e"; rec "$1" 0; }}
+# The StdOut path of `scontrol show job` ($T/o), or "?" when it is ambiguous: a newline in the
+# job name or the path adds StdOut-looking lines (JobName=x<NL>   StdOut=/etc/hostname), so
+# exactly ONE StdOut line, followed by a Key= line, is trusted. One awk, no per-line processes.
+stdout_of() {{ awk 'chk {{ if ($0 !~ /^ +[A-Za-z][A-Za-z0-9_\\/:-]*=/ && $0 !~ /^ *$/) bad = 1; chk = 0 }}
+  /^ *StdOut=/ {{ n++; p = substr($0, index($0, "=") + 1); chk = 1 }}
+  END {{ if (n > 1 || bad) print "?"; else if (n == 1) print p }}' "$T/o"; }}
 trap 'exit 143' TERM  # the bound hit: exit through the EXIT trap (temp dir removed)
 wait=$(( {req.window_end} + {req.settle_s} - $(date +%s) ))
 if [ "$wait" -gt 0 ] && [ "$wait" -le {req.settle_s} ]; then sleep "$wait"; fi
@@ -159,8 +165,8 @@ if [ "$sq" -eq 0 ]; then
     add_array "$id"
     count=$((count + 1)); [ "$count" -le {req.max_jobs} ] || continue
     run "scontrol:$id" scontrol show job "$id" || continue
-    # the LAST StdOut line: a JobName with a newline can fake one, but only before the real one
-    p=$(sed -n 's/^ *StdOut=//p' "$T/o" | tail -n 1)
+    p=$(stdout_of)
+    if [ "$p" = "?" ]; then : >"$T/o"; : >"$T/e"; rec "ambiguous:$id" 0; continue; fi
     case $p in /*) ;; *) continue ;; esac
     if nonreg "$p"; then norec "nolog:$id" "$p"; continue; fi
     run "stat:$id" stat -L -c %Y -- "$p" || continue
@@ -198,7 +204,7 @@ if [ "$sa" -eq 0 ]; then
       [ -e "$p" ] || p=""
     fi
     if [ -z "$p" ] && [ "$sq" -eq 0 ] && scontrol show job "$jid" >"$T/o" 2>/dev/null; then
-      p=$(sed -n 's/^ *StdOut=//p' "$T/o" | tail -n 1)
+      p=$(stdout_of)
     fi
     case $p in /*) ;; *) continue ;; esac
     printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "fpath:$jid" 0

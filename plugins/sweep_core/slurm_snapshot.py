@@ -41,6 +41,12 @@ def _attach_log(job: Job, output: GatherOutput) -> None:
     except SlurmOutputError as exc:
         job.log_note = str(exc)
         return
+    if output.get(f"ambiguous:{job.job_id}") is not None:
+        job.log_note = (
+            "log not read: scontrol shows more than one StdOut line or a path with a newline (a newline "
+            "in the job name or log path): which file is the log cannot be told"
+        )
+        return
     job.stdout_path = fields.get("StdOut", "")
     if not job.stdout_path.startswith("/"):
         job.log_note = f"StdOut is {job.stdout_path or 'empty'!r}: no log to read"
