@@ -16,6 +16,8 @@ from sweep_core.liveness import apply_liveness
 from sweep_core.models import ClusterStatus
 from sweep_core.remote_script import GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm_snapshot import snapshot_from_output
+from sweep_core.sweep import run_fan_in
+from sweep_core.sweep_config import load_sweep_config
 
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
@@ -142,16 +144,18 @@ def test_device_logs_have_no_age_and_are_never_stale(tmp_path) -> None:
         assert job.log_mtime is None and job.minutes_since_output is None and not job.stale
 
 
-def test_log_older_than_its_job_is_capped_at_the_elapsed_time(tmp_path) -> None:
+def test_log_older_than_its_job_is_explained_and_feeds_no_kill_approval(tmp_path) -> None:
     old = tmp_path / "old.out"
     _log(old)
     os.utime(old, (NOW - 22 * 3600, NOW - 22 * 3600))
     snap, _ = _sweep(tmp_path, [("10", "rl__reused", str(old))])
+    (snap.running or [])[0].num_nodes = 4  # a multi-node job: a stale one would ask for a kill
+    result = run_fan_in([snap], load_sweep_config(str(ROOT / "include" / "sweep.yaml")))
     job = (snap.running or [])[0]
-    job.bucket = "RL"
-    apply_liveness(snap, {"RL": 30})
-    assert job.minutes_since_output is not None and job.minutes_since_output <= 5  # elapsed 5:00
-    assert not job.stale and "before the job started" in job.log_note
+    assert "log last written before this job started (the job has run 5 min)" in job.log_note
+    flags = [f for f in result.flags if f.rule == "liveness_stale"]
+    assert [(f.severity, f.action) for f in flags] == [("warn", "investigate")]  # never kill-approval
+    assert "before this job started" in flags[0].message
 
 
 def test_ampersand_in_a_finished_jobs_name_keeps_its_log(tmp_path) -> None:

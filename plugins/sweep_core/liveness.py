@@ -20,14 +20,12 @@ def elapsed_minutes(text: str) -> float | None:
     return d * 1440 + h * 60 + mi + s / 60
 
 
-def _cap_to_elapsed(job: Job, minutes: float) -> float:
-    """A log untouched for longer than the job has run predates it (a reused file, a device):
-    silence is counted from the job start, and the row says so."""
+def predates_job(job: Job) -> float | None:
+    """The job's elapsed minutes when its log was last written before it started (a reused log
+    file: silence older than the job itself is no evidence about this job), else None."""
     ran = elapsed_minutes(job.elapsed)
-    if ran is None or minutes <= ran + _SLACK_MIN:
-        return minutes
-    note = f"log last written {int(minutes)} min ago, before the job started: counted from the job start"
-    job.log_note = f"{job.log_note}; {note}" if job.log_note else note
+    if ran is None or job.minutes_since_output is None or job.minutes_since_output <= ran + _SLACK_MIN:
+        return None
     return ran
 
 
@@ -42,9 +40,13 @@ def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
             job.minutes_since_output = None
             job.stale = False
             continue
-        minutes = _cap_to_elapsed(job, max(0.0, (snap.remote_now - job.log_mtime) / 60.0))
+        minutes = max(0.0, (snap.remote_now - job.log_mtime) / 60.0)
         job.minutes_since_output = minutes
         job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
+        ran = predates_job(job)
+        if ran is not None:
+            note = f"log last written before this job started (the job has run {int(ran)} min)"
+            job.log_note = f"{job.log_note}; {note}" if job.log_note else note
 
 
 def last_output_text(minutes: float | None, stale: bool, cadence: int | None, why: str = "") -> str:

@@ -24,7 +24,7 @@ from sweep_core.fingerprint import (
     launch_fingerprint,
     series_of,
 )
-from sweep_core.liveness import elapsed_minutes
+from sweep_core.liveness import elapsed_minutes, predates_job
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
 from sweep_core.models import ClusterSnapshot, Flag, Job
 
@@ -199,7 +199,10 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
         if near:
             msg += "; near the end: " + " | ".join(near)
         multi = (job.num_nodes or 1) > 1
-        if multi and mins >= 120:
+        ran = predates_job(job)
+        if ran is not None:  # the silence predates the job: no evidence for a kill
+            msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
+        if multi and mins >= 120 and ran is None:
             out.append(_flag("liveness_stale", "critical", job, msg + f"; {job.num_nodes} nodes held", "kill-approval"))
         else:
             out.append(_flag("liveness_stale", "warn", job, msg, "investigate"))
