@@ -136,6 +136,12 @@ def test_newline_in_job_names_blinds_nothing(local_cluster, tag, tmp_path) -> No
     secret = Path("/etc/hostname").read_text()
     hostile = f"rl__{tag}_nl\n   StdOut=/etc/hostname\nx"
     fixed_log = LOGS / f"nl-fixed-{tag}.out"
+    # -o %x-%j.out puts the name's newlines and "/" into the path: Slurm creates no dirs, the
+    # tenant would have made them (and so can the test)
+    odd_dir = LOGS / f"rl__{tag}_nl\n   StdOut=" / "etc"
+    odd_dir.mkdir(parents=True)
+    for d in (odd_dir, odd_dir.parent):
+        os.chown(d, SWEEP.pw_uid, SWEEP.pw_gid)
     ids = {
         "nl_pattern": c.submit(hostile, LOOP),  # -o %x-%j.out: the path itself holds the newlines
         "nl_fixed": c.submit(f"sft__{tag}_nl\n   StdOut=/etc/hostname\ny", LOOP, output=str(fixed_log)),
