@@ -193,4 +193,7 @@ def test_scripts_refuse_bad_values() -> None:
         ApprovedJob("1", "x", "COMPLETED")
     with pytest.raises(ValueError):
         build_validate_script("", "m")
-    assert "squeue -u \"$U\" -o '%i|%A|%T|%M|%l|%D|%P|%R|%j'" in build_validate_script("sweep", "m")
+    # fields delimited by the run's marker: a job name with a newline cannot forge a row
+    assert 'squeue -u "$U" -o %i@@M@@%A@@M@@%T@@M@@%M@@M@@%l@@M@@%D@@M@@%P@@M@@%R@@M@@%j' in build_validate_script(
+        "sweep", "@@M@@"
+    )

@@ -127,3 +127,38 @@ def test_sacct_steps_are_dropped() -> None:
     assert [r.job_id for r in rows] == ["7", "123+0"]
     assert rows[1].name == "het|name"
     assert rows[1].start == "Unknown"
+
+
+NL_NAME = "rl__nl\n   StdOut=/etc/hostname\nx"
+
+
+def test_newline_in_a_name_spoils_only_its_own_squeue_row() -> None:
+    text = (
+        SQUEUE_HEADER
+        + "\n"
+        + "\n".join(
+            [
+                "10|10|RUNNING|5:00|UNLIMITED|1|debug|localhost|rl__ok",
+                f"11|11|RUNNING|5:00|UNLIMITED|1|debug|localhost|{NL_NAME}",
+                "12|12|RUNNING|5:00|UNLIMITED|1|debug|localhost|sft__ok",
+            ]
+        )
+    )
+    rows = {r.job_id: r for r in parse_squeue(CommandResult(0, text + "\n", ""))}
+    assert set(rows) == {"10", "11", "12"}
+    assert rows["11"].name == NL_NAME and rows["11"].note == "job name holds a newline"
+    assert rows["10"].note == rows["12"].note == ""
+
+
+def test_a_nonce_delimiter_is_read_off_the_header_and_no_name_can_forge_a_row() -> None:
+    d = "@@SWEEP-abc@@"
+    fields = ["JobID", "JobIDRaw", "State", "ExitCode", "Start", "End", "Elapsed", "Partition", "NodeList", "JobName"]
+    forged = "sft__x\n99|99|COMPLETED|0:0|a|b|c|d|e|f"  # a '|' row inside the name
+    text = "\n".join([d.join(fields), d.join(["7", "7", "FAILED", "1:0", "", "", "", "", "", forged])]) + "\n"
+    rows = parse_sacct(CommandResult(0, text, ""))
+    assert [(r.job_id, r.name, r.note) for r in rows] == [("7", forged, "job name holds a newline")]
+
+
+def test_scontrol_real_stdout_wins_over_one_faked_in_the_job_name() -> None:
+    text = slurm_fixture("scontrol_job_multiline").stdout.replace("JobName=rl__fx grpo|pipe", f"JobName={NL_NAME}")
+    assert parse_scontrol_job(text)["StdOut"] == "/home/sweep/jobs/logs/fx rl__fx grpo|pipe-13.out"

@@ -70,3 +70,10 @@ def test_clean_tree_and_renames(tmp_path: Path) -> None:
 def test_garbage_is_reported_not_raised() -> None:
     rep = parse_tree_status("## main\0XYZ\0", {})
     assert rep.problems and not rep.items
+
+
+def test_unreadable_branch_tracking_is_a_problem_not_a_crash() -> None:
+    report = parse_tree_status("## main...origin/main [ahead ]\0 M a.py\0", {})
+    assert report.ahead == 0 and report.problems == ["unreadable branch tracking 'ahead '"]
+    assert [i.path for i in report.items] == ["a.py"]
+    assert parse_tree_status("## main...origin/main [gone]\0", {}).problems == []

@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
+import re
+
 from sweep_core.models import ClusterSnapshot, Job
+
+# A log older than its job by more than this (minutes; squeue's elapsed and the gather's clock
+# are read a moment apart) was last written before the job started.
+_SLACK_MIN = 2.0
+
+
+def elapsed_minutes(text: str) -> float | None:
+    """Slurm elapsed ``[D-]HH:MM:SS`` / ``MM:SS`` -> minutes."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
+    if not m:
+        return None
+    d, h, mi, s = (int(x) if x else 0 for x in m.groups())
+    return d * 1440 + h * 60 + mi + s / 60
+
+
+def predates_job(job: Job) -> float | None:
+    """The job's elapsed minutes when its log was last written before it started (a reused log
+    file: silence older than the job itself is no evidence about this job), else None."""
+    ran = elapsed_minutes(job.elapsed)
+    if ran is None or job.minutes_since_output is None or job.minutes_since_output <= ran + _SLACK_MIN:
+        return None
+    return ran
 
 
 def apply_liveness(snap: ClusterSnapshot, cadence_for: dict[str, int]) -> None:
@@ -23,6 +47,10 @@ def job_liveness(job: Job, now: float | None, cadence_for: dict[str, int]) -> No
     minutes = max(0.0, (now - job.log_mtime) / 60.0)
     job.minutes_since_output = minutes
     job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
+    ran = predates_job(job)
+    if ran is not None:
+        note = f"log last written before this job started (the job has run {int(ran)} min)"
+        job.log_note = f"{job.log_note}; {note}" if job.log_note else note
 
 
 def last_output_text(minutes: float | None, stale: bool, cadence: int | None, why: str = "") -> str:

@@ -77,6 +77,7 @@ class Job:
     log_mtime: float | None = None  # epoch seconds, remote clock
     log_tail: str = ""
     log_note: str = ""  # why the log could not be read, if it could not
+    note: str = ""  # what is odd about the row itself (a newline in the job name)
     bucket: str = ""
     minutes_since_output: float | None = None
     stale: bool = False

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sweep_core.cancel_plan import JOB_ID_RE, MAX_NAME
 from sweep_core.remote_script import GatherOutput, script_prelude
-from sweep_core.slurm_parse import SACCT_FORMAT, SQUEUE_FORMAT, SacctRow, SlurmOutputError, parse_sacct
+from sweep_core.slurm_parse import SACCT_FORMAT, SacctRow, SlurmOutputError, parse_sacct, squeue_format
 
 SACCT_LOOKBACK_DAYS = 60
 
@@ -39,12 +39,14 @@ class ApprovedJob:
 
 
 def build_validate_script(user: str, marker: str) -> str:
-    """squeue of the cluster user's jobs: the one read validate decides from."""
+    """squeue of the cluster user's jobs: the one read validate decides from (fields delimited by
+    the marker, so a job name with a newline cannot forge a row)."""
     if not user:
         raise ValueError("user is required")
     q = shlex.quote
     return (
-        script_prelude(marker) + f'U={q(user)}\nrun squeue squeue -u "$U" -o {q(SQUEUE_FORMAT)}\necho "$M end 0 - -"\n'
+        script_prelude(marker)
+        + f'U={q(user)}\nrun squeue squeue -u "$U" -o {q(squeue_format(marker))}\necho "$M end 0 - -"\n'
     )
 
 

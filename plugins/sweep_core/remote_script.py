@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from sweep_core.slurm_parse import (
     SACCT_FORMAT,
     SACCT_TERMINAL_STATES,
-    SQUEUE_FORMAT,
     CommandResult,
+    squeue_format,
 )
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
@@ -71,6 +71,10 @@ class GatherRequest:
     # (operator config, run as written through bash -c). Empty = not checked (dormant, none).
     df_paths: tuple[str, ...] = ()
     quota_command: str = ""
+    # Bound on the whole script (remote clock): `timeout` kills it and every process it started
+    # (a tail blocked on a FIFO, a hung filesystem), so nothing of the sweep outlives it on the
+    # login node. 0 = unbounded. Set it below the SSH command timeout.
+    bound_s: int = 0
 
 
 def new_marker() -> str:
@@ -104,6 +108,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         "max_finished_logs",
         "max_arrays",
         "array_lookback_s",
+        "bound_s",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -112,21 +117,40 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         raise ValueError("user is required")
     marker = marker or new_marker()
     q = shlex.quote
+    # bash reads a piped script line by line, so the bounded bash reads the rest of stdin;
+    # timeout (not --foreground) kills its whole process group when the bound is hit.
+    bound = f"exec timeout -k 5 {req.bound_s} bash -s\n" if req.bound_s else ""
     chain_case = "|".join(f"{q(p)}*" for p in req.chain_prefixes if p) or "''"
     script = (
-        script_prelude(marker)
+        bound
+        + script_prelude(marker)
         + f"""\
 U={q(req.user)}
+# Field delimiter of squeue/sacct: the run's marker, which no job name can contain.
+D={q(marker)}
+# Only a regular file is stat'ed or tailed: a FIFO would block tail, a device has no age.
+nonreg() {{ [ -e "$1" ] && [ ! -f "$1" ]; }}
+kind() {{ if [ -p "$1" ]; then echo FIFO; elif [ -c "$1" ]; then echo character device; \
+elif [ -b "$1" ]; then echo block device; elif [ -d "$1" ]; then echo directory; \
+elif [ -S "$1" ]; then echo socket; else echo not a regular file; fi; }}
+norec() {{ kind "$2" >"$T/o"; : >"$T/e"; rec "$1" 0; }}
+# The StdOut path of `scontrol show job` ($T/o), or "?" when it is ambiguous: a newline in the
+# job name or the path adds StdOut-looking lines (JobName=x<NL>   StdOut=/etc/hostname), so
+# exactly ONE StdOut line, followed by a Key= line, is trusted. One awk, no per-line processes.
+stdout_of() {{ awk 'chk {{ if ($0 !~ /^ +[A-Za-z][A-Za-z0-9_\\/:-]*=/ && $0 !~ /^ *$/) bad = 1; chk = 0 }}
+  /^ *StdOut=/ {{ n++; p = substr($0, index($0, "=") + 1); chk = 1 }}
+  END {{ if (n > 1 || bad) print "?"; else if (n == 1) print p }}' "$T/o"; }}
+trap 'exit 143' TERM  # the bound hit: exit through the EXIT trap (temp dir removed)
 wait=$(( {req.window_end} + {req.settle_s} - $(date +%s) ))
 if [ "$wait" -gt 0 ] && [ "$wait" -le {req.settle_s} ]; then sleep "$wait"; fi
 run meta sh -c 'hostname; date +%s; date +%z; id -un'
 S=$(date -d @{req.window_start} +%Y-%m-%dT%H:%M:%S)
 E=$(date -d @{req.window_end} +%Y-%m-%dT%H:%M:%S)
-run squeue squeue -u "$U" -t RUNNING -o {q(SQUEUE_FORMAT)}
+run squeue squeue -u "$U" -t RUNNING -o {q(squeue_format(marker))}
 sq=$rc
 cp "$T/o" "$T/squeue"
-if [ "$sq" -eq 0 ]; then run pending squeue -u "$U" -t PENDING -o {q(SQUEUE_FORMAT)}; fi
-run sacct sacct -u "$U" -S "$S" -E "$E" -X -P -s {q(SACCT_TERMINAL_STATES)} -o {q(SACCT_FORMAT)}
+if [ "$sq" -eq 0 ]; then run pending squeue -u "$U" -t PENDING -o {q(squeue_format(marker))}; fi
+run sacct sacct -u "$U" -S "$S" -E "$E" -X -P --delimiter="$D" -s {q(SACCT_TERMINAL_STATES)} -o {q(SACCT_FORMAT)}
 sa=$rc
 cp "$T/o" "$T/sacct"
 ok_id() {{ case $1 in ''|*[!0-9_+]*) return 1 ;; esac; return 0; }}
@@ -134,14 +158,18 @@ arrays=" "
 add_array() {{ case $1 in *_*) a=${{1%%_*}}; case $arrays in *" $a "*) ;; *) arrays="$arrays$a " ;; esac ;; esac; }}
 if [ "$sq" -eq 0 ]; then
   count=0
-  while IFS='|' read -r id raw state elapsed limit nodes part reason name; do
+  while IFS= read -r line; do
+    case $line in *"$D"*) ;; *) continue ;; esac  # a line of a name that holds a newline
+    id=${{line%%"$D"*}}; name=${{line##*"$D"}}
     ok_id "$id" || continue
     add_array "$id"
     count=$((count + 1)); [ "$count" -le {req.max_jobs} ] || continue
     run "scontrol:$id" scontrol show job "$id" || continue
-    p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1)
+    p=$(stdout_of)
+    if [ "$p" = "?" ]; then : >"$T/o"; : >"$T/e"; rec "ambiguous:$id" 0; continue; fi
     case $p in /*) ;; *) continue ;; esac
-    run "stat:$id" stat -c %Y -- "$p" || continue
+    if nonreg "$p"; then norec "nolog:$id" "$p"; continue; fi
+    run "stat:$id" stat -L -c %Y -- "$p" || continue
     run "tail:$id" tail -c {req.tail_bytes} -- "$p"
     case $id in *_*) continue ;; esac  # array tasks share a name: siblings, not chain links
     case $name in {chain_case}) ;; *) continue ;; esac
@@ -151,6 +179,7 @@ if [ "$sq" -eq 0 ]; then
       [ "$k" -lt {req.chain_logs} ] || break
       [ "$f" = "$b" ] && continue
       case $f in "$name"*) ;; *) continue ;; esac
+      [ -f "$d/$f" ] || continue
       k=$((k + 1))
       run "chain:$id:$k" tail -c {req.tail_bytes} -- "$d/$f"
     done <"$T/ls"
@@ -159,7 +188,9 @@ fi
 LP={q(req.log_pattern)}
 if [ "$sa" -eq 0 ]; then
   nf=0
-  while IFS='|' read -r jid raw state rest; do
+  while IFS= read -r line; do
+    case $line in *"$D"*) ;; *) continue ;; esac
+    jid=${{line%%"$D"*}}; raw=${{line#*"$D"}}; raw=${{raw%%"$D"*}}; name=${{line##*"$D"}}
     ok_id "$jid" || continue
     add_array "$jid"
     nf=$((nf + 1)); [ "$nf" -le {req.max_finished_logs} ] || continue
@@ -167,16 +198,17 @@ if [ "$sa" -eq 0 ]; then
     # ops.md log_pattern first (no controller RPC); scontrol when the pattern finds no file,
     # and only while the controller answers (each call would wait out its timeout otherwise)
     if [ -n "$LP" ]; then
-      name=${{rest#*|*|*|*|*|*|}}
-      p=${{LP//%j/$raw}}; p=${{p//%x/$name}}; p=${{p//%u/$U}}
-      case $jid in *_*) p=${{p//%A/${{jid%%_*}}}}; p=${{p//%a/${{jid#*_}}}} ;; esac
+      # replacements quoted: bash 5.2 (patsub_replacement) would expand a & in them
+      p=${{LP//%j/"$raw"}}; p=${{p//%x/"$name"}}; p=${{p//%u/"$U"}}
+      case $jid in *_*) p=${{p//%A/"${{jid%%_*}}"}}; p=${{p//%a/"${{jid#*_}}"}} ;; esac
       [ -e "$p" ] || p=""
     fi
     if [ -z "$p" ] && [ "$sq" -eq 0 ] && scontrol show job "$jid" >"$T/o" 2>/dev/null; then
-      p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1)
+      p=$(stdout_of)
     fi
     case $p in /*) ;; *) continue ;; esac
     printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "fpath:$jid" 0
+    if nonreg "$p"; then norec "fnolog:$jid" "$p"; continue; fi
     run "ftail:$jid" tail -c {req.tail_bytes} -- "$p"
   done <"$T/sacct"
 fi

@@ -261,6 +261,8 @@ def _job_note(job: Job) -> str:
         parts.append("?: " + "; ".join(job.metric_problems))
     if job.reason:
         parts.append(job.reason)
+    if job.note:
+        parts.append(job.note)
     return "; ".join(parts) or "—"
 
 

@@ -25,6 +25,7 @@ from sweep_core.fingerprint import (
     series_of,
 )
 from sweep_core.isolate import run_isolated
+from sweep_core.liveness import elapsed_minutes, predates_job
 from sweep_core.log_metrics import MetricsConfig, hang_evidence
 from sweep_core.models import ClusterSnapshot, Flag, Job
 
@@ -141,15 +142,6 @@ def base_state(job: Job) -> str:
     return job.state.split(" ", 1)[0].rstrip("+")
 
 
-def elapsed_minutes(text: str) -> float | None:
-    """Slurm elapsed ``[D-]HH:MM:SS`` / ``MM:SS`` -> minutes."""
-    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
-    if not m:
-        return None
-    d, h, mi, s = (int(x) if x else 0 for x in m.groups())
-    return d * 1440 + h * 60 + mi + s / 60
-
-
 # ---- tracebacks -------------------------------------------------------------------------------
 
 _MASKING = re.compile(r"ChildFailedError|torch\.distributed\.elastic|elastic.*summary|ProcessExitedException", re.I)
@@ -213,7 +205,10 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
         if near:
             msg += "; near the end: " + " | ".join(near)
         multi = (job.num_nodes or 1) > 1
-        if multi and mins >= 120:
+        ran = predates_job(job)
+        if ran is not None:  # the silence predates the job: no evidence for a kill
+            msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
+        if multi and mins >= 120 and ran is None:
             out.append(_flag("liveness_stale", "critical", job, msg + f"; {job.num_nodes} nodes held", "kill-approval"))
         else:
             out.append(_flag("liveness_stale", "warn", job, msg, "investigate"))

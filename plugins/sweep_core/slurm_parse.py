@@ -25,6 +25,13 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
 SQUEUE_FORMAT = "|".join(spec for spec, _ in SQUEUE_FIELDS)
 SQUEUE_HEADER = "|".join(head for _, head in SQUEUE_FIELDS)
 
+
+def squeue_format(delimiter: str = "|") -> str:
+    """``squeue -o`` format with ``delimiter`` between fields (a per-run nonce: a job name, which
+    may hold ``|`` or a newline, cannot contain it, so one tenant's name cannot forge a row)."""
+    return delimiter.join(spec for spec, _ in SQUEUE_FIELDS)
+
+
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID",
     "JobIDRaw",
@@ -78,16 +85,42 @@ def _check(tool: str, result: CommandResult) -> None:
             raise SlurmOutputError(f"{tool} reported an error (exit 0): {err}")
 
 
-def _lines(tool: str, result: CommandResult, header: str) -> list[str]:
+def _lines(tool: str, result: CommandResult, heads: tuple[str, ...]) -> tuple[str, list[str]]:
+    """(delimiter, data lines): the delimiter is read off the header (``|`` or a run's nonce)."""
     _check(tool, result)
     if not result.stdout.strip():
         raise SlurmOutputError(f"{tool} printed nothing, not even its header: output missing")
-    lines = result.stdout.splitlines()
-    if lines[0].strip() != header:
-        raise SlurmOutputError(f"{tool} header is {lines[0][:200]!r}, expected {header!r}: output not trusted")
+    lines = result.stdout.split("\n")
+    first = lines[0].strip()
+    cut = first.find(heads[1], len(heads[0])) if first.startswith(heads[0]) else -1
+    delim = first[len(heads[0]) : cut] if cut > len(heads[0]) else ""
+    if not delim or first != delim.join(heads):
+        raise SlurmOutputError(f"{tool} header is {first[:200]!r}, expected {'|'.join(heads)!r}: output not trusted")
     if not result.stdout.endswith("\n"):
         raise SlurmOutputError(f"{tool} output ends mid-line: truncated")
-    return [line for line in lines[1:] if line.strip()]
+    return delim, lines[1:-1]
+
+
+def _records(tool: str, lines: list[str], delim: str, n: int, id_ok: re.Pattern[str]) -> list[tuple[list[str], str]]:
+    """Split data lines into (fields, note) records; the last field (the job name) may hold
+    newlines: a line that is not a record of its own continues the name of the one before it,
+    and that record gets a note. With a nonce delimiter no name can forge a record."""
+    out: list[tuple[list[str], str]] = []
+    for i, line in enumerate(lines, start=2):
+        parts = line.split(delim, n - 1)
+        if len(parts) == n and id_ok.fullmatch(parts[0]):
+            out.append((parts, ""))
+        elif out:
+            fields, _ = out[-1]
+            fields[-1] += "\n" + line
+            out[-1] = (fields, "job name holds a newline")
+        elif line.strip():
+            raise SlurmOutputError(f"{tool} line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
+    return out
+
+
+_JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?")
+_SACCT_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?(\.[A-Za-z0-9_+-]+)?")
 
 
 @dataclass(frozen=True)
@@ -101,21 +134,15 @@ class SqueueRow:
     partition: str
     reason: str
     name: str
+    note: str = ""  # what is odd about this row (a newline in its name), shown in its Note cell
 
 
 def parse_squeue(result: CommandResult) -> list[SqueueRow]:
-    """Rows of ``squeue -o SQUEUE_FORMAT``; raises SlurmOutputError when not trustworthy."""
-    rows = []
-    n = len(SQUEUE_FIELDS)
-    for i, line in enumerate(_lines("squeue", result, SQUEUE_HEADER), start=2):
-        parts = line.split("|", n - 1)
-        if len(parts) != n:
-            raise SlurmOutputError(f"squeue line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
-        job_id, raw_id, state, elapsed, limit, nodes, partition, reason, name = parts
-        if not re.fullmatch(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?", job_id):
-            raise SlurmOutputError(f"squeue line {i}: job id {job_id!r} is not a Slurm job id")
-        rows.append(SqueueRow(job_id, raw_id, state, elapsed, limit, nodes, partition, reason, name))
-    return rows
+    """Rows of ``squeue -o squeue_format(d)`` (d read off the header); raises SlurmOutputError
+    when the output is not trustworthy. A name with a newline spoils only its own row (note)."""
+    heads = tuple(head for _, head in SQUEUE_FIELDS)
+    delim, lines = _lines("squeue", result, heads)
+    return [SqueueRow(*parts, note=note) for parts, note in _records("squeue", lines, delim, len(heads), _JOB_ID)]
 
 
 @dataclass(frozen=True)
@@ -130,6 +157,7 @@ class SacctRow:
     partition: str
     nodes: str
     name: str
+    note: str = ""  # what is odd about this row (a newline in its name)
 
     @property
     def base_state(self) -> str:
@@ -138,15 +166,12 @@ class SacctRow:
 
 
 def parse_sacct(result: CommandResult) -> list[SacctRow]:
-    """Rows of ``sacct -X -P -o SACCT_FORMAT`` (allocation lines only; steps are dropped)."""
+    """Rows of ``sacct -X -P [--delimiter=d] -o SACCT_FORMAT`` (allocation lines only; steps are
+    dropped); d is read off the header. A name with a newline spoils only its own row (note)."""
+    delim, lines = _lines("sacct", result, SACCT_FIELDS)
     rows = []
-    n = len(SACCT_FIELDS)
-    header = "|".join(SACCT_FIELDS)
-    for i, line in enumerate(_lines("sacct", result, header), start=2):
-        parts = line.split("|", n - 1)
-        if len(parts) != n:
-            raise SlurmOutputError(f"sacct line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
-        row = SacctRow(*parts)
+    for parts, note in _records("sacct", lines, delim, len(SACCT_FIELDS), _SACCT_ID):
+        row = SacctRow(*parts, note=note)
         if "." in row.job_id:  # a step (.batch/.extern/.0) even though -X was asked
             continue
         rows.append(row)
@@ -182,5 +207,11 @@ def parse_scontrol_job(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, (_, value_start, key) in enumerate(cuts):
         value_end = cuts[i + 1][0] - 1 if i + 1 < len(cuts) else len(flat)
-        out.setdefault(key, flat[value_start:value_end].strip())
+        value = flat[value_start:value_end].strip()
+        # A key repeated by a hostile JobName (``x\n   StdOut=/etc/hostname``) comes BEFORE the
+        # real one: the last occurrence wins, except for the leading JobId/JobName.
+        if key in ("JobId", "JobName"):
+            out.setdefault(key, value)
+        else:
+            out[key] = value
     return out

@@ -41,9 +41,19 @@ def _attach_log(job: Job, output: GatherOutput) -> None:
     except SlurmOutputError as exc:
         job.log_note = str(exc)
         return
+    if output.get(f"ambiguous:{job.job_id}") is not None:
+        job.log_note = (
+            "log not read: scontrol shows more than one StdOut line or a path with a newline (a newline "
+            "in the job name or log path): which file is the log cannot be told"
+        )
+        return
     job.stdout_path = fields.get("StdOut", "")
     if not job.stdout_path.startswith("/"):
         job.log_note = f"StdOut is {job.stdout_path or 'empty'!r}: no log to read"
+        return
+    nolog = output.get(f"nolog:{job.job_id}")
+    if nolog is not None:
+        job.log_note = _no_log_file(job.stdout_path, nolog.stdout)
         return
     st = output.get(f"stat:{job.job_id}")
     if st is None or st.rc != 0:
@@ -67,12 +77,20 @@ def _attach_log(job: Job, output: GatherOutput) -> None:
         k += 1
 
 
+def _no_log_file(path: str, kind: str) -> str:
+    return f"StdOut {path} is a {kind.strip() or 'non-regular file'}, not a regular file: no log file to judge"
+
+
 def _attach_failed_log(job: Job, output: GatherOutput) -> None:
     """A job that failed in the window: its log tail, for the first real traceback."""
     path = output.get(f"fpath:{job.job_id}")
     tail = output.get(f"ftail:{job.job_id}")
     if path is not None:
         job.stdout_path = path.stdout
+    nolog = output.get(f"fnolog:{job.job_id}")
+    if nolog is not None:
+        job.log_note = _no_log_file(job.stdout_path, nolog.stdout)
+        return
     if tail is not None and tail.rc == 0:
         job.log_tail = tail.stdout
     elif tail is not None:
@@ -174,6 +192,7 @@ def snapshot_from_output(
                     num_nodes=int(row.nodes) if row.nodes.isdigit() else None,
                 )
                 _attach_log(job, output)
+                job.note = row.note
                 _attach_chunks(job, output)
                 snap.running.append(job)
         except SlurmOutputError as exc:
@@ -217,6 +236,7 @@ def snapshot_from_output(
                     nodes=row.nodes,
                 )
                 _attach_failed_log(job, output)
+                job.note = row.note
                 _attach_chunks(job, output)
                 finished.append(job)
             snap.finished = finished

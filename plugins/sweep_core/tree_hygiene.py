@@ -116,10 +116,11 @@ def parse_tree_status(status_z: str, same_as_upstream: dict[str, bool]) -> TreeR
             if m:
                 report.branch, report.upstream = m.group("b"), m.group("u") or ""
                 for part in (m.group("t") or "").split(", "):
-                    if part.startswith("ahead "):
-                        report.ahead = int(part.split()[1])
-                    elif part.startswith("behind "):
-                        report.behind = int(part.split()[1])
+                    counted = re.fullmatch(r"(ahead|behind) (\d+)", part.strip())
+                    if counted:
+                        setattr(report, counted.group(1), int(counted.group(2)))
+                    elif part.strip() and part.strip() != "gone":
+                        report.problems.append(f"unreadable branch tracking {part[:80]!r}")
             continue
         if len(entry) < 4 or entry[2] != " ":
             report.problems.append(f"unreadable status entry {entry[:80]!r}")

@@ -31,7 +31,7 @@ from sweep_core.ops_config import OpsConfigError, load_cluster
 from sweep_core.remote_script import new_marker, script_prelude
 from sweep_core.render import box_table
 from sweep_core.report import write_run_log
-from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
+from sweep_core.slurm_parse import SlurmOutputError, parse_squeue, squeue_format
 from sweep_core.sweep_config import load_sweep_config
 from sweep_core.tracker_md import TrackerError, fill_row, read_rows
 from sweep_operators.cluster_ssh import run_batch, run_checked
@@ -63,7 +63,7 @@ def _row(tracker: Path | None, cell: str) -> tuple[Any, str | None, str | None]:
 
 def _probe(series: Series, cfg: Any, limits: Any) -> Any:
     marker = new_marker()
-    script = build_probe(script_prelude(marker), cfg.user, series.lookback_days, SQUEUE_FORMAT)
+    script = build_probe(script_prelude(marker), cfg.user, series.lookback_days, squeue_format(marker))
     out, problem = run_checked(cfg, limits, log, script, marker, "hf-chain probe")
     if out is None or problem:
         return view_from(None, None, problem)
