@@ -115,6 +115,7 @@ def test_fifo_logs_hide_nothing_and_leave_no_process_on_the_node(local_cluster, 
         os.environ.pop("SWEEP_CONFIG", None)
         for f in (fifo, chain_fifo, LOGS / f"sft__{tag}_done-{done}.out"):
             _release(f)
+            f.unlink(missing_ok=True)  # later sweeps of the shared log dir must not meet it
     _swept(run)
     local = run.snapshots["local"]
     assert local.status == ClusterStatus.OK, local.notes
