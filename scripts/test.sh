@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/local_cluster.sh up
+# Debian's docker-compose (v1) checks docker-compose.yaml offline (`config`), no Docker engine needed.
+if ! command -v docker-compose >/dev/null; then
+  echo "[test] apt-get install docker-compose"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+fi
 source scripts/env.sh
 echo "[test] ruff check"
 ruff check .
