@@ -64,6 +64,18 @@ class LocalCluster:
             time.sleep(0.5)
         raise AssertionError(f"job {job_id} not {state} after {timeout}s (sacct says {seen!r})")
 
+    def wait_windowed(self, job_id: str, timeout: float = 90) -> None:
+        """Wait until slurmdbd's windowed answer (what the sweep asks: -S/-E with terminal states)
+        lists the ended job: it lags `sacct -j` by seconds, more while slurmctld is busy."""
+        end = time.time() + timeout
+        while time.time() < end:
+            res = sh("sacct", "-u", USER, "-S", "now-2hours", "-E", "now", "-X", "-P", "-n",
+                     "-s", "BF,CA,CD,DL,F,NF,OOM,PR,RQ,TO", "-o", "JobID", check=False)  # fmt: skip
+            if job_id in res.stdout.split():
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"job {job_id} not in the windowed sacct after {timeout}s")
+
     def stdout_path(self, job_id: str) -> Path:
         res = sh("scontrol", "show", "job", job_id)
         for line in res.stdout.splitlines():
