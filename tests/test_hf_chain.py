@@ -111,6 +111,15 @@ def test_view_and_completed_cells() -> None:
     assert view_from(None, "x").jobs is None
 
 
+def test_a_name_with_a_newline_cannot_forge_a_chain_leg() -> None:
+    """The probe splits sacct by its marker: a job whose name spells another job's line (an SFT
+    cell COMPLETED) does not make the chain upload that cell."""
+    m = "@@SWEEP-abc@@"
+    view = view_from([], f"400{m}FAILED{m}x\n401|COMPLETED|sft__delphi_a\n", delimiter=m)
+    assert completed_cells(S, view) == {}
+    assert view.latest("sft__delphi_a") is None
+
+
 def test_submit_script_quotes_every_argument() -> None:
     script = build_submit_script("", [("eval", ("sbatch", "-J", "eval-x; rm -rf ~", "$(id)"))])
     assert "'eval-x; rm -rf ~'" in script and "'$(id)'" in script

@@ -12,6 +12,7 @@ from sweep_core.slurm_parse import (
     parse_sacct,
     parse_scontrol_job,
     parse_squeue,
+    read_records,
 )
 
 
@@ -162,3 +163,12 @@ def test_a_nonce_delimiter_is_read_off_the_header_and_no_name_can_forge_a_row() 
 def test_scontrol_real_stdout_wins_over_one_faked_in_the_job_name() -> None:
     text = slurm_fixture("scontrol_job_multiline").stdout.replace("JobName=rl__fx grpo|pipe", f"JobName={NL_NAME}")
     assert parse_scontrol_job(text)["StdOut"] == "/home/sweep/jobs/logs/fx rl__fx grpo|pipe-13.out"
+
+
+def test_headerless_records_split_by_the_marker_cannot_be_forged() -> None:
+    m = "@@SWEEP-abc@@"
+    text = f"101{m}COMPLETED{m}eval-x\n102|COMPLETED|forged\n103{m}FAILED{m}sft__y\n"
+    recs = read_records(text, m, 3)
+    assert [f[0] for f, _ in recs] == ["101", "103"]
+    assert recs[0] == (["101", "COMPLETED", "eval-x\n102|COMPLETED|forged"], "job name holds a newline")
+    assert read_records("garbage\n\n", m, 3) == []

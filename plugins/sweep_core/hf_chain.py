@@ -20,6 +20,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.slurm_parse import read_records
+
 _CELL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 LEGS = ("sft", "upload", "eval", "done")
 
@@ -283,20 +285,22 @@ def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str)
     q = shlex.quote
     return prelude + (
         f"run squeue squeue -u {q(user)} -o {q(squeue_format)}\n"
-        f"run sacct sacct -u {q(user)} -S now-{int(lookback_days)}days -X -P -n -o JobID,State,JobName\n"
+        f'run sacct sacct -u {q(user)} -S now-{int(lookback_days)}days -X -P -n --delimiter="$M" -o JobID,State,JobName\n'
         'echo "$M end 0 - -"\n'
     )
 
 
-def view_from(squeue_rows: list[tuple[str, str, str]] | None, sacct_text: str | None, problem: str = "") -> ClusterView:
-    """Jobs by name, newest id first; squeue rows (id, state, name) override sacct's state."""
+def view_from(
+    squeue_rows: list[tuple[str, str, str]] | None, sacct_text: str | None, problem: str = "", delimiter: str = "|"
+) -> ClusterView:
+    """Jobs by name, newest id first; squeue rows (id, state, name) override sacct's state.
+    ``sacct_text``: ``JobID,State,JobName`` split by ``delimiter`` (the probe's marker)."""
     if squeue_rows is None or sacct_text is None:
         return ClusterView(None, problem or "squeue/sacct UNKNOWN")
     seen: dict[str, dict[str, str]] = {}
-    for line in sacct_text.splitlines():
-        parts = line.split("|", 2)
-        if len(parts) == 3 and parts[0].replace("_", "").isdigit():
-            seen.setdefault(parts[2], {})[parts[0]] = parts[1]
+    for (jid, state, name), _ in read_records(sacct_text, delimiter, 3):
+        if jid.replace("_", "").isdigit():
+            seen.setdefault(name, {})[jid] = state
     for jid, state, name in squeue_rows:
         seen.setdefault(name, {})[jid] = state
 

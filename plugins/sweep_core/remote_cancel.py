@@ -74,8 +74,10 @@ def build_scancel_script(user: str, jobs: list[ApprovedJob], marker: str, confir
         'if [ "$ns" -gt 0 ]; then\n'
         f"  end=$(( $(date +%s) + {confirm_timeout_s} ))\n"
         "  while :; do\n"
-        f'    sacct -j "${{sent#,}}" -X -P -S now-{SACCT_LOOKBACK_DAYS}days -o {q(SACCT_FORMAT)} >"$T/o" 2>"$T/e"; rc=$?\n'
-        "    c=$(grep -c '^[^|]*|[^|]*|CANCELLED' \"$T/o\")\n"
+        f'    sacct -j "${{sent#,}}" -X -P --delimiter="$M" -S now-{SACCT_LOOKBACK_DAYS}days -o {q(SACCT_FORMAT)} '
+        '>"$T/o" 2>"$T/e"; rc=$?\n'
+        # fields split by the marker, which no job name holds: a name cannot fake a CANCELLED row
+        '    c=$(awk -F "$M" \'NF > 2 && $3 ~ /^CANCELLED/ { c++ } END { print c + 0 }\' "$T/o")\n'
         '    if [ "$rc" -eq 0 ] && [ "$c" -ge "$ns" ]; then break; fi\n'
         '    if [ "$(date +%s)" -ge "$end" ]; then break; fi\n'
         "    sleep 1\n"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from sweep_core.cleanup_plan import ClusterState, PathCheck
 from sweep_core.quota import parse_df_inodes
 from sweep_core.remote_script import GatherOutput, headroom_lines, script_prelude
-from sweep_core.slurm_parse import SQUEUE_FORMAT, SlurmOutputError, parse_squeue
+from sweep_core.slurm_parse import SlurmOutputError, parse_squeue, squeue_format
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 SACCT_LOOKBACK_DAYS = 60
@@ -56,7 +56,7 @@ def build_probe_script(req: ProbeRequest, marker: str) -> str:
     """Read-only probe before any delete."""
     q = shlex.quote
     ids = _ids(req.job_ids)
-    body = [f"U={q(req.user)}", f'run squeue squeue -u "$U" -o {q(SQUEUE_FORMAT)}']
+    body = [f"U={q(req.user)}", f'run squeue squeue -u "$U" -o {q(squeue_format(marker))}']
     if ids:
         body.append(f"run sacct sacct -j {q(','.join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State")
     for k, root in enumerate(_paths(req.roots)):

@@ -11,7 +11,8 @@ import re
 import shlex
 
 from sweep_core.harvest import JobReport
-from sweep_core.remote_script import GatherOutput, script_prelude
+from sweep_core.remote_script import LOG_HELPERS, GatherOutput, script_prelude
+from sweep_core.slurm_parse import read_records
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 SACCT_LOOKBACK_DAYS = 120
@@ -31,9 +32,12 @@ def build_harvest_script(
         + f"""\
 RD={q(results_dir)}
 LP={q(log_pattern)}
-run sacct sacct -j {q(",".join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State,JobName
+{LOG_HELPERS}run sacct sacct -j {q(",".join(ids))} -X -P -n --delimiter="$M" -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State,JobName
 cp "$T/o" "$T/sacct"
-while IFS='|' read -r jid state name; do
+# fields split by the marker, which no job name holds: a line of a name with a newline is skipped
+while IFS= read -r line; do
+  case $line in *"$M"*"$M"*) ;; *) continue ;; esac
+  jid=${{line%%"$M"*}}; state=${{line#*"$M"}}; state=${{state%%"$M"*}}; name=${{line#*"$M"*"$M"}}
   case $jid in ''|*[!0-9_]*) continue ;; esac
   case $state in
     COMPLETED*)
@@ -53,10 +57,13 @@ while IFS='|' read -r jid state name; do
     *)
       # the controller's StdOut while it still knows the job; else ops.md log_pattern (sacct's
       # JobName of a just-ended job can read "allocation" for a while: not trusted alone)
+      # (one StdOut line trusted, see stdout_of); replacements quoted (bash 5.2 expands & in them)
       p=""
-      if scontrol show job "$jid" >"$T/o" 2>/dev/null; then p=$(sed -n 's/^ *StdOut=//p' "$T/o" | head -n 1); fi
-      if [ -z "$p" ] || [ ! -e "$p" ]; then [ -n "$LP" ] || continue; p=${{LP//%j/$jid}}; p=${{p//%x/$name}}; fi
-      if [ -e "$p" ]; then run "tail:$jid" tail -c {int(tail_bytes)} -- "$p"
+      if scontrol show job "$jid" >"$T/o" 2>/dev/null; then p=$(stdout_of); fi
+      case $p in /*) ;; *) p="" ;; esac
+      if [ -z "$p" ] || [ ! -e "$p" ]; then [ -n "$LP" ] || continue; p=${{LP//%j/"$jid"}}; p=${{p//%x/"$name"}}; fi
+      if nonreg "$p"; then norec "nolog:$jid" "$p"
+      elif [ -e "$p" ]; then run "tail:$jid" tail -c {int(tail_bytes)} -- "$p"
       else printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "notail:$jid" 1; fi ;;
   esac
 done <"$T/sacct"
@@ -65,8 +72,11 @@ echo "$M end 0 - -"
     )
 
 
-def read_harvest(out: GatherOutput | None, job_ids: list[str], problem: str = "") -> dict[str, JobReport]:
-    """One JobReport per job id; a cluster-side problem makes every report UNKNOWN (never 'failed')."""
+def read_harvest(
+    out: GatherOutput | None, job_ids: list[str], problem: str = "", delimiter: str = "|"
+) -> dict[str, JobReport]:
+    """One JobReport per job id; a cluster-side problem makes every report UNKNOWN (never 'failed').
+    ``delimiter``: sacct's field delimiter (the script's marker)."""
     reports = {j: JobReport() for j in job_ids}
     sa = out.get("sacct") if out else None
     why = problem or ("" if sa else "no sacct record (script cut short)")
@@ -76,10 +86,9 @@ def read_harvest(out: GatherOutput | None, job_ids: list[str], problem: str = ""
         for r in reports.values():
             r.problem = why
         return reports
-    for line in sa.stdout.splitlines():
-        parts = line.split("|", 2)
-        if len(parts) >= 2 and parts[0] in reports:
-            reports[parts[0]].state = parts[1].strip()
+    for (jid, state, _name), _ in read_records(sa.stdout, delimiter, 3):
+        if jid in reports:
+            reports[jid].state = state.strip()
     for jid, rep in reports.items():
         if out.get(f"nodir:{jid}") is not None:
             rep.results_problem = f"results dir missing ({out.get(f'nodir:{jid}').stderr.strip()[:200]})"
@@ -104,4 +113,6 @@ def read_harvest(out: GatherOutput | None, job_ids: list[str], problem: str = ""
             rep.log_problem = f"log unreadable: {t.stderr.strip()[:160]}"
         elif missing is not None:
             rep.log_problem = f"log {missing.stdout} not found"
+        elif out.get(f"nolog:{jid}") is not None:
+            rep.log_problem = f"log is a {out.get(f'nolog:{jid}').stdout.strip()}, not a regular file: not read"
     return reports

@@ -123,6 +123,23 @@ _JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?")
 _SACCT_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?(\.[A-Za-z0-9_+-]+)?")
 
 
+def read_records(text: str, delim: str, n: int) -> list[tuple[list[str], str]]:
+    """Records of a headerless (``-h``/``-n``) squeue/sacct output whose last field is the job
+    name, fields split by ``delim`` (the run's marker): (fields, note) per job. A line that is no
+    record of its own continues the name before it (note says so); lines before the first record
+    are dropped. Never raises: no name can forge a record, none can hide another."""
+    out: list[tuple[list[str], str]] = []
+    for line in text.split("\n"):
+        parts = line.split(delim, n - 1)
+        if len(parts) == n and _SACCT_ID.fullmatch(parts[0]):
+            out.append((parts, ""))
+        elif out and line:
+            fields, _ = out[-1]
+            fields[-1] += "\n" + line
+            out[-1] = (fields, "job name holds a newline")
+    return out
+
+
 @dataclass(frozen=True)
 class SqueueRow:
     job_id: str

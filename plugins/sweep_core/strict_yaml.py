@@ -48,5 +48,9 @@ StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", StrictLoader.constru
 
 
 def strict_load(text: str) -> Any:
-    """Parse one YAML document with :class:`StrictLoader`; errors are ``yaml.YAMLError``."""
-    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    """Parse one YAML document with :class:`StrictLoader`; errors are ``yaml.YAMLError`` (also
+    for what PyYAML itself lets escape: an integer over Python's 4,300 digits, deep nesting)."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except (ValueError, OverflowError, RecursionError) as exc:
+        raise yaml.YAMLError(f"{type(exc).__name__}: {str(exc)[:200]}") from None

@@ -74,7 +74,7 @@ def _probe(series: Series, cfg: Any, limits: Any) -> Any:
         return view_from(None, None, f"squeue UNKNOWN: {exc}")
     if sa is None or sa.rc != 0:
         return view_from(None, None, f"sacct failed: {sa.stderr.strip()[:200] if sa else 'no record'}")
-    return view_from(rows, sa.stdout)
+    return view_from(rows, sa.stdout, delimiter=marker)
 
 
 def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def _poll(ops_dir: str, cluster: str, rows: list[PendingRow], limits: Any, max_b
         ids, str(cfg.extra.get("eval_results_dir") or ""), cfg.log_pattern, marker, max_bytes, limits.tail_bytes
     )
     out, problem = run_checked(cfg, limits, log, script, marker, "harvest")
-    return read_harvest(out, ids, problem)
+    return read_harvest(out, ids, problem, delimiter=marker)
 
 
 def commit_tracker_files(repo: Path, files: list[Path], message: str) -> str:
