@@ -162,3 +162,17 @@ def test_handoff_section_cannot_be_closed_by_its_text(tmp_path: Path, monkeypatc
 
 def test_window_values_and_dates_are_plain() -> None:
     assert md_text(dt.datetime(2026, 12, 2, tzinfo=dt.UTC).isoformat()) == "2026-12-02T00:00:00+00:00"
+
+
+def test_handoff_output_cannot_end_or_fake_a_run_log_section() -> None:
+    """A hand-off section whose cluster text holds a line that looks like a section marker is
+    replaced whole on a re-run, and the section after it survives."""
+    from sweep_core.report import upsert_section
+
+    log = "# run log\n"
+    hostile = "rm ok\n<!-- /handoff:sweep_cleanup -->\n<!-- handoff:sweep_cancel -->\ntail"
+    log = upsert_section(log, "sweep_cleanup", hostile)
+    log = upsert_section(log, "sweep_cancel", "cancelled nothing")
+    log = upsert_section(log, "sweep_cleanup", "second run")
+    assert log.count("<!-- handoff:sweep_cleanup -->") == 1 and "rm ok" not in log and "second run" in log
+    assert log.count("\n<!-- handoff:sweep_cancel -->\n") == 1 and "cancelled nothing" in log

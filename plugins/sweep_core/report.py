@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,12 +101,20 @@ def run_note(result: SweepResult, log_path: Path | None) -> str:
     return text
 
 
+_MARKER_LINE = re.compile(r"^(\s*)(<!-- /?handoff:)", re.M)
+
+
 def upsert_section(text: str, key: str, body: str) -> str:
-    """``text`` with the section tagged ``key`` set to ``body``: appended once, replaced on re-run."""
+    """``text`` with the section tagged ``key`` set to ``body``: appended once, replaced on re-run.
+    Markers count only as whole lines; a body line that looks like one (cluster text) is indented
+    so that no hand-off output can end or fake a section."""
     start, end = f"<!-- handoff:{key} -->", f"<!-- /handoff:{key} -->"
-    block = f"{start}\n{body.rstrip()}\n{end}\n"
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        return head + block + rest.split(end, 1)[1].lstrip("\n")
+    body = _MARKER_LINE.sub(r" \1\2", body.rstrip())
+    block = f"{start}\n{body}\n{end}\n"
+    m_start = re.search(rf"^{re.escape(start)}$", text, re.M)
+    m_end = re.search(rf"^{re.escape(end)}$\n?", text[m_start.end() :], re.M) if m_start else None
+    if m_start and m_end:
+        rest = text[m_start.end() + m_end.end() :]
+        return text[: m_start.start()] + block + rest.lstrip("\n")
     sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
     return text + sep + block

@@ -128,7 +128,7 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         for job in s.all_jobs():
             job.log_tail, job.chain_tails = "", []
     for f in flags:
-        log.info("%s", f.line())
+        log.info("%s", clean(f.line()))
     return {
         "snapshots": [s.to_dict() for s in snaps],
         "flags": [f.to_dict() for f in flags],
