@@ -101,10 +101,13 @@ def _lines(tool: str, result: CommandResult, heads: tuple[str, ...]) -> tuple[st
     return delim, lines[1:-1]
 
 
-def _records(tool: str, lines: list[str], delim: str, n: int, id_ok: re.Pattern[str]) -> list[tuple[list[str], str]]:
+def _records(
+    tool: str, lines: list[str], delim: str, n: int, id_ok: re.Pattern[str], strict: bool = True
+) -> list[tuple[list[str], str]]:
     """Split data lines into (fields, note) records; the last field (the job name) may hold
     newlines: a line that is not a record of its own continues the name of the one before it,
-    and that record gets a note. With a nonce delimiter no name can forge a record."""
+    and that record gets a note. With a nonce delimiter no name can forge a record. A line before
+    the first record raises (``strict``) or is dropped."""
     out: list[tuple[list[str], str]] = []
     for i, line in enumerate(lines, start=2):
         parts = line.split(delim, n - 1)
@@ -114,7 +117,7 @@ def _records(tool: str, lines: list[str], delim: str, n: int, id_ok: re.Pattern[
             fields, _ = out[-1]
             fields[-1] += "\n" + line
             out[-1] = (fields, "job name holds a newline")
-        elif line.strip():
+        elif strict and line.strip():
             raise SlurmOutputError(f"{tool} line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
     return out
 
@@ -128,16 +131,10 @@ def read_records(text: str, delim: str, n: int) -> list[tuple[list[str], str]]:
     name, fields split by ``delim`` (the run's marker): (fields, note) per job. A line that is no
     record of its own continues the name before it (note says so); lines before the first record
     are dropped. Never raises: no name can forge a record, none can hide another."""
-    out: list[tuple[list[str], str]] = []
-    for line in text.split("\n"):
-        parts = line.split(delim, n - 1)
-        if len(parts) == n and _SACCT_ID.fullmatch(parts[0]):
-            out.append((parts, ""))
-        elif out and line:
-            fields, _ = out[-1]
-            fields[-1] += "\n" + line
-            out[-1] = (fields, "job name holds a newline")
-    return out
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return _records("", lines, delim, n, _SACCT_ID, strict=False)
 
 
 @dataclass(frozen=True)
