@@ -33,8 +33,8 @@ def running_count() -> int:
 def main() -> None:
     for conn_id, conn in json.loads((CLUSTER_DIR / "connections.json").read_text()).items():
         os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
-    from sweep_core.ops_config import load_cluster
-    from sweep_core.sweep_config import load_sweep_config
+    from sweep_core.config.ops import load_cluster
+    from sweep_core.config.sweep import load_sweep_config
     from sweep_operators.slurm_gather import gather_slurm
 
     cfg = load_cluster(ROOT / "include" / "ops", "local")

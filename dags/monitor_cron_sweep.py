@@ -19,9 +19,9 @@ from airflow.providers.standard.operators.python import BranchPythonOperator, Py
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
 
-from sweep_core.handoffs import HANDOFF_DAGS
-from sweep_core.ops_config import cluster_names, peek_scheduler
-from sweep_core.sweep_config import load_sweep_config
+from sweep_core.config.ops import cluster_names, peek_scheduler
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.handoffs.triggers import HANDOFF_DAGS
 from sweep_operators import sweep_tasks
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.slurm_gather import SlurmGatherOperator

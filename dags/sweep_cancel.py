@@ -8,7 +8,7 @@ Triggered by monitor_cron_sweep with the flagged jobs in ``conf``, or by hand (d
       -> scancel (re-checked in the same script, scancel -u -n -t, sacct confirms CANCELLED; dry_run prints)
       -> record (table + the dated run log's actions section)
 
-Every job needs approval, spurious chain links too: see plugins/sweep_core/cancel_plan.py.
+Every job needs approval, spurious chain links too: see plugins/sweep_core/handoffs/cancel/plan.py.
 """
 
 from __future__ import annotations

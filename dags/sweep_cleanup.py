@@ -6,7 +6,7 @@ the completed jobs in ``conf``, or by hand from the UI (dry run by default).
       -> verify (trees gone, df -i / quota again: inodes freed)
       -> record (table + the dated run log's actions section)
 
-Thin wiring only: guards live in plugins/sweep_core/cleanup_plan.py.
+Thin wiring only: guards live in plugins/sweep_core/handoffs/cleanup/plan.py.
 """
 
 from __future__ import annotations

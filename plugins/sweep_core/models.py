@@ -108,7 +108,7 @@ class ClusterSnapshot:
     finished: list[Job] | None = None
     pending: list[Job] | None = None  # PENDING jobs: chain successors; not tabled
     tree: dict[str, Any] | None = None  # working-tree hygiene of the cluster's clone (tree_hygiene)
-    quota: dict[str, Any] | None = None  # INODE HEADROOM verdict (sweep_core.headroom); None = not checked
+    quota: dict[str, Any] | None = None  # INODE HEADROOM verdict (sweep_core.health.headroom); None = not checked
     notes: list[str] = field(default_factory=list)
     remote_now: float | None = None
     window_start: str = ""
@@ -153,7 +153,7 @@ class ClusterSnapshot:
 
 @dataclass(frozen=True)
 class Flag:
-    """One finding of one rule (plugins/sweep_core/rules.py), with the hand-off it asks for."""
+    """One finding of one rule (plugins/sweep_core/rules/engine.py), with the hand-off it asks for."""
 
     rule: str
     severity: str  # info | warn | critical

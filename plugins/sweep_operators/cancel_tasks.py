@@ -1,7 +1,7 @@
 """Task callables and the approval operator of the sweep_cancel DAG: validate, approve, scancel, record.
 
-Airflow-facing wiring only; the guards are sweep_core.cancel_plan, the remote scripts
-sweep_core.remote_cancel. Nothing is cancelled unless validate said ``cancel`` for the job, a
+Airflow-facing wiring only; the guards are sweep_core.handoffs.cancel.plan, the remote scripts
+sweep_core.handoffs.cancel.remote. Nothing is cancelled unless validate said ``cancel`` for the job, a
 human chose Approve (a timeout means Reject), the job still looks the same right before scancel,
 and ``dry_run`` is false.
 """
@@ -17,7 +17,10 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.cancel_plan import (
+from sweep_core.config.ops import OpsConfigError, load_cluster
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.cancel.plan import (
     CancelConfig,
     CancelDecision,
     CancelRequest,
@@ -25,13 +28,10 @@ from sweep_core.cancel_plan import (
     cancel_config,
     outcome,
 )
-from sweep_core.cancel_plan import validate as decide
-from sweep_core.ops_config import OpsConfigError, load_cluster
-from sweep_core.remote_cancel import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
-from sweep_core.remote_script import new_marker
-from sweep_core.render import box_table
-from sweep_core.slurm_parse import SlurmOutputError, parse_squeue
-from sweep_core.sweep_config import load_sweep_config
+from sweep_core.handoffs.cancel.plan import validate as decide
+from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
+from sweep_core.slurm.gather import new_marker
+from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
 from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record
 

@@ -1,5 +1,5 @@
 """Task callables of the sweep_hf_chain DAG: advance every cell of every HF-only series by the
-legs its evidence allows (sweep_core.hf_chain), then record. State: Airflow Variable
+legs its evidence allows (sweep_core.handoffs.chain.plan), then record. State: Airflow Variable
 ``sweep_hf_chain`` + the tracker rows + the cluster's own job list."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from typing import Any
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.cleanup_plan import cleanup_config
-from sweep_core.harvest import tracker_settings
-from sweep_core.hf_chain import (
+from sweep_core.config.ops import OpsConfigError, load_cluster
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.render import box_table
+from sweep_core.fanin.report import write_run_log
+from sweep_core.handoffs.chain.plan import (
     CellState,
     Series,
     Step,
@@ -27,13 +29,11 @@ from sweep_core.hf_chain import (
     parse_job_id,
     view_from,
 )
-from sweep_core.ops_config import OpsConfigError, load_cluster
-from sweep_core.remote_script import new_marker, script_prelude
-from sweep_core.render import box_table
-from sweep_core.report import write_run_log
-from sweep_core.slurm_parse import SlurmOutputError, parse_squeue, squeue_format
-from sweep_core.sweep_config import load_sweep_config
-from sweep_core.tracker_md import TrackerError, fill_row, read_rows
+from sweep_core.handoffs.cleanup.plan import cleanup_config
+from sweep_core.handoffs.harvest.plan import tracker_settings
+from sweep_core.handoffs.harvest.tracker_md import TrackerError, fill_row, read_rows
+from sweep_core.slurm.gather import new_marker, script_prelude
+from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
 from sweep_operators.cluster_ssh import run_batch, run_checked
 from sweep_operators.handoff_record import append_record
 from sweep_operators.harvest_tasks import commit_tracker_files

@@ -1,7 +1,7 @@
 """Task callables of the sweep_cleanup DAG: plan (probe + hub check + guards), delete, verify, record.
 
-Airflow-facing wiring only; every guard is sweep_core.cleanup_plan, every remote script
-sweep_core.remote_cleanup. Nothing is deleted unless ``plan`` said ``delete`` for that path and
+Airflow-facing wiring only; every guard is sweep_core.handoffs.cleanup.plan, every remote script
+sweep_core.handoffs.cleanup.remote. Nothing is deleted unless ``plan`` said ``delete`` for that path and
 ``dry_run`` is false.
 """
 
@@ -16,7 +16,10 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.cleanup_plan import (
+from sweep_core.config.ops import OpsConfigError, load_cluster
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.cleanup.plan import (
     CleanupConfig,
     CleanupDecision,
     CleanupTarget,
@@ -26,8 +29,7 @@ from sweep_core.cleanup_plan import (
     hub_repo_id,
     precheck,
 )
-from sweep_core.ops_config import OpsConfigError, load_cluster
-from sweep_core.remote_cleanup import (
+from sweep_core.handoffs.cleanup.remote import (
     ProbeRequest,
     RmItem,
     build_probe_script,
@@ -36,9 +38,7 @@ from sweep_core.remote_cleanup import (
     read_probe,
     reclaim_lines,
 )
-from sweep_core.remote_script import GatherOutput, new_marker
-from sweep_core.render import box_table
-from sweep_core.sweep_config import load_sweep_config
+from sweep_core.slurm.gather import GatherOutput, new_marker
 from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record, run_log_dir
 

@@ -2,16 +2,16 @@
 
 Every remote step of the sweep and its hand-offs (gather, cleanup probe, rm, harvest) is ONE
 script sent to ``bash -s`` over ONE SSH connection; a login node that refuses, times out or
-cannot fork is retried on the next one (sweep_core.failover).
+cannot fork is retried on the next one (sweep_core.slurm.failover).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sweep_core.failover import FailoverResult, NodeUnreachable, gather_with_failover
-from sweep_core.ops_config import ClusterConfig, LoginNode
-from sweep_core.remote_script import GatherOutput
+from sweep_core.config.ops import ClusterConfig, LoginNode
+from sweep_core.slurm.failover import FailoverResult, NodeUnreachable, gather_with_failover
+from sweep_core.slurm.gather import GatherOutput
 
 if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
     from airflow.providers.ssh.hooks.ssh import SSHHook

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sweep_core.report import upsert_section, write_run_log
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.report import upsert_section, write_run_log
 from sweep_core.safe_text import md_code, md_fence
-from sweep_core.sweep_config import load_sweep_config
 
 
 def run_log_dir(config: Any) -> str:

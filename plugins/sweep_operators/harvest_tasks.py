@@ -1,5 +1,5 @@
 """Task callables of the sweep_tracker_harvest DAG: harvest (scan trackers, one read-only SSH
-session per cluster, decide, write) and record. Decisions live in sweep_core.harvest."""
+session per cluster, decide, write) and record. Decisions live in sweep_core.handoffs.harvest.plan."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.harvest import (
+from sweep_core.config.ops import OpsConfigError, load_cluster
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.render import box_table
+from sweep_core.fanin.report import write_run_log
+from sweep_core.handoffs.harvest.plan import (
     JobReport,
     PendingRow,
     RowOutcome,
@@ -23,12 +27,8 @@ from sweep_core.harvest import (
     tracker_files,
     tracker_settings,
 )
-from sweep_core.ops_config import OpsConfigError, load_cluster
-from sweep_core.remote_harvest import build_harvest_script, read_harvest
-from sweep_core.remote_script import new_marker
-from sweep_core.render import box_table
-from sweep_core.report import write_run_log
-from sweep_core.sweep_config import load_sweep_config
+from sweep_core.handoffs.harvest.remote import build_harvest_script, read_harvest
+from sweep_core.slurm.gather import new_marker
 from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record
 

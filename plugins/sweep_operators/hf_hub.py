@@ -29,7 +29,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from sweep_core.hub_evidence import HubEvidence, judge_hub_listing
+from sweep_core.handoffs.hub_evidence import HubEvidence, judge_hub_listing
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from sweep_core.iris_state import PodCount, iris_snapshot
+from sweep_core.config.ops import ClusterConfig, iris_settings, load_cluster
+from sweep_core.iris.state import PodCount, iris_snapshot
 from sweep_core.models import ClusterSnapshot
-from sweep_core.ops_config import ClusterConfig, iris_settings, load_cluster
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.window import sweep_window
 

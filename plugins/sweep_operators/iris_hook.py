@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from sweep_core.iris_state import IrisJob, IrisStateError, IrisTask, iris_state_name
+from sweep_core.iris.state import IrisJob, IrisStateError, IrisTask, iris_state_name
 
 POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
 

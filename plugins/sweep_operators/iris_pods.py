@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from sweep_core.iris_state import PodCount, pod_count_from_list, sanitize_label_value
+from sweep_core.iris.state import PodCount, pod_count_from_list, sanitize_label_value
 
 LABEL = "iris.job_id"
 

@@ -14,11 +14,11 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.config.sweep import GatherLimits, load_sweep_config
 from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.ops_config import ClusterConfig, load_cluster
-from sweep_core.remote_script import GatherRequest, build_gather_script
-from sweep_core.slurm_snapshot import snapshot_from_output
-from sweep_core.sweep_config import GatherLimits, load_sweep_config
+from sweep_core.slurm.gather import GatherRequest, build_gather_script
+from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.window import sweep_window
 

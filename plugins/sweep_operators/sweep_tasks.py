@@ -9,14 +9,13 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from sweep_core.handoffs import HANDOFF_DAGS, branch_choice, plan_handoffs
-from sweep_core.log_metrics import metrics_config
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.ops_config import OpsConfigError, load_cluster
-from sweep_core.render import RenderedSweep
-from sweep_core.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
-from sweep_core.safe_text import clean
-from sweep_core.sweep import (
+from sweep_core.config.ops import OpsConfigError, load_cluster
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.history import load_history, load_previous, save_state, sweep_diff, sweep_state
+from sweep_core.fanin.metrics import metrics_config
+from sweep_core.fanin.render import RenderedSweep
+from sweep_core.fanin.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
+from sweep_core.fanin.steps import (
     SweepResult,
     bucket_step,
     cadence_table,
@@ -28,8 +27,9 @@ from sweep_core.sweep import (
     rules_step,
     skip_snapshot,
 )
-from sweep_core.sweep_config import load_sweep_config
-from sweep_core.sweep_history import load_history, load_previous, save_state, sweep_diff, sweep_state
+from sweep_core.handoffs.triggers import HANDOFF_DAGS, branch_choice, plan_handoffs
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.safe_text import clean
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.run_note import set_dag_run_note
 from sweep_operators.window import sweep_window
@@ -198,7 +198,7 @@ def verdict(**context: Any) -> None:
 
 def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off)."""
-    from sweep_core.harvest import tracker_settings  # at run time: the DAG file parses without it
+    from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
     config = load_sweep_config(sweep_yaml)
     snaps, flags = _ruled(context)

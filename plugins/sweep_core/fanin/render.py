@@ -1,0 +1,336 @@
+"""Box-drawing tables (┌─┬─┐, not Markdown): one cluster overview, then one unified
+cross-cluster table per bucket."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sweep_core.fanin.isolate import guarded
+from sweep_core.fanin.liveness import last_output_text
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.safe_text import clean
+
+NOTE_WIDTH = 60
+
+MetricColumns = dict[str, Sequence[tuple[str, Callable[[Job], str]]]]
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _frac(a: object, b: object) -> str:
+    if a is None and b is None:
+        return "?"
+    return f"{_fmt(a)}/{_fmt(b)}"
+
+
+def _metric(key: str, digits: int = 3) -> Callable[[Job], str]:
+    return lambda j: _fmt(j.metrics.get(key), digits) if j.metrics else "?"
+
+
+def _infra(job: Job) -> str:
+    checks = job.metrics.get("checks") or {}
+    if not checks:
+        return "?"
+    bad = [k for k, v in checks.items() if v != "ok"]
+    return f"{len(checks)}/{len(checks)} ok" if not bad else " ".join(f"{k} FAIL" for k in bad)
+
+
+def _pct(value: object) -> str:
+    return "?" if value is None else f"{float(value):.1f}%"  # type: ignore[arg-type]
+
+
+# The mandatory metric columns per bucket (spec §3); "?" = could not be read (the note says why).
+METRIC_COLUMNS: MetricColumns = {
+    "RL": (
+        ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("max_steps")) if j.metrics else "?"),
+        ("Reward", _metric("reward")),
+        ("Grad", _metric("grad_norm")),
+        ("Entropy", _metric("entropy")),
+        ("TIS", _metric("tis")),
+    ),
+    "SFT": (
+        ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("total")) if j.metrics else "?"),
+        ("Loss", _metric("loss", 4)),
+        ("Grad", _metric("grad_norm")),
+    ),
+    "Datagen": (
+        ("Chunks", lambda j: _frac(j.metrics.get("chunks_done"), j.metrics.get("chunks_total")) if j.metrics else "?"),
+        ("result.json", _metric("results")),
+        ("Avg turns", _metric("avg_turns")),
+        ("Exc%", lambda j: _pct(j.metrics.get("exc_pct"))),
+    ),
+    "Eval": (
+        ("Done", lambda j: _frac(j.metrics.get("done"), j.metrics.get("total")) if j.metrics else "?"),
+        ("Pass", lambda j: _pct(100 * j.metrics["pass_rate"]) if j.metrics.get("pass_rate") is not None else "?"),
+        ("Top exception", lambda j: j.metrics.get("top_exception") or "—"),
+        ("Infra", _infra),
+    ),
+}
+
+
+@dataclass
+class RenderedSweep:
+    overview: str
+    tables: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        parts = [f"Clusters\n{self.overview}"]
+        parts += [f"{name}\n{table}" for name, table in self.tables.items()]
+        return "\n\n".join(parts)
+
+
+def _cell_lines(text: str, width: int | None) -> list[str]:
+    if "\n" not in text and (width is None or len(text) <= width):
+        return [text]
+    lines = text.split("\n")
+    if width is None or all(len(ln) <= width for ln in lines):
+        return lines
+    out: list[str] = []
+    for ln in lines:
+        out += wrap_words(ln, width)
+    return out
+
+
+def wrap_words(line: str, width: int) -> list[str]:
+    """Greedy word wrap (textwrap.wrap's result for plain text, long words broken), ~5x faster."""
+    words = line.split()
+    if not words:
+        return [""]
+    if max(map(len, words)) <= width:  # the usual case: cut at the last space that fits, no per-word loop
+        text = " ".join(words)
+        lines: list[str] = []
+        start = 0
+        while len(text) - start > width:
+            cut = text.rfind(" ", start, start + width + 1)
+            lines.append(text[start:cut])
+            start = cut + 1
+        lines.append(text[start:])
+        return lines
+    out: list[str] = []
+    cur: list[str] = []  # words of the line being filled
+    size = 0  # len(" ".join(cur))
+    for word in words:
+        n = len(word)
+        if n > width:  # break the long word: fill the current line's room first, then whole lines
+            text = " ".join(cur)
+            while len(word) > width:
+                if text:
+                    room = width - len(text) - 1
+                    if room > 0:
+                        out.append(f"{text} {word[:room]}")
+                        word = word[room:]
+                    else:
+                        out.append(text)
+                    text = ""
+                    continue
+                out.append(word[:width])
+                word = word[width:]
+            cur, size = ([word], len(word)) if word else ([], 0)
+        elif not cur:
+            cur, size = [word], n
+        elif size + 1 + n <= width:
+            cur.append(word)
+            size += 1 + n
+        else:
+            out.append(" ".join(cur))
+            cur, size = [word], n
+    if cur:
+        out.append(" ".join(cur))
+    return out or [""]
+
+
+def _safe_cell(text: str) -> str:
+    return clean(text).replace("\t", " ")
+
+
+def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None]) -> str:
+    """The same box-drawing grid as tabulate's ``simple_grid`` (┌─┬─┐ │ ├─┼─┤ └─┴─┘).
+
+    Drawn here rather than by tabulate: at 10,000 rows tabulate's type inference and per-cell
+    wrapping took ~6 s of a 1 s fan-in budget (benchmarks/fan_in.py). Work is done per column:
+    a column with no newline and no cell over its width (most of them) is used as is, and a
+    one-line row is drawn with one precompiled format string.
+    """
+    n = len(headers)
+    if len(widths) != n or any(len(r) != n for r in rows):
+        raise ValueError("box_table: every row and the widths need one entry per header")
+    head = [_cell_lines(_safe_cell(c), w) for c, w in zip(headers, widths, strict=True)]
+    columns: list[list[str]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(n)]
+    for column in columns:  # cells hold cluster text: no escape sequence or tab reaches the grid
+        joined = "\n".join(column)
+        if "\t" in joined or clean(joined) != joined:
+            column[:] = [_safe_cell(c) for c in column]
+    wrapped: dict[int, list[list[str]]] = {}  # column -> per-row lines, only for columns that need it
+    col: list[int] = []
+    for i, (column, w) in enumerate(zip(columns, widths, strict=True)):
+        longest = max(map(len, column)) if column else 0
+        if (w is not None and longest > w) or "\n" in "\0".join(column):
+            lines = [[c] if w is not None and len(c) <= w and "\n" not in c else _cell_lines(c, w) for c in column]
+            wrapped[i] = lines
+            column[:] = [ln[0] for ln in lines]
+            longest = max((len(ln) for cell in lines for ln in cell), default=0)
+        col.append(max(longest, max(map(len, head[i])) + 2))  # tabulate's MIN_PADDING: header + 2
+
+    def rule(left: str, mid: str, right: str) -> str:
+        return left + mid.join("─" * (w + 2) for w in col) + right
+
+    fmt = "│ " + " │ ".join(f"{{:<{w}}}" for w in col) + " │"
+
+    def tall(row: list[list[str]]) -> list[str]:
+        height = max(map(len, row))
+        padded = [c if len(c) == height else [*c, *[""] * (height - len(c))] for c in row]
+        return [fmt.format(*line) for line in zip(*padded, strict=True)]
+
+    # a row tall in one column only (the Note, usually): its lines after the first are that
+    # column's line between blank cells, i.e. a fixed prefix and suffix around it
+    blank_prefix = ["│ " + "".join(" " * w + " │ " for w in col[:i]) for i in range(n)]
+    blank_suffix = ["".join(" │ " + " " * w for w in col[i + 1 :]) + " │" for i in range(n)]
+    sep = rule("├", "┼", "┤")
+    out = [rule("┌", "┬", "┐"), *tall(head)]
+    tall_in: dict[int, list[int]] = {}  # row -> the columns where it has more than one line
+    for i, lines in wrapped.items():
+        for r, cell in enumerate(lines):
+            if len(cell) > 1:
+                tall_in.setdefault(r, []).append(i)
+    for r, values in enumerate(zip(*columns, strict=True)):
+        out.append(sep)
+        where = tall_in.get(r)
+        if where is None:
+            out.append(fmt.format(*values))
+        elif len(where) == 1:
+            i = where[0]
+            out.append(fmt.format(*values))
+            out += [blank_prefix[i] + ln.ljust(col[i]) + blank_suffix[i] for ln in wrapped[i][r][1:]]
+        else:
+            out += tall([wrapped[i][r] if i in wrapped else [values[i]] for i in range(n)])
+    out.append(rule("└", "┴", "┘"))
+    return "\n".join(out)
+
+
+def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
+    """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN), and
+    the INODE HEADROOM verdict (``—`` where ops.md says none or dormant)."""
+    headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Quota", "Note"]
+    rows = []
+    for s in snaps:
+        rows.append(
+            [
+                s.cluster,
+                s.scheduler,
+                str(s.status),
+                s.login_node or "—",
+                "?" if s.running is None else str(len(s.running)),
+                "?" if s.finished is None else str(len(s.finished)),
+                _quota_cell(s.quota),
+                "; ".join(s.notes) or "—",
+            ]
+        )
+    return box_table(headers, rows, [None, None, None, 24, None, None, 30, NOTE_WIDTH])
+
+
+def _quota_cell(quota: dict | None) -> str:
+    if not quota:
+        return "—"
+    return f"{quota.get('status', '?')}: {quota.get('reason', '')}".strip(": ")
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
+    """RUNNING first, then by cluster and numeric job id (9 before 10, 3_2 before 3_10)."""
+    nums = tuple(map(int, _DIGITS.findall(job.job_id)))
+    return (job.source != "squeue", job.cluster, nums, job.job_id)
+
+
+def _job_note(job: Job) -> str:
+    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags] + job.errors
+    if job.metrics.get("metrics_from"):
+        parts.append(f"metrics from {job.metrics['metrics_from']}")
+    if job.source == "squeue" and job.log_note:
+        parts.append(job.log_note)
+    elif job.source == "squeue" and job.metric_problems:
+        parts.append("?: " + "; ".join(job.metric_problems))
+    if job.reason:
+        parts.append(job.reason)
+    if job.note:
+        parts.append(job.note)
+    return "; ".join(parts) or "—"
+
+
+def _job_row(
+    job: Job, cadence_for: Callable[[str, str], int], metric_columns: Sequence[tuple[str, Callable[[Job], str]]]
+) -> list[str]:
+    if job.source == "squeue":
+        cadence = cadence_for(job.cluster, job.bucket)
+        when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
+    else:
+        when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
+    row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
+    row += [fn(job) for _, fn in metric_columns]
+    row.append(_job_note(job))
+    return [c if isinstance(c, str) else str(c) for c in row]
+
+
+def render_bucket(
+    bucket: str,
+    jobs: Sequence[Job],
+    snaps: Sequence[ClusterSnapshot],
+    cadence_for: Callable[[str, str], int],
+    metric_columns: Sequence[tuple[str, Callable[[Job], str]]] = (),
+) -> str:
+    """The unified table of one bucket: RUNNING rows (with last output), then jobs that ended in
+    the window, then a row per cluster whose running set is UNKNOWN (never shown as empty)."""
+    headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
+    headers += [h for h, _ in metric_columns] + ["Note"]
+    rows: list[list[str]] = []
+    order = sorted(jobs, key=lambda j: guarded(j, "render", lambda: job_sort_key(j)) or (True, "~", (), ""))
+    for job in order:
+        row = guarded(job, "render", lambda j=job: _job_row(j, cadence_for, metric_columns))
+        if row is None:  # this job's data broke its row: "?" cells and the error, the table goes on
+            row = [str(job.cluster), str(job.job_id), str(job.name), str(job.state), "?", "?"]
+            row += ["?"] * len(metric_columns) + ["; ".join(map(str, job.errors))]
+        rows.append(row)
+    for s in snaps:
+        if s.status in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+            continue
+        if s.running is None:
+            reason = "; ".join(s.notes) or "running set unknown"
+            rows.append(
+                [
+                    s.cluster,
+                    "?",
+                    "?",
+                    "UNKNOWN",
+                    "?",
+                    "?",
+                    *(["?"] * len(metric_columns)),
+                    f"running jobs UNKNOWN ({s.status}): {reason}",
+                ]
+            )
+    if not rows:
+        rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
+    widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [NOTE_WIDTH]
+    return box_table(headers, rows, widths)
+
+
+def render_sweep(
+    snaps: Sequence[ClusterSnapshot],
+    grouped: dict[str, list[Job]],
+    cadence_for: Callable[[str, str], int],
+    metric_columns: MetricColumns | None = None,
+) -> RenderedSweep:
+    """Overview plus one table per bucket, in bucket order."""
+    metric_columns = METRIC_COLUMNS if metric_columns is None else metric_columns
+    out = RenderedSweep(overview=render_overview(snaps))
+    for bucket, jobs in grouped.items():
+        out.tables[bucket] = render_bucket(bucket, jobs, snaps, cadence_for, metric_columns.get(bucket, ()))
+    return out

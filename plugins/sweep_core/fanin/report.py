@@ -1,0 +1,120 @@
+"""The dated run log (``YYYY-MM-DD_<topic>.md``) and the short run note."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import jinja2
+
+from sweep_core.fanin.steps import SweepResult
+from sweep_core.models import ClusterStatus
+from sweep_core.safe_text import clean, md_code, md_fence, md_text
+
+NOTE_LIMIT = 1000  # Airflow's dag_run note column holds 1000 characters
+
+
+def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -> Path:
+    """``<dir>/YYYY-MM-DD_<topic>.md``; topic may use ``{end:%H%M}``."""
+    name = f"{window_end:%Y-%m-%d}_{topic.format(end=window_end)}.md"
+    if "/" in name or name.startswith("."):
+        raise ValueError(f"run log topic {topic!r} makes an unsafe file name {name!r}")
+    return Path(run_log_dir) / name
+
+
+def _one_line(text: str) -> str:
+    return clean(text, newlines=False)
+
+
+def flagged_lines(result: SweepResult, esc: Callable[[str], str] = _one_line) -> list[str]:
+    """The 'actions taken / flagged' items: cluster problems, then every rule's flag by severity.
+
+    ``esc`` is applied to what came from a cluster (names, log lines, stderr): by default control
+    characters are stripped (plain text, one line each); ``safe_text.md_text`` for Markdown.
+    """
+    lines = []
+    for s in result.snapshots:
+        if s.status not in (ClusterStatus.OK, ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+            lines.append(f"[cluster-{s.status.lower()}] {esc(s.cluster)}: {esc('; '.join(s.notes) or s.status)}")
+    order = {"critical": 0, "warn": 1, "info": 2}
+    lines += [f.line(esc) for f in sorted(result.flags, key=lambda f: order.get(f.severity, 3))]
+    return lines
+
+
+def render_run_log(
+    result: SweepResult,
+    template_dir: str | Path,
+    *,
+    dag_id: str,
+    run_id: str,
+    window_start: str,
+    window_end: str,
+    template: str = "run_log.md.j2",
+) -> str:
+    """The run log markdown from the Jinja template."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(template_dir)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    # Cluster text leaves a code fence only through these filters: md (escaped text), code (a code
+    # span nothing can close), fence (a block nothing can close); see sweep_core.safe_text.
+    env.filters.update(md=md_text, code=md_code, fence=md_fence)
+    return env.get_template(template).render(
+        snapshots=result.snapshots,
+        counts=result.counts(),
+        rendered=result.rendered,
+        flagged=flagged_lines(result, md_text),
+        changes=result.changes,
+        dag_id=dag_id,
+        run_id=run_id,
+        window_start=window_start,
+        window_end=window_end,
+    )
+
+
+def write_run_log(path: Path, text: str) -> Path:
+    """Write atomically (temp file + rename): a re-run of the same window replaces its log."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def run_note(result: SweepResult, log_path: Path | None) -> str:
+    """A short DAG-run note: cluster states, bucket counts, flags; within Airflow's 1000 chars."""
+    head = " · ".join(f"{md_text(s.cluster)} {s.status}" for s in result.snapshots)
+    counts = " · ".join(f"{md_text(b)} {n}" for b, n in result.counts().items())
+    flags = flagged_lines(result, md_text)  # Airflow renders the note as Markdown
+    text = f"Clusters: {head}\nJobs: {counts}\nFlagged: {len(flags)}"
+    if flags:
+        text += "\n" + "\n".join(f"- {f}" for f in flags)
+    if log_path:
+        text += f"\nRun log: {md_code(log_path)}"
+    if len(text) > NOTE_LIMIT:
+        text = text[: NOTE_LIMIT - 20] + "\n… (see run log)"
+    return text
+
+
+_MARKER_LINE = re.compile(r"^(\s*)(<!-- /?handoff:)", re.M)
+
+
+def upsert_section(text: str, key: str, body: str) -> str:
+    """``text`` with the section tagged ``key`` set to ``body``: appended once, replaced on re-run.
+    Markers count only as whole lines; a body line that looks like one (cluster text) is indented
+    so that no hand-off output can end or fake a section."""
+    start, end = f"<!-- handoff:{key} -->", f"<!-- /handoff:{key} -->"
+    body = _MARKER_LINE.sub(r" \1\2", body.rstrip())
+    block = f"{start}\n{body}\n{end}\n"
+    m_start = re.search(rf"^{re.escape(start)}$", text, re.M)
+    m_end = re.search(rf"^{re.escape(end)}$\n?", text[m_start.end() :], re.M) if m_start else None
+    if m_start and m_end:
+        rest = text[m_start.end() + m_end.end() :]
+        return text[: m_start.start()] + block + rest.lstrip("\n")
+    sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+    return text + sep + block

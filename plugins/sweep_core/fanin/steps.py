@@ -1,0 +1,196 @@
+"""The fan-in of one sweep as pure steps: bucket -> liveness -> render (the DAG runs each as a task)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
+from sweep_core.config.sweep import SweepConfig
+from sweep_core.fanin.buckets import bucket_for
+from sweep_core.fanin.isolate import guarded
+from sweep_core.fanin.liveness import job_liveness
+from sweep_core.fanin.metrics import (
+    Extracted,
+    MetricsConfig,
+    chunk_counts,
+    extract_datagen,
+    extract_eval,
+    extract_rl,
+    extract_sft,
+    metrics_config,
+)
+from sweep_core.fanin.render import RenderedSweep, render_sweep
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.rules.engine import History, RuleContext, apply_rules, rules_config
+
+
+def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot | None:
+    """The snapshot of a cluster this sweep does not contact, or None when it is swept."""
+    active, why = cfg.activity(on)
+    if not active:
+        status = ClusterStatus.DROPPED if cfg.status == "dropped" else ClusterStatus.SKIPPED
+        return ClusterSnapshot(cfg.name, cfg.scheduler, status, notes=[why])
+    if selected and cfg.name not in selected:
+        return ClusterSnapshot(
+            cfg.name, cfg.scheduler, ClusterStatus.SKIPPED, notes=[f"{cfg.name}: not selected in this run's params"]
+        )
+    return None
+
+
+def missing_snapshot(ops_dir: Path | str, cluster: str, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot:
+    """Explain a cluster whose gather returned nothing: skipped, dropped, bad ops.md, or failed."""
+    try:
+        cfg = load_cluster(ops_dir, cluster)
+    except OpsConfigError as exc:
+        return ClusterSnapshot(cluster, "?", ClusterStatus.ERROR, notes=[str(exc)])
+    return skip_snapshot(cfg, on, selected) or ClusterSnapshot(
+        cluster,
+        cfg.scheduler,
+        ClusterStatus.ERROR,
+        notes=["gather task failed: see that task's log"],
+    )
+
+
+def bucket_step(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> None:
+    """Set every job's bucket from its name (spec §2); a job that cannot be bucketed is Catch-all."""
+    for s in snaps:
+        for job in s.all_jobs():
+            job.bucket = (
+                guarded(job, "bucket", lambda j=job: bucket_for(j.name, config.buckets)) or (config.bucket_names[-1])
+            )
+
+
+def cadence_table(config: SweepConfig, overrides: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """cluster -> bucket -> cadence minutes (a cluster's ops.md cadence_minutes beats sweep.yaml)."""
+    return {c: {b: config.cadence(b, o) for b in config.bucket_names} for c, o in overrides.items()}
+
+
+def liveness_step(snaps: Sequence[ClusterSnapshot], cadences: dict[str, dict[str, int]]) -> None:
+    """Minutes since last output and the stale mark for every RUNNING job (an error: age "?")."""
+    for s in snaps:
+        cadence = cadences.get(s.cluster, {})
+        for job in s.running or []:
+            guarded(job, "liveness", lambda j=job, now=s.remote_now, c=cadence: job_liveness(j, now, c))
+
+
+def group_by_bucket(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> dict[str, list[Job]]:
+    """bucket -> jobs across all clusters, every bucket present, in config order."""
+    grouped: dict[str, list[Job]] = {name: [] for name in config.bucket_names}
+    for s in snaps:
+        for job in s.all_jobs():
+            grouped[job.bucket or config.bucket_names[-1]].append(job)
+    return grouped
+
+
+@dataclass
+class SweepResult:
+    snapshots: list[ClusterSnapshot]
+    grouped: dict[str, list[Job]]
+    rendered: RenderedSweep
+    flags: list[Flag] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {bucket: len(jobs) for bucket, jobs in self.grouped.items()}
+
+
+def render_step(
+    snaps: Sequence[ClusterSnapshot], config: SweepConfig, cadences: dict[str, dict[str, int]]
+) -> SweepResult:
+    """Group the (bucketed, liveness-checked) jobs and render every table."""
+    grouped = group_by_bucket(snaps, config)
+
+    def cadence_for(cluster: str, bucket: str) -> int:
+        return cadences.get(cluster, {}).get(bucket) or config.cadence(bucket)
+
+    return SweepResult(list(snaps), grouped, render_sweep(snaps, grouped, cadence_for))
+
+
+def rules_step(
+    snaps: Sequence[ClusterSnapshot],
+    config: SweepConfig,
+    cadences: dict[str, dict[str, int]],
+    caps: dict[str, int | None] | None = None,
+    history: History | None = None,
+) -> list[Flag]:
+    """Apply every flag rule; flags are attached to their jobs as well."""
+    ctx = RuleContext(
+        snaps=list(snaps),
+        cfg=rules_config(config.extra.get("rules")),
+        mcfg=metrics_config(config.extra.get("metrics")),
+        cadence=lambda c, b: cadences.get(c, {}).get(b) or config.cadence(b),
+        caps=caps or {},
+        history=history or History(),
+    )
+    return apply_rules(ctx)
+
+
+def run_fan_in(
+    snaps: Sequence[ClusterSnapshot],
+    config: SweepConfig,
+    overrides: dict[str, dict[str, int]] | None = None,
+    caps: dict[str, int | None] | None = None,
+    history: History | None = None,
+    timings: dict[str, float] | None = None,
+) -> SweepResult:
+    """All fan-in steps in one call (tests and benchmarks): bucket, liveness, metrics, rules, render.
+
+    ``timings``, when given, receives each step's wall seconds (benchmarks/fan_in.py prints them).
+    """
+    overrides = {s.cluster: {} for s in snaps} | (overrides or {})
+    times = timings if timings is not None else {}
+    t = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal t
+        now = time.perf_counter()
+        times[stage] = now - t
+        t = now
+
+    cadences = cadence_table(config, overrides)
+    bucket_step(snaps, config)
+    lap("bucket")
+    liveness_step(snaps, cadences)
+    lap("liveness")
+    metrics_step(snaps, metrics_config(config.extra.get("metrics")))
+    lap("metrics")
+    flags = rules_step(snaps, config, cadences, caps, history)
+    lap("rules")
+    result = render_step(snaps, config, cadences)
+    lap("render")
+    result.flags = flags
+    return result
+
+
+def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
+    """Fill each job's metric columns from its log tail (bucketed jobs only; Catch-all has none).
+
+    A job whose log breaks its extractor keeps empty columns ("?") and a note naming the error."""
+    for s in snaps:
+        for job in s.all_jobs():
+            ex = guarded(job, "metrics", lambda j=job: extract_for(j, mcfg))
+            if ex is None:
+                continue
+            job.metrics = {**ex.values, **({"series": ex.series} if ex.series else {})}
+            job.metric_problems = ex.problems
+
+
+def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
+    """The bucket's extractor over the job's log tail; None for Catch-all."""
+    if job.bucket == "RL":
+        return extract_rl(job.log_tail, job.chain_tails, mcfg)
+    if job.bucket == "SFT":
+        return extract_sft(job.log_tail, mcfg)
+    if job.bucket == "Datagen":
+        chunks = None
+        if job.chunks:
+            done, total, _ = chunk_counts([(r[0], r[1]) for r in job.chunks if len(r) == 2])
+            chunks = (done, total)
+        return extract_datagen(job.log_tail, mcfg, chunks)
+    if job.bucket == "Eval":
+        return extract_eval(job.log_tail, mcfg)
+    return None

@@ -1,0 +1,3 @@
+"""sweep_cancel: which jobs may be scancelled after a human approves, the approval prompt, and the
+batched validate/cancel scripts.
+"""

@@ -1,0 +1,174 @@
+"""sweep_cancel's guards and texts (pure): which requested jobs may be scancelled, the approval
+prompt, and what the scancel script reported.
+
+A requested job is cancellable only when a validated squeue (UNKNOWN = nothing is cancelled on
+that cluster) shows it under the cluster user with the SAME job name as in the request (a reused
+or renumbered id is never cancelled) and in a state its action allows: RUNNING for every action,
+PENDING only for ``cancel`` (a spurious past-max chain link that has not started yet).
+
+Approval: EVERY job needs the human's approval, also ``cancel`` chain links. The link verdict is
+read from log tails (step == max_steps), scancel is irreversible, a PENDING link may start before
+anyone acts, and a spurious link that waits for a human costs only its own queue slot; RUNNING
+jobs need approval anyway (DESIGN.md). A timeout means reject.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sweep_core.safe_text import md_code, md_text
+from sweep_core.slurm.parse import SacctRow, SqueueRow
+
+CANCEL_ACTIONS = ("cancel", "cancel+salvage", "kill-approval")
+JOB_ID_RE = re.compile(r"^\d{1,12}(_\d{1,9})?$")
+MAX_NAME = 200  # Slurm job names are at most 200 characters
+
+
+@dataclass(frozen=True)
+class CancelConfig:
+    """sweep.yaml ``cancel:``."""
+
+    approval_timeout_minutes: float = 60.0  # no answer by then = reject
+    confirm_timeout_s: int = 30  # how long the scancel script waits for sacct to say CANCELLED
+
+
+def cancel_config(raw: dict[str, Any] | None) -> CancelConfig:
+    """Read sweep.yaml's ``cancel:`` section; positive numbers or the defaults."""
+    raw = raw or {}
+    minutes = float(raw.get("approval_timeout_minutes", CancelConfig.approval_timeout_minutes))
+    confirm = int(raw.get("confirm_timeout_s", CancelConfig.confirm_timeout_s))
+    if minutes <= 0 or confirm <= 0:
+        raise ValueError("cancel.approval_timeout_minutes and cancel.confirm_timeout_s must be positive")
+    return CancelConfig(minutes, confirm)
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    """One job of the hand-off conf (sweep_core.handoffs.triggers)."""
+
+    cluster: str
+    job_id: str
+    name: str
+    action: str
+    evidence: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CancelRequest:
+        """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster."""
+        if not isinstance(data, dict):
+            raise TypeError(f"job entry must be an object, got {type(data).__name__}")
+        req = cls(
+            str(data.get("cluster") or ""),
+            str(data.get("job_id") or ""),
+            str(data.get("name") or ""),
+            str(data.get("action") or ""),
+            str(data.get("evidence") or ""),
+        )
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
+            raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
+        if not JOB_ID_RE.match(req.job_id):
+            raise ValueError(f"job id {req.job_id!r} is not a Slurm job id")
+        if not req.name or len(req.name) > MAX_NAME or any(c in req.name for c in "\n\r\0"):
+            raise ValueError(f"job name {req.name[:80]!r} is empty, too long or not one line")
+        if req.action not in CANCEL_ACTIONS:
+            raise ValueError(f"action {req.action!r} is not one of {CANCEL_ACTIONS}")
+        return req
+
+
+@dataclass
+class CancelDecision:
+    """What validate found for one request: ``cancel`` (may be scancelled once approved) or ``blocked``."""
+
+    request: CancelRequest
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    state: str = ""  # squeue state at validation: what the human approves, re-checked before scancel
+    elapsed: str = ""
+    nodes: str = ""
+    nodelist: str = ""  # squeue %R: the node list, or the pending reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CancelDecision:
+        return cls(**{**data, "request": CancelRequest(**data["request"])})
+
+
+def allowed_states(action: str) -> tuple[str, ...]:
+    """The squeue states a job of this action may be cancelled in."""
+    return ("RUNNING", "PENDING") if action == "cancel" else ("RUNNING",)
+
+
+def validate(requests: list[CancelRequest], rows: list[SqueueRow] | None, problem: str = "") -> list[CancelDecision]:
+    """Decide per request from ONE validated squeue of its cluster; ``rows`` None = squeue UNKNOWN."""
+    if rows is None:
+        why = f"squeue UNKNOWN ({problem or 'no answer'}): nothing is cancelled on this cluster"
+        return [CancelDecision(r, "blocked", [why]) for r in requests]
+    by_id = {row.job_id: row for row in rows}
+    out = []
+    for r in requests:
+        row = by_id.get(r.job_id)
+        if row is None:
+            out.append(CancelDecision(r, "blocked", ["not in squeue: finished, or not the cluster user's job"]))
+            continue
+        found = CancelDecision(r, "blocked", [], row.state, row.elapsed, row.nodes, row.reason)
+        if row.name != r.name:
+            found.reasons.append(f"job id reused: squeue names it {row.name!r}, the request {r.name!r}")
+        elif row.state not in allowed_states(r.action):
+            found.reasons.append(f"{row.state}: action {r.action!r} cancels only {'/'.join(allowed_states(r.action))}")
+        else:
+            found.verdict = "cancel"
+        out.append(found)
+    return out
+
+
+def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_minutes: float) -> tuple[str, str]:
+    """Subject and Markdown body of the approval request: everything the human decides from."""
+    todo = [d for d in decisions if d.verdict == "cancel"]
+    clusters = sorted({d.request.cluster for d in todo})
+    subject = f"{'[DRY RUN] ' if dry_run else ''}scancel {len(todo)} job(s) on {', '.join(clusters)}?"
+    lines = [
+        f"Approve to `scancel` these {len(todo)} job(s). Each is re-checked right before: still in the "
+        "state shown, with the same name, else it is left alone. Reject, or no answer within "
+        f"{timeout_minutes:g} min, cancels nothing.",
+        "",
+    ]
+    if dry_run:
+        lines += ["**DRY RUN**: even when approved, nothing is cancelled (the commands are printed).", ""]
+    for d in todo:
+        r = d.request
+        lines += [
+            f"### {md_text(r.cluster)} job {md_code(r.job_id)} {md_code(r.name)}",
+            f"- action: **{md_text(r.action)}**; now {md_text(d.state)}, elapsed {md_text(d.elapsed)}, "
+            f"{md_text(d.nodes)} node(s), nodes/reason {md_code(d.nodelist)}",
+            f"- evidence: {md_code(r.evidence) if r.evidence else '(none given)'}",
+            "",
+        ]
+    blocked = [d for d in decisions if d.verdict != "cancel"]
+    if blocked:
+        lines.append(f"Not asked (blocked, left alone): {len(blocked)}")
+        lines += [
+            f"- {md_text(d.request.cluster)} {md_code(d.request.job_id)} {md_code(d.request.name)}: "
+            f"{md_text('; '.join(d.reasons))}"
+            for d in blocked
+        ]
+    return subject, "\n".join(lines).rstrip() + "\n"
+
+
+def outcome(decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]) -> str:
+    """One job's result from the scancel script: ``cancelled`` only when sacct says CANCELLED."""
+    if record_rc is None:
+        return "not run (script cut short)"
+    if record_rc == 2:
+        return f"refused before scancel: {record_text.strip()}"
+    if record_rc != 0:
+        return f"scancel failed (exit {record_rc}): {record_text.strip()[:200]}"
+    row = sacct.get(decision.request.job_id)
+    if row is None:
+        return "scancel sent; sacct has no row yet"
+    if row.base_state == "CANCELLED":
+        return "cancelled"
+    return f"scancel sent; sacct says {row.state}"

@@ -1,0 +1,310 @@
+"""The HF-only SFT chain (spec §4 "move the chains"): 3 legs per cell, advanced every sweep.
+
+    leg 1  SFT COMPLETED (sacct)            -> submit the HF upload (no DB registration)
+    leg 2  upload on the hub (hub evidence)  -> submit the standard eval; its job id goes into
+                                                the cell's tracker row (⏳)
+    leg 3  eval harvested (row ✅)           -> done (sweep_tracker_harvest fills the row)
+
+Idempotent three ways: the durable per-cell state (an Airflow Variable), the tracker itself (a
+row with an eval job id has passed leg 2), and the cluster (a job of the leg's name already in
+squeue/sacct is adopted, never submitted again). A done leg is never redone.
+
+Commands are argv lists from sweep.yaml; each element is formatted with the cell's values and
+shlex-quoted before it reaches the remote shell.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweep_core.slurm.parse import read_records
+
+_CELL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
+LEGS = ("sft", "upload", "eval", "done")
+
+
+class ChainConfigError(ValueError):
+    """The ``hf_chain:`` section of sweep.yaml is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """One HF-only series (enable_db_registration: false)."""
+
+    name: str
+    cluster: str
+    match: re.Pattern[str]  # SFT job names of the series; group `cell` names the cell
+    hub_repo: str  # template: {org} {cell}
+    repo_type: str
+    expected: tuple[str, ...]
+    upload: tuple[str, ...]  # argv template: {cell} {hub_repo} {sft_job} {artifact_dir}
+    eval: tuple[str, ...]  # argv template: same keys
+    tracker: str  # tracker markdown, relative to the tracker repo
+    upload_name: str  # job name of the upload job (template {cell}): how the cluster is asked
+    eval_name: str
+    eval_job_column: str = "eval job"
+    lookback_days: int = 30
+    artifact_dir: str = ""  # template {cell} {sft_job}: the SFT output the upload reads
+
+
+def _argv(raw: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw):
+        raise ChainConfigError(f"{where} must be a non-empty list of strings (argv)")
+    if raw[0] != "sbatch":
+        raise ChainConfigError(f"{where} must start with sbatch (legs run as batch jobs, never on the login node)")
+    return tuple(raw)
+
+
+def chain_series(raw: dict[str, Any] | None) -> list[Series]:
+    """The series of the ``hf_chain:`` section; only those with db_registration false."""
+    out = []
+    for i, s in enumerate((raw or {}).get("series") or []):
+        where = f"hf_chain.series[{i}]"
+        if not isinstance(s, dict):
+            raise ChainConfigError(f"{where} must be a mapping")
+        for key in ("name", "cluster", "match", "hub_repo", "upload", "eval", "tracker"):
+            if not s.get(key):
+                raise ChainConfigError(f"{where}.{key} is required")
+        if s.get("db_registration", False):
+            continue  # DB-registered series go through sft-job-cleanup, not this chain
+        try:
+            match = re.compile(s["match"])
+        except re.error as exc:
+            raise ChainConfigError(f"{where}.match: bad regex: {exc}") from exc
+        if "cell" not in match.groupindex:
+            raise ChainConfigError(f"{where}.match needs a (?P<cell>...) group")
+        tracker = str(s["tracker"])
+        if tracker.startswith("/") or ".." in tracker.split("/"):
+            raise ChainConfigError(f"{where}.tracker must be relative to the tracker repo")
+        out.append(
+            Series(
+                name=str(s["name"]),
+                cluster=str(s["cluster"]),
+                match=match,
+                hub_repo=str(s["hub_repo"]),
+                repo_type=str(s.get("repo_type", "model")),
+                expected=tuple(s.get("expected") or ["config.json", "*.safetensors"]),
+                upload=_argv(s["upload"], f"{where}.upload"),
+                eval=_argv(s["eval"], f"{where}.eval"),
+                tracker=tracker,
+                upload_name=str(s.get("upload_name") or "hf_upload__{cell}"),
+                eval_name=str(s.get("eval_name") or "eval-{cell}"),
+                eval_job_column=str(s.get("eval_job_column") or "eval job"),
+                lookback_days=int(s.get("lookback_days", 30)),
+                artifact_dir=str(s.get("artifact_dir") or ""),
+            )
+        )
+    return out
+
+
+@dataclass
+class CellState:
+    """Durable state of one cell (kept in the Airflow Variable ``sweep_hf_chain``)."""
+
+    leg: str = "sft"  # the leg waiting to complete: sft -> upload -> eval -> done
+    sft_job: str = ""
+    upload_job: str = ""
+    eval_job: str = ""
+    note: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> CellState:
+        d = d or {}
+        return cls(
+            **{k: str(d.get(k, "")) for k in ("sft_job", "upload_job", "eval_job", "note")}, leg=d.get("leg") or "sft"
+        )
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "leg": self.leg,
+            "sft_job": self.sft_job,
+            "upload_job": self.upload_job,
+            "eval_job": self.eval_job,
+            "note": self.note,
+        }
+
+
+@dataclass
+class ClusterView:
+    """What one probe said: jobs by name (latest first) from squeue + sacct; None = UNKNOWN."""
+
+    jobs: dict[str, list[tuple[str, str]]] | None  # name -> [(job id, state)]
+    problem: str = ""
+
+    def latest(self, name: str) -> tuple[str, str] | None:
+        got = (self.jobs or {}).get(name) or []
+        return got[0] if got else None
+
+
+@dataclass
+class Step:
+    """What advancing one cell decided: an optional submission, a tracker edit, the new state."""
+
+    series: str
+    cell: str
+    before: str
+    state: CellState
+    submit: str = ""  # "upload" | "eval": a job to submit this run
+    argv: tuple[str, ...] = ()
+    tracker_job: str = ""  # write this eval job id into the cell's tracker row
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "series": self.series,
+            "cell": self.cell,
+            "before": self.before,
+            "after": self.state.leg,
+            "submit": self.submit,
+            "argv": list(self.argv),
+            "note": self.note,
+            "state": self.state.to_dict(),
+        }
+
+
+def cell_values(series: Series, cell: str, sft_job: str, org: str, artifact_dir: str) -> dict[str, str]:
+    """Template values of one cell; the cell name must be a plain name (it comes from a job name)."""
+    if not _CELL.match(cell) or ".." in cell:
+        raise ValueError(f"cell {cell!r} is not a plain name")
+    return {
+        "cell": cell,
+        "sft_job": sft_job,
+        "org": org,
+        "hub_repo": series.hub_repo.format(org=org, cell=cell),
+        "artifact_dir": artifact_dir.format(cell=cell, sft_job=sft_job),
+    }
+
+
+_PLACEHOLDER = re.compile(r"\{(cell|hub_repo|sft_job|org|artifact_dir)\}")
+
+
+def render_argv(template: tuple[str, ...], values: dict[str, str]) -> tuple[str, ...]:
+    """Each argv element with its ``{cell}``-style placeholders filled; every other brace (JSON in
+    a --wrap command) is left alone. Quoting happens when the script is built."""
+    return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in template)
+
+
+def completed_cells(series: Series, view: ClusterView) -> dict[str, str]:
+    """cell -> the latest COMPLETED SFT job of the series."""
+    out: dict[str, str] = {}
+    for name, jobs in (view.jobs or {}).items():
+        m = series.match.match(name)
+        if not m:
+            continue
+        for job_id, state in jobs:
+            if state.split(" ")[0] == "COMPLETED":
+                out.setdefault(m.group("cell"), job_id)
+                break
+    return out
+
+
+def advance(
+    series: Series,
+    cell: str,
+    state: CellState,
+    view: ClusterView,
+    values: dict[str, str],
+    hub_ok: bool | None,
+    row_status: str | None,
+    row_job: str | None,
+) -> Step:
+    """Advance one cell as far as the evidence allows, with at most one submission per run.
+
+    ``hub_ok`` = hub evidence for the upload (None = unknown), ``row_status``/``row_job`` = the
+    cell's tracker row (None = no row)."""
+    step = Step(series.name, cell, state.leg, CellState(**state.to_dict()))
+    s = step.state
+    if s.leg == "done":
+        step.note = "done earlier"
+        return step
+    if s.leg == "sft":
+        s.sft_job = values["sft_job"]
+        upload = view.latest(series.upload_name.format(cell=cell))
+        if upload:  # submitted before (lost state, or by hand): adopt it, never submit twice
+            s.leg, s.upload_job, step.note = "upload", upload[0], f"upload job {upload[0]} ({upload[1]}) adopted"
+        elif hub_ok is True:
+            s.leg, step.note = "upload", "already on the hub"
+        else:
+            step.submit, step.argv, s.leg = "upload", render_argv(series.upload, values), "upload"
+            step.note = f"SFT {s.sft_job} COMPLETED -> upload to {values['hub_repo']}"
+            return step
+    if s.leg == "upload":
+        if row_job:  # the tracker already names an eval: leg 2 happened
+            s.leg, s.eval_job = "eval", row_job
+        elif hub_ok is not True:
+            up = view.latest(series.upload_name.format(cell=cell))
+            failed = up and up[1].split(" ")[0] not in ("COMPLETED", "RUNNING", "PENDING")
+            hub = "UNKNOWN" if hub_ok is None else "not yet"
+            msg = f"upload job {up[0]} {up[1]}: flagged" if failed else f"waiting for the upload (hub: {hub})"
+            step.note = "; ".join(x for x in (step.note, msg) if x)
+            return step
+        else:
+            ev = view.latest(series.eval_name.format(cell=cell))
+            if ev:
+                s.leg, s.eval_job, step.tracker_job = "eval", ev[0], ev[0]
+                step.note = f"eval job {ev[0]} ({ev[1]}) adopted"
+            elif row_status is None:
+                step.note = f"no row for cell {cell} in {series.tracker}: eval not launched"
+                return step
+            else:
+                step.submit, step.argv, s.leg = "eval", render_argv(series.eval, values), "eval"
+                step.note = f"{values['hub_repo']} on the hub -> standard eval"
+                return step
+    if s.leg == "eval":
+        if row_status == "done":
+            s.leg, step.note = "done", "scores recorded in the tracker"
+        elif not step.note:
+            step.note = f"waiting for the harvest of eval {s.eval_job or row_job}"
+    return step
+
+
+def build_submit_script(prelude: str, submissions: list[tuple[str, tuple[str, ...]]]) -> str:
+    """One ``sub:<k>`` record per submission (``sbatch --parsable`` prints the job id)."""
+    lines = [f"run sub:{k} " + " ".join(shlex.quote(a) for a in argv) for k, (_, argv) in enumerate(submissions)]
+    return prelude + "\n".join(lines) + '\necho "$M end 0 - -"\n'
+
+
+def parse_job_id(stdout: str) -> str:
+    """The job id of ``sbatch --parsable`` output (``123`` or ``123;cluster``); '' if none."""
+    first = stdout.strip().splitlines()[0] if stdout.strip() else ""
+    jid = first.split(";", 1)[0].strip()
+    return jid if jid.isdigit() else ""
+
+
+@dataclass
+class ChainRun:
+    steps: list[Step] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
+    """squeue (validated by its header) + sacct over the lookback: every job of the user by name."""
+    q = shlex.quote
+    return prelude + (
+        f"run squeue squeue -u {q(user)} -o {q(squeue_format)}\n"
+        f'run sacct sacct -u {q(user)} -S now-{int(lookback_days)}days -X -P -n --delimiter="$M" -o JobID,State,JobName\n'
+        'echo "$M end 0 - -"\n'
+    )
+
+
+def view_from(
+    squeue_rows: list[tuple[str, str, str]] | None, sacct_text: str | None, problem: str = "", delimiter: str = "|"
+) -> ClusterView:
+    """Jobs by name, newest id first; squeue rows (id, state, name) override sacct's state.
+    ``sacct_text``: ``JobID,State,JobName`` split by ``delimiter`` (the probe's marker)."""
+    if squeue_rows is None or sacct_text is None:
+        return ClusterView(None, problem or "squeue/sacct UNKNOWN")
+    seen: dict[str, dict[str, str]] = {}
+    for (jid, state, name), _ in read_records(sacct_text, delimiter, 3):
+        if jid.replace("_", "").isdigit():
+            seen.setdefault(name, {})[jid] = state
+    for jid, state, name in squeue_rows:
+        seen.setdefault(name, {})[jid] = state
+
+    def num(j: str) -> int:
+        return int(j.split("_", 1)[0])
+
+    return ClusterView({n: sorted(ids.items(), key=lambda kv: num(kv[0]), reverse=True) for n, ids in seen.items()})

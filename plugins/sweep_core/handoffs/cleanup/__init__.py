@@ -1,0 +1,1 @@
+"""sweep_cleanup: what may be deleted and why (flavors, every guard), the probe and rm scripts."""

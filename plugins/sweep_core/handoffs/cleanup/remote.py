@@ -1,0 +1,224 @@
+"""The batched scripts of sweep_cleanup (one SSH session each) and the readers of their records.
+
+probe  (read-only): squeue (validated), ``sacct -j`` done-signals, ``realpath -e`` + ``stat`` of
+       every candidate tree and of every artifact root, ``df -i -P`` of the roots, the ops.md
+       quota command.
+rm     : one validated squeue first (UNKNOWN -> nothing removed; a job it lists with the
+       target's name or array id -> that target is refused), then per path: ``cd -P`` into the
+       validated parent, ``pwd -P`` must be that parent (a component swapped to a symlink is
+       caught here, and the cwd is pinned from then on), and a DETACHED ``rm -rf`` of the
+       RELATIVE name (setsid nohup: a GPFS delete of a trace tree can take longer than an SSH
+       session should live; GNU rm follows no symlink inside the tree it removes).
+verify : which paths still exist, ``df -i -P`` and the quota command again (the reclaim).
+
+Every value is shlex-quoted; job ids are checked against a strict pattern first.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from sweep_core.handoffs.cleanup.plan import ClusterState, PathCheck
+from sweep_core.health.quota import parse_df_inodes
+from sweep_core.slurm.gather import GatherOutput, headroom_lines, script_prelude
+from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
+
+_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+SACCT_LOOKBACK_DAYS = 60
+
+
+def _ids(job_ids: list[str]) -> list[str]:
+    for j in job_ids:
+        if not _JOB_ID.match(j):
+            raise ValueError(f"job id {j!r} is not a Slurm job id")
+    return sorted(set(job_ids))
+
+
+def _paths(paths: list[str]) -> list[str]:
+    for p in paths:
+        if not p.startswith("/") or "\n" in p or "\0" in p:
+            raise ValueError(f"path {p!r} is not an absolute single-line path")
+    return paths
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    user: str
+    job_ids: list[str]  # sacct -j: job ids and datagen array ids
+    paths: list[str]  # candidate trees (unresolved)
+    roots: list[str]  # ops.md artifact_roots
+    quota_command: str = ""  # ops.md quota.command (operator config, run as written)
+
+
+def build_probe_script(req: ProbeRequest, marker: str) -> str:
+    """Read-only probe before any delete."""
+    q = shlex.quote
+    ids = _ids(req.job_ids)
+    body = [f"U={q(req.user)}", f'run squeue squeue -u "$U" -o {q(squeue_format(marker))}']
+    if ids:
+        body.append(f"run sacct sacct -j {q(','.join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State")
+    for k, root in enumerate(_paths(req.roots)):
+        body.append(f"run rootreal:{k} realpath -e -- {q(root)}")
+    for k, path in enumerate(_paths(req.paths)):
+        body.append(
+            f'p={q(path)}; if [ -e "$p" ] || [ -L "$p" ]; then '
+            f'run real:{k} realpath -e -- "$p" && run kind:{k} stat -c %F -- "$p"; '
+            f'else : >"$T/o"; : >"$T/e"; rec missing:{k} 0; fi'
+        )
+    return (
+        script_prelude(marker)
+        + "\n".join(body)
+        + "\n"
+        + headroom_lines(req.roots, req.quota_command)
+        + ('echo "$M end 0 - -"\n')
+    )
+
+
+def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list[PathCheck], dict[str, str]]:
+    """The validated scheduler state, one PathCheck per candidate, and each root's realpath ('' = none)."""
+    state = ClusterState(squeue_ok=False)
+    sq = out.get("squeue")
+    if sq is None:
+        state.squeue_problem = "no squeue record (script cut short)"
+    else:
+        try:
+            rows = parse_squeue(sq)
+            state.squeue_ok = True
+            for r in rows:
+                state.live_jobs.append((r.job_id, r.name, r.state))
+                state.live[r.job_id] = r.state
+                state.live.setdefault(r.raw_id, r.state)
+                state.live.setdefault(r.job_id.split("_", 1)[0], r.state)
+        except SlurmOutputError as exc:
+            state.squeue_problem = str(exc)
+    sa = out.get("sacct")
+    if req.job_ids:
+        if sa is None:
+            state.sacct_ok, state.sacct_problem = False, "no sacct record (script cut short)"
+        elif sa.rc != 0 or "error" in sa.stderr.lower():
+            state.sacct_ok, state.sacct_problem = False, f"exit {sa.rc}: {sa.stderr.strip()[:300]}"
+        else:
+            for line in sa.stdout.splitlines():
+                if "|" in line:
+                    jid, st = line.split("|", 1)
+                    state.states[jid.strip()] = st.strip()
+    roots = {}
+    for k, root in enumerate(req.roots):
+        r = out.get(f"rootreal:{k}")
+        roots[root] = r.stdout.strip() if r is not None and r.rc == 0 else ""
+    checks = []
+    for k, path in enumerate(req.paths):
+        if out.get(f"missing:{k}") is not None:
+            checks.append(PathCheck(path, exists=False))
+            continue
+        real, kind = out.get(f"real:{k}"), out.get(f"kind:{k}")
+        if real is None:
+            checks.append(PathCheck(path, exists=True, problem="no probe record (script cut short)"))
+        elif real.rc != 0:
+            # a dangling symlink: realpath -e fails; never followed, never deleted
+            checks.append(PathCheck(path, exists=True, problem=f"does not resolve: {real.stderr.strip()[:200]}"))
+        else:
+            kind_text = kind.stdout.strip() if kind is not None and kind.rc == 0 else ""
+            checks.append(PathCheck(path, exists=True, resolved=real.stdout.strip(), kind=kind_text))
+    return state, checks, roots
+
+
+@dataclass(frozen=True)
+class RmItem:
+    """One validated tree to remove and what the cluster re-checks right before."""
+
+    path: str  # resolved, validated by the plan
+    root: str  # the resolved artifact root it lies strictly inside
+    name: str  # refused while squeue lists a job of this name (same artifact dir)...
+    array_id: str  # ... or of this (array) job id
+
+
+# squeue rows as "<id>|<name>" after the header; the first field is the job id, the rest the name.
+RM_SQUEUE_FORMAT = "%i|%j"
+RM_SQUEUE_HEADER = "JOBID|NAME"
+_LIVE_AWK = (
+    'NR > 1 { id = $0; sub(/[|].*/, "", id); nm = substr($0, index($0, "|") + 1); a = id; sub(/_.*/, "", a); '
+    'if (nm == ENVIRON["N"] || a == ENVIRON["A"]) { print id; exit } }'
+)
+
+
+def build_rm_script(user: str, items: list[RmItem], marker: str) -> str:
+    """Detached ``rm -rf`` of each validated tree, re-checked on the cluster right before.
+
+    Records ``rm:<k>`` (items sorted by path): rc 0 + the rm PID when started, rc 0 + "gone"
+    when already absent, rc 2 + the reason when the cluster-side check refuses it."""
+    q = shlex.quote
+    if not user:
+        raise ValueError("user is required: the rm re-checks the user's squeue")
+    body = [
+        f"U={q(user)}",
+        f'squeue -u "$U" -o {q(RM_SQUEUE_FORMAT)} >"$T/sq" 2>"$T/sqe"; sqrc=$?',
+        f'if [ "$sqrc" -eq 0 ] && ! grep -qi error "$T/sqe" && [ "$(head -n 1 "$T/sq")" = {q(RM_SQUEUE_HEADER)} ]; '
+        """then sq=ok; else sq=$(printf 'exit %s: %s' "$sqrc" "$(head -c 300 "$T/sqe")"); fi""",
+    ]
+    for k, it in enumerate(sorted(items, key=lambda i: i.path)):
+        _paths([it.path, it.root])
+        _ids([it.array_id])
+        body.append(
+            f"""p={q(it.path)}; r={q(it.root)}; par=${{p%/*}}; base=${{p##*/}}; : >"$T/e"
+if [ "$sq" != ok ]; then printf "refused: squeue UNKNOWN (%s)" "$sq" >"$T/o"; rec rm:{k} 2
+elif live=$(N={q(it.name)} A={q(it.array_id)} awk {q(_LIVE_AWK)} "$T/sq"); [ -n "$live" ]; then
+  printf "refused: job %s is still listed by squeue with this name or id" "$live" >"$T/o"; rec rm:{k} 2
+elif ! [ -e "$p" ] && ! [ -L "$p" ]; then printf gone >"$T/o"; rec rm:{k} 0
+else rr=$(realpath -e -- "$r" 2>>"$T/e")
+  case $p in "$rr"/?*) in=1 ;; *) in=0 ;; esac
+  case $base in ""|.|..) in=0 ;; esac
+  if [ -z "$rr" ] || [ "$rr" != "$r" ] || [ "$in" != 1 ]; then
+    printf "refused: %s is not strictly inside %s (-> %s)" "$p" "$r" "$rr" >"$T/o"; rec rm:{k} 2
+  elif cd -P -- "$par" 2>>"$T/e" && [ "$(pwd -P)" = "$par" ] && [ -d "$base" ] && ! [ -L "$base" ]; then
+    setsid nohup rm -rf -- "$base" </dev/null >/dev/null 2>&1 &
+    printf "started pid %s" "$!" >"$T/o"; rec rm:{k} 0
+  else
+    printf "refused: %s is no longer a directory there (parent now %s)" "$p" "$(pwd -P)" >"$T/o"; rec rm:{k} 2
+  fi
+  cd / || exit 3
+fi"""
+        )
+    return script_prelude(marker) + "\n".join(body) + '\necho "$M end 0 - -"\n'
+
+
+def build_verify_script(paths: list[str], roots: list[str], quota_command: str, marker: str) -> str:
+    """Which deleted paths still exist (``left:<k>`` rc 0 = still there), and the reclaim figures."""
+    q = shlex.quote
+    body = [
+        f'p={q(p)}; if [ -e "$p" ]; then printf %s "$p" >"$T/o"; : >"$T/e"; rec left:{k} 0; fi'
+        for k, p in enumerate(sorted(_paths(paths)))
+    ]
+    return (
+        script_prelude(marker)
+        + "\n".join(body)
+        + "\n"
+        + headroom_lines(_paths(roots), quota_command)
+        + 'echo "$M end 0 - -"\n'
+    )
+
+
+def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'df -i <root>: IUsed 1234 -> 1034 (200 inodes freed)' per filesystem read before and after.
+
+    Other writers share the filesystem: a count that did not go down is "no measurable reclaim",
+    never a negative amount freed."""
+    lines = []
+    for key, text in before.items():
+        if not key.startswith("df -i"):
+            continue
+        b, a = parse_df_inodes(text).readings, parse_df_inodes(after.get(key, "")).readings
+        if not b or not a:
+            lines.append(f"{key}: reclaim UNKNOWN (no df -i reading before and after)")
+            continue
+        freed = b[0].used - a[0].used
+        if freed > 0:
+            lines.append(f"{key}: IUsed {b[0].used} -> {a[0].used} ({freed} inodes freed on {b[0].target})")
+        else:
+            lines.append(
+                f"{key}: IUsed {b[0].used} -> {a[0].used}: no measurable reclaim on {b[0].target} "
+                f"(df -i moved by {-freed:+d} from other writers on the shared filesystem)"
+            )
+    return lines

@@ -1,0 +1,254 @@
+"""Turn one SLURM gather's records into a validated ClusterSnapshot."""
+
+from __future__ import annotations
+
+from sweep_core.config.ops import QuotaConfig
+from sweep_core.health.headroom import quota_verdict
+from sweep_core.health.tree_hygiene import parse_tree_status
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.parse import (
+    SlurmOutputError,
+    parse_sacct,
+    parse_scontrol_job,
+    parse_squeue,
+)
+
+
+def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
+    rec = output.get("meta")
+    if rec is None or rec.rc != 0:
+        return "", None, ""
+    lines = rec.stdout.splitlines() + ["", "", ""]
+    host, now, tz = lines[0].strip(), lines[1].strip(), lines[2].strip()
+    try:
+        return host, float(now), tz
+    except ValueError:
+        return host, None, tz
+
+
+def _attach_log(job: Job, output: GatherOutput) -> None:
+    """Fill StdOut path, mtime and tail from the per-job records; say why when missing."""
+    ctl = output.get(f"scontrol:{job.job_id}")
+    if ctl is None:
+        job.log_note = "no scontrol record (job list cut at max_jobs, or the script stopped early)"
+        return
+    if ctl.rc != 0:
+        job.log_note = f"scontrol show job failed: {ctl.stderr.strip() or ctl.rc}"
+        return
+    try:
+        fields = parse_scontrol_job(ctl.stdout)
+    except SlurmOutputError as exc:
+        job.log_note = str(exc)
+        return
+    if output.get(f"ambiguous:{job.job_id}") is not None:
+        job.log_note = (
+            "log not read: scontrol shows more than one StdOut line or a path with a newline (a newline "
+            "in the job name or log path): which file is the log cannot be told"
+        )
+        return
+    job.stdout_path = fields.get("StdOut", "")
+    if not job.stdout_path.startswith("/"):
+        job.log_note = f"StdOut is {job.stdout_path or 'empty'!r}: no log to read"
+        return
+    nolog = output.get(f"nolog:{job.job_id}")
+    if nolog is not None:
+        job.log_note = _no_log_file(job.stdout_path, nolog.stdout)
+        return
+    st = output.get(f"stat:{job.job_id}")
+    if st is None or st.rc != 0:
+        why = st.stderr.strip() if st is not None else "not attempted"
+        job.log_note = f"log not readable: {why}"
+        return
+    try:
+        job.log_mtime = float(st.stdout.strip())
+    except ValueError:
+        job.log_note = f"stat printed {st.stdout.strip()[:80]!r}, not an epoch mtime"
+        return
+    tail = output.get(f"tail:{job.job_id}")
+    if tail is not None and tail.rc == 0:
+        job.log_tail = tail.stdout
+    else:
+        job.log_note = "log tail could not be read"
+    k = 1
+    while (chain := output.get(f"chain:{job.job_id}:{k}")) is not None:
+        if chain.rc == 0:
+            job.chain_tails.append(chain.stdout)
+        k += 1
+
+
+def _no_log_file(path: str, kind: str) -> str:
+    return f"StdOut {path} is a {kind.strip() or 'non-regular file'}, not a regular file: no log file to judge"
+
+
+def _attach_failed_log(job: Job, output: GatherOutput) -> None:
+    """A job that failed in the window: its log tail, for the first real traceback."""
+    path = output.get(f"fpath:{job.job_id}")
+    tail = output.get(f"ftail:{job.job_id}")
+    if path is not None:
+        job.stdout_path = path.stdout
+    nolog = output.get(f"fnolog:{job.job_id}")
+    if nolog is not None:
+        job.log_note = _no_log_file(job.stdout_path, nolog.stdout)
+        return
+    if tail is not None and tail.rc == 0:
+        job.log_tail = tail.stdout
+    elif tail is not None:
+        job.log_note = f"log not readable: {tail.stderr.strip() or tail.rc}"
+
+
+def _attach_chunks(job: Job, output: GatherOutput) -> None:
+    if "_" not in job.job_id:
+        return
+    rec = output.get(f"chunks:{job.job_id.split('_', 1)[0]}")
+    if rec is None or rec.rc != 0 or rec.stderr.strip():
+        return
+    job.chunks = [line.split("|", 1) for line in rec.stdout.splitlines() if "|" in line]
+
+
+def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:
+    """git status of the cluster's clone, classified (read-only: nothing is changed there)."""
+    rec = output.get("gitstatus")
+    if rec is None:
+        return
+    if rec.rc != 0:
+        snap.tree = {"error": f"git status failed: {rec.stderr.strip()[:200] or rec.rc}"}
+        return
+    same: dict[str, bool] = {}
+    k = 1
+    while (g := output.get(f"gitsame:{k}")) is not None:
+        same[g.stdout] = g.rc == 0
+        k += 1
+    report = parse_tree_status(rec.stdout, same)
+    snap.tree = {
+        "summary": report.summary(),
+        "clean": report.clean,
+        "branch": report.branch,
+        "behind": report.behind,
+        "ahead": report.ahead,
+        "problems": report.problems,
+        "items": [
+            {"path": i.path, "status": i.status, "kind": i.kind, "suggestion": i.suggestion} for i in report.items
+        ],
+    }
+
+
+def _attach_quota(snap: ClusterSnapshot, output: GatherOutput, quota: QuotaConfig, n_df: int) -> None:
+    """INODE HEADROOM: df -i of the artifact roots + the ops.md quota command, judged."""
+
+    def rec(name: str) -> tuple[int, str, str] | None:
+        r = output.get(name)
+        return None if r is None else (r.rc, r.stdout, r.stderr)
+
+    dfs = [r for k in range(n_df) if (r := rec(f"dfi:{k}")) is not None]
+    if n_df and len(dfs) < n_df and not quota.command:
+        snap.quota = {"status": "UNKNOWN", "reason": "df -i did not run (script cut short)", "details": []}
+        return
+    snap.quota = quota_verdict(quota.kind, quota.command, rec("quota"), dfs, quota.soft_limit, quota.warn_fraction)
+
+
+def snapshot_from_output(
+    cluster: str,
+    output: GatherOutput,
+    login_node: str,
+    window_start: str,
+    window_end: str,
+    quota: QuotaConfig | None = None,
+    n_df: int = 0,
+) -> ClusterSnapshot:
+    """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
+    an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
+    host, now, _tz = _meta(output)
+    snap = ClusterSnapshot(
+        cluster=cluster,
+        scheduler="slurm",
+        status=ClusterStatus.OK,
+        login_node=login_node + (f" ({host})" if host and host != login_node else ""),
+        remote_now=now,
+        window_start=window_start,
+        window_end=window_end,
+    )
+    snap.notes.extend(output.problems)
+    if not output.complete:
+        snap.notes.append("gather script did not run to its end: results may be partial")
+
+    sq = output.get("squeue")
+    if sq is None:
+        snap.notes.append("running set UNKNOWN: squeue produced no record")
+    else:
+        try:
+            rows = parse_squeue(sq)
+            snap.running = []
+            for row in rows:
+                job = Job(
+                    cluster=cluster,
+                    job_id=row.job_id,
+                    name=row.name,
+                    state=row.state,
+                    source="squeue",
+                    elapsed=row.elapsed,
+                    partition=row.partition,
+                    nodes=row.reason,
+                    num_nodes=int(row.nodes) if row.nodes.isdigit() else None,
+                )
+                _attach_log(job, output)
+                job.note = row.note
+                _attach_chunks(job, output)
+                snap.running.append(job)
+        except SlurmOutputError as exc:
+            snap.notes.append(f"running set UNKNOWN: {exc}")
+
+    pend = output.get("pending")
+    if pend is not None:
+        try:
+            snap.pending = [
+                Job(
+                    cluster=cluster,
+                    job_id=r.job_id,
+                    name=r.name,
+                    state=r.state,
+                    source="squeue-pending",
+                    reason=r.reason,
+                )
+                for r in parse_squeue(pend)
+            ]
+        except SlurmOutputError as exc:
+            snap.notes.append(f"pending set UNKNOWN: {exc}")
+
+    sa = output.get("sacct")
+    if sa is None:
+        snap.notes.append("finished set UNKNOWN: sacct produced no record")
+    else:
+        try:
+            finished = []
+            for row in parse_sacct(sa):
+                job = Job(
+                    cluster=cluster,
+                    job_id=row.job_id,
+                    name=row.name,
+                    state=row.state,
+                    source="sacct",
+                    elapsed=row.elapsed,
+                    start=row.start,
+                    end=row.end,
+                    exit_code=row.exit_code,
+                    partition=row.partition,
+                    nodes=row.nodes,
+                )
+                _attach_failed_log(job, output)
+                job.note = row.note
+                _attach_chunks(job, output)
+                finished.append(job)
+            snap.finished = finished
+        except SlurmOutputError as exc:
+            snap.notes.append(f"finished set UNKNOWN: {exc}")
+
+    _attach_tree(snap, output)
+    if quota is not None and quota.kind != "none" and not quota.dormant:
+        _attach_quota(snap, output, quota, n_df)
+    # An unknown running set is UNKNOWN whatever sacct said: never "drained".
+    if snap.running is None:
+        snap.status = ClusterStatus.UNKNOWN
+    elif snap.finished is None:
+        snap.status = ClusterStatus.PARTIAL
+    return snap

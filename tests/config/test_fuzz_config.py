@@ -1,0 +1,57 @@
+"""Fuzz (hypothesis) of the config and history readers, with the shipped files as seeds:
+- ops_config.parse_ops_text raises only OpsConfigError (the DAG still imports; that cluster's
+  group fails naming the file), sweep_config.parse_sweep_config only SweepConfigError;
+- sweep_history.load_previous / load_history never raise on any bytes in a state file: a corrupt
+  one is moved aside with a note."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from fuzzing import FUZZ, any_text
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sweep_core.config.ops import OpsConfigError, parse_ops_text
+from sweep_core.config.sweep import SweepConfigError, parse_sweep_config
+from sweep_core.fanin.history import STATE_DIR, load_history, load_previous
+
+ROOT = Path(__file__).resolve().parents[2]
+OPS = sorted(p.read_text() for p in (ROOT / "include" / "ops").glob("*/ops.md"))
+SWEEP = [(ROOT / "include" / "sweep.yaml").read_text()]
+
+
+@FUZZ
+@given(any_text(OPS))
+def test_ops_md_raises_only_ops_config_error(text: str) -> None:
+    try:
+        parse_ops_text(text, "fuzz/ops.md", "fuzz")
+    except OpsConfigError as exc:
+        assert "fuzz/ops.md" in str(exc)
+
+
+@FUZZ
+@given(any_text(SWEEP))
+def test_sweep_yaml_raises_only_sweep_config_error(text: str) -> None:
+    try:
+        parse_sweep_config(text, "fuzz.yaml")
+    except SweepConfigError:
+        pass
+
+
+@FUZZ
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        any_text(['{"jobs": {"local|1": {"state": "RUNNING"}}, "rl_names": []}']).map(str.encode),
+    )
+)
+def test_history_readers_never_raise(tmp_path_factory, data: bytes) -> None:
+    d = tmp_path_factory.mktemp("hist")
+    (d / STATE_DIR).mkdir()
+    (d / STATE_DIR / "2026-12-01T00-00-00.json").write_bytes(data)
+    notes: list[str] = []
+    end = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
+    load_previous(d, end, notes)
+    load_history(d, end, notes=notes)

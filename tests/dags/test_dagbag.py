@@ -1,0 +1,125 @@
+"""The DAG file: imports clean, one group per ops.md cluster, fan-in tasks, params, timetable."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def dag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    return bag.get_dag("monitor_cron_sweep")
+
+
+def test_one_group_per_cluster_and_fan_in(dag) -> None:
+    from sweep_core.config.ops import cluster_names
+
+    clusters = cluster_names(ROOT / "include" / "ops")
+    assert set(dag.task_group.children) >= {
+        *clusters,
+        "bucket",
+        "liveness",
+        "metrics",
+        "rules",
+        "render",
+        "report",
+        "verdict",
+    }
+    for c in clusters:
+        assert {f"{c}.step0", f"{c}.gather"} <= set(dag.task_ids)
+        assert dag.get_task(f"{c}.gather").upstream_task_ids == {f"{c}.step0"}
+    assert type(dag.get_task("coreweave.gather")).__name__ == "IrisGatherOperator"
+    assert type(dag.get_task("leonardo.gather")).__name__ == "SlurmGatherOperator"
+    bucket = dag.get_task("bucket")
+    assert {f"{c}.gather" for c in clusters} == bucket.upstream_task_ids
+    assert bucket.trigger_rule == "all_done"
+    assert dag.get_task("verdict").upstream_task_ids == {"report"}
+
+
+def test_params_and_run_policy(dag) -> None:
+    assert set(dag.params) == {"clusters", "lookback_hours", "dry_run"}
+    assert dag.params["dry_run"] is False
+    assert dag.max_active_runs == 1
+    assert dag.catchup is False
+
+
+def test_cron_data_interval_tiles_time(dag) -> None:
+    from airflow.sdk import CronDataIntervalTimetable
+    from airflow.timetables.interval import CronDataIntervalTimetable as SchedulerTimetable
+
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    # The scheduler's side of the same timetable: what the data intervals really are.
+    tt = SchedulerTimetable(dag.timetable.expression, dag.timetable.timezone)
+    start = dt.datetime(2026, 3, 1, 0, 0, tzinfo=dt.UTC)
+    first = tt.infer_manual_data_interval(run_after=start + dt.timedelta(hours=4, minutes=10))
+    assert first.end - first.start == dt.timedelta(hours=3)
+    # Consecutive intervals: each starts where the previous ended (no gap, no overlap).
+    end = first.end
+    for _ in range(4):
+        nxt = tt.infer_manual_data_interval(run_after=end + dt.timedelta(hours=3))
+        assert nxt.start == end
+        end = nxt.end
+
+
+def test_sweep_cancel_scancels_only_downstream_of_the_approval() -> None:
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    dag = bag.get_dag("sweep_cancel")
+    approve = dag.get_task("approve")
+    assert isinstance(approve, ApprovalOperator)
+    assert approve.defaults == [ApprovalOperator.REJECT]  # a timeout means reject
+    assert approve.upstream_task_ids == {"validate"}
+    scancel = dag.get_task("scancel")
+    assert scancel.upstream_task_ids == {"approve"} and scancel.trigger_rule == "all_success"
+    assert "scancel" in approve.get_direct_relative_ids(upstream=False)  # what Reject skips
+    assert dag.get_task("record").upstream_task_ids == {"scancel"}
+    assert dag.get_task("record").trigger_rule == "all_done"
+    assert dag.params["dry_run"] is True and dag.max_active_runs == 1
+
+
+def test_a_bad_date_in_one_ops_md_leaves_every_dag_importable(tmp_path, monkeypatch) -> None:
+    """`skip_until: 2099-13-45` raised a bare ValueError at parse time: monitor_cron_sweep failed to
+    import and no cluster was swept. Now only that cluster's step0 fails, naming file and field."""
+    import shutil
+
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.exceptions import AirflowFailException
+
+    ops = tmp_path / "ops"
+    shutil.copytree(ROOT / "include" / "ops", ops)
+    for name, status in (("baddate", "skipped"), ("gonebad", "dropped")):
+        (ops / name).mkdir()
+        (ops / name / "ops.md").write_text(f"---\nscheduler: slurm\nstatus: {status}\nskip_until: 2099-13-45\n---\n")
+    (ops / "twice").mkdir()
+    (ops / "twice" / "ops.md").write_text(
+        (ROOT / "include/ops/local/ops.md")
+        .read_text()
+        .replace("user: sweep\n", "user: sweep\nuser: root\n")
+        .replace("name: local\n", "name: twice\n")
+    )
+    monkeypatch.setenv("SWEEP_OPS_DIR", str(ops))
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    assert {"monitor_cron_sweep", "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"} <= set(
+        bag.dag_ids
+    )
+    dag = bag.get_dag("monitor_cron_sweep")
+    for name, field in (("baddate", "skip_until"), ("gonebad", "skip_until"), ("twice", "user")):
+        step0 = dag.get_task(f"{name}.step0")
+        with pytest.raises(AirflowFailException) as err:
+            step0.python_callable(
+                **step0.op_kwargs, params={}, data_interval_end=dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+            )
+        assert f"{name}/ops.md" in str(err.value) and f"'{field}'" in str(err.value)
+    assert {"local.step0", "leonardo.gather"} <= set(dag.task_ids)

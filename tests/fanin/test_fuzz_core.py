@@ -1,0 +1,244 @@
+"""Fuzz (hypothesis) of the core's non-Slurm parsers and extractors: random and mutated-real input
+(seeds from tests/fixtures/) -> a value, or only the module's documented error type.
+
+Documented contracts driven here:
+- log_metrics: extract_rl/sft/datagen/eval and hang_evidence never raise; parse_metric_dict raises
+  only ValueError.
+- eval_results: parse_results / extract_scores raise only EvalResultsError.
+- quota: parse_df_inodes / parse_jutil_dataquota / parse_cindata / parse_lfs_quota never raise (a bad
+  line is a ParseProblem); headroom.quota_verdict never raises (UNKNOWN with the reason).
+- iris_state: iris_state_name raises only IrisStateError; pod_count_from_list never raises;
+  iris_hook.job_from_cli / job_from_poll raise only IrisStateError (a malformed record).
+- tracker_md: read_tables / read_rows / pending_rows / rows_without_job never raise.
+- hub_evidence.judge_hub_listing, fingerprint.launch_fingerprint / series_of, hf_chain.parse_job_id /
+  view_from never raise.
+- fan-in: every step's output (snapshots, flags, tables) is JSON without NaN (XCom) for any log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from fuzzing import FUZZ, any_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.fingerprint import fingerprint_config, launch_fingerprint, series_of
+from sweep_core.fanin.metrics import (
+    extract_datagen,
+    extract_eval,
+    extract_rl,
+    extract_sft,
+    hang_evidence,
+    metrics_config,
+    parse_metric_dict,
+)
+from sweep_core.fanin.steps import run_fan_in
+from sweep_core.handoffs.chain.plan import parse_job_id, view_from
+from sweep_core.handoffs.harvest.eval_results import EvalResultsError, extract_scores, parse_results
+from sweep_core.handoffs.harvest.tracker_md import pending_rows, read_rows, read_tables, rows_without_job
+from sweep_core.handoffs.hub_evidence import judge_hub_listing
+from sweep_core.health.headroom import quota_verdict
+from sweep_core.health.quota import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
+from sweep_core.iris.state import IrisStateError, iris_state_name, pod_count_from_list
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "tests" / "fixtures"
+CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
+MCFG = metrics_config(CONFIG.extra.get("metrics"))
+
+
+def _texts(*globs: str) -> list[str]:
+    return sorted({p.read_text(errors="replace") for g in globs for p in FIX.glob(g) if p.is_file()})
+
+
+LOGS = _texts("logs/*.out")
+RESULTS = _texts("eval_results/**/*.json")
+QUOTA = _texts("quota/*")
+IRIS = _texts("iris/*.json")
+TRACKERS = _texts("trackers/*.md")
+
+# --- log_metrics -------------------------------------------------------------------------------
+
+
+@FUZZ
+@given(any_text(LOGS), st.lists(any_text(LOGS), max_size=2))
+def test_extractors_never_raise(tail: str, chain: list[str]) -> None:
+    for ex in (
+        extract_rl(tail, chain, MCFG),
+        extract_sft(tail, MCFG),
+        extract_datagen(tail, MCFG, (1, 2)),
+        extract_eval(tail, MCFG),
+    ):
+        json.dumps(ex.values, default=str)  # plain data
+        for v in ex.values.values():
+            assert not isinstance(v, int) or abs(v) < 10**15  # a count is a real counter or None
+    hang_evidence(tail, MCFG)
+
+
+@FUZZ
+@given(any_text(LOGS))
+def test_parse_metric_dict_raises_only_value_error(text: str) -> None:
+    try:
+        assert isinstance(parse_metric_dict(text), dict)
+    except ValueError:
+        pass
+
+
+# --- eval_results ------------------------------------------------------------------------------
+
+
+@FUZZ
+@given(any_text(RESULTS))
+def test_eval_results_raise_only_eval_results_error(text: str) -> None:
+    try:
+        doc = parse_results(text, "fuzz.json")
+        extract_scores([doc])
+    except EvalResultsError:
+        pass
+
+
+# --- quota / headroom --------------------------------------------------------------------------
+
+
+@FUZZ
+@given(any_text(QUOTA))
+def test_quota_parsers_never_raise(text: str) -> None:
+    for parse in (parse_df_inodes, parse_jutil_dataquota, parse_cindata, parse_lfs_quota):
+        got = parse(text)
+        for r in got.readings:
+            assert all(v is None or (isinstance(v, int) and v >= 0) for v in (r.used, r.soft, r.hard))
+
+
+@FUZZ
+@given(
+    st.sampled_from(["jutil project dataquota -p x", "cindata", "lfs quota -u x /fs", "df -i /x", "true"]),
+    any_text(QUOTA),
+    st.integers(-2, 2),
+)
+def test_quota_verdict_never_raises(command: str, out: str, rc: int) -> None:
+    v = quota_verdict("inodes", command, (rc, out, "err"), [(0, out, "")])
+    assert v["status"] in ("OK", "NEAR", "OVER", "UNKNOWN")
+    json.dumps(v, allow_nan=False)
+
+
+# --- iris --------------------------------------------------------------------------------------
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@FUZZ
+@given(JSONISH)
+def test_iris_state_name_raises_only_iris_state_error(value: object) -> None:
+    try:
+        iris_state_name(value)
+    except IrisStateError:
+        pass
+
+
+def _iris_rows() -> list[dict]:
+    rows: list[dict] = []
+    dec = json.JSONDecoder()
+    for text in IRIS:  # a fixture may hold several documents one after the other
+        pos = 0
+        while (pos := len(text) - len(text[pos:].lstrip())) < len(text):
+            data, pos = dec.raw_decode(text, pos)
+            rows += data if isinstance(data, list) else [data]
+    return [r for r in rows if isinstance(r, dict)]
+
+
+@FUZZ
+@given(st.sampled_from(_iris_rows() or [{}]), st.dictionaries(st.text(max_size=15), JSONISH, max_size=4), JSONISH)
+def test_iris_json_raises_only_the_documented_errors(row: dict, extra: dict, pods: object) -> None:
+    from sweep_operators.iris_hook import job_from_cli, job_from_poll
+
+    mixed = {**row, **extra}
+    for fn in (lambda: job_from_cli(mixed, mixed), lambda: job_from_poll(mixed)):
+        try:
+            fn()
+        except IrisStateError:
+            pass
+    pod_count_from_list(pods if isinstance(pods, dict) else {"items": pods})
+
+
+# --- tracker_md, hub_evidence, fingerprint, hf_chain ------------------------------------------
+
+
+@FUZZ
+@given(any_text(TRACKERS))
+def test_tracker_readers_never_raise(text: str) -> None:
+    read_tables(text)
+    read_rows(text, "t.md")
+    pending_rows(text, "t.md")
+    rows_without_job(text, "t.md")
+
+
+@FUZZ
+@given(st.none() | st.lists(st.text(max_size=30), max_size=6), st.lists(st.text(max_size=20), max_size=4))
+def test_hub_listing_never_raises(files: list[str] | None, expected: list[str]) -> None:
+    judge_hub_listing(files, expected)
+
+
+FP = fingerprint_config((CONFIG.extra.get("rules") or {}).get("fingerprint"))
+
+
+@FUZZ
+@given(any_text(LOGS), st.text(max_size=40))
+def test_fingerprint_never_raises(tail: str, name: str) -> None:
+    job = Job("c", "1", name, "RUNNING", "squeue", log_tail=tail, nodes=name, partition=name[:5])
+    json.dumps(launch_fingerprint(job, FP), allow_nan=False)
+    assert isinstance(series_of(name, FP), str)
+
+
+@FUZZ
+@given(st.text(max_size=60), st.none() | any_text(LOGS))
+def test_hf_chain_readers_never_raise(stdout: str, sacct: str | None) -> None:
+    parse_job_id(stdout)
+    view_from([("1", "RUNNING", stdout[:10])], sacct)
+
+
+# --- the fan-in as a whole: XCom JSON ----------------------------------------------------------
+
+NAMES = ["rl__fz_{i}", "sft__fz_{i}", "datagen__fz_{i}", "eval-fz_{i}", "misc_{i}"]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.integers(0, 4), any_text(LOGS), st.booleans()), min_size=1, max_size=6))
+def test_every_fan_in_step_output_is_json_without_nan(jobs: list[tuple[int, str, bool]]) -> None:
+    now = 1_764_680_000.0
+    snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, remote_now=now, running=[], finished=[])
+    for i, (kind, tail, running) in enumerate(jobs):
+        name = NAMES[kind].format(i=i)
+        if running:
+            snap.running.append(Job("c1", str(i), name, "RUNNING", "squeue", log_tail=tail, log_mtime=now - 60))  # type: ignore[union-attr]
+        else:
+            snap.finished.append(Job("c1", str(i), name, "FAILED", "sacct", log_tail=tail, exit_code="1:0"))  # type: ignore[union-attr]
+    result = run_fan_in([snap], CONFIG)
+    wire = json.dumps(
+        {
+            "snapshots": [snap.to_dict()],
+            "flags": [f.to_dict() for f in result.flags],
+            "render": {"overview": result.rendered.overview, "tables": result.rendered.tables},
+        },
+        allow_nan=False,
+    )
+    back = ClusterSnapshot.from_dict(json.loads(wire)["snapshots"][0])
+    for a, b in zip(snap.all_jobs(), back.all_jobs(), strict=True):
+        for k, v in a.metrics.items():
+            w = b.metrics[k]
+            assert (isinstance(v, float) and math.isnan(v) and math.isnan(w)) or k == "series" or v == w
+    assert all(j.errors == [] for j in snap.all_jobs()), [j.errors for j in snap.all_jobs()]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (FIX / "logs").glob("*.out")))
+def test_fixture_logs_are_seeds(name: str) -> None:
+    assert (FIX / "logs" / name).read_text() in LOGS

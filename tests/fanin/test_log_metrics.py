@@ -1,0 +1,333 @@
+"""Metric extractors on realistic log fixtures (tests/fixtures/logs/); bad lines never crash."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from helpers import FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.metrics import (
+    MetricsConfigError,
+    chunk_counts,
+    expand_array_tasks,
+    extract_datagen,
+    extract_eval,
+    extract_rl,
+    extract_sft,
+    hang_evidence,
+    metrics_config,
+    parse_metric_dict,
+)
+
+ROOT = FIXTURES.parents[1]
+CFG = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").extra["metrics"])
+
+
+def log(name: str) -> str:
+    return (FIXTURES / "logs" / name).read_text()
+
+
+def test_rl_healthy_tqdm_and_mirror() -> None:
+    ex = extract_rl(log("rl_healthy.out"), [], CFG)
+    assert ex.values["step"] == 45 and ex.values["max_steps"] == 100
+    assert ex.values["reward"] == pytest.approx(0.345)
+    assert ex.values["grad_norm"] == 1.1 and ex.values["entropy"] == 0.62 and ex.values["tis"] == 1.02
+    assert len(ex.series) == 10 and ex.problems == []
+
+
+def test_rl_chain_restart_takes_dicts_from_the_earlier_link() -> None:
+    ex = extract_rl(log("rl_chain_current.out"), [log("rl_chain_earlier.out")], CFG)
+    assert ex.values["step"] == 63  # the step from THIS log
+    assert ex.values["reward"] == 0.5  # the dict from the earlier chain log
+    assert ex.values["metrics_from"] == "earlier chain log #1"
+
+
+def test_rl_python_dict_with_nan_and_inf() -> None:
+    ex = extract_rl(log("rl_nan.out"), [], CFG)
+    assert math.isnan(ex.values["reward"]) and math.isinf(ex.values["grad_norm"])
+
+
+def test_rl_malformed_lines_give_unknown_with_reasons() -> None:
+    ex = extract_rl(log("rl_malformed.out"), [], CFG)
+    assert ex.values["step"] is None and ex.values["reward"] is None
+    assert any("unparseable" in p for p in ex.problems)
+    assert any("no step line" in p for p in ex.problems)
+
+
+def test_sft_banner_tqdm_and_loss_dict() -> None:
+    ex = extract_sft(log("sft_healthy.out"), CFG)
+    assert ex.values == {"step": 227, "total": 1875, "loss": 0.5987, "grad_norm": 1.521}
+
+
+def test_datagen_counts_and_realness_inputs() -> None:
+    ex = extract_datagen(log("datagen_healthy.out"), CFG, (3, 16))
+    assert ex.values["chunks_done"] == 3 and ex.values["chunks_total"] == 16
+    assert ex.values["results"] == 380 and ex.values["avg_turns"] == 4.27
+    assert ex.values["exc_pct"] == pytest.approx(5.0)
+    assert extract_datagen(log("datagen_dead.out"), CFG, None).values["avg_turns"] == 1.0
+
+
+def test_eval_passthrough_exceptions_are_never_blamed() -> None:
+    ex = extract_eval(log("eval_passthrough.out"), CFG)
+    assert ex.values["done"] == 40 and ex.values["total"] == 50 and ex.values["pass_rate"] == 0.42
+    assert ex.values["top_exception"] == "RuntimeError ×1"
+    assert ex.values["passthrough"] == 8
+    assert ex.values["checks"] == {"sandbox": "ok", "image_pull": "ok", "upload": "ok", "register": "ok"}
+
+
+def test_eval_infra_check_fails_on_upload_error() -> None:
+    ex = extract_eval(log("eval_upload_failed.out"), CFG)
+    assert ex.values["checks"]["upload"] == "FAIL" and ex.values["checks"]["sandbox"] == "ok"
+
+
+def test_array_expansion_and_chunk_counts() -> None:
+    assert expand_array_tasks("812_[1-3,7]") == ["812_1", "812_2", "812_3", "812_7"]
+    assert expand_array_tasks("812_[4-5%2]") == ["812_4", "812_5"]
+    assert expand_array_tasks("812_4") == ["812_4"]
+    rows = [
+        ("812_1", "COMPLETED"),
+        ("812_2", "COMPLETED"),
+        ("812_3", "RUNNING"),
+        ("812_[4-8]", "PENDING"),
+        ("812_2.batch", "COMPLETED"),
+        ("812_9", "CANCELLED by 1001"),
+    ]
+    done, total, states = chunk_counts(rows)
+    assert (done, total) == (2, 9) and states["PENDING"] == 5 and states["CANCELLED"] == 1
+
+
+def test_hang_evidence_names_engine_and_nccl_lines() -> None:
+    tail = "step 10\nINFO x\n[rank0]: NCCL watchdog thread terminated: Timeout\nEngineDeadError: engine died\nwaiting\n"
+    last, near = hang_evidence(tail, CFG)
+    assert last == "waiting"
+    assert any("NCCL" in n for n in near) and any("EngineDead" in n for n in near)
+
+
+def test_bad_regex_in_config_is_a_clear_error() -> None:
+    with pytest.raises(MetricsConfigError, match="rl.step"):
+        metrics_config({"rl": {"step": ["("]}})
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(max_size=400))
+def test_extractors_never_raise_on_arbitrary_text(text: str) -> None:
+    for fn in (
+        lambda t: extract_rl(t, [t], CFG),
+        lambda t: extract_sft(t, CFG),
+        lambda t: extract_datagen(t, CFG, None),
+        lambda t: extract_eval(t, CFG),
+    ):
+        fn(text)
+        fn("WANDB_MIRROR " + text)
+        fn("{'loss': " + text)
+
+
+def test_parse_metric_dict_rejects_non_dicts() -> None:
+    with pytest.raises(ValueError):
+        parse_metric_dict("[1, 2]")
+    assert parse_metric_dict('x {"a": 1} y') == {"a": 1}
+
+
+# ---- the search shortcuts give exactly the plain re answers ---------------------------------------
+
+_PATTERNS = [
+    r"(\d+)/(\d+) trials",
+    r"Training Step Progress:[^\n]*?(\d+)/(\d+)",
+    r"\b([A-Z]\w*(?:Error|Exc))\b",
+    r"(?m)^\d+",
+    r"\d*",
+    r"\B",
+    r"(?<=a)\d+",
+    r"a[^\n]*z",
+    r"(?s)a.*z",
+    r"a\s*1",
+    r"ab$",
+    r"x(?:ab|cd)?y",
+    r"(?i)error",
+]
+_PIECES = ["a", "b", "1", "23", "/", " trials", "\n", "\n\n", " ", "x", "z", "Error", "Exc", "A", "y", "cd", "é"]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=60),
+    st.lists(st.sampled_from(_PATTERNS), min_size=1, max_size=3),
+    st.sampled_from([1, 3, 7, 2048]),
+)
+def test_last_match_findall_and_search_equal_plain_re(pieces: list[str], patterns: list[str], block: int) -> None:
+    import re
+
+    import sweep_core.fanin.metrics as lm
+
+    text = "".join(pieces)
+    compiled = [re.compile(p) for p in patterns]
+    want = None
+    for p in compiled:  # the definition: over finditer, the match ending last (earliest on a tie)
+        for m in p.finditer(text):
+            if want is None or m.end() > want.end():
+                want = m
+    old, lm._BLOCK = lm._BLOCK, block
+    try:
+        got = lm._last(compiled, text)
+    finally:
+        lm._BLOCK = old
+
+    def span(m: re.Match[str] | None) -> object:
+        return None if m is None else (m.re.pattern, m.span(), m.groups())
+
+    assert span(got) == span(want)
+    for p in compiled:
+        assert lm.findall(p, text) == p.findall(text)
+        assert (lm.search(p, text) is None) == (p.search(text) is None)
+
+
+def test_line_local_and_required_literals() -> None:
+    import re
+
+    from sweep_core.fanin.metrics import line_local, required_literals
+
+    assert line_local(re.compile(r"Training Step Progress:[^\n]*?(\d+)/(\d+)"))
+    assert not line_local(re.compile(r"a\s+b")) and not line_local(re.compile(r"x$"))
+    assert not line_local(re.compile(r"(?s)a.b")) and not line_local(re.compile(r"a(?=b)"))
+    assert required_literals(re.compile(r"(\d+)/(\d+) trials")) == (" trials",)
+    lits = required_literals(re.compile(r"\b(\w+(?:Error|Exception))\b"))  # re factors out the common "E"
+    assert lits and all(any(lit in word for lit in lits) for word in ("Error", "Exception"))
+    assert required_literals(re.compile(r"(?i)error")) == () and required_literals(re.compile(r"\d+")) == ()
+
+
+def test_full_16k_tail_reads_the_last_step() -> None:
+    lines = [
+        f"Training Step Progress:  {i}%|███▌      | {i}/100 [1:36:10<2:01:00, 62.1s/it]\n"
+        f'WANDB_MIRROR {{"trainer/global_step": {i}, "reward/mean": 0.3{i}, "actor/grad_norm": 1.1}}\n'
+        for i in range(1, 100)
+    ]
+    tail = "".join(lines)[-16384:]
+    ex = extract_rl(tail, [], CFG)
+    assert ex.values["step"] == 99 and ex.values["max_steps"] == 100 and ex.values["reward"] == float("0.399")
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["loss", "grad_norm", "a b", "x/nan", "é", "epoch"]),
+            st.sampled_from(["0.5", "1e-05", "-1", "-0", "012", ".5", "5.", "nan", "inf", "True", "'s'", "1e999"]),
+        ),
+        max_size=5,
+    ),
+    st.sampled_from(["", " ", "\t"]),
+)
+def test_python_dict_lines_parse_as_ast_does(items: list[tuple[str, str]], pad: str) -> None:
+    import ast
+
+    from sweep_core.fanin.metrics import _BARE, _special
+
+    body = "{" + f",{pad}".join(f"'{k}':{pad}{v}" for k, v in items) + "}"
+    try:  # the slow path every such line took before: ast over the bare-nan/inf rewrite
+        raw = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
+        want = {k: _special(v) for k, v in raw.items()}
+    except (ValueError, SyntaxError):
+        want = None
+    try:
+        got = parse_metric_dict(body)
+    except ValueError:
+        got = None
+
+    def same(d: dict | None) -> object:
+        return None if d is None else [(k, repr(v), type(v)) for k, v in d.items()]
+
+    assert same(got) == same(want)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["ok step", "", "  ", "NCCL op Timeout", "watchdog", "Watchdog x", "\r\n", "x" * 50]),
+        max_size=60,
+    )
+)
+def test_hang_evidence_equals_the_plain_scan(lines: list[str]) -> None:
+    tail = "\n".join(lines)
+    rows = [ln for ln in tail[-8192:].splitlines()[-40:] if ln.strip()]
+    want_last = rows[-1].strip()[:200] if rows else ""
+    want_near = [ln.strip()[:200] for ln in rows if CFG.hang_any.search(ln)][-3:]
+    assert hang_evidence(tail, CFG) == (want_last, want_near)
+
+
+# --- hostile input (issue 9, items 4, 10, 13) ---------------------------------------------------
+
+ODD_RL = {
+    "nan step": 'WANDB_MIRROR {"trainer/global_step": NaN, "reward/mean": 0.5}',
+    "1e400 step": 'WANDB_MIRROR {"trainer/global_step": 1e400, "reward/mean": 0.5}',
+    "Infinity step": 'WANDB_MIRROR {"trainer/global_step": Infinity, "reward/mean": 0.5}',
+    "5000-digit int": 'WANDB_MIRROR {"trainer/global_step": ' + "9" * 5000 + "}",
+    "deep JSON list": 'WANDB_MIRROR {"a":' + "[" * 100_000 + "}",
+    "deep py list": "WANDB_MIRROR {'a': " + "[" * 100_000 + "}",
+    "5000-digit step line": "Training Step Progress: " + "9" * 5000 + "/100",
+}
+
+
+@pytest.mark.parametrize("name", ODD_RL)
+def test_rl_odd_text_gives_unknown_step_with_a_reason_not_an_exception(name: str) -> None:
+    ex = extract_rl(ODD_RL[name], [], CFG)
+    assert ex.values["step"] is None
+    assert ex.problems
+    json.dumps(ex.values, allow_nan=False)  # nothing non-finite in the columns but the metric floats
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  Total optimization steps = " + "9" * 400,
+        "Total optimization steps = " + "9" * 5000,
+        "{'loss': " + "9" * 5000 + "}",
+    ],
+    ids=["400-digit total", "5000-digit total", "5000-digit loss"],
+)
+def test_sft_absurd_numbers_are_unknown(text: str) -> None:
+    ex = extract_sft(text, CFG)
+    assert ex.values["total"] is None and ex.values["loss"] is None
+    assert ex.problems
+
+
+def test_datagen_result_count_is_the_number_after_result_json_not_the_fraction_before() -> None:
+    line = "chunk=12 tasks_done=60/100 result.json=58 avg_turns=7.81 exceptions=4/60"
+    for cfg in (CFG, metrics_config({})):
+        ex = extract_datagen(line, cfg, None)
+        assert ex.values["results"] == 58
+        assert ex.values["exc_pct"] == pytest.approx(100 * 4 / 60)
+
+
+def test_datagen_result_count_never_takes_the_total_of_a_fraction() -> None:
+    ex = extract_datagen("tasks 60/100 result.json written", CFG, None)
+    assert ex.values["results"] is None  # "?" with the reason, never 100
+    assert any("result.json count" in p for p in ex.problems)
+
+
+ADVERSARIAL = {
+    "rl": "Training Step Progress: " + "9" * 16384,
+    "sft": "9" * 16384 + " [",
+    "datagen": "9" * 16384 + " result.jsox result.json",
+    "eval": "9" * 16384 + " trialz trials",
+}
+
+
+@pytest.mark.parametrize("bucket", ADVERSARIAL)
+def test_default_patterns_are_linear_on_long_digit_runs(bucket: str) -> None:
+    import time
+
+    text = ADVERSARIAL[bucket]
+    fn = {
+        "rl": lambda: extract_rl(text, [], CFG),
+        "sft": lambda: extract_sft(text, CFG),
+        "datagen": lambda: extract_datagen(text, CFG, None),
+        "eval": lambda: extract_eval(text, CFG),
+    }[bucket]
+    t0 = time.perf_counter()
+    fn()
+    assert time.perf_counter() - t0 < 0.1  # was 1.6-1.8 s per pattern (quadratic backtracking)

@@ -1,0 +1,122 @@
+"""iris state mapping, CLI JSON parsing (outputs recorded from the real local controller,
+tests/fixtures/iris), and the snapshot rules (UNKNOWN, silent wedge, window, bring-up notes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from helpers import FIXTURES
+
+from sweep_core.iris.state import (
+    IrisJob,
+    IrisStateError,
+    PodCount,
+    iris_snapshot,
+    iris_state_name,
+    sanitize_label_value,
+)
+from sweep_core.models import ClusterStatus
+from sweep_operators.iris_hook import job_from_cli
+
+T0 = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC)
+T1 = T0 + dt.timedelta(hours=3)
+NOW = T1.timestamp()
+
+
+@pytest.mark.parametrize(
+    ("raw", "name"),
+    [
+        (3, "RUNNING"),
+        ("JOB_STATE_FAILED", "FAILED"),
+        ("succeeded", "SUCCEEDED"),
+        ("8", "UNSCHEDULABLE"),
+        (7, "WORKER_FAILED"),
+    ],
+)
+def test_state_names(raw: object, name: str) -> None:
+    assert iris_state_name(raw) == name
+
+
+@pytest.mark.parametrize("bad", [0, 9, "JOB_STATE_WEIRD", True, None])
+def test_unknown_states_are_errors(bad: object) -> None:
+    with pytest.raises(IrisStateError):
+        iris_state_name(bad)
+
+
+def test_label_value_matches_iris() -> None:
+    assert sanitize_label_value("/sweep/rl__a b") == "sweep.rl__a.b"
+    assert len(sanitize_label_value("/u/" + "x" * 100)) == 63
+
+
+def test_recorded_cli_json() -> None:
+    listed = json.loads((FIXTURES / "iris" / "cli_job_list.json").read_text())
+    text = (FIXTURES / "iris" / "cli_job_summary.json").read_text()
+    summary, _ = json.JSONDecoder().raw_decode(text)
+    by_id = {row["job_id"]: row for row in listed}
+    failed = job_from_cli(by_id["/sweep/rl__fail"], summary)
+    assert failed.state == "FAILED" and failed.tasks[0].exit_code == 1
+    assert failed.finished_at_ms == 1796220268731  # epoch_ms strings become ints
+    assert job_from_cli(by_id["/sweep/rl__demo"], None).state == "RUNNING"
+
+
+def ij(name: str, state: str, **kw) -> IrisJob:
+    return IrisJob(job_id=f"/sweep/{name}", state=state, **kw)
+
+
+def test_snapshot_states_window_and_exit_codes() -> None:
+    from sweep_core.iris.state import IrisTask
+
+    in_window = int((T0 + dt.timedelta(hours=1)).timestamp() * 1000)
+    before = int((T0 - dt.timedelta(hours=5)).timestamp() * 1000)
+    jobs = [
+        ij("rl__run", "RUNNING", started_at_ms=in_window, log_mtime=NOW - 60),
+        ij(
+            "sft__fail", "FAILED", finished_at_ms=in_window, tasks=[IrisTask("/sweep/sft__fail/0", "failed", 3, "boom")]
+        ),
+        ij("eval-old", "SUCCEEDED", finished_at_ms=before),
+        ij("datagen__q", "BUILDING"),
+        ij("rl__killed", "KILLED", finished_at_ms=in_window),
+    ]
+    snap = iris_snapshot("cw", jobs, {}, now=NOW, window_start=T0, window_end=T1, source="iris client")
+    assert snap.status == ClusterStatus.OK
+    assert [j.name for j in snap.running] == ["rl__run"]
+    fin = {j.name: j for j in snap.finished}
+    assert set(fin) == {"sft__fail", "rl__killed"}  # eval-old ended before the window
+    assert fin["sft__fail"].exit_code == "3:0" and fin["rl__killed"].state == "CANCELLED"
+    assert [j.name for j in snap.pending] == ["datagen__q"]
+
+
+def test_controller_down_is_unknown_not_empty() -> None:
+    snap = iris_snapshot(
+        "cw",
+        None,
+        {},
+        now=NOW,
+        window_start=T0,
+        window_end=T1,
+        source="iris client",
+        error="ConnectError UNAVAILABLE: Connection refused",
+    )
+    assert snap.status == ClusterStatus.UNKNOWN and snap.running is None and "Connection refused" in snap.notes[0]
+
+
+def test_zero_pods_is_terminal_but_unknown_pods_is_not() -> None:
+    jobs = [
+        ij("rl__wedge", "RUNNING"),
+        ij("rl__unknown", "RUNNING"),
+        ij("rl__gated", "RUNNING", log_tail="shm_broadcast: waited 60 s\n"),
+    ]
+    pods = {
+        "/sweep/rl__wedge": PodCount(0),
+        "/sweep/rl__unknown": PodCount(None, error="API timeout"),
+        "/sweep/rl__gated": PodCount(4, gated=4),
+    }
+    snap = iris_snapshot("cw", jobs, pods, now=NOW, window_start=T0, window_end=T1, source="iris client")
+    wedge = next(j for j in snap.finished if j.name == "rl__wedge")
+    assert wedge.state == "NODE_FAIL" and "silent wedge" in wedge.reason
+    running = {j.name: j for j in snap.running}
+    assert "pod count unknown: API timeout" in running["rl__unknown"].reason
+    assert "Kueue gang admission (normal)" in running["rl__gated"].reason
+    assert "shm_broadcast 60s wait: benign" in running["rl__gated"].reason
