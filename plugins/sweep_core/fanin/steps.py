@@ -25,7 +25,9 @@ from sweep_core.fanin.metrics import (
 )
 from sweep_core.fanin.render import RenderedSweep, render_sweep
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
-from sweep_core.rules.engine import History, RuleContext, apply_rules, rules_config
+from sweep_core.rules.config import rules_config
+from sweep_core.rules.context import History, RuleContext
+from sweep_core.rules.registry import apply_rules
 
 
 def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot | None:

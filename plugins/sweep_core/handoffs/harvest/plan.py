@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_md import (
     TrackerError,
@@ -29,7 +30,6 @@ from sweep_core.handoffs.harvest.tracker_md import (
     pending_rows,
     rows_without_job,
 )
-from sweep_core.rules.engine import first_real_traceback
 
 FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
 WAITING_STATES = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
