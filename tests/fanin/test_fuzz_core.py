@@ -28,15 +28,13 @@ from hypothesis import strategies as st
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.fingerprint import fingerprint_config, launch_fingerprint, series_of
-from sweep_core.fanin.metrics import (
-    extract_datagen,
-    extract_eval,
-    extract_rl,
-    extract_sft,
-    hang_evidence,
-    metrics_config,
-    parse_metric_dict,
-)
+from sweep_core.fanin.metrics.common import parse_metric_dict
+from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.fanin.metrics.datagen import extract_datagen
+from sweep_core.fanin.metrics.eval import extract_eval
+from sweep_core.fanin.metrics.hang import hang_evidence
+from sweep_core.fanin.metrics.rl import extract_rl
+from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.steps import run_fan_in
 from sweep_core.handoffs.chain.plan import parse_job_id, view_from
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, extract_scores, parse_results

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep_core.fanin.metrics import MetricsConfig
+from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.models import ClusterSnapshot, Flag, Job
 from sweep_core.rules.config import RulesConfig
 

@@ -5,7 +5,7 @@ silent hang, reported with the last lines of its log.
 from __future__ import annotations
 
 from sweep_core.fanin.liveness import predates_job
-from sweep_core.fanin.metrics import hang_evidence
+from sweep_core.fanin.metrics.hang import hang_evidence
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
 
