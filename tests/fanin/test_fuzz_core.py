@@ -42,7 +42,7 @@ from sweep_core.handoffs.harvest.tracker_md import read_tables
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, rows_without_job
 from sweep_core.handoffs.hub_evidence import judge_hub_listing
 from sweep_core.health.headroom import quota_verdict
-from sweep_core.health.quota import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
+from sweep_core.health.quota_parsers import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
 from sweep_core.iris.state import IrisStateError, iris_state_name, pod_count_from_list
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
