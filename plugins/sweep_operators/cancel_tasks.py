@@ -32,6 +32,7 @@ from sweep_core.handoffs.cancel.plan import validate as decide
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
+from sweep_core.vocab import Action, Flavor
 from sweep_operators.cluster_ssh import run_checked
 from sweep_operators.handoff_record import append_record
 
@@ -199,8 +200,8 @@ def record(sweep_yaml: str, **context: Any) -> str:
         else:
             result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {answer}"
             why = f"{answer}; evidence: {r.evidence}" if r.evidence else answer
-            if result == "cancelled" and r.action == "cancel+salvage":
-                result += "; salvage next (rl-agentic-job-cleanup)"
+            if result == "cancelled" and r.action == Action.CANCEL_SALVAGE:
+                result += f"; salvage next ({Flavor.RL_AGENTIC})"
         rows.append([r.cluster, r.job_id, r.name, r.action, d.state or "-", result, why])
     table = box_table(
         ["Cluster", "Job", "Name", "Action", "State", "Outcome", "Approval / why"],

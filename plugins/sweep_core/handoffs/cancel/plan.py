@@ -20,8 +20,8 @@ from typing import Any
 
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
+from sweep_core.vocab import CANCEL_ACTIONS, Action
 
-CANCEL_ACTIONS = ("cancel", "cancel+salvage", "kill-approval")
 JOB_ID_RE = re.compile(r"^\d{1,12}(_\d{1,9})?$")
 MAX_NAME = 200  # Slurm job names are at most 200 characters
 
@@ -51,7 +51,7 @@ class CancelRequest:
     cluster: str
     job_id: str
     name: str
-    action: str
+    action: str  # one of vocab.CANCEL_ACTIONS (from_dict checks)
     evidence: str = ""
 
     @classmethod
@@ -73,7 +73,7 @@ class CancelRequest:
         if not req.name or len(req.name) > MAX_NAME or any(c in req.name for c in "\n\r\0"):
             raise ValueError(f"job name {req.name[:80]!r} is empty, too long or not one line")
         if req.action not in CANCEL_ACTIONS:
-            raise ValueError(f"action {req.action!r} is not one of {CANCEL_ACTIONS}")
+            raise ValueError(f"action {req.action!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}")
         return req
 
 
@@ -99,7 +99,7 @@ class CancelDecision:
 
 def allowed_states(action: str) -> tuple[str, ...]:
     """The squeue states a job of this action may be cancelled in."""
-    return ("RUNNING", "PENDING") if action == "cancel" else ("RUNNING",)
+    return ("RUNNING", "PENDING") if action == Action.CANCEL else ("RUNNING",)
 
 
 def validate(requests: list[CancelRequest], rows: list[SqueueRow] | None, problem: str = "") -> list[CancelDecision]:
