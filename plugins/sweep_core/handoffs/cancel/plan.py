@@ -59,13 +59,7 @@ class CancelRequest:
         """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
-        req = cls(
-            str(data.get("cluster") or ""),
-            str(data.get("job_id") or ""),
-            str(data.get("name") or ""),
-            str(data.get("action") or ""),
-            str(data.get("evidence") or ""),
-        )
+        req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action", "evidence")})
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
             raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
         if not JOB_ID_RE.match(req.job_id):
@@ -114,7 +108,7 @@ def validate(requests: list[CancelRequest], rows: list[SqueueRow] | None, proble
         if row is None:
             out.append(CancelDecision(r, "blocked", ["not in squeue: finished, or not the cluster user's job"]))
             continue
-        found = CancelDecision(r, "blocked", [], row.state, row.elapsed, row.nodes, row.reason)
+        found = CancelDecision(r, "blocked", state=row.state, elapsed=row.elapsed, nodes=row.nodes, nodelist=row.reason)
         if row.name != r.name:
             found.reasons.append(f"job id reused: squeue names it {row.name!r}, the request {r.name!r}")
         elif row.state not in allowed_states(r.action):

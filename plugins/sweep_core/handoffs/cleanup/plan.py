@@ -251,12 +251,12 @@ class CleanupDecision:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CleanupDecision:
         return cls(
-            CleanupTarget.from_dict(d["target"]),
-            d["action"],
-            list(d.get("reasons", [])),
-            list(d.get("paths", [])),
-            dict(d.get("roots", {})),
-            list(d.get("hub", [])),
+            target=CleanupTarget.from_dict(d["target"]),
+            action=d["action"],
+            reasons=list(d.get("reasons", [])),
+            paths=list(d.get("paths", [])),
+            roots=dict(d.get("roots", {})),
+            hub=list(d.get("hub", [])),
         )
 
 
