@@ -18,6 +18,7 @@ from sweep_core.handoffs.cancel.plan import CancelRequest
 from sweep_core.handoffs.cleanup.plan import DEFAULT_FLAVORS, CleanupTarget, targets_from_flags
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.rules.context import job_flag
 from sweep_core.vocab import CANCEL_ACTIONS, Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,27 +108,12 @@ def test_cleanup_target_accepts_the_flavor_bare_or_as_the_flags_action() -> None
 
 
 def _flags() -> list[Flag]:
+    rl = Job("leo", "101", "rl__a2", "RUNNING", "squeue", bucket=Bucket.RL)
+    datagen = Job("leo", "102_3", "datagen__mm", "COMPLETED", "sacct", bucket=Bucket.DATAGEN)
+    done = "datagen all chunks done (4/4)"
     return [
-        Flag(
-            rule="rl_collapse",
-            severity=Severity.CRITICAL,
-            cluster="leo",
-            job_id="101",
-            job_name="rl__a2",
-            bucket=Bucket.RL,
-            message="step 3: grad_norm 9>5",
-            action=Action.CANCEL_SALVAGE,
-        ),
-        Flag(
-            rule="completion_cleanup",
-            severity=Severity.INFO,
-            cluster="leo",
-            job_id="102_3",
-            job_name="datagen__mm",
-            bucket=Bucket.DATAGEN,
-            message="datagen all chunks done (4/4)",
-            action=cleanup_action(Flavor.DATAGEN),
-        ),
+        job_flag("rl_collapse", Severity.CRITICAL, rl, "step 3: grad_norm 9>5", Action.CANCEL_SALVAGE),
+        job_flag("completion_cleanup", Severity.INFO, datagen, done, cleanup_action(Flavor.DATAGEN)),
         Flag(rule="inode_headroom", severity=Severity.WARN, cluster="leo", message="near the soft limit: 91%"),
     ]
 
