@@ -6,7 +6,8 @@ the completed jobs in ``conf``, or by hand from the UI (dry run by default).
       -> verify (trees gone, df -i / quota again: inodes freed)
       -> record (table + the dated run log's actions section)
 
-Thin wiring only: guards live in plugins/sweep_core/handoffs/cleanup/plan.py.
+Thin wiring only: the guards live in plugins/sweep_core/handoffs/cleanup/plan.py, applied by
+its plan use-case (usecase.py); rm, verify and the table are execute.py.
 """
 
 from __future__ import annotations
