@@ -30,13 +30,13 @@ from sweep_core.handoffs.chain.plan import (
     view_from,
 )
 from sweep_core.handoffs.cleanup.plan import cleanup_config
+from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.handoffs.harvest.tracker_md import TrackerError, fill_row, read_rows
 from sweep_core.slurm.gather import new_marker, script_prelude
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
 from sweep_operators.cluster_ssh import run_batch, run_checked
 from sweep_operators.handoff_record import append_record
-from sweep_operators.harvest_tasks import commit_tracker_files
 
 log = logging.getLogger(__name__)
 STATE_VAR = "sweep_hf_chain"
