@@ -18,7 +18,7 @@ from typing import Any
 
 from sweep_core.fanin.fingerprint import merge_fingerprints
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.rules.engine import History, base_state
+from sweep_core.rules.context import History, base_state
 
 STATE_DIR = ".sweep-state"
 log = logging.getLogger(__name__)

@@ -29,7 +29,9 @@ from sweep_core.handoffs.chain.plan import (
 )
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import TrackerSettings
-from sweep_core.handoffs.harvest.tracker_md import TrackerError, fill_row, read_rows
+from sweep_core.handoffs.harvest.tracker_edit import fill_row
+from sweep_core.handoffs.harvest.tracker_md import TrackerError
+from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say
 from sweep_core.slurm.gather import new_marker, script_prelude
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format

@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass
 
 from sweep_core.handoffs.cleanup.plan import ClusterState, PathCheck
-from sweep_core.health.quota import parse_df_inodes
+from sweep_core.health.quota_parsers import parse_df_inodes
 from sweep_core.slurm.gather import GatherOutput, headroom_lines, script_prelude
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
 
