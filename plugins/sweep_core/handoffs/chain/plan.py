@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.slurm.parse import read_records
+from sweep_core.slurm.remote_scripts import END_RECORD, script_file, shell_header
 
 _CELL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 LEGS = ("sft", "upload", "eval", "done")
@@ -281,13 +282,10 @@ class ChainRun:
 
 
 def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
-    """squeue (validated by its header) + sacct over the lookback: every job of the user by name."""
-    q = shlex.quote
-    return prelude + (
-        f"run squeue squeue -u {q(user)} -o {q(squeue_format)}\n"
-        f'run sacct sacct -u {q(user)} -S now-{int(lookback_days)}days -X -P -n --delimiter="$M" -o JobID,State,JobName\n'
-        'echo "$M end 0 - -"\n'
-    )
+    """squeue (validated by its header) + sacct over the lookback: every job of the user by name
+    (include/remote/chain_probe.sh under a header of these values)."""
+    values = {"U": user, "SQUEUE_FORMAT": squeue_format, "LOOKBACK_DAYS": int(lookback_days)}
+    return prelude + shell_header(values) + script_file("chain_probe.sh") + END_RECORD
 
 
 def view_from(
