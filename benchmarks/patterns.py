@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
-from sweep_core.fanin.metrics import DEFAULTS, findall, last_match, metrics_config  # noqa: E402
+from sweep_core.fanin.metrics.config import DEFAULTS, metrics_config  # noqa: E402
+from sweep_core.fanin.metrics.patterns import findall, last_match  # noqa: E402
 
 SIZE = 16384
 TARGET_MS = 20.0

@@ -153,7 +153,7 @@ class ClusterSnapshot:
 
 @dataclass(frozen=True)
 class Flag:
-    """One finding of one rule (plugins/sweep_core/rules/engine.py), with the hand-off it asks for."""
+    """One finding of one rule (plugins/sweep_core/rules/), with the hand-off it asks for."""
 
     rule: str
     severity: str  # info | warn | critical

@@ -31,7 +31,9 @@ from sweep_core.handoffs.chain.plan import (
 )
 from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.harvest.plan import tracker_settings
-from sweep_core.handoffs.harvest.tracker_md import TrackerError, fill_row, read_rows
+from sweep_core.handoffs.harvest.tracker_edit import fill_row
+from sweep_core.handoffs.harvest.tracker_md import TrackerError
+from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.slurm.gather import new_marker, script_prelude
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
 from sweep_operators.cluster_ssh import run_batch, run_checked

@@ -12,7 +12,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from sweep_core.config.ops import OpsConfigError, load_cluster
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.history import load_history, load_previous, save_state, sweep_diff, sweep_state
-from sweep_core.fanin.metrics import metrics_config
+from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.render import RenderedSweep
 from sweep_core.fanin.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
 from sweep_core.fanin.steps import (

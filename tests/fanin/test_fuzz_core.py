@@ -9,7 +9,7 @@ Documented contracts driven here:
   line is a ParseProblem); headroom.quota_verdict never raises (UNKNOWN with the reason).
 - iris_state: iris_state_name raises only IrisStateError; pod_count_from_list never raises;
   iris_hook.job_from_cli / job_from_poll raise only IrisStateError (a malformed record).
-- tracker_md: read_tables / read_rows / pending_rows / rows_without_job never raise.
+- tracker_md / tracker_rows: read_tables / read_rows / pending_rows / rows_without_job never raise.
 - hub_evidence.judge_hub_listing, fingerprint.launch_fingerprint / series_of, hf_chain.parse_job_id /
   view_from never raise.
 - fan-in: every step's output (snapshots, flags, tables) is JSON without NaN (XCom) for any log.
@@ -28,22 +28,21 @@ from hypothesis import strategies as st
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.fingerprint import fingerprint_config, launch_fingerprint, series_of
-from sweep_core.fanin.metrics import (
-    extract_datagen,
-    extract_eval,
-    extract_rl,
-    extract_sft,
-    hang_evidence,
-    metrics_config,
-    parse_metric_dict,
-)
+from sweep_core.fanin.metrics.common import parse_metric_dict
+from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.fanin.metrics.datagen import extract_datagen
+from sweep_core.fanin.metrics.eval import extract_eval
+from sweep_core.fanin.metrics.hang import hang_evidence
+from sweep_core.fanin.metrics.rl import extract_rl
+from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.steps import run_fan_in
 from sweep_core.handoffs.chain.plan import parse_job_id, view_from
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, extract_scores, parse_results
-from sweep_core.handoffs.harvest.tracker_md import pending_rows, read_rows, read_tables, rows_without_job
+from sweep_core.handoffs.harvest.tracker_md import read_tables
+from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, rows_without_job
 from sweep_core.handoffs.hub_evidence import judge_hub_listing
 from sweep_core.health.headroom import quota_verdict
-from sweep_core.health.quota import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
+from sweep_core.health.quota_parsers import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
 from sweep_core.iris.state import IrisStateError, iris_state_name, pod_count_from_list
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 

@@ -11,18 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.fanin.metrics import (
-    MetricsConfigError,
-    chunk_counts,
-    expand_array_tasks,
-    extract_datagen,
-    extract_eval,
-    extract_rl,
-    extract_sft,
-    hang_evidence,
-    metrics_config,
-    parse_metric_dict,
-)
+from sweep_core.fanin.metrics.common import parse_metric_dict
+from sweep_core.fanin.metrics.config import MetricsConfigError, metrics_config
+from sweep_core.fanin.metrics.datagen import chunk_counts, expand_array_tasks, extract_datagen
+from sweep_core.fanin.metrics.eval import extract_eval
+from sweep_core.fanin.metrics.hang import hang_evidence
+from sweep_core.fanin.metrics.rl import extract_rl
+from sweep_core.fanin.metrics.sft import extract_sft
 
 ROOT = FIXTURES.parents[1]
 CFG = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").extra["metrics"])
@@ -162,7 +157,7 @@ _PIECES = ["a", "b", "1", "23", "/", " trials", "\n", "\n\n", " ", "x", "z", "Er
 def test_last_match_findall_and_search_equal_plain_re(pieces: list[str], patterns: list[str], block: int) -> None:
     import re
 
-    import sweep_core.fanin.metrics as lm
+    import sweep_core.fanin.metrics.patterns as lm
 
     text = "".join(pieces)
     compiled = [re.compile(p) for p in patterns]
@@ -189,7 +184,7 @@ def test_last_match_findall_and_search_equal_plain_re(pieces: list[str], pattern
 def test_line_local_and_required_literals() -> None:
     import re
 
-    from sweep_core.fanin.metrics import line_local, required_literals
+    from sweep_core.fanin.metrics.patterns import line_local, required_literals
 
     assert line_local(re.compile(r"Training Step Progress:[^\n]*?(\d+)/(\d+)"))
     assert not line_local(re.compile(r"a\s+b")) and not line_local(re.compile(r"x$"))
@@ -225,7 +220,7 @@ def test_full_16k_tail_reads_the_last_step() -> None:
 def test_python_dict_lines_parse_as_ast_does(items: list[tuple[str, str]], pad: str) -> None:
     import ast
 
-    from sweep_core.fanin.metrics import _BARE, _special
+    from sweep_core.fanin.metrics.common import _BARE, _special
 
     body = "{" + f",{pad}".join(f"'{k}':{pad}{v}" for k, v in items) + "}"
     try:  # the slow path every such line took before: ast over the bare-nan/inf rewrite

@@ -13,6 +13,8 @@ from sweep_core.health.quota import (
     UNKNOWN,
     QuotaReading,
     judge_headroom,
+)
+from sweep_core.health.quota_parsers import (
     parse_cindata,
     parse_count,
     parse_df_inodes,

@@ -6,8 +6,9 @@ from helpers import FIXTURES
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.steps import run_fan_in
+from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.rules.engine import History, first_real_traceback
+from sweep_core.rules.context import History
 
 ROOT = FIXTURES.parents[1]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")

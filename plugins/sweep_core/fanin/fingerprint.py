@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sweep_core.fanin.metrics import last_match, required_literals
+from sweep_core.fanin.metrics.patterns import last_match, required_literals
 from sweep_core.models import Job
 
 _VALUE = r"[\"']?([^\s\"',}\]]+)"  # an optionally quoted value up to whitespace / , } ]

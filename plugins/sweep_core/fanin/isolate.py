@@ -57,7 +57,7 @@ def _only(snap: ClusterSnapshot, job: Job) -> ClusterSnapshot:
 def run_isolated(name: str, rule: Callable[[T], list[Flag]], ctx: T) -> list[Flag]:
     """``rule(ctx)``; when it raises, the jobs it raises on alone get a note and the rule runs without them.
 
-    ``ctx`` is a dataclass with a ``snaps`` field (sweep_core.rules.engine.RuleContext). A failure no single
+    ``ctx`` is a dataclass with a ``snaps`` field (sweep_core.rules.context.RuleContext). A failure no single
     job explains is one warning flag naming the rule and the error (the sweep goes on).
     """
     try:

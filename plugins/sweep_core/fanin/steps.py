@@ -13,19 +13,17 @@ from sweep_core.config.sweep import SweepConfig
 from sweep_core.fanin.buckets import bucket_for
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import job_liveness
-from sweep_core.fanin.metrics import (
-    Extracted,
-    MetricsConfig,
-    chunk_counts,
-    extract_datagen,
-    extract_eval,
-    extract_rl,
-    extract_sft,
-    metrics_config,
-)
+from sweep_core.fanin.metrics.common import Extracted
+from sweep_core.fanin.metrics.config import MetricsConfig, metrics_config
+from sweep_core.fanin.metrics.datagen import chunk_counts, extract_datagen
+from sweep_core.fanin.metrics.eval import extract_eval
+from sweep_core.fanin.metrics.rl import extract_rl
+from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.render import RenderedSweep, render_sweep
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
-from sweep_core.rules.engine import History, RuleContext, apply_rules, rules_config
+from sweep_core.rules.config import rules_config
+from sweep_core.rules.context import History, RuleContext
+from sweep_core.rules.registry import apply_rules
 
 
 def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot | None:

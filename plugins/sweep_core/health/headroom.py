@@ -1,13 +1,12 @@
 """INODE HEADROOM (spec §1): the gather's ``df -i -P`` of the artifact roots and the ops.md quota
-command, judged into one verdict per cluster. Parsers live in sweep_core.health.quota."""
+command, judged into one verdict per cluster. Parsers live in sweep_core.health.quota_parsers."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sweep_core.health.quota import (
-    QuotaParse,
-    judge_headroom,
+from sweep_core.health.quota import QuotaParse, judge_headroom
+from sweep_core.health.quota_parsers import (
     parse_cindata,
     parse_df_inodes,
     parse_jutil_dataquota,

@@ -21,7 +21,8 @@ from sweep_core.handoffs.harvest.eval_results import (
     parse_results,
     scores_from_run_dir,
 )
-from sweep_core.handoffs.harvest.tracker_md import fill_row, pending_rows, read_rows
+from sweep_core.handoffs.harvest.tracker_edit import fill_row
+from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows
 
 FIX = Path(__file__).parents[2] / "fixtures" / "eval_results"
 

@@ -8,16 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweep_core.handoffs.harvest.tracker_md import (
-    TrackerError,
-    escape_cell,
-    fill_row,
-    mark_row,
-    pending_rows,
-    read_rows,
-    read_tables,
-    rows_without_job,
-)
+from sweep_core.handoffs.harvest.tracker_edit import escape_cell, fill_row, mark_row
+from sweep_core.handoffs.harvest.tracker_md import TrackerError, read_tables
+from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, rows_without_job
 
 FIX = Path(__file__).parents[2] / "fixtures" / "trackers"
 

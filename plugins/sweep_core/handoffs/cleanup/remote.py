@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from sweep_core.handoffs.cleanup.plan import ClusterState, PathCheck
-from sweep_core.health.quota import parse_df_inodes
+from sweep_core.health.quota_parsers import parse_df_inodes
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
 from sweep_core.slurm.remote_scripts import compose, headroom_lines

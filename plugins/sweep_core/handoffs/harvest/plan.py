@@ -8,7 +8,7 @@
 - RUNNING / PENDING -> untouched; sacct unknown or no record -> untouched, reported.
 
 A ✅ row is no longer pending, so a re-run harvests nothing twice; a flag note is never added
-twice (tracker_md.mark_row).
+twice (tracker_edit.mark_row).
 """
 
 from __future__ import annotations
@@ -20,16 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
-from sweep_core.handoffs.harvest.tracker_md import (
-    TrackerError,
-    TrackerRow,
-    fill_row,
-    mark_row,
-    pending_rows,
-    rows_without_job,
-)
-from sweep_core.rules.engine import first_real_traceback
+from sweep_core.handoffs.harvest.tracker_edit import fill_row, mark_row
+from sweep_core.handoffs.harvest.tracker_md import TrackerError, TrackerRow
+from sweep_core.handoffs.harvest.tracker_rows import pending_rows, rows_without_job
 
 FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
 WAITING_STATES = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")

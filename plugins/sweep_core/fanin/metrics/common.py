@@ -1,0 +1,132 @@
+"""What every bucket's extractor shares: the Extracted record (values, why any is unknown), numbers
+and counts read from log text (NaN, inf and absurd sizes are unknown, never a number), and the
+``{...}`` metric dict of one line as JSON or a Python literal.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Extracted:
+    """Metric values of one job (None = unknown, shown "?") and why any are unknown."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    series: list[dict[str, float]] = field(default_factory=list)  # RL: one dict per logged step
+
+
+def as_number(text: str) -> float | None:
+    try:
+        value = float(text.replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+MAX_COUNT = 10**15  # a step/count/total beyond this is not a real counter: unknown ("?"), never a number
+
+
+def as_count(value: str | float | None, what: str, problems: list[str]) -> int | None:
+    """A step or count as int; None (and a problem saying why) when it is NaN, inf or absurdly large.
+
+    ``int()`` of a digit run longer than 4,300 characters raises, and ``int(nan)`` does too.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        digits = value.replace(",", "")
+        if not digits.isdigit() or len(digits) > 15:
+            problems.append(f"{what} {value[:20]}{'…' if len(value) > 20 else ''} is not a usable number")
+            return None
+        return int(digits)
+    if not math.isfinite(value) or abs(value) >= MAX_COUNT:
+        problems.append(f"{what} {value:.3g} is not a usable number")
+        return None
+    return int(value)
+
+
+JSON_DECODER = json.JSONDecoder()
+_BARE = re.compile(r"(?<![\w\"'])(nan|NaN|inf|-inf|Infinity|-Infinity)(?![\w\"'])")
+
+
+def parse_metric_dict(text: str) -> dict[str, Any]:
+    """A ``{...}`` metric dict as JSON or a Python literal; nan/inf allowed. Raises ValueError."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no {...} dict on the line")
+    body = text[start : end + 1]
+    try:
+        data, stop = JSON_DECODER.raw_decode(body)  # json.loads minus two wrapper layers (hot: one call per step)
+        if stop != len(body):
+            raise json.JSONDecodeError("Extra data", body, stop)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    except (json.JSONDecodeError, ValueError):  # ValueError: an int of > 4,300 digits
+        data = _flat_py_dict(body)
+        if data is None:
+            try:
+                data = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+                raise ValueError(f"not a dict literal: {type(exc).__name__}: {str(exc)[:80]}") from exc
+            data = {k: _special(v) for k, v in data.items()} if isinstance(data, dict) else data
+    if not isinstance(data, dict):
+        raise ValueError("not a dict")
+    return data
+
+
+_PY_KEY = r"'[^'\"\\\x00-\x1f]*'"
+_JSON_NUM = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_PY_FLAT = re.compile(
+    rf"\{{[ \t]*{_PY_KEY}[ \t]*:[ \t]*{_JSON_NUM}(?:[ \t]*,[ \t]*{_PY_KEY}[ \t]*:[ \t]*{_JSON_NUM})*[ \t]*\}}"
+)
+
+
+def _flat_py_dict(body: str) -> dict[str, Any] | None:
+    """``{'loss': 0.51, 'epoch': 0.1}`` (HF Trainer's line) without ast: quoted keys with no quote or
+    backslash, JSON-grammar numbers, no bare nan/inf. That subset reads the same as JSON once the
+    quotes are swapped; anything else is None (then ast.literal_eval decides, as before)."""
+    if not _PY_FLAT.fullmatch(body) or _BARE.search(body):
+        return None
+    try:
+        return json.loads(body.replace("'", '"'))
+    except ValueError:  # JSONDecodeError, or an int of > 4,300 digits
+        return None
+
+
+def _special(value: Any) -> Any:
+    specials = {
+        "__nan__": math.nan,
+        "__inf__": math.inf,
+        "__-inf__": -math.inf,
+        "__infinity__": math.inf,
+        "__-infinity__": -math.inf,
+    }
+    return specials.get(value, value) if isinstance(value, str) else value
+
+
+def pick_number(d: dict[str, Any], keys: Sequence[str]) -> float | None:
+    for k in keys:
+        if k in d:
+            v = d[k]
+            if isinstance(v, bool):
+                return None
+            if isinstance(v, int | float):
+                return as_float(v)
+            return as_number(str(v)) if isinstance(v, str) else None
+    return None
+
+
+def as_float(value: float) -> float | None:
+    """float() of a dict value; an int too large for a float (1e400 as an int) is None."""
+    try:
+        return float(value)
+    except OverflowError:
+        return None

@@ -1,0 +1,96 @@
+"""The completion_cleanup rule: a COMPLETED job is handed off to the cleanup skill of its flavor (the
+cleanup DAG acts), never while a live job of the same name still uses its artifact dir.
+"""
+
+from __future__ import annotations
+
+from sweep_core.models import Flag, Job
+from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
+
+
+def _live_by_name(ctx: RuleContext) -> dict[tuple[str, str], list[Job]]:
+    """(cluster, name) -> the RUNNING and PENDING jobs of that name in the sweep's squeue."""
+    out: dict[tuple[str, str], list[Job]] = {}
+    for s in ctx.snaps:
+        for j in [*(s.running or []), *(s.pending or [])]:
+            out.setdefault((j.cluster, j.name), []).append(j)
+    return out
+
+
+def _hold_for_live_namesake(flag: Flag, live: dict[tuple[str, str], list[Job]]) -> Flag:
+    """A cleanup hand-off whose artifact dir (keyed by name) a live job of the same cluster still
+    uses becomes a note without action: its trees are not handed off while that job lives."""
+    base = flag.job_id.split("_", 1)[0]
+    others = [j for j in live.get((flag.cluster, flag.job_name), []) if j.job_id.split("_", 1)[0] != base]
+    if not flag.action.startswith("cleanup:") or not others:
+        return flag
+    who = ", ".join(f"{j.job_id} ({j.state})" for j in others[:3])
+    msg = f"{flag.message}; cleanup NOT handed off: live job {who} of the same name uses the same artifact dir"
+    return Flag(flag.rule, flag.severity, flag.cluster, flag.job_id, flag.job_name, flag.bucket, msg, "")
+
+
+def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
+    """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action); never
+    while a RUNNING/PENDING job of the same name (a rerun, a chain successor) uses its dir."""
+    out = []
+    by_name = _live_by_name(ctx)
+    live = {name for _, name in by_name}
+    for job in ctx.jobs(source="sacct"):
+        if base_state(job) != "COMPLETED":
+            continue
+        if job.bucket == "RL":
+            tag = has_tag(job.name, ctx.cfg.agentic_tags)
+            skill = "rl-agentic-job-cleanup" if tag else "rl-standard-job-cleanup"
+            what = f"agentic ({tag})" if tag else "standard (no trace_jobs/)"
+            out.append(job_flag("completion_cleanup", "info", job, f"RL {what} completed", f"cleanup:{skill}"))
+        elif job.bucket == "SFT":
+            out.append(
+                job_flag(
+                    "completion_cleanup", "info", job, "SFT completed: upload + DB register", "cleanup:sft-job-cleanup"
+                )
+            )
+        elif job.bucket == "Datagen":
+            done, total = job.metrics.get("chunks_done"), job.metrics.get("chunks_total")
+            if "_" not in job.job_id:
+                out.append(
+                    job_flag(
+                        "completion_cleanup",
+                        "info",
+                        job,
+                        "datagen completed (single job)",
+                        "cleanup:datagen-job-cleanup",
+                    )
+                )
+            elif done is not None and done == total and job.name not in live:
+                out.append(
+                    job_flag(
+                        "completion_cleanup",
+                        "info",
+                        job,
+                        f"datagen all chunks done ({done}/{total})",
+                        "cleanup:datagen-job-cleanup",
+                    )
+                )
+        elif job.bucket == "Eval":
+            failed = [
+                k for k, v in (job.metrics.get("checks") or {}).items() if v == "FAIL" and k in ("upload", "register")
+            ]
+            if failed:
+                out.append(
+                    job_flag(
+                        "completion_cleanup",
+                        "warn",
+                        job,
+                        f"eval completed but auto-{'/'.join(failed)} failed",
+                        "cleanup:eval-agentic-cleanup",
+                    )
+                )
+    # datagen arrays: one flag per array, not per chunk
+    seen: set[tuple[str, str]] = set()
+    uniq = []
+    for f in out:
+        key = (f.cluster, f.job_id.split("_", 1)[0]) if f.bucket == "Datagen" else (f.cluster, f.job_id)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(f)
+    return [_hold_for_live_namesake(f, by_name) for f in uniq]

@@ -1,0 +1,77 @@
+"""What every flag rule reads: the RuleContext (the sweep's snapshots, configs, caps, history), the
+History of earlier sweeps, and the small helpers rules share (job_flag, has_tag, base_state).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweep_core.fanin.metrics.config import MetricsConfig
+from sweep_core.models import ClusterSnapshot, Flag, Job
+from sweep_core.rules.config import RulesConfig
+
+
+@dataclass
+class History:
+    """What earlier sweeps saw (sweep_history): failure signatures, RL job names and series, and
+    each RL series' launch fingerprint (field by field, the last known value)."""
+
+    failure_signatures: dict[str, set[str]] = field(default_factory=dict)  # signature -> "cluster|job_id"s
+    rl_names: set[str] = field(default_factory=set)
+    rl_series: set[str] = field(default_factory=set)
+    rl_fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)  # series -> fingerprint
+    known: bool = False  # False on the first sweep: "never seen before" means nothing yet
+
+
+@dataclass
+class RuleContext:
+    snaps: list[ClusterSnapshot]
+    cfg: RulesConfig
+    mcfg: MetricsConfig
+    cadence: Callable[[str, str], int]
+    caps: dict[str, int | None] = field(default_factory=dict)
+    history: History = field(default_factory=History)
+
+    def jobs(self, bucket: str | None = None, source: str | None = None) -> Iterable[Job]:
+        for s in self.snaps:
+            for job in s.all_jobs():
+                if (bucket is None or job.bucket == bucket) and (source is None or job.source == source):
+                    yield job
+
+
+def job_flag(rule: str, severity: str, job: Job, message: str, action: str = "") -> Flag:
+    """A flag about one job (its cluster, id, name and bucket filled in)."""
+    return Flag(rule, severity, job.cluster, job.job_id, job.name, job.bucket, message, action)
+
+
+@functools.lru_cache(maxsize=256)
+def _tag_patterns(tags: tuple[str, ...]) -> tuple[re.Pattern[str], tuple[tuple[str, re.Pattern[str]], ...]]:
+    """One alternation of all tags (the usual "none of them" answer in one search) and one pattern each."""
+    one = [rf"(^|[_\-/.]){re.escape(t.lower())}([_\-/.]|$)" for t in tags]
+    return re.compile("|".join(f"(?:{p})" for p in one) or "(?!)"), tuple(zip(tags, map(re.compile, one), strict=True))
+
+
+def has_tag(name: str, tags: Iterable[str]) -> str:
+    """The first tag that stands in ``name`` as a token (between _, -, /, . or the ends)."""
+    low = name.lower()
+    any_tag, each = _tag_patterns(tuple(tags))
+    if not any_tag.search(low):
+        return ""
+    for tag, pattern in each:  # list order decides which tag is named, not position in the name
+        if pattern.search(low):
+            return tag
+    return ""
+
+
+def base_state(job: Job) -> str:
+    """The job state without its reason suffix or the ``+`` of a requeue (``CANCELLED by 1`` -> ``CANCELLED``)."""
+    return job.state.split(" ", 1)[0].rstrip("+")
+
+
+def is_calibration(ctx: RuleContext, job: Job) -> bool:
+    """A DCAgent2-style calibration eval (``eval_exempt``): exempt as a whole job, stalls included."""
+    return job.bucket == "Eval" and any(p.search(job.name) for p in ctx.cfg.eval_exempt)

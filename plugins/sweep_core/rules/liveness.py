@@ -1,0 +1,35 @@
+"""The liveness rule (spec §1 LIVENESS): a RUNNING job silent past its bucket cadence is a suspected
+silent hang, reported with the last lines of its log.
+"""
+
+from __future__ import annotations
+
+from sweep_core.fanin.liveness import predates_job
+from sweep_core.fanin.metrics.hang import hang_evidence
+from sweep_core.models import Flag
+from sweep_core.rules.context import RuleContext, is_calibration, job_flag
+
+
+def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
+    """RUNNING but silent past the bucket cadence: a suspected silent hang, with the evidence."""
+    out = []
+    for job in ctx.jobs(source="squeue"):
+        if not job.stale or is_calibration(ctx, job):  # eval_health reports it as calibration
+            continue
+        last, near = hang_evidence(job.log_tail, ctx.mcfg)
+        mins = int(job.minutes_since_output or 0)
+        msg = f"no output for {mins} min (cadence {ctx.cadence(job.cluster, job.bucket)} min)"
+        msg += f"; last line: {last!r}" if last else "; log empty"
+        if near:
+            msg += "; near the end: " + " | ".join(near)
+        multi = (job.num_nodes or 1) > 1
+        ran = predates_job(job)
+        if ran is not None:  # the silence predates the job: no evidence for a kill
+            msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
+        if multi and mins >= 120 and ran is None:
+            out.append(
+                job_flag("liveness_stale", "critical", job, msg + f"; {job.num_nodes} nodes held", "kill-approval")
+            )
+        else:
+            out.append(job_flag("liveness_stale", "warn", job, msg, "investigate"))
+    return out

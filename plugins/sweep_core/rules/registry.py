@@ -1,0 +1,52 @@
+"""The flag rules in the order they run (RULES: name -> rule) and apply_rules, the one call the fan-in
+makes; each rule family lives in its own module of this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sweep_core.fanin.isolate import run_isolated
+from sweep_core.models import Flag
+from sweep_core.rules.cleanup import rule_completion_cleanup
+from sweep_core.rules.constraints import rule_inode_headroom, rule_tree_hygiene
+from sweep_core.rules.context import RuleContext
+from sweep_core.rules.datagen import rule_datagen_realness
+from sweep_core.rules.eval import rule_eval_health
+from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
+from sweep_core.rules.liveness import rule_liveness_stale
+from sweep_core.rules.rl import (
+    rule_concluded_series,
+    rule_rl_collapse,
+    rule_rl_concurrency_cap,
+    rule_rl_new_untested,
+    rule_rl_resume_overshoot,
+)
+
+RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
+    "liveness_stale": rule_liveness_stale,
+    "completion_cleanup": rule_completion_cleanup,
+    "rl_resume_overshoot": rule_rl_resume_overshoot,
+    "chain_timeout": rule_chain_timeout,
+    "genuine_failure": rule_genuine_failure,
+    "rl_collapse": rule_rl_collapse,
+    "rl_new_untested": rule_rl_new_untested,
+    "eval_health": rule_eval_health,
+    "rl_concurrency_cap": rule_rl_concurrency_cap,
+    "concluded_series": rule_concluded_series,
+    "datagen_realness": rule_datagen_realness,
+    "tree_hygiene": rule_tree_hygiene,
+    "inode_headroom": rule_inode_headroom,
+}
+
+
+def apply_rules(ctx: RuleContext) -> list[Flag]:
+    """Every rule over the sweep; each flag is also attached to its job (for the Note column)."""
+    flags = [f for name, rule in RULES.items() for f in run_isolated(name, rule, ctx)]  # one bad job: a note
+    by_job: dict[tuple[str, str], list[Flag]] = {}
+    for f in flags:
+        by_job.setdefault((f.cluster, f.job_id), []).append(f)
+    for s in ctx.snaps:
+        for job in s.all_jobs():
+            job.flags = [f.to_dict() for f in by_job.get((job.cluster, job.job_id), [])]
+    return flags

@@ -1,0 +1,183 @@
+"""The RL rules: rl_resume_overshoot (a chain link past max_steps), rl_collapse (collapse signals at
+one step, NaN), rl_new_untested (a new series, tag or launch fingerprint), rl_concurrency_cap and
+concluded_series.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import chain
+from operator import ne
+
+from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, launch_fingerprint, series_of
+from sweep_core.models import Flag, Job
+from sweep_core.rules.config import RulesConfig
+from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
+
+
+def _rl_done(job: Job) -> bool:
+    step, top = job.metrics.get("step"), job.metrics.get("max_steps")
+    return step is not None and top is not None and step >= top
+
+
+def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
+    """COMPLETED at max_steps = done; a RUNNING chain link already at/past max_steps is spurious."""
+    out = []
+    done_names = {j.name for j in ctx.jobs("RL", "sacct") if base_state(j) == "COMPLETED" and _rl_done(j)}
+    for job in ctx.jobs("RL", "squeue"):
+        step, top = job.metrics.get("step"), job.metrics.get("max_steps")
+        if _rl_done(job):
+            out.append(
+                job_flag(
+                    "rl_resume_overshoot",
+                    "warn",
+                    job,
+                    f"RUNNING at step {step}/{top}: past max_steps, spurious chain link",
+                    "cancel",
+                )
+            )
+        elif job.name in done_names:
+            out.append(
+                job_flag(
+                    "rl_resume_overshoot",
+                    "warn",
+                    job,
+                    "an earlier link of this run already COMPLETED at max_steps",
+                    "cancel",
+                )
+            )
+    return out
+
+
+def collapse_steps(series: list[dict[str, float]], cfg: RulesConfig) -> list[tuple[int, list[str]]]:
+    """(step, signals) for every logged step where >= min_signals collapse signals fire at once."""
+    out = []
+    prev_reward: float | None = None
+    for i, d in enumerate(series):
+        signals = []
+        r = d.get("reward")
+        if r is not None and prev_reward is not None and prev_reward > 0 and r < prev_reward * (1 - cfg.reward_drop):
+            signals.append(f"reward {prev_reward:.3g}→{r:.3g}")
+        g = d.get("grad_norm")
+        if g is not None and g > cfg.grad_norm_max:
+            signals.append(f"grad_norm {g:.3g}>{cfg.grad_norm_max:g}")
+        e = d.get("entropy")
+        if e is not None and e < cfg.entropy_min:
+            signals.append(f"entropy {e:.3g}<{cfg.entropy_min:g}")
+        t = d.get("tis")
+        if t is not None and t > cfg.tis_max:
+            signals.append(f"tis {t:.3g}>{cfg.tis_max:g}")
+        if len(signals) >= cfg.min_signals:
+            out.append((int(d.get("step", i)), signals))
+        if r is not None:
+            prev_reward = r
+    return out
+
+
+def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
+    """>= 2 collapse signals at one step -> cancel + salvage; spike-mitigation ablations only observed.
+    A NaN in the metrics is a failure whatever the tags."""
+    out = []
+    for job in ctx.jobs("RL"):
+        series = job.metrics.get("series") or []
+        nan: list[str] = []
+        values = list(chain.from_iterable(map(dict.values, series)))
+        if any(map(ne, values, values)):  # NaN is the only value unequal to itself
+            nan = [k for d in series for k, v in d.items() if isinstance(v, float) and math.isnan(v)]
+        if nan:
+            out.append(
+                job_flag(
+                    "rl_collapse", "critical", job, f"NaN in {sorted(set(nan))}: a failure, not a spike", "diagnose"
+                )
+            )
+        hits = collapse_steps(series, ctx.cfg)
+        if not hits:
+            continue
+        step, signals = hits[-1]
+        msg = f"step {step}: {', '.join(signals)}"
+        tag = has_tag(job.name, ctx.cfg.ablation_tags)
+        if tag:
+            out.append(job_flag("rl_collapse", "info", job, f"{msg} — ablation observation ({tag}), not actionable"))
+        elif job.source == "squeue":
+            out.append(job_flag("rl_collapse", "critical", job, msg, "cancel+salvage"))
+        else:
+            out.append(job_flag("rl_collapse", "warn", job, msg + " (already ended): salvage"))
+    return out
+
+
+_DEEP_DIVE = (
+    "deep-dive (rl-job-health-deep-dive) for a KILL/NO-KILL verdict: sync trace_jobs + logs, "
+    "GPU utilisation vs the serving LUT, read literal rollouts, check for all-reward-0; "
+    "state-poll + metrics can read healthy on a silently dead run"
+)
+
+
+def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
+    """A RUNNING RL job in a new/untested setting -> a deep-dive saying what to look at.
+
+    Untested = a debug/smoke/canary name tag, a series no earlier sweep saw, or a launch
+    fingerprint (nodes, partition, model, config, image, commit; sweep_core/fanin/fingerprint.py) that
+    differs from the one remembered for the series. Every RL job's series and fingerprint are kept
+    in its metrics (``run_series``, ``fingerprint``) for the sweep state.
+    """
+    out = []
+    fcfg = ctx.cfg.fingerprint
+    for job in ctx.jobs("RL"):
+        series = series_of(job.name, fcfg)
+        fp = launch_fingerprint(job, fcfg)
+        job.metrics["run_series"], job.metrics["fingerprint"] = series, fp
+        if job.source != "squeue":
+            continue
+        reasons: list[str] = []
+        first: list[str] = []
+        tag = has_tag(job.name, ctx.cfg.untested_tags)
+        if tag:
+            reasons.append(f"untested setting ({tag})")
+        seen = series in ctx.history.rl_series or job.name in ctx.history.rl_names
+        if ctx.history.known and not seen:
+            reasons.append("first sweep to see this run")
+        elif (before := ctx.history.rl_fingerprints.get(series)) is not None:
+            changes = fingerprint_changes(before, fp)
+            if changes:
+                reasons.append(
+                    f"launch changed since series {series} was last seen: "
+                    + ", ".join(f"{name} {what}" for name, what in changes)
+                )
+                first = [LOOK_AT[name] for name, _ in changes]
+        if reasons:
+            look = _DEEP_DIVE + (f"; look first at: {'; '.join(dict.fromkeys(first))}" if first else "")
+            out.append(job_flag("rl_new_untested", "warn", job, f"{'; '.join(reasons)}: {look}", "deep-dive"))
+    return out
+
+
+def rule_rl_concurrency_cap(ctx: RuleContext) -> list[Flag]:
+    """RL RUNNING per cluster vs the cap in ops.md: report, never act."""
+    out = []
+    for s in ctx.snaps:
+        cap = ctx.caps.get(s.cluster)
+        rl = [j for j in s.running or [] if j.bucket == "RL"]
+        if cap is not None and len(rl) > cap:
+            out.append(
+                Flag(
+                    "rl_concurrency_cap",
+                    "warn",
+                    s.cluster,
+                    "",
+                    "",
+                    "RL",
+                    f"{len(rl)} RL jobs RUNNING > cap {cap} (ops.md rl_concurrency_cap)",
+                )
+            )
+    return out
+
+
+def rule_concluded_series(ctx: RuleContext) -> list[Flag]:
+    """A RUNNING job in a concluded series (a3): do not launch/refill — report."""
+    out = []
+    for job in ctx.jobs("RL", "squeue"):
+        tag = has_tag(job.name, ctx.cfg.concluded)
+        if tag:
+            out.append(
+                job_flag("concluded_series", "warn", job, f"series {tag} is CONCLUDED: this launch should not exist")
+            )
+    return out
