@@ -1,12 +1,12 @@
 # shellcheck shell=bash
 # sweep_cleanup's probe (sweep_core.handoffs.cleanup.remote), read-only, before any delete. The
 # header Python writes sets U, SQUEUE_FORMAT, JOB_IDS (comma-joined, checked; '' = none),
-# LOOKBACK_DAYS, ROOTS (array: ops.md artifact_roots) and PATHS (array: candidate trees); paths
+# SACCT_JOBS_FORMAT (fields split by the marker), LOOKBACK_DAYS, ROOTS (array: ops.md artifact_roots) and PATHS (array: candidate trees); paths
 # are checked absolute and single-line. Records: squeue, sacct, rootreal:<k>, then per candidate
 # real:<k> + kind:<k> (realpath -e, stat %F) or missing:<k>.
 run squeue squeue -u "$U" -o "$SQUEUE_FORMAT"
 if [ -n "$JOB_IDS" ]; then
-  run sacct sacct -j "$JOB_IDS" -X -P -n -S "now-${LOOKBACK_DAYS}days" -o JobID,State
+  run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o "$SACCT_JOBS_FORMAT"
 fi
 k=0
 for p in ${ROOTS[@]+"${ROOTS[@]}"}; do

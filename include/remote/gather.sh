@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The SLURM gather (sweep_core.slurm.gather): read-only, one record per command. The header
-# Python writes sets U (cluster user), SQUEUE_FORMAT, SACCT_FORMAT, SACCT_STATES, WINDOW_START,
+# Python writes sets U (cluster user), SQUEUE_FORMAT, SACCT_FORMAT, SACCT_STATES,
+# SACCT_JOBS_FORMAT (JobID,State,JobName: the chunk counts), WINDOW_START,
 # WINDOW_END, SETTLE_S, TAIL_BYTES, MAX_JOBS, CHAIN_PREFIXES (array), CHAIN_LOGS, LP (ops.md
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES
 # (numbers checked non-negative integers). Values from the cluster (job ids, paths) only live in
@@ -88,7 +89,7 @@ CS=$(date -d "@$CHUNKS_SINCE" +%Y-%m-%dT%H:%M:%S)
 na=0
 for a in $arrays; do
   na=$((na + 1)); [ "$na" -le "$MAX_ARRAYS" ] || break
-  run "chunks:$a" sacct -j "$a" -X -P -n -S "$CS" -o JobID,State
+  run "chunks:$a" sacct -j "$a" -X -P -n --delimiter="$D" -S "$CS" -o "$SACCT_JOBS_FORMAT"
 done
 if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then
   cp "$T/o" "$T/git"

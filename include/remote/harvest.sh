@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # The tracker harvest (sweep_core.handoffs.harvest.remote), read-only. The header Python writes
-# sets JOB_IDS (comma-joined, each checked a Slurm job id), LOOKBACK_DAYS, RD (ops.md
+# sets JOB_IDS (comma-joined, each checked a Slurm job id), SACCT_JOBS_FORMAT (JobID,State,
+# JobName), LOOKBACK_DAYS, RD (ops.md
 # eval_results_dir, %j = job id), LP (ops.md log_pattern), MAX_BYTES, TAIL_BYTES.
-run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o JobID,State,JobName
+run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o "$SACCT_JOBS_FORMAT"
 cp "$T/o" "$T/sacct"
 # fields split by the marker, which no job name holds: a line of a name with a newline is skipped
 while IFS= read -r line; do

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from sweep_core.slurm.parse import (
     SACCT_FORMAT,
+    SACCT_JOBS_FORMAT,
     SACCT_TERMINAL_STATES,
     CommandResult,
     squeue_format,
@@ -110,6 +111,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         "SQUEUE_FORMAT": squeue_format(marker),
         "SACCT_FORMAT": SACCT_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
+        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
         "WINDOW_START": req.window_start,
         "WINDOW_END": req.window_end,
         "SETTLE_S": req.settle_s,
@@ -136,6 +138,7 @@ class GatherOutput:
     records: dict[str, CommandResult] = field(default_factory=dict)
     complete: bool = False  # the end record arrived: the script ran to its last line
     problems: list[str] = field(default_factory=list)
+    marker: str = ""  # the run's marker: also the field delimiter of its sacct/squeue text
 
     def get(self, name: str) -> CommandResult | None:
         return self.records.get(name)
@@ -149,7 +152,7 @@ def _b64(text: str) -> str:
 
 def parse_gather_output(stdout: str, marker: str) -> GatherOutput:
     """Read the script's records; lines that are not records (a login banner, motd) are ignored."""
-    out = GatherOutput()
+    out = GatherOutput(marker=marker)
     for lineno, line in enumerate(stdout.splitlines(), start=1):
         if not line.startswith(marker + " "):
             continue

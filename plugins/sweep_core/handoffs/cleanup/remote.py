@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from sweep_core.handoffs.cleanup.plan import ClusterState, PathCheck
 from sweep_core.health.quota_parsers import parse_df_inodes
 from sweep_core.slurm.gather import GatherOutput
-from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
+from sweep_core.slurm.parse import (
+    SACCT_JOBS_FORMAT,
+    SlurmOutputError,
+    parse_squeue,
+    read_sacct_jobs,
+    squeue_format,
+)
 from sweep_core.slurm.remote_scripts import compose, headroom_lines
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -60,6 +66,7 @@ def build_probe_script(req: ProbeRequest, marker: str) -> str:
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
         "JOB_IDS": ",".join(_ids(req.job_ids)),
+        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
         "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
         "ROOTS": _paths(req.roots),
         "PATHS": _paths(req.paths),
@@ -91,10 +98,8 @@ def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list
         elif sa.rc != 0 or "error" in sa.stderr.lower():
             state.sacct_ok, state.sacct_problem = False, f"exit {sa.rc}: {sa.stderr.strip()[:300]}"
         else:
-            for line in sa.stdout.splitlines():
-                if "|" in line:
-                    jid, st = line.split("|", 1)
-                    state.states[jid.strip()] = st.strip()
+            for row in read_sacct_jobs(sa.stdout, out.marker):
+                state.states[row.job_id] = row.state
     roots = {}
     for k, root in enumerate(req.roots):
         r = out.get(f"rootreal:{k}")

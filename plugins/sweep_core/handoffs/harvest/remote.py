@@ -12,7 +12,7 @@ import re
 
 from sweep_core.handoffs.harvest.plan import JobReport
 from sweep_core.slurm.gather import GatherOutput
-from sweep_core.slurm.parse import read_records
+from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import compose
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
@@ -29,6 +29,7 @@ def build_harvest_script(
             raise ValueError(f"job id {j!r} is not a Slurm job id")
     values = {
         "JOB_IDS": ",".join(ids),
+        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
         "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
         "RD": results_dir,
         "LP": log_pattern,
@@ -52,9 +53,9 @@ def read_harvest(
         for r in reports.values():
             r.problem = why
         return reports
-    for (jid, state, _name), _ in read_records(sa.stdout, delimiter, 3):
-        if jid in reports:
-            reports[jid].state = state.strip()
+    for row in read_sacct_jobs(sa.stdout, delimiter):
+        if row.job_id in reports:
+            reports[row.job_id].state = row.state
     for jid, rep in reports.items():
         if out.get(f"nodir:{jid}") is not None:
             rep.results_problem = f"results dir missing ({out.get(f'nodir:{jid}').stderr.strip()[:200]})"
