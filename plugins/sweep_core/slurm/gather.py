@@ -26,7 +26,6 @@ from sweep_core.slurm.parse import (
     squeue_format,
 )
 from sweep_core.slurm.remote_scripts import compose, headroom_lines
-from sweep_core.slurm.remote_scripts import script_prelude as script_prelude  # the chain operator's import
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
