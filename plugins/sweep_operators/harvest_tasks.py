@@ -45,9 +45,7 @@ def _poll(ops_dir: str, cluster: str, rows: list[PendingRow], limits: Any, max_b
     if cfg.scheduler != "slurm" or cfg.status != "active":
         return read_harvest(None, ids, f"{cluster} is {cfg.scheduler}/{cfg.status}")
     marker = new_marker()
-    script = build_harvest_script(
-        ids, str(cfg.extra.get("eval_results_dir") or ""), cfg.log_pattern, marker, max_bytes, limits.tail_bytes
-    )
+    script = build_harvest_script(ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, limits.tail_bytes)
     out, problem = run_checked(cfg, limits, log, script, marker, "harvest")
     return read_harvest(out, ids, problem, delimiter=marker)
 
@@ -72,7 +70,7 @@ def commit_tracker_files(repo: Path, files: list[Path], message: str) -> str:
 def harvest(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Every pending ⏳ row of every tracker: poll its eval job, fill / flag / fail it (dry_run: print)."""
     config = load_sweep_config(sweep_yaml)
-    settings = tracker_settings(config.extra.get("trackers"))
+    settings = tracker_settings(config.trackers)
     if settings is None:
         raise AirflowSkipException("no tracker repo configured (trackers.repo / SWEEP_TRACKER_REPO)")
     dry = bool(context["params"].get("dry_run", True))
