@@ -82,12 +82,12 @@ def _probe(series: Series, cfg: Any, limits: Any) -> Any:
 def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Advance every cell; submissions and tracker edits only when not dry_run."""
     config = load_sweep_config(sweep_yaml)
-    series_list = chain_series(config.extra.get("hf_chain"))
+    series_list = chain_series(config.hf_chain)
     if not series_list:
         raise AirflowSkipException("no HF-only series configured (hf_chain.series)")
     dry = bool(context["params"].get("dry_run", True))
-    trackers = tracker_settings(config.extra.get("trackers"))
-    org = cleanup_config(config.extra.get("cleanup")).hub_org
+    trackers = tracker_settings(config.trackers)
+    org = cleanup_config(config.cleanup).hub_org
     state = _load_state()
     from sweep_operators.hf_hub import HubChecker
 
