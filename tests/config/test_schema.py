@@ -73,27 +73,28 @@ def test_unknown_key_anywhere_in_sweep_yaml_is_named_with_its_path(text: str, pa
     assert f"include/sweep.yaml: {path}: unknown key" in str(err).split("\n")
 
 
-@pytest.mark.parametrize(
-    ("text", "path", "says"),
-    [
-        ("gather: {max_jobs: '1000'}\n", "gather.max_jobs", "integer"),
-        ("gather: {tail_bytes: true}\n", "gather.tail_bytes", "integer"),
-        ("gather: {max_jobs: 0}\n", "gather.max_jobs", "greater than 0"),
-        ("rules: {collapse: {grad_norm_max: ten}}\n", "rules.collapse.grad_norm_max", "number"),
-        ("rules: {ablation_tags: zclip}\n", "rules.ablation_tags", "must be a list"),
-        ("rules: oops\n", "rules", "mapping"),
-        ("metrics: {hang_signals: []}\n", "metrics.hang_signals", "at least 1"),
-        ("cancel: {approval_timeout_minutes: -1}\n", "cancel.approval_timeout_minutes", "greater than 0"),
-        ("trackers: {commit: 'yes'}\n", "trackers.commit", "boolean"),
-        (
-            "cleanup: {flavors: {x: {hub: [{repo: r, expected: [x], type: space}]}}}\n",
-            "cleanup.flavors.x.hub[0].type",
-            "'model' or 'dataset'",
-        ),
-        ("schedule: hourly\n", "schedule", "5-field cron"),
-    ],
-)
-def test_wrong_type_in_sweep_yaml_is_named_with_its_path(text: str, path: str, says: str) -> None:
+# key path -> (the YAML that gets it wrong, what the error says)
+WRONG_TYPES = {
+    "gather.max_jobs": ("gather: {max_jobs: '1000'}\n", "integer"),
+    "gather.tail_bytes": ("gather: {tail_bytes: true}\n", "integer"),
+    "gather.connect_timeout_s": ("gather: {connect_timeout_s: 0}\n", "greater than 0"),
+    "rules.collapse.grad_norm_max": ("rules: {collapse: {grad_norm_max: ten}}\n", "number"),
+    "rules.ablation_tags": ("rules: {ablation_tags: zclip}\n", "must be a list"),
+    "rules": ("rules: oops\n", "mapping"),
+    "metrics.hang_signals": ("metrics: {hang_signals: []}\n", "at least 1"),
+    "cancel.approval_timeout_minutes": ("cancel: {approval_timeout_minutes: -1}\n", "greater than 0"),
+    "trackers.commit": ("trackers: {commit: 'yes'}\n", "boolean"),
+    "cleanup.flavors.x.hub[0].type": (
+        "cleanup: {flavors: {x: {hub: [{repo: r, expected: [x], type: space}]}}}\n",
+        "'model' or 'dataset'",
+    ),
+    "schedule": ("schedule: hourly\n", "5-field cron"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(WRONG_TYPES))
+def test_wrong_type_in_sweep_yaml_is_named_with_its_path(path: str) -> None:
+    text, says = WRONG_TYPES[path]
     lines = str(sweep_error(BUCKETS + text)).split("\n")
     assert any(line.startswith(f"include/sweep.yaml: {path}: ") and says in line for line in lines), lines
 
@@ -105,17 +106,13 @@ def test_every_error_is_listed_not_just_the_first() -> None:
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "path"),
-    [
-        ("- name: RL\n", "- name: RLHF\n", "buckets[0].name"),
-        ("- name: Catch-all\n", "- name: Other\n", "buckets[4].name"),
-        ("- name: SFT\n", "- name: RL\n", "buckets[1].name"),
-        ("- name: Eval\n", "- name: eval\n", "buckets[3].name"),
-    ],
+    ("old", "new", "index"),
+    [("RL", "RLHF", 0), ("Catch-all", "Other", 4), ("SFT", "RL", 1), ("Eval", "eval", 3)],
 )
-def test_renamed_or_repeated_bucket_is_rejected_naming_the_key(old: str, new: str, path: str) -> None:
+def test_renamed_or_repeated_bucket_is_rejected_naming_the_key(old: str, new: str, index: int) -> None:
     # Before: renaming RL silently turned off every RL metric and rule.
-    text = SWEEP_YAML.read_text()
+    text, path = SWEEP_YAML.read_text(), f"buckets[{index}].name"
+    old, new = f"- name: {old}\n", f"- name: {new}\n"
     assert old in text
     err = sweep_error(text.replace(old, new))
     assert [where for where, _ in err.errors] == [path]

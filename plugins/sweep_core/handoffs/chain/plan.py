@@ -76,23 +76,9 @@ def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
             raise ChainConfigError(f"{where}.match needs a (?P<cell>...) group")
         if s.tracker.startswith("/") or ".." in s.tracker.split("/"):
             raise ChainConfigError(f"{where}.tracker must be relative to the tracker repo")
+        plain = s.model_dump(exclude={"match", "upload", "eval", "db_registration"})
         out.append(
-            Series(
-                name=s.name,
-                cluster=s.cluster,
-                match=match,
-                hub_repo=s.hub_repo,
-                repo_type=s.repo_type,
-                expected=s.expected,
-                upload=_argv(s.upload, f"{where}.upload"),
-                eval=_argv(s.eval, f"{where}.eval"),
-                tracker=s.tracker,
-                upload_name=s.upload_name,
-                eval_name=s.eval_name,
-                eval_job_column=s.eval_job_column,
-                lookback_days=s.lookback_days,
-                artifact_dir=s.artifact_dir,
-            )
+            Series(**plain, match=match, upload=_argv(s.upload, f"{where}.upload"), eval=_argv(s.eval, f"{where}.eval"))
         )
     return out
 
