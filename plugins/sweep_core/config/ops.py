@@ -1,7 +1,8 @@
 """Cluster particulars: the YAML front matter of ``include/ops/<cluster>/ops.md``.
 
-ops.md is the one home of a cluster's particulars; this module reads and validates it. A
-malformed file raises :class:`OpsConfigError` naming the file and the field.
+ops.md is the one home of a cluster's particulars; this module reads it (strict YAML) and
+validates it against config.ops_schema (every key, its type, its default). A malformed file
+raises :class:`OpsConfigError` naming the file and each bad key path.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from sweep_core.config.ops_schema import LoginNode, OpsFrontMatter, QuotaConfig
 from sweep_core.config.schema_base import schema_errors
 from sweep_core.config.strict_yaml import DuplicateKeyError, strict_load
 
-__all__ = ["ClusterConfig", "LoginNode", "OpsConfigError", "QuotaConfig", "load_cluster", "parse_ops_text"]
+__all__ = [
+    "ClusterConfig",
+    "LoginNode",
+    "OpsConfigError",
+    "QuotaConfig",
+    "cluster_names",
+    "load_cluster",
+    "parse_ops_text",
+    "peek_scheduler",
+]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -40,6 +50,7 @@ class OpsConfigError(ValueError):
 class ClusterConfig(OpsFrontMatter):
     """Validated front matter of one cluster's ops.md, with the file's path and its prose body."""
 
+    name: str  # the directory's name (the front matter may repeat it)
     path: str
     body: str
 

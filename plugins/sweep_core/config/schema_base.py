@@ -129,7 +129,7 @@ def _message(err: Any) -> list[tuple[str, str]]:
 
 
 def schema_errors(exc: ValidationError) -> list[tuple[str, str]]:
-    """Every error of one validation as ``(key path, message)``, in document order."""
+    """Every error of one validation as ``(key path, message)``, in the schema's field order."""
     out: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
         out += _message(err)
