@@ -106,7 +106,7 @@ class LocalCluster:
 
 
 @pytest.fixture(scope="session")
-def local_cluster():
+def _local_cluster_session():
     """The real local cluster, started if it is not running (needs root); jobs cancelled after."""
     status = sh(str(SCRIPT), "status", check=False).stdout
     if "stopped" in status or not status:
@@ -120,6 +120,15 @@ def local_cluster():
     cluster.cancel_all()
     yield cluster
     cluster.cancel_all()
+
+
+@pytest.fixture
+def local_cluster(_local_cluster_session):
+    """The session's cluster for one test; the sweep user's jobs are cancelled when the test ends,
+    so a job a test leaves RUNNING (a NaN-logging RL job, a held successor) cannot raise a flag or
+    hand-off in the next test's sweep, whatever order the tests run in."""
+    yield _local_cluster_session
+    _local_cluster_session.cancel_all()
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from sweep_core.config.sweep import SweepConfigError, load_sweep_config, parse_sweep_config
 from sweep_core.fanin.buckets import bucket_for
@@ -167,51 +165,6 @@ def test_rows_sort_running_first_then_numeric_job_id() -> None:
         job("2", "e", None, source="sacct"),
     ]
     assert [j.job_id for j in sorted(jobs, key=job_sort_key)] == ["3_2", "3_10", "9", "10", "2"]
-
-
-def test_box_table_matches_tabulate_simple_grid() -> None:
-    from tabulate import tabulate
-
-    from sweep_core.fanin.render import box_table
-
-    headers = ["Cluster", "Job ID", "Note"]
-    rows = [["leo", "12", "short"], ["tacc", "3_4", "a longer note that wraps around"], ["x", "", "—"]]
-    ours = box_table(headers, rows, [None, None, 12])
-    theirs = tabulate(
-        rows, headers=headers, tablefmt="simple_grid", maxcolwidths=[None, None, 12], disable_numparse=True
-    )
-    assert ours == theirs
-
-
-def test_box_table_matches_tabulate_on_tall_rows() -> None:
-    from tabulate import tabulate
-
-    from sweep_core.fanin.render import box_table
-
-    headers = ["Cluster", "Name", "Step", "Note"]
-    rows = [
-        ["leo", "rl__a2_qwen8b_lr3e6", "45/100", "[liveness_stale] no output for 214 min (cadence 30 min); last line"],
-        ["tacc", "sft__cell_with_a_rather_long_name", "?", "one\ntwo lines"],
-        ["jup", "x", "3/4", "—"],
-        ["cw", "eval-tb2", "1/2", "a note long enough to wrap twice over the sixty character column width"],
-    ]
-    widths = [None, 12, None, 20]
-    assert box_table(headers, rows, widths) == tabulate(
-        rows, headers=headers, tablefmt="simple_grid", maxcolwidths=widths, disable_numparse=True
-    )
-
-
-@settings(max_examples=500, deadline=None, derandomize=True)
-@given(st.lists(st.text(alphabet="abcdefghij/-_:", min_size=1, max_size=30), max_size=25), st.integers(8, 60))
-def test_wrap_words_matches_textwrap(words: list[str], width: int) -> None:
-    import textwrap
-
-    from sweep_core.fanin.render import wrap_words
-
-    line = " ".join(words)
-    want = textwrap.wrap(line, width, break_long_words=True, break_on_hyphens=False) or [""]
-    # textwrap can leave one trailing space before a broken long word; cells are padded anyway
-    assert wrap_words(line, width) == [ln.rstrip() for ln in want]
 
 
 # --- per-job isolation (issue 9, item 4) ---------------------------------------------------------

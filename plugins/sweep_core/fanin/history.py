@@ -98,7 +98,8 @@ def state_problem(raw: Any) -> str:
     return ""
 
 
-def _move_aside(path: Path, why: str, notes: list[str] | None) -> None:
+def move_aside(path: Path, why: str, notes: list[str] | None) -> None:
+    """Move an unusable state file aside as ``<name>.corrupt-<stamp>`` (never deleted), with a warning and a note."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     aside = path.with_name(f"{path.name}.corrupt-{stamp}")
     try:
@@ -121,11 +122,11 @@ def _read_state(path: Path, notes: list[str] | None) -> dict[str, Any] | None:
         log.warning("sweep history %s cannot be read: %s", path, exc)
         return None
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number over 4,300 digits
-        _move_aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
+        move_aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
         return None
     problem = state_problem(raw)
     if problem:
-        _move_aside(path, problem, notes)
+        move_aside(path, problem, notes)
         return None
     return raw
 

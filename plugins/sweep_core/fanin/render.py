@@ -1,11 +1,14 @@
 """Box-drawing tables (┌─┬─┐, not Markdown): one cluster overview, then one unified
-cross-cluster table per bucket."""
+cross-cluster table per bucket, drawn by tabulate's ``simple_grid`` from cells whose cluster text
+is made safe first (``safe_text.clean``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from tabulate import tabulate
 
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import last_output_text
@@ -87,132 +90,32 @@ class RenderedSweep:
         return "\n\n".join(parts)
 
 
-def _cell_lines(text: str, width: int | None) -> list[str]:
-    if "\n" not in text and (width is None or len(text) <= width):
-        return [text]
-    lines = text.split("\n")
-    if width is None or all(len(ln) <= width for ln in lines):
-        return lines
-    out: list[str] = []
-    for ln in lines:
-        out += wrap_words(ln, width)
-    return out
-
-
-def wrap_words(line: str, width: int) -> list[str]:
-    """Greedy word wrap (textwrap.wrap's result for plain text, long words broken), ~5x faster."""
-    words = line.split()
-    if not words:
-        return [""]
-    if max(map(len, words)) <= width:  # the usual case: cut at the last space that fits, no per-word loop
-        text = " ".join(words)
-        lines: list[str] = []
-        start = 0
-        while len(text) - start > width:
-            cut = text.rfind(" ", start, start + width + 1)
-            lines.append(text[start:cut])
-            start = cut + 1
-        lines.append(text[start:])
-        return lines
-    out: list[str] = []
-    cur: list[str] = []  # words of the line being filled
-    size = 0  # len(" ".join(cur))
-    for word in words:
-        n = len(word)
-        if n > width:  # break the long word: fill the current line's room first, then whole lines
-            text = " ".join(cur)
-            while len(word) > width:
-                if text:
-                    room = width - len(text) - 1
-                    if room > 0:
-                        out.append(f"{text} {word[:room]}")
-                        word = word[room:]
-                    else:
-                        out.append(text)
-                    text = ""
-                    continue
-                out.append(word[:width])
-                word = word[width:]
-            cur, size = ([word], len(word)) if word else ([], 0)
-        elif not cur:
-            cur, size = [word], n
-        elif size + 1 + n <= width:
-            cur.append(word)
-            size += 1 + n
-        else:
-            out.append(" ".join(cur))
-            cur, size = [word], n
-    if cur:
-        out.append(" ".join(cur))
-    return out or [""]
-
-
-def _safe_cell(text: str) -> str:
+def prepare_cell(text: str) -> str:
+    """A cell of cluster text as the grid gets it: controls and escape sequences stripped, tabs as
+    spaces (newlines kept: a cell may hold several lines)."""
     return clean(text).replace("\t", " ")
 
 
 def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None]) -> str:
-    """The same box-drawing grid as tabulate's ``simple_grid`` (┌─┬─┐ │ ├─┼─┤ └─┴─┘).
+    """tabulate's ``simple_grid`` (┌─┬─┐ │ ├─┼─┤ └─┴─┘) of the prepared cells (:func:`prepare_cell`).
 
-    Drawn here rather than by tabulate: at 10,000 rows tabulate's type inference and per-cell
-    wrapping took ~6 s of a 1 s fan-in budget (benchmarks/fan_in.py). Work is done per column:
-    a column with no newline and no cell over its width (most of them) is used as is, and a
-    one-line row is drawn with one precompiled format string.
+    Every cell is text (no number parsing: left-aligned, as written); a column with a width wraps
+    its cells at that many display columns (wide characters count 2: tabulate measures with wcwidth).
     """
     n = len(headers)
     if len(widths) != n or any(len(r) != n for r in rows):
         raise ValueError("box_table: every row and the widths need one entry per header")
-    head = [_cell_lines(_safe_cell(c), w) for c, w in zip(headers, widths, strict=True)]
-    columns: list[list[str]] = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(n)]
-    for column in columns:  # cells hold cluster text: no escape sequence or tab reaches the grid
-        joined = "\n".join(column)
-        if "\t" in joined or clean(joined) != joined:
-            column[:] = [_safe_cell(c) for c in column]
-    wrapped: dict[int, list[list[str]]] = {}  # column -> per-row lines, only for columns that need it
-    col: list[int] = []
-    for i, (column, w) in enumerate(zip(columns, widths, strict=True)):
-        longest = max(map(len, column)) if column else 0
-        if (w is not None and longest > w) or "\n" in "\0".join(column):
-            lines = [[c] if w is not None and len(c) <= w and "\n" not in c else _cell_lines(c, w) for c in column]
-            wrapped[i] = lines
-            column[:] = [ln[0] for ln in lines]
-            longest = max((len(ln) for cell in lines for ln in cell), default=0)
-        col.append(max(longest, max(map(len, head[i])) + 2))  # tabulate's MIN_PADDING: header + 2
-
-    def rule(left: str, mid: str, right: str) -> str:
-        return left + mid.join("─" * (w + 2) for w in col) + right
-
-    fmt = "│ " + " │ ".join(f"{{:<{w}}}" for w in col) + " │"
-
-    def tall(row: list[list[str]]) -> list[str]:
-        height = max(map(len, row))
-        padded = [c if len(c) == height else [*c, *[""] * (height - len(c))] for c in row]
-        return [fmt.format(*line) for line in zip(*padded, strict=True)]
-
-    # a row tall in one column only (the Note, usually): its lines after the first are that
-    # column's line between blank cells, i.e. a fixed prefix and suffix around it
-    blank_prefix = ["│ " + "".join(" " * w + " │ " for w in col[:i]) for i in range(n)]
-    blank_suffix = ["".join(" │ " + " " * w for w in col[i + 1 :]) + " │" for i in range(n)]
-    sep = rule("├", "┼", "┤")
-    out = [rule("┌", "┬", "┐"), *tall(head)]
-    tall_in: dict[int, list[int]] = {}  # row -> the columns where it has more than one line
-    for i, lines in wrapped.items():
-        for r, cell in enumerate(lines):
-            if len(cell) > 1:
-                tall_in.setdefault(r, []).append(i)
-    for r, values in enumerate(zip(*columns, strict=True)):
-        out.append(sep)
-        where = tall_in.get(r)
-        if where is None:
-            out.append(fmt.format(*values))
-        elif len(where) == 1:
-            i = where[0]
-            out.append(fmt.format(*values))
-            out += [blank_prefix[i] + ln.ljust(col[i]) + blank_suffix[i] for ln in wrapped[i][r][1:]]
-        else:
-            out += tall([wrapped[i][r] if i in wrapped else [values[i]] for i in range(n)])
-    out.append(rule("└", "┴", "┘"))
-    return "\n".join(out)
+    # tabulate 0.10.0 types the cells of a wrapped column with number parsing on, whatever
+    # disable_numparse says (astanin/python-tabulate#428): "False" is drawn as "True" and "80,443"
+    # raises ValueError. A trailing space makes every cell plain text to it; tabulate strips
+    # surrounding whitespace from cells, so the space never shows.
+    return tabulate(
+        [[prepare_cell(c) + " " for c in r] for r in rows],
+        headers=[prepare_cell(h) for h in headers],
+        tablefmt="simple_grid",
+        maxcolwidths=list(widths),
+        disable_numparse=True,
+    )
 
 
 def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:

@@ -1,0 +1,129 @@
+"""The ledger's records: one entry per job ever seen (cluster, id, name, series, state, step/max,
+last output, first/last seen, hand-offs given), the series' max steps, each cluster's last status,
+and their JSON form (validated on load: a wrong shape is a LedgerError, never a guess).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+LEDGER_VERSION = 1
+
+
+class LedgerError(ValueError):
+    """A stored ledger that cannot be used, with the reason."""
+
+
+@dataclass
+class LedgerEntry:
+    """One job as the sweeps that knew its cluster last saw it."""
+
+    cluster: str
+    job_id: str
+    name: str
+    bucket: str = ""
+    series: str = ""  # RL run series (earlier chain links share it); "" for other buckets
+    state: str = ""  # base state (RUNNING, PENDING, COMPLETED, TIMEOUT, ...), or GONE / LEFT
+    source: str = ""  # squeue | sacct | iris: where the last state came from
+    step: int | None = None
+    max_steps: int | None = None
+    last_output: float | None = None  # log mtime, epoch seconds (remote clock)
+    stale: bool = False
+    first_seen: str = ""  # ISO window end of the first sweep that saw it
+    last_seen: str = ""  # ISO window end of the latest sweep that saw it
+    last_run: str = ""  # run id of that sweep
+    handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
+
+    @property
+    def key(self) -> str:
+        return f"{self.cluster}|{self.job_id}"
+
+
+@dataclass
+class SeriesMax:
+    """The max steps of an RL series, from whichever link printed it, and whether a link COMPLETED at it."""
+
+    max_steps: int
+    source_job: str  # "cluster|job_id" of the link that printed it
+    completed_at_max: str = ""  # "cluster|job_id" of a link that COMPLETED at max steps
+
+
+@dataclass
+class Ledger:
+    jobs: dict[str, LedgerEntry] = field(default_factory=dict)  # "cluster|job_id" -> entry
+    series: dict[str, SeriesMax] = field(default_factory=dict)
+    clusters: dict[str, str] = field(default_factory=dict)  # cluster -> status at the last sweep
+    known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
+    window_end: str = ""  # the latest window folded in (ISO)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": LEDGER_VERSION,
+            "window_end": self.window_end,
+            "clusters": dict(self.clusters),
+            "known": sorted(self.known),
+            "series": {k: asdict(v) for k, v in self.series.items()},
+            "jobs": {k: asdict(v) for k, v in self.jobs.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Ledger:
+        """The ledger in ``raw`` (decoded JSON); LedgerError naming the first bad part."""
+        if not isinstance(raw, dict):
+            raise LedgerError(f"top level is {type(raw).__name__}, not an object")
+        if raw.get("version") != LEDGER_VERSION:
+            raise LedgerError(f"version {str(raw.get('version'))[:20]!r} is not {LEDGER_VERSION}")
+        if not isinstance(raw.get("window_end", ""), str):
+            raise LedgerError("'window_end' is not a string")
+        clusters = raw.get("clusters", {})
+        if not isinstance(clusters, dict) or not all(isinstance(v, str) for v in clusters.values()):
+            raise LedgerError("'clusters' is not an object of strings")
+        known = raw.get("known", [])
+        if not isinstance(known, list) or not all(isinstance(v, str) for v in known):
+            raise LedgerError("'known' is not a list of strings")
+        return cls(
+            known=set(known),
+            jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
+            series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
+            clusters=dict(clusters),
+            window_end=raw.get("window_end", ""),
+        )
+
+
+def _obj(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise LedgerError(f"'{key}' is not an object")
+    return value
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "int | None": (int, type(None)),
+    "float | None": (int, float, type(None)),
+    "int": (int,),
+    "bool": (bool,),
+    "str": (str,),
+    "dict[str, str]": (dict,),
+}
+
+
+def _record(cls: type, key: str, value: Any) -> Any:
+    """One entry of ``cls`` from its JSON object, every field type-checked."""
+    if not isinstance(value, dict):
+        raise LedgerError(f"entry {key[:80]!r} is not an object")
+    kwargs = {}
+    for f in fields(cls):
+        if f.name not in value:
+            continue
+        v = value[f.name]
+        ok = _TYPES[str(f.type)]
+        if not isinstance(v, ok) or (isinstance(v, bool) and bool not in ok):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not {f.type}")
+        if f.type == "dict[str, str]" and not all(isinstance(x, str) for x in (*v, *v.values())):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of strings")
+        kwargs[f.name] = v
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field missing
+        raise LedgerError(f"entry {key[:80]!r}: {exc}") from None

@@ -1,0 +1,44 @@
+"""Acted on once: a hand-off (cleanup, cancel request, ...) is given once per job and kind, whatever
+windows overlap (a run by hand, a backfill); a re-run of the SAME run may give it again (its trigger
+run id is the same, so Airflow triggers nothing twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sweep_core.ledger.entries import Ledger, LedgerEntry
+
+
+def _key(item: Mapping[str, Any]) -> str:
+    return f"{item['cluster']}|{item['job_id']}"
+
+
+def split_given(
+    ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], run_id: str
+) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """(items still to hand off, one note per item another run already handed off)."""
+    todo: list[Mapping[str, Any]] = []
+    notes: list[str] = []
+    for item in items:
+        e = ledger.jobs.get(_key(item))
+        by = e.handoffs.get(kind, "") if e else ""
+        if by and by != run_id:
+            name = item.get("name") or item.get("job_name") or (e.name if e else "")
+            notes.append(f"{kind}: {item['cluster']} {item['job_id']} {name} already handed off by {by}")
+        else:
+            todo.append(item)
+    return todo, notes
+
+
+def mark_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], run_id: str) -> Ledger:
+    """The ledger with ``kind`` recorded as given by ``run_id`` for every item (modified in place)."""
+    for item in items:
+        key = _key(item)
+        e = ledger.jobs.get(key)
+        if e is None:
+            name = str(item.get("name") or item.get("job_name") or "")
+            e = ledger.jobs[key] = LedgerEntry(str(item["cluster"]), str(item["job_id"]), name)
+        e.handoffs.setdefault(kind, run_id)
+    return ledger
