@@ -21,10 +21,10 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, Trigge
 
 from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.triggers import HANDOFF_DAGS
 from sweep_operators import sweep_tasks
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.slurm_gather import SlurmGatherOperator
+from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
 
 PROJECT = Path(__file__).resolve().parents[1]
 OPS_DIR = os.environ.get("SWEEP_OPS_DIR", str(PROJECT / "include" / "ops"))
@@ -35,7 +35,7 @@ CONFIG = load_sweep_config(SWEEP_YAML)
 CLUSTERS = cluster_names(OPS_DIR)
 
 with DAG(
-    dag_id="monitor_cron_sweep",
+    dag_id=DagId.SWEEP,
     description="One comprehensive sweep across all active clusters for the data interval",
     schedule=CronDataIntervalTimetable(CONFIG.schedule, timezone=CONFIG.timezone),
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
@@ -73,15 +73,15 @@ with DAG(
         scheduler = peek_scheduler(OPS_DIR, name)
         with TaskGroup(group_id=name, tooltip=f"{name} ({scheduler})"):
             step0 = PythonOperator(
-                task_id="step0",
+                task_id=Sweep.STEP0,
                 python_callable=sweep_tasks.step0,
                 op_kwargs={"cluster": name, "ops_dir": OPS_DIR, "parsed_scheduler": scheduler},
             )
             if scheduler == "iris":
-                gather = IrisGatherOperator(task_id="gather", cluster=name, ops_dir=OPS_DIR)
+                gather = IrisGatherOperator(task_id=Sweep.GATHER, cluster=name, ops_dir=OPS_DIR)
             else:
                 gather = SlurmGatherOperator(
-                    task_id="gather",
+                    task_id=Sweep.GATHER,
                     cluster=name,
                     ops_dir=OPS_DIR,
                     sweep_config_path=SWEEP_YAML,
@@ -91,42 +91,42 @@ with DAG(
 
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     bucket = PythonOperator(
-        task_id="bucket",
+        task_id=Sweep.BUCKET,
         python_callable=sweep_tasks.collect_and_bucket,
         op_kwargs={"clusters": CLUSTERS, **common},
         trigger_rule=TriggerRule.ALL_DONE,
     )
-    liveness = PythonOperator(task_id="liveness", python_callable=sweep_tasks.liveness, op_kwargs=common)
+    liveness = PythonOperator(task_id=Sweep.LIVENESS, python_callable=sweep_tasks.liveness, op_kwargs=common)
     metrics = PythonOperator(
-        task_id="metrics", python_callable=sweep_tasks.metrics, op_kwargs={"sweep_yaml": SWEEP_YAML}
+        task_id=Sweep.METRICS, python_callable=sweep_tasks.metrics, op_kwargs={"sweep_yaml": SWEEP_YAML}
     )
-    rules = PythonOperator(task_id="rules", python_callable=sweep_tasks.rules, op_kwargs=common)
-    render = PythonOperator(task_id="render", python_callable=sweep_tasks.render, op_kwargs=common)
+    rules = PythonOperator(task_id=Sweep.RULES, python_callable=sweep_tasks.rules, op_kwargs=common)
+    render = PythonOperator(task_id=Sweep.RENDER, python_callable=sweep_tasks.render, op_kwargs=common)
     report = PythonOperator(
-        task_id="report",
+        task_id=Sweep.REPORT,
         python_callable=sweep_tasks.report,
         op_kwargs={"sweep_yaml": SWEEP_YAML, "template_dir": TEMPLATE_DIR},
     )
-    verdict = PythonOperator(task_id="verdict", python_callable=sweep_tasks.verdict)
+    verdict = PythonOperator(task_id=Sweep.VERDICT, python_callable=sweep_tasks.verdict)
     gathers >> bucket >> liveness >> metrics >> rules >> render >> report >> verdict
 
     # Hand-offs (spec §4): the branch follows only the triggers with work; each hand-off DAG
     # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice.
     handoffs = PythonOperator(
-        task_id="handoffs",
+        task_id=Sweep.HANDOFFS,
         python_callable=sweep_tasks.handoffs,
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         multiple_outputs=True,
     )
-    branch = BranchPythonOperator(task_id="handoff_branch", python_callable=sweep_tasks.handoff_branch)
+    branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
     report >> handoffs >> branch
-    branch >> EmptyOperator(task_id="no_handoff")
-    for key, (task_id, target) in HANDOFF_DAGS.items():
+    branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)
+    for handoff, (task_id, target) in HANDOFF_TRIGGERS.items():
         branch >> TriggerDagRunOperator(
             task_id=task_id,
             trigger_dag_id=target,
-            trigger_run_id=f"{{{{ run_id }}}}__{key}",
-            conf=handoffs.output[key],
+            trigger_run_id=f"{{{{ run_id }}}}__{handoff.value}",
+            conf=handoffs.output[handoff.value],
             skip_when_already_exists=True,
             wait_for_completion=False,
         )

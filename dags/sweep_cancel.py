@@ -18,12 +18,13 @@ from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_operators import cancel_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.task_ids import Cancel, DagId
 
 OPS_DIR, SWEEP_YAML = config_paths()
 
 with DAG(
     **handoff_dag_kwargs(
-        "sweep_cancel",
+        DagId.CANCEL,
         "Validate, ask a human, then scancel flagged jobs and confirm CANCELLED in sacct",
         __doc__,
         ["destructive", "approval"],
@@ -54,11 +55,11 @@ with DAG(
     )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    validate = PythonOperator(task_id="validate", python_callable=cancel_tasks.validate, op_kwargs=common)
-    approve = cancel_tasks.CancelApprovalOperator(task_id="approve", sweep_yaml=SWEEP_YAML)
-    scancel = PythonOperator(task_id="scancel", python_callable=cancel_tasks.scancel, op_kwargs=common)
+    validate = PythonOperator(task_id=Cancel.VALIDATE, python_callable=cancel_tasks.validate, op_kwargs=common)
+    approve = cancel_tasks.CancelApprovalOperator(task_id=Cancel.APPROVE, sweep_yaml=SWEEP_YAML)
+    scancel = PythonOperator(task_id=Cancel.SCANCEL, python_callable=cancel_tasks.scancel, op_kwargs=common)
     record = PythonOperator(
-        task_id="record",
+        task_id=Cancel.RECORD,
         python_callable=cancel_tasks.record,
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,

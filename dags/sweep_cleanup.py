@@ -6,7 +6,8 @@ the completed jobs in ``conf``, or by hand from the UI (dry run by default).
       -> verify (trees gone, df -i / quota again: inodes freed)
       -> record (table + the dated run log's actions section)
 
-Thin wiring only: guards live in plugins/sweep_core/handoffs/cleanup/plan.py.
+Thin wiring only: the guards live in plugins/sweep_core/handoffs/cleanup/plan.py, applied by
+its plan use-case (usecase.py); rm, verify and the table are execute.py.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_operators import cleanup_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.task_ids import Cleanup, DagId
 
 OPS_DIR, SWEEP_YAML = config_paths()
 
 with DAG(
     **handoff_dag_kwargs(
-        "sweep_cleanup",
+        DagId.CLEANUP,
         "Confirm artifacts on the HF hub, then rm the on-disk trees and verify the inode reclaim",
         __doc__,
         ["destructive"],
@@ -46,11 +48,11 @@ with DAG(
     )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    plan = PythonOperator(task_id="plan", python_callable=cleanup_tasks.plan, op_kwargs=common)
-    delete = PythonOperator(task_id="delete", python_callable=cleanup_tasks.delete, op_kwargs=common)
-    verify = PythonOperator(task_id="verify", python_callable=cleanup_tasks.verify, op_kwargs=common)
+    plan = PythonOperator(task_id=Cleanup.PLAN, python_callable=cleanup_tasks.plan, op_kwargs=common)
+    delete = PythonOperator(task_id=Cleanup.DELETE, python_callable=cleanup_tasks.delete, op_kwargs=common)
+    verify = PythonOperator(task_id=Cleanup.VERIFY, python_callable=cleanup_tasks.verify, op_kwargs=common)
     record = PythonOperator(
-        task_id="record",
+        task_id=Cleanup.RECORD,
         python_callable=cleanup_tasks.record,
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,

@@ -13,21 +13,22 @@ from airflow.sdk import DAG, TriggerRule
 
 from sweep_operators import chain_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.task_ids import Chain, DagId
 
 OPS_DIR, SWEEP_YAML = config_paths()
 
 with DAG(
     **handoff_dag_kwargs(
-        "sweep_hf_chain",
+        DagId.HF_CHAIN,
         "HF-only SFT chain: upload -> standard eval -> tracker scores, one leg at a time",
         __doc__,
         ["hf"],
     )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    advance = PythonOperator(task_id="advance", python_callable=chain_tasks.advance_chain, op_kwargs=common)
+    advance = PythonOperator(task_id=Chain.ADVANCE, python_callable=chain_tasks.advance_chain, op_kwargs=common)
     record = PythonOperator(
-        task_id="record",
+        task_id=Chain.RECORD,
         python_callable=chain_tasks.record,
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,

@@ -13,21 +13,22 @@ from airflow.sdk import DAG, TriggerRule
 
 from sweep_operators import harvest_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.task_ids import DagId, Harvest
 
 OPS_DIR, SWEEP_YAML = config_paths()
 
 with DAG(
     **handoff_dag_kwargs(
-        "sweep_tracker_harvest",
+        DagId.HARVEST,
         "Fill pending eval rows of the tracker grids from finished eval jobs",
         __doc__,
         ["tracker"],
     )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    harvest = PythonOperator(task_id="harvest", python_callable=harvest_tasks.harvest, op_kwargs=common)
+    harvest = PythonOperator(task_id=Harvest.HARVEST, python_callable=harvest_tasks.harvest, op_kwargs=common)
     record = PythonOperator(
-        task_id="record",
+        task_id=Harvest.RECORD,
         python_callable=harvest_tasks.record,
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,

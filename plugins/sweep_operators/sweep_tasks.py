@@ -27,11 +27,12 @@ from sweep_core.fanin.steps import (
     rules_step,
     skip_snapshot,
 )
-from sweep_core.handoffs.triggers import HANDOFF_DAGS, branch_choice, plan_handoffs
+from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.run_note import set_dag_run_note
+from sweep_operators.task_ids import DagId, Sweep, branch_choice
 from sweep_operators.window import sweep_window
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def collect_and_bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **con
     _, end = _window(context)
     snaps = []
     for name in clusters:
-        raw = context["ti"].xcom_pull(task_ids=f"{name}.gather")
+        raw = context["ti"].xcom_pull(task_ids=Sweep.gather(name))  # absent when step0 skipped it
         if raw:
             snaps.append(ClusterSnapshot.from_dict(raw))
         else:
@@ -97,7 +98,7 @@ def _cadences(snaps: list[ClusterSnapshot], ops_dir: str, sweep_yaml: str) -> di
 
 def liveness(ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
     """LIVENESS: last-output age and stale mark of every RUNNING job (cadence per bucket)."""
-    snaps = _snapshots(context, "bucket")
+    snaps = _snapshots(context, Sweep.BUCKET)
     liveness_step(snaps, _cadences(snaps, ops_dir, sweep_yaml))
     return [s.to_dict() for s in snaps]
 
@@ -105,7 +106,7 @@ def liveness(ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, An
 def metrics(sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
     """Per-bucket metric columns from the log tails (RL step/reward/..., SFT loss, ...)."""
     config = load_sweep_config(sweep_yaml)
-    snaps = _snapshots(context, "liveness")
+    snaps = _snapshots(context, Sweep.LIVENESS)
     metrics_step(snaps, metrics_config(config.metrics))
     return [s.to_dict() for s in snaps]
 
@@ -113,7 +114,7 @@ def metrics(sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
 def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Every flag rule, with earlier sweeps' history; log tails are dropped from here on."""
     config = load_sweep_config(sweep_yaml)
-    snaps = _snapshots(context, "metrics")
+    snaps = _snapshots(context, Sweep.METRICS)
     _, end = _window(context)
     caps: dict[str, int | None] = {}
     for s in snaps:
@@ -137,7 +138,7 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 
 def _ruled(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag]]:
-    raw = context["ti"].xcom_pull(task_ids="rules") or {}
+    raw = context["ti"].xcom_pull(task_ids=Sweep.RULES) or {}
     snaps = [ClusterSnapshot.from_dict(d) for d in raw.get("snapshots", [])]
     return snaps, [Flag.from_dict(d) for d in raw.get("flags", [])]
 
@@ -154,14 +155,14 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     the previous sweep), keep this sweep's state for the next one, set the DAG run note."""
     config = load_sweep_config(sweep_yaml)
     snaps, flags = _ruled(context)
-    rendered = context["ti"].xcom_pull(task_ids="render")
+    rendered = context["ti"].xcom_pull(task_ids=Sweep.RENDER)
     result = SweepResult(
         snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]), flags
     )
     start, end = _window(context)
     log_dir = run_log_dir(config)
     state = sweep_state(snaps, flags, end)
-    notes = list((context["ti"].xcom_pull(task_ids="rules") or {}).get("history_notes") or [])
+    notes = list((context["ti"].xcom_pull(task_ids=Sweep.RULES) or {}).get("history_notes") or [])
     previous = load_previous(log_dir, end, notes=notes)
     result.changes = notes + sweep_diff(previous, state)
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
@@ -173,7 +174,7 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     markdown = render_run_log(
         result,
         template_dir,
-        dag_id=getattr(dag_run, "dag_id", "monitor_cron_sweep"),
+        dag_id=getattr(dag_run, "dag_id", DagId.SWEEP),
         run_id=context.get("run_id") or getattr(dag_run, "run_id", ""),
         window_start=start.isoformat(),
         window_end=end.isoformat(),
@@ -206,7 +207,7 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         snaps,
         flags,
         dry_run=bool(context["params"].get("dry_run", False)),
-        run_log=str(context["ti"].xcom_pull(task_ids="report") or ""),
+        run_log=str(context["ti"].xcom_pull(task_ids=Sweep.REPORT) or ""),
         trackers=tracker_settings(config.trackers) is not None,
         hf_chain=bool(config.hf_chain.series),
     )
@@ -217,5 +218,5 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 def handoff_branch(**context: Any) -> list[str]:
     """Follow only the triggers whose hand-off has work this sweep."""
-    confs = {k: context["ti"].xcom_pull(task_ids="handoffs", key=k) for k in HANDOFF_DAGS}
-    return branch_choice(confs)
+    confs = {h.value: context["ti"].xcom_pull(task_ids=Sweep.HANDOFFS, key=h.value) for h in Handoff}
+    return branch_choice(with_work(confs))

@@ -1,24 +1,28 @@
-"""Which hand-off DAGs a sweep triggers, and the ``conf`` each gets (spec §4 "Flag + hand off").
+"""Which hand-offs a sweep gives work, and the ``conf`` each gets (spec §4 "Flag + hand off").
 
-The sweep only decides and hands off; the hand-off DAGs re-validate everything themselves
-before anything destructive (sweep_cleanup probes squeue/sacct/paths/hub again).
+The sweep only decides and hands off; the hand-offs re-validate everything themselves before
+anything destructive (sweep_cleanup probes squeue/sacct/paths/hub again). Which DAG and task
+carry each hand-off is the Airflow side's (sweep_operators.task_ids).
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from sweep_core.handoffs.cleanup.plan import targets_from_flags
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 
 CANCEL_ACTIONS = ("cancel", "cancel+salvage", "kill-approval")
-# hand-off name -> (the trigger task id in monitor_cron_sweep, the DAG it triggers)
-HANDOFF_DAGS = {
-    "cleanup": ("trigger_cleanup", "sweep_cleanup"),
-    "cancel": ("trigger_cancel", "sweep_cancel"),
-    "hf_chain": ("trigger_hf_chain", "sweep_hf_chain"),
-    "harvest": ("trigger_tracker_harvest", "sweep_tracker_harvest"),
-}
+
+
+class Handoff(StrEnum):
+    """The hand-offs, by the name their ``conf`` travels under (equal to the plain string)."""
+
+    CLEANUP = "cleanup"
+    CANCEL = "cancel"
+    HF_CHAIN = "hf_chain"
+    HARVEST = "harvest"
 
 
 def plan_handoffs(
@@ -30,7 +34,7 @@ def plan_handoffs(
     trackers: bool,
     hf_chain: bool,
 ) -> dict[str, dict[str, Any] | None]:
-    """conf per hand-off; None = not triggered this sweep."""
+    """conf per hand-off name; None = no work for it this sweep."""
     trusted = {s.cluster for s in snaps if s.status in (ClusterStatus.OK, ClusterStatus.PARTIAL)}
     base = {"dry_run": dry_run, "run_log": run_log}
     cleanup = [t.to_dict() for t in targets_from_flags(flags) if t.cluster in trusted]
@@ -41,14 +45,13 @@ def plan_handoffs(
         if f.action in CANCEL_ACTIONS and f.cluster in trusted and f.job_id
     ]
     return {
-        "cleanup": {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,
-        "cancel": {**base, "jobs": cancel} if cancel else None,
-        "hf_chain": dict(base) if hf_chain else None,
-        "harvest": dict(base) if trackers else None,
+        Handoff.CLEANUP.value: {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,
+        Handoff.CANCEL.value: {**base, "jobs": cancel} if cancel else None,
+        Handoff.HF_CHAIN.value: dict(base) if hf_chain else None,
+        Handoff.HARVEST.value: dict(base) if trackers else None,
     }
 
 
-def branch_choice(confs: dict[str, dict[str, Any] | None]) -> list[str]:
-    """The trigger task ids to follow (BranchPythonOperator); none = the ``no_handoff`` task."""
-    chosen = [HANDOFF_DAGS[k][0] for k, conf in confs.items() if conf is not None and k in HANDOFF_DAGS]
-    return chosen or ["no_handoff"]
+def with_work(confs: dict[str, dict[str, Any] | None]) -> list[Handoff]:
+    """The hand-offs whose conf says they have work, in ``Handoff`` order (unknown names ignored)."""
+    return [h for h in Handoff if confs.get(h.value) is not None]

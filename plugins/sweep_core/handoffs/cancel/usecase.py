@@ -1,0 +1,127 @@
+"""sweep_cancel's steps as use-cases: validate the requested jobs (one squeue per active SLURM
+cluster), scancel the approved ones (re-checked in the same script, sacct confirms), and the
+outcome table. The approval itself is the Airflow side's; I/O comes in as arguments (handoffs.ports).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections import defaultdict
+from typing import Any
+
+from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, outcome, validate
+from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
+from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
+from sweep_core.slurm.gather import new_marker
+from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
+
+log = logging.getLogger(__name__)
+
+
+def validate_jobs(raw_jobs: list[Any], load_cluster: LoadCluster, run_script: RunScript) -> list[CancelDecision]:
+    """A decision per requested job: malformed entries and jobs of a cluster that is not an active
+    SLURM cluster are blocked; every other cluster is asked ONE squeue (UNKNOWN blocks them all)."""
+    decisions: list[CancelDecision] = []
+    by_cluster: dict[str, list[CancelRequest]] = defaultdict(list)
+    for raw in raw_jobs:
+        try:
+            req = CancelRequest.from_dict(raw)
+        except (ValueError, TypeError) as exc:
+            log.warning("bad job entry: %s", exc)
+            bad = CancelRequest("?", "?", str(raw)[:60], "?")
+            decisions.append(CancelDecision(bad, "blocked", [str(exc)]))
+            continue
+        by_cluster[req.cluster].append(req)
+    for cluster, reqs in by_cluster.items():
+        cfg, why = active_slurm(load_cluster, cluster, "not an active SLURM cluster, not contacted")
+        if cfg is None:
+            decisions += [CancelDecision(r, "blocked", [why]) for r in reqs]
+            continue
+        marker = new_marker()
+        out, problem = run_script(cfg, build_validate_script(cfg.user, marker), marker, "cancel validate")
+        rows = None
+        if out is not None and not problem:
+            sq = out.get("squeue")
+            try:
+                rows = parse_squeue(sq) if sq is not None else None
+                problem = "" if sq is not None else "no squeue record"
+            except SlurmOutputError as exc:
+                problem = str(exc)
+        decisions += validate(reqs, rows, problem)
+    return decisions
+
+
+def scancel_line(user: str, j: ApprovedJob) -> str:
+    """The scancel a dry run prints (the script runs the same, after its re-check)."""
+    q = shlex.quote
+    return f"scancel -u {q(user)} -n {q(j.name)} -t {j.state} -- {j.job_id}"
+
+
+def scancel_approved(
+    decisions: list[CancelDecision],
+    *,
+    confirm_timeout_s: int,
+    dry_run: bool,
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    say: Say,
+) -> dict[str, dict[str, str]]:
+    """cluster -> job id -> result for every ``cancel`` decision (call only after approval):
+    one SSH session per cluster re-checks, scancels and waits for sacct; dry run: ``say`` each line."""
+    todo = [d for d in decisions if d.verdict == "cancel"]
+    results: dict[str, dict[str, str]] = {}
+    for cluster in sorted({d.request.cluster for d in todo}):
+        cfg = load_cluster(cluster)
+        mine = [d for d in todo if d.request.cluster == cluster]
+        jobs = [ApprovedJob(d.request.job_id, d.request.name, d.state) for d in mine]
+        if dry_run:
+            for j in jobs:
+                say(f"DRY RUN: would run on {cluster}: {scancel_line(cfg.user, j)}")
+            results[cluster] = {j.job_id: "would scancel (dry run)" for j in jobs}
+            continue
+        marker = new_marker()
+        script = build_scancel_script(cfg.user, jobs, marker, confirm_timeout_s)
+        out, problem = run_script(cfg, script, marker, "scancel")
+        per_job, sacct, sacct_problem = read_scancel(out, jobs) if out else ([(None, "")] * len(jobs), {}, "")
+        results[cluster] = {}
+        for d, (rc, text) in zip(mine, per_job, strict=True):
+            res = outcome(d, rc, text, sacct)
+            if rc is None and problem:
+                res = f"not run: {problem}"
+            elif res.startswith("scancel sent") and sacct_problem:
+                res += f" (sacct: {sacct_problem[:120]})"
+            results[cluster][d.request.job_id] = res
+    return results
+
+
+def approval_text(answer: dict[str, Any], approved: bool) -> str:
+    """The human's answer as the table says it (``answer`` as the approval task kept it)."""
+    if not answer:
+        return "no approval (not asked, or the approval task failed)"
+    if answer.get("timed_out"):
+        return "approval timed out: rejected"
+    if approved:
+        return f"approved by {answer.get('responded_by') or '?'}"
+    return f"rejected by {answer.get('responded_by') or '?'}"
+
+
+def cancel_record(decisions: list[CancelDecision], done: dict[str, dict[str, str]], approval: str) -> str:
+    """The outcome table: a row per requested job, blocked ones left alone with why."""
+    rows = []
+    for d in decisions:
+        r = d.request
+        if d.verdict != "cancel":
+            result, why = "blocked: left alone", "; ".join(d.reasons)
+        else:
+            result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {approval}"
+            why = f"{approval}; evidence: {r.evidence}" if r.evidence else approval
+            if result == "cancelled" and r.action == "cancel+salvage":
+                result += "; salvage next (rl-agentic-job-cleanup)"
+        rows.append([r.cluster, r.job_id, r.name, r.action, d.state or "-", result, why])
+    return box_table(
+        ["Cluster", "Job", "Name", "Action", "State", "Outcome", "Approval / why"],
+        rows,
+        [None, None, 40, None, None, 40, 70],
+    )

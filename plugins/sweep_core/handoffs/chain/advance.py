@@ -1,0 +1,224 @@
+"""sweep_hf_chain's step as a use-case: advance every cell of every HF-only series by the legs its
+evidence allows (chain.plan.advance), with one probe and at most one submit session per series;
+then the eval job ids go into the tracker rows. Durable state, SSH, the hub and the tracker commit
+come in as arguments (handoffs.ports); nothing is submitted or written on a dry run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweep_core.config.ops import ClusterConfig, OpsConfigError
+from sweep_core.fanin.render import box_table
+from sweep_core.fanin.report import write_run_log
+from sweep_core.handoffs.chain.plan import (
+    CellState,
+    ClusterView,
+    Series,
+    Step,
+    advance,
+    build_probe,
+    build_submit_script,
+    cell_values,
+    completed_cells,
+    parse_job_id,
+    view_from,
+)
+from sweep_core.handoffs.harvest.commit import commit_tracker_files
+from sweep_core.handoffs.harvest.plan import TrackerSettings
+from sweep_core.handoffs.harvest.tracker_edit import fill_row
+from sweep_core.handoffs.harvest.tracker_md import TrackerError
+from sweep_core.handoffs.harvest.tracker_rows import read_rows
+from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say
+from sweep_core.slurm.gather import new_marker, script_prelude
+from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
+
+ChainState = dict[str, Any]  # "<series>/<cell>" -> CellState.to_dict()
+
+
+def tracker_row(tracker: Path | None, cell: str) -> tuple[Any, str | None, str | None]:
+    """The cell's tracker row (run column == cell), its status and its eval job id."""
+    if tracker is None or not tracker.exists():
+        return None, None, None
+    for row in read_rows(tracker.read_text(encoding="utf-8"), str(tracker)):
+        if (row.run or "").strip("` ") == cell:
+            return row, row.status, row.job_id
+    return None, None, None
+
+
+def probe_view(series: Series, cfg: ClusterConfig, run_script: RunScript) -> ClusterView:
+    """Every job of the cluster user by name (validated squeue + sacct over the lookback); UNKNOWN
+    (``jobs`` None) with the problem when either could not be read."""
+    marker = new_marker()
+    script = build_probe(script_prelude(marker), cfg.user, series.lookback_days, squeue_format(marker))
+    out, problem = run_script(cfg, script, marker, "hf-chain probe")
+    if out is None or problem:
+        return view_from(None, None, problem)
+    sq, sa = out.get("squeue"), out.get("sacct")
+    try:
+        rows = [(r.job_id, r.state, r.name) for r in parse_squeue(sq)] if sq else None
+    except SlurmOutputError as exc:
+        return view_from(None, None, f"squeue UNKNOWN: {exc}")
+    if sa is None or sa.rc != 0:
+        return view_from(None, None, f"sacct failed: {sa.stderr.strip()[:200] if sa else 'no record'}")
+    return view_from(rows, sa.stdout, delimiter=marker)
+
+
+def _submit(
+    series: Series,
+    cfg: ClusterConfig,
+    submissions: list[Step],
+    state: ChainState,
+    run_script: RunScript,
+) -> None:
+    """ONE session submits every leg; a step whose job id did not come back keeps its old state."""
+    marker = new_marker()
+    script = build_submit_script(script_prelude(marker), [(s.submit, s.argv) for s in submissions])
+    out, _ = run_script(cfg, script, marker, "hf-chain submit")
+    for k, step in enumerate(submissions):
+        rec = out.get(f"sub:{k}") if out else None
+        jid = parse_job_id(rec.stdout) if rec is not None and rec.rc == 0 else ""
+        key = f"{series.name}/{step.cell}"
+        if not jid:
+            why = rec.stderr.strip()[:200] if rec is not None else "submission did not run"
+            step.note += f"; submission FAILED: {why}"
+            step.state = CellState.from_dict(state.get(key))  # not advanced: retried next sweep
+            continue
+        if step.submit == "upload":
+            step.state.upload_job = jid
+        else:
+            step.state.eval_job = jid
+            step.tracker_job = jid
+        step.note += f"; submitted job {jid}"
+        state[key] = step.state.to_dict()
+
+
+def _record_eval_jobs(series: Series, tracker: Path, steps: list[Step], written: list[Path]) -> None:
+    """Each step's new eval job id into its cell's row (⏳); a row that changed is noted, not written."""
+    for step in steps:
+        if not step.tracker_job:
+            continue
+        row, _, _ = tracker_row(tracker, step.cell)
+        if row is None:
+            continue
+        try:
+            new = fill_row(
+                tracker.read_text(encoding="utf-8"),
+                row,
+                {series.eval_job_column: f"{series.cluster}:{step.tracker_job}"},
+                status="⏳",
+            )
+        except TrackerError as exc:
+            step.note += f"; tracker not updated: {exc}"
+            continue
+        write_run_log(tracker, new)
+        written.append(tracker)
+
+
+@dataclass
+class _Run:
+    """One advance over every series: its inputs, the durable state it edits, what it found."""
+
+    state: ChainState
+    dry_run: bool
+    org: str
+    trackers: TrackerSettings | None
+    run_script: RunScript
+    hub_check: HubCheck
+    say: Say
+    steps: list[Step] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+
+
+def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
+    """Advance every cell of one series (known in the state or with a COMPLETED SFT job)."""
+    view = probe_view(series, cfg, run.run_script)
+    if view.jobs is None:
+        run.notes.append(f"{series.name}: {series.cluster} {view.problem}: nothing advanced")
+        return
+    tracker = Path(run.trackers.repo).resolve() / series.tracker if run.trackers else None
+    if tracker is None:
+        run.notes.append(f"{series.name}: no tracker repo configured: leg 2 cannot record the eval")
+    done_sft = completed_cells(series, view)
+    known = {k.split("/", 1)[1] for k in run.state if k.startswith(series.name + "/")}
+    submissions: list[Step] = []
+    for cell in sorted(set(done_sft) | known):
+        key = f"{series.name}/{cell}"
+        cs = CellState.from_dict(run.state.get(key))
+        try:
+            values = cell_values(series, cell, done_sft.get(cell, cs.sft_job), run.org, series.artifact_dir)
+        except ValueError as exc:
+            run.notes.append(f"{series.name}: {exc}")
+            continue
+        hub = None
+        if cs.leg in ("sft", "upload"):
+            hub = run.hub_check(values["hub_repo"], series.repo_type, list(series.expected)).ok
+        _, status, row_job = tracker_row(tracker, cell)
+        step = advance(series, cell, cs, view, values, hub, status, row_job)
+        run.steps.append(step)
+        if step.submit:
+            submissions.append(step)
+        elif not run.dry_run:
+            run.state[key] = step.state.to_dict()
+    if not submissions:
+        return
+    if run.dry_run:
+        for step in submissions:
+            run.say(f"DRY RUN: {series.cluster}: would submit {step.submit} for {step.cell}: {' '.join(step.argv)}")
+        return
+    _submit(series, cfg, submissions, run.state, run.run_script)
+    if tracker is not None:
+        # as before the move: with the submissions, every adopted eval of this run so far
+        adopted = [s for s in run.steps if s.tracker_job and not s.submit]
+        _record_eval_jobs(series, tracker, submissions + adopted, run.written)
+
+
+def advance_chain(
+    series_list: list[Series],
+    *,
+    org: str,
+    trackers: TrackerSettings | None,
+    dry_run: bool,
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    hub_check: HubCheck,
+    load_state: Callable[[], ChainState],
+    save_state: Callable[[ChainState], None],
+    say: Say,
+    commit: CommitFiles = commit_tracker_files,
+) -> dict[str, Any]:
+    """Advance every cell of every series; submissions, state and tracker edits only when not a dry
+    run. Returns the steps (as dicts), the notes and ``dry_run``."""
+    run = _Run(load_state(), dry_run, org, trackers, run_script, hub_check, say)
+    for series in series_list:
+        try:
+            cfg = load_cluster(series.cluster)
+        except (OpsConfigError, FileNotFoundError) as exc:
+            run.notes.append(f"{series.name}: ops.md: {exc}")
+            continue
+        _advance_series(series, cfg, run)
+    if not dry_run:
+        save_state(run.state)
+        if run.written and trackers and trackers.commit:
+            repo = Path(trackers.repo).resolve()
+            done = commit(repo, sorted(set(run.written)), "hf chain: eval launched")
+            run.notes.append("tracker commit: " + (done or "-"))
+    return {"steps": [s.to_dict() for s in run.steps], "notes": run.notes, "dry_run": dry_run}
+
+
+def chain_record(got: dict[str, Any]) -> str:
+    """The chain table with its notes and dry-run line (``got``: the advance step's XCom)."""
+    rows = [
+        [s["series"], s["cell"], s["before"], s["after"], s["submit"] or "-", s["note"]] for s in got.get("steps", [])
+    ]
+    text = box_table(
+        ["Series", "Cell", "Leg before", "Leg after", "Submitted", "Note"], rows, [None, 30, None, None, None, 60]
+    )
+    text += "".join(f"\n- {n}" for n in got.get("notes", []))
+    if got.get("dry_run"):
+        text += "\nDRY RUN: nothing submitted, no state written"
+    return text

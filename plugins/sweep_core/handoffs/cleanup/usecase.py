@@ -1,0 +1,168 @@
+"""sweep_cleanup's plan step: every guard of sweep_core.handoffs.cleanup.plan applied to the jobs a
+sweep handed off (plus an inode reclaim's backlog), one read-only probe per cluster, the hub asked
+only for targets the probe cleared. Its I/O comes in as arguments (handoffs.ports).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweep_core.config.ops import ClusterConfig
+from sweep_core.handoffs.cleanup.backlog import jobs_to_plan, load_backlog, remember, save_backlog
+from sweep_core.handoffs.cleanup.plan import (
+    CleanupConfig,
+    CleanupDecision,
+    CleanupTarget,
+    candidate_paths,
+    decide,
+    hub_repo_id,
+    precheck,
+)
+from sweep_core.handoffs.cleanup.remote import ProbeRequest, build_probe_script, read_probe
+from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript, active_slurm
+from sweep_core.slurm.gather import GatherOutput, new_marker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CleanupPlan:
+    """A decision per target, and each probed cluster's df -i / quota texts before any rm."""
+
+    decisions: list[CleanupDecision] = field(default_factory=list)
+    before: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decisions": [d.to_dict() for d in self.decisions], "before": self.before}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> CleanupPlan:
+        raw = raw or {}
+        return cls([CleanupDecision.from_dict(d) for d in raw.get("decisions", [])], raw.get("before", {}))
+
+
+def _blocked(t: CleanupTarget, why: str) -> CleanupDecision:
+    return CleanupDecision(t, "blocked", [why])
+
+
+def parse_targets(raw_jobs: list[Any]) -> tuple[dict[str, list[CleanupTarget]], list[CleanupDecision]]:
+    """The targets by cluster, and a blocked decision for every malformed entry."""
+    by_cluster: dict[str, list[CleanupTarget]] = defaultdict(list)
+    bad: list[CleanupDecision] = []
+    for raw in raw_jobs:
+        try:
+            t = CleanupTarget.from_dict(raw)
+        except (ValueError, TypeError) as exc:
+            log.warning("bad job entry: %s", exc)
+            bad.append(CleanupDecision(CleanupTarget("?", "?", str(raw)[:60], "?"), "blocked", [str(exc)]))
+            continue
+        by_cluster[t.cluster].append(t)
+    return by_cluster, bad
+
+
+def target_paths(t: CleanupTarget, ccfg: CleanupConfig, roots: tuple[str, ...]) -> tuple[list[str], str]:
+    """The candidate trees of one target; ([], why) when its flavor, name or job id is refused."""
+    spec = ccfg.flavors.get(t.flavor)
+    if spec is None:
+        return [], f"unknown cleanup flavor {t.flavor!r}"
+    try:
+        paths = candidate_paths(t, spec, roots, ccfg)
+        if not t.job_id.replace("_", "").isdigit():
+            raise ValueError(f"job id {t.job_id!r} is not a Slurm job id")
+    except ValueError as exc:
+        return [], str(exc)
+    return paths, ""
+
+
+def reclaim_texts(out: GatherOutput, cfg: ClusterConfig) -> dict[str, str]:
+    """The ``df -i <root>`` and quota texts of a probe or verify run ('' when it failed)."""
+    texts = {}
+    for k, root in enumerate(cfg.artifact_roots):
+        r = out.get(f"dfi:{k}")
+        texts[f"df -i {root}"] = r.stdout if r is not None and r.rc == 0 else ""
+    q = out.get("quota")
+    if q is not None:
+        texts["quota"] = q.stdout if q.rc == 0 else ""
+    return texts
+
+
+def plan_cluster(
+    cluster: str,
+    targets: list[CleanupTarget],
+    ccfg: CleanupConfig,
+    plan: CleanupPlan,
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    hub_check: HubCheck,
+) -> None:
+    """Decide every target of one cluster into ``plan``: the guards that need no cluster, one
+    read-only probe, the scheduler and path guards, then the hub for what is still deletable."""
+    cfg, why = active_slurm(load_cluster, cluster, "no POSIX tree to reap")
+    if cfg is None:
+        plan.decisions += [_blocked(t, why) for t in targets]
+        return
+    paths: dict[CleanupTarget, list[str]] = {}
+    for t in targets:
+        got, why = target_paths(t, ccfg, cfg.artifact_roots)
+        if why:
+            plan.decisions.append(_blocked(t, why))
+        else:
+            paths[t] = got
+    if not paths:
+        return
+    if not cfg.artifact_roots:
+        plan.decisions += [_blocked(t, f"{cluster}: ops.md has no artifact_roots") for t in paths]
+        return
+    flat = [p for ps in paths.values() for p in ps]
+    ids = sorted({t.array_id if ccfg.flavors[t.flavor].all_chunks else t.job_id for t in paths})
+    req = ProbeRequest(cfg.user, ids, flat, list(cfg.artifact_roots), cfg.quota.command)
+    marker = new_marker()
+    out, problem = run_script(cfg, build_probe_script(req, marker), marker, "cleanup probe")
+    if out is None or problem:
+        plan.decisions += [_blocked(t, f"{cluster}: {problem}: no destructive step") for t in paths]
+        return
+    state, checks, roots = read_probe(out, req)
+    plan.before[cluster] = reclaim_texts(out, cfg)
+    by_path = {c.given: c for c in checks}
+    for t, ps in paths.items():
+        spec = ccfg.flavors[t.flavor]
+        mine = [by_path[p] for p in ps]
+        pre = precheck(t, spec, state, mine, roots, ccfg.artifact_dir)
+        if pre is not None:  # blocked, or already removed: the hub is not asked
+            plan.decisions.append(pre)
+            continue
+        hub: list[dict[str, Any]] = []
+        for art in spec.hub:
+            repo = hub_repo_id(art, t, ccfg.hub_org)
+            ev = hub_check(repo, art.repo_type, list(art.expected))
+            hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
+        plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir))
+
+
+def plan_cleanup(
+    jobs: list[Any],
+    reclaim: list[str],
+    *,
+    dry_run: bool,
+    ccfg: CleanupConfig,
+    backlog: Path,
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    hub_check: HubCheck,
+) -> CleanupPlan:
+    """Apply every guard to the requested jobs and to the ``reclaim`` clusters' backlog.
+
+    Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone)."""
+    held = load_backlog(backlog)
+    raw_jobs = jobs_to_plan(jobs, held, reclaim)
+    if not dry_run:
+        save_backlog(backlog, remember(held, jobs))
+    by_cluster, bad = parse_targets(raw_jobs)
+    plan = CleanupPlan(bad)
+    for cluster, targets in by_cluster.items():
+        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check)
+    return plan

@@ -1,0 +1,50 @@
+"""The I/O the hand-off use-cases (sweep_core.handoffs.*) are given, wired from Airflow: ops.md read
+at run time, one batched script over the ssh provider's SSHHook with login-node failover
+(cluster_ssh), and the hub client from the ``hf_hub`` Connection, built on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.handoffs.hub_evidence import HubEvidence
+from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript
+from sweep_core.slurm.gather import GatherOutput
+from sweep_operators.cluster_ssh import run_checked
+
+
+def ops_loader(ops_dir: str) -> LoadCluster:
+    """Read ``<ops_dir>/<cluster>/ops.md`` when asked (STEP 0 at run time)."""
+
+    def load(cluster: str) -> ClusterConfig:
+        return load_cluster(ops_dir, cluster)
+
+    return load
+
+
+def ssh_runner(limits: Any, log: logging.Logger) -> RunScript:
+    """Run one script per call over SSH within sweep.yaml's gather ``limits`` (cluster_ssh.run_checked)."""
+
+    def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+        return run_checked(cfg, limits, log, script, marker, what)
+
+    return run
+
+
+def hub_check() -> HubCheck:
+    """Check hub repos with the ``hf_hub`` Connection's client, made on the first check (a plan
+    that needs no hub evidence never builds it; huggingface_hub loads at run time only)."""
+    checker: Any = None
+
+    def check(repo_id: str, repo_type: str, expected: Sequence[str]) -> HubEvidence:
+        nonlocal checker
+        if checker is None:
+            from sweep_operators.hf_hub import HubChecker
+
+            checker = HubChecker.from_connection()
+        return checker.check(repo_id, repo_type=repo_type, expected=list(expected))
+
+    return check

@@ -1,0 +1,70 @@
+"""The DAG ids and task ids of the package's DAGs, named once: the DAG files build their tasks with
+them and the task callables pull XCom by them. The core names the hand-offs
+(sweep_core.handoffs.triggers.Handoff); which DAG and trigger task each one is lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from sweep_core.handoffs.triggers import Handoff
+
+
+class DagId:
+    """The five DAGs of the package."""
+
+    SWEEP: Final = "monitor_cron_sweep"
+    CLEANUP, CANCEL, HF_CHAIN, HARVEST = "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"
+
+
+class Sweep:
+    """monitor_cron_sweep: a group per cluster (``<cluster>.step0`` -> ``.gather``), the fan-in, the hand-offs."""
+
+    STEP0, GATHER = "step0", "gather"
+    BUCKET, LIVENESS, METRICS, RULES = "bucket", "liveness", "metrics", "rules"
+    RENDER, REPORT, VERDICT = "render", "report", "verdict"
+    HANDOFFS, HANDOFF_BRANCH, NO_HANDOFF = "handoffs", "handoff_branch", "no_handoff"
+
+    @staticmethod
+    def gather(cluster: str) -> str:
+        """The gather task of one cluster's group (its XCom is absent when step0 skipped it)."""
+        return f"{cluster}.{Sweep.GATHER}"
+
+
+# hand-off -> (the trigger task in monitor_cron_sweep, the DAG it triggers); run id <sweep run id>__<hand-off>
+HANDOFF_TRIGGERS: Final[dict[Handoff, tuple[str, str]]] = {
+    Handoff.CLEANUP: ("trigger_cleanup", DagId.CLEANUP),
+    Handoff.CANCEL: ("trigger_cancel", DagId.CANCEL),
+    Handoff.HF_CHAIN: ("trigger_hf_chain", DagId.HF_CHAIN),
+    Handoff.HARVEST: ("trigger_tracker_harvest", DagId.HARVEST),
+}
+
+
+def branch_choice(with_work: list[Handoff]) -> list[str]:
+    """The trigger task ids handoff_branch follows; none = the ``no_handoff`` task."""
+    return [HANDOFF_TRIGGERS[h][0] for h in with_work] or [Sweep.NO_HANDOFF]
+
+
+class Cleanup:
+    """sweep_cleanup: plan -> delete -> verify -> record."""
+
+    PLAN, DELETE, VERIFY, RECORD = "plan", "delete", "verify", "record"
+
+
+class Cancel:
+    """sweep_cancel: validate -> approve (human) -> scancel -> record."""
+
+    VALIDATE, APPROVE, SCANCEL, RECORD = "validate", "approve", "scancel", "record"
+    ANSWER_KEY: Final = "answer"  # the approval task's XCom with the human's answer
+
+
+class Chain:
+    """sweep_hf_chain: advance -> record."""
+
+    ADVANCE, RECORD = "advance", "record"
+
+
+class Harvest:
+    """sweep_tracker_harvest: harvest -> record."""
+
+    HARVEST, RECORD = "harvest", "record"

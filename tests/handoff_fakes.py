@@ -1,0 +1,96 @@
+"""Plain fakes of the I/O a hand-off use-case is given (sweep_core.handoffs.ports): ops.md by
+cluster name, a script runner that records each call and answers with records, a hub that records
+what it was asked. The real SSH and hub paths stay covered by the cluster tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sweep_core.config.ops import ClusterConfig, OpsConfigError, QuotaConfig
+from sweep_core.handoffs.hub_evidence import HubEvidence
+from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.parse import SQUEUE_FIELDS, CommandResult
+
+ROOT = "/work/art"
+
+
+def cluster(name: str = "local", *, scheduler: str = "slurm", status: str = "active", **kw: object) -> ClusterConfig:
+    """An ops.md as read: user ``sweep``, one artifact root unless told otherwise."""
+    kw.setdefault("user", "sweep")
+    kw.setdefault("artifact_roots", (ROOT,))
+    kw.setdefault("quota", QuotaConfig())
+    # model_construct: the schema's defaults for the rest, no cross-field check (a partial ops.md)
+    return ClusterConfig.model_construct(
+        name=name, scheduler=scheduler, status=status, path=f"/ops/{name}/ops.md", body="", **kw
+    )
+
+
+def ops(*configs: ClusterConfig) -> Callable[[str], ClusterConfig]:
+    """LoadCluster over these configs; any other name has no ops.md."""
+    by_name = {c.name: c for c in configs}
+
+    def load(name: str) -> ClusterConfig:
+        if name not in by_name:
+            raise OpsConfigError(f"/ops/{name}/ops.md", "file", "does not exist")
+        return by_name[name]
+
+    return load
+
+
+def squeue(marker: str, rows: Sequence[tuple[str, str, str]] = ()) -> CommandResult:
+    """A validated squeue answer: (job id, state, name) rows under the header, fields split by the marker."""
+    header = marker.join(head for _, head in SQUEUE_FIELDS)
+    lines = [
+        marker.join([jid, jid.split("_")[0], st, "1:00", "2:00:00", "1", "gpu", "node1", name])
+        for jid, st, name in rows
+    ]
+    return CommandResult(0, "\n".join([header, *lines]) + "\n", "")
+
+
+def ok(stdout: str = "") -> CommandResult:
+    return CommandResult(0, stdout, "")
+
+
+@dataclass
+class Call:
+    cluster: str
+    what: str
+    script: str
+
+
+# (marker, script) -> the records the script "printed" (None: no login node reached)
+Answer = Callable[[str, str], dict[str, CommandResult] | None]
+
+
+@dataclass
+class FakeSsh:
+    """RunScript: answers each call by its ``what`` (``cleanup probe``, ``scancel`` ...) and records it.
+    A ``what`` with no answer is unreachable: (None, 'unreachable: ...')."""
+
+    answers: dict[str, Answer] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+
+    def __call__(self, cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+        self.calls.append(Call(cfg.name, what, script))
+        answer = self.answers.get(what)
+        records = answer(marker, script) if answer else None
+        if records is None:
+            return None, "unreachable: login1 (127.0.0.1:22): connect failed"
+        return GatherOutput(dict(records), complete=True), ""
+
+    def whats(self) -> list[tuple[str, str]]:
+        return [(c.cluster, c.what) for c in self.calls]
+
+
+@dataclass
+class FakeHub:
+    """HubCheck: ``ok`` per repo id (absent: not on the hub); records every question."""
+
+    ok: dict[str, bool | None] = field(default_factory=dict)
+    asked: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+
+    def __call__(self, repo_id: str, repo_type: str, expected: Sequence[str]) -> HubEvidence:
+        self.asked.append((repo_id, repo_type, tuple(expected)))
+        got = self.ok.get(repo_id, False)
+        return HubEvidence(got, f"{repo_type} {repo_id}: {'all present' if got else 'repo not on the hub'}")

@@ -1,0 +1,80 @@
+"""sweep_cancel's use-cases (sweep_core.handoffs.cancel.usecase) with fake I/O: a malformed entry,
+an unknown or inactive cluster and an UNKNOWN squeue are refused with the reason and never reach
+scancel; a dry run prints the scancel and contacts nothing; the outcome table."""
+
+from __future__ import annotations
+
+from handoff_fakes import FakeSsh, cluster, ok, ops, squeue
+
+from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
+from sweep_core.slurm.parse import CommandResult
+
+SACCT_HEAD = "JobID|JobIDRaw|State|ExitCode|Start|End|Elapsed|Partition|NodeList|JobName"
+
+
+def _job(job_id: str = "11", name: str = "rl__a", c: str = "local", action: str = "kill-approval") -> dict:
+    return {"cluster": c, "job_id": job_id, "name": name, "action": action, "evidence": "stale 190 min"}
+
+
+def _verdicts(ds: list[CancelDecision]) -> dict[str, tuple[str, str]]:
+    return {d.request.job_id: (d.verdict, "; ".join(d.reasons)) for d in ds}
+
+
+def test_validate_refuses_each_case_with_its_reason() -> None:
+    ssh = FakeSsh({"cancel validate": lambda m, s: {"squeue": squeue(m, [("11", "RUNNING", "rl__a")])}})
+    load = ops(cluster(), cluster("coreweave", scheduler="iris"), cluster("old", status="dropped"))
+    jobs = [_job(), _job("12", "rl__b"), {**_job("13"), "job_id": "13; id"}, _job("14", c="nowhere")]
+    got = _verdicts(validate_jobs(jobs + [_job("15", c="coreweave"), _job("16", c="old")], load, ssh))
+    assert got["11"] == ("cancel", "")
+    assert got["12"] == ("blocked", "not in squeue: finished, or not the cluster user's job")
+    assert got["?"] == ("blocked", "job id '13; id' is not a Slurm job id")
+    assert got["14"][0] == "blocked" and got["14"][1].startswith("ops.md: /ops/nowhere/ops.md")
+    assert got["15"] == ("blocked", "coreweave is iris/active: not an active SLURM cluster, not contacted")
+    assert got["16"] == ("blocked", "old is slurm/dropped: not an active SLURM cluster, not contacted")
+    assert ssh.whats() == [("local", "cancel validate")]  # one squeue, only the active SLURM cluster
+
+
+def test_an_unknown_squeue_blocks_every_job_of_that_cluster() -> None:
+    down = validate_jobs([_job(), _job("12", "rl__b")], ops(cluster()), FakeSsh())
+    assert {v for v, _ in _verdicts(down).values()} == {"blocked"}
+    assert all(why.startswith("squeue UNKNOWN (unreachable: ") for _, why in _verdicts(down).values())
+    bad = FakeSsh({"cancel validate": lambda m, s: {"squeue": CommandResult(1, "", "slurm_load_jobs error")}})
+    assert "squeue UNKNOWN" in _verdicts(validate_jobs([_job()], ops(cluster()), bad))["11"][1]
+
+
+def _validated() -> list[CancelDecision]:
+    ssh = FakeSsh({"cancel validate": lambda m, s: {"squeue": squeue(m, [("11", "RUNNING", "rl__a")])}})
+    return validate_jobs([_job(), _job("12", "rl__b")], ops(cluster()), ssh)
+
+
+def test_dry_run_prints_the_scancel_and_contacts_nothing() -> None:
+    said: list[str] = []
+    ssh = FakeSsh()
+    done = scancel_approved(
+        _validated(), confirm_timeout_s=5, dry_run=True, load_cluster=ops(cluster()), run_script=ssh, say=said.append
+    )
+    assert done == {"local": {"11": "would scancel (dry run)"}}  # the blocked job 12 is not even printed
+    assert said == ["DRY RUN: would run on local: scancel -u sweep -n rl__a -t RUNNING -- 11"] and ssh.calls == []
+
+
+def test_scancel_confirmed_by_sacct_and_not_run_when_unreachable() -> None:
+    sacct = ok(f"{SACCT_HEAD}\n11|11|CANCELLED by 1001|0:0|x|x|00:01|p|n|rl__a\n")
+    ssh = FakeSsh({"scancel": lambda m, s: {"scancel:0": ok(), "sacct": sacct}})
+    kw = {"confirm_timeout_s": 5, "dry_run": False, "load_cluster": ops(cluster()), "say": print}
+    assert scancel_approved(_validated(), run_script=ssh, **kw) == {"local": {"11": "cancelled"}}
+    assert ssh.whats() == [("local", "scancel")]  # one session re-checks, scancels, waits for sacct
+    down = scancel_approved(_validated(), run_script=FakeSsh(), **kw)
+    assert down["local"]["11"].startswith("not run: unreachable")
+
+
+def test_outcome_table_says_the_approval_and_leaves_blocked_jobs_alone() -> None:
+    ds = _validated()
+    approved = approval_text({"chosen_options": ["Approve"], "responded_by": "ana", "timed_out": False}, True)
+    assert approved == "approved by ana"
+    assert approval_text({"timed_out": True}, False) == "approval timed out: rejected"
+    assert approval_text({}, False) == "no approval (not asked, or the approval task failed)"
+    table = cancel_record(ds, {"local": {"11": "cancelled"}}, approved)
+    assert "blocked: left alone" in table and "cancelled" in table and "evidence: stale 190 min" in table
+    rejected = cancel_record(ds, {}, approval_text({"responded_by": "bo"}, False))
+    assert "not cancelled: rejected by bo" in rejected

@@ -1,0 +1,197 @@
+"""sweep_cleanup's use-cases (sweep_core.handoffs.cleanup.usecase / .execute) with fake I/O: every
+guard refuses with its reason before anything is probed or deleted, the hub is asked only for
+targets the probe cleared, the backlog, the rm and verify bookkeeping, the outcome table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, ok, ops, squeue
+
+from sweep_core.handoffs.cleanup.backlog import load_backlog
+from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
+from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
+from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.slurm.parse import CommandResult
+
+CCFG = cleanup_config({"hub_org": "org", "verify_timeout_s": 60, "verify_poll_s": 5})
+NAME = "sft__qwen_tulu3"
+TREES = [f"{ROOT}/{NAME}/checkpoints", f"{ROOT}/{NAME}/exports"]
+
+
+def _job(job_id: str = "4242", name: str = NAME, flavor: str = "cleanup:sft-job-cleanup", c: str = "local") -> dict:
+    return {"cluster": c, "job_id": job_id, "name": name, "flavor": flavor}
+
+
+def _probe(live: tuple = (), state: str = "COMPLETED", present: bool = True):
+    """The probe's answer for one sft target (job 4242): squeue, sacct, the root, both trees."""
+
+    def answer(marker: str, script: str) -> dict[str, CommandResult]:
+        recs = {"squeue": squeue(marker, live), "sacct": ok(f"4242|{state}\n"), "rootreal:0": ok(ROOT + "\n")}
+        for k, tree in enumerate(TREES):
+            if present:
+                recs[f"real:{k}"], recs[f"kind:{k}"] = ok(tree + "\n"), ok("directory\n")
+            else:
+                recs[f"missing:{k}"] = ok()
+        return recs
+
+    return answer
+
+
+def _plan(jobs, ssh: FakeSsh, hub: FakeHub, tmp_path: Path, *configs, dry_run=True, reclaim=()) -> CleanupPlan:
+    return plan_cleanup(
+        jobs,
+        list(reclaim),
+        dry_run=dry_run,
+        ccfg=CCFG,
+        backlog=tmp_path / "backlog.json",
+        load_cluster=ops(*(configs or (cluster(),))),
+        run_script=ssh,
+        hub_check=hub,
+    )
+
+
+def _why(plan: CleanupPlan) -> dict[str, tuple[str, str]]:
+    return {d.target.job_id: (d.action, "; ".join(d.reasons)) for d in plan.decisions}
+
+
+def test_each_guard_refuses_with_its_reason_and_nothing_is_probed(tmp_path) -> None:
+    ssh, hub = FakeSsh(), FakeHub()
+    jobs = [
+        {"cluster": "local", "job_id": "1", "name": NAME},  # no flavor
+        _job("2", flavor="cleanup:no-such-skill"),
+        _job("abc"),
+        _job("3", name="../../etc"),
+        _job("4", c="nowhere"),
+        _job("5", c="coreweave"),
+        _job("6", c="bare"),
+    ]
+    configs = (
+        cluster(),
+        cluster("coreweave", scheduler="iris"),
+        cluster("bare", artifact_roots=()),
+    )
+    plan = _plan(jobs, ssh, hub, tmp_path, *configs)
+    why = _why(plan)
+    assert why["?"][0] == "blocked" and "lacks flavor" in why["?"][1]
+    assert why["2"] == ("blocked", "unknown cleanup flavor 'no-such-skill'")
+    assert why["abc"] == ("blocked", "job id 'abc' is not a Slurm job id")
+    assert why["3"][0] == "blocked" and "not a plain directory name" in why["3"][1]
+    assert why["4"][0] == "blocked" and why["4"][1].startswith("ops.md: /ops/nowhere/ops.md")
+    assert why["5"] == ("blocked", "coreweave is iris/active: no POSIX tree to reap")
+    assert why["6"] == ("blocked", "bare: ops.md has no artifact_roots")
+    assert ssh.calls == [] and hub.asked == []  # no cluster contacted, no hub asked
+    assert plan.before == {}
+
+
+def test_an_inactive_slurm_cluster_is_never_contacted(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub()
+    plan = _plan([_job()], ssh, hub, tmp_path, cluster(status="skipped"))
+    assert _why(plan)["4242"] == ("blocked", "local is slurm/skipped: no POSIX tree to reap")
+    assert ssh.calls == []
+
+
+def test_an_unreachable_cluster_blocks_every_target_before_the_hub(tmp_path) -> None:
+    ssh, hub = FakeSsh(), FakeHub({f"org/{NAME}": True})
+    plan = _plan([_job()], ssh, hub, tmp_path)
+    action, why = _why(plan)["4242"]
+    assert action == "blocked" and why.startswith("local: unreachable: ") and why.endswith(": no destructive step")
+    assert ssh.whats() == [("local", "cleanup probe")] and hub.asked == []
+
+
+def test_a_live_job_is_refused_without_asking_the_hub(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe(live=[("4242", "RUNNING", NAME)])}), FakeHub({f"org/{NAME}": True})
+    plan = _plan([_job()], ssh, hub, tmp_path)
+    action, why = _why(plan)["4242"]
+    assert action == "blocked" and "RUNNING" in why and hub.asked == []
+
+
+def test_trees_already_gone_are_nothing_to_do_without_the_hub(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe(present=False)}), FakeHub()
+    plan = _plan([_job()], ssh, hub, tmp_path)
+    assert _why(plan)["4242"] == ("nothing-to-do", "artifact trees already removed") and hub.asked == []
+
+
+def test_cleared_target_asks_the_hub_once_per_artifact_then_deletes(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
+    plan = _plan([_job(), _job("4243", name="sft__other")], ssh, hub, tmp_path)
+    assert len(ssh.calls) == 1  # one probe session for both targets of the cluster
+    assert hub.asked == [(f"org/{NAME}", "model", ("config.json", "*.safetensors"))]
+    d = next(d for d in plan.decisions if d.target.job_id == "4242")
+    assert d.action == "delete" and d.paths == TREES and set(d.roots.values()) == {ROOT}
+    assert [(h["repo_id"], h["ok"]) for h in d.hub] == [(f"org/{NAME}", True)]
+    assert set(plan.before["local"]) == {f"df -i {ROOT}"}
+    assert CleanupPlan.from_dict(plan.to_dict()).to_dict() == plan.to_dict()  # the XCom round trip
+
+
+def test_hub_missing_blocks_with_the_evidence(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub()
+    action, why = _why(_plan([_job()], ssh, hub, tmp_path))["4242"]
+    assert action == "blocked" and why.startswith(f"hub check failed for model org/{NAME}")
+
+
+def test_backlog_joins_only_when_not_a_dry_run_and_a_reclaim_replans_it(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
+    _plan([_job()], ssh, hub, tmp_path, dry_run=True)
+    assert not (tmp_path / "backlog.json").exists()
+    _plan([_job()], ssh, hub, tmp_path, dry_run=False)
+    assert load_backlog(tmp_path / "backlog.json") == [_job()]
+    again = _plan([], ssh, hub, tmp_path, reclaim=["local"])
+    assert [d.target.job_id for d in again.decisions] == ["4242"]
+    assert _plan([], ssh, hub, tmp_path, reclaim=["other"]).decisions == []
+    (tmp_path / "backlog.json").write_text("{not json")
+    assert load_backlog(tmp_path / "backlog.json") == []  # unreadable: a new one, never a crash
+    _plan([_job()], ssh, hub, tmp_path, dry_run=False)
+    assert json.loads((tmp_path / "backlog.json").read_text()) == [_job()]
+
+
+def _delete(paths=TREES) -> CleanupDecision:
+    return CleanupDecision(
+        CleanupTarget("local", "4242", NAME, "sft-job-cleanup"), "delete", [], list(paths), dict.fromkeys(paths, ROOT)
+    )
+
+
+def test_rm_results_per_path_and_not_run_when_unreachable() -> None:
+    answers = {"cleanup rm": lambda m, s: {"rm:0": ok("started pid 77"), "rm:1": CommandResult(2, "refused: live", "")}}
+    started = start_deletes([_delete()], ops(cluster()), FakeSsh(answers))
+    assert started == {"local": {TREES[0]: "started pid 77", TREES[1]: "REFUSED: refused: live"}}
+    down = start_deletes([_delete()], ops(cluster()), FakeSsh())
+    assert all(r.startswith("not run: unreachable") for r in down["local"].values())
+
+
+def test_verify_polls_until_gone_and_stops_at_its_deadline() -> None:
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(s: float) -> None:
+        sleeps.append(s)
+        now[0] += s
+
+    polls = iter([{"left:0": ok(TREES[0])}, {}])
+    ssh = FakeSsh({"cleanup verify": lambda m, s: next(polls)})
+    started = {"local": {TREES[0]: "started pid 1", TREES[1]: "gone"}}
+    report = verify_removed(started, {}, CCFG, ops(cluster()), ssh, clock=lambda: now[0], sleep=sleep)
+    assert report["local"]["left"] == [] and report["local"]["removed"] == TREES and sleeps == [5]
+    now[0] = 0.0
+    stuck = FakeSsh({"cleanup verify": lambda m, s: {"left:0": ok(TREES[0])}})
+    report = verify_removed(started, {}, CCFG, ops(cluster()), stuck, clock=lambda: now[0], sleep=sleep)
+    assert (
+        report["local"]["left"] == [TREES[0]] and len(stuck.calls) == 14
+    )  # polls at 0, 5 .. 65 s: past the 60 s deadline
+
+
+def test_outcome_table_and_which_jobs_leave_the_backlog() -> None:
+    gone, live = (
+        _delete(),
+        CleanupDecision(CleanupTarget("local", "9", "rl__x", "sft-job-cleanup"), "blocked", ["job is RUNNING"]),
+    )
+    text, finished = cleanup_record(
+        [gone, live], {"local": {}}, {"local": {"left": [], "reclaim": ["df -i: freed"]}}, False
+    )
+    assert "deleted" in text and "job is RUNNING" in text and text.endswith("local: df -i: freed")
+    assert finished == {("local", "4242")}
+    text, _ = cleanup_record([gone], {}, {}, True)
+    assert "would delete (dry run)" in text
+    text, finished = cleanup_record([gone], {"local": {TREES[0]: "REFUSED: x"}}, {}, False)
+    assert "refused on the cluster" in text and finished == set()
