@@ -20,7 +20,10 @@ def cluster(name: str = "local", *, scheduler: str = "slurm", status: str = "act
     kw.setdefault("user", "sweep")
     kw.setdefault("artifact_roots", (ROOT,))
     kw.setdefault("quota", QuotaConfig())
-    return ClusterConfig(name, scheduler, status, f"/ops/{name}/ops.md", **kw)  # type: ignore[arg-type]
+    # model_construct: the schema's defaults for the rest, no cross-field check (a partial ops.md)
+    return ClusterConfig.model_construct(
+        name=name, scheduler=scheduler, status=status, path=f"/ops/{name}/ops.md", body="", **kw
+    )
 
 
 def ops(*configs: ClusterConfig) -> Callable[[str], ClusterConfig]:

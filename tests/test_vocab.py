@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sweep_core.config.handoffs_schema import DEFAULT_FLAVORS
 from sweep_core.handoffs.cancel.plan import CancelRequest
-from sweep_core.handoffs.cleanup.plan import DEFAULT_FLAVORS, CleanupTarget, targets_from_flags
+from sweep_core.handoffs.cleanup.plan import CleanupTarget, targets_from_flags
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.context import job_flag

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def _config(sweep_yaml: str) -> tuple[CancelConfig, Any]:
     config = load_sweep_config(sweep_yaml)
-    return cancel_config(config.extra.get("cancel")), config.gather
+    return cancel_config(config.cancel), config.gather
 
 
 def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:

@@ -42,13 +42,13 @@ def _save_state(state: dict[str, Any]) -> None:
 def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Advance every cell; submissions and tracker edits only when not dry_run."""
     config = load_sweep_config(sweep_yaml)
-    series_list = chain_series(config.extra.get("hf_chain"))
+    series_list = chain_series(config.hf_chain)
     if not series_list:
         raise AirflowSkipException("no HF-only series configured (hf_chain.series)")
     got = advance_cells(
         series_list,
-        org=cleanup_config(config.extra.get("cleanup")).hub_org,
-        trackers=tracker_settings(config.extra.get("trackers")),
+        org=cleanup_config(config.cleanup).hub_org,
+        trackers=tracker_settings(config.trackers),
         dry_run=bool(context["params"].get("dry_run", True)),
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(config.gather, log),

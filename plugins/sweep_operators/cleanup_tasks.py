@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 def _config(sweep_yaml: str) -> tuple[CleanupConfig, Any]:
     config = load_sweep_config(sweep_yaml)
-    return cleanup_config(config.extra.get("cleanup")), config.gather
+    return cleanup_config(config.cleanup), config.gather
 
 
 def _backlog(sweep_yaml: str) -> Path:

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def harvest(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Every pending ⏳ row of every tracker: poll its eval job, fill / flag / fail it (dry_run: print)."""
     config = load_sweep_config(sweep_yaml)
-    settings = tracker_settings(config.extra.get("trackers"))
+    settings = tracker_settings(config.trackers)
     if settings is None:
         raise AirflowSkipException("no tracker repo configured (trackers.repo / SWEEP_TRACKER_REPO)")
     got = harvest_trackers(

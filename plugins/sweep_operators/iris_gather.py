@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from sweep_core.config.ops import ClusterConfig, iris_settings, load_cluster
+from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.iris.state import PodCount, iris_snapshot
 from sweep_core.models import ClusterSnapshot
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
@@ -20,15 +20,14 @@ from sweep_operators.window import sweep_window
 
 def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: Any = None) -> ClusterSnapshot:
     """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal."""
-    st = iris_settings(cfg)
     hook = IrisHook(
-        url=st.controller_url,
+        url=cfg.controller_url,
         user=cfg.user,
-        python=st.iris_python,
-        binary=st.iris_binary,
-        cluster=st.iris_cluster,
-        home=st.iris_home,
-        timeout_s=st.timeout_s,
+        python=cfg.iris_python,
+        binary=cfg.iris_binary,
+        cluster=cfg.iris_cluster,
+        home=cfg.iris_home,
+        timeout_s=cfg.iris_timeout_s,
     )
     try:
         jobs, now = hook.poll()
@@ -37,11 +36,11 @@ def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: A
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
         )
     pods: dict[str, PodCount] = {}
-    if st.kubeconfig:
+    if cfg.kubeconfig:
         from sweep_operators.iris_pods import PodCounter
 
         counter = PodCounter(
-            kubeconfig=st.kubeconfig, context=st.kube_context, namespace=st.kube_namespace, conn_id=st.kube_conn_id
+            kubeconfig=cfg.kubeconfig, context=cfg.kube_context, namespace=cfg.kube_namespace, conn_id=cfg.kube_conn_id
         )
         for job in jobs:
             if job.state in ("RUNNING", "BUILDING", "PENDING"):
@@ -49,7 +48,7 @@ def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: A
     snap = iris_snapshot(
         cfg.name, jobs, pods, now=now or time.time(), window_start=start, window_end=end, source=hook.source
     )
-    if not st.kubeconfig:
+    if not cfg.kubeconfig:
         snap.notes.append("pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected")
     if log:
         log.info("%s: %d iris jobs via %s", cfg.name, len(jobs), hook.source)

@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from sweep_core.config.ops_schema import OpsFrontMatter
+from sweep_core.config.schema_base import default_of
 from sweep_core.iris.state import IrisJob, IrisStateError, IrisTask, iris_state_name
 
 POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
@@ -120,7 +122,7 @@ class IrisHook:
         binary: str = "",
         cluster: str = "",
         home: str = "",
-        timeout_s: float = 60,
+        timeout_s: float = default_of(OpsFrontMatter, "iris_timeout_s"),
         log_lines: int = 200,
     ) -> None:
         if not (python or binary):

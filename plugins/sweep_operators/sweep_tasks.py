@@ -107,7 +107,7 @@ def metrics(sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
     """Per-bucket metric columns from the log tails (RL step/reward/..., SFT loss, ...)."""
     config = load_sweep_config(sweep_yaml)
     snaps = _snapshots(context, Sweep.LIVENESS)
-    metrics_step(snaps, metrics_config(config.extra.get("metrics")))
+    metrics_step(snaps, metrics_config(config.metrics))
     return [s.to_dict() for s in snaps]
 
 
@@ -208,8 +208,8 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         flags,
         dry_run=bool(context["params"].get("dry_run", False)),
         run_log=str(context["ti"].xcom_pull(task_ids=Sweep.REPORT) or ""),
-        trackers=tracker_settings(config.extra.get("trackers")) is not None,
-        hf_chain=bool((config.extra.get("hf_chain") or {}).get("series")),
+        trackers=tracker_settings(config.trackers) is not None,
+        hf_chain=bool(config.hf_chain.series),
     )
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)

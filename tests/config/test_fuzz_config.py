@@ -1,6 +1,7 @@
 """Fuzz (hypothesis) of the config and history readers, with the shipped files as seeds:
 - ops_config.parse_ops_text raises only OpsConfigError (the DAG still imports; that cluster's
-  group fails naming the file), sweep_config.parse_sweep_config only SweepConfigError;
+  group fails naming the file), sweep_config.parse_sweep_config only SweepConfigError, also when
+  the parsed YAML tree is mutated where the schema looks (keys renamed, values of another type);
 - sweep_history.load_previous / load_history never raise on any bytes in a state file: a corrupt
   one is moved aside with a note."""
 
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
+import yaml
 from fuzzing import FUZZ, any_text
 from hypothesis import given
 from hypothesis import strategies as st
@@ -38,6 +41,53 @@ def test_sweep_yaml_raises_only_sweep_config_error(text: str) -> None:
         parse_sweep_config(text, "fuzz.yaml")
     except SweepConfigError:
         pass
+
+
+ODD_VALUES = [None, True, 0, -1, 1.5, float("nan"), 10**400 // 10**390, "", "x", "(", [], [None], {}, {"k": 1}]
+
+
+@st.composite
+def mutated_tree(draw: st.DrawFn, tree: Any) -> Any:
+    """The tree with a few edits at random depths: a key renamed or dropped, a value swapped."""
+    for _ in range(draw(st.integers(1, 3))):
+        node, parent, key = tree, None, None
+        while isinstance(node, dict | list) and node and draw(st.booleans()):
+            parent, key = (
+                node,
+                draw(st.sampled_from(sorted(node, key=str) if isinstance(node, dict) else range(len(node)))),
+            )
+            node = node[key]
+        if parent is None:
+            continue
+        op = draw(st.sampled_from(["rename", "drop", "value"]))
+        if op == "value" or isinstance(parent, list):
+            parent[key] = draw(st.sampled_from(ODD_VALUES))
+        elif op == "rename":
+            parent[str(key) + draw(st.sampled_from(["x", "_", "s"]))] = parent.pop(key)
+        else:
+            del parent[key]
+    return tree
+
+
+@FUZZ
+@given(st.data())
+def test_sweep_yaml_tree_mutations_raise_only_sweep_config_error_naming_the_file(data: st.DataObject) -> None:
+    tree = data.draw(mutated_tree(yaml.safe_load(SWEEP[0])))
+    try:
+        parse_sweep_config(yaml.safe_dump(tree), "fuzz.yaml")
+    except SweepConfigError as exc:
+        assert all(line.startswith("fuzz.yaml: ") for line in str(exc).split("\n"))
+
+
+@FUZZ
+@given(st.data())
+def test_ops_md_tree_mutations_raise_only_ops_config_error_naming_the_file(data: st.DataObject) -> None:
+    front = yaml.safe_load(data.draw(st.sampled_from(OPS)).split("---")[1])
+    tree = data.draw(mutated_tree({k: v for k, v in front.items() if k != "name"}))
+    try:
+        parse_ops_text(f"---\n{yaml.safe_dump(tree)}---\nprose\n", "fuzz/ops.md", "fuzz")
+    except OpsConfigError as exc:
+        assert str(exc).startswith("fuzz/ops.md: field '")
 
 
 @FUZZ

@@ -123,3 +123,18 @@ def test_a_bad_date_in_one_ops_md_leaves_every_dag_importable(tmp_path, monkeypa
             )
         assert f"{name}/ops.md" in str(err.value) and f"'{field}'" in str(err.value)
     assert {"local.step0", "leonardo.gather"} <= set(dag.task_ids)
+
+
+def test_an_unknown_key_in_sweep_yaml_fails_the_import_naming_file_and_key_path(tmp_path, monkeypatch) -> None:
+    """`rules: {colapse: …}` was silently ignored, a renamed RL bucket silently turned off every RL
+    metric and rule; now the schema refuses the file and says where, every error at once."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    text = (ROOT / "include" / "sweep.yaml").read_text()
+    bad = tmp_path / "sweep.yaml"
+    bad.write_text(text.replace("  collapse:\n", "  colapse:\n").replace("- name: RL\n", "- name: RLHF\n"))
+    monkeypatch.setenv("SWEEP_CONFIG", str(bad))
+    bag = DagBag(str(ROOT / "dags"))
+    error = next(msg for path, msg in bag.import_errors.items() if path.endswith("monitor_cron_sweep.py"))
+    assert f"{bad}: rules.colapse: unknown key" in error
+    assert f"{bad}: buckets[0].name: must be one of RL, SFT, Datagen, Eval, Catch-all, got 'RLHF'" in error

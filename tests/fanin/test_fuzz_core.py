@@ -49,7 +49,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
-MCFG = metrics_config(CONFIG.extra.get("metrics"))
+MCFG = metrics_config(CONFIG.metrics)
 
 
 def _texts(*globs: str) -> list[str]:
@@ -187,7 +187,7 @@ def test_hub_listing_never_raises(files: list[str] | None, expected: list[str]) 
     judge_hub_listing(files, expected)
 
 
-FP = fingerprint_config((CONFIG.extra.get("rules") or {}).get("fingerprint"))
+FP = fingerprint_config(CONFIG.rules.fingerprint)
 
 
 @FUZZ

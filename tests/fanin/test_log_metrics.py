@@ -20,7 +20,7 @@ from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 
 ROOT = FIXTURES.parents[1]
-CFG = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").extra["metrics"])
+CFG = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").metrics)
 
 
 def log(name: str) -> str:

@@ -8,7 +8,11 @@ from sweep_core.config.ops import LoginNode
 from sweep_core.slurm.failover import NodeUnreachable, gather_with_failover
 
 M = "@@SWEEP-t@@"
-NODES = (LoginNode("login01", "h1", 22), LoginNode("login02", "h2", 22), LoginNode("login03", "h3", 22))
+NODES = (
+    LoginNode(name="login01", host="h1", port=22),
+    LoginNode(name="login02", host="h2", port=22),
+    LoginNode(name="login03", host="h3", port=22),
+)
 COMPLETE = gather_stdout(M, {"squeue": slurm_fixture("squeue_running")})
 
 

@@ -31,34 +31,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sweep_core.config.fanin_schema import FingerprintPatterns, RulesSection
+from sweep_core.config.schema_base import default_of, section
 from sweep_core.fanin.metrics.patterns import last_match, required_literals
 from sweep_core.models import Job
-
-_VALUE = r"[\"']?([^\s\"',}\]]+)"  # an optionally quoted value up to whitespace / , } ]
-_EQ = r"[\"']?[ \t]*[:=][ \t]*"  # key: value / key=value, YAML or JSON-ish
-
-DEFAULT_FINGERPRINT: dict[str, list[str]] = {
-    "model": [
-        rf"\bmodel_name_or_path{_EQ}{_VALUE}",
-        rf"\bmodel\.path{_EQ}{_VALUE}",
-        r"--model(?:[_-]name[_-]or[_-]path|[_-]path)?[= ]+[\"']?([^\s\"'-][^\s\"']*)",
-    ],
-    "config": [
-        r"--config(?:[_-](?:path|name))?[= ]+[\"']?([^\s\"'-][^\s\"']*)",  # not --config_file: accelerate's
-        rf"\bconfig_(?:file|path){_EQ}{_VALUE}",
-    ],
-    "image": [
-        r"\b(?:apptainer|singularity)[ \t]+(?:exec|run|shell)\b[^\n]*?[ \t]([^\s\"']+\.sif)\b",
-        r"\b(?:SIF|sif|sif_path|SIF_PATH)[ \t]*[:=][ \t]*[\"']?([^\s\"']+\.sif)\b",
-        rf"\b(?:container_)?image{_EQ}{_VALUE}",
-    ],
-    "commit": [
-        r"\bgit[_ -]?(?:sha|commit|rev(?:ision)?|hash)[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{7,40})\b",
-        r"\b(?:code_)?commit[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{7,40})\b",
-    ],
-}
-# _resume, _resume2, -restart_3, _retry1, _requeue, _link3, _chain2 (a bare "_chain" is part of a name)
-DEFAULT_SERIES_SUFFIX = r"(?:[_-](?:(?:restart|resumed?|retry|requeue)(?:[_-]?\d+)?|(?:link|chain)[_-]?\d+))+$"
 
 FIELDS = ("nodes", "partition", "model", "config", "image", "commit")
 
@@ -99,21 +75,22 @@ def _field_literals(patterns: tuple[re.Pattern[str], ...]) -> tuple[str, ...]:
     return lits
 
 
-def fingerprint_config(raw: dict[str, Any] | None, series_suffix: str | None = None) -> FingerprintConfig:
-    """From ``rules.fingerprint`` (field -> pattern list; missing fields take the defaults)."""
-    merged = {**DEFAULT_FINGERPRINT, **(raw or {})}
+def fingerprint_config(
+    raw: FingerprintPatterns | dict[str, Any] | None, series_suffix: str | None = None
+) -> FingerprintConfig:
+    """Compile ``rules.fingerprint`` (log field -> patterns; keys and defaults in the schema) and
+    ``rules.series_suffix`` (None: the schema's default)."""
+    fields = section(FingerprintPatterns, raw, "rules.fingerprint", FingerprintConfigError)
     patterns: dict[str, tuple[re.Pattern[str], ...]] = {}
-    for name, items in merged.items():
-        if name not in FIELDS or name in ("nodes", "partition"):
-            raise FingerprintConfigError(f"rules.fingerprint.{name}: not a log field ({', '.join(FIELDS[2:])})")
+    for name, items in fields.model_dump().items():
         try:
-            patterns[name] = tuple(re.compile(p) for p in items or [])
+            patterns[name] = tuple(re.compile(p) for p in items)
         except re.error as exc:
             raise FingerprintConfigError(f"rules.fingerprint.{name}: bad regex: {exc}") from exc
         if any(p.groups < 1 for p in patterns[name]):
             raise FingerprintConfigError(f"rules.fingerprint.{name}: each pattern needs a group (the value)")
     try:
-        suffix = re.compile(series_suffix or DEFAULT_SERIES_SUFFIX, re.IGNORECASE)
+        suffix = re.compile(series_suffix or default_of(RulesSection, "series_suffix"), re.IGNORECASE)
     except re.error as exc:
         raise FingerprintConfigError(f"rules.series_suffix: bad regex: {exc}") from exc
     return FingerprintConfig(patterns, suffix, {name: _field_literals(ps) for name, ps in patterns.items()})

@@ -119,8 +119,8 @@ def rules_step(
     """Apply every flag rule; flags are attached to their jobs as well."""
     ctx = RuleContext(
         snaps=list(snaps),
-        cfg=rules_config(config.extra.get("rules")),
-        mcfg=metrics_config(config.extra.get("metrics")),
+        cfg=rules_config(config.rules),
+        mcfg=metrics_config(config.metrics),
         cadence=lambda c, b: cadences.get(c, {}).get(b) or config.cadence(b),
         caps=caps or {},
         history=history or History(),
@@ -155,7 +155,7 @@ def run_fan_in(
     lap("bucket")
     liveness_step(snaps, cadences)
     lap("liveness")
-    metrics_step(snaps, metrics_config(config.extra.get("metrics")))
+    metrics_step(snaps, metrics_config(config.metrics))
     lap("metrics")
     flags = rules_step(snaps, config, cadences, caps, history)
     lap("rules")

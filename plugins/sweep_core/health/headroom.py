@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweep_core.config.ops_schema import QuotaConfig
+from sweep_core.config.schema_base import default_of
 from sweep_core.health.quota import QuotaParse, judge_headroom
 from sweep_core.health.quota_parsers import (
     parse_cindata,
@@ -22,8 +24,8 @@ def quota_verdict(
     command: str,
     quota_output: tuple[int, str, str] | None,
     df_outputs: list[tuple[int, str, str]],
-    soft_limit: int | None = None,
-    warn_fraction: float = 0.9,
+    soft_limit: int | None = default_of(QuotaConfig, "soft_limit"),
+    warn_fraction: float = default_of(QuotaConfig, "warn_fraction"),
 ) -> dict[str, Any]:
     """One cluster's headroom: {status OK|NEAR|OVER|UNKNOWN, reason, details, command}.
 

@@ -97,7 +97,7 @@ _RANK = {OK: 0, NEAR: 1, UNKNOWN: 2, OVER: 3}
 
 def judge_headroom(
     readings: QuotaParse | list[QuotaReading],
-    soft_fraction_warn: float = 0.9,
+    soft_fraction_warn: float,  # ops.md quota.warn_fraction (its default is the schema's)
     explicit_soft: int | None = None,
     *,
     kind: str | None = None,

@@ -1,5 +1,5 @@
-"""The ``rules:`` section of include/sweep.yaml: rule thresholds and name tags, with their defaults,
-read into one frozen RulesConfig the rules share.
+"""The ``rules:`` section of include/sweep.yaml: rule thresholds and name tags (keys and defaults:
+sweep_core.config.fanin_schema), read into one frozen RulesConfig the rules share.
 """
 
 from __future__ import annotations
@@ -8,26 +8,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from sweep_core.config.fanin_schema import RulesSection
+from sweep_core.config.schema_base import section
 from sweep_core.fanin.fingerprint import FingerprintConfig, fingerprint_config
 
-DEFAULT_RULES: dict[str, Any] = {
-    "collapse": {
-        "min_signals": 2,
-        "reward_drop_fraction": 0.5,
-        "grad_norm_max": 10.0,
-        "entropy_min": 0.05,
-        "tis_max": 5.0,
-    },
-    "ablation_tags": ["zclip", "staleclip", "stale_clip", "z_clip", "maxgn09_hint", "shaped_entropy"],
-    "agentic_rl_tags": ["harbor", "daytona", "terminal_bench", "terminalbench"],
-    "untested_rl_tags": ["debug", "smoke", "smoketest", "smoke_test", "canary"],
-    "fingerprint": {},  # launch-fingerprint patterns per field (defaults: sweep_core/fanin/fingerprint.py)
-    "series_suffix": None,  # chain-link / restart suffix stripped from a name -> its series
-    "concluded_series": ["a3"],
-    "eval_exempt": ["(^|[_/-])DCAgent2([_/-]|$)"],
-    "eval_instant_fail_minutes": 2,
-    "failure_states": ["FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"],
-}
+
+class RulesConfigError(ValueError):
+    """The ``rules:`` section of sweep.yaml is malformed; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -47,22 +34,26 @@ class RulesConfig:
     fingerprint: FingerprintConfig
 
 
-def rules_config(raw: dict[str, Any] | None) -> RulesConfig:
-    """Build from the ``rules:`` section of sweep.yaml (missing keys take the defaults)."""
-    raw = {**DEFAULT_RULES, **(raw or {})}
-    col = {**DEFAULT_RULES["collapse"], **(raw.get("collapse") or {})}
+def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
+    """Build from the ``rules:`` section of sweep.yaml (its model, or a mapping validated here)."""
+    sect = section(RulesSection, raw, "rules", RulesConfigError)
+    col = sect.collapse
+    try:
+        exempt = tuple(re.compile(p) for p in sect.eval_exempt)
+    except re.error as exc:
+        raise RulesConfigError(f"rules.eval_exempt: bad regex: {exc}") from exc
     return RulesConfig(
-        min_signals=int(col["min_signals"]),
-        reward_drop=float(col["reward_drop_fraction"]),
-        grad_norm_max=float(col["grad_norm_max"]),
-        entropy_min=float(col["entropy_min"]),
-        tis_max=float(col["tis_max"]),
-        ablation_tags=tuple(raw["ablation_tags"]),
-        agentic_tags=tuple(raw["agentic_rl_tags"]),
-        untested_tags=tuple(raw["untested_rl_tags"]),
-        concluded=tuple(raw["concluded_series"]),
-        eval_exempt=tuple(re.compile(p) for p in raw["eval_exempt"]),
-        instant_fail_minutes=float(raw["eval_instant_fail_minutes"]),
-        failure_states=frozenset(raw["failure_states"]),
-        fingerprint=fingerprint_config(raw.get("fingerprint"), raw.get("series_suffix")),
+        min_signals=col.min_signals,
+        reward_drop=float(col.reward_drop_fraction),
+        grad_norm_max=float(col.grad_norm_max),
+        entropy_min=float(col.entropy_min),
+        tis_max=float(col.tis_max),
+        ablation_tags=sect.ablation_tags,
+        agentic_tags=sect.agentic_rl_tags,
+        untested_tags=sect.untested_rl_tags,
+        concluded=sect.concluded_series,
+        eval_exempt=exempt,
+        instant_fail_minutes=float(sect.eval_instant_fail_minutes),
+        failure_states=frozenset(sect.failure_states),
+        fingerprint=fingerprint_config(sect.fingerprint, sect.series_suffix),
     )

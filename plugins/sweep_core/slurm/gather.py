@@ -18,6 +18,7 @@ import binascii
 import secrets
 from dataclasses import dataclass, field
 
+from sweep_core.config.sweep_schema import GatherLimits
 from sweep_core.slurm.parse import (
     SACCT_FORMAT,
     SACCT_JOBS_FORMAT,
@@ -38,6 +39,9 @@ FORK_FAILURE_MARKERS = (
 )
 
 
+_LIMITS = GatherLimits()
+
+
 @dataclass(frozen=True)
 class GatherRequest:
     """What to ask one SLURM cluster for."""
@@ -45,16 +49,16 @@ class GatherRequest:
     user: str
     window_start: int  # epoch seconds, inclusive
     window_end: int  # epoch seconds, exclusive
-    tail_bytes: int = 16384
-    max_jobs: int = 1000
+    tail_bytes: int = _LIMITS.tail_bytes  # defaults: sweep.yaml gather:, in the schema
+    max_jobs: int = _LIMITS.max_jobs
     # slurmdbd answers a windowed `sacct -S/-E -s` query for a just-ended job only some seconds
     # after `sacct -j` already shows it (measured: up to ~5 s on 22.05). The script waits until
     # the remote clock is settle_s past the window end before it asks, so a job that ended in the
     # last seconds of a window is not lost from that window's sweep.
-    settle_s: int = 10
+    settle_s: int = _LIMITS.sacct_settle_s
     # RUNNING jobs whose name starts with one of these get their earlier chain links' logs
     # (same name, older files in the same log dir, depth-1 ls) tailed too: up to chain_logs.
-    chain_prefixes: tuple[str, ...] = ("rl__",)
+    chain_prefixes: tuple[str, ...] = _LIMITS.chain_prefixes
     chain_logs: int = 2
     # Jobs that ended in the window: their log (scontrol StdOut while the controller still
     # knows the job, else log_pattern with %j %x %A %a %u expanded) is tailed: the traceback of

@@ -1,6 +1,6 @@
 """The ``metrics:`` section of include/sweep.yaml: every line-format pattern of every bucket and the
-hang signals, with their defaults, compiled into one frozen MetricsConfig (a bad regex raises
-MetricsConfigError naming its key).
+hang signals (keys and defaults: sweep_core.config.fanin_schema), compiled into one frozen
+MetricsConfig (a bad regex raises MetricsConfigError naming its key).
 """
 
 from __future__ import annotations
@@ -10,43 +10,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.config.fanin_schema import MetricsSection
+from sweep_core.config.schema_base import section
 from sweep_core.fanin.metrics.patterns import required_literals
-
-DEFAULTS: dict[str, Any] = {
-    "rl": {
-        "step": [r"Training Step Progress:[^\n]*?(?<!\d)(\d++)/(\d++)"],
-        "mirror_marker": "WANDB_MIRROR",
-        "keys": {
-            "step": ["trainer/global_step", "global_step", "step"],
-            "max_steps": ["trainer/max_steps", "max_steps", "total_steps"],
-            "reward": ["reward/mean", "critic/rewards/mean", "train/reward", "reward"],
-            "grad_norm": ["actor/grad_norm", "train/grad_norm", "grad_norm"],
-            "entropy": ["actor/entropy", "train/entropy", "entropy"],
-            "tis": ["tis/ratio_mean", "actor/tis_ratio", "tis"],
-        },
-    },
-    "sft": {
-        "total": [r"Total optimization steps = ([\d,]+)", r"max_steps[=: ]++(\d++)"],
-        "step": [r"(?<!\d)(\d++)/(\d++) \[", r"Step (\d++)/(\d++)"],
-    },
-    "datagen": {
-        # the count before the word (not the M of an N/M) or right after `result.json=`/`count=`
-        "result_count": [
-            r"(?<![\w/.,])(\d++) result\.json(?![=:])",
-            r"result\.json(?: count[=: ]++|[=:] *+)(\d++)(?![/.\d])",
-        ],
-        "avg_turns": [r"avg_turns[=: ]++([0-9.]+)"],
-        "exceptions": [r"exc(?:eptions)?[=: ]++(\d++)/(\d++)"],
-    },
-    "eval": {
-        "progress": [r"(?<!\d)(\d++)/(\d++) trials", r"result\.json[=: ]++(\d++)/(\d++)"],
-        "pass_rate": [r"pass[_ -]?rate[=: ]+([0-9.]+)%?"],
-        "exception": [r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded))\b"],
-        "passthrough": ["AgentTimeoutError", "ContextLengthExceeded"],
-        "infra_checks": [],
-    },
-    "hang_signals": ["EngineDead", r"NCCL[^\n]*[Tt]imeout", "[Ww]atchdog", r"RPC[^\n]*[Tt]imeout", "opCount"],
-}
 
 
 class MetricsConfigError(ValueError):
@@ -97,38 +63,35 @@ class MetricsConfig:
     rl_plans: dict[tuple[str, ...], KeyPlan] = field(default_factory=dict, compare=False, repr=False)
 
 
-def metrics_config(raw: dict[str, Any] | None) -> MetricsConfig:
-    """Build from the ``metrics:`` section of sweep.yaml (missing keys take the defaults)."""
-    raw = raw or {}
-
-    def sect(name: str) -> dict[str, Any]:
-        return {**DEFAULTS[name], **(raw.get(name) or {})}
-
-    rl, sft, dg, ev = sect("rl"), sect("sft"), sect("datagen"), sect("eval")
-    hang = _compile(raw.get("hang_signals") or DEFAULTS["hang_signals"], "hang_signals")
-    keys = {**DEFAULTS["rl"]["keys"], **(rl.get("keys") or {})}
-    checks = []
-    for i, item in enumerate(ev.get("infra_checks") or []):
-        if not isinstance(item, dict) or not item.get("name") or not item.get("pattern"):
-            raise MetricsConfigError(f"metrics.eval.infra_checks[{i}] needs a name and a pattern")
-        checks.append(InfraCheck(str(item["name"]), _compile([item["pattern"]], f"eval.infra_checks[{i}]")[0]))
+def metrics_config(raw: MetricsSection | dict[str, Any] | None) -> MetricsConfig:
+    """Compile the ``metrics:`` section of sweep.yaml (its model, or a mapping validated here)."""
+    sect = section(MetricsSection, raw, "metrics", MetricsConfigError)
+    rl, sft, dg, ev = sect.rl, sect.sft, sect.datagen, sect.eval
+    hang = _compile(sect.hang_signals, "hang_signals")
+    checks = tuple(
+        InfraCheck(c.name, _compile([c.pattern], f"eval.infra_checks[{i}]")[0]) for i, c in enumerate(ev.infra_checks)
+    )
     return MetricsConfig(
-        rl_step=_compile(rl["step"], "rl.step"),
-        rl_marker=str(rl["mirror_marker"]),
-        sft_total=_compile(sft["total"], "sft.total"),
-        sft_step=_compile(sft["step"], "sft.step"),
-        dg_results=_compile(dg["result_count"], "datagen.result_count"),
-        dg_turns=_compile(dg["avg_turns"], "datagen.avg_turns"),
-        dg_exc=_compile(dg["exceptions"], "datagen.exceptions"),
-        ev_progress=_compile(ev["progress"], "eval.progress"),
-        ev_pass=_compile(ev["pass_rate"], "eval.pass_rate"),
-        ev_exception=_compile(ev["exception"], "eval.exception"),
-        ev_passthrough=frozenset(ev["passthrough"]),
-        ev_checks=tuple(checks),
+        rl_step=_compile(rl.step, "rl.step"),
+        rl_marker=rl.mirror_marker,
+        sft_total=_compile(sft.total, "sft.total"),
+        sft_step=_compile(sft.step, "sft.step"),
+        dg_results=_compile(dg.result_count, "datagen.result_count"),
+        dg_turns=_compile(dg.avg_turns, "datagen.avg_turns"),
+        dg_exc=_compile(dg.exceptions, "datagen.exceptions"),
+        ev_progress=_compile(ev.progress, "eval.progress"),
+        ev_pass=_compile(ev.pass_rate, "eval.pass_rate"),
+        ev_exception=_compile(ev.exception, "eval.exception"),
+        ev_passthrough=frozenset(ev.passthrough),
+        ev_checks=checks,
         hang_any=re.compile("|".join(f"(?:{p.pattern})" for p in hang)),
         hang_each=hang,
         hang_literals=_hang_literals(hang),
-        rl_alias={alias: (metric, rank) for metric, aliases in keys.items() for rank, alias in enumerate(aliases)},
+        rl_alias={
+            alias: (metric, rank)
+            for metric, aliases in rl.keys.model_dump().items()
+            for rank, alias in enumerate(aliases)
+        },
     )
 
 

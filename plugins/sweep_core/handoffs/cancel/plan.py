@@ -18,6 +18,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.config.schema_base import section
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
 from sweep_core.vocab import CANCEL_ACTIONS, Action
@@ -26,22 +28,13 @@ JOB_ID_RE = re.compile(r"^\d{1,12}(_\d{1,9})?$")
 MAX_NAME = 200  # Slurm job names are at most 200 characters
 
 
-@dataclass(frozen=True)
-class CancelConfig:
-    """sweep.yaml ``cancel:``."""
-
-    approval_timeout_minutes: float = 60.0  # no answer by then = reject
-    confirm_timeout_s: int = 30  # how long the scancel script waits for sacct to say CANCELLED
+class CancelConfigError(ValueError):
+    """sweep.yaml's ``cancel:`` is malformed; the message names the key."""
 
 
-def cancel_config(raw: dict[str, Any] | None) -> CancelConfig:
-    """Read sweep.yaml's ``cancel:`` section; positive numbers or the defaults."""
-    raw = raw or {}
-    minutes = float(raw.get("approval_timeout_minutes", CancelConfig.approval_timeout_minutes))
-    confirm = int(raw.get("confirm_timeout_s", CancelConfig.confirm_timeout_s))
-    if minutes <= 0 or confirm <= 0:
-        raise ValueError("cancel.approval_timeout_minutes and cancel.confirm_timeout_s must be positive")
-    return CancelConfig(minutes, confirm)
+def cancel_config(raw: CancelConfig | dict[str, Any] | None) -> CancelConfig:
+    """sweep.yaml's ``cancel:`` section, validated by the schema (positive numbers, its defaults)."""
+    return section(CancelConfig, raw, "cancel", CancelConfigError)
 
 
 @dataclass(frozen=True)

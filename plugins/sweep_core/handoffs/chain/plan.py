@@ -20,6 +20,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.config.handoffs_schema import HfChainSection
+from sweep_core.config.schema_base import section
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import END_RECORD, script_file, shell_header
 
@@ -46,57 +48,38 @@ class Series:
     tracker: str  # tracker markdown, relative to the tracker repo
     upload_name: str  # job name of the upload job (template {cell}): how the cluster is asked
     eval_name: str
-    eval_job_column: str = "eval job"
-    lookback_days: int = 30
-    artifact_dir: str = ""  # template {cell} {sft_job}: the SFT output the upload reads
+    eval_job_column: str
+    lookback_days: int
+    artifact_dir: str  # template {cell} {sft_job}: the SFT output the upload reads
 
 
-def _argv(raw: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw):
+def _argv(raw: tuple[str, ...], where: str) -> tuple[str, ...]:
+    if not raw:
         raise ChainConfigError(f"{where} must be a non-empty list of strings (argv)")
     if raw[0] != "sbatch":
         raise ChainConfigError(f"{where} must start with sbatch (legs run as batch jobs, never on the login node)")
-    return tuple(raw)
+    return raw
 
 
-def chain_series(raw: dict[str, Any] | None) -> list[Series]:
-    """The series of the ``hf_chain:`` section; only those with db_registration false."""
+def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
+    """The series of the ``hf_chain:`` section (validated by the schema); only those with
+    db_registration false."""
     out = []
-    for i, s in enumerate((raw or {}).get("series") or []):
+    for i, s in enumerate(section(HfChainSection, raw, "hf_chain", ChainConfigError).series):
         where = f"hf_chain.series[{i}]"
-        if not isinstance(s, dict):
-            raise ChainConfigError(f"{where} must be a mapping")
-        for key in ("name", "cluster", "match", "hub_repo", "upload", "eval", "tracker"):
-            if not s.get(key):
-                raise ChainConfigError(f"{where}.{key} is required")
-        if s.get("db_registration", False):
+        if s.db_registration:
             continue  # DB-registered series go through sft-job-cleanup, not this chain
         try:
-            match = re.compile(s["match"])
+            match = re.compile(s.match)
         except re.error as exc:
             raise ChainConfigError(f"{where}.match: bad regex: {exc}") from exc
         if "cell" not in match.groupindex:
             raise ChainConfigError(f"{where}.match needs a (?P<cell>...) group")
-        tracker = str(s["tracker"])
-        if tracker.startswith("/") or ".." in tracker.split("/"):
+        if s.tracker.startswith("/") or ".." in s.tracker.split("/"):
             raise ChainConfigError(f"{where}.tracker must be relative to the tracker repo")
+        plain = s.model_dump(exclude={"match", "upload", "eval", "db_registration"})
         out.append(
-            Series(
-                name=str(s["name"]),
-                cluster=str(s["cluster"]),
-                match=match,
-                hub_repo=str(s["hub_repo"]),
-                repo_type=str(s.get("repo_type", "model")),
-                expected=tuple(s.get("expected") or ["config.json", "*.safetensors"]),
-                upload=_argv(s["upload"], f"{where}.upload"),
-                eval=_argv(s["eval"], f"{where}.eval"),
-                tracker=tracker,
-                upload_name=str(s.get("upload_name") or "hf_upload__{cell}"),
-                eval_name=str(s.get("eval_name") or "eval-{cell}"),
-                eval_job_column=str(s.get("eval_job_column") or "eval job"),
-                lookback_days=int(s.get("lookback_days", 30)),
-                artifact_dir=str(s.get("artifact_dir") or ""),
-            )
+            Series(**plain, match=match, upload=_argv(s.upload, f"{where}.upload"), eval=_argv(s.eval, f"{where}.eval"))
         )
     return out
 

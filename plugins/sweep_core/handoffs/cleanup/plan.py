@@ -22,38 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.config.handoffs_schema import CleanupSection
+from sweep_core.config.schema_base import default_of, section
 from sweep_core.models import Flag
 from sweep_core.vocab import cleanup_flavor
 
-# The cleanup skills the completion_cleanup rule hands off to (vocab.Flavor; its action vocab.cleanup_action).
-DEFAULT_FLAVORS: dict[str, dict[str, Any]] = {
-    "rl-agentic-job-cleanup": {
-        "hub": [
-            {"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]},
-            {"repo": "{org}/{name}-traces", "type": "dataset", "expected": ["*.parquet"]},
-        ],
-        "delete": ["trace_jobs", "tasks", "exports"],
-    },
-    "rl-standard-job-cleanup": {
-        "hub": [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}],
-        "delete": ["checkpoints", "exports"],
-    },
-    "sft-job-cleanup": {
-        "hub": [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}],
-        "delete": ["checkpoints", "exports"],
-    },
-    "datagen-job-cleanup": {
-        "hub": [{"repo": "{org}/{name}", "type": "dataset", "expected": ["*.parquet"]}],
-        "delete": ["chunks", "tasks"],
-        "all_chunks": True,
-    },
-    "eval-agentic-cleanup": {
-        "hub": [{"repo": "{org}/{name}-traces", "type": "dataset", "expected": ["*.parquet"]}],
-        "delete": ["trace_jobs"],
-    },
-}
-
-DEFAULT_ARTIFACT_DIR = "{root}/{name}"
+DEFAULT_ARTIFACT_DIR: str = default_of(CleanupSection, "artifact_dir")  # the schema's, for the guards' callers
 _SANE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 _SANE_SUBDIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
 
@@ -78,7 +52,7 @@ class FlavorSpec:
     name: str
     hub: tuple[HubArtifact, ...]
     delete: tuple[str, ...]  # subdirs of the job's artifact dir
-    all_chunks: bool = False  # datagen: every array chunk must be COMPLETED in sacct
+    all_chunks: bool  # datagen: every array chunk must be COMPLETED in sacct
 
 
 @dataclass(frozen=True)
@@ -86,34 +60,25 @@ class CleanupConfig:
     artifact_dir: str  # template under each ops.md artifact root: {root} {name} {job_id}
     hub_org: str
     flavors: dict[str, FlavorSpec]
-    verify_timeout_s: int = 600
-    verify_poll_s: int = 5
+    verify_timeout_s: int
+    verify_poll_s: int
 
 
-def cleanup_config(raw: dict[str, Any] | None) -> CleanupConfig:
-    """Build from the ``cleanup:`` section of sweep.yaml; flavors missing there take the defaults."""
-    raw = raw or {}
-    flavors_raw = {**DEFAULT_FLAVORS, **(raw.get("flavors") or {})}
+def cleanup_config(raw: CleanupSection | dict[str, Any] | None) -> CleanupConfig:
+    """Build from sweep.yaml's ``cleanup:`` (validated by the schema, whose flavors a section's own
+    extend); here the guards: a non-empty hub, plain relative delete subdirs, one dir per job."""
+    sect = section(CleanupSection, raw, "cleanup", CleanupConfigError)
     flavors = {}
-    for name, spec in flavors_raw.items():
+    for name, spec in sect.flavors.items():
         where = f"cleanup.flavors.{name}"
-        if not isinstance(spec, dict):
-            raise CleanupConfigError(f"{where} must be a mapping")
-        hubs = []
-        for i, h in enumerate(spec.get("hub") or []):
-            if not isinstance(h, dict) or not h.get("repo") or not h.get("expected"):
-                raise CleanupConfigError(f"{where}.hub[{i}] needs repo and expected")
-            if h.get("type", "model") not in ("model", "dataset"):
-                raise CleanupConfigError(f"{where}.hub[{i}].type must be model or dataset")
-            hubs.append(HubArtifact(str(h["repo"]), str(h.get("type", "model")), tuple(map(str, h["expected"]))))
+        hubs = tuple(HubArtifact(h.repo, h.type, h.expected) for h in spec.hub)
         if not hubs:
             raise CleanupConfigError(f"{where}.hub is empty: nothing would prove the artifact is safe")
-        delete = tuple(str(d) for d in spec.get("delete") or [])
-        for d in delete:
+        for d in spec.delete:
             if not _SANE_SUBDIR.match(d) or ".." in d.split("/"):
                 raise CleanupConfigError(f"{where}.delete: {d!r} is not a plain relative subdirectory")
-        flavors[name] = FlavorSpec(name, tuple(hubs), delete, bool(spec.get("all_chunks", False)))
-    artifact_dir = str(raw.get("artifact_dir") or DEFAULT_ARTIFACT_DIR)
+        flavors[name] = FlavorSpec(name, hubs, spec.delete, spec.all_chunks)
+    artifact_dir = sect.artifact_dir
     if not artifact_dir.startswith("{root}/"):
         raise CleanupConfigError("cleanup.artifact_dir must start with {root}/")
     if "{name}" not in artifact_dir and "{job_id}" not in artifact_dir:
@@ -126,10 +91,10 @@ def cleanup_config(raw: dict[str, Any] | None) -> CleanupConfig:
         ) from exc
     return CleanupConfig(
         artifact_dir=artifact_dir,
-        hub_org=str(raw.get("hub_org") or ""),
+        hub_org=sect.hub_org,
         flavors=flavors,
-        verify_timeout_s=int(raw.get("verify_timeout_s", 600)),
-        verify_poll_s=int(raw.get("verify_poll_s", 5)),
+        verify_timeout_s=sect.verify_timeout_s,
+        verify_poll_s=sect.verify_poll_s,
     )
 
 

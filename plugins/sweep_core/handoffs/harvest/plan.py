@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep_core.config.handoffs_schema import TrackersSection
+from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_edit import fill_row, mark_row
@@ -38,27 +40,28 @@ class TrackerSettings:
     repo: str
     globs: tuple[str, ...]
     default_cluster: str
-    commit: bool = True
-    max_results_bytes: int = 4 * 1024 * 1024
+    commit: bool
+    max_results_bytes: int
 
 
-def tracker_settings(raw: dict[str, Any] | None, env: dict[str, str] | None = None) -> TrackerSettings | None:
+def tracker_settings(
+    raw: TrackersSection | dict[str, Any] | None, env: dict[str, str] | None = None
+) -> TrackerSettings | None:
     """None when no tracker repo is configured (the harvest is off)."""
-    raw = raw or {}
+    sect = section(TrackersSection, raw, "trackers", ValueError)
     env = os.environ if env is None else env
-    repo = env.get("SWEEP_TRACKER_REPO") or raw.get("repo")
+    repo = env.get("SWEEP_TRACKER_REPO") or sect.repo
     if not repo:
         return None
-    globs = tuple(str(g) for g in raw.get("globs") or ["**/grid.md", "**/SCORES.md"])
-    for g in globs:
+    for g in sect.globs:
         if g.startswith("/") or ".." in g.split("/"):
             raise ValueError(f"trackers.globs: {g!r} must be relative to the tracker repo")
     return TrackerSettings(
-        repo=os.path.expanduser(str(repo)),
-        globs=globs,
-        default_cluster=str(raw.get("default_cluster") or ""),
-        commit=bool(raw.get("commit", True)),
-        max_results_bytes=int(raw.get("max_results_bytes", 4 * 1024 * 1024)),
+        repo=os.path.expanduser(repo),
+        globs=sect.globs,
+        default_cluster=sect.default_cluster,
+        commit=sect.commit,
+        max_results_bytes=sect.max_results_bytes,
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from sweep_core.config.schema_base import default_of
+from sweep_core.config.sweep_schema import GatherLimits
 from sweep_core.handoffs.harvest.plan import JobReport
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
@@ -20,7 +22,12 @@ SACCT_LOOKBACK_DAYS = 120
 
 
 def build_harvest_script(
-    job_ids: list[str], results_dir: str, log_pattern: str, marker: str, max_bytes: int, tail_bytes: int = 16384
+    job_ids: list[str],
+    results_dir: str,
+    log_pattern: str,
+    marker: str,
+    max_bytes: int,
+    tail_bytes: int = default_of(GatherLimits, "tail_bytes"),
 ) -> str:
     """Read-only: states, results files of COMPLETED jobs, log tails of failed ones."""
     ids = sorted(set(job_ids))

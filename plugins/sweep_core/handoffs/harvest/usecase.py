@@ -46,9 +46,7 @@ def poll_cluster(
     if cfg is None:
         return read_harvest(None, ids, why)
     marker = new_marker()
-    script = build_harvest_script(
-        ids, str(cfg.extra.get("eval_results_dir") or ""), cfg.log_pattern, marker, max_bytes, tail_bytes
-    )
+    script = build_harvest_script(ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, tail_bytes)
     out, problem = run_script(cfg, script, marker, "harvest")
     return read_harvest(out, ids, problem, delimiter=marker)
 

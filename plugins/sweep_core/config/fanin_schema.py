@@ -1,0 +1,139 @@
+"""The schema of sweep.yaml's fan-in sections, ``metrics:`` (what is read from the log tails) and
+``rules:`` (flag thresholds, tags, the launch fingerprint). The defaults here are the only ones:
+sweep_core.fanin.metrics and sweep_core.rules compile what these models hold.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from sweep_core.config.schema_base import StrictModel, Tup
+
+Patterns = Tup[str]  # Python regexes, compiled by the section's consumer (its own error names the key)
+
+
+class RlMetricKeys(StrictModel):
+    """Keys of a WANDB_MIRROR metric dict that feed each RL metric, by priority."""
+
+    step: Tup[str] = ("trainer/global_step", "global_step", "step")
+    max_steps: Tup[str] = ("trainer/max_steps", "max_steps", "total_steps")
+    reward: Tup[str] = ("reward/mean", "critic/rewards/mean", "train/reward", "reward")
+    grad_norm: Tup[str] = ("actor/grad_norm", "train/grad_norm", "grad_norm")
+    entropy: Tup[str] = ("actor/entropy", "train/entropy", "entropy")
+    tis: Tup[str] = ("tis/ratio_mean", "actor/tis_ratio", "tis")
+
+
+class RlMetrics(StrictModel):
+    step: Patterns = (r"Training Step Progress:[^\n]*?(?<!\d)(\d++)/(\d++)",)
+    mirror_marker: str = Field("WANDB_MIRROR", min_length=1, description="prefix of a metric-dict line")
+    keys: RlMetricKeys = RlMetricKeys()
+
+
+class SftMetrics(StrictModel):
+    total: Patterns = (r"Total optimization steps = ([\d,]+)", r"max_steps[=: ]++(\d++)")
+    step: Patterns = (r"(?<!\d)(\d++)/(\d++) \[", r"Step (\d++)/(\d++)")
+
+
+class DatagenMetrics(StrictModel):
+    # the count before the word (not the M of an N/M) or right after `result.json=`/`count=`
+    result_count: Patterns = (
+        r"(?<![\w/.,])(\d++) result\.json(?![=:])",
+        r"result\.json(?: count[=: ]++|[=:] *+)(\d++)(?![/.\d])",
+    )
+    avg_turns: Patterns = (r"avg_turns[=: ]++([0-9.]+)",)
+    exceptions: Patterns = (r"exc(?:eptions)?[=: ]++(\d++)/(\d++)",)
+
+
+class InfraCheckSpec(StrictModel):
+    """One eval infra check: it FAILS when its pattern is found in the log tail."""
+
+    name: str = Field(min_length=1)
+    pattern: str = Field(min_length=1)
+
+
+class EvalMetrics(StrictModel):
+    progress: Patterns = (r"(?<!\d)(\d++)/(\d++) trials", r"result\.json[=: ]++(\d++)/(\d++)")
+    pass_rate: Patterns = (r"pass[_ -]?rate[=: ]+([0-9.]+)%?",)
+    exception: Patterns = (r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Exceeded))\b",)
+    passthrough: Tup[str] = Field(("AgentTimeoutError", "ContextLengthExceeded"), description="scored, never blamed")
+    infra_checks: Tup[InfraCheckSpec] = (
+        InfraCheckSpec(
+            name="sandbox",
+            pattern=r"SandboxCreationError|Failed to create sandbox|daytona(?:[^\nd]|d(?!aytona))*?(?:quota|limit)",
+        ),
+        InfraCheckSpec(name="image_pull", pattern=r"ImagePullBackOff|ErrImagePull|failed to pull image"),
+        InfraCheckSpec(name="upload", pattern=r"upload failed|Failed to upload|HfHubHTTPError"),
+        InfraCheckSpec(
+            name="register", pattern=r"registration failed|Failed to register|supabase(?:[^\ns]|s(?!upabase))*?error"
+        ),
+    )
+
+
+class MetricsSection(StrictModel):
+    """sweep.yaml ``metrics:``: per-bucket patterns over the bounded log tails (spec §3)."""
+
+    rl: RlMetrics = RlMetrics()
+    sft: SftMetrics = SftMetrics()
+    datagen: DatagenMetrics = DatagenMetrics()
+    eval: EvalMetrics = EvalMetrics()
+    hang_signals: Patterns = Field(
+        ("EngineDead", r"NCCL[^\n]*[Tt]imeout", "[Ww]atchdog", r"RPC[^\n]*[Tt]imeout", "opCount"),
+        min_length=1,
+        description="lines worth naming next to a silent hang",
+    )
+
+
+class CollapseThresholds(StrictModel):
+    """RL collapse: this many signals firing at the same step -> cancel + salvage."""
+
+    min_signals: int = 2
+    reward_drop_fraction: float = Field(0.5, description="reward fell by more than this vs the previous step")
+    grad_norm_max: float = 10.0
+    entropy_min: float = 0.05
+    tis_max: float = 5.0
+
+
+_VALUE = r"[\"']?([^\s\"',}\]]+)"  # an optionally quoted value up to whitespace / , } ]
+_EQ = r"[\"']?[ \t]*[:=][ \t]*"  # key: value / key=value, YAML or JSON-ish
+
+
+class FingerprintPatterns(StrictModel):
+    """Launch-fingerprint log fields -> patterns, group 1 = the value (formats: fanin/fingerprint.py)."""
+
+    model: Patterns = (
+        rf"\bmodel_name_or_path{_EQ}{_VALUE}",
+        rf"\bmodel\.path{_EQ}{_VALUE}",
+        r"--model(?:[_-]name[_-]or[_-]path|[_-]path)?[= ]+[\"']?([^\s\"'-][^\s\"']*)",
+    )
+    config: Patterns = (
+        r"--config(?:[_-](?:path|name))?[= ]+[\"']?([^\s\"'-][^\s\"']*)",  # not --config_file: accelerate's
+        rf"\bconfig_(?:file|path){_EQ}{_VALUE}",
+    )
+    image: Patterns = (
+        r"\b(?:apptainer|singularity)[ \t]+(?:exec|run|shell)\b[^\n]*?[ \t]([^\s\"']+\.sif)\b",
+        r"\b(?:SIF|sif|sif_path|SIF_PATH)[ \t]*[:=][ \t]*[\"']?([^\s\"']+\.sif)\b",
+        rf"\b(?:container_)?image{_EQ}{_VALUE}",
+    )
+    commit: Patterns = (
+        r"\bgit[_ -]?(?:sha|commit|rev(?:ision)?|hash)[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{7,40})\b",
+        r"\b(?:code_)?commit[\"']?[ \t]*[:=][ \t]*[\"']?([0-9a-f]{7,40})\b",
+    )
+
+
+class RulesSection(StrictModel):
+    """sweep.yaml ``rules:``: flag thresholds and tags (spec §4); every flag names its rule."""
+
+    collapse: CollapseThresholds = CollapseThresholds()
+    ablation_tags: Tup[str] = ("zclip", "staleclip", "stale_clip", "z_clip", "maxgn09_hint", "shaped_entropy")
+    agentic_rl_tags: Tup[str] = ("harbor", "daytona", "terminal_bench", "terminalbench")
+    untested_rl_tags: Tup[str] = ("debug", "smoke", "smoketest", "smoke_test", "canary")
+    fingerprint: FingerprintPatterns = FingerprintPatterns()
+    # _resume, _resume2, -restart_3, _retry1, _requeue, _link3, _chain2 (a bare "_chain" is part of a name)
+    series_suffix: str = Field(
+        r"(?:[_-](?:(?:restart|resumed?|retry|requeue)(?:[_-]?\d+)?|(?:link|chain)[_-]?\d+))+$",
+        description="chain-link / restart suffix stripped from a job name to key the fingerprint by series",
+    )
+    concluded_series: Tup[str] = ("a3",)
+    eval_exempt: Patterns = Field(("(^|[_/-])DCAgent2([_/-]|$)",), description="measurement runs: calibration")
+    eval_instant_fail_minutes: float = 2.0
+    failure_states: Tup[str] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")

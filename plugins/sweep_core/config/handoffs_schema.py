@@ -1,0 +1,108 @@
+"""The schema of sweep.yaml's hand-off sections: ``cleanup:`` (what may be deleted once the hub
+holds it), ``trackers:`` (the eval-grid harvest), ``cancel:`` (scancel after approval) and
+``hf_chain:`` (the HF-only SFT chain). Their consumers in sweep_core.handoffs apply the guards.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from sweep_core.config.schema_base import StrictModel, Tup
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+Positive = Annotated[int, Field(gt=0)]
+
+
+class HubRepo(StrictModel):
+    """A hub repo that must hold the job's artifact before anything is deleted."""
+
+    repo: NonEmpty = Field(description="template: {org} {name} {job_id} {cluster}")
+    type: Literal["model", "dataset"] = "model"
+    expected: Tup[NonEmpty] = Field(min_length=1, description="globs; each must match a file of the repo")
+
+
+class Flavor(StrictModel):
+    """One cleanup skill: its hub evidence and the artifact subtrees it deletes."""
+
+    hub: Tup[HubRepo]
+    delete: Tup[str] = Field((), description="subdirs of the job's artifact dir")
+    all_chunks: bool = Field(False, description="datagen: every array chunk must be COMPLETED in sacct")
+
+
+_MODEL = HubRepo(repo="{org}/{name}", type="model", expected=("config.json", "*.safetensors"))
+_TRACES = HubRepo(repo="{org}/{name}-traces", type="dataset", expected=("**/*.parquet",))
+
+# The cleanup skills the completion_cleanup rule hands off to (its action "cleanup:<skill>").
+DEFAULT_FLAVORS: dict[str, Flavor] = {
+    "rl-agentic-job-cleanup": Flavor(hub=(_MODEL, _TRACES), delete=("trace_jobs", "tasks", "exports")),
+    "rl-standard-job-cleanup": Flavor(hub=(_MODEL,), delete=("checkpoints", "exports")),
+    "sft-job-cleanup": Flavor(hub=(_MODEL,), delete=("checkpoints", "exports")),
+    "datagen-job-cleanup": Flavor(
+        hub=(HubRepo(repo="{org}/{name}", type="dataset", expected=("**/*.parquet",)),),
+        delete=("chunks", "tasks"),
+        all_chunks=True,
+    ),
+    "eval-agentic-cleanup": Flavor(hub=(_TRACES,), delete=("trace_jobs",)),
+}
+
+
+class CleanupSection(StrictModel):
+    """sweep.yaml ``cleanup:`` (spec §4 completion -> cleanup)."""
+
+    hub_org: str = Field("", description="the HF org (or user) the uploads go to; set per deployment")
+    artifact_dir: str = Field(
+        "{root}/{name}", description="a job's dir under each artifact root: {root} {name} {job_id}"
+    )
+    verify_timeout_s: Positive = Field(600, description="how long verify waits for the detached rm to finish")
+    verify_poll_s: Positive = 5
+    flavors: dict[str, Flavor] = Field(DEFAULT_FLAVORS, description="flavors not named here keep their defaults")
+
+    @field_validator("flavors", mode="after")
+    @classmethod
+    def _over_defaults(cls, value: dict[str, Flavor]) -> dict[str, Flavor]:
+        return {**DEFAULT_FLAVORS, **value}
+
+
+class TrackersSection(StrictModel):
+    """sweep.yaml ``trackers:`` (the harvest of pending eval-grid rows; repo null = off)."""
+
+    repo: str | None = Field(None, description="the LOCAL ground-truth clone; SWEEP_TRACKER_REPO overrides")
+    globs: Tup[NonEmpty] = Field(("**/grid.md", "**/SCORES.md"), min_length=1, description="relative to repo")
+    default_cluster: str = Field("", description="the cluster of a job id written without a `cluster:` prefix")
+    commit: bool = True
+    max_results_bytes: Positive = 4 * 1024 * 1024
+
+
+class CancelConfig(StrictModel):
+    """sweep.yaml ``cancel:`` (scancel of a flagged job after a human's approval)."""
+
+    approval_timeout_minutes: float = Field(60.0, gt=0, description="no answer by then = reject")
+    confirm_timeout_s: Positive = Field(30, description="how long the scancel script waits for sacct to say CANCELLED")
+
+
+class ChainSeriesSpec(StrictModel):
+    """One series of the HF-only SFT chain; argv templates take {cell} {hub_repo} {sft_job} {artifact_dir}."""
+
+    name: NonEmpty
+    cluster: NonEmpty
+    match: NonEmpty = Field(description="regex over SFT job names; group `cell` names the cell")
+    hub_repo: NonEmpty = Field(description="template: {org} {cell}")
+    upload: Tup[str] = Field(description="argv of the upload job (starts with sbatch)")
+    eval: Tup[str] = Field(description="argv of the eval job (starts with sbatch)")
+    tracker: NonEmpty = Field(description="tracker markdown, relative to the tracker repo")
+    db_registration: bool = Field(False, description="true: the series goes through sft-job-cleanup instead")
+    repo_type: Literal["model", "dataset"] = "model"
+    expected: Tup[NonEmpty] = Field(("config.json", "*.safetensors"), min_length=1)
+    upload_name: NonEmpty = Field("hf_upload__{cell}", description="job name of the upload job")
+    eval_name: NonEmpty = "eval-{cell}"
+    eval_job_column: NonEmpty = "eval job"
+    lookback_days: Positive = 30
+    artifact_dir: str = Field("", description="template {cell} {sft_job}: the SFT output the upload reads")
+
+
+class HfChainSection(StrictModel):
+    """sweep.yaml ``hf_chain:``."""
+
+    series: Tup[ChainSeriesSpec] = ()

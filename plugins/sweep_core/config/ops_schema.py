@@ -1,0 +1,139 @@
+"""The schema of the ops.md front matter (include/ops/<cluster>/ops.md): every key, its type, its
+default and its meaning (the README's field table is generated from these descriptions). The
+loader and the checks that need the file's place live in sweep_core.config.ops.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class LoginNode(StrictModel):
+    """One login node, tried in ops.md order; a bare string is the host (and the name)."""
+
+    name: NonEmpty = Field(description="what the report calls it; defaults to the host")
+    host: NonEmpty = Field(description="hostname or address")
+    port: int = Field(22, gt=0, lt=65536, description="sshd port")
+    connection_id: str = Field("", description="overrides the cluster's connection (own host key, own user)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _host_only(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"name": data, "host": data}
+        if isinstance(data, dict) and not data.get("name") and isinstance(data.get("host"), str):
+            return {**data, "name": data["host"]}
+        return data
+
+
+class QuotaConfig(StrictModel):
+    """The binding storage constraint of a cluster and how the sweep reads it."""
+
+    kind: Literal["inodes", "bytes", "none"] = Field("none", description="inodes (file count) or bytes")
+    command: str = Field("", description="e.g. `jutil project dataquota -p <project>`, `lfs quota -u <user> /scratch`")
+    dormant: bool = Field(False, description="not checked (e.g. the cluster is down)")
+    soft_limit: int | None = Field(None, gt=0, description="where the command prints none (df -i): at/over -> red")
+    warn_fraction: float = Field(0.9, gt=0, le=1, description="NEAR from this fraction of the soft limit")
+
+
+def _date(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    if value is None or isinstance(value, dt.date):
+        return value
+    raise ValueError(f"must be a date YYYY-MM-DD, got {value!r}")
+
+
+class OpsFrontMatter(StrictModel):
+    """The YAML front matter of one ops.md: the machine-read particulars of one cluster."""
+
+    name: str | None = Field(None, description="the cluster; must equal its directory name (optional)")
+    scheduler: Literal["slurm", "iris"] = Field(description="`slurm` or `iris`")
+    status: Literal["active", "skipped", "dropped"] = Field(
+        description="`active`, `skipped` (with `skip_until`), or `dropped` (never contacted)"
+    )
+    skip_until: Annotated[dt.date | None, BeforeValidator(_date)] = Field(
+        None, description="`YYYY-MM-DD`: a skipped cluster is swept again from this date by itself"
+    )
+    connection_id: str = Field("", description="the Airflow SSH Connection for this cluster (slurm: required)")
+    login_nodes: Tup[LoginNode] = Field(
+        (), description="ordered list of `{name, host, port?, connection_id?}`; tried in order (slurm: at least one)"
+    )
+    user: str = Field("", description="the account whose jobs are swept (`squeue -u`, `sacct -u`; iris `/<user>/`)")
+    log_roots: Tup[NonEmpty] = Field((), description="where the job logs live")
+    artifact_roots: Tup[NonEmpty] = Field((), description="where artifacts live; they bound every later delete")
+    log_pattern: str = Field(
+        "", description="absolute sbatch `-o` pattern (`%j %x %A %a %u`) that finds a finished job's log"
+    )
+    rl_concurrency_cap: int | None = Field(None, ge=0, description="standing constraint: RL jobs at once, reported")
+    gpu_mem_ceiling: float | None = Field(None, gt=0, le=1, description="standing constraint: GPU memory fraction")
+    quota: QuotaConfig = Field(
+        QuotaConfig(),
+        description="`{kind: inodes|bytes|none, command, dormant, soft_limit, warn_fraction}`: the binding "
+        "constraint, the command the sweep runs (jutil / cindata / lfs quota / df -i), a soft limit where "
+        "the command prints none",
+    )
+    repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
+    eval_results_dir: str = Field(
+        "", description="where an eval job writes `results_*.json` (`%j` = job id), for the tracker harvest"
+    )
+    cadence_minutes: dict[BucketName, Annotated[int, Field(gt=0)]] = Field(
+        {}, description="per-bucket overrides of the stale thresholds in sweep.yaml"
+    )
+    controller_url: str = Field("", description="iris: the controller's URL for the client poll (tunnel/port-forward)")
+    iris_cluster: str = Field("", description="iris: the CLI's `--cluster=` (needed if no controller_url)")
+    iris_python: str = Field("", description="iris: a python that imports the iris client")
+    iris_binary: str = Field("", description="iris: the iris CLI, the fallback of iris_python")
+    iris_home: str = Field("", description="iris: HOME for the client (its config and credentials)")
+    iris_timeout_s: int = Field(60, gt=0, description="iris: seconds one controller poll may take")
+    kubeconfig: str = Field(
+        "", description="iris: the kubeconfig of the pod count, named explicitly (with kube_context)"
+    )
+    kube_context: str = Field("", description="iris: its context (never the process default kubeconfig)")
+    kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
+    kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OpsFrontMatter:
+        errors: list[tuple[str, str]] = []
+        if self.status == "skipped" and self.skip_until is None:
+            errors.append(("skip_until", "is required when status is skipped"))
+        if self.log_pattern and not self.log_pattern.startswith("/"):
+            errors.append(("log_pattern", f"must be an absolute path pattern, got {self.log_pattern!r}"))
+        if self.scheduler == "slurm" and self.status != "dropped":
+            errors += [
+                (k, "is required for a slurm cluster") for k in ("connection_id", "user") if not getattr(self, k)
+            ]
+            if not self.login_nodes:
+                errors.append(("login_nodes", "needs at least one login node for a slurm cluster"))
+        if self.scheduler == "iris" and self.status != "dropped":
+            errors += self._iris_problems()
+        if errors:
+            raise CrossFieldErrors(errors)
+        return self
+
+    def _iris_problems(self) -> list[tuple[str, str]]:
+        errors = []
+        if not self.user:
+            errors.append(("user", "is required for an iris cluster (jobs are /<user>/<name>)"))
+        if not (self.iris_python or self.iris_binary):
+            errors.append(("iris_python", "an iris cluster needs iris_python or iris_binary"))
+        if not (self.controller_url or self.iris_cluster):
+            errors.append(("controller_url", "an iris cluster needs controller_url or iris_cluster"))
+        if bool(self.kubeconfig) != bool(self.kube_context):
+            errors.append(
+                ("kube_context", "kubeconfig and kube_context go together: never the process default kubeconfig")
+            )
+        return errors

@@ -1,0 +1,95 @@
+"""The schema of include/sweep.yaml: one model per section, each key's type and its one default
+(the README's sweep.yaml table is generated from the descriptions below). The fan-in sections
+are in fanin_schema, the hand-off sections in handoffs_schema; the loader is config.sweep.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from sweep_core.config.fanin_schema import MetricsSection, RulesSection
+from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
+from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
+
+Positive = Annotated[int, Field(gt=0)]
+
+
+class BucketRule(StrictModel):
+    """One bucket: the first whose pattern matches a job name wins; no patterns = the catch-all."""
+
+    name: BucketName
+    patterns: Tup[Regex] = ()
+    cadence_minutes: Positive = Field(60, description="a RUNNING job silent longer than this is stale")
+
+
+class GatherLimits(StrictModel):
+    """sweep.yaml ``gather:``: what one batched remote script brings back per cluster."""
+
+    tail_bytes: Positive = Field(16384, description="bytes of each RUNNING job's log brought back")
+    max_jobs: Positive = Field(1000, description="running jobs whose logs are read per cluster per sweep")
+    connect_timeout_s: Positive = Field(15, description="per login node")
+    command_timeout_s: Positive = Field(300, description="the one batched remote script")
+    sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")
+    chain_prefixes: Tup[str] = Field(("rl__",), description="RUNNING jobs whose earlier chain links are tailed too")
+
+
+class SweepConfig(StrictModel):
+    """The whole of include/sweep.yaml, validated."""
+
+    schedule: str = Field("0 */3 * * *", description="5-field cron of the data intervals (each run covers one)")
+    timezone: str = Field("UTC", min_length=1, description="time zone of the schedule")
+    run_log_dir: str | None = Field(None, description="where the dated run logs go; null = `$AIRFLOW_HOME/agent_logs`")
+    topic: str = Field(
+        "monitor-sweep-{end:%H%M}Z", min_length=1, description="run-log name after the date: `YYYY-MM-DD_<topic>.md`"
+    )
+    buckets: Tup[BucketRule] = Field(
+        description="the buckets in match order: `{name, patterns, cadence_minutes}`; names from "
+        "RL, SFT, Datagen, Eval, Catch-all, each at most once; the last has no patterns (the catch-all)"
+    )
+    gather: GatherLimits = Field(GatherLimits(), description="limits of the one remote gather script per cluster")
+    metrics: MetricsSection = Field(MetricsSection(), description="per-bucket patterns read from the log tails")
+    rules: RulesSection = Field(RulesSection(), description="flag thresholds, tags, launch-fingerprint patterns")
+    cleanup: CleanupSection = Field(
+        CleanupSection(), description="completion -> cleanup by flavor: hub evidence first, then the deletes"
+    )
+    trackers: TrackersSection = Field(TrackersSection(), description="the eval-grid tracker harvest (repo null = off)")
+    cancel: CancelConfig = Field(CancelConfig(), description="scancel of flagged jobs after a human's approval")
+    hf_chain: HfChainSection = Field(HfChainSection(), description="the HF-only SFT chain's series (none = off)")
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError(f"must be a 5-field cron string, got {value!r}")
+        return value
+
+    @field_validator("buckets")
+    @classmethod
+    def _bucket_order(cls, value: tuple[BucketRule, ...]) -> tuple[BucketRule, ...]:
+        if not value:
+            raise ValueError("must list at least one bucket")
+        errors, seen = [], set()
+        for i, rule in enumerate(value):
+            if rule.name in seen:
+                errors.append((f"[{i}].name", f"{rule.name} is listed twice"))
+            seen.add(rule.name)
+        if value[-1].patterns:
+            errors.append(("", "the last bucket must be the catch-all (no patterns)"))
+        if errors:
+            raise CrossFieldErrors(errors)
+        return value
+
+    @property
+    def bucket_names(self) -> list[str]:
+        return [b.name for b in self.buckets]
+
+    def cadence(self, bucket: str, overrides: dict[str, int] | None = None) -> int:
+        """Minutes a RUNNING job in ``bucket`` may be silent; a cluster's ops.md may override."""
+        if overrides and bucket in overrides:
+            return overrides[bucket]
+        for rule in self.buckets:
+            if rule.name == bucket:
+                return rule.cadence_minutes
+        raise KeyError(bucket)
