@@ -118,3 +118,17 @@ def upsert_section(text: str, key: str, body: str) -> str:
         return text[: m_start.start()] + block + rest.lstrip("\n")
     sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
     return text + sep + block
+
+
+_SECTION = re.compile(r"^<!-- handoff:(?P<key>[^\n]*?) -->\n(?P<body>.*?)^<!-- /handoff:(?P=key) -->$", re.M | re.S)
+
+
+def keep_sections(old: str, new: str, run_id: str) -> str:
+    """``new`` with the sections of ``old`` that belong to run ``run_id`` (its hand-offs' records,
+    keyed ``<dag>:<run_id>...``): a re-run that rewrites its run log does not lose them."""
+    for m in _SECTION.finditer(old):
+        rest = m["key"].partition(":")[2]  # "<run id>", "<run id>__cleanup", "<run id>:given"
+        tail = rest[len(run_id) :]
+        if run_id and rest.startswith(run_id) and (not tail or tail.startswith(("__", ":"))):
+            new = upsert_section(new, m["key"], m["body"])
+    return new
