@@ -36,6 +36,12 @@ def test_a_re_run_of_the_same_run_tells_the_same_changes_and_keeps_its_hand_offs
     assert load_ledger(tmp_path).jobs["leo|1"].handoffs == {"cleanup": "s3"}
     confs, notes = give_once(tmp_path, cleanup_conf("1"), run_id="s3", dry_run=False)
     assert confs["cleanup"]["jobs"] and notes == []  # the same run: its trigger run id makes it a no-op
+    # `dags test` again at the same logical date: a new run id, the same window, the same changes;
+    # the hand-off the first gave is not given again
+    assert lines(tmp_path, second, 3, "manual__again") == told
+    confs, notes = give_once(tmp_path, cleanup_conf("1"), run_id="manual__again", dry_run=False)
+    assert confs["cleanup"] is None and notes == ["cleanup: leo 1 sft__1 already handed off by s3"]
+    assert lines(tmp_path, second, 3, "s3") == told  # and the first run id again: still the same
     assert lines(tmp_path, [snap([], [])], 6, "s6") == ["gone: leo SFT 2 sft__2 (was RUNNING, not running and not in this window's sacct)"]  # fmt: skip
     # s3 re-run after s6 folded: on top of s6 (an older window changes nothing s6 saw)
     assert "completed: leo SFT 1 sft__1" not in lines(tmp_path, second, 3, "s3")

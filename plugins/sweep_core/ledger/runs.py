@@ -33,7 +33,7 @@ def fold_sweep_run(
     def fold(ledger: Ledger) -> tuple[Ledger, list[Change]]:
         return fold_sweep(ledger, snaps, run_id=run_id, window_end=window_end, base_state=base_state)
 
-    return fold_run(run_log_dir, run_id, fold, notes)
+    return fold_run(run_log_dir, run_id, window_end.astimezone(dt.UTC).isoformat(), fold, notes)
 
 
 def give_once(

@@ -58,10 +58,11 @@ def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> Path:
     return _write(ledger_path(run_log_dir), ledger.to_dict())
 
 
-def _before(raw: Any) -> tuple[str, Ledger]:
-    if not isinstance(raw, dict) or not isinstance(raw.get("run_id"), str):
-        raise LedgerError("not an object with a 'run_id' string")
-    return raw["run_id"], Ledger.from_dict(raw.get("ledger"))
+def _before(raw: Any) -> tuple[str, str, Ledger]:
+    """(run id, window end, ledger) of a ``ledger.before.json``."""
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("run_id", "window_end")):
+        raise LedgerError("not an object with 'run_id' and 'window_end' strings")
+    return raw["run_id"], raw["window_end"], Ledger.from_dict(raw.get("ledger"))
 
 
 @contextmanager
@@ -87,19 +88,24 @@ def update_ledger(
 
 
 def fold_run(
-    run_log_dir: str | Path, run_id: str, fold: Callable[[Ledger], tuple[Ledger, T]], notes: list[str] | None = None
+    run_log_dir: str | Path,
+    run_id: str,
+    window_end: str,
+    fold: Callable[[Ledger], tuple[Ledger, T]],
+    notes: list[str] | None = None,
 ) -> T:
-    """Fold run ``run_id`` in under the lock. Its first fold keeps the ledger as it stood before;
-    a re-run of the run that folded last folds against that again (it tells the same changes),
-    keeping every hand-off given since. A re-run after another run folded folds on top of it."""
+    """Fold run ``run_id`` (window ending ``window_end``) in under the lock. The first fold of a run
+    keeps the ledger as it stood before it; a re-run of the run that folded last (the same run id,
+    or the same window: ``dags test`` again at the same logical date) folds against that again and
+    tells the same changes, keeping every hand-off given since. Any other run folds on top."""
     before_path = ledger_path(run_log_dir).with_name(BEFORE_FILE)
     with _locked(run_log_dir):
         current = load_ledger(run_log_dir, notes)
-        kept = _read(before_path, notes, _before) if current.run_id == run_id else None
-        base = kept[1] if kept and kept[0] == run_id else None
-        if base is None:
-            base = current
-            _write(before_path, {"run_id": run_id, "ledger": current.to_dict()})
+        kept = _read(before_path, notes, _before) if current.run_id else None
+        latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
+        rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
+        base = latest[2] if latest is not None and rerun else current
+        _write(before_path, {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
         ledger, result = fold(base)
         ledger.run_id = run_id
         save_ledger(run_log_dir, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))
