@@ -52,6 +52,11 @@ def _in_time(end: dt.datetime) -> None:
     assert late < 0, f"the events ran {late:.0f}s past their window's end: too slow for {PERIOD}s windows"
 
 
+def _told_once(told: list[str], *lines: str) -> None:
+    for line in lines:
+        assert told.count(line) == 1, (line, told)
+
+
 def _plain(run: DagRun) -> str:
     """The run's run log without Markdown escapes."""
     return re.sub(r"\\(.)", r"\1", Path(run.values["report"]).read_text())
@@ -125,14 +130,14 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     runs["second"] = second = sweep(end)
     told = _changes(second)
     label = {k: f"{'RL' if k == 'quiet' else 'Eval' if k == 'new' else 'SFT'} {ids[k]} {names[k]}" for k in ids}
-    for line in (
+    _told_once(
+        told,
         f"state: local {label['held']} PENDING → RUNNING",
         f"ended: local {label['cancel']} (CANCELLED; was RUNNING)",
         f"completed: local {label['done']}",
         f"new: local {label['new']} (RUNNING)",
         f"new stall: local {label['quiet']}",
-    ):
-        assert told.count(line) == 1, (line, told)
+    )
     cleanup = second.values["handoffs"]["cleanup"]
     assert [j["job_id"] for j in cleanup["jobs"]] == [ids["done"]]
 
@@ -163,12 +168,12 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     _in_time(end)
     runs["third"] = third = sweep(end)
     told = _changes(third)
-    for line in (
+    _told_once(
+        told,
         f"ended: local {label['timeout']} (TIMEOUT; was RUNNING)",
         f"new failure: local {label['fail']} (FAILED; was RUNNING)",
         f"stall cleared: local {label['quiet']} (output again)",
-    ):
-        assert told.count(line) == 1, (line, told)
+    )
     assert not any(ids["cancel"] in ln or ids["done"] in ln for ln in told)  # each said once
 
     # Window 4: the new job ends, then slurmctld is down for the sweep: the ledger's jobs are unchanged.
