@@ -144,3 +144,16 @@ def test_number_like_cells_stay_text() -> None:
     # no number parsing: "007" keeps its zeros, "1e3" is not 1000.0, and both are left-aligned
     table = box_table(["Job ID", "Step"], [["007", "1e3"], ["12", "45/100"]], [None, None])
     assert "│ 007      │ 1e3    │" in table and "│ 12       │ 45/100 │" in table
+
+
+def test_table_rows_reads_a_wrapped_cell_as_one_text() -> None:
+    """The tests' table reader (helpers.table_rows) joins a wrapped cell, so an assertion on a note
+    holds whatever the column widths."""
+    from helpers import table_rows
+
+    note = "log not read: no such file; job name holds a newline"
+    table = box_table(["Job", "Name", "Note"], [["1", "rl__a\nb", note], ["2", "ok", "—"]], [None, 4, 16])
+    assert "job name holds a newline" not in table  # wrapped across lines
+    rows = table_rows(table)
+    assert [r["Job"] for r in rows] == ["1", "2"]
+    assert "job name holds a newline" in rows[0]["Note"] and rows[1]["Note"] == "—"
