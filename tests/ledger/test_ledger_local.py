@@ -207,8 +207,9 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
 
     # A run by hand over the covered windows: the completion is not handed to sweep_cleanup again.
     by_hand = sweep(None, lookback_hours=0.2)
-    assert by_hand.values["handoffs"]["cleanup"] is None, by_hand.values["handoffs"]
-    assert by_hand.task_states["trigger_cleanup"] == "skipped"
+    # (other tests' completions may be in its 12-minute sacct window: those are its to hand off)
+    handed = (by_hand.values["handoffs"]["cleanup"] or {}).get("jobs", [])
+    assert ids["done"] not in [j["job_id"] for j in handed], handed
     note = f"cleanup: local {ids['done']} {names['done']} already handed off by {second.run_id}"
     assert note in _plain(by_hand)
     print("\n".join(f"--- {k}\n" + "\n".join(f"- {ln}" for ln in _changes(r)) for k, r in runs.items()))
