@@ -17,6 +17,7 @@ from sweep_core.fanin.render import RenderedSweep
 from sweep_core.fanin.report import (
     flagged_lines,
     keep_sections,
+    own_run_log,
     render_run_log,
     run_log_path,
     run_note,
@@ -187,7 +188,7 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
     print(clean(text))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
-    path = run_log_path(log_dir, end, config.topic)
+    path = own_run_log(run_log_path(log_dir, end, config.topic), run_id, start.isoformat(), end.isoformat())
     dag_run = context.get("dag_run")
     markdown = render_run_log(
         result,

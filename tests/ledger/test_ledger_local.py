@@ -212,4 +212,5 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     assert ids["done"] not in [j["job_id"] for j in handed], handed
     note = f"cleanup: local {ids['done']} {names['done']} already handed off by {second.run_id}"
     assert note in _plain(by_hand)
+    assert _changes(blind) == ["cluster local: OK → UNKNOWN"]  # its run log is its own still
     print("\n".join(f"--- {k}\n" + "\n".join(f"- {ln}" for ln in _changes(r)) for k, r in runs.items()))

@@ -76,3 +76,18 @@ def test_a_rewritten_run_log_keeps_the_sections_of_its_own_run_only() -> None:
     assert "another run" not in new
     again = keep_sections(new, new, "run1")
     assert again.count("cleanup did X") == 1 and again.count("## given") == 1  # a second re-run: still once
+
+
+def test_a_run_log_is_replaced_by_its_own_re_run_never_by_another_run(tmp_path) -> None:
+    from sweep_core.fanin.report import own_run_log
+    from sweep_core.safe_text import md_code
+
+    path = tmp_path / "2026-12-03_monitor-sweep-0300Z.md"
+    assert own_run_log(path, "scheduled__1", "02:00", "03:00") == path  # none yet
+    path.write_text(f"# Sweep\n\n- Run: {md_code('scheduled__1')}\n- Window (sacct -S/-E): 02:00 → 03:00\n")
+    assert own_run_log(path, "scheduled__1", "02:00", "03:00") == path  # the same run id
+    assert own_run_log(path, "manual__again", "02:00", "03:00") == path  # dags test again: the same window
+    by_hand = own_run_log(path, "manual__x", "02:50", "03:00")  # a run by hand ending in that minute
+    assert by_hand.name == "2026-12-03_monitor-sweep-0300Z-2.md"
+    by_hand.write_text(f"- Run: {md_code('manual__x')}\n")
+    assert own_run_log(path, "manual__x", "02:50", "03:00") == by_hand  # and its re-run replaces it
