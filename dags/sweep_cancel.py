@@ -16,6 +16,7 @@ from __future__ import annotations
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, TriggerRule
 
+from sweep_core.vocab import CANCEL_ACTIONS
 from sweep_operators import cancel_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
 from sweep_operators.task_ids import Cancel, DagId
@@ -38,7 +39,7 @@ with DAG(
                     "cluster": {"type": "string"},
                     "job_id": {"type": "string"},
                     "name": {"type": "string"},
-                    "action": {"type": "string", "enum": ["cancel", "cancel+salvage", "kill-approval"]},
+                    "action": {"type": "string", "enum": [a.value for a in CANCEL_ACTIONS]},
                     "evidence": {"type": "string"},
                 },
             },

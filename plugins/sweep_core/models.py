@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from sweep_core.vocab import Action, Bucket, Severity, as_member
+
 _FLOAT_TAG = "__float__"
 
 
@@ -78,7 +80,7 @@ class Job:
     log_tail: str = ""
     log_note: str = ""  # why the log could not be read, if it could not
     note: str = ""  # what is odd about the row itself (a newline in the job name)
-    bucket: str = ""
+    bucket: Bucket | str = ""  # "" until bucketed
     minutes_since_output: float | None = None
     stale: bool = False
     chain_tails: list[str] = field(default_factory=list)  # earlier chain links' log tails, newest first
@@ -93,6 +95,7 @@ class Job:
         names = {f.name for f in fields(cls)}
         job = cls(**{k: v for k, v in data.items() if k in names})
         job.metrics = from_json_safe(job.metrics)
+        job.bucket = as_member(Bucket, job.bucket)
         return job
 
 
@@ -121,6 +124,7 @@ class ClusterSnapshot:
         for key in ("running", "finished", "pending"):
             for job in data[key] or []:
                 job["metrics"] = json_safe(job["metrics"])
+                job["bucket"] = str(job["bucket"])  # the plain name (Job.from_dict makes it a Bucket again)
         data["quota"], data["tree"] = json_safe(data["quota"]), json_safe(data["tree"])
         return data
 
@@ -151,25 +155,30 @@ class ClusterSnapshot:
         return [*(self.running or []), *(self.finished or [])]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Flag:
     """One finding of one rule (plugins/sweep_core/rules/), with the hand-off it asks for."""
 
     rule: str
-    severity: str  # info | warn | critical
+    severity: Severity | str
     cluster: str
-    job_id: str
-    job_name: str
-    bucket: str
+    job_id: str = ""  # job_id, job_name, bucket: "" for a flag about a whole cluster (or sweep)
+    job_name: str = ""
+    bucket: Bucket | str = ""
     message: str
-    action: str = ""  # cleanup:<skill> | cancel | cancel+salvage | deep-dive | diagnose | kill-approval
+    action: Action | str = ""  # an Action, a vocab.cleanup_action(flavor), or "" (none)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)  # exactly the fields, in order; all str: no deep copy needed
+        """Exactly the fields, in order, as plain strings (vocabulary members become their names)."""
+        return {k: str(v) for k, v in self.__dict__.items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Flag:
-        return cls(**{k: data[k] for k in (f.name for f in fields(cls)) if k in data})
+        kw = {k: data[k] for k in (f.name for f in fields(cls)) if k in data}
+        for key, vocab in (("severity", Severity), ("bucket", Bucket), ("action", Action)):
+            if key in kw:
+                kw[key] = as_member(vocab, kw[key])
+        return cls(**kw)
 
     def line(self, esc: Callable[[str], str] = str) -> str:
         """``[rule] SEVERITY cluster bucket id name: message → action``; ``esc`` is applied to the

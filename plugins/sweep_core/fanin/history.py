@@ -19,6 +19,7 @@ from typing import Any
 from sweep_core.fanin.fingerprint import merge_fingerprints
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.rules.context import History, base_state
+from sweep_core.vocab import Bucket
 
 STATE_DIR = ".sweep-state"
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_
     jobs: dict[str, dict[str, Any]] = {}
     sightings: dict[str, list[dict[str, Any]]] = {}  # RL series -> fingerprints, ended jobs first
     for j in sorted((j for s in snaps for j in s.all_jobs()), key=lambda j: j.source == "squeue"):
-        series = j.metrics.get("run_series") if j.bucket == "RL" else None
+        series = j.metrics.get("run_series") if j.bucket == Bucket.RL else None
         if series:
             sightings.setdefault(series, []).append(j.metrics.get("fingerprint") or {})
     for s in snaps:
@@ -56,7 +57,7 @@ def sweep_state(snaps: Sequence[ClusterSnapshot], flags: Sequence[Flag], window_
         "running_known": [s.cluster for s in snaps if s.running is not None],
         "finished_known": [s.cluster for s in snaps if s.finished is not None],
         "jobs": jobs,
-        "rl_names": sorted({j["name"] for j in jobs.values() if j["bucket"] == "RL"}),
+        "rl_names": sorted({j["name"] for j in jobs.values() if j["bucket"] == Bucket.RL}),
         "rl_series": sorted(sightings),
         "rl_fingerprints": {series: merge_fingerprints(fps) for series, fps in sorted(sightings.items())},
         "flags": [f.rule for f in flags],

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from sweep_core.models import ClusterSnapshot, Flag, Job
+from sweep_core.vocab import Severity
 
 T = TypeVar("T")
 
@@ -73,4 +74,5 @@ def run_isolated(name: str, rule: Callable[[T], list[Flag]], ctx: T) -> list[Fla
         try:
             return rule(dataclasses.replace(ctx, snaps=_without(snaps, bad)))  # type: ignore[type-var]
         except (Exception, RecursionError) as exc:  # noqa: BLE001
-            return [Flag(name, "warn", "", "", "", "", f"rule failed on this sweep: {error_note(name, exc or first)}")]
+            msg = f"rule failed on this sweep: {error_note(name, exc or first)}"
+            return [Flag(rule=name, severity=Severity.WARN, cluster="", message=msg)]

@@ -14,6 +14,7 @@ from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import last_output_text
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.safe_text import clean
+from sweep_core.vocab import Bucket
 
 NOTE_WIDTH = 60
 
@@ -52,25 +53,25 @@ def _pct(value: object) -> str:
 
 # The mandatory metric columns per bucket (spec §3); "?" = could not be read (the note says why).
 METRIC_COLUMNS: MetricColumns = {
-    "RL": (
+    Bucket.RL: (
         ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("max_steps")) if j.metrics else "?"),
         ("Reward", _metric("reward")),
         ("Grad", _metric("grad_norm")),
         ("Entropy", _metric("entropy")),
         ("TIS", _metric("tis")),
     ),
-    "SFT": (
+    Bucket.SFT: (
         ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("total")) if j.metrics else "?"),
         ("Loss", _metric("loss", 4)),
         ("Grad", _metric("grad_norm")),
     ),
-    "Datagen": (
+    Bucket.DATAGEN: (
         ("Chunks", lambda j: _frac(j.metrics.get("chunks_done"), j.metrics.get("chunks_total")) if j.metrics else "?"),
         ("result.json", _metric("results")),
         ("Avg turns", _metric("avg_turns")),
         ("Exc%", lambda j: _pct(j.metrics.get("exc_pct"))),
     ),
-    "Eval": (
+    Bucket.EVAL: (
         ("Done", lambda j: _frac(j.metrics.get("done"), j.metrics.get("total")) if j.metrics else "?"),
         ("Pass", lambda j: _pct(100 * j.metrics["pass_rate"]) if j.metrics.get("pass_rate") is not None else "?"),
         ("Top exception", lambda j: j.metrics.get("top_exception") or "—"),

@@ -13,6 +13,7 @@ import jinja2
 from sweep_core.fanin.steps import SweepResult
 from sweep_core.models import ClusterStatus
 from sweep_core.safe_text import clean, md_code, md_fence, md_text
+from sweep_core.vocab import Severity
 
 NOTE_LIMIT = 1000  # Airflow's dag_run note column holds 1000 characters
 
@@ -55,7 +56,7 @@ def flagged_lines(result: SweepResult, esc: Callable[[str], str] = _one_line) ->
     for s in result.snapshots:
         if s.status not in (ClusterStatus.OK, ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
             lines.append(f"[cluster-{s.status.lower()}] {esc(s.cluster)}: {esc('; '.join(s.notes) or s.status)}")
-    order = {"critical": 0, "warn": 1, "info": 2}
+    order = {Severity.CRITICAL: 0, Severity.WARN: 1, Severity.INFO: 2}
     lines += [f.line(esc) for f in sorted(result.flags, key=lambda f: order.get(f.severity, 3))]
     return lines
 

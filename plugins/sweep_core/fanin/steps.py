@@ -24,6 +24,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import rules_config
 from sweep_core.rules.context import History, RuleContext
 from sweep_core.rules.registry import apply_rules
+from sweep_core.vocab import Bucket
 
 
 def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot | None:
@@ -179,16 +180,16 @@ def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
 
 def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
     """The bucket's extractor over the job's log tail; None for Catch-all."""
-    if job.bucket == "RL":
+    if job.bucket == Bucket.RL:
         return extract_rl(job.log_tail, job.chain_tails, mcfg)
-    if job.bucket == "SFT":
+    if job.bucket == Bucket.SFT:
         return extract_sft(job.log_tail, mcfg)
-    if job.bucket == "Datagen":
+    if job.bucket == Bucket.DATAGEN:
         chunks = None
         if job.chunks:
             done, total, _ = chunk_counts([(r[0], r[1]) for r in job.chunks if len(r) == 2])
             chunks = (done, total)
         return extract_datagen(job.log_tail, mcfg, chunks)
-    if job.bucket == "Eval":
+    if job.bucket == Bucket.EVAL:
         return extract_eval(job.log_tail, mcfg)
     return None

@@ -12,8 +12,7 @@ from typing import Any
 
 from sweep_core.handoffs.cleanup.plan import targets_from_flags
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-
-CANCEL_ACTIONS = ("cancel", "cancel+salvage", "kill-approval")
+from sweep_core.vocab import CANCEL_ACTIONS, Action
 
 
 class Handoff(StrEnum):
@@ -38,9 +37,9 @@ def plan_handoffs(
     trusted = {s.cluster for s in snaps if s.status in (ClusterStatus.OK, ClusterStatus.PARTIAL)}
     base = {"dry_run": dry_run, "run_log": run_log}
     cleanup = [t.to_dict() for t in targets_from_flags(flags) if t.cluster in trusted]
-    reclaim = sorted({f.cluster for f in flags if f.action == "reclaim" and f.cluster in trusted})
+    reclaim = sorted({f.cluster for f in flags if f.action == Action.RECLAIM and f.cluster in trusted})
     cancel = [
-        {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name, "action": f.action, "evidence": f.line()}
+        {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name, "action": str(f.action), "evidence": f.line()}
         for f in flags
         if f.action in CANCEL_ACTIONS and f.cluster in trusted and f.job_id
     ]

@@ -4,8 +4,11 @@ cleanup DAG acts), never while a live job of the same name still uses its artifa
 
 from __future__ import annotations
 
+import dataclasses
+
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
+from sweep_core.vocab import Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 
 
 def _live_by_name(ctx: RuleContext) -> dict[tuple[str, str], list[Job]]:
@@ -22,11 +25,11 @@ def _hold_for_live_namesake(flag: Flag, live: dict[tuple[str, str], list[Job]]) 
     uses becomes a note without action: its trees are not handed off while that job lives."""
     base = flag.job_id.split("_", 1)[0]
     others = [j for j in live.get((flag.cluster, flag.job_name), []) if j.job_id.split("_", 1)[0] != base]
-    if not flag.action.startswith("cleanup:") or not others:
+    if cleanup_flavor(flag.action) is None or not others:
         return flag
     who = ", ".join(f"{j.job_id} ({j.state})" for j in others[:3])
     msg = f"{flag.message}; cleanup NOT handed off: live job {who} of the same name uses the same artifact dir"
-    return Flag(flag.rule, flag.severity, flag.cluster, flag.job_id, flag.job_name, flag.bucket, msg, "")
+    return dataclasses.replace(flag, message=msg, action="")
 
 
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
@@ -38,40 +41,46 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
     for job in ctx.jobs(source="sacct"):
         if base_state(job) != "COMPLETED":
             continue
-        if job.bucket == "RL":
+        if job.bucket == Bucket.RL:
             tag = has_tag(job.name, ctx.cfg.agentic_tags)
-            skill = "rl-agentic-job-cleanup" if tag else "rl-standard-job-cleanup"
+            skill = Flavor.RL_AGENTIC if tag else Flavor.RL_STANDARD
             what = f"agentic ({tag})" if tag else "standard (no trace_jobs/)"
-            out.append(job_flag("completion_cleanup", "info", job, f"RL {what} completed", f"cleanup:{skill}"))
-        elif job.bucket == "SFT":
+            out.append(
+                job_flag("completion_cleanup", Severity.INFO, job, f"RL {what} completed", cleanup_action(skill))
+            )
+        elif job.bucket == Bucket.SFT:
             out.append(
                 job_flag(
-                    "completion_cleanup", "info", job, "SFT completed: upload + DB register", "cleanup:sft-job-cleanup"
+                    "completion_cleanup",
+                    Severity.INFO,
+                    job,
+                    "SFT completed: upload + DB register",
+                    cleanup_action(Flavor.SFT),
                 )
             )
-        elif job.bucket == "Datagen":
+        elif job.bucket == Bucket.DATAGEN:
             done, total = job.metrics.get("chunks_done"), job.metrics.get("chunks_total")
             if "_" not in job.job_id:
                 out.append(
                     job_flag(
                         "completion_cleanup",
-                        "info",
+                        Severity.INFO,
                         job,
                         "datagen completed (single job)",
-                        "cleanup:datagen-job-cleanup",
+                        cleanup_action(Flavor.DATAGEN),
                     )
                 )
             elif done is not None and done == total and job.name not in live:
                 out.append(
                     job_flag(
                         "completion_cleanup",
-                        "info",
+                        Severity.INFO,
                         job,
                         f"datagen all chunks done ({done}/{total})",
-                        "cleanup:datagen-job-cleanup",
+                        cleanup_action(Flavor.DATAGEN),
                     )
                 )
-        elif job.bucket == "Eval":
+        elif job.bucket == Bucket.EVAL:
             failed = [
                 k for k, v in (job.metrics.get("checks") or {}).items() if v == "FAIL" and k in ("upload", "register")
             ]
@@ -79,17 +88,17 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
                 out.append(
                     job_flag(
                         "completion_cleanup",
-                        "warn",
+                        Severity.WARN,
                         job,
                         f"eval completed but auto-{'/'.join(failed)} failed",
-                        "cleanup:eval-agentic-cleanup",
+                        cleanup_action(Flavor.EVAL_AGENTIC),
                     )
                 )
     # datagen arrays: one flag per array, not per chunk
     seen: set[tuple[str, str]] = set()
     uniq = []
     for f in out:
-        key = (f.cluster, f.job_id.split("_", 1)[0]) if f.bucket == "Datagen" else (f.cluster, f.job_id)
+        key = (f.cluster, f.job_id.split("_", 1)[0]) if f.bucket == Bucket.DATAGEN else (f.cluster, f.job_id)
         if key not in seen:
             seen.add(key)
             uniq.append(f)

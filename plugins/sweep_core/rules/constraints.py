@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext
+from sweep_core.vocab import Action, Severity
 
 
 def rule_tree_hygiene(ctx: RuleContext) -> list[Flag]:
@@ -14,21 +15,18 @@ def rule_tree_hygiene(ctx: RuleContext) -> list[Flag]:
     for s in ctx.snaps:
         tree = s.tree or {}
         if tree.get("error"):
-            out.append(Flag("tree_hygiene", "warn", s.cluster, "", "", "", tree["error"]))
+            out.append(Flag(rule="tree_hygiene", severity=Severity.WARN, cluster=s.cluster, message=tree["error"]))
         elif tree and not tree.get("clean", True):
             items = tree.get("items", [])
             shown = "; ".join(f"{i['path']}: {i['suggestion']}" for i in items[:6])
             more = f"; … {len(items) - 6} more" if len(items) > 6 else ""
             out.append(
                 Flag(
-                    "tree_hygiene",
-                    "warn",
-                    s.cluster,
-                    "",
-                    "",
-                    "",
-                    f"{tree.get('summary', '')} — {shown}{more}".strip(" —"),
-                    "triage-local",
+                    rule="tree_hygiene",
+                    severity=Severity.WARN,
+                    cluster=s.cluster,
+                    message=f"{tree.get('summary', '')} — {shown}{more}".strip(" —"),
+                    action=Action.TRIAGE_LOCAL,
                 )
             )
     return out
@@ -46,18 +44,17 @@ def rule_inode_headroom(ctx: RuleContext) -> list[Flag]:
         if status == "OVER":
             out.append(
                 Flag(
-                    "inode_headroom",
-                    "critical",
-                    s.cluster,
-                    "",
-                    "",
-                    "",
-                    f"OVER the soft limit: {q.get('reason')}",
-                    "reclaim",
+                    rule="inode_headroom",
+                    severity=Severity.CRITICAL,
+                    cluster=s.cluster,
+                    message=f"OVER the soft limit: {q.get('reason')}",
+                    action=Action.RECLAIM,
                 )
             )
         elif status == "NEAR":
-            out.append(Flag("inode_headroom", "warn", s.cluster, "", "", "", f"near the soft limit: {q.get('reason')}"))
+            msg = f"near the soft limit: {q.get('reason')}"
+            out.append(Flag(rule="inode_headroom", severity=Severity.WARN, cluster=s.cluster, message=msg))
         elif status == "UNKNOWN":
-            out.append(Flag("inode_headroom", "warn", s.cluster, "", "", "", f"quota UNKNOWN: {q.get('reason')}"))
+            msg = f"quota UNKNOWN: {q.get('reason')}"
+            out.append(Flag(rule="inode_headroom", severity=Severity.WARN, cluster=s.cluster, message=msg))
     return out

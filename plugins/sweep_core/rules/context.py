@@ -13,6 +13,7 @@ from typing import Any
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.models import ClusterSnapshot, Flag, Job
 from sweep_core.rules.config import RulesConfig
+from sweep_core.vocab import Action, Bucket, Severity
 
 
 @dataclass
@@ -36,16 +37,26 @@ class RuleContext:
     caps: dict[str, int | None] = field(default_factory=dict)
     history: History = field(default_factory=History)
 
-    def jobs(self, bucket: str | None = None, source: str | None = None) -> Iterable[Job]:
+    def jobs(self, bucket: Bucket | None = None, source: str | None = None) -> Iterable[Job]:
         for s in self.snaps:
             for job in s.all_jobs():
                 if (bucket is None or job.bucket == bucket) and (source is None or job.source == source):
                     yield job
 
 
-def job_flag(rule: str, severity: str, job: Job, message: str, action: str = "") -> Flag:
-    """A flag about one job (its cluster, id, name and bucket filled in)."""
-    return Flag(rule, severity, job.cluster, job.job_id, job.name, job.bucket, message, action)
+def job_flag(rule: str, severity: Severity, job: Job, message: str, action: Action | str = "") -> Flag:
+    """A flag about one job (its cluster, id, name and bucket filled in); ``action`` is an Action or
+    a vocab.cleanup_action(flavor)."""
+    return Flag(
+        rule=rule,
+        severity=severity,
+        cluster=job.cluster,
+        job_id=job.job_id,
+        job_name=job.name,
+        bucket=job.bucket,
+        message=message,
+        action=action,
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -74,4 +85,4 @@ def base_state(job: Job) -> str:
 
 def is_calibration(ctx: RuleContext, job: Job) -> bool:
     """A DCAgent2-style calibration eval (``eval_exempt``): exempt as a whole job, stalls included."""
-    return job.bucket == "Eval" and any(p.search(job.name) for p in ctx.cfg.eval_exempt)
+    return job.bucket == Bucket.EVAL and any(p.search(job.name) for p in ctx.cfg.eval_exempt)

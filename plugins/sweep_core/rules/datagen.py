@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, job_flag
+from sweep_core.vocab import Action, Bucket, Severity
 
 
 def rule_datagen_realness(ctx: RuleContext) -> list[Flag]:
     """avg_turns ≈ 1.0 means the generator is dead (no multi-turn trajectories)."""
     out = []
-    for job in ctx.jobs("Datagen"):
+    for job in ctx.jobs(Bucket.DATAGEN):
         turns = job.metrics.get("avg_turns")
         if turns is not None and abs(turns - 1.0) < 0.05:
             out.append(
-                job_flag("datagen_realness", "critical", job, f"avg_turns={turns:g} ≈ 1.0: dead datagen", "investigate")
+                job_flag(
+                    "datagen_realness",
+                    Severity.CRITICAL,
+                    job,
+                    f"avg_turns={turns:g} ≈ 1.0: dead datagen",
+                    Action.INVESTIGATE,
+                )
             )
     return out

@@ -7,12 +7,13 @@ from __future__ import annotations
 from sweep_core.fanin.liveness import elapsed_minutes
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
+from sweep_core.vocab import Action, Bucket, Severity
 
 
 def rule_eval_health(ctx: RuleContext) -> list[Flag]:
     """Eval stall (silent), zombie (all trials done, still RUNNING), instant-fail; DCAgent2 exempt."""
     out = []
-    for job in ctx.jobs("Eval"):
+    for job in ctx.jobs(Bucket.EVAL):
         exempt = is_calibration(ctx, job)
         problem = ""
         if job.source == "squeue":
@@ -28,7 +29,7 @@ def rule_eval_health(ctx: RuleContext) -> list[Flag]:
         if not problem:
             continue
         if exempt:
-            out.append(job_flag("eval_health", "info", job, f"{problem} — calibration run (DCAgent2), exempt"))
+            out.append(job_flag("eval_health", Severity.INFO, job, f"{problem} — calibration run (DCAgent2), exempt"))
         else:
-            out.append(job_flag("eval_health", "warn", job, problem, "investigate"))
+            out.append(job_flag("eval_health", Severity.WARN, job, problem, Action.INVESTIGATE))
     return out

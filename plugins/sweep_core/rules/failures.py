@@ -9,6 +9,7 @@ import re
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, base_state, job_flag
+from sweep_core.vocab import Action, Severity
 
 
 def failure_signature(job: Job, exc: str) -> str:
@@ -29,12 +30,20 @@ def rule_chain_timeout(ctx: RuleContext) -> list[Flag]:
                 continue
             nxt = successors.get(job.name)
             if nxt is not None:
-                out.append(job_flag("chain_timeout", "info", job, f"chain restart: successor {nxt.job_id} {nxt.state}"))
+                out.append(
+                    job_flag("chain_timeout", Severity.INFO, job, f"chain restart: successor {nxt.job_id} {nxt.state}")
+                )
             elif s.running is None or s.pending is None:
-                out.append(job_flag("chain_timeout", "warn", job, "TIMEOUT; successor unknown (squeue UNKNOWN)"))
+                out.append(job_flag("chain_timeout", Severity.WARN, job, "TIMEOUT; successor unknown (squeue UNKNOWN)"))
             else:
                 out.append(
-                    job_flag("chain_timeout", "warn", job, "TIMEOUT at the wall with no successor queued", "diagnose")
+                    job_flag(
+                        "chain_timeout",
+                        Severity.WARN,
+                        job,
+                        "TIMEOUT at the wall with no successor queued",
+                        Action.DIAGNOSE,
+                    )
                 )
     return out
 
@@ -61,10 +70,10 @@ def rule_genuine_failure(ctx: RuleContext) -> list[Flag]:
         out.append(
             job_flag(
                 "genuine_failure",
-                "critical",
+                Severity.CRITICAL,
                 job,
                 f"{base_state(job)} exit {job.exit_code}: {why} [{kind}]",
-                "diagnose",
+                Action.DIAGNOSE,
             )
         )
     return out

@@ -8,6 +8,7 @@ from sweep_core.fanin.liveness import predates_job
 from sweep_core.fanin.metrics.hang import hang_evidence
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
+from sweep_core.vocab import Action, Severity
 
 
 def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
@@ -28,8 +29,14 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
             msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
         if multi and mins >= 120 and ran is None:
             out.append(
-                job_flag("liveness_stale", "critical", job, msg + f"; {job.num_nodes} nodes held", "kill-approval")
+                job_flag(
+                    "liveness_stale",
+                    Severity.CRITICAL,
+                    job,
+                    msg + f"; {job.num_nodes} nodes held",
+                    Action.KILL_APPROVAL,
+                )
             )
         else:
-            out.append(job_flag("liveness_stale", "warn", job, msg, "investigate"))
+            out.append(job_flag("liveness_stale", Severity.WARN, job, msg, Action.INVESTIGATE))
     return out

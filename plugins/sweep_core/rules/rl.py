@@ -13,6 +13,7 @@ from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, launch_fi
 from sweep_core.models import Flag, Job
 from sweep_core.rules.config import RulesConfig
 from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
+from sweep_core.vocab import Action, Bucket, Severity
 
 
 def _rl_done(job: Job) -> bool:
@@ -23,27 +24,27 @@ def _rl_done(job: Job) -> bool:
 def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
     """COMPLETED at max_steps = done; a RUNNING chain link already at/past max_steps is spurious."""
     out = []
-    done_names = {j.name for j in ctx.jobs("RL", "sacct") if base_state(j) == "COMPLETED" and _rl_done(j)}
-    for job in ctx.jobs("RL", "squeue"):
+    done_names = {j.name for j in ctx.jobs(Bucket.RL, "sacct") if base_state(j) == "COMPLETED" and _rl_done(j)}
+    for job in ctx.jobs(Bucket.RL, "squeue"):
         step, top = job.metrics.get("step"), job.metrics.get("max_steps")
         if _rl_done(job):
             out.append(
                 job_flag(
                     "rl_resume_overshoot",
-                    "warn",
+                    Severity.WARN,
                     job,
                     f"RUNNING at step {step}/{top}: past max_steps, spurious chain link",
-                    "cancel",
+                    Action.CANCEL,
                 )
             )
         elif job.name in done_names:
             out.append(
                 job_flag(
                     "rl_resume_overshoot",
-                    "warn",
+                    Severity.WARN,
                     job,
                     "an earlier link of this run already COMPLETED at max_steps",
-                    "cancel",
+                    Action.CANCEL,
                 )
             )
     return out
@@ -78,7 +79,7 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
     """>= 2 collapse signals at one step -> cancel + salvage; spike-mitigation ablations only observed.
     A NaN in the metrics is a failure whatever the tags."""
     out = []
-    for job in ctx.jobs("RL"):
+    for job in ctx.jobs(Bucket.RL):
         series = job.metrics.get("series") or []
         nan: list[str] = []
         values = list(chain.from_iterable(map(dict.values, series)))
@@ -87,7 +88,11 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
         if nan:
             out.append(
                 job_flag(
-                    "rl_collapse", "critical", job, f"NaN in {sorted(set(nan))}: a failure, not a spike", "diagnose"
+                    "rl_collapse",
+                    Severity.CRITICAL,
+                    job,
+                    f"NaN in {sorted(set(nan))}: a failure, not a spike",
+                    Action.DIAGNOSE,
                 )
             )
         hits = collapse_steps(series, ctx.cfg)
@@ -97,11 +102,13 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
         msg = f"step {step}: {', '.join(signals)}"
         tag = has_tag(job.name, ctx.cfg.ablation_tags)
         if tag:
-            out.append(job_flag("rl_collapse", "info", job, f"{msg} — ablation observation ({tag}), not actionable"))
+            out.append(
+                job_flag("rl_collapse", Severity.INFO, job, f"{msg} — ablation observation ({tag}), not actionable")
+            )
         elif job.source == "squeue":
-            out.append(job_flag("rl_collapse", "critical", job, msg, "cancel+salvage"))
+            out.append(job_flag("rl_collapse", Severity.CRITICAL, job, msg, Action.CANCEL_SALVAGE))
         else:
-            out.append(job_flag("rl_collapse", "warn", job, msg + " (already ended): salvage"))
+            out.append(job_flag("rl_collapse", Severity.WARN, job, msg + " (already ended): salvage"))
     return out
 
 
@@ -122,7 +129,7 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
     """
     out = []
     fcfg = ctx.cfg.fingerprint
-    for job in ctx.jobs("RL"):
+    for job in ctx.jobs(Bucket.RL):
         series = series_of(job.name, fcfg)
         fp = launch_fingerprint(job, fcfg)
         job.metrics["run_series"], job.metrics["fingerprint"] = series, fp
@@ -146,7 +153,9 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
                 first = [LOOK_AT[name] for name, _ in changes]
         if reasons:
             look = _DEEP_DIVE + (f"; look first at: {'; '.join(dict.fromkeys(first))}" if first else "")
-            out.append(job_flag("rl_new_untested", "warn", job, f"{'; '.join(reasons)}: {look}", "deep-dive"))
+            out.append(
+                job_flag("rl_new_untested", Severity.WARN, job, f"{'; '.join(reasons)}: {look}", Action.DEEP_DIVE)
+            )
     return out
 
 
@@ -155,17 +164,15 @@ def rule_rl_concurrency_cap(ctx: RuleContext) -> list[Flag]:
     out = []
     for s in ctx.snaps:
         cap = ctx.caps.get(s.cluster)
-        rl = [j for j in s.running or [] if j.bucket == "RL"]
+        rl = [j for j in s.running or [] if j.bucket == Bucket.RL]
         if cap is not None and len(rl) > cap:
             out.append(
                 Flag(
-                    "rl_concurrency_cap",
-                    "warn",
-                    s.cluster,
-                    "",
-                    "",
-                    "RL",
-                    f"{len(rl)} RL jobs RUNNING > cap {cap} (ops.md rl_concurrency_cap)",
+                    rule="rl_concurrency_cap",
+                    severity=Severity.WARN,
+                    cluster=s.cluster,
+                    bucket=Bucket.RL,
+                    message=f"{len(rl)} RL jobs RUNNING > cap {cap} (ops.md rl_concurrency_cap)",
                 )
             )
     return out
@@ -174,10 +181,12 @@ def rule_rl_concurrency_cap(ctx: RuleContext) -> list[Flag]:
 def rule_concluded_series(ctx: RuleContext) -> list[Flag]:
     """A RUNNING job in a concluded series (a3): do not launch/refill — report."""
     out = []
-    for job in ctx.jobs("RL", "squeue"):
+    for job in ctx.jobs(Bucket.RL, "squeue"):
         tag = has_tag(job.name, ctx.cfg.concluded)
         if tag:
             out.append(
-                job_flag("concluded_series", "warn", job, f"series {tag} is CONCLUDED: this launch should not exist")
+                job_flag(
+                    "concluded_series", Severity.WARN, job, f"series {tag} is CONCLUDED: this launch should not exist"
+                )
             )
     return out

@@ -20,8 +20,8 @@ from typing import Any
 
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
+from sweep_core.vocab import CANCEL_ACTIONS, Action
 
-CANCEL_ACTIONS = ("cancel", "cancel+salvage", "kill-approval")
 JOB_ID_RE = re.compile(r"^\d{1,12}(_\d{1,9})?$")
 MAX_NAME = 200  # Slurm job names are at most 200 characters
 
@@ -51,7 +51,7 @@ class CancelRequest:
     cluster: str
     job_id: str
     name: str
-    action: str
+    action: str  # one of vocab.CANCEL_ACTIONS (from_dict checks)
     evidence: str = ""
 
     @classmethod
@@ -59,13 +59,7 @@ class CancelRequest:
         """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
-        req = cls(
-            str(data.get("cluster") or ""),
-            str(data.get("job_id") or ""),
-            str(data.get("name") or ""),
-            str(data.get("action") or ""),
-            str(data.get("evidence") or ""),
-        )
+        req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action", "evidence")})
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
             raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
         if not JOB_ID_RE.match(req.job_id):
@@ -73,7 +67,7 @@ class CancelRequest:
         if not req.name or len(req.name) > MAX_NAME or any(c in req.name for c in "\n\r\0"):
             raise ValueError(f"job name {req.name[:80]!r} is empty, too long or not one line")
         if req.action not in CANCEL_ACTIONS:
-            raise ValueError(f"action {req.action!r} is not one of {CANCEL_ACTIONS}")
+            raise ValueError(f"action {req.action!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}")
         return req
 
 
@@ -99,7 +93,7 @@ class CancelDecision:
 
 def allowed_states(action: str) -> tuple[str, ...]:
     """The squeue states a job of this action may be cancelled in."""
-    return ("RUNNING", "PENDING") if action == "cancel" else ("RUNNING",)
+    return ("RUNNING", "PENDING") if action == Action.CANCEL else ("RUNNING",)
 
 
 def validate(requests: list[CancelRequest], rows: list[SqueueRow] | None, problem: str = "") -> list[CancelDecision]:
@@ -114,7 +108,7 @@ def validate(requests: list[CancelRequest], rows: list[SqueueRow] | None, proble
         if row is None:
             out.append(CancelDecision(r, "blocked", ["not in squeue: finished, or not the cluster user's job"]))
             continue
-        found = CancelDecision(r, "blocked", [], row.state, row.elapsed, row.nodes, row.reason)
+        found = CancelDecision(r, "blocked", state=row.state, elapsed=row.elapsed, nodes=row.nodes, nodelist=row.reason)
         if row.name != r.name:
             found.reasons.append(f"job id reused: squeue names it {row.name!r}, the request {r.name!r}")
         elif row.state not in allowed_states(r.action):

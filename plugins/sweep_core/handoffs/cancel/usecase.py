@@ -16,6 +16,7 @@ from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script,
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
+from sweep_core.vocab import Action, Flavor
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,8 @@ def cancel_record(decisions: list[CancelDecision], done: dict[str, dict[str, str
         else:
             result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {approval}"
             why = f"{approval}; evidence: {r.evidence}" if r.evidence else approval
-            if result == "cancelled" and r.action == "cancel+salvage":
-                result += "; salvage next (rl-agentic-job-cleanup)"
+            if result == "cancelled" and r.action == Action.CANCEL_SALVAGE:
+                result += f"; salvage next ({Flavor.RL_AGENTIC})"
         rows.append([r.cluster, r.job_id, r.name, r.action, d.state or "-", result, why])
     return box_table(
         ["Cluster", "Job", "Name", "Action", "State", "Outcome", "Approval / why"],

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.models import Flag
+from sweep_core.vocab import cleanup_flavor
 
-# The cleanup skills the completion_cleanup rule hands off to (its action "cleanup:<skill>").
+# The cleanup skills the completion_cleanup rule hands off to (vocab.Flavor; its action vocab.cleanup_action).
 DEFAULT_FLAVORS: dict[str, dict[str, Any]] = {
     "rl-agentic-job-cleanup": {
         "hub": [
@@ -146,8 +147,9 @@ class CleanupTarget:
         missing = [k for k in ("cluster", "job_id", "name", "flavor") if not d.get(k)]
         if missing:
             raise ValueError(f"cleanup target {d!r} lacks {', '.join(missing)}")
-        flavor = str(d["flavor"]).removeprefix("cleanup:")
-        return cls(str(d["cluster"]), str(d["job_id"]), str(d["name"]), flavor)
+        given = str(d["flavor"])
+        flavor = cleanup_flavor(given)  # the flavor, or the flag's action that names it
+        return cls(str(d["cluster"]), str(d["job_id"]), str(d["name"]), given if flavor is None else flavor)
 
     def to_dict(self) -> dict[str, str]:
         return {"cluster": self.cluster, "job_id": self.job_id, "name": self.name, "flavor": self.flavor}
@@ -161,9 +163,10 @@ def targets_from_flags(flags: list[Flag]) -> list[CleanupTarget]:
     """The cleanup hand-offs among a sweep's flags, one per job."""
     out, seen = [], set()
     for f in flags:
-        if f.action.startswith("cleanup:") and (f.cluster, f.job_id) not in seen:
+        flavor = cleanup_flavor(f.action)
+        if flavor is not None and (f.cluster, f.job_id) not in seen:
             seen.add((f.cluster, f.job_id))
-            out.append(CleanupTarget(f.cluster, f.job_id, f.job_name, f.action.removeprefix("cleanup:")))
+            out.append(CleanupTarget(f.cluster, f.job_id, f.job_name, flavor))
     return out
 
 
@@ -248,12 +251,12 @@ class CleanupDecision:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CleanupDecision:
         return cls(
-            CleanupTarget.from_dict(d["target"]),
-            d["action"],
-            list(d.get("reasons", [])),
-            list(d.get("paths", [])),
-            dict(d.get("roots", {})),
-            list(d.get("hub", [])),
+            target=CleanupTarget.from_dict(d["target"]),
+            action=d["action"],
+            reasons=list(d.get("reasons", [])),
+            paths=list(d.get("paths", [])),
+            roots=dict(d.get("roots", {})),
+            hub=list(d.get("hub", [])),
         )
 
 
