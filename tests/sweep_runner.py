@@ -70,8 +70,19 @@ class DagRun:
     run_id: str
 
 
-def run_dag(dag_id: str, conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = None, **env: str) -> DagRun:
-    """dag.test() any DAG of the project with ``conf``; its return-value XComs by task id."""
+def run_dag(
+    dag_id: str,
+    conf: dict[str, Any],
+    run_log_dir: Path,
+    ops_dir: Path | None = None,
+    logical_date: Any = None,
+    run_after: Any = None,
+    **env: str,
+) -> DagRun:
+    """dag.test() any DAG of the project with ``conf``; its return-value XComs by task id.
+    ``logical_date`` sets the data interval (dag.test replaces an earlier run of the same logical
+    date); the run id is ``manual__<run_after>`` (now by default: the same run_after again = the
+    same run id, as an Airflow "clear" re-runs it)."""
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
@@ -84,7 +95,8 @@ def run_dag(dag_id: str, conf: dict[str, Any], run_log_dir: Path, ops_dir: Path 
     try:
         bag = DagBag(str(ROOT / "dags"))
         assert bag.import_errors == {}, bag.import_errors
-        dr = bag.get_dag(dag_id).test(run_conf=conf)
+        kwargs = {k: v for k, v in (("logical_date", logical_date), ("run_after", run_after)) if v is not None}
+        dr = bag.get_dag(dag_id).test(run_conf=conf, **kwargs)
     finally:
         for k, v in saved.items():
             if v is None:

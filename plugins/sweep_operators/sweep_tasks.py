@@ -11,10 +11,19 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sweep_core.config.ops import OpsConfigError, load_cluster
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.fanin.history import load_history, load_previous, save_state, sweep_diff, sweep_state
+from sweep_core.fanin.history import load_history, save_state, sweep_state
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.render import RenderedSweep
-from sweep_core.fanin.report import flagged_lines, render_run_log, run_log_path, run_note, write_run_log
+from sweep_core.fanin.report import (
+    flagged_lines,
+    keep_sections,
+    own_run_log,
+    render_run_log,
+    run_log_path,
+    run_note,
+    upsert_section,
+    write_run_log,
+)
 from sweep_core.fanin.steps import (
     SweepResult,
     bucket_step,
@@ -28,8 +37,9 @@ from sweep_core.fanin.steps import (
     skip_snapshot,
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
+from sweep_core.ledger.runs import fold_sweep_run, give_once
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.safe_text import clean
+from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.run_note import set_dag_run_note
 from sweep_operators.task_ids import DagId, Sweep, branch_choice
@@ -150,37 +160,47 @@ def render(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     return {"overview": result.rendered.overview, "tables": result.rendered.tables, "text": result.rendered.text()}
 
 
-def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
-    """Print every table in the task log, write the dated run log (opening with what changed since
-    the previous sweep), keep this sweep's state for the next one, set the DAG run note."""
-    config = load_sweep_config(sweep_yaml)
+def _result(context: dict[str, Any], config: Any) -> SweepResult:
     snaps, flags = _ruled(context)
     rendered = context["ti"].xcom_pull(task_ids=Sweep.RENDER)
-    result = SweepResult(
+    return SweepResult(
         snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]), flags
     )
+
+
+def _run_id(context: dict[str, Any]) -> str:
+    return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+
+
+def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
+    """Print every table in the task log, fold the sweep into the ledger, write the dated run log
+    (opening with every change since the previous sweep the ledger tells), keep this sweep's state
+    for the rules of the next one, set the DAG run note. A re-run of the same run replaces its log."""
+    config = load_sweep_config(sweep_yaml)
+    result = _result(context, config)
     start, end = _window(context)
     log_dir = run_log_dir(config)
-    state = sweep_state(snaps, flags, end)
+    run_id = _run_id(context)
     notes = list((context["ti"].xcom_pull(task_ids=Sweep.RULES) or {}).get("history_notes") or [])
-    previous = load_previous(log_dir, end, notes=notes)
-    result.changes = notes + sweep_diff(previous, state)
+    changes = fold_sweep_run(log_dir, result.snapshots, run_id=run_id, window_end=end, notes=notes)
+    result.changes = notes + [c.line for c in changes]
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
     print(clean(text))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
-    path = run_log_path(log_dir, end, config.topic)
+    path = own_run_log(run_log_path(log_dir, end, config.topic), run_id, start.isoformat(), end.isoformat())
     dag_run = context.get("dag_run")
     markdown = render_run_log(
         result,
         template_dir,
         dag_id=getattr(dag_run, "dag_id", DagId.SWEEP),
-        run_id=context.get("run_id") or getattr(dag_run, "run_id", ""),
+        run_id=run_id,
         window_start=start.isoformat(),
         window_end=end.isoformat(),
     )
-    write_run_log(path, markdown)
-    save_state(log_dir, end, state)
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    write_run_log(path, keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
+    save_state(log_dir, end, sweep_state(result.snapshots, result.flags, end))
     log.info("run log written: %s", path)
     set_dag_run_note(context, run_note(result, path))
     return str(Path(path))
@@ -198,22 +218,42 @@ def verdict(**context: Any) -> None:
 
 
 def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off)."""
+    """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off).
+    A job another run already handed off (per kind) is dropped with a note: in this log, in the run
+    log's "Already handed off" section and in the DAG run note."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
     config = load_sweep_config(sweep_yaml)
     snaps, flags = _ruled(context)
+    dry_run = bool(context["params"].get("dry_run", False))
+    run_log = str(context["ti"].xcom_pull(task_ids=Sweep.REPORT) or "")
     confs = plan_handoffs(
         snaps,
         flags,
-        dry_run=bool(context["params"].get("dry_run", False)),
-        run_log=str(context["ti"].xcom_pull(task_ids=Sweep.REPORT) or ""),
+        dry_run=dry_run,
+        run_log=run_log,
         trackers=tracker_settings(config.trackers) is not None,
         hf_chain=bool(config.hf_chain.series),
     )
+    run_id = _run_id(context)
+    confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run)
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
+    if given:
+        _tell_given(context, config, run_log, run_id, given)
     return confs
+
+
+def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
+    """The "already handed off" notes: task log, a section of the run log, the DAG run note."""
+    for line in given:
+        log.info("%s", clean(line))
+    if run_log and Path(run_log).is_file():
+        body = "## Already handed off (not handed off again)\n\n" + "\n".join(f"- {md_text(g)}" for g in given)
+        old = Path(run_log).read_text(encoding="utf-8")
+        write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
+    note = run_note(_result(context, config), Path(run_log) if run_log else None)
+    set_dag_run_note(context, note + f"\nAlready handed off: {len(given)} (see run log)")
 
 
 def handoff_branch(**context: Any) -> list[str]:

@@ -113,6 +113,7 @@ def wait_states(url: str, run: Path, want: dict[str, str], timeout: float = 90) 
     raise AssertionError(f"iris states {seen} never reached {want}")
 
 
+@pytest.mark.cluster  # it uses the local Slurm (local_cluster cancels ALL the sweep user's jobs): under the lock only
 def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, controller, tag, tmp_path) -> None:
     url, run = controller
     rl = submit(url, run, f"rl__{tag}_sleep", "echo 'Training Step Progress: 3/50'; sleep 300")

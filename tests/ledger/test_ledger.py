@@ -97,8 +97,11 @@ def test_an_unknown_cluster_changes_nothing_and_the_next_known_sweep_tells_what_
     assert json.dumps(ledger.to_dict()["jobs"], sort_keys=True) == before
     ledger, lines = fold(ledger, [snap([job("2", "rl__b", "RUNNING")], [])], 12)
     assert "cluster leo: UNREACHABLE → OK" in lines
-    assert any(ln.startswith("gone: leo RL 1 rl__a (was RUNNING, not running and not in this window's sacct")
-               for ln in lines)  # fmt: skip
+    # it ended while the sweeps could not read the queue: said so, not "not in this window's sacct"
+    assert any(ln.startswith("gone: leo RL 1 rl__a (was RUNNING, ended while the sweeps did not read the cluster "
+                             "(UNREACHABLE): its end state is in that window's sacct") for ln in lines)  # fmt: skip
+    _, lines = fold(ledger, [snap([], [])], 15)
+    assert lines == ["gone: leo RL 2 rl__b (was RUNNING, not running and not in this window's sacct)"]
 
 
 def test_sacct_unknown_says_left_the_queue_and_iris_vanish_is_terminal() -> None:

@@ -26,6 +26,22 @@ def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -
     return Path(run_log_dir) / name
 
 
+def own_run_log(path: Path, run_id: str, window_start: str, window_end: str) -> Path:
+    """``path``, or ``<stem>-2.md``, ``-3``... when ``path`` holds the log of ANOTHER run: a re-run
+    (the same run id, or the same window) replaces its own log, never another run's (a run by hand
+    whose window ends in the minute a scheduled one ended)."""
+    mine = (f"- Run: {md_code(run_id)}", f"- Window (sacct -S/-E): {md_text(window_start)} → {md_text(window_end)}")
+    for n in range(1, 100):
+        candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
+        try:
+            head = candidate.read_text(encoding="utf-8", errors="replace")[:4000].splitlines()
+        except FileNotFoundError:
+            return candidate
+        if any(line in head for line in mine):
+            return candidate
+    return path
+
+
 def _one_line(text: str) -> str:
     return clean(text, newlines=False)
 
@@ -119,3 +135,17 @@ def upsert_section(text: str, key: str, body: str) -> str:
         return text[: m_start.start()] + block + rest.lstrip("\n")
     sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
     return text + sep + block
+
+
+_SECTION = re.compile(r"^<!-- handoff:(?P<key>[^\n]*?) -->\n(?P<body>.*?)^<!-- /handoff:(?P=key) -->$", re.M | re.S)
+
+
+def keep_sections(old: str, new: str, run_id: str) -> str:
+    """``new`` with the sections of ``old`` that belong to run ``run_id`` (its hand-offs' records,
+    keyed ``<dag>:<run_id>...``): a re-run that rewrites its run log does not lose them."""
+    for m in _SECTION.finditer(old):
+        rest = m["key"].partition(":")[2]  # "<run id>", "<run id>__cleanup", "<run id>:given"
+        tail = rest[len(run_id) :]
+        if run_id and rest.startswith(run_id) and (not tail or tail.startswith(("__", ":"))):
+            new = upsert_section(new, m["key"], m["body"])
+    return new

@@ -56,11 +56,13 @@ class Ledger:
     clusters: dict[str, str] = field(default_factory=dict)  # cluster -> status at the last sweep
     known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
     window_end: str = ""  # the latest window folded in (ISO)
+    run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": LEDGER_VERSION,
             "window_end": self.window_end,
+            "run_id": self.run_id,
             "clusters": dict(self.clusters),
             "known": sorted(self.known),
             "series": {k: asdict(v) for k, v in self.series.items()},
@@ -74,8 +76,9 @@ class Ledger:
             raise LedgerError(f"top level is {type(raw).__name__}, not an object")
         if raw.get("version") != LEDGER_VERSION:
             raise LedgerError(f"version {str(raw.get('version'))[:20]!r} is not {LEDGER_VERSION}")
-        if not isinstance(raw.get("window_end", ""), str):
-            raise LedgerError("'window_end' is not a string")
+        for key in ("window_end", "run_id"):
+            if not isinstance(raw.get(key, ""), str):
+                raise LedgerError(f"'{key}' is not a string")
         clusters = raw.get("clusters", {})
         if not isinstance(clusters, dict) or not all(isinstance(v, str) for v in clusters.values()):
             raise LedgerError("'clusters' is not an object of strings")
@@ -88,6 +91,7 @@ class Ledger:
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
             clusters=dict(clusters),
             window_end=raw.get("window_end", ""),
+            run_id=raw.get("run_id", ""),
         )
 
 

@@ -98,8 +98,9 @@ def _remember_series(ledger: Ledger, e: LedgerEntry) -> None:
         known.completed_at_max = e.key
 
 
-def _vanished(e: LedgerEntry, s: ClusterSnapshot) -> Change | None:
-    """An active job this sweep did not list at all: how it is explained, and its new state."""
+def _vanished(e: LedgerEntry, s: ClusterSnapshot, blind: str) -> Change | None:
+    """An active job this sweep did not list at all: how it is explained, and its new state.
+    ``blind``: the cluster's status at the previous sweep when that sweep could not read it."""
     if e.state == "PENDING" and s.pending is None and s.scheduler != "iris":
         return None  # PENDING jobs were not listed: nothing can be told
     label = f"{_label(e)} (was {e.state}"
@@ -111,6 +112,9 @@ def _vanished(e: LedgerEntry, s: ClusterSnapshot) -> Change | None:
         e.state = "LEFT"
         return Change("left", e.cluster, f"left the queue: {label}; sacct UNKNOWN this sweep, end state not known)")
     e.state = "GONE"
+    if blind:  # it ended in a window whose sweep could not read the queue: its sacct row is there
+        why = f"ended while the sweeps did not read the cluster ({blind}): its end state is in that window's sacct"
+        return Change("gone", e.cluster, f"gone: {label}, {why})")
     return Change("gone", e.cluster, f"gone: {label}, not running and not in this window's sacct)")
 
 
@@ -155,9 +159,10 @@ def fold_sweep(
             _remember_series(new, e)
         if older:
             continue  # an earlier window cannot tell that a job is gone now
+        blind = before if before is not None and before not in TRUSTED else ""
         for key, e in sorted(new.jobs.items()):
             if e.cluster == s.cluster and e.state in ACTIVE and key not in seen:
-                change = _vanished(e, s)
+                change = _vanished(e, s, blind)
                 if change is not None:
                     e.last_seen, e.last_run = max(e.last_seen, end), run_id
                     changes.append(change)

@@ -5,7 +5,7 @@ run id is the same, so Airflow triggers nothing twice).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry
@@ -41,4 +41,18 @@ def mark_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], ru
             name = str(item.get("name") or item.get("job_name") or "")
             e = ledger.jobs[key] = LedgerEntry(str(item["cluster"]), str(item["job_id"]), name)
         e.handoffs.setdefault(kind, run_id)
+    return ledger
+
+
+def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) -> Ledger:
+    """``ledger`` with every hand-off ``source`` records added (the earliest giver kept; in place),
+    except for the jobs in ``dropped`` (pruned from ``ledger`` on purpose)."""
+    for key, src in source.jobs.items():
+        if not src.handoffs or key in dropped:
+            continue
+        e = ledger.jobs.get(key)
+        if e is None:
+            e = ledger.jobs[key] = LedgerEntry(src.cluster, src.job_id, src.name)
+        for kind, by in src.handoffs.items():
+            e.handoffs.setdefault(kind, by)
     return ledger

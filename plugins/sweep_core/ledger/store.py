@@ -1,6 +1,7 @@
 """Where the ledger lives: ``<run_log_dir>/.sweep-state/ledger.json`` beside the per-sweep history,
-written atomically under an exclusive lock (backfills and a run by hand may fold at once). A
-ledger that cannot be used is moved aside with a note, never deleted, and the sweep starts afresh.
+written atomically under an exclusive lock (backfills and a run by hand may fold at once), with
+``ledger.before.json``: the ledger as it stood before the latest run folded, so that a re-run of
+that run folds against it again. A file that cannot be used is moved aside with a note, never deleted.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sweep_core.fanin.history import STATE_DIR, move_aside
 from sweep_core.ledger.entries import Ledger, LedgerError
+from sweep_core.ledger.given import merge_given
 
 LEDGER_FILE = "ledger.json"
+BEFORE_FILE = "ledger.before.json"
 T = TypeVar("T")
 
 
@@ -24,28 +27,42 @@ def ledger_path(run_log_dir: str | Path) -> Path:
     return Path(run_log_dir) / STATE_DIR / LEDGER_FILE
 
 
-def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
-    """The stored ledger, or an empty one (none yet, or unusable: moved aside, noted)."""
-    path = ledger_path(run_log_dir)
+def _read(path: Path, notes: list[str] | None, parse: Callable[[Any], T]) -> T | None:
+    """``parse`` of the JSON at ``path``; None when absent or unusable (then moved aside, noted)."""
     try:
-        raw = json.loads(path.read_bytes().decode("utf-8"))
-        return Ledger.from_dict(raw)
+        return parse(json.loads(path.read_bytes().decode("utf-8")))
     except FileNotFoundError:
-        return Ledger()
+        return None
     except (ValueError, RecursionError) as exc:  # LedgerError, not UTF-8, not JSON, huge number
         why = str(exc)[:160] if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {str(exc)[:160]}"
         move_aside(path, why, notes)
-        return Ledger()
+        return None
+
+
+def _write(path: Path, obj: Any) -> Path:
+    """Write atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
+    """The stored ledger, or an empty one (none yet, or unusable: moved aside, noted)."""
+    return _read(ledger_path(run_log_dir), notes, Ledger.from_dict) or Ledger()
 
 
 def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> Path:
     """Write atomically (a reader never sees half a ledger)."""
-    path = ledger_path(run_log_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(ledger.to_dict(), sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return _write(ledger_path(run_log_dir), ledger.to_dict())
+
+
+def _before(raw: Any) -> tuple[str, str, Ledger]:
+    """(run id, window end, ledger) of a ``ledger.before.json``."""
+    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("run_id", "window_end")):
+        raise LedgerError("not an object with 'run_id' and 'window_end' strings")
+    return raw["run_id"], raw["window_end"], Ledger.from_dict(raw.get("ledger"))
 
 
 @contextmanager
@@ -67,4 +84,29 @@ def update_ledger(
     with _locked(run_log_dir):
         ledger, result = change(load_ledger(run_log_dir, notes))
         save_ledger(run_log_dir, ledger)
+    return result
+
+
+def fold_run(
+    run_log_dir: str | Path,
+    run_id: str,
+    window_end: str,
+    fold: Callable[[Ledger], tuple[Ledger, T]],
+    notes: list[str] | None = None,
+) -> T:
+    """Fold run ``run_id`` (window ending ``window_end``) in under the lock. The first fold of a run
+    keeps the ledger as it stood before it; a re-run of the run that folded last (the same run id,
+    or the same window: ``dags test`` again at the same logical date) folds against that again and
+    tells the same changes, keeping every hand-off given since. Any other run folds on top."""
+    before_path = ledger_path(run_log_dir).with_name(BEFORE_FILE)
+    with _locked(run_log_dir):
+        current = load_ledger(run_log_dir, notes)
+        kept = _read(before_path, notes, _before) if current.run_id else None
+        latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
+        rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
+        base = latest[2] if latest is not None and rerun else current
+        _write(before_path, {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
+        ledger, result = fold(base)
+        ledger.run_id = run_id
+        save_ledger(run_log_dir, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))
     return result

@@ -1,0 +1,93 @@
+"""A sweep run's use of the ledger: a re-run of the same run id tells the same changes and keeps
+the hand-offs given since; a per-job hand-off another run gave is dropped with a note."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from test_ledger import job, snap
+
+from sweep_core.fanin.report import keep_sections, upsert_section
+from sweep_core.ledger.runs import fold_sweep_run, give_once
+from sweep_core.ledger.store import ledger_path, load_ledger
+
+T0 = dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC)
+
+
+def lines(tmp_path, snaps, hours: int, run: str) -> list[str]:
+    end = T0 + dt.timedelta(hours=hours)
+    return [c.line for c in fold_sweep_run(tmp_path, snaps, run_id=run, window_end=end)]
+
+
+def cleanup_conf(*jids: str) -> dict:
+    jobs = [{"cluster": "leo", "job_id": j, "name": f"sft__{j}", "flavor": "sft-job-cleanup"} for j in jids]
+    return {"cleanup": {"dry_run": False, "run_log": "", "jobs": jobs, "reclaim_clusters": []}, "harvest": {}}
+
+
+def test_a_re_run_of_the_same_run_tells_the_same_changes_and_keeps_its_hand_offs(tmp_path) -> None:
+    lines(tmp_path, [snap([job("1", "sft__1", "RUNNING"), job("2", "sft__2", "RUNNING")])], 0, "s0")
+    second = [snap([job("2", "sft__2", "RUNNING")], [job("1", "sft__1", "COMPLETED", "sacct")])]
+    told = lines(tmp_path, second, 3, "s3")
+    assert told == ["completed: leo SFT 1 sft__1"]
+    give_once(tmp_path, cleanup_conf("1"), run_id="s3", dry_run=False)
+    assert lines(tmp_path, second, 3, "s3") == told  # not "no change": folded against the ledger before s3
+    assert lines(tmp_path, second, 3, "s3") == told
+    assert load_ledger(tmp_path).jobs["leo|1"].handoffs == {"cleanup": "s3"}
+    confs, notes = give_once(tmp_path, cleanup_conf("1"), run_id="s3", dry_run=False)
+    assert confs["cleanup"]["jobs"] and notes == []  # the same run: its trigger run id makes it a no-op
+    # `dags test` again at the same logical date: a new run id, the same window, the same changes;
+    # the hand-off the first gave is not given again
+    assert lines(tmp_path, second, 3, "manual__again") == told
+    confs, notes = give_once(tmp_path, cleanup_conf("1"), run_id="manual__again", dry_run=False)
+    assert confs["cleanup"] is None and notes == ["cleanup: leo 1 sft__1 already handed off by s3"]
+    assert lines(tmp_path, second, 3, "s3") == told  # and the first run id again: still the same
+    assert lines(tmp_path, [snap([], [])], 6, "s6") == ["gone: leo SFT 2 sft__2 (was RUNNING, not running and not in this window's sacct)"]  # fmt: skip
+    # s3 re-run after s6 folded: on top of s6 (an older window changes nothing s6 saw)
+    assert "completed: leo SFT 1 sft__1" not in lines(tmp_path, second, 3, "s3")
+    assert load_ledger(tmp_path).jobs["leo|2"].state == "GONE"
+
+
+def test_a_hand_off_another_run_gave_is_dropped_with_a_note_and_a_dry_run_marks_nothing(tmp_path) -> None:
+    lines(tmp_path, [snap([], [job("1", "sft__1", "COMPLETED", "sacct"), job("2", "sft__2", "COMPLETED", "sacct")])],
+          0, "s0")  # fmt: skip
+    confs, notes = give_once(tmp_path, cleanup_conf("1"), run_id="manual__a", dry_run=True)
+    assert notes == [] and "cleanup" not in json.dumps(load_ledger(tmp_path).jobs["leo|1"].handoffs)
+    give_once(tmp_path, cleanup_conf("1"), run_id="s0", dry_run=False)
+    confs, notes = give_once(tmp_path, cleanup_conf("1", "2"), run_id="manual__b", dry_run=False)
+    assert [j["job_id"] for j in confs["cleanup"]["jobs"]] == ["2"]
+    assert notes == ["cleanup: leo 1 sft__1 already handed off by s0"]
+    confs, notes = give_once(tmp_path, cleanup_conf("1", "2"), run_id="manual__c", dry_run=False)
+    assert confs["cleanup"] is None and len(notes) == 2  # nothing left to hand off: not triggered
+    assert confs["harvest"] == {}  # not per job: passed through
+
+
+def test_nothing_per_job_leaves_the_ledger_untouched(tmp_path) -> None:
+    confs, notes = give_once(tmp_path, {"cleanup": None, "hf_chain": {"dry_run": False}}, run_id="r", dry_run=False)
+    assert notes == [] and confs["hf_chain"] == {"dry_run": False} and not ledger_path(tmp_path).exists()
+
+
+def test_a_rewritten_run_log_keeps_the_sections_of_its_own_run_only() -> None:
+    old = upsert_section("# old\n", "sweep_cleanup:run1__cleanup", "## cleanup did X\n")
+    old = upsert_section(old, "monitor_cron_sweep:run1:given", "## given\n")
+    old = upsert_section(old, "sweep_cleanup:run10__cleanup", "## another run\n")
+    new = keep_sections(old, "# new\n", "run1")
+    assert new.startswith("# new\n") and "cleanup did X" in new and "## given" in new
+    assert "another run" not in new
+    again = keep_sections(new, new, "run1")
+    assert again.count("cleanup did X") == 1 and again.count("## given") == 1  # a second re-run: still once
+
+
+def test_a_run_log_is_replaced_by_its_own_re_run_never_by_another_run(tmp_path) -> None:
+    from sweep_core.fanin.report import own_run_log
+    from sweep_core.safe_text import md_code
+
+    path = tmp_path / "2026-12-03_monitor-sweep-0300Z.md"
+    assert own_run_log(path, "scheduled__1", "02:00", "03:00") == path  # none yet
+    path.write_text(f"# Sweep\n\n- Run: {md_code('scheduled__1')}\n- Window (sacct -S/-E): 02:00 → 03:00\n")
+    assert own_run_log(path, "scheduled__1", "02:00", "03:00") == path  # the same run id
+    assert own_run_log(path, "manual__again", "02:00", "03:00") == path  # dags test again: the same window
+    by_hand = own_run_log(path, "manual__x", "02:50", "03:00")  # a run by hand ending in that minute
+    assert by_hand.name == "2026-12-03_monitor-sweep-0300Z-2.md"
+    by_hand.write_text(f"- Run: {md_code('manual__x')}\n")
+    assert own_run_log(path, "manual__x", "02:50", "03:00") == by_hand  # and its re-run replaces it
