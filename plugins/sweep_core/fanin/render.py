@@ -158,6 +158,8 @@ def _job_note(job: Job) -> str:
     parts = [f"[{f['rule']}] {f['message']}" for f in job.flags] + job.errors
     if job.metrics.get("metrics_from"):
         parts.append(f"metrics from {job.metrics['metrics_from']}")
+    if job.metrics.get("max_steps_from"):  # filled by rl_resume_overshoot from the ledger
+        parts.append(f"max steps {job.metrics.get('max_steps')} from {job.metrics['max_steps_from']}")
     if job.source == "squeue" and job.log_note:
         parts.append(job.log_note)
     elif job.source == "squeue" and job.metric_problems:
