@@ -155,14 +155,16 @@ def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
 
 
 def _job_note(job: Job) -> str:
-    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags] + job.errors
+    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags]
+    parts += [e for e in job.errors if not any(e in f["message"] for f in job.flags)]  # a flag may quote it
     if job.metrics.get("metrics_from"):
         parts.append(f"metrics from {job.metrics['metrics_from']}")
     if job.metrics.get("max_steps_from"):  # filled by rl_resume_overshoot from the ledger
         parts.append(f"max steps {job.metrics.get('max_steps')} from {job.metrics['max_steps_from']}")
-    if job.source == "squeue" and job.log_note:
+    told = any(f["rule"] == "progress_unreadable" for f in job.flags)  # its flag already says why
+    if job.source == "squeue" and job.log_note and not told:
         parts.append(job.log_note)
-    elif job.source == "squeue" and job.metric_problems:
+    elif job.source == "squeue" and job.metric_problems and not told:
         parts.append("?: " + "; ".join(job.metric_problems))
     if job.reason:
         parts.append(job.reason)
