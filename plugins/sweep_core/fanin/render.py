@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from sweep_core.fanin.isolate import guarded
-from sweep_core.fanin.liveness import last_output_text
+from sweep_core.fanin.liveness import elapsed_text, last_output_text
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.safe_text import clean
 
@@ -133,10 +133,19 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
                 "?" if s.running is None else str(len(s.running)),
                 "?" if s.finished is None else str(len(s.finished)),
                 _quota_cell(s.quota),
-                "; ".join(s.notes) or "—",
+                _overview_note(s),
             ]
         )
     return box_table(headers, rows, [None, None, None, 24, None, None, 30, NOTE_WIDTH])
+
+
+def _overview_note(s: ClusterSnapshot) -> str:
+    """The cluster's notes; a swept cluster whose running set is UNKNOWN says so here, once (its
+    jobs are in no bucket table: no placeholder row per bucket)."""
+    notes = list(s.notes)
+    if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+        notes.append("running jobs UNKNOWN: none of its jobs are in the bucket tables")
+    return "; ".join(notes) or "—"
 
 
 def _quota_cell(quota: dict | None) -> str:
@@ -181,7 +190,7 @@ def _job_row(
         when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
     else:
         when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
-    row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
+    row = [job.cluster, job.job_id, job.name, job.state, elapsed_text(job.elapsed) or "—", when]
     row += [fn(job) for _, fn in metric_columns]
     row.append(_job_note(job))
     return [c if isinstance(c, str) else str(c) for c in row]
@@ -195,7 +204,8 @@ def render_bucket(
     metric_columns: Sequence[tuple[str, Callable[[Job], str]]] = (),
 ) -> str:
     """The unified table of one bucket: RUNNING rows (with last output), then jobs that ended in
-    the window, then a row per cluster whose running set is UNKNOWN (never shown as empty)."""
+    the window. A cluster whose running set is UNKNOWN is said once, in the overview's Note
+    (:func:`_overview_note`), not as a row in every bucket table."""
     headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
     headers += [h for h, _ in metric_columns] + ["Note"]
     rows: list[list[str]] = []
@@ -206,23 +216,6 @@ def render_bucket(
             row = [str(job.cluster), str(job.job_id), str(job.name), str(job.state), "?", "?"]
             row += ["?"] * len(metric_columns) + ["; ".join(map(str, job.errors))]
         rows.append(row)
-    for s in snaps:
-        if s.status in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
-            continue
-        if s.running is None:
-            reason = "; ".join(s.notes) or "running set unknown"
-            rows.append(
-                [
-                    s.cluster,
-                    "?",
-                    "?",
-                    "UNKNOWN",
-                    "?",
-                    "?",
-                    *(["?"] * len(metric_columns)),
-                    f"running jobs UNKNOWN ({s.status}): {reason}",
-                ]
-            )
     if not rows:
         rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
     widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [NOTE_WIDTH]
