@@ -106,7 +106,7 @@ def test_unknown_cluster_is_said_once_in_the_overview_not_in_every_bucket() -> N
     row = result.rendered.overview.split("c2")[1].splitlines()[0]
     assert "?" in row and "UNKNOWN" in row  # running count "?" not 0
     notes = [ln.rstrip("│ ").rsplit("│", 1)[-1].strip() for ln in result.rendered.overview.splitlines()]
-    assert "running jobs UNKNOWN: none of its jobs are in the bucket tables" in " ".join(notes)  # said once, here
+    assert "running jobs UNKNOWN (not none): no RUNNING rows for it in the bucket tables" in " ".join(notes)
     flags = flagged_lines(result)
     assert any(f.startswith("[cluster-unknown] c2") for f in flags)
     assert any("[liveness_stale]" in f and "rl__wedged" in f for f in flags)

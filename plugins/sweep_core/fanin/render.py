@@ -140,11 +140,11 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
 
 
 def _overview_note(s: ClusterSnapshot) -> str:
-    """The cluster's notes; a swept cluster whose running set is UNKNOWN says so here, once (its
-    jobs are in no bucket table: no placeholder row per bucket)."""
+    """The cluster's notes; a swept cluster whose running set is UNKNOWN says so here, once (no
+    placeholder row in every bucket table; its jobs that ended in the window are still listed)."""
     notes = list(s.notes)
     if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
-        notes.append("running jobs UNKNOWN: none of its jobs are in the bucket tables")
+        notes.append("running jobs UNKNOWN (not none): no RUNNING rows for it in the bucket tables")
     return "; ".join(notes) or "—"
 
 
