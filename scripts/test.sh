@@ -9,8 +9,15 @@ if ! command -v docker-compose >/dev/null; then
   echo "[test] apt-get install docker-compose"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
 fi
+# Debian's shellcheck lints the remote scripts (include/remote/*.sh) that go to the clusters.
+if ! command -v shellcheck >/dev/null; then
+  echo "[test] apt-get install shellcheck"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
+fi
 source scripts/env.sh
 echo "[test] ruff check"
 ruff check .
+echo "[test] shellcheck include/remote"
+shellcheck include/remote/*.sh
 echo "[test] pytest"
 python -m pytest -q -p no:cacheprovider "$@"

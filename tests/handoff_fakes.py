@@ -74,7 +74,7 @@ class FakeSsh:
         records = answer(marker, script) if answer else None
         if records is None:
             return None, "unreachable: login1 (127.0.0.1:22): connect failed"
-        return GatherOutput(dict(records), complete=True), ""
+        return GatherOutput(dict(records), complete=True, marker=marker), ""
 
     def whats(self) -> list[tuple[str, str]]:
         return [(c.cluster, c.what) for c in self.calls]

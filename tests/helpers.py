@@ -31,3 +31,19 @@ def gather_stdout(marker: str, records: dict[str, CommandResult], complete: bool
     if complete:
         lines.append(f"{marker} end 0 - -")
     return "\n".join(lines) + "\n"
+
+
+def table_rows(table: str) -> list[dict[str, str]]:
+    """The rows of a box table (tabulate simple_grid) as {header: cell text}, a wrapped cell's lines
+    joined by one space: what a person reads in the row, whatever the column widths."""
+    blocks: list[list[list[str]]] = [[]]
+    for line in table.splitlines():
+        if line.startswith("│"):
+            blocks[-1].append([c.strip() for c in line.strip("│").split("│")])
+        elif line.startswith("├") and blocks[-1]:
+            blocks.append([])
+    cells = [[" ".join(filter(None, col)) for col in zip(*b, strict=True)] for b in blocks if b]
+    if not cells:
+        return []
+    header, *rows = cells
+    return [dict(zip(header, row, strict=True)) for row in rows]

@@ -169,3 +169,16 @@ def test_one_table_shows_squeue_and_sacct_elapsed_alike() -> None:
     done = Job("c1", "2", "rl__b", "COMPLETED", "sacct", elapsed="00:00:10", bucket="RL")
     table = render_bucket("RL", [running, done], [], lambda c, b: 30)
     assert "│ 00:03:23 " in table and "│ 00:00:10 " in table and " 3:23 " not in table
+
+
+def test_table_rows_reads_a_wrapped_cell_as_one_text() -> None:
+    """The tests' table reader (helpers.table_rows) joins a wrapped cell, so an assertion on a note
+    holds whatever the column widths."""
+    from helpers import table_rows
+
+    note = "log not read: no such file; job name holds a newline"
+    table = box_table(["Job", "Name", "Note"], [["1", "rl__a\nb", note], ["2", "ok", "—"]], [None, 4, 16])
+    assert "job name holds a newline" not in table  # wrapped across lines
+    rows = table_rows(table)
+    assert [r["Job"] for r in rows] == ["1", "2"]
+    assert "job name holds a newline" in rows[0]["Note"] and rows[1]["Note"] == "—"

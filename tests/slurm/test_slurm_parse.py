@@ -13,6 +13,7 @@ from sweep_core.slurm.parse import (
     parse_scontrol_job,
     parse_squeue,
     read_records,
+    read_sacct_jobs,
 )
 
 
@@ -172,3 +173,23 @@ def test_headerless_records_split_by_the_marker_cannot_be_forged() -> None:
     assert [f[0] for f, _ in recs] == ["101", "103"]
     assert recs[0] == (["101", "COMPLETED", "eval-x\n102|COMPLETED|forged"], "job name holds a newline")
     assert read_records("garbage\n\n", m, 3) == []
+
+
+def test_one_sacct_jobs_reader_names_last_steps_dropped_no_row_forged() -> None:
+    m = "@@SWEEP-abc@@"
+    text = (
+        "login banner\n"
+        f"812_1{m}COMPLETED{m}dg__x\n"
+        f"812_1.batch{m}COMPLETED{m}batch\n"
+        f"812_[2-4]{m}PENDING{m}dg__x\n"
+        f"813{m}CANCELLED by 1001 {m}nl\n814|COMPLETED|forged\n"
+    )
+    rows = read_sacct_jobs(text, m)
+    assert [(r.job_id, r.state, r.name) for r in rows] == [
+        ("812_1", "COMPLETED", "dg__x"),
+        ("812_[2-4]", "PENDING", "dg__x"),
+        ("813", "CANCELLED by 1001", "nl\n814|COMPLETED|forged"),
+    ]
+    assert rows[-1].note == "job name holds a newline" and rows[0].note == ""
+    with pytest.raises(ValueError):
+        read_sacct_jobs(text, "")

@@ -75,3 +75,12 @@ def test_unreadable_log_says_why() -> None:
     job = next(j for j in s.running if j.job_id == "13")
     assert job.log_mtime is None
     assert "Permission denied" in job.log_note
+
+
+def test_array_chunks_are_read_by_the_marker_and_a_name_forges_no_chunk() -> None:
+    rows = f"40_1{M}COMPLETED{M}dg__x\n40_1.batch{M}COMPLETED{M}batch\n40_[2-3]{M}PENDING{M}dg\n41_9|COMPLETED|x\n"
+    sq = f"JOBID{M}JOBID{M}STATE{M}TIME{M}TIME_LIMIT{M}NODES{M}PARTITION{M}NODELIST(REASON){M}NAME\n"
+    sq += M.join(["40_1", "41", "RUNNING", "1:00", "1:00:00", "1", "p", "n", "dg__x"]) + "\n"
+    s = snap({"meta": META, "squeue": CommandResult(0, sq, ""), "chunks:40": CommandResult(0, rows, "")})
+    job = next(j for j in s.running or [] if j.job_id == "40_1")
+    assert job.chunks == [["40_1", "COMPLETED"], ["40_[2-3]", "PENDING"]]

@@ -45,6 +45,11 @@ SACCT_FIELDS: tuple[str, ...] = (
     "JobName",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
+# The short form every other sacct read asks for (the gather's chunk counts, the cleanup probe's
+# and the harvest's `sacct -j`, the HF chain's probe): -X -P -n, fields split by the run's
+# marker, the name LAST. Read by read_sacct_jobs, the one reader of it.
+SACCT_JOBS_FIELDS: tuple[str, ...] = ("JobID", "State", "JobName")
+SACCT_JOBS_FORMAT = ",".join(SACCT_JOBS_FIELDS)
 # Terminal states for `sacct -s`: a job that reached one of them inside the window.
 SACCT_TERMINAL_STATES = "BF,CA,CD,DL,F,NF,OOM,PR,RQ,TO"
 
@@ -137,6 +142,32 @@ def read_records(text: str, delim: str, n: int) -> list[tuple[list[str], str]]:
     return _records("", lines, delim, n, _SACCT_ID, strict=False)
 
 
+def base_state_of(state: str) -> str:
+    """A sacct state without its ``by <uid>`` suffix: ``CANCELLED by 1001`` -> ``CANCELLED``."""
+    return state.split(" ", 1)[0].rstrip("+")
+
+
+@dataclass(frozen=True)
+class SacctJob:
+    """One row of ``sacct -o JobID,State,JobName`` (SACCT_JOBS_FORMAT)."""
+
+    job_id: str
+    state: str
+    name: str
+    note: str = ""  # what is odd about this row (a newline in its name)
+
+
+def read_sacct_jobs(text: str, delim: str) -> list[SacctJob]:
+    """Rows of a headerless ``sacct -X -P -n --delimiter=<marker> -o JobID,State,JobName``: the
+    records of read_records (no name can forge or hide a row; a line that is no record of its own
+    continues the name before it; lines before the first record dropped; never raises), a step
+    (``.batch``) dropped as parse_sacct drops it, the state stripped. ``delim`` must not be empty."""
+    if not delim:
+        raise ValueError("read_sacct_jobs needs the delimiter sacct was given")
+    rows = read_records(text, delim, len(SACCT_JOBS_FIELDS))
+    return [SacctJob(f[0], f[1].strip(), f[2], note) for f, note in rows if "." not in f[0]]
+
+
 @dataclass(frozen=True)
 class SqueueRow:
     job_id: str
@@ -176,7 +207,7 @@ class SacctRow:
     @property
     def base_state(self) -> str:
         """State without the ``by <uid>`` suffix: ``CANCELLED by 1001`` -> ``CANCELLED``."""
-        return self.state.split(" ", 1)[0].rstrip("+")
+        return base_state_of(self.state)
 
 
 def parse_sacct(result: CommandResult) -> list[SacctRow]:

@@ -12,6 +12,7 @@ from sweep_core.slurm.parse import (
     parse_sacct,
     parse_scontrol_job,
     parse_squeue,
+    read_sacct_jobs,
 )
 
 
@@ -101,9 +102,9 @@ def _attach_chunks(job: Job, output: GatherOutput) -> None:
     if "_" not in job.job_id:
         return
     rec = output.get(f"chunks:{job.job_id.split('_', 1)[0]}")
-    if rec is None or rec.rc != 0 or rec.stderr.strip():
+    if rec is None or rec.rc != 0 or rec.stderr.strip() or not output.marker:
         return
-    job.chunks = [line.split("|", 1) for line in rec.stdout.splitlines() if "|" in line]
+    job.chunks = [[row.job_id, row.state] for row in read_sacct_jobs(rec.stdout, output.marker)]
 
 
 def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:

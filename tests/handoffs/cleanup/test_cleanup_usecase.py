@@ -28,7 +28,11 @@ def _probe(live: tuple = (), state: str = "COMPLETED", present: bool = True):
     """The probe's answer for one sft target (job 4242): squeue, sacct, the root, both trees."""
 
     def answer(marker: str, script: str) -> dict[str, CommandResult]:
-        recs = {"squeue": squeue(marker, live), "sacct": ok(f"4242|{state}\n"), "rootreal:0": ok(ROOT + "\n")}
+        recs = {
+            "squeue": squeue(marker, live),
+            "sacct": ok(f"4242{marker}{state}{marker}{NAME}\n"),
+            "rootreal:0": ok(ROOT + "\n"),
+        }
         for k, tree in enumerate(TREES):
             if present:
                 recs[f"real:{k}"], recs[f"kind:{k}"] = ok(tree + "\n"), ok("directory\n")

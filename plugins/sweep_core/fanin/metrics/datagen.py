@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from sweep_core.fanin.metrics.common import Extracted, as_count, as_number
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import last_match
+from sweep_core.slurm.parse import base_state_of
 
 
 def expand_array_tasks(job_id: str) -> list[str]:
@@ -33,12 +34,13 @@ def expand_array_tasks(job_id: str) -> list[str]:
 
 
 def chunk_counts(sacct_lines: Sequence[tuple[str, str]]) -> tuple[int, int, dict[str, int]]:
-    """(done, total, per-state counts) of one array from ``sacct -j <array>`` (JobID, State) rows."""
+    """(done, total, per-state counts) of one array from ``sacct -j <array>`` (JobID, State) rows
+    (read by slurm.parse.read_sacct_jobs); steps are skipped, ``CANCELLED by 1001`` is CANCELLED."""
     states: Counter[str] = Counter()
     for job_id, state in sacct_lines:
         if "." in job_id:
             continue
-        states[state.split(" ")[0]] += len(expand_array_tasks(job_id))
+        states[base_state_of(state)] += len(expand_array_tasks(job_id))
     return states.get("COMPLETED", 0), sum(states.values()), dict(states)
 
 

@@ -33,8 +33,9 @@ from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say
-from sweep_core.slurm.gather import new_marker, script_prelude
+from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
+from sweep_core.slurm.remote_scripts import script_prelude
 
 ChainState = dict[str, Any]  # "<series>/<cell>" -> CellState.to_dict()
 

@@ -20,7 +20,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep_core.slurm.parse import read_records
+from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
+from sweep_core.slurm.remote_scripts import END_RECORD, script_file, shell_header
 
 _CELL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 LEGS = ("sft", "upload", "eval", "done")
@@ -281,13 +282,15 @@ class ChainRun:
 
 
 def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
-    """squeue (validated by its header) + sacct over the lookback: every job of the user by name."""
-    q = shlex.quote
-    return prelude + (
-        f"run squeue squeue -u {q(user)} -o {q(squeue_format)}\n"
-        f'run sacct sacct -u {q(user)} -S now-{int(lookback_days)}days -X -P -n --delimiter="$M" -o JobID,State,JobName\n'
-        'echo "$M end 0 - -"\n'
-    )
+    """squeue (validated by its header) + sacct over the lookback: every job of the user by name
+    (include/remote/chain_probe.sh under a header of these values)."""
+    values = {
+        "U": user,
+        "SQUEUE_FORMAT": squeue_format,
+        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
+        "LOOKBACK_DAYS": int(lookback_days),
+    }
+    return prelude + shell_header(values) + script_file("chain_probe.sh") + END_RECORD
 
 
 def view_from(
@@ -298,9 +301,9 @@ def view_from(
     if squeue_rows is None or sacct_text is None:
         return ClusterView(None, problem or "squeue/sacct UNKNOWN")
     seen: dict[str, dict[str, str]] = {}
-    for (jid, state, name), _ in read_records(sacct_text, delimiter, 3):
-        if jid.replace("_", "").isdigit():
-            seen.setdefault(name, {})[jid] = state
+    for row in read_sacct_jobs(sacct_text, delimiter):
+        if row.job_id.replace("_", "").isdigit():
+            seen.setdefault(row.name, {})[row.job_id] = row.state
     for jid, state, name in squeue_rows:
         seen.setdefault(name, {})[jid] = state
 

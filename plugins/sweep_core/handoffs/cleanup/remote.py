@@ -1,4 +1,5 @@
-"""The batched scripts of sweep_cleanup (one SSH session each) and the readers of their records.
+"""The batched scripts of sweep_cleanup (include/remote/cleanup_{probe,rm,verify}.sh, one SSH
+session each) and the readers of their records.
 
 probe  (read-only): squeue (validated), ``sacct -j`` done-signals, ``realpath -e`` + ``stat`` of
        every candidate tree and of every artifact root, ``df -i -P`` of the roots, the ops.md
@@ -11,19 +12,26 @@ rm     : one validated squeue first (UNKNOWN -> nothing removed; a job it lists 
        session should live; GNU rm follows no symlink inside the tree it removes).
 verify : which paths still exist, ``df -i -P`` and the quota command again (the reclaim).
 
-Every value is shlex-quoted; job ids are checked against a strict pattern first.
+Every value goes in the script's header, shlex-quoted; job ids are checked against a strict
+pattern and paths for being absolute and single-line first.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
 from sweep_core.handoffs.cleanup.plan import ClusterState, PathCheck
 from sweep_core.health.quota_parsers import parse_df_inodes
-from sweep_core.slurm.gather import GatherOutput, headroom_lines, script_prelude
-from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
+from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.parse import (
+    SACCT_JOBS_FORMAT,
+    SlurmOutputError,
+    parse_squeue,
+    read_sacct_jobs,
+    squeue_format,
+)
+from sweep_core.slurm.remote_scripts import compose, headroom_lines
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 SACCT_LOOKBACK_DAYS = 60
@@ -53,27 +61,17 @@ class ProbeRequest:
 
 
 def build_probe_script(req: ProbeRequest, marker: str) -> str:
-    """Read-only probe before any delete."""
-    q = shlex.quote
-    ids = _ids(req.job_ids)
-    body = [f"U={q(req.user)}", f'run squeue squeue -u "$U" -o {q(squeue_format(marker))}']
-    if ids:
-        body.append(f"run sacct sacct -j {q(','.join(ids))} -X -P -n -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State")
-    for k, root in enumerate(_paths(req.roots)):
-        body.append(f"run rootreal:{k} realpath -e -- {q(root)}")
-    for k, path in enumerate(_paths(req.paths)):
-        body.append(
-            f'p={q(path)}; if [ -e "$p" ] || [ -L "$p" ]; then '
-            f'run real:{k} realpath -e -- "$p" && run kind:{k} stat -c %F -- "$p"; '
-            f'else : >"$T/o"; : >"$T/e"; rec missing:{k} 0; fi'
-        )
-    return (
-        script_prelude(marker)
-        + "\n".join(body)
-        + "\n"
-        + headroom_lines(req.roots, req.quota_command)
-        + ('echo "$M end 0 - -"\n')
-    )
+    """Read-only probe before any delete (include/remote/cleanup_probe.sh)."""
+    values = {
+        "U": req.user,
+        "SQUEUE_FORMAT": squeue_format(marker),
+        "JOB_IDS": ",".join(_ids(req.job_ids)),
+        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
+        "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
+        "ROOTS": _paths(req.roots),
+        "PATHS": _paths(req.paths),
+    }
+    return compose(marker, values, ("cleanup_probe.sh",), headroom_lines(req.roots, req.quota_command))
 
 
 def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list[PathCheck], dict[str, str]]:
@@ -100,10 +98,8 @@ def read_probe(out: GatherOutput, req: ProbeRequest) -> tuple[ClusterState, list
         elif sa.rc != 0 or "error" in sa.stderr.lower():
             state.sacct_ok, state.sacct_problem = False, f"exit {sa.rc}: {sa.stderr.strip()[:300]}"
         else:
-            for line in sa.stdout.splitlines():
-                if "|" in line:
-                    jid, st = line.split("|", 1)
-                    state.states[jid.strip()] = st.strip()
+            for row in read_sacct_jobs(sa.stdout, out.marker):
+                state.states[row.job_id] = row.state
     roots = {}
     for k, root in enumerate(req.roots):
         r = out.get(f"rootreal:{k}")
@@ -138,66 +134,36 @@ class RmItem:
 # squeue rows as "<id>|<name>" after the header; the first field is the job id, the rest the name.
 RM_SQUEUE_FORMAT = "%i|%j"
 RM_SQUEUE_HEADER = "JOBID|NAME"
-_LIVE_AWK = (
-    'NR > 1 { id = $0; sub(/[|].*/, "", id); nm = substr($0, index($0, "|") + 1); a = id; sub(/_.*/, "", a); '
-    'if (nm == ENVIRON["N"] || a == ENVIRON["A"]) { print id; exit } }'
-)
 
 
 def build_rm_script(user: str, items: list[RmItem], marker: str) -> str:
-    """Detached ``rm -rf`` of each validated tree, re-checked on the cluster right before.
+    """Detached ``rm -rf`` of each validated tree, re-checked on the cluster right before
+    (include/remote/cleanup_rm.sh).
 
     Records ``rm:<k>`` (items sorted by path): rc 0 + the rm PID when started, rc 0 + "gone"
     when already absent, rc 2 + the reason when the cluster-side check refuses it."""
-    q = shlex.quote
     if not user:
         raise ValueError("user is required: the rm re-checks the user's squeue")
-    body = [
-        f"U={q(user)}",
-        f'squeue -u "$U" -o {q(RM_SQUEUE_FORMAT)} >"$T/sq" 2>"$T/sqe"; sqrc=$?',
-        f'if [ "$sqrc" -eq 0 ] && ! grep -qi error "$T/sqe" && [ "$(head -n 1 "$T/sq")" = {q(RM_SQUEUE_HEADER)} ]; '
-        """then sq=ok; else sq=$(printf 'exit %s: %s' "$sqrc" "$(head -c 300 "$T/sqe")"); fi""",
-    ]
-    for k, it in enumerate(sorted(items, key=lambda i: i.path)):
+    ordered = sorted(items, key=lambda i: i.path)
+    for it in ordered:
         _paths([it.path, it.root])
         _ids([it.array_id])
-        body.append(
-            f"""p={q(it.path)}; r={q(it.root)}; par=${{p%/*}}; base=${{p##*/}}; : >"$T/e"
-if [ "$sq" != ok ]; then printf "refused: squeue UNKNOWN (%s)" "$sq" >"$T/o"; rec rm:{k} 2
-elif live=$(N={q(it.name)} A={q(it.array_id)} awk {q(_LIVE_AWK)} "$T/sq"); [ -n "$live" ]; then
-  printf "refused: job %s is still listed by squeue with this name or id" "$live" >"$T/o"; rec rm:{k} 2
-elif ! [ -e "$p" ] && ! [ -L "$p" ]; then printf gone >"$T/o"; rec rm:{k} 0
-else rr=$(realpath -e -- "$r" 2>>"$T/e")
-  case $p in "$rr"/?*) in=1 ;; *) in=0 ;; esac
-  case $base in ""|.|..) in=0 ;; esac
-  if [ -z "$rr" ] || [ "$rr" != "$r" ] || [ "$in" != 1 ]; then
-    printf "refused: %s is not strictly inside %s (-> %s)" "$p" "$r" "$rr" >"$T/o"; rec rm:{k} 2
-  elif cd -P -- "$par" 2>>"$T/e" && [ "$(pwd -P)" = "$par" ] && [ -d "$base" ] && ! [ -L "$base" ]; then
-    setsid nohup rm -rf -- "$base" </dev/null >/dev/null 2>&1 &
-    printf "started pid %s" "$!" >"$T/o"; rec rm:{k} 0
-  else
-    printf "refused: %s is no longer a directory there (parent now %s)" "$p" "$(pwd -P)" >"$T/o"; rec rm:{k} 2
-  fi
-  cd / || exit 3
-fi"""
-        )
-    return script_prelude(marker) + "\n".join(body) + '\necho "$M end 0 - -"\n'
+    values = {
+        "U": user,
+        "SQUEUE_FORMAT": RM_SQUEUE_FORMAT,
+        "SQUEUE_HEADER": RM_SQUEUE_HEADER,
+        "RM_PATHS": [it.path for it in ordered],
+        "RM_ROOTS": [it.root for it in ordered],
+        "RM_NAMES": [it.name for it in ordered],
+        "RM_ARRAYS": [it.array_id for it in ordered],
+    }
+    return compose(marker, values, ("cleanup_rm.sh",))
 
 
 def build_verify_script(paths: list[str], roots: list[str], quota_command: str, marker: str) -> str:
     """Which deleted paths still exist (``left:<k>`` rc 0 = still there), and the reclaim figures."""
-    q = shlex.quote
-    body = [
-        f'p={q(p)}; if [ -e "$p" ]; then printf %s "$p" >"$T/o"; : >"$T/e"; rec left:{k} 0; fi'
-        for k, p in enumerate(sorted(_paths(paths)))
-    ]
-    return (
-        script_prelude(marker)
-        + "\n".join(body)
-        + "\n"
-        + headroom_lines(_paths(roots), quota_command)
-        + 'echo "$M end 0 - -"\n'
-    )
+    values = {"LEFT_PATHS": sorted(_paths(paths))}
+    return compose(marker, values, ("cleanup_verify.sh",), headroom_lines(_paths(roots), quota_command))
 
 
 def reclaim_lines(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The harvest's batched script (one SSH session per cluster, read-only) and its reader.
+"""The harvest's batched script (include/remote/harvest.sh: one SSH session per cluster,
+read-only) and its reader.
 
 ``sacct -j <ids>`` for every pending row's eval job; for a COMPLETED job the ``results_*.json``
 files in its results dir (ops.md ``eval_results_dir``, ``%j`` = job id; depth-1 ``ls``, no find,
@@ -8,11 +9,11 @@ each file at most ``max_bytes``); for a failed job the tail of its log (ops.md `
 from __future__ import annotations
 
 import re
-import shlex
 
 from sweep_core.handoffs.harvest.plan import JobReport
-from sweep_core.slurm.gather import LOG_HELPERS, GatherOutput, script_prelude
-from sweep_core.slurm.parse import read_records
+from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
+from sweep_core.slurm.remote_scripts import compose
 
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 SACCT_LOOKBACK_DAYS = 120
@@ -26,50 +27,16 @@ def build_harvest_script(
     for j in ids:
         if not _JOB_ID.match(j):
             raise ValueError(f"job id {j!r} is not a Slurm job id")
-    q = shlex.quote
-    return (
-        script_prelude(marker)
-        + f"""\
-RD={q(results_dir)}
-LP={q(log_pattern)}
-{LOG_HELPERS}run sacct sacct -j {q(",".join(ids))} -X -P -n --delimiter="$M" -S now-{SACCT_LOOKBACK_DAYS}days -o JobID,State,JobName
-cp "$T/o" "$T/sacct"
-# fields split by the marker, which no job name holds: a line of a name with a newline is skipped
-while IFS= read -r line; do
-  case $line in *"$M"*"$M"*) ;; *) continue ;; esac
-  jid=${{line%%"$M"*}}; state=${{line#*"$M"}}; state=${{state%%"$M"*}}; name=${{line#*"$M"*"$M"}}
-  case $jid in ''|*[!0-9_]*) continue ;; esac
-  case $state in
-    COMPLETED*)
-      [ -n "$RD" ] || continue
-      d=${{RD//%j/$jid}}
-      if ! ls -1 -- "$d" >"$T/ls" 2>"$T/e"; then : >"$T/o"; rec "nodir:$jid" 1; continue; fi
-      n=0
-      while IFS= read -r f; do
-        case $f in results_*.json) ;; *) continue ;; esac
-        n=$((n + 1)); [ "$n" -le 50 ] || break
-        s=$(stat -c %s -- "$d/$f" 2>/dev/null || echo 0)
-        if [ "$s" -gt {int(max_bytes)} ]; then printf '%s' "$f" >"$T/o"; printf 'too big: %s bytes' "$s" >"$T/e"; rec "big:$jid:$n" 1; continue; fi
-        printf '%s' "$f" >"$T/o"; : >"$T/e"; rec "rname:$jid:$n" 0
-        run "rfile:$jid:$n" cat -- "$d/$f"
-      done <"$T/ls" ;;
-    RUNNING*|PENDING*) ;;
-    *)
-      # the controller's StdOut while it still knows the job; else ops.md log_pattern (sacct's
-      # JobName of a just-ended job can read "allocation" for a while: not trusted alone)
-      # (one StdOut line trusted, see stdout_of); replacements quoted (bash 5.2 expands & in them)
-      p=""
-      if scontrol show job "$jid" >"$T/o" 2>/dev/null; then p=$(stdout_of); fi
-      case $p in /*) ;; *) p="" ;; esac
-      if [ -z "$p" ] || [ ! -e "$p" ]; then [ -n "$LP" ] || continue; p=${{LP//%j/"$jid"}}; p=${{p//%x/"$name"}}; fi
-      if nonreg "$p"; then norec "nolog:$jid" "$p"
-      elif [ -e "$p" ]; then run "tail:$jid" tail -c {int(tail_bytes)} -- "$p"
-      else printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "notail:$jid" 1; fi ;;
-  esac
-done <"$T/sacct"
-echo "$M end 0 - -"
-"""
-    )
+    values = {
+        "JOB_IDS": ",".join(ids),
+        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
+        "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
+        "RD": results_dir,
+        "LP": log_pattern,
+        "MAX_BYTES": int(max_bytes),
+        "TAIL_BYTES": int(tail_bytes),
+    }
+    return compose(marker, values, ("log_helpers.sh", "harvest.sh"))
 
 
 def read_harvest(
@@ -86,9 +53,9 @@ def read_harvest(
         for r in reports.values():
             r.problem = why
         return reports
-    for (jid, state, _name), _ in read_records(sa.stdout, delimiter, 3):
-        if jid in reports:
-            reports[jid].state = state.strip()
+    for row in read_sacct_jobs(sa.stdout, delimiter):
+        if row.job_id in reports:
+            reports[row.job_id].state = row.state
     for jid, rep in reports.items():
         if out.get(f"nodir:{jid}") is not None:
             rep.results_problem = f"results dir missing ({out.get(f'nodir:{jid}').stderr.strip()[:200]})"

@@ -1,0 +1,40 @@
+# shellcheck shell=bash
+# The tracker harvest (sweep_core.handoffs.harvest.remote), read-only. The header Python writes
+# sets JOB_IDS (comma-joined, each checked a Slurm job id), SACCT_JOBS_FORMAT (JobID,State,
+# JobName), LOOKBACK_DAYS, RD (ops.md
+# eval_results_dir, %j = job id), LP (ops.md log_pattern), MAX_BYTES, TAIL_BYTES.
+run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o "$SACCT_JOBS_FORMAT"
+cp "$T/o" "$T/sacct"
+# fields split by the marker, which no job name holds: a line of a name with a newline is skipped
+while IFS= read -r line; do
+  case $line in *"$M"*"$M"*) ;; *) continue ;; esac
+  jid=${line%%"$M"*}; state=${line#*"$M"}; state=${state%%"$M"*}; name=${line#*"$M"*"$M"}
+  case $jid in ''|*[!0-9_]*) continue ;; esac
+  case $state in
+    COMPLETED*)
+      [ -n "$RD" ] || continue
+      d=${RD//%j/$jid}
+      if ! ls -1 -- "$d" >"$T/ls" 2>"$T/e"; then : >"$T/o"; rec "nodir:$jid" 1; continue; fi
+      n=0
+      while IFS= read -r f; do
+        case $f in results_*.json) ;; *) continue ;; esac
+        n=$((n + 1)); [ "$n" -le 50 ] || break
+        s=$(stat -c %s -- "$d/$f" 2>/dev/null || echo 0)
+        if [ "$s" -gt "$MAX_BYTES" ]; then printf '%s' "$f" >"$T/o"; printf 'too big: %s bytes' "$s" >"$T/e"; rec "big:$jid:$n" 1; continue; fi
+        printf '%s' "$f" >"$T/o"; : >"$T/e"; rec "rname:$jid:$n" 0
+        run "rfile:$jid:$n" cat -- "$d/$f"
+      done <"$T/ls" ;;
+    RUNNING*|PENDING*) ;;
+    *)
+      # the controller's StdOut while it still knows the job; else ops.md log_pattern (sacct's
+      # JobName of a just-ended job can read "allocation" for a while: not trusted alone)
+      # (one StdOut line trusted, see stdout_of); replacements quoted (bash 5.2 expands & in them)
+      p=""
+      if scontrol show job "$jid" >"$T/o" 2>/dev/null; then p=$(stdout_of); fi
+      case $p in /*) ;; *) p="" ;; esac
+      if [ -z "$p" ] || [ ! -e "$p" ]; then [ -n "$LP" ] || continue; p=${LP//%j/"$jid"}; p=${p//%x/"$name"}; fi
+      if nonreg "$p"; then norec "nolog:$jid" "$p"
+      elif [ -e "$p" ]; then run "tail:$jid" tail -c "$TAIL_BYTES" -- "$p"
+      else printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "notail:$jid" 1; fi ;;
+  esac
+done <"$T/sacct"

@@ -1,0 +1,95 @@
+"""The remote scripts are files (include/remote/*.sh); this module turns one into the ONE text a
+batched run feeds to ``bash -s`` over ONE SSH session: [bound] + ``M=<marker>`` + prelude.sh +
+a header of shell variables (every value shlex-quoted, lists as bash arrays) + helper files +
+the script + a trailer of ``run`` lines + the end record. SWEEP_REMOTE_DIR overrides the folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+# plugins/sweep_core/slurm/ -> the project, where include/ sits beside plugins/ and dags/
+DEFAULT_DIR = Path(__file__).resolve().parents[3] / "include" / "remote"
+END_RECORD = 'echo "$M end 0 - -"\n'
+_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+HeaderValue = str | int | Sequence[str]
+
+
+def remote_dir() -> Path:
+    """Where the script files are read: $SWEEP_REMOTE_DIR, else the project's include/remote."""
+    return Path(os.environ.get("SWEEP_REMOTE_DIR") or DEFAULT_DIR)
+
+
+@functools.cache
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def script_file(name: str) -> str:
+    """The text of one script file (``gather.sh``), read once per process and folder."""
+    return _read(remote_dir() / name)
+
+
+def _quote(name: str, value: str) -> str:
+    if "\0" in value:
+        raise ValueError(f"{name}: a NUL byte cannot be held by a shell variable")
+    return shlex.quote(value)
+
+
+def shell_header(values: Mapping[str, HeaderValue]) -> str:
+    """``NAME=value`` lines: a str or int shlex-quoted, a list or tuple of str as a quoted bash
+    array. Names are UPPER_CASE (the scripts' locals are lower case); a bool is refused."""
+    lines = []
+    for name, value in values.items():
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"header name {name!r} is not UPPER_CASE")
+        if isinstance(value, bool):
+            raise ValueError(f"{name}: a bool has no shell form, got {value!r}")
+        if isinstance(value, int):
+            lines.append(f"{name}={shlex.quote(str(value))}")
+        elif isinstance(value, str):
+            lines.append(f"{name}={_quote(name, value)}")
+        else:
+            items = list(value)
+            if not all(isinstance(v, str) for v in items):
+                raise ValueError(f"{name}: array items must be str, got {items!r}")
+            lines.append(f"{name}=(" + " ".join(_quote(name, v) for v in items) + ")")
+    return "".join(line + "\n" for line in lines)
+
+
+def script_prelude(marker: str) -> str:
+    """The head every batched script shares: ``M=<marker>`` then prelude.sh (strict vars, C
+    locale, a private temp dir removed on exit, ``rec NAME RC`` and ``run NAME CMD...``)."""
+    return shell_header({"M": marker}) + script_file("prelude.sh")
+
+
+def headroom_lines(df_paths: Sequence[str], quota_command: str) -> str:
+    """INODE HEADROOM records ``dfi:<k>`` (df -i -P of each path) and ``quota`` (the ops.md quota
+    command, operator config, run through bash -c); the trailer of the gather and cleanup scripts."""
+    q = shlex.quote
+    lines = [f"run dfi:{k} df -i -P -- {q(p)}" for k, p in enumerate(df_paths)]
+    if quota_command:
+        lines.append(f"run quota bash -c {q(quota_command)}")
+    return "".join(line + "\n" for line in lines)
+
+
+def compose(
+    marker: str,
+    values: Mapping[str, HeaderValue],
+    files: Sequence[str],
+    trailer: str = "",
+    bound_s: int = 0,
+) -> str:
+    """One script for ``bash -s``: [``exec timeout -k 5 <bound_s> bash -s``] + prelude + header +
+    ``files`` (helpers first, the script last) + ``trailer`` (``run`` lines) + the end record."""
+    # bash reads a piped script line by line, so the bounded bash reads the rest of stdin;
+    # timeout (not --foreground) kills its whole process group when the bound is hit.
+    bound = f"exec timeout -k 5 {int(bound_s)} bash -s\n" if bound_s else ""
+    body = "".join(script_file(name) for name in files)
+    return bound + script_prelude(marker) + shell_header(values) + body + trailer + END_RECORD
