@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from helpers import table_rows
 from rules.test_rules import CONFIG, NOW, ended, run
 
 from sweep_core.fanin.steps import run_fan_in
@@ -32,17 +33,9 @@ def sweep_and_fold(tmp_path, hours: int, running=(), finished=(), pending=()):
     return result, {(f.rule, f.job_id): f for f in result.flags}
 
 
-def rl_row(result, job_id: str) -> str:
-    """The job's row of the RL table as one line: its first line, and its Note column unwrapped."""
-    lines = result.rendered.tables["RL"].splitlines()
-    i = next(n for n, line in enumerate(lines) if f" {job_id} " in line)
-    block = [lines[i]]
-    for line in lines[i + 1 :]:
-        if not line.startswith("│"):
-            break
-        block.append(line)
-    note = " ".join(line.rstrip("│ ").rsplit("│", 1)[-1].strip() for line in block)
-    return f"{lines[i]} {note}"
+def rl_row(result, job_id: str) -> dict[str, str]:
+    """The job's row of the RL table as a person reads it (wrapped cells joined)."""
+    return next(r for r in table_rows(result.rendered.tables["RL"]) if r["Job ID"] == job_id)
 
 
 def test_a_link_of_a_series_that_completed_at_max_in_an_earlier_sweep_is_spurious(tmp_path) -> None:
@@ -63,7 +56,7 @@ def test_a_link_of_a_series_that_completed_at_max_in_an_earlier_sweep_is_spuriou
     pending = flags[("rl_resume_overshoot", "103")]
     assert pending.action == "cancel" and "PENDING link: earlier link 101" in pending.message
     row = rl_row(result, "102")
-    assert "3/500" in row and "max steps 500 from earlier link 101" in row
+    assert row["Step"] == "3/500" and "max steps 500 from earlier link 101" in row["Note"]
 
 
 def test_the_series_max_steps_fill_a_link_that_never_printed_them(tmp_path) -> None:
@@ -71,7 +64,7 @@ def test_the_series_max_steps_fill_a_link_that_never_printed_them(tmp_path) -> N
     link = run("rl__a2_cell8_resume1", STEP_ONLY.format(step=500), job_id="202")
     result, flags = sweep_and_fold(tmp_path, 6, running=[link])
     row = rl_row(result, "202")
-    assert "500/500" in row and "500/?" not in row and "max steps 500 from earlier link 201" in row
+    assert row["Step"] == "500/500" and "max steps 500 from earlier link 201" in row["Note"]
     f = flags[("rl_resume_overshoot", "202")]  # at max and still RUNNING: spurious, with the filled max
     assert f.message == "RUNNING at step 500/500: past max_steps, spurious chain link" and f.action == "cancel"
 
@@ -79,9 +72,10 @@ def test_the_series_max_steps_fill_a_link_that_never_printed_them(tmp_path) -> N
 def test_no_flag_without_a_completion_at_max_or_for_the_completed_job_itself(tmp_path) -> None:
     timed_out = ended("rl__a2_cell9", "TIMEOUT", "Training Step Progress: 250/500\n", job_id="301", exit_code="0:15")
     sweep_and_fold(tmp_path, 3, finished=[timed_out])
-    result, flags = sweep_and_fold(tmp_path, 6, running=[run("rl__a2_cell9_resume1", STEP_ONLY.format(step=260))])
+    link = run("rl__a2_cell9_resume1", STEP_ONLY.format(step=260), job_id="302")
+    result, flags = sweep_and_fold(tmp_path, 6, running=[link])
     assert not any(rule == "rl_resume_overshoot" for rule, _ in flags)
-    assert "260/500" in result.rendered.tables["RL"]  # the max steps still come from the earlier link
+    assert rl_row(result, link.job_id)["Step"] == "260/500"  # the max steps still come from the earlier link
     # a link the ledger itself saw COMPLETED at max (seen again, e.g. requeued under its id) is not its own overshoot
     sweep_and_fold(tmp_path, 9, finished=[ended("rl__a2_cell9", "COMPLETED", "Training Step Progress: 500/500\n",
                                                 job_id="304")])  # fmt: skip
