@@ -93,7 +93,8 @@ def test_slurmctld_down_is_unknown_not_drained(local_cluster, tag, tmp_path) -> 
     assert local.running is None  # not an empty list: never "drained"
     assert any("Unable to contact slurm controller" in n for n in local.notes)
     assert local.finished is not None  # sacct talks to slurmdbd, which is up
-    assert "UNKNOWN" in run.rendered["tables"]["RL"]
+    # said once, in the Clusters overview, not as a placeholder row in every bucket table (issue 18)
+    assert "UNKNOWN" in run.rendered["overview"] and "UNKNOWN" not in run.rendered["tables"]["RL"]
     assert run.state == "success"
     c.wait_running(job)  # the job survived the controller restart
 
@@ -146,7 +147,8 @@ def test_unreachable_cluster_is_skipped_and_the_run_succeeds(local_cluster, tag,
     assert dead.running is None and "unreachable" in dead.notes[0] and str(port) in dead.notes[0]
     assert run.snapshots["local"].status == ClusterStatus.OK
     assert run.job(f"eval-{tag}_alive").bucket == "Eval"
-    assert "deadhpc" in run.rendered["tables"]["Eval"]  # its UNKNOWN row, not a silent gap
+    overview = run.rendered["overview"]  # not a silent gap: said once, in the overview (issue 18)
+    assert "deadhpc" in overview and "UNREACHABLE" in overview and "deadhpc" not in run.rendered["tables"]["Eval"]
 
 
 @pytest.mark.parametrize(

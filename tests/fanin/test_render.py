@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from tabulate import tabulate
 from wcwidth import wcswidth
 
-from sweep_core.fanin.render import box_table, prepare_cell
+from sweep_core.fanin.liveness import elapsed_text
+from sweep_core.fanin.render import box_table, prepare_cell, render_bucket
+from sweep_core.models import Job
 
 TQDM = "12%|█▏        | 227/1875 [10:18<1:14:44,  2.72s/it]"
 
@@ -144,6 +146,29 @@ def test_number_like_cells_stay_text() -> None:
     # no number parsing: "007" keeps its zeros, "1e3" is not 1000.0, and both are left-aligned
     table = box_table(["Job ID", "Step"], [["007", "1e3"], ["12", "45/100"]], [None, None])
     assert "│ 007      │ 1e3    │" in table and "│ 12       │ 45/100 │" in table
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("3:23", "00:03:23"),  # squeue MM:SS
+        ("1:02:03", "01:02:03"),  # squeue H:MM:SS
+        ("2-3:04:05", "2-03:04:05"),  # squeue D-H:MM:SS
+        ("00:00:10", "00:00:10"),  # sacct, already in the one form
+        ("12-00:00:00", "12-00:00:00"),
+        ("INVALID", "INVALID"),
+        ("", ""),
+    ],
+)
+def test_elapsed_has_one_form(raw: str, shown: str) -> None:
+    assert elapsed_text(raw) == shown
+
+
+def test_one_table_shows_squeue_and_sacct_elapsed_alike() -> None:
+    running = Job("c1", "1", "rl__a", "RUNNING", "squeue", elapsed="3:23", bucket="RL")
+    done = Job("c1", "2", "rl__b", "COMPLETED", "sacct", elapsed="00:00:10", bucket="RL")
+    table = render_bucket("RL", [running, done], [], lambda c, b: 30)
+    assert "│ 00:03:23 " in table and "│ 00:00:10 " in table and " 3:23 " not in table
 
 
 def test_table_rows_reads_a_wrapped_cell_as_one_text() -> None:

@@ -120,3 +120,30 @@ def test_zero_pods_is_terminal_but_unknown_pods_is_not() -> None:
     assert "pod count unknown: API timeout" in running["rl__unknown"].reason
     assert "Kueue gang admission (normal)" in running["rl__gated"].reason
     assert "shm_broadcast 60s wait: benign" in running["rl__gated"].reason
+
+
+def test_a_gated_job_says_its_pod_count_once_and_error_text_drops_separator_lines() -> None:
+    from sweep_core.iris.state import IrisTask
+
+    jobs = [
+        ij("rl__gated", "RUNNING"),
+        ij("rl__half", "RUNNING"),
+        ij("rl__plain", "RUNNING"),
+        ij(
+            "sft__dead",
+            "FAILED",
+            finished_at_ms=int((T0 + dt.timedelta(hours=1)).timestamp() * 1000),
+            tasks=[IrisTask("/sweep/sft__dead/0", "failed", 1, "ChildFailedError:\n" + "=" * 60 + "\n")],
+        ),
+    ]
+    pods = {
+        "/sweep/rl__gated": PodCount(4, gated=4),
+        "/sweep/rl__half": PodCount(4, gated=3),
+        "/sweep/rl__plain": PodCount(2),
+    }
+    snap = iris_snapshot("cw", jobs, pods, now=NOW, window_start=T0, window_end=T1, source="iris client")
+    running = {j.name: j.reason for j in snap.running}
+    assert running["rl__gated"] == "4 pod(s) SchedulingGated: awaiting Kueue gang admission (normal)"
+    assert running["rl__half"] == "3 of 4 pod(s) SchedulingGated: awaiting Kueue gang admission (normal)"
+    assert running["rl__plain"] == "2 pod(s)"
+    assert snap.finished[0].reason == "ChildFailedError:"  # no "=====" tail

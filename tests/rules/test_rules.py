@@ -354,3 +354,17 @@ def test_completed_job_whose_name_a_live_job_reuses_is_not_handed_to_cleanup() -
     other = Job(cluster="jupiter", job_id="153", name="sft__reuse", state="RUNNING", source="squeue")
     _, flags = sweep([run("sft__other", "", job_id="154"), other], [done])
     assert flags[("completion_cleanup", "sft__reuse")].action == "cleanup:sft-job-cleanup"
+
+
+def test_failure_text_never_ends_with_the_elastic_separator_line() -> None:
+    tail = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/bin/torchrun", line 8, in <module>\n'
+        + "=" * 60
+        + "\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        + "=" * 60
+        + "\n"
+    )
+    _, flags = sweep([], [ended("sft__cell4", "FAILED", tail, exit_code="1:0")])
+    line = flags[("genuine_failure", "sft__cell4")].line()
+    assert "ChildFailedError:" in line and "===" not in line

@@ -20,6 +20,17 @@ def elapsed_minutes(text: str) -> float | None:
     return d * 1440 + h * 60 + mi + s / 60
 
 
+def elapsed_text(text: str) -> str:
+    """Elapsed in one form, sacct's ``[D-]HH:MM:SS``: squeue's ``3:23`` -> ``00:03:23``,
+    ``1:02:03`` -> ``01:02:03``, ``2-3:04:05`` -> ``2-03:04:05``; anything else (``INVALID``,
+    empty) is returned as it came."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", text.strip())
+    if not m:
+        return text
+    d, h, mi, s = m.groups()
+    return (f"{int(d)}-" if d else "") + f"{int(h or 0):02d}:{int(mi):02d}:{int(s):02d}"
+
+
 def predates_job(job: Job) -> float | None:
     """The job's elapsed minutes when its log was last written before it started (a reused log
     file: silence older than the job itself is no evidence about this job), else None."""

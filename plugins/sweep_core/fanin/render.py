@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from sweep_core.fanin.isolate import guarded
-from sweep_core.fanin.liveness import last_output_text
+from sweep_core.fanin.liveness import elapsed_text, last_output_text
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.safe_text import clean
 from sweep_core.vocab import Bucket
@@ -134,10 +134,19 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
                 "?" if s.running is None else str(len(s.running)),
                 "?" if s.finished is None else str(len(s.finished)),
                 _quota_cell(s.quota),
-                "; ".join(s.notes) or "—",
+                _overview_note(s),
             ]
         )
     return box_table(headers, rows, [None, None, None, 24, None, None, 30, NOTE_WIDTH])
+
+
+def _overview_note(s: ClusterSnapshot) -> str:
+    """The cluster's notes; a swept cluster whose running set is UNKNOWN says so here, once (no
+    placeholder row in every bucket table; its jobs that ended in the window are still listed)."""
+    notes = list(s.notes)
+    if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+        notes.append("running jobs UNKNOWN (not none): no RUNNING rows for it in the bucket tables")
+    return "; ".join(notes) or "—"
 
 
 def _quota_cell(quota: dict | None) -> str:
@@ -156,12 +165,16 @@ def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
 
 
 def _job_note(job: Job) -> str:
-    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags] + job.errors
+    parts = [f"[{f['rule']}] {f['message']}" for f in job.flags]
+    parts += [e for e in job.errors if not any(e in f["message"] for f in job.flags)]  # a flag may quote it
     if job.metrics.get("metrics_from"):
         parts.append(f"metrics from {job.metrics['metrics_from']}")
-    if job.source == "squeue" and job.log_note:
+    if job.metrics.get("max_steps_from"):  # filled by rl_resume_overshoot from the ledger
+        parts.append(f"max steps {job.metrics.get('max_steps')} from {job.metrics['max_steps_from']}")
+    told = any(f["rule"] == "progress_unreadable" for f in job.flags)  # its flag already says why
+    if job.source == "squeue" and job.log_note and not told:
         parts.append(job.log_note)
-    elif job.source == "squeue" and job.metric_problems:
+    elif job.source == "squeue" and job.metric_problems and not told:
         parts.append("?: " + "; ".join(job.metric_problems))
     if job.reason:
         parts.append(job.reason)
@@ -178,7 +191,7 @@ def _job_row(
         when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
     else:
         when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
-    row = [job.cluster, job.job_id, job.name, job.state, job.elapsed or "—", when]
+    row = [job.cluster, job.job_id, job.name, job.state, elapsed_text(job.elapsed) or "—", when]
     row += [fn(job) for _, fn in metric_columns]
     row.append(_job_note(job))
     return [c if isinstance(c, str) else str(c) for c in row]
@@ -192,7 +205,8 @@ def render_bucket(
     metric_columns: Sequence[tuple[str, Callable[[Job], str]]] = (),
 ) -> str:
     """The unified table of one bucket: RUNNING rows (with last output), then jobs that ended in
-    the window, then a row per cluster whose running set is UNKNOWN (never shown as empty)."""
+    the window. A cluster whose running set is UNKNOWN is said once, in the overview's Note
+    (:func:`_overview_note`), not as a row in every bucket table."""
     headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
     headers += [h for h, _ in metric_columns] + ["Note"]
     rows: list[list[str]] = []
@@ -203,23 +217,6 @@ def render_bucket(
             row = [str(job.cluster), str(job.job_id), str(job.name), str(job.state), "?", "?"]
             row += ["?"] * len(metric_columns) + ["; ".join(map(str, job.errors))]
         rows.append(row)
-    for s in snaps:
-        if s.status in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
-            continue
-        if s.running is None:
-            reason = "; ".join(s.notes) or "running set unknown"
-            rows.append(
-                [
-                    s.cluster,
-                    "?",
-                    "?",
-                    "UNKNOWN",
-                    "?",
-                    "?",
-                    *(["?"] * len(metric_columns)),
-                    f"running jobs UNKNOWN ({s.status}): {reason}",
-                ]
-            )
     if not rows:
         rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
     widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [NOTE_WIDTH]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.fanin.tracebacks import drop_separators
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
 # iris JobState enum (lib/iris job.proto): terminal = 4..8.
@@ -153,13 +154,18 @@ _BENIGN = (
 )
 
 
+def _of(n: int, pods: PodCount) -> str:
+    """``3 of 4 pod(s)`` (the job's pod count said with the condition, not in a note of its own)."""
+    return f"{n} of {pods.total} pod(s)" if pods.total is not None and pods.total != n else f"{n} pod(s)"
+
+
 def bringup_notes(job: IrisJob, pods: PodCount | None) -> list[str]:
     """Notes for fresh launches: Kueue gating is normal; some log lines are benign noise."""
     notes = []
     if pods is not None and pods.gated:
-        notes.append(f"{pods.gated} pod(s) SchedulingGated: awaiting Kueue gang admission (normal)")
+        notes.append(f"{_of(pods.gated, pods)} SchedulingGated: awaiting Kueue gang admission (normal)")
     if pods is not None and pods.image_pull:
-        notes.append(f"{pods.image_pull} pod(s) in ImagePullBackOff: transient EOF self-heals; watch next sweep")
+        notes.append(f"{_of(pods.image_pull, pods)} in ImagePullBackOff: transient EOF self-heals; watch next sweep")
     for pattern, text in _BENIGN:
         if pattern.search(job.log_tail):
             notes.append(text)
@@ -227,12 +233,12 @@ def iris_snapshot(
             notes.append("TERMINAL: iris says RUNNING but 0 pods (silent wedge: killed/evicted/preempted)")
         elif pc is not None and pc.error:
             notes.append(f"pod count unknown: {pc.error}")
-        elif pc is not None and pc.total is not None:
-            notes.append(f"{pc.total} pod(s)")
+        elif pc is not None and pc.total is not None and not (pc.gated or pc.image_pull):
+            notes.append(f"{pc.total} pod(s)")  # else the bring-up note gives the count, once
         notes += bringup_notes(ij, pc)
         task_errors = [t.error for t in ij.tasks if t.error]
         if ij.error or task_errors:
-            notes.append((ij.error or task_errors[0])[:200])
+            notes.append(drop_separators(ij.error or task_errors[0])[:200])
         job = Job(
             cluster=cluster,
             job_id=ij.job_id,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.fanin.metrics.config import MetricsConfig
+from sweep_core.ledger.entries import Ledger
 from sweep_core.models import ClusterSnapshot, Flag, Job
 from sweep_core.rules.config import RulesConfig
 from sweep_core.vocab import Action, Bucket, Severity
@@ -19,13 +20,15 @@ from sweep_core.vocab import Action, Bucket, Severity
 @dataclass
 class History:
     """What earlier sweeps saw (sweep_history): failure signatures, RL job names and series, and
-    each RL series' launch fingerprint (field by field, the last known value)."""
+    each RL series' launch fingerprint (field by field, the last known value); ``ledger`` is the
+    per-job ledger of every earlier sweep (read-only here: series max steps, links COMPLETED at max)."""
 
     failure_signatures: dict[str, set[str]] = field(default_factory=dict)  # signature -> "cluster|job_id"s
     rl_names: set[str] = field(default_factory=set)
     rl_series: set[str] = field(default_factory=set)
     rl_fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)  # series -> fingerprint
     known: bool = False  # False on the first sweep: "never seen before" means nothing yet
+    ledger: Ledger = field(default_factory=Ledger)
 
 
 @dataclass

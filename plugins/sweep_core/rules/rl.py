@@ -21,32 +21,68 @@ def _rl_done(job: Job) -> bool:
     return step is not None and top is not None and step >= top
 
 
+def _link_text(ref: str, job: Job) -> str:
+    """``cluster|job_id`` of another link as a note says it ("earlier link 123 [on iris]")."""
+    cluster, _, job_id = ref.partition("|")
+    if ref == f"{job.cluster}|{job.job_id}":
+        return "an earlier sweep of this job"
+    return f"earlier link {job_id}" + (f" on {cluster}" if cluster != job.cluster else "")
+
+
+def fill_series_max(ctx: RuleContext, job: Job, series: str) -> None:
+    """A RUNNING link whose log printed no max steps takes its series' from the ledger (whichever
+    link printed it), with ``max_steps_from`` saying which (the Note column shows it)."""
+    known = ctx.history.ledger.series.get(series)
+    if known is None or base_state(job) != "RUNNING" or job.metrics.get("max_steps") is not None:
+        return
+    job.metrics["max_steps"] = known.max_steps
+    job.metrics["max_steps_from"] = _link_text(known.source_job, job)
+
+
+def _completed_before(ctx: RuleContext, job: Job, series: str) -> str:
+    """The link of ``series`` an earlier sweep saw COMPLETED at max steps ("" if none, or this job)."""
+    known = ctx.history.ledger.series.get(series)
+    ref = known.completed_at_max if known else ""
+    return "" if not ref or ref == f"{job.cluster}|{job.job_id}" else ref
+
+
 def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
-    """COMPLETED at max_steps = done; a RUNNING chain link already at/past max_steps is spurious."""
+    """COMPLETED at max_steps = done; a RUNNING chain link already at/past max_steps is spurious, and
+    so is a RUNNING or PENDING link of a run whose earlier link COMPLETED at max_steps — in this
+    window, or in any earlier sweep the ledger knows (``History.ledger``)."""
     out = []
+    fcfg = ctx.cfg.fingerprint
     done_names = {j.name for j in ctx.jobs(Bucket.RL, "sacct") if base_state(j) == "COMPLETED" and _rl_done(j)}
     for job in ctx.jobs(Bucket.RL, "squeue"):
+        series = series_of(job.name, fcfg)
+        fill_series_max(ctx, job, series)
         step, top = job.metrics.get("step"), job.metrics.get("max_steps")
         if _rl_done(job):
-            out.append(
-                job_flag(
-                    "rl_resume_overshoot",
-                    Severity.WARN,
-                    job,
-                    f"RUNNING at step {step}/{top}: past max_steps, spurious chain link",
-                    Action.CANCEL,
-                )
-            )
+            msg = f"RUNNING at step {step}/{top}: past max_steps, spurious chain link"
         elif job.name in done_names:
-            out.append(
-                job_flag(
-                    "rl_resume_overshoot",
-                    Severity.WARN,
-                    job,
-                    "an earlier link of this run already COMPLETED at max_steps",
-                    Action.CANCEL,
+            msg = "an earlier link of this run already COMPLETED at max_steps"
+        elif ref := _completed_before(ctx, job, series):
+            msg = f"{_link_text(ref, job)} of series {series} already COMPLETED at max_steps (an earlier sweep)"
+        else:
+            continue
+        out.append(job_flag("rl_resume_overshoot", Severity.WARN, job, msg, Action.CANCEL))
+    for s in ctx.snaps:  # PENDING links are not bucketed (not tabled): the ledger knows the RL series
+        for job in s.pending or []:
+            series = series_of(job.name, fcfg)
+            if ref := _completed_before(ctx, job, series):
+                msg = f"PENDING link: {_link_text(ref, job)} of series {series} already COMPLETED at max_steps"
+                out.append(
+                    Flag(
+                        rule="rl_resume_overshoot",
+                        severity=Severity.WARN,
+                        cluster=job.cluster,
+                        job_id=job.job_id,
+                        job_name=job.name,
+                        bucket=Bucket.RL,
+                        message=msg,
+                        action=Action.CANCEL,
+                    )
                 )
-            )
     return out
 
 
