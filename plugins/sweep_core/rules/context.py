@@ -47,16 +47,18 @@ class RuleContext:
                     yield job
 
 
-def job_flag(rule: str, severity: Severity, job: Job, message: str, action: Action | str = "") -> Flag:
-    """A flag about one job (its cluster, id, name and bucket filled in); ``action`` is an Action or
-    a vocab.cleanup_action(flavor)."""
+def job_flag(
+    rule: str, severity: Severity, job: Job, message: str, action: Action | str = "", *, bucket: str = ""
+) -> Flag:
+    """A flag about one job (its cluster, id, name and bucket filled in; ``bucket`` names it for a job
+    the fan-in does not bucket, e.g. a PENDING link); ``action`` is an Action or a vocab.cleanup_action(flavor)."""
     return Flag(
         rule=rule,
         severity=severity,
         cluster=job.cluster,
         job_id=job.job_id,
         job_name=job.name,
-        bucket=job.bucket,
+        bucket=bucket or job.bucket,
         message=message,
         action=action,
     )

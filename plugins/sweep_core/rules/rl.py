@@ -71,18 +71,7 @@ def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
             series = series_of(job.name, fcfg)
             if ref := _completed_before(ctx, job, series):
                 msg = f"PENDING link: {_link_text(ref, job)} of series {series} already COMPLETED at max_steps"
-                out.append(
-                    Flag(
-                        rule="rl_resume_overshoot",
-                        severity=Severity.WARN,
-                        cluster=job.cluster,
-                        job_id=job.job_id,
-                        job_name=job.name,
-                        bucket=Bucket.RL,
-                        message=msg,
-                        action=Action.CANCEL,
-                    )
-                )
+                out.append(job_flag("rl_resume_overshoot", Severity.WARN, job, msg, Action.CANCEL, bucket=Bucket.RL))
     return out
 
 
