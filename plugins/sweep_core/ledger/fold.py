@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
+from sweep_core.ledger.progress import note_counter
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
 ACTIVE = frozenset(
@@ -145,6 +146,7 @@ def fold_sweep(
             changes.append(Change("first", s.cluster, f"cluster {s.cluster}: first sweep that knew it"))
         new.known.add(s.cluster)
         seen = _seen(s)
+        running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
         for key, job in sorted(seen.items()):
             e = new.jobs.get(key)
             if e is not None and e.last_seen > end:
@@ -156,6 +158,7 @@ def fold_sweep(
             if e is None:
                 e = new.jobs[key] = LedgerEntry(job.cluster, job.job_id, job.name, first_seen=end)
             _update(e, job, state, end, run_id)
+            note_counter(ledger, e, job, s.remote_now, running)  # the progress counter vs the ledger before
             _remember_series(new, e)
         if older:
             continue  # an earlier window cannot tell that a job is gone now

@@ -15,7 +15,7 @@ from sweep_core.rules.datagen import rule_datagen_realness
 from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.liveness import rule_liveness_stale
-from sweep_core.rules.progress import rule_progress_unreadable
+from sweep_core.rules.progress import rule_progress_stalled, rule_progress_unreadable
 from sweep_core.rules.rl import (
     rule_concluded_series,
     rule_rl_collapse,
@@ -27,6 +27,7 @@ from sweep_core.rules.rl import (
 RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "liveness_stale": rule_liveness_stale,
     "progress_unreadable": rule_progress_unreadable,
+    "progress_stalled": rule_progress_stalled,
     "completion_cleanup": rule_completion_cleanup,
     "rl_resume_overshoot": rule_rl_resume_overshoot,
     "chain_timeout": rule_chain_timeout,

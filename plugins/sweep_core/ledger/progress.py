@@ -1,0 +1,56 @@
+"""The progress counter across sweeps (issue 14): what each job's counter read, since when it has
+not moved (the remote clock of the sweep that first read that value) and in how many consecutive
+sweeps; a new chain link continues its series' counter; one [time, value] sample per sweep (rates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+from sweep_core.fanin.metrics.progress import progress_counter
+from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.models import Job
+
+MAX_SAMPLES = 48  # samples kept per job (a day of half-hourly sweeps)
+
+
+def earlier_counter(ledger: Ledger, job: Job, series: str, running: Container[str] = ()) -> LedgerEntry | None:
+    """The entry whose counter this job's is compared with: its own once a sweep read it, else the
+    latest earlier link of its RL ``series`` (or, with no series, of its name on its cluster) that is
+    not RUNNING now (``running``: "cluster|job_id" keys); None when no sweep read one."""
+    key = f"{job.cluster}|{job.job_id}"
+    own = ledger.jobs.get(key)
+    if own is not None and own.counter:
+        return own
+
+    def link(e: LedgerEntry) -> bool:
+        same = e.series == series if series else (e.cluster == job.cluster and e.name == job.name)
+        return same and bool(e.counter) and e.key != key and e.key not in running
+
+    return max(filter(link, ledger.jobs.values()), key=lambda e: (e.last_seen, e.counter_since or 0.0), default=None)
+
+
+def counter_run(prev: LedgerEntry | None, counter: str, value: int, now: float) -> tuple[float, int]:
+    """(since, sweeps) of ``counter`` reading ``value`` at ``now``: continued from ``prev`` when it
+    read the same value, else it moved now (a restart at a lower step moved too)."""
+    if prev is not None and prev.counter == counter and prev.counter_value == value and prev.counter_since is not None:
+        return prev.counter_since, prev.counter_sweeps + 1
+    return now, 1
+
+
+def note_counter(
+    before: Ledger, e: LedgerEntry, job: Job, now: float | None, running: Container[str] = ()
+) -> None:
+    """Record ``job``'s counter this sweep in its entry ``e`` (compared with ``before``, the ledger
+    before this sweep); an unreadable counter, or no remote clock, leaves the record as it was."""
+    read = progress_counter(job)
+    if read is None or now is None:
+        return
+    counter, value = read
+    prev = earlier_counter(before, job, e.series, running)
+    e.counter_since, e.counter_sweeps = counter_run(prev, counter, value, now)
+    e.counter, e.counter_value = counter, value
+    if prev is not None and prev.key != e.key:
+        e.counter_from = prev.key
+    if job.source == "squeue":
+        e.samples = [s for s in e.samples if s[0] < now][-(MAX_SAMPLES - 1) :] + [[now, value]]
