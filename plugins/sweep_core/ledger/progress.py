@@ -38,9 +38,7 @@ def counter_run(prev: LedgerEntry | None, counter: str, value: int, now: float) 
     return now, 1
 
 
-def note_counter(
-    before: Ledger, e: LedgerEntry, job: Job, now: float | None, running: Container[str] = ()
-) -> None:
+def note_counter(before: Ledger, e: LedgerEntry, job: Job, now: float | None, running: Container[str] = ()) -> None:
     """Record ``job``'s counter this sweep in its entry ``e`` (compared with ``before``, the ledger
     before this sweep); an unreadable counter, or no remote clock, leaves the record as it was."""
     read = progress_counter(job)
