@@ -23,6 +23,7 @@ from sweep_core.rules.rl import (
     rule_rl_new_untested,
     rule_rl_resume_overshoot,
 )
+from sweep_core.rules.sft import rule_sft_divergence
 
 RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "liveness_stale": rule_liveness_stale,
@@ -33,6 +34,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "chain_timeout": rule_chain_timeout,
     "genuine_failure": rule_genuine_failure,
     "rl_collapse": rule_rl_collapse,
+    "sft_divergence": rule_sft_divergence,
     "rl_new_untested": rule_rl_new_untested,
     "eval_health": rule_eval_health,
     "rl_concurrency_cap": rule_rl_concurrency_cap,
