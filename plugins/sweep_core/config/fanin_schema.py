@@ -112,6 +112,18 @@ class SftDivergenceThresholds(StrictModel):
     min_points: int = Field(3, ge=1, description="earlier values in the tail a spike needs")
 
 
+class PendingThresholds(StrictModel):
+    """The Pending section's flags: a job pending longer than ``max_minutes`` on a reason that will not
+    clear by waiting (a reason that starts with one of ``bad_reasons``)."""
+
+    max_minutes: float = Field(360.0, gt=0, description="pending_stuck: pending longer than this on a bad reason")
+    bad_reasons: Tup[str] = Field(
+        ("ReqNodeNotAvail", "PartitionDown", "PartitionInactive", "AssocGrpGRES", "NodeDown", "BadConstraints",
+         "InvalidAccount", "InvalidQOS"),
+        description="squeue %R reasons (prefixes) a job does not get out of by waiting",
+    )  # fmt: skip
+
+
 _VALUE = r"[\"']?([^\s\"',}\]]+)"  # an optionally quoted value up to whitespace / , } ]
 _EQ = r"[\"']?[ \t]*[:=][ \t]*"  # key: value / key=value, YAML or JSON-ish
 
@@ -145,6 +157,7 @@ class RulesSection(StrictModel):
     collapse: CollapseThresholds = CollapseThresholds()
     progress: ProgressThresholds = ProgressThresholds()
     sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
+    pending: PendingThresholds = PendingThresholds()
     ablation_tags: Tup[str] = ("zclip", "staleclip", "stale_clip", "z_clip", "maxgn09_hint", "shaped_entropy")
     agentic_rl_tags: Tup[str] = ("harbor", "daytona", "terminal_bench", "terminalbench")
     untested_rl_tags: Tup[str] = ("debug", "smoke", "smoketest", "smoke_test", "canary")

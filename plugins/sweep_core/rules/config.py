@@ -8,7 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sweep_core.config.fanin_schema import ProgressThresholds, RulesSection, SftDivergenceThresholds
+from sweep_core.config.fanin_schema import (
+    PendingThresholds,
+    ProgressThresholds,
+    RulesSection,
+    SftDivergenceThresholds,
+)
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.fingerprint import FingerprintConfig, fingerprint_config
 
@@ -34,6 +39,7 @@ class RulesConfig:
     fingerprint: FingerprintConfig
     progress: ProgressThresholds = ProgressThresholds()
     sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
+    pending: PendingThresholds = PendingThresholds()
 
 
 def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
@@ -60,4 +66,5 @@ def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
         fingerprint=fingerprint_config(sect.fingerprint, sect.series_suffix),
         progress=sect.progress,
         sft_divergence=sect.sft_divergence,
+        pending=sect.pending,
     )

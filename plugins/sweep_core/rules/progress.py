@@ -6,10 +6,8 @@ sweeps, the ledger's memory, while the log kept being written: a wedge that keep
 
 from __future__ import annotations
 
-import datetime as dt
-
 from sweep_core.fanin.fingerprint import series_of
-from sweep_core.fanin.liveness import elapsed_minutes
+from sweep_core.fanin.liveness import elapsed_minutes, utc_text
 from sweep_core.fanin.metrics.progress import PROGRESS_KEYS, progress_counter
 from sweep_core.ledger.progress import counter_run, earlier_counter
 from sweep_core.models import Flag, Job
@@ -54,10 +52,6 @@ def last_lines(tail: str, n: int = 3) -> str:
     return " | ".join(f"{row!r}" + (f" ×{k}" if k > 1 else "") for row, k in reversed(seen.items())) or "log empty"
 
 
-def _utc(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
     """RUNNING, its log written since the last sweep and not stale, but its progress counter read the
     same value in ``rules.progress.stall_sweeps`` consecutive sweeps (this one included) and at least
@@ -85,7 +79,7 @@ def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
                 continue
             carried = "" if own else f", carried from earlier link {prev.job_id}"
             msg = (
-                f"progress stalled: {read[0]} {read[1]} unchanged since {_utc(since)} ({sweeps} sweeps,"
+                f"progress stalled: {read[0]} {read[1]} unchanged since {utc_text(since)} ({sweeps} sweeps,"
                 f" {int(minutes)} min{carried}) while the log kept being written (last output"
                 f" {int(job.minutes_since_output or 0)} min ago); last lines: {last_lines(job.log_tail)}"
             )

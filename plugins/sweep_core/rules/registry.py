@@ -15,6 +15,7 @@ from sweep_core.rules.datagen import rule_datagen_realness
 from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.liveness import rule_liveness_stale
+from sweep_core.rules.pending import rule_chain_dependency_broken, rule_pending_stuck
 from sweep_core.rules.progress import rule_progress_stalled, rule_progress_unreadable
 from sweep_core.rules.rl import (
     rule_concluded_series,
@@ -32,6 +33,8 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "completion_cleanup": rule_completion_cleanup,
     "rl_resume_overshoot": rule_rl_resume_overshoot,
     "chain_timeout": rule_chain_timeout,
+    "chain_dependency_broken": rule_chain_dependency_broken,
+    "pending_stuck": rule_pending_stuck,
     "genuine_failure": rule_genuine_failure,
     "rl_collapse": rule_rl_collapse,
     "sft_divergence": rule_sft_divergence,
@@ -52,6 +55,6 @@ def apply_rules(ctx: RuleContext) -> list[Flag]:
     for f in flags:
         by_job.setdefault((f.cluster, f.job_id), []).append(f)
     for s in ctx.snaps:
-        for job in s.all_jobs():
+        for job in [*s.all_jobs(), *(s.pending or [])]:
             job.flags = [f.to_dict() for f in by_job.get((job.cluster, job.job_id), [])]
     return flags
