@@ -18,8 +18,8 @@ T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 BEAT = "heartbeat: waiting for rollout workers\n"
 
 
-def rl_log(step: int, beats: int = 3) -> str:
-    return f"Training Step Progress: {step}/100\n" + BEAT * beats
+def rl_log(step: int, beats: int = 3, top: int = 100) -> str:
+    return f"Training Step Progress: {step}/{top}\n" + BEAT * beats
 
 
 def job(name: str, tail: str, at: float, *, job_id: str, elapsed: str = "2:00:00", age_min: float = 1) -> Job:
@@ -27,6 +27,12 @@ def job(name: str, tail: str, at: float, *, job_id: str, elapsed: str = "2:00:00
 
 
 def sweep(tmp_path, n: int, running=(), finished=()) -> dict[tuple[str, str], object]:
+    """Sweep ``n`` (30 min apart, remote clock too): its progress_stalled flags."""
+    result = sweep_result(tmp_path, n, running, finished)
+    return {(f.rule, f.job_id): f for f in result.flags if f.rule == "progress_stalled"}
+
+
+def sweep_result(tmp_path, n: int, running=(), finished=()):
     """Sweep ``n`` (30 min apart, remote clock too): rules read the stored ledger, then it is folded."""
     end = T0 + dt.timedelta(minutes=30 * n)
     snap = ClusterSnapshot(
@@ -36,7 +42,7 @@ def sweep(tmp_path, n: int, running=(), finished=()) -> dict[tuple[str, str], ob
     result = run_fan_in([snap], CONFIG, history=History(known=True, ledger=load_ledger(tmp_path)))
     ledger, _ = fold_sweep(load_ledger(tmp_path), [snap], run_id=f"s{n}", window_end=end, base_state=base_state)
     save_ledger(tmp_path, ledger)
-    return {(f.rule, f.job_id): f for f in result.flags if f.rule == "progress_stalled"}
+    return result
 
 
 def at(n: int) -> float:

@@ -51,6 +51,15 @@ def _pct(value: object) -> str:
     return "?" if value is None else f"{float(value):.1f}%"  # type: ignore[arg-type]
 
 
+def _rate(job: Job) -> str:
+    """``120/h, ETA 3h10m`` (filled by the progress_rate rule from the series' samples); ``?`` before
+    a second sighting."""
+    rate, eta = job.metrics.get("steps_per_hour"), job.metrics.get("eta_hours")
+    if rate is None:
+        return "?"
+    return f"{rate:.3g}/h" + (f", ETA {age_text(eta * 60)}" if eta is not None else "")
+
+
 # The mandatory metric columns per bucket (spec §3); "?" = could not be read (the note says why).
 METRIC_COLUMNS: MetricColumns = {
     Bucket.RL: (
@@ -59,11 +68,13 @@ METRIC_COLUMNS: MetricColumns = {
         ("Grad", _metric("grad_norm")),
         ("Entropy", _metric("entropy")),
         ("TIS", _metric("tis")),
+        ("Rate", _rate),
     ),
     Bucket.SFT: (
         ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("total")) if j.metrics else "?"),
         ("Loss", _metric("loss", 4)),
         ("Grad", _metric("grad_norm")),
+        ("Rate", _rate),
     ),
     Bucket.DATAGEN: (
         ("Chunks", lambda j: _frac(j.metrics.get("chunks_done"), j.metrics.get("chunks_total")) if j.metrics else "?"),

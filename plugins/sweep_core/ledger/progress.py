@@ -52,3 +52,25 @@ def note_counter(before: Ledger, e: LedgerEntry, job: Job, now: float | None, ru
         e.counter_from = prev.key
     if job.source == "squeue":
         e.samples = [s for s in e.samples if s[0] < now][-(MAX_SAMPLES - 1) :] + [[now, value]]
+
+
+def series_samples(ledger: Ledger, job: Job, series: str, now: float, value: int) -> list[tuple[str, float, float]]:
+    """(link key, time, value) of every sample of the job's series, its links' (RL ``series``, else
+    its name on its cluster) and this sweep's reading of the job itself, oldest first."""
+    key = f"{job.cluster}|{job.job_id}"
+
+    def link(e: LedgerEntry) -> bool:
+        return e.series == series if series else (e.cluster == job.cluster and e.name == job.name)
+
+    out = [(e.key, t, v) for e in ledger.jobs.values() if e.key == key or link(e) for t, v in e.samples if t < now]
+    return sorted([*out, (key, now, float(value))], key=lambda s: s[1])
+
+
+def rate_intervals(samples: list[tuple[str, float, float]]) -> list[tuple[float, float]]:
+    """(hours, steps) between consecutive samples of the same link in which the counter did not go
+    back (the time between links, queued or restarting, is no training time)."""
+    out = []
+    for (k1, t1, v1), (k2, t2, v2) in zip(samples, samples[1:], strict=False):
+        if k1 == k2 and t2 > t1 and v2 >= v1:
+            out.append(((t2 - t1) / 3600.0, v2 - v1))
+    return out

@@ -1,15 +1,16 @@
 """The progress rules: progress_unreadable (a RUNNING job whose bucket progress metric, RL/SFT step,
 Datagen chunks or result.json count, Eval trials done, cannot be read once its bucket cadence has
 passed: flagged with why, never a silent ``?``) and progress_stalled (the counter did not move across
-sweeps, the ledger's memory, while the log kept being written: a wedge that keeps printing).
+sweeps, the ledger's memory, while the log kept being written: a wedge that keeps printing) and
+progress_rate (steps/hour of an RL/SFT series over its links, the ETA to max steps, a slowdown).
 """
 
 from __future__ import annotations
 
 from sweep_core.fanin.fingerprint import series_of
-from sweep_core.fanin.liveness import elapsed_minutes, utc_text
+from sweep_core.fanin.liveness import age_text, elapsed_minutes, utc_text
 from sweep_core.fanin.metrics.progress import PROGRESS_KEYS, progress_counter
-from sweep_core.ledger.progress import counter_run, earlier_counter
+from sweep_core.ledger.progress import counter_run, earlier_counter, rate_intervals, series_samples
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
@@ -84,4 +85,42 @@ def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
                 f" {int(job.minutes_since_output or 0)} min ago); last lines: {last_lines(job.log_tail)}"
             )
             out.append(job_flag("progress_stalled", Severity.WARN, job, msg, Action.INVESTIGATE))
+    return out
+
+
+def _per_hour(intervals: list[tuple[float, float]]) -> float | None:
+    hours = sum(h for h, _ in intervals)
+    return sum(v for _, v in intervals) / hours if hours > 0 else None
+
+
+def rule_progress_rate(ctx: RuleContext) -> list[Flag]:
+    """Fill ``steps_per_hour`` and ``eta_hours`` of every RUNNING RL/SFT job from its series' samples
+    across chain links (the ledger's, and this sweep's); warn when the latest interval's rate is below
+    ``rules.progress.slowdown_fraction`` x the series' own rate over the earlier ones (at least
+    ``slowdown_min_intervals`` of them): often a sick node."""
+    out = []
+    pcfg, ledger = ctx.cfg.progress, ctx.history.ledger
+    for s in ctx.snaps:
+        for job in s.running or []:
+            read = progress_counter(job)
+            if job.bucket not in (Bucket.RL, Bucket.SFT) or read is None or s.remote_now is None:
+                continue
+            series = series_of(job.name, ctx.cfg.fingerprint) if job.bucket == Bucket.RL else ""
+            intervals = rate_intervals(series_samples(ledger, job, series, s.remote_now, read[1]))
+            rate = _per_hour(intervals)
+            if rate is None:
+                continue
+            job.metrics["steps_per_hour"] = rate
+            top = job.metrics.get("max_steps" if job.bucket == Bucket.RL else "total")
+            if isinstance(top, int) and rate > 0:
+                job.metrics["eta_hours"] = max(0, top - read[1]) / rate
+            earlier, last = _per_hour(intervals[:-1]), _per_hour(intervals[-1:])
+            if len(intervals) - 1 < pcfg.slowdown_min_intervals or not earlier or last is None:
+                continue
+            if last < pcfg.slowdown_fraction * earlier:
+                msg = (
+                    f"slowdown: {last:.3g} steps/h over the last {age_text(intervals[-1][0] * 60)}, below"
+                    f" {pcfg.slowdown_fraction:g} x the series' {earlier:.3g} steps/h before (often a sick node)"
+                )
+                out.append(job_flag("progress_rate", Severity.WARN, job, msg, Action.INVESTIGATE))
     return out

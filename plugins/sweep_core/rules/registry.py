@@ -16,7 +16,7 @@ from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.liveness import rule_liveness_stale
 from sweep_core.rules.pending import rule_chain_dependency_broken, rule_pending_stuck
-from sweep_core.rules.progress import rule_progress_stalled, rule_progress_unreadable
+from sweep_core.rules.progress import rule_progress_rate, rule_progress_stalled, rule_progress_unreadable
 from sweep_core.rules.rl import (
     rule_concluded_series,
     rule_rl_collapse,
@@ -32,6 +32,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "progress_stalled": rule_progress_stalled,
     "completion_cleanup": rule_completion_cleanup,
     "rl_resume_overshoot": rule_rl_resume_overshoot,
+    "progress_rate": rule_progress_rate,  # after rl_resume_overshoot: it fills a link's max steps
     "chain_timeout": rule_chain_timeout,
     "chain_dependency_broken": rule_chain_dependency_broken,
     "pending_stuck": rule_pending_stuck,

@@ -1,0 +1,62 @@
+"""The Pending section and SFT divergence on the REAL local Slurm (issue 14), one sweep through the
+DAG: a successor submitted with --dependency=afterok on a job that then fails is held with
+DependencyNeverSatisfied and flagged; a held job (no expected start) is listed too; SFT logs with a
+NaN loss and with a loss spike are flagged."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from helpers import table_rows
+from sweep_runner import ROOT, run_sweep
+
+pytestmark = pytest.mark.cluster
+
+
+def _reason(job_id: str) -> str:
+    res = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%r"], capture_output=True, text=True, check=False)
+    return res.stdout.strip()
+
+
+def test_a_broken_chain_a_held_job_and_sft_divergence_on_the_real_cluster(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    dst = Path(f"/home/sweep/jobs/sftdiv-{tag}")
+    dst.mkdir(parents=True)
+    for name in ("sft_nan.out", "sft_spike.out"):
+        shutil.copy(ROOT / "tests" / "fixtures" / "logs" / name, dst / name)
+    subprocess.run(["chown", "-R", "sweep:sweep", str(dst)], check=True)
+    names = {k: f"sft__{tag}_{k}" for k in ("nan", "spike", "chain")} | {"held": f"eval-{tag}_held"}
+    ids = {
+        "nan": c.submit(names["nan"], f"cat {dst}/sft_nan.out; sleep 900"),
+        "spike": c.submit(names["spike"], f"cat {dst}/sft_spike.out; sleep 900"),
+        "pred": c.submit(names["chain"], "echo 'RuntimeError: boom' >&2; sleep 3; exit 1"),
+        "held": c.submit(names["held"], "sleep 900", "-H"),
+    }
+    ids["next"] = c.submit(names["chain"], "sleep 900", f"--dependency=afterok:{ids['pred']}")
+    c.wait_running(ids["nan"], ids["spike"])
+    c.wait_finished(ids["pred"], "FAILED")
+    deadline = time.time() + 60
+    while _reason(ids["next"]) != "DependencyNeverSatisfied" and time.time() < deadline:
+        time.sleep(1)
+    assert _reason(ids["next"]) == "DependencyNeverSatisfied"
+
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.1}, tmp_path)
+
+    assert run.state == "success", run.task_states
+    report = re.sub(r"\\(.)", r"\1", run.report)
+    assert (
+        f"[chain_dependency_broken] WARN local {ids['next']} {names['chain']}: chain broken: held with"
+        f" DependencyNeverSatisfied (afterok:{ids['pred']}(failed)):" in report
+    )
+    pending = {r["Job ID"]: r for r in table_rows(run.rendered["tables"]["Pending"])}
+    assert pending[ids["next"]]["Reason"] == "DependencyNeverSatisfied"
+    assert pending[ids["held"]]["Reason"] == "JobHeldUser" and pending[ids["held"]]["Expected start"] == "N/A"
+    assert re.fullmatch(r"\d+ min", pending[ids["held"]]["Pending for"])
+    assert "## Pending" in run.report
+    assert f"[sft_divergence] CRITICAL local SFT {ids['nan']} {names['nan']}: grad_norm inf, loss nan" in report
+    assert f"[sft_divergence] WARN local SFT {ids['spike']} {names['spike']}: loss spike 2.873 > 3 x median" in report
