@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.config.schema_base import Regex, StrictModel, Tup
 
 Patterns = Tup[str]  # Python regexes, compiled by the section's consumer (its own error names the key)
 
@@ -171,3 +171,13 @@ class RulesSection(StrictModel):
     eval_exempt: Patterns = Field(("(^|[_/-])DCAgent2([_/-]|$)",), description="measurement runs: calibration")
     eval_instant_fail_minutes: float = 2.0
     failure_states: Tup[str] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+
+class CampaignSpec(StrictModel):
+    """One named campaign (runbook §1): its jobs by name, its own tracker docs (read each sweep, never
+    edited); a relative path is read from the local ground-truth clone (trackers.repo)."""
+
+    name: str = Field(min_length=1)
+    jobs: Regex = Field(description="regex over job names: the campaign's jobs")
+    policy: str = Field(min_length=1, description="POLICY.md of the campaign")
+    state: str = Field(min_length=1, description="STATE.md of the campaign: its summary, the job ids it calls running")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from sweep_core.fanin.isolate import run_isolated
 from sweep_core.models import Flag
+from sweep_core.rules.campaigns import rule_campaign_drift
 from sweep_core.rules.cleanup import rule_completion_cleanup
 from sweep_core.rules.constraints import rule_inode_headroom, rule_tree_hygiene
 from sweep_core.rules.context import RuleContext
@@ -46,6 +47,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "datagen_realness": rule_datagen_realness,
     "tree_hygiene": rule_tree_hygiene,
     "inode_headroom": rule_inode_headroom,
+    "campaign_drift": rule_campaign_drift,
 }
 
 
