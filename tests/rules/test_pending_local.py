@@ -1,7 +1,8 @@
-"""The Pending section and SFT divergence on the REAL local Slurm (issue 14), one sweep through the
-DAG: a successor submitted with --dependency=afterok on a job that then fails is held with
-DependencyNeverSatisfied and flagged; a held job (no expected start) is listed too; SFT logs with a
-NaN loss and with a loss spike are flagged."""
+"""The Pending section, SFT divergence and campaign drift on the REAL local Slurm (issue 14), one sweep
+through the DAG: a successor submitted with --dependency=afterok on a job that then fails is held
+with DependencyNeverSatisfied and flagged; a held job (no expected start) is listed too; SFT logs
+with a NaN loss and with a loss spike are flagged; a campaign's STATE.md in a real git repo that
+calls the failed job running and misses a running one drifts, and is left as it was."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import table_rows
-from sweep_runner import ROOT, run_sweep
+from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
 
@@ -45,18 +47,52 @@ def test_a_broken_chain_a_held_job_and_sft_divergence_on_the_real_cluster(local_
         time.sleep(1)
     assert _reason(ids["next"]) == "DependencyNeverSatisfied"
 
-    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.1}, tmp_path)
+    repo = tmp_path / "truth"
+    (repo / "c9").mkdir(parents=True)
+    (repo / "c9" / "POLICY.md").write_text("# c9 policy: SFT arms, one chain each\n")
+    state = (f"# c9\n\n## Summary\nThree arms; the chain arm restarts on failure.\n\n| arm | job | status |\n|-|-|-|\n"
+             f"| nan | local:{ids['nan']} | running |\n| chain | {ids['pred']} | running |\n")  # fmt: skip
+    (repo / "c9" / "STATE.md").write_text(state)
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c9"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf["campaigns"] = [{"name": "c9", "jobs": f"^sft__{tag}_", "policy": str(repo / "c9" / "POLICY.md"),
+                          "state": str(repo / "c9" / "STATE.md")}]  # fmt: skip
+    sweep_yaml = tmp_path / "sweep.yaml"
+    sweep_yaml.write_text(yaml.safe_dump(conf))
 
-    assert run.state == "success", run.task_states
-    report = re.sub(r"\\(.)", r"\1", run.report)
+    run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.1}, tmp_path / "logs",
+                  SWEEP_CONFIG=str(sweep_yaml))  # fmt: skip
+
+    assert run.task_states["report"] == "success", run.task_states
+    text = Path(run.values["report"]).read_text()
+    report = re.sub(r"\\(.)", r"\1", text)
     assert (
         f"[chain_dependency_broken] WARN local {ids['next']} {names['chain']}: chain broken: held with"
         f" DependencyNeverSatisfied (afterok:{ids['pred']}(failed)):" in report
     )
-    pending = {r["Job ID"]: r for r in table_rows(run.rendered["tables"]["Pending"])}
+    tables = run.values["render"]["tables"]
+    pending = {r["Job ID"]: r for r in table_rows(tables["Pending"])}
     assert pending[ids["next"]]["Reason"] == "DependencyNeverSatisfied"
     assert pending[ids["held"]]["Reason"] == "JobHeldUser" and pending[ids["held"]]["Expected start"] == "N/A"
     assert re.fullmatch(r"\d+ min", pending[ids["held"]]["Pending for"])
-    assert "## Pending" in run.report
+    assert "## Pending" in text
     assert f"[sft_divergence] CRITICAL local SFT {ids['nan']} {names['nan']}: grad_norm inf, loss nan" in report
     assert f"[sft_divergence] WARN local SFT {ids['spike']} {names['spike']}: loss spike 2.873 > 3 x median" in report
+    assert (
+        f"[campaign_drift] WARN local SFT {ids['pred']} {names['chain']}: campaign c9: STATE.md calls {ids['pred']}"
+        " running, the cluster says FAILED" in report
+    )
+    assert (
+        f"[campaign_drift] WARN local SFT {ids['spike']} {names['spike']}: campaign c9: RUNNING campaign job not in"
+        in report
+    )
+    assert not re.search(rf"\[campaign_drift\] WARN local SFT {ids['nan']} ", report)  # STATE.md has it running
+    assert (
+        "STATE.md (" in tables["Campaign c9"]
+        and "Three arms; the chain arm restarts on failure." in tables["Campaign c9"]
+    )
+    assert (repo / "c9" / "STATE.md").read_text() == state  # read, never edited
+    assert (
+        subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout == ""
+    )
