@@ -7,14 +7,12 @@ benchmarks/pending_gather.py [rounds]
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import statistics
 import subprocess
 import sys
 import time
 
-from ssh_sessions import CLUSTER_DIR, ROOT, USER, accepted, running_count
+from ssh_sessions import USER, accepted, running_count, setup
 
 OLD = 'run pending squeue -u "$U" -t PENDING -o "$SQUEUE_FORMAT"'
 NEW = 'run pending env SLURM_TIME_FORMAT=%s squeue --start -u "$U" -t PENDING -o "$PENDING_FORMAT"'
@@ -25,21 +23,10 @@ def sbatch(*args: str) -> None:
 
 
 def main(rounds: int) -> None:
-    import os
-
-    for conn_id, conn in json.loads((CLUSTER_DIR / "connections.json").read_text()).items():
-        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
     import sweep_operators.slurm_gather as sg
-    from sweep_core.config.ops import load_cluster
-    from sweep_core.config.sweep import load_sweep_config
 
     build = sg.build_gather_script
-    cfg = load_cluster(ROOT / "include" / "ops", "local")
-    limits = load_sweep_config(ROOT / "include" / "sweep.yaml").gather
-    end = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=60)
-    start = end - dt.timedelta(hours=1)
-    subprocess.run(["runuser", "-u", USER, "--", "scancel", "-u", USER], check=False)
-    time.sleep(2)
+    cfg, limits, start, end = setup()
     log = f"/home/{USER}/jobs/logs/bench-%A_%a.out"
     loop = "while true; do echo Training Step Progress: 1/9; sleep 5; done"
     sbatch("-J", "rl__bench", "--array=1-200", "-t", "15", "-o", log, "--wrap", loop)
