@@ -11,10 +11,28 @@ from sweep_core.fanin.metrics.progress import progress_counter
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.models import Job
 
-MAX_SAMPLES = 48  # samples kept per job (a day of half-hourly sweeps)
+MAX_SAMPLES = 24  # samples kept per job (half a day of half-hourly sweeps)
 
 
-def earlier_counter(ledger: Ledger, job: Job, series: str, running: Container[str] = ()) -> LedgerEntry | None:
+Links = dict[str, list[LedgerEntry]]
+
+
+def link_index(ledger: Ledger) -> Links:
+    """The ledger's entries by chain: RL series, else cluster|name (built once per sweep: a lookup per
+    job over every entry would be quadratic)."""
+    out: Links = {}
+    for e in ledger.jobs.values():
+        out.setdefault(e.series or f"{e.cluster}|{e.name}", []).append(e)
+    return out
+
+
+def _links_of(links: Links, job: Job, series: str) -> list[LedgerEntry]:
+    return links.get(series or f"{job.cluster}|{job.name}", [])
+
+
+def earlier_counter(
+    ledger: Ledger, job: Job, series: str, links: Links, running: Container[str] = ()
+) -> LedgerEntry | None:
     """The entry whose counter this job's is compared with: its own once a sweep read it, else the
     latest earlier link of its RL ``series`` (or, with no series, of its name on its cluster) that is
     not RUNNING now (``running``: "cluster|job_id" keys); None when no sweep read one."""
@@ -22,12 +40,8 @@ def earlier_counter(ledger: Ledger, job: Job, series: str, running: Container[st
     own = ledger.jobs.get(key)
     if own is not None and own.counter:
         return own
-
-    def link(e: LedgerEntry) -> bool:
-        same = e.series == series if series else (e.cluster == job.cluster and e.name == job.name)
-        return same and bool(e.counter) and e.key != key and e.key not in running
-
-    return max(filter(link, ledger.jobs.values()), key=lambda e: (e.last_seen, e.counter_since or 0.0), default=None)
+    earlier = [e for e in _links_of(links, job, series) if e.counter and e.key != key and e.key not in running]
+    return max(earlier, key=lambda e: (e.last_seen, e.counter_since or 0.0), default=None)
 
 
 def counter_run(prev: LedgerEntry | None, counter: str, value: int, now: float) -> tuple[float, int]:
@@ -38,31 +52,35 @@ def counter_run(prev: LedgerEntry | None, counter: str, value: int, now: float) 
     return now, 1
 
 
-def note_counter(before: Ledger, e: LedgerEntry, job: Job, now: float | None, running: Container[str] = ()) -> None:
+def note_counter(
+    before: Ledger, e: LedgerEntry, job: Job, now: float | None, links: Links, running: Container[str] = ()
+) -> None:
     """Record ``job``'s counter this sweep in its entry ``e`` (compared with ``before``, the ledger
-    before this sweep); an unreadable counter, or no remote clock, leaves the record as it was."""
+    before this sweep, ``links`` its link_index); an unreadable counter, or no remote clock, leaves
+    the record as it was."""
     read = progress_counter(job)
     if read is None or now is None:
         return
     counter, value = read
-    prev = earlier_counter(before, job, e.series, running)
+    prev = earlier_counter(before, job, e.series, links, running)
     e.counter_since, e.counter_sweeps = counter_run(prev, counter, value, now)
     e.counter, e.counter_value = counter, value
     if prev is not None and prev.key != e.key:
         e.counter_from = prev.key
     if job.source == "squeue":
-        e.samples = [s for s in e.samples if s[0] < now][-(MAX_SAMPLES - 1) :] + [[now, value]]
+        e.samples = [s for s in e.samples if s[0] < now][-(MAX_SAMPLES - 1) :] + [[round(now), value]]
 
 
-def series_samples(ledger: Ledger, job: Job, series: str, now: float, value: int) -> list[tuple[str, float, float]]:
+def series_samples(
+    ledger: Ledger, job: Job, series: str, links: Links, now: float, value: int
+) -> list[tuple[str, float, float]]:
     """(link key, time, value) of every sample of the job's series, its links' (RL ``series``, else
     its name on its cluster) and this sweep's reading of the job itself, oldest first."""
     key = f"{job.cluster}|{job.job_id}"
-
-    def link(e: LedgerEntry) -> bool:
-        return e.series == series if series else (e.cluster == job.cluster and e.name == job.name)
-
-    out = [(e.key, t, v) for e in ledger.jobs.values() if e.key == key or link(e) for t, v in e.samples if t < now]
+    entries = {e.key: e for e in _links_of(links, job, series)}
+    if key in ledger.jobs:
+        entries[key] = ledger.jobs[key]
+    out = [(k, t, v) for k, e in entries.items() for t, v in e.samples if t < now]
     return sorted([*out, (key, now, float(value))], key=lambda s: s[1])
 
 

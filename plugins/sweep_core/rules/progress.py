@@ -10,7 +10,7 @@ from __future__ import annotations
 from sweep_core.fanin.fingerprint import series_of
 from sweep_core.fanin.liveness import age_text, elapsed_minutes, utc_text
 from sweep_core.fanin.metrics.progress import PROGRESS_KEYS, progress_counter
-from sweep_core.ledger.progress import counter_run, earlier_counter, rate_intervals, series_samples
+from sweep_core.ledger.progress import counter_run, earlier_counter, link_index, rate_intervals, series_samples
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
@@ -61,6 +61,7 @@ def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
     may be loading its checkpoint); an unreadable counter is unknown, never stalled."""
     out = []
     pcfg, ledger = ctx.cfg.progress, ctx.history.ledger
+    links = link_index(ledger)
     for s in ctx.snaps:
         running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
         for job in s.running or []:
@@ -68,7 +69,7 @@ def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
             if s.remote_now is None or read is None or job.stale or job.log_mtime is None or is_calibration(ctx, job):
                 continue
             series = series_of(job.name, ctx.cfg.fingerprint) if job.bucket == Bucket.RL else ""
-            prev = earlier_counter(ledger, job, series, running)
+            prev = earlier_counter(ledger, job, series, links, running)
             since, sweeps = counter_run(prev, *read, s.remote_now)
             minutes = (s.remote_now - since) / 60
             if prev is None or sweeps < pcfg.stall_sweeps or minutes < pcfg.stall_minutes:
@@ -100,13 +101,14 @@ def rule_progress_rate(ctx: RuleContext) -> list[Flag]:
     ``slowdown_min_intervals`` of them): often a sick node."""
     out = []
     pcfg, ledger = ctx.cfg.progress, ctx.history.ledger
+    links = link_index(ledger)
     for s in ctx.snaps:
         for job in s.running or []:
             read = progress_counter(job)
             if job.bucket not in (Bucket.RL, Bucket.SFT) or read is None or s.remote_now is None:
                 continue
             series = series_of(job.name, ctx.cfg.fingerprint) if job.bucket == Bucket.RL else ""
-            intervals = rate_intervals(series_samples(ledger, job, series, s.remote_now, read[1]))
+            intervals = rate_intervals(series_samples(ledger, job, series, links, s.remote_now, read[1]))
             rate = _per_hour(intervals)
             if rate is None:
                 continue
