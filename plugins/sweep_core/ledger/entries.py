@@ -1,6 +1,7 @@
 """The ledger's records: one entry per job ever seen (cluster, id, name, series, state, step/max,
-last output, first/last seen, hand-offs given), the series' max steps, each cluster's last status,
-and their JSON form (validated on load: a wrong shape is a LedgerError, never a guess).
+last output, first/last seen, hand-offs given, its progress counter and since when it has not moved,
+and samples of it for rates), the series' max steps, each cluster's last status, and their JSON
+form (validated on load: a wrong shape is a LedgerError, never a guess).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ class LedgerEntry:
     last_seen: str = ""  # ISO window end of the latest sweep that saw it
     last_run: str = ""  # run id of that sweep
     handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
+    counter: str = ""  # the progress counter last read (step, chunks_done, results, done)
+    counter_value: int | None = None
+    counter_since: float | None = None  # remote clock of the sweep that first read that value (it last moved)
+    counter_sweeps: int = 0  # consecutive sweeps that read that value (a new chain link continues its series')
+    counter_from: str = ""  # "cluster|job_id" of the earlier link whose counter this link continued
+    samples: list[list[float]] = field(default_factory=list)  # [remote clock, counter value] per sweep, oldest first
 
     @property
     def key(self) -> str:
@@ -115,7 +122,13 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "bool": (bool,),
     "str": (str,),
     "dict[str, str]": (dict,),
+    "list[list[float]]": (list,),
 }
+
+
+def _sample(x: Any) -> bool:
+    number = lambda n: isinstance(n, int | float) and not isinstance(n, bool)  # noqa: E731
+    return isinstance(x, list) and len(x) == 2 and all(map(number, x))
 
 
 def _record(cls: type, key: str, value: Any) -> Any:
@@ -132,6 +145,8 @@ def _record(cls: type, key: str, value: Any) -> Any:
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not {f.type}")
         if f.type == "dict[str, str]" and not all(isinstance(x, str) for x in (*v, *v.values())):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of strings")
+        if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")
         kwargs[f.name] = v
     try:
         return cls(**kwargs)

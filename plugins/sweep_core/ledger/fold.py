@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
+from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
 ACTIVE = frozenset(
@@ -132,6 +133,7 @@ def fold_sweep(
     first = not ledger.window_end
     older = bool(ledger.window_end) and end < ledger.window_end  # a backfill of an earlier window
     changes: list[Change] = [Change("first", "", FIRST_SWEEP)] if first else []
+    links = link_index(ledger)  # the chains of the ledger before this sweep (progress counters)
     for s in sorted(snaps, key=lambda s: s.cluster):
         status, before = str(s.status), ledger.clusters.get(s.cluster)
         if not older:
@@ -147,6 +149,7 @@ def fold_sweep(
         if s.finished is not None and not older:  # its sacct window was read: nothing ended unseen before end
             new.read_until[s.cluster] = max(ledger.read_until.get(s.cluster, ""), end)
         seen = _seen(s)
+        running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
         for key, job in sorted(seen.items()):
             e = new.jobs.get(key)
             if e is not None and e.last_seen > end:
@@ -158,6 +161,7 @@ def fold_sweep(
             if e is None:
                 e = new.jobs[key] = LedgerEntry(job.cluster, job.job_id, job.name, first_seen=end)
             _update(e, job, state, end, run_id)
+            note_counter(ledger, e, job, s.remote_now, links, running)  # the progress counter vs the ledger before
             _remember_series(new, e)
         if older:
             continue  # an earlier window cannot tell that a job is gone now
