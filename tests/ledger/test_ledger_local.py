@@ -59,12 +59,12 @@ def _told_once(told: list[str], *lines: str) -> None:
 
 def _plain(run: DagRun) -> str:
     """The run's run log without Markdown escapes."""
-    return re.sub(r"\\(.)", r"\1", Path(run.values["report"]).read_text())
+    return re.sub(r"\\(.)", r"\1", Path(run.values["render"]["run_log"]).read_text())
 
 
 def _changes(run: DagRun) -> list[str]:
     """The run log's "Changes since the previous sweep" lines (Markdown escapes removed)."""
-    text = Path(run.values["report"]).read_text()
+    text = Path(run.values["render"]["run_log"]).read_text()
     section = text.split("## Changes since the previous sweep\n", 1)[1].split("\n## ", 1)[0]
     return [re.sub(r"\\(.)", r"\1", ln[2:]) for ln in section.splitlines() if ln.startswith("- ")]
 
@@ -89,7 +89,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
             run_after=run_after or end,
             SWEEP_CONFIG=str(sweep_yaml),
         )
-        assert run.task_states["report"] == "success", run.task_states
+        assert run.task_states["render"] == "success", run.task_states
         return run
 
     def gate(name: str) -> Path:
@@ -144,10 +144,10 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     # A re-run of the same run id (Airflow "clear"): the same changes, its own report replaced; its
     # cleanup conf is the one its trigger run already carries (skip_when_already_exists: no new run).
     again = sweep(end)
-    assert again.run_id == second.run_id and again.values["report"] == second.values["report"]
+    assert again.run_id == second.run_id and again.values["render"]["run_log"] == second.values["render"]["run_log"]
     assert _changes(again) == told
     assert again.values["handoffs"]["cleanup"]["jobs"] == cleanup["jobs"]
-    assert "already handed off" not in Path(again.values["report"]).read_text()
+    assert "already handed off" not in Path(again.values["render"]["run_log"]).read_text()
     # `dags test` again at the same logical date (a new run id, the same window): the same changes,
     # and the completion is not handed off a second time.
     retest = sweep(end, run_after=end + dt.timedelta(seconds=1))
