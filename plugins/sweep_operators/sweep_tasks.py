@@ -110,7 +110,7 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
     history.ledger = load_ledger(run_log_dir(config), history_notes)  # read-only: the render task folds
     laps.lap("collect")
     caps = {c: cfg.rl_concurrency_cap if cfg else None for c, cfg in ops.items()}
-    flags = bucket_stages(snaps, config, _cadences(config, ops), caps, history, laps)
+    flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history)
     drop_tails(snaps)
     for f in flags:
         log.info("%s", clean(f.line()))

@@ -152,12 +152,11 @@ def bucket_stages(
     snaps: Sequence[ClusterSnapshot],
     config: SweepConfig,
     cadences: dict[str, dict[str, int]],
+    laps: Laps,
     caps: dict[str, int | None] | None = None,
     history: History | None = None,
-    laps: Laps | None = None,
 ) -> list[Flag]:
     """The stages of the ``bucket`` task, in order: bucket, liveness, metrics, rules (each lapped)."""
-    laps = laps or Laps()
     bucket_step(snaps, config)
     laps.lap("bucket")
     liveness_step(snaps, cadences)
@@ -191,7 +190,7 @@ def run_fan_in(
     overrides = {s.cluster: {} for s in snaps} | (overrides or {})
     laps = Laps(timings)
     cadences = cadence_table(config, overrides)
-    flags = bucket_stages(snaps, config, cadences, caps, history, laps)
+    flags = bucket_stages(snaps, config, cadences, laps, caps, history)
     result = render_step(snaps, config, cadences)
     laps.lap("render")
     result.flags = flags
