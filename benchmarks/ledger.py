@@ -1,5 +1,5 @@
 """The ledger with 1,000 and 10,000 jobs in it: its size on disk (ledger.json and the copy kept
-for a re-run, ledger.before.json) and the time the report task adds to a sweep to fold the sweep
+for a re-run, ledger.before.json) and the time the render task adds to a sweep to fold the sweep
 in and save it (fold_sweep_run: load + fold + save under the lock), plus a cleanup hand-off of
 every completed job given once (give_once). Snapshots are those of benchmarks/fan_in.py (3
 clusters, every bucket, a quarter of the jobs ended); the ledger already holds the previous sweep.
@@ -29,7 +29,7 @@ def measure(n: int) -> dict[str, float]:
     snaps = snapshots(n)
     for s in snaps:
         for j in s.all_jobs():
-            j.log_tail = ""  # the rules task drops the tails before the report task
+            j.log_tail = ""  # the bucket task drops the tails before the render task
     with tempfile.TemporaryDirectory() as d:
         fold_sweep_run(d, snaps, run_id="scheduled__1", window_end=END)  # the previous sweep
         t0 = time.perf_counter()

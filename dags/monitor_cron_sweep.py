@@ -3,8 +3,8 @@ include/ops. Thin wiring only; logic lives in plugins/sweep_core, operators in
 plugins/sweep_operators.
 
     <cluster>.step0 -> <cluster>.gather  (one group per include/ops/<cluster>/ops.md)
-        -> bucket -> liveness -> metrics -> rules -> render -> report -> verdict
-                                                                  \-> handoffs -> handoff_branch
+        -> bucket (bucket, liveness, metrics, rules) -> render (tables, run log, note) -> verdict
+                                                                                 \-> handoffs -> handoff_branch
             -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | no_handoff
 """
 
@@ -89,26 +89,19 @@ with DAG(
             step0 >> gather
         gathers.append(gather)
 
-    common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     bucket = PythonOperator(
         task_id=Sweep.BUCKET,
-        python_callable=sweep_tasks.collect_and_bucket,
-        op_kwargs={"clusters": CLUSTERS, **common},
+        python_callable=sweep_tasks.bucket,
+        op_kwargs={"clusters": CLUSTERS, "ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,
     )
-    liveness = PythonOperator(task_id=Sweep.LIVENESS, python_callable=sweep_tasks.liveness, op_kwargs=common)
-    metrics = PythonOperator(
-        task_id=Sweep.METRICS, python_callable=sweep_tasks.metrics, op_kwargs={"sweep_yaml": SWEEP_YAML}
-    )
-    rules = PythonOperator(task_id=Sweep.RULES, python_callable=sweep_tasks.rules, op_kwargs=common)
-    render = PythonOperator(task_id=Sweep.RENDER, python_callable=sweep_tasks.render, op_kwargs=common)
-    report = PythonOperator(
-        task_id=Sweep.REPORT,
-        python_callable=sweep_tasks.report,
-        op_kwargs={"sweep_yaml": SWEEP_YAML, "template_dir": TEMPLATE_DIR},
+    render = PythonOperator(
+        task_id=Sweep.RENDER,
+        python_callable=sweep_tasks.render,
+        op_kwargs={"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML, "template_dir": TEMPLATE_DIR},
     )
     verdict = PythonOperator(task_id=Sweep.VERDICT, python_callable=sweep_tasks.verdict)
-    gathers >> bucket >> liveness >> metrics >> rules >> render >> report >> verdict
+    gathers >> bucket >> render >> verdict
 
     # Hand-offs (spec §4): the branch follows only the triggers with work; each hand-off DAG
     # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice: jobs only it found go to a follow-up run (`…__2`).
@@ -119,7 +112,7 @@ with DAG(
         multiple_outputs=True,
     )
     branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
-    report >> handoffs >> branch
+    render >> handoffs >> branch
     branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)
     for handoff, (task_id, target) in HANDOFF_TRIGGERS.items():
         branch >> TriggerDagRunOperator(

@@ -55,11 +55,12 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
         values = {r.task_id: XComModel.deserialize_value(r) for r in rows}
         states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances(session=session)}
         state = str(dr.state)
-    # After the rules task: metrics and flags attached, log tails dropped.
-    ruled = (values.get("rules") or {}).get("snapshots") or values.get("liveness") or []
-    snaps = {d["cluster"]: ClusterSnapshot.from_dict(d) for d in ruled}
-    report = values.get("report")
-    return SweepRun(state, states, snaps, values.get("render") or {}, Path(report) if report else None)
+    # From the bucket task: metrics and flags attached, log tails dropped.
+    bucketed = (values.get("bucket") or {}).get("snapshots") or []
+    snaps = {d["cluster"]: ClusterSnapshot.from_dict(d) for d in bucketed}
+    rendered = values.get("render") or {}
+    report = rendered.get("run_log")
+    return SweepRun(state, states, snaps, rendered, Path(report) if report else None)
 
 
 @dataclass

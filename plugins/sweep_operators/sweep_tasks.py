@@ -1,4 +1,5 @@
-"""Task callables of the monitor_cron_sweep DAG: Airflow context in, sweep_core calls, XCom out."""
+"""Task callables of the monitor_cron_sweep DAG: Airflow context in, sweep_core calls, XCom out.
+The fan-in is two tasks: ``bucket`` (the only one that reads log tails) and ``render``."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from sweep_core.config.ops import OpsConfigError, load_cluster
-from sweep_core.config.sweep import load_sweep_config
+from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
+from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.fanin.history import load_history, save_state, sweep_state
-from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.render import RenderedSweep
 from sweep_core.fanin.report import (
     flagged_lines,
@@ -25,15 +25,14 @@ from sweep_core.fanin.report import (
     write_run_log,
 )
 from sweep_core.fanin.steps import (
+    Laps,
     SweepResult,
-    bucket_step,
+    bucket_stages,
     cadence_table,
+    drop_tails,
     group_by_bucket,
-    liveness_step,
-    metrics_step,
     missing_snapshot,
     render_step,
-    rules_step,
     skip_snapshot,
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
@@ -76,13 +75,26 @@ def step0(cluster: str, ops_dir: str, parsed_scheduler: str, **context: Any) -> 
     return {"cluster": cfg.name, "scheduler": cfg.scheduler, "path": cfg.path}
 
 
-def _snapshots(context: dict[str, Any], key: str) -> list[ClusterSnapshot]:
-    raw = context["ti"].xcom_pull(task_ids=key)
-    return [ClusterSnapshot.from_dict(d) for d in raw or []]
+def _ops(snaps: list[ClusterSnapshot], ops_dir: str) -> dict[str, ClusterConfig | None]:
+    """Each snapshot's ops.md, read once (None when it does not load: step0 said why)."""
+    found: dict[str, ClusterConfig | None] = {}
+    for s in snaps:
+        try:
+            found[s.cluster] = load_cluster(ops_dir, s.cluster)
+        except OpsConfigError:
+            found[s.cluster] = None
+    return found
 
 
-def collect_and_bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
-    """Fan-in: every cluster's snapshot (or why there is none), each job bucketed by name."""
+def _cadences(config: SweepConfig, ops: dict[str, ClusterConfig | None]) -> dict[str, dict[str, int]]:
+    return cadence_table(config, {c: cfg.cadence_minutes if cfg else {} for c, cfg in ops.items()})
+
+
+def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Fan-in, first half: every cluster's snapshot (or why there is none), each job bucketed by
+    name, liveness, metric columns from the log tails, every flag rule with earlier sweeps' history.
+    The log tails end here (dropped before the push); the task log tells each stage's wall time."""
+    laps = Laps()
     config = load_sweep_config(sweep_yaml)
     _, end = _window(context)
     snaps = []
@@ -92,56 +104,17 @@ def collect_and_bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **con
             snaps.append(ClusterSnapshot.from_dict(raw))
         else:
             snaps.append(missing_snapshot(ops_dir, name, end.date(), _selected(context)))
-    bucket_step(snaps, config)
-    return [s.to_dict() for s in snaps]
-
-
-def _cadences(snaps: list[ClusterSnapshot], ops_dir: str, sweep_yaml: str) -> dict[str, dict[str, int]]:
-    config = load_sweep_config(sweep_yaml)
-    overrides: dict[str, dict[str, int]] = {}
-    for s in snaps:
-        try:
-            overrides[s.cluster] = load_cluster(ops_dir, s.cluster).cadence_minutes
-        except OpsConfigError:
-            overrides[s.cluster] = {}
-    return cadence_table(config, overrides)
-
-
-def liveness(ops_dir: str, sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
-    """LIVENESS: last-output age and stale mark of every RUNNING job (cadence per bucket)."""
-    snaps = _snapshots(context, Sweep.BUCKET)
-    liveness_step(snaps, _cadences(snaps, ops_dir, sweep_yaml))
-    return [s.to_dict() for s in snaps]
-
-
-def metrics(sweep_yaml: str, **context: Any) -> list[dict[str, Any]]:
-    """Per-bucket metric columns from the log tails (RL step/reward/..., SFT loss, ...)."""
-    config = load_sweep_config(sweep_yaml)
-    snaps = _snapshots(context, Sweep.LIVENESS)
-    metrics_step(snaps, metrics_config(config.metrics))
-    return [s.to_dict() for s in snaps]
-
-
-def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Every flag rule, with earlier sweeps' history; log tails are dropped from here on."""
-    config = load_sweep_config(sweep_yaml)
-    snaps = _snapshots(context, Sweep.METRICS)
-    _, end = _window(context)
-    caps: dict[str, int | None] = {}
-    for s in snaps:
-        try:
-            caps[s.cluster] = load_cluster(ops_dir, s.cluster).rl_concurrency_cap
-        except OpsConfigError:
-            caps[s.cluster] = None
+    ops = _ops(snaps, ops_dir)
     history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
     history = load_history(run_log_dir(config), end, notes=history_notes)
-    history.ledger = load_ledger(run_log_dir(config), history_notes)  # read-only: the report task folds
-    flags = rules_step(snaps, config, _cadences(snaps, ops_dir, sweep_yaml), caps, history)
-    for s in snaps:
-        for job in s.all_jobs():
-            job.log_tail, job.chain_tails = "", []
+    history.ledger = load_ledger(run_log_dir(config), history_notes)  # read-only: the render task folds
+    laps.lap("collect")
+    caps = {c: cfg.rl_concurrency_cap if cfg else None for c, cfg in ops.items()}
+    flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history)
+    drop_tails(snaps)
     for f in flags:
         log.info("%s", clean(f.line()))
+    log.info("fan-in stages: %s", laps)
     return {
         "snapshots": [s.to_dict() for s in snaps],
         "flags": [f.to_dict() for f in flags],
@@ -149,43 +122,34 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     }
 
 
-def _ruled(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag]]:
-    raw = context["ti"].xcom_pull(task_ids=Sweep.RULES) or {}
+def _bucketed(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag], list[str]]:
+    raw = context["ti"].xcom_pull(task_ids=Sweep.BUCKET) or {}
     snaps = [ClusterSnapshot.from_dict(d) for d in raw.get("snapshots", [])]
-    return snaps, [Flag.from_dict(d) for d in raw.get("flags", [])]
-
-
-def render(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """The box tables: cluster overview + one unified table per bucket, with metrics and flags."""
-    snaps, _ = _ruled(context)
-    result = render_step(snaps, load_sweep_config(sweep_yaml), _cadences(snaps, ops_dir, sweep_yaml))
-    return {"overview": result.rendered.overview, "tables": result.rendered.tables, "text": result.rendered.text()}
-
-
-def _result(context: dict[str, Any], config: Any) -> SweepResult:
-    snaps, flags = _ruled(context)
-    rendered = context["ti"].xcom_pull(task_ids=Sweep.RENDER)
-    return SweepResult(
-        snaps, group_by_bucket(snaps, config), RenderedSweep(rendered["overview"], rendered["tables"]), flags
-    )
+    return snaps, [Flag.from_dict(d) for d in raw.get("flags", [])], list(raw.get("history_notes") or [])
 
 
 def _run_id(context: dict[str, Any]) -> str:
     return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
 
 
-def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
-    """Print every table in the task log, fold the sweep into the ledger, write the dated run log
-    (opening with every change since the previous sweep the ledger tells), keep this sweep's state
-    for the rules of the next one, set the DAG run note. A re-run of the same run replaces its log."""
+def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> dict[str, Any]:
+    """Fan-in, second half: the box tables (cluster overview + one per bucket), printed in the task
+    log; the sweep folded into the ledger; the dated run log (opening with every change since the
+    previous sweep the ledger tells); this sweep's state kept for the next one's rules; the DAG run
+    note. A re-run of the same run replaces its log. The task log tells each stage's wall time."""
+    laps = Laps()
     config = load_sweep_config(sweep_yaml)
-    result = _result(context, config)
+    snaps, flags, notes = _bucketed(context)
     start, end = _window(context)
+    laps.lap("collect")
+    result = render_step(snaps, config, _cadences(config, _ops(snaps, ops_dir)))
+    result.flags = flags
+    laps.lap("tables")
     log_dir = run_log_dir(config)
     run_id = _run_id(context)
-    notes = list((context["ti"].xcom_pull(task_ids=Sweep.RULES) or {}).get("history_notes") or [])
     changes = fold_sweep_run(log_dir, result.snapshots, run_id=run_id, window_end=end, notes=notes)
     result.changes = notes + [c.line for c in changes]
+    laps.lap("ledger")
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
@@ -204,8 +168,17 @@ def report(sweep_yaml: str, template_dir: str, **context: Any) -> str:
     write_run_log(path, keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
     save_state(log_dir, end, sweep_state(result.snapshots, result.flags, end))
     log.info("run log written: %s", path)
+    laps.lap("run log")
     set_dag_run_note(context, run_note(result, path))
-    return str(Path(path))
+    laps.lap("note")
+    log.info("fan-in stages: %s", laps)
+    return {"overview": result.rendered.overview, "tables": result.rendered.tables, "run_log": str(Path(path))}
+
+
+def _result(context: dict[str, Any], config: SweepConfig) -> SweepResult:
+    """The sweep as the DAG run note tells it (states, counts, flags: no tables, none pulled)."""
+    snaps, flags, _ = _bucketed(context)
+    return SweepResult(snaps, group_by_bucket(snaps, config), RenderedSweep("", {}), flags)
 
 
 def verdict(**context: Any) -> None:
@@ -213,7 +186,7 @@ def verdict(**context: Any) -> None:
 
     UNREACHABLE/UNKNOWN clusters do not fail the run: they are this sweep's findings.
     """
-    snaps, _ = _ruled(context)
+    snaps, _, _ = _bucketed(context)
     errors = [f"{s.cluster}: {'; '.join(s.notes)}" for s in snaps if s.status == ClusterStatus.ERROR]
     if errors:
         raise AirflowFailException("configuration errors: " + " | ".join(errors))
@@ -226,9 +199,9 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
     config = load_sweep_config(sweep_yaml)
-    snaps, flags = _ruled(context)
+    snaps, flags, _ = _bucketed(context)
     dry_run = bool(context["params"].get("dry_run", False))
-    run_log = str(context["ti"].xcom_pull(task_ids=Sweep.REPORT) or "")
+    run_log = str((context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("run_log") or "")
     confs = plan_handoffs(
         snaps,
         flags,
@@ -254,9 +227,12 @@ def _free_trigger_run_id(context: dict[str, Any], run_id: str, handoff: Handoff)
     first = trigger_run_id(run_id, handoff)
     if handoff.value not in PER_JOB:
         return first
+    count = getattr(context["ti"], "get_dr_count", None)  # the task runtime's; absent outside it
+    if count is None:
+        return first
     target = HANDOFF_TRIGGERS[handoff][1]
     batch = 1
-    while context["ti"].get_dr_count(dag_id=target, run_ids=[trigger_run_id(run_id, handoff, batch)]) > 0:
+    while count(dag_id=target, run_ids=[trigger_run_id(run_id, handoff, batch)]) > 0:
         batch += 1
     return trigger_run_id(run_id, handoff, batch)
 

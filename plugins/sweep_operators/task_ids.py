@@ -18,11 +18,11 @@ class DagId:
 
 
 class Sweep:
-    """monitor_cron_sweep: a group per cluster (``<cluster>.step0`` -> ``.gather``), the fan-in, the hand-offs."""
+    """monitor_cron_sweep: a group per cluster (``<cluster>.step0`` -> ``.gather``), the fan-in
+    (``bucket``: bucket, liveness, metrics, rules; ``render``: tables, run log, note), the hand-offs."""
 
     STEP0, GATHER = "step0", "gather"
-    BUCKET, LIVENESS, METRICS, RULES = "bucket", "liveness", "metrics", "rules"
-    RENDER, REPORT, VERDICT = "render", "report", "verdict"
+    BUCKET, RENDER, VERDICT = "bucket", "render", "verdict"
     HANDOFFS, HANDOFF_BRANCH, NO_HANDOFF = "handoffs", "handoff_branch", "no_handoff"
 
     @staticmethod

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.cluster
 
 
 def test_a_running_job_logging_nan_and_inf_is_reported_and_flagged(local_cluster, tag, tmp_path) -> None:
-    """rl_nan.out (reward nan, grad inf) used to fail the metrics task on the XCom push: no tables,
+    """rl_nan.out (reward nan, grad inf) used to fail the metrics step on the XCom push: no tables,
     no run log, no collapse flag, for every cluster. Now the run succeeds and flags the job; a job
     whose metric dict is nested 100,000 deep shows ? with the reason, next to a healthy job."""
     c = local_cluster
@@ -40,7 +40,7 @@ def test_a_running_job_logging_nan_and_inf_is_reported_and_flagged(local_cluster
     run = run_sweep({"clusters": ["local"], "lookback_hours": 0.1}, tmp_path)
 
     assert run.state == "success", run.task_states
-    assert run.task_states["metrics"] == "success" and run.task_states["report"] == "success"
+    assert run.task_states["bucket"] == "success" and run.task_states["render"] == "success"
     nan_job = run.job(names["nan"])
     assert nan_job.state == "RUNNING"
     assert math.isnan(nan_job.metrics["reward"]) and nan_job.metrics["grad_norm"] == math.inf

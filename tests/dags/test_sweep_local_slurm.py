@@ -169,7 +169,7 @@ def test_malformed_ops_md_fails_only_its_group(local_cluster, tag, tmp_path, fro
     run = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     assert run.task_states["broken.step0"] == "failed"
     assert run.task_states["local.gather"] == "success"
-    assert run.task_states["report"] == "success"
+    assert run.task_states["render"] == "success"
     assert run.task_states["verdict"] == "failed"  # the config error is not hidden
     broken = run.snapshots["broken"]
     assert broken.status == ClusterStatus.ERROR
@@ -397,7 +397,7 @@ def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tm
 
 
 def test_corrupt_sweep_history_is_moved_aside_and_the_sweep_goes_on(local_cluster, tag, tmp_path) -> None:
-    # Before: the rules task raised on these files, before a new state was saved: every later sweep failed.
+    # Before: the rules step raised on these files, before a new state was saved: every later sweep failed.
     state_dir = tmp_path / ".sweep-state"
     state_dir.mkdir()
     (state_dir / "20000101T000000Z.json").write_bytes(b"\xff\xfe not utf-8")

@@ -213,7 +213,7 @@ def test_nan_and_inf_metrics_survive_the_xcom_json_and_raise_the_collapse_flag()
     nan_job = job("7", "rl__nan_run", NOW - 60, log_tail=(LOGS / "rl_nan.out").read_text())
     snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, remote_now=NOW, running=[nan_job], finished=[])
     result = run_fan_in([snap], CONFIG)
-    wire = json.dumps([snap.to_dict()], allow_nan=False)  # what the metrics/rules tasks push to XCom
+    wire = json.dumps([snap.to_dict()], allow_nan=False)  # what the bucket task pushes to XCom
     back = ClusterSnapshot.from_dict(json.loads(wire)[0]).running[0]  # type: ignore[index]
     assert math.isnan(back.metrics["reward"]) and back.metrics["grad_norm"] == math.inf
     assert math.isnan(back.metrics["series"][-1]["reward"])

@@ -31,9 +31,9 @@ def test_over_the_soft_limit_red_flags_and_triggers_reclaim(local_cluster, tmp_p
     ops = _ops(tmp_path, {"kind": "inodes", "command": "df -i -P /home/sweep", "soft_limit": 1000})
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path / "logs", ops)
     assert run.state == "success", run.task_states
-    snap = next(s for s in run.values["rules"]["snapshots"] if s["cluster"] == "local")
+    snap = next(s for s in run.values["bucket"]["snapshots"] if s["cluster"] == "local")
     assert snap["quota"]["status"] == "OVER" and "inodes" in snap["quota"]["reason"]
-    flags = [f for f in run.values["rules"]["flags"] if f["rule"] == "inode_headroom"]
+    flags = [f for f in run.values["bucket"]["flags"] if f["rule"] == "inode_headroom"]
     assert flags and flags[0]["severity"] == "critical" and flags[0]["action"] == "reclaim"
     assert "OVER" in run.values["render"]["overview"]
     assert run.task_states["trigger_cleanup"] == "success"
@@ -50,15 +50,15 @@ def test_over_the_soft_limit_red_flags_and_triggers_reclaim(local_cluster, tmp_p
 def test_quota_command_failure_is_unknown_never_ok(local_cluster, tmp_path) -> None:
     ops = _ops(tmp_path, {"kind": "inodes", "command": "jutil project dataquota -p nosuchproject"})
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path / "logs", ops)
-    snap = next(s for s in run.values["rules"]["snapshots"] if s["cluster"] == "local")
+    snap = next(s for s in run.values["bucket"]["snapshots"] if s["cluster"] == "local")
     assert snap["quota"]["status"] == "UNKNOWN" and "exited 127" in snap["quota"]["reason"]
-    assert any(f["rule"] == "inode_headroom" and "UNKNOWN" in f["message"] for f in run.values["rules"]["flags"])
+    assert any(f["rule"] == "inode_headroom" and "UNKNOWN" in f["message"] for f in run.values["bucket"]["flags"])
     assert run.task_states["trigger_cleanup"] in ("skipped", "success")
 
 
 def test_dormant_quota_is_not_checked(local_cluster, tmp_path) -> None:
     ops = _ops(tmp_path, {"kind": "inodes", "command": "df -i -P /home/sweep", "soft_limit": 1000, "dormant": True})
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path / "logs", ops)
-    snap = next(s for s in run.values["rules"]["snapshots"] if s["cluster"] == "local")
+    snap = next(s for s in run.values["bucket"]["snapshots"] if s["cluster"] == "local")
     assert snap["quota"] is None
-    assert not [f for f in run.values["rules"]["flags"] if f["rule"] == "inode_headroom"]
+    assert not [f for f in run.values["bucket"]["flags"] if f["rule"] == "inode_headroom"]

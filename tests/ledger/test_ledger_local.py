@@ -59,12 +59,12 @@ def _told_once(told: list[str], *lines: str) -> None:
 
 def _plain(run: DagRun) -> str:
     """The run's run log without Markdown escapes."""
-    return re.sub(r"\\(.)", r"\1", Path(run.values["report"]).read_text())
+    return re.sub(r"\\(.)", r"\1", Path(run.values["render"]["run_log"]).read_text())
 
 
 def _changes(run: DagRun) -> list[str]:
     """The run log's "Changes since the previous sweep" lines (Markdown escapes removed)."""
-    text = Path(run.values["report"]).read_text()
+    text = Path(run.values["render"]["run_log"]).read_text()
     section = text.split("## Changes since the previous sweep\n", 1)[1].split("\n## ", 1)[0]
     return [re.sub(r"\\(.)", r"\1", ln[2:]) for ln in section.splitlines() if ln.startswith("- ")]
 
@@ -89,7 +89,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
             run_after=run_after or end,
             SWEEP_CONFIG=str(sweep_yaml),
         )
-        assert run.task_states["report"] == "success", run.task_states
+        assert run.task_states["render"] == "success", run.task_states
         return run
 
     def gate(name: str) -> Path:
@@ -151,7 +151,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     conf["buckets"][[b["name"] for b in conf["buckets"]].index("SFT")]["patterns"].append("^ft__")
     sweep_yaml.write_text(yaml.safe_dump(conf))
     again = sweep(end)
-    assert again.run_id == second.run_id and again.values["report"] == second.values["report"]
+    assert again.run_id == second.run_id and again.values["render"]["run_log"] == second.values["render"]["run_log"]
     assert [ln for ln in _changes(again) if ids["late"] not in ln] == [ln for ln in told if ids["late"] not in ln]
     assert [j["job_id"] for j in again.values["handoffs"]["cleanup"]["jobs"]] == [ids["late"]]
     assert again.values["handoffs"]["cleanup_run_id"] == f"{second.run_id}__cleanup__2"

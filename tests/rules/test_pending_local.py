@@ -64,8 +64,8 @@ def test_a_broken_chain_a_held_job_and_sft_divergence_on_the_real_cluster(local_
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.1}, tmp_path / "logs",
                   SWEEP_CONFIG=str(sweep_yaml))  # fmt: skip
 
-    assert run.task_states["report"] == "success", run.task_states
-    text = Path(run.values["report"]).read_text()
+    assert run.task_states["render"] == "success", run.task_states
+    text = Path(run.values["render"]["run_log"]).read_text()
     report = re.sub(r"\\(.)", r"\1", text)
     assert (
         f"[chain_dependency_broken] WARN local {ids['next']} {names['chain']}: chain broken: held with"

@@ -24,7 +24,7 @@ COUNT = 'i={start}; while true; do i=$((i+1)); echo "Training Step Progress: $i/
 
 def _stalled(run: DagRun) -> dict[str, str]:
     """job id -> the progress_stalled line of the run log (Markdown escapes removed)."""
-    text = re.sub(r"\\(.)", r"\1", Path(run.values["report"]).read_text())
+    text = re.sub(r"\\(.)", r"\1", Path(run.values["render"]["run_log"]).read_text())
     return {m[1]: m[0] for m in re.finditer(r"\[progress_stalled\] WARN local RL (\d+) [^\n]*", text)}
 
 
@@ -42,7 +42,7 @@ def test_a_frozen_step_that_keeps_printing_is_stalled_from_the_second_sweep(loca
         _wait_until(end)
         run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
                       run_after=end, SWEEP_CONFIG=str(sweep_yaml))  # fmt: skip
-        assert run.task_states["report"] == "success", run.task_states
+        assert run.task_states["render"] == "success", run.task_states
         return run
 
     names = {k: f"rl__{tag}_{k}" for k in ("wedge", "healthy", "chain")}

@@ -1,4 +1,6 @@
-"""The fan-in of one sweep as pure steps: bucket -> liveness -> render (the DAG runs each as a task)."""
+"""The fan-in of one sweep as pure steps: bucket -> liveness -> metrics -> rules -> render. The DAG
+runs them in two tasks: ``bucket`` (bucket_stages, then drop_tails) and ``render`` (render_step and
+the run log); Laps times each stage for the task log."""
 
 from __future__ import annotations
 
@@ -134,6 +136,51 @@ def rules_step(
     return apply_rules(ctx)
 
 
+class Laps:
+    """Wall seconds per stage, in the order the stages ran; ``str()`` is the task-log line
+    ("bucket 0.01 s, liveness 0.00 s, ..."). ``into``, when given, receives the times."""
+
+    def __init__(self, into: dict[str, float] | None = None) -> None:
+        self.times = into if into is not None else {}
+        self._t = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        """Close ``stage``: the time since the previous lap (or since the start)."""
+        now = time.perf_counter()
+        self.times[stage] = self.times.get(stage, 0.0) + now - self._t
+        self._t = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{stage} {secs:.2f} s" for stage, secs in self.times.items())
+
+
+def bucket_stages(
+    snaps: Sequence[ClusterSnapshot],
+    config: SweepConfig,
+    cadences: dict[str, dict[str, int]],
+    laps: Laps,
+    caps: dict[str, int | None] | None = None,
+    history: History | None = None,
+) -> list[Flag]:
+    """The stages of the ``bucket`` task, in order: bucket, liveness, metrics, rules (each lapped)."""
+    bucket_step(snaps, config)
+    laps.lap("bucket")
+    liveness_step(snaps, cadences)
+    laps.lap("liveness")
+    metrics_step(snaps, metrics_config(config.metrics))
+    laps.lap("metrics")
+    flags = rules_step(snaps, config, cadences, caps, history)
+    laps.lap("rules")
+    return flags
+
+
+def drop_tails(snaps: Sequence[ClusterSnapshot]) -> None:
+    """Forget every job's log tails: metrics and rules have read them, nothing after needs them."""
+    for s in snaps:
+        for job in s.all_jobs():
+            job.log_tail, job.chain_tails = "", []
+
+
 def run_fan_in(
     snaps: Sequence[ClusterSnapshot],
     config: SweepConfig,
@@ -147,26 +194,11 @@ def run_fan_in(
     ``timings``, when given, receives each step's wall seconds (benchmarks/fan_in.py prints them).
     """
     overrides = {s.cluster: {} for s in snaps} | (overrides or {})
-    times = timings if timings is not None else {}
-    t = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal t
-        now = time.perf_counter()
-        times[stage] = now - t
-        t = now
-
+    laps = Laps(timings)
     cadences = cadence_table(config, overrides)
-    bucket_step(snaps, config)
-    lap("bucket")
-    liveness_step(snaps, cadences)
-    lap("liveness")
-    metrics_step(snaps, metrics_config(config.metrics))
-    lap("metrics")
-    flags = rules_step(snaps, config, cadences, caps, history)
-    lap("rules")
+    flags = bucket_stages(snaps, config, cadences, laps, caps, history)
     result = render_step(snaps, config, cadences)
-    lap("render")
+    laps.lap("render")
     result.flags = flags
     return result
 

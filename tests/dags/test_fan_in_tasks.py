@@ -1,0 +1,100 @@
+"""The sweep's two fan-in tasks, called as Airflow calls them (no cluster): ``bucket`` pushes the
+bucketed, ruled snapshots without log tails, ``render`` the tables and the run log; both tell each
+stage's wall time in the task log; verdict and the hand-offs read what they pushed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+NOW = 1_764_680_000.0
+END = dt.datetime.fromtimestamp(NOW, dt.UTC)
+
+
+class TaskInstance:
+    """Answers xcom_pull with what the tasks returned, through JSON as the metadata DB stores it."""
+
+    def __init__(self, gathered: dict[str, Any]) -> None:
+        self.xcom: dict[str, str] = {task: json.dumps(value) for task, value in gathered.items()}
+
+    def xcom_pull(self, task_ids: str, key: str = "return_value") -> Any:
+        value = json.loads(self.xcom.get(task_ids, "null"))
+        return value.get(key) if key != "return_value" and isinstance(value, dict) else value
+
+    def run(self, task_id: str, call: Any, context: dict[str, Any], **kwargs: Any) -> Any:
+        value = call(**kwargs, **context)
+        self.xcom[task_id] = json.dumps(value, allow_nan=False)
+        return json.loads(self.xcom[task_id])
+
+
+def _gathered() -> ClusterSnapshot:
+    running = [
+        Job("local", "11", "rl__nan_run", "RUNNING", "squeue", log_tail=(LOGS / "rl_nan.out").read_text()),
+        Job("local", "12", "sft__cell", "RUNNING", "squeue", log_tail=(LOGS / "sft_healthy.out").read_text()),
+    ]
+    for j in running:
+        j.log_mtime = NOW - 60
+    done = Job("local", "13", "sft__done", "COMPLETED", "sacct", exit_code="0:0", end="2025-12-02T12:00:00")
+    return ClusterSnapshot("local", "slurm", ClusterStatus.OK, remote_now=NOW, running=running, finished=[done])
+
+
+@pytest.fixture
+def swept(tmp_path, monkeypatch, caplog) -> tuple[TaskInstance, dict[str, Any], str]:
+    from sweep_operators import sweep_tasks
+
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path / "logs"))
+    ti = TaskInstance({"local.gather": _gathered().to_dict()})
+    context = {"ti": ti, "params": {"clusters": ["local"], "dry_run": True}, "run_id": "manual__fanin"}
+    context |= {"data_interval_start": END - dt.timedelta(hours=3), "data_interval_end": END}
+    paths = {"ops_dir": str(ROOT / "include" / "ops"), "sweep_yaml": str(ROOT / "include" / "sweep.yaml")}
+    with caplog.at_level(logging.INFO, logger="sweep_operators.sweep_tasks"):
+        ti.run("bucket", sweep_tasks.bucket, context, clusters=["local"], **paths)
+        template_dir = str(ROOT / "include" / "templates")
+        ti.run("render", sweep_tasks.render, context, template_dir=template_dir, **paths)
+    return ti, context, caplog.text
+
+
+def test_bucket_pushes_ruled_snapshots_without_log_tails(swept) -> None:
+    ti, _, _ = swept
+    pushed = ti.xcom_pull("bucket")
+    (snap,) = [ClusterSnapshot.from_dict(d) for d in pushed["snapshots"]]
+    nan_job = next(j for j in snap.all_jobs() if j.name == "rl__nan_run")
+    assert nan_job.bucket == "RL" and nan_job.minutes_since_output == 1.0  # bucket, liveness
+    assert nan_job.metrics["grad_norm"] == float("inf")  # metrics
+    assert any(f["rule"] == "rl_collapse" and f["job_name"] == "rl__nan_run" for f in pushed["flags"])  # rules
+    assert all(j.log_tail == "" and j.chain_tails == [] for j in snap.all_jobs())  # tails crossed XCom once
+
+
+def test_each_stage_wall_time_is_in_the_task_log(swept) -> None:
+    _, _, text = swept
+    stage = r"{} \d+\.\d\d s"
+    bucket = ", ".join(stage.format(s) for s in ("collect", "bucket", "liveness", "metrics", "rules"))
+    render = ", ".join(stage.format(s) for s in ("collect", "tables", "ledger", "run log", "note"))
+    assert re.search(f"fan-in stages: {bucket}$", text, re.M), text
+    assert re.search(f"fan-in stages: {render}$", text, re.M), text
+
+
+def test_render_pushes_tables_and_run_log_that_verdict_and_handoffs_read(swept) -> None:
+    from sweep_operators import sweep_tasks
+
+    ti, context, _ = swept
+    rendered = ti.xcom_pull("render")
+    assert set(rendered) == {"overview", "tables", "run_log"}
+    assert "rl__nan_run" in rendered["tables"]["RL"] and "local" in rendered["overview"]
+    run_log = Path(rendered["run_log"]).read_text()
+    assert "rl__nan_run" in run_log and "rl_collapse" in run_log
+    sweep_tasks.verdict(**context)  # no configuration error: does not raise
+    confs = ti.run("handoffs", sweep_tasks.handoffs, context, sweep_yaml=str(ROOT / "include" / "sweep.yaml"))
+    assert confs["cleanup"]["run_log"] == rendered["run_log"]  # the hand-off records into this run log
+    assert confs["cleanup"]["jobs"][0]["name"] == "sft__done"
+    assert sweep_tasks.handoff_branch(**context) == ["trigger_cleanup"]
