@@ -12,14 +12,28 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.iris.setup import iris_setup_problems
 from sweep_core.iris.state import PodCount, iris_snapshot
-from sweep_core.models import ClusterSnapshot
+from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.window import sweep_window
 
 
 def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: Any = None) -> ClusterSnapshot:
-    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal."""
+    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal.
+    Fields not filled in yet: UNCONFIGURED; a client path absent on this worker: ERROR (both name
+    the file and the field, and the cluster is not contacted)."""
+    problems = iris_setup_problems(cfg)
+    if problems:
+        status = ClusterStatus.UNCONFIGURED if all(p.unset for p in problems) else ClusterStatus.ERROR
+        return ClusterSnapshot(
+            cfg.name,
+            "iris",
+            status,
+            notes=[p.line(cfg.path) for p in problems],
+            window_start=start.isoformat(),
+            window_end=end.isoformat(),
+        )
     hook = IrisHook(
         url=cfg.controller_url,
         user=cfg.user,

@@ -25,7 +25,8 @@ class IrisUnavailable(Exception):
     """The controller (or the client) could not be asked: UNKNOWN this sweep, retry the next."""
 
 
-def _run(cmd: list[str], timeout_s: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(cmd: list[str], timeout_s: float, env: dict[str, str], where: str) -> subprocess.CompletedProcess[str]:
+    """Run one poll command; a timeout or an unrunnable command is IrisUnavailable naming ``where``."""
     try:
         return subprocess.run(
             cmd,
@@ -37,9 +38,11 @@ def _run(cmd: list[str], timeout_s: float, env: dict[str, str]) -> subprocess.Co
             cwd=env.get("HOME") or None,
         )
     except subprocess.TimeoutExpired as exc:
-        raise IrisUnavailable(f"{Path(cmd[0]).name} timed out after {timeout_s:g}s") from exc
+        raise IrisUnavailable(
+            f"{where}: {Path(cmd[0]).name} poll timed out after {timeout_s:g}s (ops.md iris_timeout_s)"
+        ) from exc
     except OSError as exc:
-        raise IrisUnavailable(f"cannot run {cmd[0]}: {exc}") from exc
+        raise IrisUnavailable(f"{where}: cannot run {cmd[0]}: {exc}") from exc
 
 
 def _int(v: Any) -> int | None:
@@ -135,6 +138,11 @@ class IrisHook:
         self.source = ""
 
     @property
+    def where(self) -> str:
+        """What was asked, for every error: the controller address (or the CLI's cluster)."""
+        return f"controller {self.url}" if self.url else f"iris cluster {self.cluster!r} (CLI)"
+
+    @property
     def prefix(self) -> str:
         return f"/{self.user.strip('/')}/"
 
@@ -161,6 +169,7 @@ class IrisHook:
             ],
             self.timeout_s,
             self.env,
+            self.where,
         )
         try:
             doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
@@ -170,22 +179,22 @@ class IrisHook:
             return self._poll_cli()
         if res.returncode != 0 or "jobs" not in doc:
             why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-            raise IrisUnavailable(f"iris poll failed: {why}")
+            raise IrisUnavailable(f"{self.where}: iris poll failed: {why}")
         try:
             return [job_from_poll(d) for d in doc["jobs"]], (doc.get("now_ms") or 0) / 1000 or None
         except (IrisStateError, TypeError) as exc:  # one unreadable record: the running set is UNKNOWN
-            raise IrisUnavailable(f"iris poll: {exc}") from exc
+            raise IrisUnavailable(f"{self.where}: iris poll: {exc}") from exc
 
     def _cli(self, *args: str) -> Any:
         target = ["--controller-url", self.url] if self.url else [f"--cluster={self.cluster}"]
-        res = _run([self.binary, *target, *args], self.timeout_s, self.env)
+        res = _run([self.binary, *target, *args], self.timeout_s, self.env, self.where)
         if res.returncode != 0:
             tail = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-            raise IrisUnavailable(f"iris {' '.join(args[:2])} failed: {tail}")
+            raise IrisUnavailable(f"{self.where}: iris {' '.join(args[:2])} failed: {tail}")
         try:
             return json.loads(res.stdout)
         except json.JSONDecodeError as exc:
-            raise IrisUnavailable(f"iris {' '.join(args[:2])} printed no JSON: {exc}") from exc
+            raise IrisUnavailable(f"{self.where}: iris {' '.join(args[:2])} printed no JSON: {exc}") from exc
 
     def _poll_cli(self) -> tuple[list[IrisJob], float | None]:
         self.source = "iris CLI"
@@ -200,5 +209,5 @@ class IrisHook:
             try:
                 jobs.append(job_from_cli(row, summary))
             except IrisStateError as exc:  # one unreadable record: the running set is UNKNOWN, never short
-                raise IrisUnavailable(f"iris job list: {exc}") from exc
+                raise IrisUnavailable(f"{self.where}: iris job list: {exc}") from exc
         return jobs, None

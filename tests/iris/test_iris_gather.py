@@ -125,6 +125,7 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
 
     ops = tmp_path / "ops"
     shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(ROOT / "include" / "ops" / "coreweave", ops / "coreweave")  # shipped: fields unset
     iris_ops(ops, "cwlocal", url, run)
     iris_ops(ops, "cwdown", f"http://127.0.0.1:{_free_port()}", run)
     t0 = time.time()
@@ -146,6 +147,11 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
     down = result.snapshots["cwdown"]
     assert down.status == ClusterStatus.UNKNOWN and down.running is None
     assert "UNAVAILABLE" in down.notes[0] or "Connection refused" in down.notes[0]
+    shipped = result.snapshots["coreweave"]  # per-cluster, not a failed run (issue 17)
+    assert shipped.status == ClusterStatus.UNCONFIGURED
+    assert f"[cluster-unconfigured] coreweave: {ops}/coreweave/ops.md: field 'controller_url' is unset" in (
+        result.report
+    )
     assert result.snapshots["local"].status == ClusterStatus.OK
     assert result.job(f"rl__{tag}_slurm").state == "RUNNING"
     # said once, in the overview, not as a row in every bucket table (issue 18)

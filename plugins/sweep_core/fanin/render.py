@@ -144,7 +144,7 @@ def _overview_note(s: ClusterSnapshot) -> str:
     """The cluster's notes; a swept cluster whose running set is UNKNOWN says so here, once (no
     placeholder row in every bucket table; its jobs that ended in the window are still listed)."""
     notes = list(s.notes)
-    if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+    if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED, ClusterStatus.UNCONFIGURED):
         notes.append("running jobs UNKNOWN (not none): no RUNNING rows for it in the bucket tables")
     return "; ".join(notes) or "—"
 
