@@ -179,7 +179,7 @@ def test_running_with_zero_pods_is_terminal(controller, tag, tmp_path) -> None:
     assert by_name[f"rl__{tag}_alive"].state == "RUNNING"
     assert "Kueue gang admission" in by_name[f"rl__{tag}_alive"].reason
     gone = by_name[f"rl__{tag}_wedge"]
-    assert gone.state == "NODE_FAIL" and gone.source == "sacct" and "silent wedge" in gone.reason
+    assert gone.state == "WEDGED" and gone.source == "sacct" and "iris RUNNING, 0 pods" in gone.reason
 
 
 def test_cli_fallback_reads_the_same_jobs(controller, tag) -> None:

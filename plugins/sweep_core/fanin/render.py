@@ -189,6 +189,10 @@ def _job_row(
     if job.source == "squeue":
         cadence = cadence_for(job.cluster, job.bucket)
         when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
+    elif job.state == "WEDGED":  # iris RUNNING with 0 pods: no end, no exit code is known
+        when = "0 pods (no end, no exit code)"
+    elif job.state == "VANISHED":  # listed nowhere now: ``end`` is when it was last seen
+        when = f"last seen {job.end or '?'}"
     else:
         when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
     row = [job.cluster, job.job_id, job.name, job.state, elapsed_text(job.elapsed) or "—", when]

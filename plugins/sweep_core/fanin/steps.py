@@ -20,6 +20,7 @@ from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.render import RenderedSweep, render_sweep
+from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import rules_config
 from sweep_core.rules.context import History, RuleContext
@@ -116,7 +117,9 @@ def rules_step(
     caps: dict[str, int | None] | None = None,
     history: History | None = None,
 ) -> list[Flag]:
-    """Apply every flag rule; flags are attached to their jobs as well."""
+    """Apply every flag rule; flags are attached to their jobs as well. The ledger's VANISHED jobs
+    become rows first (sweep_core.ledger.vanished)."""
+    add_vanished_rows(snaps, (history or History()).ledger, config.bucket_names[-1])
     ctx = RuleContext(
         snaps=list(snaps),
         cfg=rules_config(config.rules),

@@ -39,6 +39,7 @@ TO_SWEEP = {
     "WORKER_FAILED": "NODE_FAIL",
     "UNSCHEDULABLE": "FAILED",
 }
+WEDGED = "WEDGED"  # the controller says RUNNING, the pod count is 0 (the sweep's own state)
 _K8S_LABEL_MAX_LEN = 63
 
 
@@ -206,7 +207,8 @@ def iris_snapshot(
     error: str = "",
 ) -> ClusterSnapshot:
     """The sweep snapshot of an iris cluster. ``jobs is None`` (controller unreachable) is
-    UNKNOWN, never "no jobs". RUNNING with 0 pods is TERMINAL (the silent-wedge signature)."""
+    UNKNOWN, never "no jobs". RUNNING with 0 pods is WEDGED, TERMINAL (the silent-wedge signature):
+    listed with the ended jobs, with no end time and no exit code (neither is known)."""
     snap = ClusterSnapshot(
         cluster,
         "iris",
@@ -229,8 +231,9 @@ def iris_snapshot(
         pc = pods.get(ij.job_id)
         state = TO_SWEEP[ij.state]
         if ij.state == "RUNNING" and pc is not None and pc.error == "" and pc.total == 0:
-            state = "NODE_FAIL"
-            notes.append("TERMINAL: iris says RUNNING but 0 pods (silent wedge: killed/evicted/preempted)")
+            state = WEDGED
+            last = f"last log line {_ms_to_iso(int(ij.log_mtime * 1000))}Z" if ij.log_mtime else "no log line time"
+            notes.append(f"iris RUNNING, 0 pods: TERMINAL (silent wedge: killed/evicted/preempted); {last}")
         elif pc is not None and pc.error:
             notes.append(f"pod count unknown: {pc.error}")
         elif pc is not None and pc.total is not None and not (pc.gated or pc.image_pull):
@@ -261,8 +264,7 @@ def iris_snapshot(
             running.append(job)
         elif job.state == "PENDING":
             pending.append(job)
-        elif ij.state not in TERMINAL and state == "NODE_FAIL":
-            job.end = _ms_to_iso(int(now * 1000))
+        elif state == WEDGED:  # no end and no exit code: neither is known
             finished.append(job)
         elif ij.finished_at_ms is None or lo <= ij.finished_at_ms < hi:
             finished.append(job)

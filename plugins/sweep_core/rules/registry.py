@@ -15,6 +15,7 @@ from sweep_core.rules.datagen import rule_datagen_realness
 from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.liveness import rule_liveness_stale
+from sweep_core.rules.lost import rule_vanished, rule_wedged
 from sweep_core.rules.progress import rule_progress_unreadable
 from sweep_core.rules.rl import (
     rule_concluded_series,
@@ -31,6 +32,8 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "rl_resume_overshoot": rule_rl_resume_overshoot,
     "chain_timeout": rule_chain_timeout,
     "genuine_failure": rule_genuine_failure,
+    "wedged": rule_wedged,
+    "vanished": rule_vanished,
     "rl_collapse": rule_rl_collapse,
     "rl_new_untested": rule_rl_new_untested,
     "eval_health": rule_eval_health,

@@ -1,0 +1,71 @@
+"""Vanished jobs, read from the ledger: a job live in the last sweep that KNEW its cluster and
+listed nowhere now, while the cluster answered (iris: the controller; SLURM: squeue and sacct
+over the window), becomes a row of its own (state VANISHED, last seen time) before the rules run.
+Sweeps that did not know the cluster changed no entry, so "last seen" is the last KNOWN sighting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.fold import ACTIVE, TRUSTED, VANISHED
+from sweep_core.models import ClusterSnapshot, Job
+
+
+def _listed(s: ClusterSnapshot) -> set[str]:
+    return {j.job_id for j in [*(s.running or []), *(s.pending or []), *(s.finished or [])]}
+
+
+def _why(e: LedgerEntry, s: ClusterSnapshot) -> str:
+    seen = f"last seen {e.state} at {e.last_seen}"
+    if s.scheduler == "iris":
+        return (
+            f"record gone from the iris controller, which answered this sweep; {seen}: TERMINAL "
+            "(a kill/evict/preempt can leave no terminal record)"
+        )
+    return f"not in squeue and not in sacct over {s.window_start} → {s.window_end}; {seen}: end state unknown"
+
+
+def vanished_jobs(ledger: Ledger, s: ClusterSnapshot, default_bucket: str) -> list[Job]:
+    """The VANISHED rows of ``s`` (``end`` = when it was last seen, no exit code); none unless the
+    cluster answered in full now and an earlier sweep knew it."""
+    if s.status not in TRUSTED or s.running is None or s.finished is None or s.cluster not in ledger.known:
+        return []
+    listed, out = _listed(s), []
+    for e in sorted(ledger.jobs.values(), key=lambda e: e.key):
+        if e.cluster != s.cluster or e.state not in ACTIVE or e.job_id in listed:
+            continue
+        if e.state == "PENDING" and s.pending is None:
+            continue  # PENDING jobs were not listed: nothing can be told
+        if s.window_end and e.last_seen > s.window_end:
+            continue  # a later sweep saw it: this (older) window cannot tell it is gone
+        out.append(
+            Job(
+                cluster=e.cluster,
+                job_id=e.job_id,
+                name=e.name,
+                state=VANISHED,
+                source="sacct",
+                end=e.last_seen,
+                reason=_why(e, s),
+                bucket=e.bucket or default_bucket,
+                log_mtime=e.last_output,
+            )
+        )
+    return out
+
+
+def add_vanished_rows(snaps: Sequence[ClusterSnapshot], ledger: Ledger, default_bucket: str) -> None:
+    """Append each snapshot's VANISHED rows to its ended jobs (in place)."""
+    for s in snaps:
+        rows = vanished_jobs(ledger, s, default_bucket)
+        if rows and s.finished is not None:
+            s.finished.extend(rows)
+
+
+def catch_up_start(ledger: Ledger, cluster: str) -> str:
+    """ISO time from which the cluster's ended jobs must be read so that no live job of the ledger
+    is missed (the earliest last sighting of one; "" when none): what the UNKNOWN sweeps skipped."""
+    times = [e.last_seen for e in ledger.jobs.values() if e.cluster == cluster and e.state in ACTIVE and e.last_seen]
+    return min(times, default="")

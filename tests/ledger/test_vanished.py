@@ -1,0 +1,93 @@
+"""VANISHED rows from the ledger (issue 17): a job live at the last sweep that KNEW its cluster and
+listed nowhere now is a row of its own with its last-seen time, a flag and an action, for iris and
+SLURM alike; UNKNOWN/UNREACHABLE sweeps in between do not move "last seen"."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.steps import rules_step
+from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.fold import fold_sweep
+from sweep_core.ledger.vanished import catch_up_start, vanished_jobs
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.rules.context import History, base_state
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
+
+
+def at(hours: int) -> dt.datetime:
+    return T0 + dt.timedelta(hours=hours)
+
+
+def snap(cluster: str, scheduler: str, hours: int, running=(), status=ClusterStatus.OK) -> ClusterSnapshot:
+    ok = status == ClusterStatus.OK
+    return ClusterSnapshot(
+        cluster,
+        scheduler,
+        status,
+        running=list(running) if ok else None,
+        finished=[] if ok else None,
+        pending=[] if ok else None,
+        window_start=at(hours - 3).isoformat(),
+        window_end=at(hours).isoformat(),
+    )
+
+
+def fold(ledger: Ledger, snaps: list[ClusterSnapshot], hours: int) -> tuple[Ledger, list[str]]:
+    new, changes = fold_sweep(ledger, snaps, run_id=f"run{hours}", window_end=at(hours), base_state=base_state)
+    return new, [c.line for c in changes]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "scheduler", "job_id", "why"),
+    [
+        ("cw", "iris", "/sweep/rl__x", "record gone from the iris controller, which answered this sweep"),
+        ("leo", "slurm", "4242", "not in squeue and not in sacct over"),
+    ],
+)
+def test_a_job_that_vanishes_across_an_unknown_sweep_is_a_row_with_a_flag(cluster, scheduler, job_id, why) -> None:
+    config = load_sweep_config(ROOT / "include" / "sweep.yaml")
+    running = Job(cluster, job_id, "rl__x", "RUNNING", "squeue", bucket="RL")
+    ledger, _ = fold(Ledger(), [snap(cluster, scheduler, 3, [running])], 3)
+    down = snap(cluster, scheduler, 6, status=ClusterStatus.UNKNOWN)
+    assert vanished_jobs(ledger, down, "Catch-all") == []  # nothing can be told of an UNKNOWN sweep
+    ledger, _ = fold(ledger, [down], 6)
+    assert ledger.jobs[f"{cluster}|{job_id}"].last_seen == at(3).isoformat()  # not reset
+    assert catch_up_start(ledger, cluster) == at(3).isoformat()
+
+    now = snap(cluster, scheduler, 9)
+    flags = rules_step([now], config, {}, history=History(ledger=ledger))
+    (row,) = now.finished
+    assert (row.job_id, row.state, row.end, row.exit_code, row.bucket) == (
+        job_id,
+        "VANISHED",
+        at(3).isoformat(),
+        "",
+        "RL",
+    )
+    assert why in row.reason and f"last seen RUNNING at {at(3).isoformat()}" in row.reason
+    (flag,) = [f for f in flags if f.rule == "vanished"]
+    assert flag.severity == "critical" and flag.action == "investigate" and flag.job_id == job_id
+
+    ledger, lines = fold(ledger, [now], 9)
+    assert lines == [
+        f"cluster {cluster}: UNKNOWN → OK",
+        f"vanished: {cluster} RL {job_id} rl__x (was RUNNING, last seen {at(3).isoformat()})",
+    ]
+    entry = ledger.jobs[f"{cluster}|{job_id}"]
+    assert entry.state == "VANISHED" and entry.last_seen == at(3).isoformat()
+    later = snap(cluster, scheduler, 12)
+    rules_step([later], config, {}, history=History(ledger=ledger))
+    assert later.finished == []  # told once
+
+
+def test_a_listed_job_or_an_unknown_cluster_is_never_vanished() -> None:
+    running = Job("cw", "/sweep/a", "rl__a", "RUNNING", "squeue", bucket="RL")
+    ledger, _ = fold(Ledger(), [snap("cw", "iris", 3, [running])], 3)
+    assert vanished_jobs(ledger, snap("cw", "iris", 6, [running]), "Catch-all") == []
+    assert vanished_jobs(Ledger(), snap("cw", "iris", 6), "Catch-all") == []  # never known: no memory
