@@ -19,7 +19,13 @@ from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.window import sweep_window
 
 
-def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: Any = None) -> ClusterSnapshot:
+def gather_iris(
+    cfg: ClusterConfig,
+    start: dt.datetime,
+    end: dt.datetime,
+    log: Any = None,
+    ended_since: dt.datetime | None = None,
+) -> ClusterSnapshot:
     """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal.
     Fields not filled in yet: UNCONFIGURED; a client path absent on this worker: ERROR (both name
     the file and the field, and the cluster is not contacted)."""
@@ -42,9 +48,10 @@ def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: A
         cluster=cfg.iris_cluster,
         home=cfg.iris_home,
         timeout_s=cfg.iris_timeout_s,
+        log_bytes=cfg.iris_log_bytes,
     )
     try:
-        jobs, now = hook.poll()
+        jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000))
     except IrisUnavailable as exc:
         return iris_snapshot(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
@@ -60,7 +67,14 @@ def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: A
             if job.state in ("RUNNING", "BUILDING", "PENDING"):
                 pods[job.job_id] = counter.count(job.job_id)
     snap = iris_snapshot(
-        cfg.name, jobs, pods, now=now or time.time(), window_start=start, window_end=end, source=hook.source
+        cfg.name,
+        jobs,
+        pods,
+        now=now or time.time(),
+        window_start=start,
+        window_end=end,
+        source=hook.source,
+        ended_since=ended_since,
     )
     if not cfg.kubeconfig:
         snap.notes.append("pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected")
@@ -75,16 +89,35 @@ class IrisGatherOperator(BaseOperator):
     template_fields: Sequence[str] = ("lookback_hours",)
 
     def __init__(
-        self, *, cluster: str, ops_dir: str | Path, lookback_hours: Any = "{{ params.lookback_hours }}", **kwargs: Any
+        self,
+        *,
+        cluster: str,
+        ops_dir: str | Path,
+        sweep_config_path: str | Path | None = None,
+        lookback_hours: Any = "{{ params.lookback_hours }}",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.cluster = cluster
+        self.sweep_config_path = str(sweep_config_path) if sweep_config_path else None
         self.ops_dir = str(ops_dir)
         self.lookback_hours = lookback_hours
 
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
-        snap = gather_iris(cfg, start, end, self.log)
+        snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up())
         self.log.info("%s: %s; notes: %s", snap.cluster, snap.status, snap.notes)
         return snap.to_dict()
+
+    def _catch_up(self) -> dt.datetime | None:
+        """The earliest last sighting of a live job of this cluster in the ledger (read-only)."""
+        if not self.sweep_config_path:
+            return None
+        from sweep_core.config.sweep import load_sweep_config
+        from sweep_core.ledger.store import load_ledger
+        from sweep_core.ledger.vanished import catch_up_start
+        from sweep_operators.handoff_record import run_log_dir
+
+        since = catch_up_start(load_ledger(run_log_dir(load_sweep_config(self.sweep_config_path))), self.cluster)
+        return dt.datetime.fromisoformat(since) if since else None

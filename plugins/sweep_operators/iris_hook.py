@@ -85,6 +85,7 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
         ],
         log_tail="\n".join(lines) + ("\n" if lines else ""),
         log_mtime=last / 1000 if last else None,
+        log_truncated=bool(d.get("log_truncated")),
     )
 
 
@@ -127,11 +128,12 @@ class IrisHook:
         home: str = "",
         timeout_s: float = default_of(OpsFrontMatter, "iris_timeout_s"),
         log_lines: int = 200,
+        log_bytes: int = default_of(OpsFrontMatter, "iris_log_bytes"),
     ) -> None:
         if not (python or binary):
             raise ValueError("IrisHook needs iris_python or iris_binary")
         self.url, self.user, self.python, self.binary, self.cluster = url, user, python, binary, cluster
-        self.timeout_s, self.log_lines = timeout_s, log_lines
+        self.timeout_s, self.log_lines, self.log_bytes = timeout_s, log_lines, log_bytes
         self.env = dict(os.environ)
         if home:
             self.env["HOME"] = home  # the client keeps a token store under $HOME/.iris
@@ -146,15 +148,16 @@ class IrisHook:
     def prefix(self) -> str:
         return f"/{self.user.strip('/')}/"
 
-    def poll(self) -> tuple[list[IrisJob], float | None]:
-        """(jobs, controller-side now in epoch seconds); raises IrisUnavailable."""
+    def poll(self, since_ms: int = 0) -> tuple[list[IrisJob], float | None]:
+        """(jobs, controller-side now in epoch seconds); raises IrisUnavailable. Logs: since
+        ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only)."""
         if self.python and self.url and Path(self.python).exists():
-            return self._poll_client()
+            return self._poll_client(since_ms)
         if self.binary:
             return self._poll_cli()
         raise IrisUnavailable(f"iris_python {self.python!r} does not exist and no iris_binary is configured")
 
-    def _poll_client(self) -> tuple[list[IrisJob], float | None]:
+    def _poll_client(self, since_ms: int) -> tuple[list[IrisJob], float | None]:
         self.source = "iris client"
         res = _run(
             [
@@ -164,6 +167,10 @@ class IrisHook:
                 self.prefix,
                 "--log-lines",
                 str(self.log_lines),
+                "--since-ms",
+                str(since_ms),
+                "--max-bytes",
+                str(self.log_bytes),
                 "--max-elapsed",
                 str(max(1.0, self.timeout_s / 3)),
             ],

@@ -98,6 +98,9 @@ class OpsFrontMatter(StrictModel):
     iris_binary: str = Field("", description="iris: the iris CLI, the fallback of iris_python")
     iris_home: str = Field("", description="iris: HOME for the client (its config and credentials)")
     iris_timeout_s: int = Field(60, gt=0, description="iris: seconds one controller poll may take")
+    iris_log_bytes: int = Field(
+        262144, gt=0, description="iris: bytes of each job's log since the window start (newest kept) read for metrics"
+    )
     kubeconfig: str = Field(
         "", description="iris: the kubeconfig of the pod count, named explicitly (with kube_context)"
     )

@@ -94,6 +94,7 @@ class IrisJob:
     tasks: list[IrisTask] = field(default_factory=list)
     log_tail: str = ""
     log_mtime: float | None = None  # epoch seconds of the newest log line, if the log has times
+    log_truncated: bool = False  # the log since the window start was longer than the byte bound
 
     @property
     def name(self) -> str:
@@ -205,9 +206,11 @@ def iris_snapshot(
     window_end: dt.datetime,
     source: str,
     error: str = "",
+    ended_since: dt.datetime | None = None,
 ) -> ClusterSnapshot:
     """The sweep snapshot of an iris cluster. ``jobs is None`` (controller unreachable) is
-    UNKNOWN, never "no jobs". RUNNING with 0 pods is WEDGED, TERMINAL (the silent-wedge signature):
+    UNKNOWN, never "no jobs". ``ended_since``: list jobs that ended from then on (a catch-up over
+    sweeps that could not read the controller; sweep_core.ledger.vanished.catch_up_start). RUNNING with 0 pods is WEDGED, TERMINAL (the silent-wedge signature):
     listed with the ended jobs, with no end time and no exit code (neither is known)."""
     snap = ClusterSnapshot(
         cluster,
@@ -225,7 +228,12 @@ def iris_snapshot(
     running: list[Job] = []
     finished: list[Job] = []
     pending: list[Job] = []
-    lo, hi = window_start.timestamp() * 1000, window_end.timestamp() * 1000
+    lo, hi = min(window_start, ended_since or window_start).timestamp() * 1000, window_end.timestamp() * 1000
+    if ended_since is not None and ended_since < window_start:
+        snap.notes.append(
+            f"ended jobs read since {ended_since.isoformat()}: the last sweep that saw them live "
+            "(the sweeps between could not read the controller)"
+        )
     for ij in jobs:
         notes: list[str] = []
         pc = pods.get(ij.job_id)
@@ -239,6 +247,8 @@ def iris_snapshot(
         elif pc is not None and pc.total is not None and not (pc.gated or pc.image_pull):
             notes.append(f"{pc.total} pod(s)")  # else the bring-up note gives the count, once
         notes += bringup_notes(ij, pc)
+        if ij.log_truncated:
+            notes.append("log since the window start over the byte bound (ops.md iris_log_bytes): newest kept")
         task_errors = [t.error for t in ij.tasks if t.error]
         if ij.error or task_errors:
             notes.append(drop_separators(ij.error or task_errors[0])[:200])
