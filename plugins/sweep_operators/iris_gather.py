@@ -40,16 +40,7 @@ def gather_iris(
             window_start=start.isoformat(),
             window_end=end.isoformat(),
         )
-    hook = IrisHook(
-        url=cfg.controller_url,
-        user=cfg.user,
-        python=cfg.iris_python,
-        binary=cfg.iris_binary,
-        cluster=cfg.iris_cluster,
-        home=cfg.iris_home,
-        timeout_s=cfg.iris_timeout_s,
-        log_bytes=cfg.iris_log_bytes,
-    )
+    hook = IrisHook.for_cluster(cfg)
     try:
         jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000))
     except IrisUnavailable as exc:

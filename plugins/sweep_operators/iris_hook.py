@@ -19,6 +19,7 @@ from sweep_core.config.schema_base import default_of
 from sweep_core.iris.state import IrisJob, IrisStateError, IrisTask, iris_state_name
 
 POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
+STOP_SCRIPT = Path(__file__).with_name("iris_stop.py")
 
 
 class IrisUnavailable(Exception):
@@ -138,6 +139,40 @@ class IrisHook:
         if home:
             self.env["HOME"] = home  # the client keeps a token store under $HOME/.iris
         self.source = ""
+
+    @classmethod
+    def for_cluster(cls, cfg: Any) -> IrisHook:
+        """The hook of one cluster's ops.md (a ClusterConfig)."""
+        return cls(
+            url=cfg.controller_url,
+            user=cfg.user,
+            python=cfg.iris_python,
+            binary=cfg.iris_binary,
+            cluster=cfg.iris_cluster,
+            home=cfg.iris_home,
+            timeout_s=cfg.iris_timeout_s,
+            log_bytes=cfg.iris_log_bytes,
+        )
+
+    def stop(self, jobs: list[dict[str, str]], confirm_timeout_s: float) -> dict[str, dict[str, Any]]:
+        """Stop approved jobs (``{job_id, name, state}``), each re-checked right before
+        (iris_stop.py); job id -> ``{rc, text, state}``. Raises IrisUnavailable when nothing could
+        be asked; a controller error midway keeps the results so far under ``"error"`` texts."""
+        if not (self.python and self.url and Path(self.python).exists()):
+            raise IrisUnavailable(f"{self.where}: stopping needs iris_python and controller_url (the client)")
+        cmd = [self.python, str(STOP_SCRIPT), self.url, json.dumps(jobs), "--confirm-timeout", f"{confirm_timeout_s:g}"]
+        res = _run(cmd, self.timeout_s + confirm_timeout_s, self.env, self.where)
+        try:
+            doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
+        except json.JSONDecodeError:
+            doc = {}
+        if "results" not in doc:
+            why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+            raise IrisUnavailable(f"{self.where}: iris stop failed: {why}")
+        if doc.get("error"):
+            for r in doc["results"].values():
+                r["text"] = f"{r.get('text', '')}; then {doc['error']}"[:300]
+        return doc["results"]
 
     @property
     def where(self) -> str:
