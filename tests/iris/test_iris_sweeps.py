@@ -65,7 +65,8 @@ def test_a_wedged_job_and_a_chatty_jobs_metrics_through_a_dag_sweep(controller, 
     row = _row(result, "RL", names["wedge"])
     print("WEDGED row:", row)
     assert row["State"] == "WEDGED" and row["Last output / End"] == "0 pods (no end, no exit code)"
-    assert "[wedged] iris RUNNING, 0 pods since" in row["Note"] and "last log line 20" in row["Note"]
+    assert "[wedged] 0 pods since" in row["Note"] and "iris RUNNING, 0 pods" in row["Note"]
+    assert "last log line 20" in row["Note"]
     assert f"[wedged] CRITICAL cw RL {ids['wedge']} {names['wedge']}" in result.report
     for name in names.values():
         assert not any(w in _row(result, "RL", name)["Note"] for w in SLURM_WORDS), _row(result, "RL", name)

@@ -70,7 +70,7 @@ def test_a_job_that_vanishes_across_an_unknown_sweep_is_a_row_with_a_flag(cluste
         "",
         "RL",
     )
-    assert why in row.reason and f"last seen RUNNING at {at(3).isoformat()}" in row.reason
+    assert why in row.reason and "(was RUNNING)" in row.reason
     (flag,) = [f for f in flags if f.rule == "vanished"]
     assert flag.severity == "critical" and flag.action == "investigate" and flag.job_id == job_id
 

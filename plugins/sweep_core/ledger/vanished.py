@@ -18,13 +18,12 @@ def _listed(s: ClusterSnapshot) -> set[str]:
 
 
 def _why(e: LedgerEntry, s: ClusterSnapshot) -> str:
-    seen = f"last seen {e.state} at {e.last_seen}"
     if s.scheduler == "iris":
         return (
-            f"record gone from the iris controller, which answered this sweep; {seen}: TERMINAL "
+            f"record gone from the iris controller, which answered this sweep (was {e.state}): TERMINAL "
             "(a kill/evict/preempt can leave no terminal record)"
         )
-    return f"not in squeue and not in sacct over {s.window_start} → {s.window_end}; {seen}: end state unknown"
+    return f"not in squeue and not in sacct over {s.window_start} → {s.window_end} (was {e.state}): end state unknown"
 
 
 def vanished_jobs(ledger: Ledger, s: ClusterSnapshot, default_bucket: str) -> list[Job]:

@@ -25,7 +25,7 @@ def rule_wedged(ctx: RuleContext) -> list[Flag]:
             else:
                 was = f"; {e.state} with pods at {e.last_seen}" if e is not None and e.last_seen else ""
                 since = f"since {s.window_end} (this sweep{was})"
-            msg = f"iris RUNNING, 0 pods {since}: TERMINAL silent wedge; read the task log, then stop it"
+            msg = f"0 pods {since}: read the task log, then stop it (sweep_cancel stops iris jobs)"
             out.append(job_flag("wedged", Severity.CRITICAL, job, msg, Action.DIAGNOSE))
     return out
 
