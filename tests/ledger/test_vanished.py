@@ -61,6 +61,7 @@ def test_a_job_that_vanishes_across_an_unknown_sweep_is_a_row_with_a_flag(cluste
     assert catch_up_start(ledger, cluster) == at(3).isoformat()
 
     now = snap(cluster, scheduler, 9)
+    now.window_start = at(3).isoformat()  # SLURM: sacct over a catch-up window since the last KNOWN sweep
     flags = rules_step([now], config, {}, history=History(ledger=ledger))
     (row,) = now.finished
     assert (row.job_id, row.state, row.end, row.exit_code, row.bucket) == (
@@ -91,3 +92,15 @@ def test_a_listed_job_or_an_unknown_cluster_is_never_vanished() -> None:
     ledger, _ = fold(Ledger(), [snap("cw", "iris", 3, [running])], 3)
     assert vanished_jobs(ledger, snap("cw", "iris", 6, [running]), "Catch-all") == []
     assert vanished_jobs(Ledger(), snap("cw", "iris", 6), "Catch-all") == []  # never known: no memory
+
+
+def test_a_slurm_window_that_does_not_cover_since_last_seen_leaves_it_to_the_fold() -> None:
+    """sacct over 6h-9h cannot tell a job last seen at 3h is gone: no VANISHED row; the fold says
+    it ended while the sweeps did not read the cluster (its end state is in that window's sacct)."""
+    running = Job("leo", "4242", "rl__x", "RUNNING", "squeue", bucket="RL")
+    ledger, _ = fold(Ledger(), [snap("leo", "slurm", 3, [running])], 3)
+    ledger, _ = fold(ledger, [snap("leo", "slurm", 6, status=ClusterStatus.UNKNOWN)], 6)
+    now = snap("leo", "slurm", 9)
+    assert vanished_jobs(ledger, now, "Catch-all") == []
+    _, lines = fold(ledger, [now], 9)
+    assert lines[1].startswith("gone: leo RL 4242 rl__x (was RUNNING, ended while the sweeps did not read the cluster")

@@ -1,16 +1,21 @@
-"""Vanished jobs, read from the ledger: a job live in the last sweep that KNEW its cluster and
-listed nowhere now, while the cluster answered (iris: the controller; SLURM: squeue and sacct
-over the window), becomes a row of its own (state VANISHED, last seen time) before the rules run.
-Sweeps that did not know the cluster changed no entry, so "last seen" is the last KNOWN sighting.
+"""Vanished jobs, read from the ledger: a job live in the last sweep that KNEW its cluster, listed
+nowhere now while the cluster answered (iris: the controller; SLURM: squeue, and sacct over a
+window covering the time since it was last seen), is a row of its own (state VANISHED, last
+seen time) before the rules run. UNKNOWN sweeps changed no entry: "last seen" is the last KNOWN one.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.fold import ACTIVE, TRUSTED, VANISHED
 from sweep_core.models import ClusterSnapshot, Job
+
+
+def _at(iso: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(iso)
 
 
 def _listed(s: ClusterSnapshot) -> set[str]:
@@ -37,8 +42,10 @@ def vanished_jobs(ledger: Ledger, s: ClusterSnapshot, default_bucket: str) -> li
             continue
         if e.state == "PENDING" and s.pending is None:
             continue  # PENDING jobs were not listed: nothing can be told
-        if s.window_end and e.last_seen > s.window_end:
+        if s.window_end and _at(e.last_seen) > _at(s.window_end):
             continue  # a later sweep saw it: this (older) window cannot tell it is gone
+        if s.scheduler != "iris" and (not s.window_start or _at(s.window_start) > _at(e.last_seen)):
+            continue  # sacct did not cover the time since it was last seen: the fold says "gone", not this
         out.append(
             Job(
                 cluster=e.cluster,
