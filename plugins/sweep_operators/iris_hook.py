@@ -22,6 +22,19 @@ POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
 STOP_SCRIPT = Path(__file__).with_name("iris_stop.py")
 
 
+# IrisHook argument -> its ops.md field
+_FROM_OPS = {
+    "url": "controller_url",
+    "user": "user",
+    "python": "iris_python",
+    "binary": "iris_binary",
+    "cluster": "iris_cluster",
+    "home": "iris_home",
+    "timeout_s": "iris_timeout_s",
+    "log_bytes": "iris_log_bytes",
+}
+
+
 class IrisUnavailable(Exception):
     """The controller (or the client) could not be asked: UNKNOWN this sweep, retry the next."""
 
@@ -143,16 +156,7 @@ class IrisHook:
     @classmethod
     def for_cluster(cls, cfg: Any) -> IrisHook:
         """The hook of one cluster's ops.md (a ClusterConfig)."""
-        return cls(
-            url=cfg.controller_url,
-            user=cfg.user,
-            python=cfg.iris_python,
-            binary=cfg.iris_binary,
-            cluster=cfg.iris_cluster,
-            home=cfg.iris_home,
-            timeout_s=cfg.iris_timeout_s,
-            log_bytes=cfg.iris_log_bytes,
-        )
+        return cls(**{arg: getattr(cfg, key) for arg, key in _FROM_OPS.items()})
 
     def stop(self, jobs: list[dict[str, str]], confirm_timeout_s: float) -> dict[str, dict[str, Any]]:
         """Stop approved jobs (``{job_id, name, state}``), each re-checked right before
@@ -160,7 +164,7 @@ class IrisHook:
         be asked; a controller error midway keeps the results so far under ``"error"`` texts."""
         if not (self.python and self.url and Path(self.python).exists()):
             raise IrisUnavailable(f"{self.where}: stopping needs iris_python and controller_url (the client)")
-        cmd = [self.python, str(STOP_SCRIPT), self.url, json.dumps(jobs), "--confirm-timeout", f"{confirm_timeout_s:g}"]
+        cmd = [self.python, str(STOP_SCRIPT), self.url, json.dumps(jobs), f"{confirm_timeout_s:g}"]
         res = _run(cmd, self.timeout_s + confirm_timeout_s, self.env, self.where)
         try:
             doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}

@@ -28,6 +28,21 @@ def _ms(value):  # proto Timestamp (.epoch_ms field) or rigging Timestamp (.epoc
     return int(v) if v else None
 
 
+def iris_api(max_elapsed, max_attempts):
+    """(IrisClient, JobName, job_pb2) of the iris client, every RPC's retries bounded (iris retries
+    for 30 minutes by default); raises ImportError where the client does not import."""
+    import iris.cluster.client.remote_client as remote_client
+    from iris.client.client import IrisClient
+    from iris.cluster.types import JobName
+    from iris.rpc import job_pb2
+    from iris.rpc.errors import call_with_retry
+
+    remote_client.call_with_retry = functools.partial(
+        call_with_retry, max_elapsed=max_elapsed, max_attempts=max_attempts
+    )
+    return IrisClient, JobName, job_pb2
+
+
 def _newest(entries, max_bytes):
     """The newest lines of ``entries`` (oldest first) whose UTF-8 size fits ``max_bytes``."""
     out, size = [], 0
@@ -54,18 +69,11 @@ def main() -> int:
     ap.add_argument("--max-since-lines", type=int, default=100000)
     args = ap.parse_args()
     try:
-        import iris.cluster.client.remote_client as remote_client
-        from iris.client.client import IrisClient
-        from iris.cluster.types import JobName
-        from iris.rpc import job_pb2
-        from iris.rpc.errors import call_with_retry
+        IrisClient, JobName, job_pb2 = iris_api(args.max_elapsed, args.max_attempts)  # noqa: N806
         from rigging.timing import Timestamp
     except ImportError as exc:
         print(json.dumps({"error": f"iris client not importable: {exc}", "kind": "import"}))
         return 3
-    remote_client.call_with_retry = functools.partial(
-        call_with_retry, max_elapsed=args.max_elapsed, max_attempts=args.max_attempts
-    )
     js, ts = job_pb2.JobState.Name, job_pb2.TaskState.Name
     t0 = time.monotonic()
     try:
