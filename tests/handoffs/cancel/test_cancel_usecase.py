@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from handoff_fakes import FakeSsh, cluster, ok, ops, squeue
 
-from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.cancel.plan import CancelDecision, approval_prompt
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
 from sweep_core.slurm.parse import CommandResult
 
@@ -102,6 +102,8 @@ def test_an_iris_job_is_validated_by_its_controller_and_stopped_through_the_clie
         return {"/sweep/rl__a": {"rc": 0, "text": "terminate sent", "state": "KILLED"}}, ""
 
     decisions = validate_jobs(jobs[:1], load, FakeSsh(), lambda cfg: (listed, ""))
+    subject, body = approval_prompt(decisions, dry_run=False, timeout_minutes=30)
+    assert subject == "iris job stop 1 job(s) on cw?" and "scancel" not in body
     kw = {"confirm_timeout_s": 5, "load_cluster": load, "run_script": FakeSsh(), "stop_iris": stop}
     lines: list[str] = []
     assert scancel_approved(decisions, dry_run=True, say=lines.append, **kw) == {

@@ -120,9 +120,10 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
     """Subject and Markdown body of the approval request: everything the human decides from."""
     todo = [d for d in decisions if d.verdict == "cancel"]
     clusters = sorted({d.request.cluster for d in todo})
-    subject = f"{'[DRY RUN] ' if dry_run else ''}scancel {len(todo)} job(s) on {', '.join(clusters)}?"
+    verb = " / ".join(sorted({"iris job stop" if IRIS_JOB_ID_RE.match(d.request.job_id) else "scancel" for d in todo}))
+    subject = f"{'[DRY RUN] ' if dry_run else ''}{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
     lines = [
-        f"Approve to `scancel` these {len(todo)} job(s). Each is re-checked right before: still in the "
+        f"Approve to `{verb}` these {len(todo)} job(s). Each is re-checked right before: still in the "
         "state shown, with the same name, else it is left alone. Reject, or no answer within "
         f"{timeout_minutes:g} min, cancels nothing.",
         "",
