@@ -38,7 +38,7 @@ from sweep_core.fanin.steps import (
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.ledger.runs import fold_sweep_run, give_once
-from sweep_core.ledger.store import load_ledger
+from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
@@ -135,7 +135,8 @@ def rules(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
             caps[s.cluster] = None
     history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
     history = load_history(run_log_dir(config), end, notes=history_notes)
-    history.ledger = load_ledger(run_log_dir(config), history_notes)  # read-only: the report task folds
+    ends = end.astimezone(dt.UTC).isoformat()  # read-only (the report task folds), as this run's fold will see it
+    history.ledger = ledger_for_run(run_log_dir(config), _run_id(context), ends, history_notes)
     flags = rules_step(snaps, config, _cadences(snaps, ops_dir, sweep_yaml), caps, history)
     for s in snaps:
         for job in s.all_jobs():

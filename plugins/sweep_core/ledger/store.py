@@ -100,13 +100,27 @@ def fold_run(
     tells the same changes, keeping every hand-off given since. Any other run folds on top."""
     before_path = ledger_path(run_log_dir).with_name(BEFORE_FILE)
     with _locked(run_log_dir):
-        current = load_ledger(run_log_dir, notes)
-        kept = _read(before_path, notes, _before) if current.run_id else None
-        latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
-        rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
-        base = latest[2] if latest is not None and rerun else current
+        current, base = _base(run_log_dir, run_id, window_end, notes)
         _write(before_path, {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
         ledger, result = fold(base)
         ledger.run_id = run_id
         save_ledger(run_log_dir, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))
     return result
+
+
+def _base(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None) -> tuple[Ledger, Ledger]:
+    """(the stored ledger, the one run ``run_id`` folds against: on a re-run of the latest run,
+    the ledger as it stood before that run folded)."""
+    current = load_ledger(run_log_dir, notes)
+    before_path = ledger_path(run_log_dir).with_name(BEFORE_FILE)
+    kept = _read(before_path, notes, _before) if current.run_id else None
+    latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
+    rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
+    return current, latest[2] if latest is not None and rerun else current
+
+
+def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
+    """Read-only: the ledger run ``run_id`` (window ending ``window_end``) will fold against, so that
+    its rules see what its fold sees (a re-run tells the same VANISHED rows)."""
+    with _locked(run_log_dir):
+        return _base(run_log_dir, run_id, window_end, notes)[1]
