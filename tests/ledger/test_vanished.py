@@ -104,3 +104,24 @@ def test_a_slurm_window_that_does_not_cover_since_last_seen_leaves_it_to_the_fol
     assert vanished_jobs(ledger, now, "Catch-all") == []
     _, lines = fold(ledger, [now], 9)
     assert lines[1].startswith("gone: leo RL 4242 rl__x (was RUNNING, ended while the sweeps did not read the cluster")
+
+
+def test_a_rerun_of_the_sweep_that_told_a_vanish_tells_it_again(tmp_path) -> None:
+    from sweep_core.ledger.store import fold_run, ledger_for_run
+
+    def sweep(run: str, hours: int, running: list[Job]) -> list[str]:
+        s = snap("cw", "iris", hours, running)
+        ledger = ledger_for_run(tmp_path, run, at(hours).isoformat())
+        rows = vanished_jobs(ledger, s, "Catch-all")
+        s.finished = rows
+
+        def folded(base: Ledger):
+            new, changes = fold_sweep(base, [s], run_id=run, window_end=at(hours), base_state=base_state)
+            return new, [c.line for c in changes]
+
+        return [r.job_id for r in rows] + fold_run(tmp_path, run, at(hours).isoformat(), folded)
+
+    sweep("r1", 3, [Job("cw", "/sweep/a", "rl__a", "RUNNING", "squeue", bucket="RL")])
+    told = sweep("r2", 6, [])
+    assert told[0] == "/sweep/a" and told[-1].startswith("vanished: cw RL /sweep/a")
+    assert sweep("r2", 6, []) == told  # the re-run: the same row, the same change
