@@ -56,9 +56,7 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
     assert "UNAVAILABLE" in down.notes[0] or "Connection refused" in down.notes[0]
     shipped = result.snapshots["coreweave"]  # per-cluster, not a failed run (issue 17)
     assert shipped.status == ClusterStatus.UNCONFIGURED
-    assert f"[cluster-unconfigured] coreweave: {ops}/coreweave/ops.md: field 'controller_url' is unset" in (
-        result.report
-    )
+    assert f"[cluster-unconfigured] coreweave: {ops}/coreweave/ops.md: field 'iris_python' is unset" in (result.report)
     assert result.snapshots["local"].status == ClusterStatus.OK
     assert result.job(f"rl__{tag}_slurm").state == "RUNNING"
     # said once, in the overview, not as a row in every bucket table (issue 18)

@@ -63,7 +63,7 @@ def test_a_wedged_job_and_a_chatty_jobs_metrics_through_a_dag_sweep(controller, 
     wedged = result.job(names["wedge"])
     assert (wedged.state, wedged.exit_code, wedged.end) == ("WEDGED", "", "")  # no exit code invented
     row = _row(result, "RL", names["wedge"])
-    print("WEDGED row:", row)
+    print("WEDGED run-log table:\n" + result.rendered["tables"]["RL"])
     assert row["State"] == "WEDGED" and row["Last output / End"] == "0 pods (no end, no exit code)"
     assert "[wedged] 0 pods since" in row["Note"] and "iris RUNNING, 0 pods" in row["Note"]
     assert "last log line 20" in row["Note"]
@@ -105,7 +105,7 @@ def test_a_job_that_vanishes_across_three_sweeps_with_an_unknown_between(control
     assert gone.state == "VANISHED" and gone.exit_code == ""
     assert dt.datetime.fromisoformat(gone.end) == dt.datetime.fromisoformat(seen_at)  # not the UNKNOWN sweep's
     row = _row(third, "RL", name)
-    print("VANISHED row:", row)
+    print("VANISHED run-log table:\n" + third.rendered["tables"]["RL"])
     assert row["State"] == "VANISHED" and row["Last output / End"] == f"last seen {gone.end}"
     assert "record gone from the iris controller" in row["Note"] and not any(w in row["Note"] for w in SLURM_WORDS)
     assert f"[vanished] CRITICAL cwv RL {job} {name}: vanished, last seen {gone.end}" in third.report
