@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
@@ -30,20 +31,27 @@ def running_count() -> int:
     return len(out.splitlines())
 
 
-def main() -> None:
+def setup() -> tuple[Any, Any, dt.datetime, dt.datetime]:
+    """(the local cluster's config, the gather limits, window start, end), the Connection set, the
+    sweep user's jobs cancelled: what every gather benchmark starts from."""
     for conn_id, conn in json.loads((CLUSTER_DIR / "connections.json").read_text()).items():
         os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
     from sweep_core.config.ops import load_cluster
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_operators.slurm_gather import gather_slurm
 
     cfg = load_cluster(ROOT / "include" / "ops", "local")
     limits = load_sweep_config(ROOT / "include" / "sweep.yaml").gather
     # A window that ended a minute ago: the script's sacct settle wait (sacct_settle_s) is over.
     end = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=60)
-    start = end - dt.timedelta(hours=1)
     subprocess.run(["runuser", "-u", USER, "--", "scancel", "-u", USER], check=False)
     time.sleep(2)
+    return cfg, limits, end - dt.timedelta(hours=1), end
+
+
+def main() -> None:
+    from sweep_operators.slurm_gather import gather_slurm
+
+    cfg, limits, start, end = setup()
     print(
         "jobs_running  ssh_sessions_login01  ssh_sessions_all  gather_s  jobs_in_snapshot  logs_read  ended_in_window"
     )

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The SLURM gather (sweep_core.slurm.gather): read-only, one record per command. The header
-# Python writes sets U (cluster user), SQUEUE_FORMAT, SACCT_FORMAT, SACCT_STATES,
+# Python writes sets U (cluster user), SQUEUE_FORMAT, PENDING_FORMAT, SACCT_FORMAT, SACCT_STATES,
 # SACCT_JOBS_FORMAT (JobID,State,JobName: the chunk counts), WINDOW_START,
 # WINDOW_END, SETTLE_S, TAIL_BYTES, MAX_JOBS, CHAIN_PREFIXES (array), CHAIN_LOGS, LP (ops.md
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES
@@ -14,10 +14,10 @@ if [ "$wait" -gt 0 ] && [ "$wait" -le "$SETTLE_S" ]; then sleep "$wait"; fi
 run meta sh -c 'hostname; date +%s; date +%z; id -un'
 S=$(date -d "@$WINDOW_START" +%Y-%m-%dT%H:%M:%S)
 E=$(date -d "@$WINDOW_END" +%Y-%m-%dT%H:%M:%S)
-run squeue squeue -u "$U" -t RUNNING -o "$SQUEUE_FORMAT"
+run squeue squeue -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
 sq=$?
 cp "$T/o" "$T/squeue"
-if [ "$sq" -eq 0 ]; then run pending squeue -u "$U" -t PENDING -o "$SQUEUE_FORMAT"; fi
+if [ "$sq" -eq 0 ]; then run pending env SLURM_TIME_FORMAT=%s squeue --start -u "$U" -t PENDING -o "$PENDING_FORMAT"; fi
 run sacct sacct -u "$U" -S "$S" -E "$E" -X -P --delimiter="$D" -s "$SACCT_STATES" -o "$SACCT_FORMAT"
 sa=$?
 cp "$T/o" "$T/sacct"

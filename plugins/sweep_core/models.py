@@ -69,8 +69,10 @@ class Job:
     state: str
     source: str  # "squeue" | "sacct"
     elapsed: str = ""
-    start: str = ""
+    start: str = ""  # a PENDING job: its expected start (epoch seconds, squeue --start), or N/A
     end: str = ""
+    submit: str = ""  # a PENDING job: its submit time (epoch seconds); time pending = remote_now - submit
+    dependency: str = ""  # a PENDING job: what is left of its --dependency (squeue %E), "" when none
     exit_code: str = ""
     partition: str = ""
     nodes: str = ""  # node list (or pending reason)
@@ -184,6 +186,6 @@ class Flag:
     def line(self, esc: Callable[[str], str] = str) -> str:
         """``[rule] SEVERITY cluster bucket id name: message → action``; ``esc`` is applied to the
         parts that come from the cluster (id, name, message), e.g. ``safe_text.md_text``."""
-        where = " ".join([self.cluster, self.bucket, esc(self.job_id), esc(self.job_name)]).strip()
+        where = " ".join(p for p in [self.cluster, self.bucket, esc(self.job_id), esc(self.job_name)] if p)
         act = f" → {self.action}" if self.action else ""
         return f"[{self.rule}] {self.severity.upper()} {where}: {esc(self.message)}{act}"

@@ -97,18 +97,21 @@ class IrisGatherOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
-        snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up())
+        snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up(start, end, context))
         self.log.info("%s: %s; notes: %s", snap.cluster, snap.status, snap.notes)
         return snap.to_dict()
 
-    def _catch_up(self) -> dt.datetime | None:
-        """The earliest last sighting of a live job of this cluster in the ledger (read-only)."""
+    def _catch_up(self, start: dt.datetime, end: dt.datetime, context: Any) -> dt.datetime | None:
+        """Read ended jobs back to where the ledger last read this cluster (sweep_core.ledger.catch_up)."""
         if not self.sweep_config_path:
             return None
         from sweep_core.config.sweep import load_sweep_config
-        from sweep_core.ledger.store import load_ledger
-        from sweep_core.ledger.vanished import catch_up_start
+        from sweep_core.ledger.catch_up import catch_up_start
+        from sweep_core.ledger.store import ledger_for_run
         from sweep_operators.handoff_record import run_log_dir
 
-        since = catch_up_start(load_ledger(run_log_dir(load_sweep_config(self.sweep_config_path))), self.cluster)
-        return dt.datetime.fromisoformat(since) if since else None
+        config = load_sweep_config(self.sweep_config_path)
+        run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+        ledger = ledger_for_run(run_log_dir(config), run_id, end.astimezone(dt.UTC).isoformat())
+        since, _ = catch_up_start(ledger, self.cluster, start, end, dt.timedelta(hours=config.gather.catch_up_hours))
+        return since if since < start else None

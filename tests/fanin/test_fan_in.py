@@ -79,9 +79,9 @@ def test_ops_md_cadence_override_wins() -> None:
     assert not s.running[1].stale
 
 
-def test_tables_are_box_drawing_one_per_bucket() -> None:
+def test_tables_are_box_drawing_one_per_bucket_then_pending() -> None:
     result = run_fan_in([snapshot()], CONFIG)
-    assert list(result.rendered.tables) == ["RL", "SFT", "Datagen", "Eval", "Catch-all"]
+    assert list(result.rendered.tables) == ["RL", "SFT", "Datagen", "Eval", "Catch-all", "Pending"]
     for table in result.rendered.tables.values():
         assert table.startswith("┌") and "┬" in table and table.rstrip().endswith("┘")
         assert "|---" not in table and "| --" not in table

@@ -12,12 +12,13 @@ from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.steps import rules_step
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
-from sweep_core.ledger.vanished import catch_up_start, vanished_jobs
+from sweep_core.ledger.vanished import vanished_jobs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History, base_state
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
+BACK = dt.timedelta(hours=24)  # gather.catch_up_hours
 
 
 def at(hours: int) -> dt.datetime:
@@ -55,13 +56,11 @@ def test_a_job_that_vanishes_across_an_unknown_sweep_is_a_row_with_a_flag(cluste
     running = Job(cluster, job_id, "rl__x", "RUNNING", "squeue", bucket="RL")
     ledger, _ = fold(Ledger(), [snap(cluster, scheduler, 3, [running])], 3)
     down = snap(cluster, scheduler, 6, status=ClusterStatus.UNKNOWN)
-    assert vanished_jobs(ledger, down, "Catch-all") == []  # nothing can be told of an UNKNOWN sweep
+    assert vanished_jobs(ledger, down, "Catch-all", BACK) == []  # nothing can be told of an UNKNOWN sweep
     ledger, _ = fold(ledger, [down], 6)
     assert ledger.jobs[f"{cluster}|{job_id}"].last_seen == at(3).isoformat()  # not reset
-    assert catch_up_start(ledger, cluster) == at(3).isoformat()
 
     now = snap(cluster, scheduler, 9)
-    now.window_start = at(3).isoformat()  # SLURM: sacct over a catch-up window since the last KNOWN sweep
     flags = rules_step([now], config, {}, history=History(ledger=ledger))
     (row,) = now.finished
     assert (row.job_id, row.state, row.end, row.exit_code, row.bucket) == (
@@ -90,18 +89,18 @@ def test_a_job_that_vanishes_across_an_unknown_sweep_is_a_row_with_a_flag(cluste
 def test_a_listed_job_or_an_unknown_cluster_is_never_vanished() -> None:
     running = Job("cw", "/sweep/a", "rl__a", "RUNNING", "squeue", bucket="RL")
     ledger, _ = fold(Ledger(), [snap("cw", "iris", 3, [running])], 3)
-    assert vanished_jobs(ledger, snap("cw", "iris", 6, [running]), "Catch-all") == []
-    assert vanished_jobs(Ledger(), snap("cw", "iris", 6), "Catch-all") == []  # never known: no memory
+    assert vanished_jobs(ledger, snap("cw", "iris", 6, [running]), "Catch-all", BACK) == []
+    assert vanished_jobs(Ledger(), snap("cw", "iris", 6), "Catch-all", BACK) == []  # never known: no memory
 
 
-def test_a_slurm_window_that_does_not_cover_since_last_seen_leaves_it_to_the_fold() -> None:
-    """sacct over 6h-9h cannot tell a job last seen at 3h is gone: no VANISHED row; the fold says
-    it ended while the sweeps did not read the cluster (its end state is in that window's sacct)."""
+def test_a_catch_up_capped_short_of_last_seen_leaves_it_to_the_fold() -> None:
+    """sacct read back only to 8h (catch_up_hours 1) cannot tell a job last seen at 3h is gone: no
+    VANISHED row; the fold says it ended while the sweeps did not read the cluster."""
     running = Job("leo", "4242", "rl__x", "RUNNING", "squeue", bucket="RL")
     ledger, _ = fold(Ledger(), [snap("leo", "slurm", 3, [running])], 3)
     ledger, _ = fold(ledger, [snap("leo", "slurm", 6, status=ClusterStatus.UNKNOWN)], 6)
     now = snap("leo", "slurm", 9)
-    assert vanished_jobs(ledger, now, "Catch-all") == []
+    assert vanished_jobs(ledger, now, "Catch-all", dt.timedelta(hours=1)) == []
     _, lines = fold(ledger, [now], 9)
     assert lines[1].startswith("gone: leo RL 4242 rl__x (was RUNNING, ended while the sweeps did not read the cluster")
 
@@ -112,7 +111,7 @@ def test_a_rerun_of_the_sweep_that_told_a_vanish_tells_it_again(tmp_path) -> Non
     def sweep(run: str, hours: int, running: list[Job]) -> list[str]:
         s = snap("cw", "iris", hours, running)
         ledger = ledger_for_run(tmp_path, run, at(hours).isoformat())
-        rows = vanished_jobs(ledger, s, "Catch-all")
+        rows = vanished_jobs(ledger, s, "Catch-all", BACK)
         s.finished = rows
 
         def folded(base: Ledger):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.config.schema_base import Regex, StrictModel, Tup
 
 Patterns = Tup[str]  # Python regexes, compiled by the section's consumer (its own error names the key)
 
@@ -93,6 +93,37 @@ class CollapseThresholds(StrictModel):
     tis_max: float = 5.0
 
 
+class ProgressThresholds(StrictModel):
+    """Progress across sweeps (issue 14): a counter that stopped while its log kept being written, and
+    the rate of a series (steps/hour over its chain links) against its own earlier rate."""
+
+    stall_sweeps: int = Field(2, ge=2, description="progress_stalled: consecutive sweeps that read the same value")
+    stall_minutes: float = Field(0.0, ge=0, description="progress_stalled: and at least this long since it moved")
+    slowdown_fraction: float = Field(0.5, gt=0, lt=1, description="latest rate below this x the series' earlier rate")
+    slowdown_min_intervals: int = Field(2, ge=1, description="earlier sweep-to-sweep intervals a slowdown needs")
+
+
+class SftDivergenceThresholds(StrictModel):
+    """SFT divergence: NaN/inf loss or grad norm is a failure; a spike is the last value over k x the
+    median of the tail's earlier values (at least ``min_points`` of them)."""
+
+    loss_spike_factor: float = Field(3.0, gt=1, description="last loss > this x the median of the earlier losses")
+    grad_norm_spike_factor: float = Field(5.0, gt=1, description="last grad norm > this x the earlier median")
+    min_points: int = Field(3, ge=1, description="earlier values in the tail a spike needs")
+
+
+class PendingThresholds(StrictModel):
+    """The Pending section's flags: a job pending longer than ``max_minutes`` on a reason that will not
+    clear by waiting (a reason that starts with one of ``bad_reasons``)."""
+
+    max_minutes: float = Field(360.0, gt=0, description="pending_stuck: pending longer than this on a bad reason")
+    bad_reasons: Tup[str] = Field(
+        ("ReqNodeNotAvail", "PartitionDown", "PartitionInactive", "AssocGrpGRES", "NodeDown", "BadConstraints",
+         "InvalidAccount", "InvalidQOS"),
+        description="squeue %R reasons (prefixes) a job does not get out of by waiting",
+    )  # fmt: skip
+
+
 _VALUE = r"[\"']?([^\s\"',}\]]+)"  # an optionally quoted value up to whitespace / , } ]
 _EQ = r"[\"']?[ \t]*[:=][ \t]*"  # key: value / key=value, YAML or JSON-ish
 
@@ -124,6 +155,9 @@ class RulesSection(StrictModel):
     """sweep.yaml ``rules:``: flag thresholds and tags (spec §4); every flag names its rule."""
 
     collapse: CollapseThresholds = CollapseThresholds()
+    progress: ProgressThresholds = ProgressThresholds()
+    sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
+    pending: PendingThresholds = PendingThresholds()
     ablation_tags: Tup[str] = ("zclip", "staleclip", "stale_clip", "z_clip", "maxgn09_hint", "shaped_entropy")
     agentic_rl_tags: Tup[str] = ("harbor", "daytona", "terminal_bench", "terminalbench")
     untested_rl_tags: Tup[str] = ("debug", "smoke", "smoketest", "smoke_test", "canary")
@@ -137,3 +171,13 @@ class RulesSection(StrictModel):
     eval_exempt: Patterns = Field(("(^|[_/-])DCAgent2([_/-]|$)",), description="measurement runs: calibration")
     eval_instant_fail_minutes: float = 2.0
     failure_states: Tup[str] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+
+class CampaignSpec(StrictModel):
+    """One named campaign (runbook §1): its jobs by name, its own tracker docs (read each sweep, never
+    edited); a relative path is read from the local ground-truth clone (trackers.repo)."""
+
+    name: str = Field(min_length=1)
+    jobs: Regex = Field(description="regex over job names: the campaign's jobs")
+    policy: str = Field(min_length=1, description="POLICY.md of the campaign")
+    state: str = Field(min_length=1, description="STATE.md of the campaign: its summary, the job ids it calls running")

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from sweep_core.config.fanin_schema import MetricsSection, RulesSection
+from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
 
@@ -33,6 +33,9 @@ class GatherLimits(StrictModel):
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")
     chain_prefixes: Tup[str] = Field(("rl__",), description="RUNNING jobs whose earlier chain links are tailed too")
+    catch_up_hours: Positive = Field(
+        24, description="after sweeps that could not read a cluster, sacct reaches back at most this far"
+    )
 
 
 class SweepConfig(StrictModel):
@@ -57,6 +60,9 @@ class SweepConfig(StrictModel):
     trackers: TrackersSection = Field(TrackersSection(), description="the eval-grid tracker harvest (repo null = off)")
     cancel: CancelConfig = Field(CancelConfig(), description="scancel of flagged jobs after a human's approval")
     hf_chain: HfChainSection = Field(HfChainSection(), description="the HF-only SFT chain's series (none = off)")
+    campaigns: Tup[CampaignSpec] = Field(
+        (), description="`{name, jobs, policy, state}`: POLICY.md/STATE.md read each sweep, drift flagged, never edited"
+    )
 
     @field_validator("schedule")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from sweep_core.models import ClusterSnapshot, Job
@@ -31,6 +32,30 @@ def elapsed_text(text: str) -> str:
     return (f"{int(d)}-" if d else "") + f"{int(h or 0):02d}:{int(mi):02d}:{int(s):02d}"
 
 
+def epoch_of(text: str) -> float | None:
+    """An epoch-seconds field (squeue with SLURM_TIME_FORMAT=%s); None for N/A, empty or anything else."""
+    return float(text) if text.strip().isdigit() else None
+
+
+def pending_minutes(job: Job, now: float | None) -> float | None:
+    """Minutes a PENDING job has waited since its submit time (remote clock); None when unknown."""
+    submit = epoch_of(job.submit)
+    return None if submit is None or now is None else max(0.0, (now - submit) / 60.0)
+
+
+def utc_text(epoch: float) -> str:
+    """``2026-12-03 17:05 UTC``: an epoch time as the report prints it."""
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def age_text(minutes: float) -> str:
+    """``7 min`` under 90 minutes, else ``3h05m``."""
+    if minutes < 90:
+        return f"{int(minutes)} min"
+    total = int(minutes)
+    return f"{total // 60}h{total % 60:02d}m"
+
+
 def predates_job(job: Job) -> float | None:
     """The job's elapsed minutes when its log was last written before it started (a reused log
     file: silence older than the job itself is no evidence about this job), else None."""
@@ -57,6 +82,10 @@ def job_liveness(job: Job, now: float | None, cadence_for: dict[str, int]) -> No
         return
     minutes = max(0.0, (now - job.log_mtime) / 60.0)
     job.minutes_since_output = minutes
+    if job.state.split(" ", 1)[0] == "SUSPENDED":  # stopped by Slurm: silence is expected, not a hang
+        note = "suspended: its silence is not judged"
+        job.log_note = f"{job.log_note}; {note}" if job.log_note else note
+        return
     job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
     ran = predates_job(job)
     if ran is not None:
@@ -68,12 +97,7 @@ def last_output_text(minutes: float | None, stale: bool, cadence: int | None, wh
     """The table cell: ``last output 7 min ago`` / ``last output 3h05m ago STALE (>30m)``."""
     if minutes is None:
         return f"last output ? ({why})" if why else "last output ?"
-    if minutes < 90:
-        age = f"{int(minutes)} min"
-    else:
-        total = int(minutes)
-        age = f"{total // 60}h{total % 60:02d}m"
-    text = f"last output {age} ago"
+    text = f"last output {age_text(minutes)} ago"
     if stale:
         return f"{text} STALE (>{cadence}m)"
     return text

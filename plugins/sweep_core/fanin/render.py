@@ -1,5 +1,5 @@
 """Box-drawing tables (┌─┬─┐, not Markdown): one cluster overview, then one unified
-cross-cluster table per bucket, drawn by tabulate's ``simple_grid`` from cells whose cluster text
+cross-cluster table per bucket, then the Pending table, drawn by tabulate's ``simple_grid`` from cells whose cluster text
 is made safe first (``safe_text.clean``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from sweep_core.fanin.isolate import guarded
-from sweep_core.fanin.liveness import elapsed_text, last_output_text
+from sweep_core.fanin.liveness import age_text, elapsed_text, epoch_of, last_output_text, pending_minutes, utc_text
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.safe_text import clean
 from sweep_core.vocab import Bucket
@@ -51,6 +51,15 @@ def _pct(value: object) -> str:
     return "?" if value is None else f"{float(value):.1f}%"  # type: ignore[arg-type]
 
 
+def _rate(job: Job) -> str:
+    """``120/h, ETA 3h10m`` (filled by the progress_rate rule from the series' samples); ``?`` before
+    a second sighting."""
+    rate, eta = job.metrics.get("steps_per_hour"), job.metrics.get("eta_hours")
+    if rate is None:
+        return "?"
+    return f"{rate:.3g}/h" + (f", ETA {age_text(eta * 60)}" if eta is not None else "")
+
+
 # The mandatory metric columns per bucket (spec §3); "?" = could not be read (the note says why).
 METRIC_COLUMNS: MetricColumns = {
     Bucket.RL: (
@@ -59,11 +68,13 @@ METRIC_COLUMNS: MetricColumns = {
         ("Grad", _metric("grad_norm")),
         ("Entropy", _metric("entropy")),
         ("TIS", _metric("tis")),
+        ("Rate", _rate),
     ),
     Bucket.SFT: (
         ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("total")) if j.metrics else "?"),
         ("Loss", _metric("loss", 4)),
         ("Grad", _metric("grad_norm")),
+        ("Rate", _rate),
     ),
     Bucket.DATAGEN: (
         ("Chunks", lambda j: _frac(j.metrics.get("chunks_done"), j.metrics.get("chunks_total")) if j.metrics else "?"),
@@ -227,6 +238,32 @@ def render_bucket(
     return box_table(headers, rows, widths)
 
 
+def _pending_row(job: Job, now: float | None) -> list[str]:
+    waited, start = pending_minutes(job, now), epoch_of(job.start)
+    note = [f"[{f['rule']}] {f['message']}" for f in job.flags]
+    note += [f"dependency {job.dependency}"] * bool(job.dependency) + [job.note] * bool(job.note)
+    return [
+        job.cluster, job.job_id, job.name, job.reason or "?", "?" if waited is None else age_text(waited),
+        utc_text(start) if start is not None else (job.start or "?"), "; ".join(note) or "—",
+    ]  # fmt: skip
+
+
+def render_pending(snaps: Sequence[ClusterSnapshot]) -> str:
+    """Every cluster's PENDING jobs: the reason (squeue %R), how long each has waited (its submit time
+    on the cluster's clock), its expected start (squeue --start; N/A until the scheduler has one),
+    flags (chain_dependency_broken, pending_stuck). A cluster whose pending set is UNKNOWN says so
+    in the overview's Note."""
+    rows = []
+    for s in snaps:
+        for job in sorted(s.pending or [], key=job_sort_key):
+            row = guarded(job, "render", lambda j=job, now=s.remote_now: _pending_row(j, now))
+            rows.append(row or [str(job.cluster), str(job.job_id), str(job.name), "?", "?", "?", "; ".join(job.errors)])
+    if not rows:
+        rows.append(["—", "—", "(no jobs)", "—", "—", "—", "—"])
+    headers = ["Cluster", "Job ID", "Name", "Reason", "Pending for", "Expected start", "Note"]
+    return box_table(headers, rows, [None, None, 40, 30, None, None, NOTE_WIDTH])
+
+
 def render_sweep(
     snaps: Sequence[ClusterSnapshot],
     grouped: dict[str, list[Job]],
@@ -238,4 +275,5 @@ def render_sweep(
     out = RenderedSweep(overview=render_overview(snaps))
     for bucket, jobs in grouped.items():
         out.tables[bucket] = render_bucket(bucket, jobs, snaps, cadence_for, metric_columns.get(bucket, ()))
+    out.tables["Pending"] = render_pending(snaps)
     return out

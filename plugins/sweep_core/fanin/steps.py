@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep_core.campaigns.docs import load_campaigns
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.fanin.buckets import bucket_for
@@ -20,6 +21,7 @@ from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.render import RenderedSweep, render_sweep
+from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import rules_config
@@ -107,7 +109,10 @@ def render_step(
     def cadence_for(cluster: str, bucket: str) -> int:
         return cadences.get(cluster, {}).get(bucket) or config.cadence(bucket)
 
-    return SweepResult(list(snaps), grouped, render_sweep(snaps, grouped, cadence_for))
+    rendered = render_sweep(snaps, grouped, cadence_for)
+    for docs in load_campaigns(config):  # read at run time, like ops.md; never edited
+        rendered.tables[f"Campaign {docs.name}"] = render_campaign(docs, snaps)
+    return SweepResult(list(snaps), grouped, rendered)
 
 
 def rules_step(
@@ -119,7 +124,8 @@ def rules_step(
 ) -> list[Flag]:
     """Apply every flag rule; flags are attached to their jobs as well. The ledger's VANISHED jobs
     become rows first (sweep_core.ledger.vanished)."""
-    add_vanished_rows(snaps, (history or History()).ledger, config.bucket_names[-1])
+    max_back = dt.timedelta(hours=config.gather.catch_up_hours)
+    add_vanished_rows(snaps, (history or History()).ledger, config.bucket_names[-1], max_back)
     ctx = RuleContext(
         snaps=list(snaps),
         cfg=rules_config(config.rules),
@@ -127,6 +133,7 @@ def rules_step(
         cadence=lambda c, b: cadences.get(c, {}).get(b) or config.cadence(b),
         caps=caps or {},
         history=history or History(),
+        campaigns=load_campaigns(config),  # read at run time, like ops.md
     )
     return apply_rules(ctx)
 

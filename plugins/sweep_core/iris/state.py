@@ -210,7 +210,7 @@ def iris_snapshot(
 ) -> ClusterSnapshot:
     """The sweep snapshot of an iris cluster. ``jobs is None`` (controller unreachable) is
     UNKNOWN, never "no jobs". ``ended_since``: list jobs that ended from then on (a catch-up over
-    sweeps that could not read the controller; sweep_core.ledger.vanished.catch_up_start). RUNNING with 0 pods is WEDGED, TERMINAL (the silent-wedge signature):
+    sweeps that could not read the controller; sweep_core.ledger.catch_up). RUNNING with 0 pods is WEDGED, TERMINAL (the silent-wedge signature):
     listed with the ended jobs, with no end time and no exit code (neither is known)."""
     snap = ClusterSnapshot(
         cluster,

@@ -1,6 +1,7 @@
 """The ledger's records: one entry per job ever seen (cluster, id, name, series, state, step/max,
-last output, first/last seen, hand-offs given), the series' max steps, each cluster's last status,
-and their JSON form (validated on load: a wrong shape is a LedgerError, never a guess).
+last output, first/last seen, hand-offs given, its progress counter and since when it has not moved,
+and samples of it for rates), the series' max steps, each cluster's last status, and their JSON
+form (validated on load: a wrong shape is a LedgerError, never a guess).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class LedgerEntry:
     since: str = ""  # ISO window end of the first sweep that saw its current state (WEDGED since when)
     last_run: str = ""  # run id of that sweep
     handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
+    counter: str = ""  # the progress counter last read (step, chunks_done, results, done)
+    counter_value: int | None = None
+    counter_since: float | None = None  # remote clock of the sweep that first read that value (it last moved)
+    counter_sweeps: int = 0  # consecutive sweeps that read that value (a new chain link continues its series')
+    counter_from: str = ""  # "cluster|job_id" of the earlier link whose counter this link continued
+    samples: list[list[float]] = field(default_factory=list)  # [remote clock, counter value] per sweep, oldest first
 
     @property
     def key(self) -> str:
@@ -56,6 +63,7 @@ class Ledger:
     series: dict[str, SeriesMax] = field(default_factory=dict)
     clusters: dict[str, str] = field(default_factory=dict)  # cluster -> status at the last sweep
     known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
+    read_until: dict[str, str] = field(default_factory=dict)  # cluster -> latest window end whose sacct was read
     window_end: str = ""  # the latest window folded in (ISO)
     run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
 
@@ -66,6 +74,7 @@ class Ledger:
             "run_id": self.run_id,
             "clusters": dict(self.clusters),
             "known": sorted(self.known),
+            "read_until": dict(self.read_until),
             "series": {k: asdict(v) for k, v in self.series.items()},
             "jobs": {k: asdict(v) for k, v in self.jobs.items()},
         }
@@ -83,6 +92,9 @@ class Ledger:
         clusters = raw.get("clusters", {})
         if not isinstance(clusters, dict) or not all(isinstance(v, str) for v in clusters.values()):
             raise LedgerError("'clusters' is not an object of strings")
+        read_until = raw.get("read_until", {})
+        if not isinstance(read_until, dict) or not all(isinstance(v, str) for v in read_until.values()):
+            raise LedgerError("'read_until' is not an object of strings")
         known = raw.get("known", [])
         if not isinstance(known, list) or not all(isinstance(v, str) for v in known):
             raise LedgerError("'known' is not a list of strings")
@@ -91,6 +103,7 @@ class Ledger:
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
             clusters=dict(clusters),
+            read_until=dict(read_until),
             window_end=raw.get("window_end", ""),
             run_id=raw.get("run_id", ""),
         )
@@ -110,7 +123,13 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "bool": (bool,),
     "str": (str,),
     "dict[str, str]": (dict,),
+    "list[list[float]]": (list,),
 }
+
+
+def _sample(x: Any) -> bool:
+    number = lambda n: isinstance(n, int | float) and not isinstance(n, bool)  # noqa: E731
+    return isinstance(x, list) and len(x) == 2 and all(map(number, x))
 
 
 def _record(cls: type, key: str, value: Any) -> Any:
@@ -127,6 +146,8 @@ def _record(cls: type, key: str, value: Any) -> Any:
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not {f.type}")
         if f.type == "dict[str, str]" and not all(isinstance(x, str) for x in (*v, *v.values())):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of strings")
+        if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")
         kwargs[f.name] = v
     try:
         return cls(**kwargs)

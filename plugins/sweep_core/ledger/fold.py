@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
+from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
 ACTIVE = frozenset(
@@ -71,7 +72,7 @@ def _job_changes(e: LedgerEntry | None, state: str, stale: bool, label: str, clu
         out.append(Change("state", cluster, f"state: {label} {prev} → {state}"))
     if stale and not (e and e.stale):
         out.append(Change("stall", cluster, f"new stall: {label}"))
-    elif e is not None and e.stale and not stale and state in ACTIVE:
+    elif e is not None and e.stale and not stale and state == "RUNNING":  # SUSPENDED: told as a state
         out.append(Change("stall_cleared", cluster, f"stall cleared: {label} (output again)"))
     return out
 
@@ -134,6 +135,7 @@ def fold_sweep(
     first = not ledger.window_end
     older = bool(ledger.window_end) and end < ledger.window_end  # a backfill of an earlier window
     changes: list[Change] = [Change("first", "", FIRST_SWEEP)] if first else []
+    links = link_index(ledger)  # the chains of the ledger before this sweep (progress counters)
     for s in sorted(snaps, key=lambda s: s.cluster):
         status, before = str(s.status), ledger.clusters.get(s.cluster)
         if not older:
@@ -146,7 +148,10 @@ def fold_sweep(
         if quiet and not first:
             changes.append(Change("first", s.cluster, f"cluster {s.cluster}: first sweep that knew it"))
         new.known.add(s.cluster)
+        if s.finished is not None and not older:  # its sacct window was read: nothing ended unseen before end
+            new.read_until[s.cluster] = max(ledger.read_until.get(s.cluster, ""), end)
         seen = _seen(s)
+        running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
         for key, job in sorted(seen.items()):
             e = new.jobs.get(key)
             if e is not None and e.last_seen > end:
@@ -164,6 +169,7 @@ def fold_sweep(
             if e is None:
                 e = new.jobs[key] = LedgerEntry(job.cluster, job.job_id, job.name, first_seen=end)
             _update(e, job, state, end, run_id)
+            note_counter(ledger, e, job, s.remote_now, links, running)  # the progress counter vs the ledger before
             _remember_series(new, e)
         if older:
             continue  # an earlier window cannot tell that a job is gone now

@@ -8,7 +8,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sweep_core.config.fanin_schema import RulesSection
+from sweep_core.config.fanin_schema import (
+    PendingThresholds,
+    ProgressThresholds,
+    RulesSection,
+    SftDivergenceThresholds,
+)
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.fingerprint import FingerprintConfig, fingerprint_config
 
@@ -32,6 +37,9 @@ class RulesConfig:
     instant_fail_minutes: float
     failure_states: frozenset[str]
     fingerprint: FingerprintConfig
+    progress: ProgressThresholds = ProgressThresholds()
+    sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
+    pending: PendingThresholds = PendingThresholds()
 
 
 def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
@@ -56,4 +64,7 @@ def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
         instant_fail_minutes=float(sect.eval_instant_fail_minutes),
         failure_states=frozenset(sect.failure_states),
         fingerprint=fingerprint_config(sect.fingerprint, sect.series_suffix),
+        progress=sect.progress,
+        sft_divergence=sect.sft_divergence,
+        pending=sect.pending,
     )

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.campaigns.docs import CampaignDocs
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.ledger.entries import Ledger
 from sweep_core.models import ClusterSnapshot, Flag, Job
@@ -39,6 +40,7 @@ class RuleContext:
     cadence: Callable[[str, str], int]
     caps: dict[str, int | None] = field(default_factory=dict)
     history: History = field(default_factory=History)
+    campaigns: list[CampaignDocs] = field(default_factory=list)  # read this sweep (campaigns/docs.py)
 
     def jobs(self, bucket: Bucket | None = None, source: str | None = None) -> Iterable[Job]:
         for s in self.snaps:

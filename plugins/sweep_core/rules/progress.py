@@ -1,22 +1,19 @@
-"""The progress rule: a RUNNING job whose bucket progress metric (RL/SFT step, Datagen chunks or
-result.json count, Eval trials done) cannot be read once its bucket cadence has passed is flagged
-with why (the extractor's problems, or why the log could not be read), never left a silent ``?``.
+"""The progress rules: progress_unreadable (a RUNNING job whose bucket progress metric, RL/SFT step,
+Datagen chunks or result.json count, Eval trials done, cannot be read once its bucket cadence has
+passed: flagged with why, never a silent ``?``) and progress_stalled (the counter did not move across
+sweeps, the ledger's memory, while the log kept being written: a wedge that keeps printing) and
+progress_rate (steps/hour of an RL/SFT series over its links, the ETA to max steps, a slowdown).
 """
 
 from __future__ import annotations
 
-from sweep_core.fanin.liveness import elapsed_minutes
+from sweep_core.fanin.fingerprint import series_of
+from sweep_core.fanin.liveness import age_text, elapsed_minutes, utc_text
+from sweep_core.fanin.metrics.progress import PROGRESS_KEYS, progress_counter
+from sweep_core.ledger.progress import counter_run, earlier_counter, link_index, rate_intervals, series_samples
 from sweep_core.models import Flag, Job
-from sweep_core.rules.context import RuleContext, base_state, job_flag
-from sweep_core.vocab import Bucket, Severity
-
-# bucket -> the metric keys that tell its progress (any one read = readable); Catch-all has none.
-PROGRESS_KEYS: dict[str, tuple[str, ...]] = {
-    Bucket.RL: ("step",),
-    Bucket.SFT: ("step",),
-    Bucket.DATAGEN: ("chunks_done", "results"),  # an array job's chunks, else the result.json count
-    Bucket.EVAL: ("done",),
-}
+from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
+from sweep_core.vocab import Action, Bucket, Severity
 
 
 def progress_unreadable(job: Job) -> str:
@@ -42,4 +39,90 @@ def rule_progress_unreadable(ctx: RuleContext) -> list[Flag]:
             continue
         msg = f"progress unreadable: {why} (running {int(ran)} min, cadence {cadence} min)"
         out.append(job_flag("progress_unreadable", Severity.WARN, job, msg))
+    return out
+
+
+def last_lines(tail: str, n: int = 3) -> str:
+    """The last ``n`` distinct non-empty lines of the tail, oldest first, a repeated one with its
+    count among the last 40 lines (``'heartbeat ok' ×12``): what kept the log fresh."""
+    rows = [t[:160] for ln in tail[-8192:].splitlines() if (t := ln.strip())][-40:]
+    seen: dict[str, int] = {}
+    for row in reversed(rows):
+        if row in seen or len(seen) < n:
+            seen[row] = seen.get(row, 0) + 1
+    return " | ".join(f"{row!r}" + (f" ×{k}" if k > 1 else "") for row, k in reversed(seen.items())) or "log empty"
+
+
+def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
+    """RUNNING, its log written since the last sweep and not stale, but its progress counter read the
+    same value in ``rules.progress.stall_sweeps`` consecutive sweeps (this one included) and at least
+    ``stall_minutes`` after it last moved: warn with the counter, its value, since when and the last
+    lines. A new chain link continues its series' counter (once it has run its bucket cadence: it
+    may be loading its checkpoint); an unreadable counter is unknown, never stalled."""
+    out = []
+    pcfg, ledger = ctx.cfg.progress, ctx.history.ledger
+    links = link_index(ledger)
+    for s in ctx.snaps:
+        running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
+        for job in s.running or []:
+            read = progress_counter(job)
+            if s.remote_now is None or read is None or job.stale or job.log_mtime is None or is_calibration(ctx, job):
+                continue
+            series = series_of(job.name, ctx.cfg.fingerprint) if job.bucket == Bucket.RL else ""
+            prev = earlier_counter(ledger, job, series, links, running)
+            since, sweeps = counter_run(prev, *read, s.remote_now)
+            minutes = (s.remote_now - since) / 60
+            if prev is None or sweeps < pcfg.stall_sweeps or minutes < pcfg.stall_minutes:
+                continue
+            own = prev.key == f"{job.cluster}|{job.job_id}"
+            if own and prev.last_output is not None and job.log_mtime <= prev.last_output:
+                continue  # not written since the last sweep: quiet, not printing (liveness_stale's call)
+            if not own and (elapsed_minutes(job.elapsed) or 0.0) < ctx.cadence(job.cluster, job.bucket):
+                continue
+            carried = "" if own else f", carried from earlier link {prev.job_id}"
+            msg = (
+                f"progress stalled: {read[0]} {read[1]} unchanged since {utc_text(since)} ({sweeps} sweeps,"
+                f" {int(minutes)} min{carried}) while the log kept being written (last output"
+                f" {int(job.minutes_since_output or 0)} min ago); last lines: {last_lines(job.log_tail)}"
+            )
+            out.append(job_flag("progress_stalled", Severity.WARN, job, msg, Action.INVESTIGATE))
+    return out
+
+
+def _per_hour(intervals: list[tuple[float, float]]) -> float | None:
+    hours = sum(h for h, _ in intervals)
+    return sum(v for _, v in intervals) / hours if hours > 0 else None
+
+
+def rule_progress_rate(ctx: RuleContext) -> list[Flag]:
+    """Fill ``steps_per_hour`` and ``eta_hours`` of every RUNNING RL/SFT job from its series' samples
+    across chain links (the ledger's, and this sweep's); warn when the latest interval's rate is below
+    ``rules.progress.slowdown_fraction`` x the series' own rate over the earlier ones (at least
+    ``slowdown_min_intervals`` of them): often a sick node."""
+    out = []
+    pcfg, ledger = ctx.cfg.progress, ctx.history.ledger
+    links = link_index(ledger)
+    for s in ctx.snaps:
+        for job in s.running or []:
+            read = progress_counter(job)
+            if job.bucket not in (Bucket.RL, Bucket.SFT) or read is None or s.remote_now is None:
+                continue
+            series = series_of(job.name, ctx.cfg.fingerprint) if job.bucket == Bucket.RL else ""
+            intervals = rate_intervals(series_samples(ledger, job, series, links, s.remote_now, read[1]))
+            rate = _per_hour(intervals)
+            if rate is None:
+                continue
+            job.metrics["steps_per_hour"] = rate
+            top = job.metrics.get("max_steps" if job.bucket == Bucket.RL else "total")
+            if isinstance(top, int) and rate > 0:
+                job.metrics["eta_hours"] = max(0, top - read[1]) / rate
+            earlier, last = _per_hour(intervals[:-1]), _per_hour(intervals[-1:])
+            if len(intervals) - 1 < pcfg.slowdown_min_intervals or not earlier or last is None:
+                continue
+            if last < pcfg.slowdown_fraction * earlier:
+                msg = (
+                    f"slowdown: {last:.3g} steps/h over the last {age_text(intervals[-1][0] * 60)}, below"
+                    f" {pcfg.slowdown_fraction:g} x the series' {earlier:.3g} steps/h before (often a sick node)"
+                )
+                out.append(job_flag("progress_rate", Severity.WARN, job, msg, Action.INVESTIGATE))
     return out

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from sweep_core.fanin.isolate import run_isolated
 from sweep_core.models import Flag
+from sweep_core.rules.campaigns import rule_campaign_drift
 from sweep_core.rules.cleanup import rule_completion_cleanup
 from sweep_core.rules.constraints import rule_inode_headroom, rule_tree_hygiene
 from sweep_core.rules.context import RuleContext
@@ -16,7 +17,8 @@ from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.liveness import rule_liveness_stale
 from sweep_core.rules.lost import rule_vanished, rule_wedged
-from sweep_core.rules.progress import rule_progress_unreadable
+from sweep_core.rules.pending import rule_chain_dependency_broken, rule_pending_stuck
+from sweep_core.rules.progress import rule_progress_rate, rule_progress_stalled, rule_progress_unreadable
 from sweep_core.rules.rl import (
     rule_concluded_series,
     rule_rl_collapse,
@@ -24,17 +26,23 @@ from sweep_core.rules.rl import (
     rule_rl_new_untested,
     rule_rl_resume_overshoot,
 )
+from sweep_core.rules.sft import rule_sft_divergence
 
 RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "liveness_stale": rule_liveness_stale,
     "progress_unreadable": rule_progress_unreadable,
+    "progress_stalled": rule_progress_stalled,
     "completion_cleanup": rule_completion_cleanup,
     "rl_resume_overshoot": rule_rl_resume_overshoot,
+    "progress_rate": rule_progress_rate,  # after rl_resume_overshoot: it fills a link's max steps
     "chain_timeout": rule_chain_timeout,
+    "chain_dependency_broken": rule_chain_dependency_broken,
+    "pending_stuck": rule_pending_stuck,
     "genuine_failure": rule_genuine_failure,
     "wedged": rule_wedged,
     "vanished": rule_vanished,
     "rl_collapse": rule_rl_collapse,
+    "sft_divergence": rule_sft_divergence,
     "rl_new_untested": rule_rl_new_untested,
     "eval_health": rule_eval_health,
     "rl_concurrency_cap": rule_rl_concurrency_cap,
@@ -42,6 +50,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "datagen_realness": rule_datagen_realness,
     "tree_hygiene": rule_tree_hygiene,
     "inode_headroom": rule_inode_headroom,
+    "campaign_drift": rule_campaign_drift,
 }
 
 
@@ -52,6 +61,6 @@ def apply_rules(ctx: RuleContext) -> list[Flag]:
     for f in flags:
         by_job.setdefault((f.cluster, f.job_id), []).append(f)
     for s in ctx.snaps:
-        for job in s.all_jobs():
+        for job in [*s.all_jobs(), *(s.pending or [])]:
             job.flags = [f.to_dict() for f in by_job.get((job.cluster, job.job_id), [])]
     return flags

@@ -24,6 +24,7 @@ from sweep_core.slurm.parse import (
     SACCT_JOBS_FORMAT,
     SACCT_TERMINAL_STATES,
     CommandResult,
+    pending_format,
     squeue_format,
 )
 from sweep_core.slurm.remote_scripts import compose, headroom_lines
@@ -112,6 +113,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     values = {
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
+        "PENDING_FORMAT": pending_format(marker),
         "SACCT_FORMAT": SACCT_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,

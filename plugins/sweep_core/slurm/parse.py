@@ -32,6 +32,28 @@ def squeue_format(delimiter: str = "|") -> str:
     return delimiter.join(spec for spec, _ in SQUEUE_FIELDS)
 
 
+# The PENDING listing (`squeue --start` with SLURM_TIME_FORMAT=%s: times as epoch seconds): submit
+# time (time pending), expected start (N/A until the scheduler has one), the reason (%R:
+# DependencyNeverSatisfied, ReqNodeNotAvail, ...), the dependency left (%E). JobName LAST.
+PENDING_FIELDS: tuple[tuple[str, str], ...] = (
+    ("%i", "JOBID"),
+    ("%A", "JOBID"),
+    ("%T", "STATE"),
+    ("%V", "SUBMIT_TIME"),
+    ("%S", "START_TIME"),
+    ("%D", "NODES"),
+    ("%P", "PARTITION"),
+    ("%R", "NODELIST(REASON)"),
+    ("%E", "DEPENDENCY"),
+    ("%j", "NAME"),
+)
+
+
+def pending_format(delimiter: str) -> str:
+    """``squeue --start -o`` format of the PENDING listing, fields split by the run's marker."""
+    return delimiter.join(spec for spec, _ in PENDING_FIELDS)
+
+
 SACCT_FIELDS: tuple[str, ...] = (
     "JobID",
     "JobIDRaw",
@@ -188,6 +210,29 @@ def parse_squeue(result: CommandResult) -> list[SqueueRow]:
     heads = tuple(head for _, head in SQUEUE_FIELDS)
     delim, lines = _lines("squeue", result, heads)
     return [SqueueRow(*parts, note=note) for parts, note in _records("squeue", lines, delim, len(heads), _JOB_ID)]
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    job_id: str
+    raw_id: str
+    state: str
+    submit: str  # epoch seconds (SLURM_TIME_FORMAT=%s)
+    start: str  # expected start, epoch seconds, or N/A
+    nodes: str
+    partition: str
+    reason: str
+    dependency: str  # what is left of --dependency, "(null)" when none
+    name: str
+    note: str = ""
+
+
+def parse_pending(result: CommandResult) -> list[PendingRow]:
+    """Rows of the PENDING listing (``pending_format``); raises SlurmOutputError when the output
+    is not trustworthy, as parse_squeue does."""
+    heads = tuple(head for _, head in PENDING_FIELDS)
+    delim, lines = _lines("squeue --start", result, heads)
+    return [PendingRow(*parts, note=note) for parts, note in _records("squeue", lines, delim, len(heads), _JOB_ID)]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import (
     SlurmOutputError,
+    parse_pending,
     parse_sacct,
     parse_scontrol_job,
     parse_squeue,
@@ -209,9 +210,15 @@ def snapshot_from_output(
                     name=r.name,
                     state=r.state,
                     source="squeue-pending",
-                    reason=r.reason,
+                    reason=r.reason[1:-1] if r.reason[:1] + r.reason[-1:] == "()" else r.reason,  # %R: "(Priority)"
+                    start=r.start,
+                    submit=r.submit,
+                    dependency="" if r.dependency == "(null)" else r.dependency,
+                    partition=r.partition,
+                    num_nodes=int(r.nodes) if r.nodes.isdigit() else None,
+                    note=r.note,
                 )
-                for r in parse_squeue(pend)
+                for r in parse_pending(pend)
             ]
         except SlurmOutputError as exc:
             snap.notes.append(f"pending set UNKNOWN: {exc}")

@@ -3,7 +3,8 @@ in include/sweep.yaml, fixtures in tests/fixtures/logs/):
 
   ``  Total optimization steps = 1,000`` (HF Trainer banner) -> total;
   `` 45/1000 [00:10<03:40, 4.3it/s]`` (tqdm) -> step;
-  ``{'loss': 0.5123, 'grad_norm': 1.23, 'learning_rate': 1e-05, 'epoch': 0.12}`` -> loss, grad.
+  ``{'loss': 0.5123, 'grad_norm': 1.23, 'learning_rate': 1e-05, 'epoch': 0.12}`` -> loss, grad (the
+  last line), and every such line of the tail, oldest first, as ``series`` (sft_divergence reads it).
 
 A line that does not parse never raises: the metric is None (rendered "?") and ``problems`` says why.
 """
@@ -16,7 +17,7 @@ from sweep_core.fanin.metrics.patterns import last_match
 
 
 def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
-    """Step/total and the last {'loss', 'grad_norm'} dict."""
+    """Step/total, the last {'loss', 'grad_norm'} dict, and every one in the tail (``series``)."""
     out = Extracted()
     total_m = last_match(cfg.sft_total, tail)
     step_m = last_match(cfg.sft_step, tail)
@@ -25,15 +26,21 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     if total is None and step_m and step_m.lastindex and step_m.lastindex >= 2:
         total = as_count(step_m.group(2), "total steps", out.problems)
     loss = grad = None
+    found = False
     for line in reversed(tail.splitlines()):
         if "'loss'" in line or '"loss"' in line:
             try:
                 d = parse_metric_dict(line)
             except ValueError as exc:
-                out.problems.append(f"loss line unparseable ({exc})")
+                if not found:  # only a line after the last readable one hides the latest values
+                    out.problems.append(f"loss line unparseable ({exc})")
                 continue
-            loss, grad = pick_number(d, ["loss"]), pick_number(d, ["grad_norm"])
-            break
+            point = {k: v for k in ("loss", "grad_norm") if (v := pick_number(d, [k])) is not None}
+            if not found:
+                loss, grad, found = point.get("loss"), point.get("grad_norm"), True
+            if point:
+                out.series.append(point)
+    out.series.reverse()  # oldest first: the sft_divergence rule compares the last with the earlier ones
     out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad}
     if step is None:
         out.problems.append("no step progress line in the log tail")
