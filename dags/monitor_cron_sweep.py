@@ -78,7 +78,9 @@ with DAG(
                 op_kwargs={"cluster": name, "ops_dir": OPS_DIR, "parsed_scheduler": scheduler},
             )
             if scheduler == "iris":
-                gather = IrisGatherOperator(task_id=Sweep.GATHER, cluster=name, ops_dir=OPS_DIR)
+                gather = IrisGatherOperator(
+                    task_id=Sweep.GATHER, cluster=name, ops_dir=OPS_DIR, sweep_config_path=SWEEP_YAML
+                )
             else:
                 gather = SlurmGatherOperator(
                     task_id=Sweep.GATHER,

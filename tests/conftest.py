@@ -135,3 +135,21 @@ def local_cluster(_local_cluster_session):
 def tag() -> str:
     """A unique token for this test's job names."""
     return "t" + uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="module")
+def controller(tmp_path_factory):
+    """A REAL local iris controller for one test module (tests/iris_local.py): (url, its HOME)."""
+    import signal
+
+    from iris_local import start_controller
+
+    run = tmp_path_factory.mktemp("iris")
+    (run / "tmp").mkdir()
+    proc, url = start_controller(run)
+    yield url, run
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)

@@ -55,6 +55,7 @@ class ClusterStatus(StrEnum):
     SKIPPED = "SKIPPED"  # ops.md says skipped (until a date), or not selected in params
     DROPPED = "DROPPED"  # ops.md says dropped: never contacted
     ERROR = "ERROR"  # configuration error (malformed ops.md, missing connection)
+    UNCONFIGURED = "UNCONFIGURED"  # active, but fields a user must fill are unset: never contacted
     NOT_GATHERED = "NOT_GATHERED"  # scheduler kind whose gather is not implemented yet
 
 

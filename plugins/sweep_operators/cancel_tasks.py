@@ -18,7 +18,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelConfig, CancelDecision, approval_prompt, cancel_config
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
-from sweep_operators.handoff_io import ops_loader, ssh_runner
+from sweep_operators.handoff_io import iris_lister, iris_stopper, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
 from sweep_operators.task_ids import Cancel, DagId
 
@@ -33,7 +33,8 @@ def _config(sweep_yaml: str) -> tuple[CancelConfig, Any]:
 def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """One squeue per cluster (one SSH session); a decision per requested job, as XCom."""
     _, limits = _config(sweep_yaml)
-    decisions = validate_jobs(context["params"].get("jobs") or [], ops_loader(ops_dir), ssh_runner(limits, log))
+    jobs = context["params"].get("jobs") or []
+    decisions = validate_jobs(jobs, ops_loader(ops_dir), ssh_runner(limits, log), iris_lister())
     for d in decisions:
         log.info("%s %s %s %s: %s", d.verdict.upper(), d.request.cluster, d.request.job_id, d.request.name, d.reasons)
     return {"decisions": [d.to_dict() for d in decisions]}
@@ -106,6 +107,7 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(limits, log),
         say=print,
+        stop_iris=iris_stopper(),
     )
     names = {(d.request.cluster, d.request.job_id): d.request.name for d in decisions}
     for cluster, per_job in results.items():

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.handoffs.cancel.iris import IrisList, IrisStop
 from sweep_core.handoffs.hub_evidence import HubEvidence
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript
 from sweep_core.slurm.gather import GatherOutput
@@ -48,3 +49,29 @@ def hub_check() -> HubCheck:
         return checker.check(repo_id, repo_type=repo_type, expected=list(expected))
 
     return check
+
+
+def iris_lister() -> IrisList:
+    """List an iris cluster's jobs through its client (IrisHook); None and why when it did not answer."""
+    from sweep_operators.iris_hook import IrisHook, IrisUnavailable
+
+    def listed(cfg: ClusterConfig) -> Any:
+        try:
+            return IrisHook.for_cluster(cfg).poll()[0], ""
+        except IrisUnavailable as exc:
+            return None, str(exc)
+
+    return listed
+
+
+def iris_stopper() -> IrisStop:
+    """Stop approved iris jobs through the client (IrisHook.stop: re-check, terminate, wait for KILLED)."""
+    from sweep_operators.iris_hook import IrisHook, IrisUnavailable
+
+    def stop(cfg: ClusterConfig, jobs: list[dict[str, str]], confirm_timeout_s: int) -> Any:
+        try:
+            return IrisHook.for_cluster(cfg).stop(jobs, confirm_timeout_s), ""
+        except IrisUnavailable as exc:
+            return None, str(exc)
+
+    return stop

@@ -12,25 +12,37 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.iris.setup import iris_setup_problems
 from sweep_core.iris.state import PodCount, iris_snapshot
-from sweep_core.models import ClusterSnapshot
+from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.window import sweep_window
 
 
-def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: Any = None) -> ClusterSnapshot:
-    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal."""
-    hook = IrisHook(
-        url=cfg.controller_url,
-        user=cfg.user,
-        python=cfg.iris_python,
-        binary=cfg.iris_binary,
-        cluster=cfg.iris_cluster,
-        home=cfg.iris_home,
-        timeout_s=cfg.iris_timeout_s,
-    )
+def gather_iris(
+    cfg: ClusterConfig,
+    start: dt.datetime,
+    end: dt.datetime,
+    log: Any = None,
+    ended_since: dt.datetime | None = None,
+) -> ClusterSnapshot:
+    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal.
+    Fields not filled in yet: UNCONFIGURED; a client path absent on this worker: ERROR (both name
+    the file and the field, and the cluster is not contacted)."""
+    problems = iris_setup_problems(cfg)
+    if problems:
+        status = ClusterStatus.UNCONFIGURED if all(p.unset for p in problems) else ClusterStatus.ERROR
+        return ClusterSnapshot(
+            cfg.name,
+            "iris",
+            status,
+            notes=[p.line(cfg.path) for p in problems],
+            window_start=start.isoformat(),
+            window_end=end.isoformat(),
+        )
+    hook = IrisHook.for_cluster(cfg)
     try:
-        jobs, now = hook.poll()
+        jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000))
     except IrisUnavailable as exc:
         return iris_snapshot(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
@@ -46,7 +58,14 @@ def gather_iris(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime, log: A
             if job.state in ("RUNNING", "BUILDING", "PENDING"):
                 pods[job.job_id] = counter.count(job.job_id)
     snap = iris_snapshot(
-        cfg.name, jobs, pods, now=now or time.time(), window_start=start, window_end=end, source=hook.source
+        cfg.name,
+        jobs,
+        pods,
+        now=now or time.time(),
+        window_start=start,
+        window_end=end,
+        source=hook.source,
+        ended_since=ended_since,
     )
     if not cfg.kubeconfig:
         snap.notes.append("pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected")
@@ -61,16 +80,38 @@ class IrisGatherOperator(BaseOperator):
     template_fields: Sequence[str] = ("lookback_hours",)
 
     def __init__(
-        self, *, cluster: str, ops_dir: str | Path, lookback_hours: Any = "{{ params.lookback_hours }}", **kwargs: Any
+        self,
+        *,
+        cluster: str,
+        ops_dir: str | Path,
+        sweep_config_path: str | Path | None = None,
+        lookback_hours: Any = "{{ params.lookback_hours }}",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.cluster = cluster
+        self.sweep_config_path = str(sweep_config_path) if sweep_config_path else None
         self.ops_dir = str(ops_dir)
         self.lookback_hours = lookback_hours
 
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
-        snap = gather_iris(cfg, start, end, self.log)
+        snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up(start, end, context))
         self.log.info("%s: %s; notes: %s", snap.cluster, snap.status, snap.notes)
         return snap.to_dict()
+
+    def _catch_up(self, start: dt.datetime, end: dt.datetime, context: Any) -> dt.datetime | None:
+        """Read ended jobs back to where the ledger last read this cluster (sweep_core.ledger.catch_up)."""
+        if not self.sweep_config_path:
+            return None
+        from sweep_core.config.sweep import load_sweep_config
+        from sweep_core.ledger.catch_up import catch_up_start
+        from sweep_core.ledger.store import ledger_for_run
+        from sweep_operators.handoff_record import run_log_dir
+
+        config = load_sweep_config(self.sweep_config_path)
+        run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+        ledger = ledger_for_run(run_log_dir(config), run_id, end.astimezone(dt.UTC).isoformat())
+        since, _ = catch_up_start(ledger, self.cluster, start, end, dt.timedelta(hours=config.gather.catch_up_hours))
+        return since if since < start else None

@@ -19,13 +19,28 @@ from sweep_core.config.schema_base import default_of
 from sweep_core.iris.state import IrisJob, IrisStateError, IrisTask, iris_state_name
 
 POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
+STOP_SCRIPT = Path(__file__).with_name("iris_stop.py")
+
+
+# IrisHook argument -> its ops.md field
+_FROM_OPS = {
+    "url": "controller_url",
+    "user": "user",
+    "python": "iris_python",
+    "binary": "iris_binary",
+    "cluster": "iris_cluster",
+    "home": "iris_home",
+    "timeout_s": "iris_timeout_s",
+    "log_bytes": "iris_log_bytes",
+}
 
 
 class IrisUnavailable(Exception):
     """The controller (or the client) could not be asked: UNKNOWN this sweep, retry the next."""
 
 
-def _run(cmd: list[str], timeout_s: float, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(cmd: list[str], timeout_s: float, env: dict[str, str], where: str) -> subprocess.CompletedProcess[str]:
+    """Run one poll command; a timeout or an unrunnable command is IrisUnavailable naming ``where``."""
     try:
         return subprocess.run(
             cmd,
@@ -37,9 +52,11 @@ def _run(cmd: list[str], timeout_s: float, env: dict[str, str]) -> subprocess.Co
             cwd=env.get("HOME") or None,
         )
     except subprocess.TimeoutExpired as exc:
-        raise IrisUnavailable(f"{Path(cmd[0]).name} timed out after {timeout_s:g}s") from exc
+        raise IrisUnavailable(
+            f"{where}: {Path(cmd[0]).name} poll timed out after {timeout_s:g}s (ops.md iris_timeout_s)"
+        ) from exc
     except OSError as exc:
-        raise IrisUnavailable(f"cannot run {cmd[0]}: {exc}") from exc
+        raise IrisUnavailable(f"{where}: cannot run {cmd[0]}: {exc}") from exc
 
 
 def _int(v: Any) -> int | None:
@@ -82,6 +99,7 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
         ],
         log_tail="\n".join(lines) + ("\n" if lines else ""),
         log_mtime=last / 1000 if last else None,
+        log_truncated=bool(d.get("log_truncated")),
     )
 
 
@@ -124,29 +142,61 @@ class IrisHook:
         home: str = "",
         timeout_s: float = default_of(OpsFrontMatter, "iris_timeout_s"),
         log_lines: int = 200,
+        log_bytes: int = default_of(OpsFrontMatter, "iris_log_bytes"),
     ) -> None:
         if not (python or binary):
             raise ValueError("IrisHook needs iris_python or iris_binary")
         self.url, self.user, self.python, self.binary, self.cluster = url, user, python, binary, cluster
-        self.timeout_s, self.log_lines = timeout_s, log_lines
+        self.timeout_s, self.log_lines, self.log_bytes = timeout_s, log_lines, log_bytes
         self.env = dict(os.environ)
         if home:
             self.env["HOME"] = home  # the client keeps a token store under $HOME/.iris
         self.source = ""
 
+    @classmethod
+    def for_cluster(cls, cfg: Any) -> IrisHook:
+        """The hook of one cluster's ops.md (a ClusterConfig)."""
+        return cls(**{arg: getattr(cfg, key) for arg, key in _FROM_OPS.items()})
+
+    def stop(self, jobs: list[dict[str, str]], confirm_timeout_s: float) -> dict[str, dict[str, Any]]:
+        """Stop approved jobs (``{job_id, name, state}``), each re-checked right before
+        (iris_stop.py); job id -> ``{rc, text, state}``. Raises IrisUnavailable when nothing could
+        be asked; a controller error midway keeps the results so far under ``"error"`` texts."""
+        if not (self.python and self.url and Path(self.python).exists()):
+            raise IrisUnavailable(f"{self.where}: stopping needs iris_python and controller_url (the client)")
+        cmd = [self.python, str(STOP_SCRIPT), self.url, json.dumps(jobs), f"{confirm_timeout_s:g}"]
+        res = _run(cmd, self.timeout_s + confirm_timeout_s, self.env, self.where)
+        try:
+            doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
+        except json.JSONDecodeError:
+            doc = {}
+        if "results" not in doc:
+            why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
+            raise IrisUnavailable(f"{self.where}: iris stop failed: {why}")
+        if doc.get("error"):
+            for r in doc["results"].values():
+                r["text"] = f"{r.get('text', '')}; then {doc['error']}"[:300]
+        return doc["results"]
+
+    @property
+    def where(self) -> str:
+        """What was asked, for every error: the controller address (or the CLI's cluster)."""
+        return f"controller {self.url}" if self.url else f"iris cluster {self.cluster!r} (CLI)"
+
     @property
     def prefix(self) -> str:
         return f"/{self.user.strip('/')}/"
 
-    def poll(self) -> tuple[list[IrisJob], float | None]:
-        """(jobs, controller-side now in epoch seconds); raises IrisUnavailable."""
+    def poll(self, since_ms: int = 0) -> tuple[list[IrisJob], float | None]:
+        """(jobs, controller-side now in epoch seconds); raises IrisUnavailable. Logs: since
+        ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only)."""
         if self.python and self.url and Path(self.python).exists():
-            return self._poll_client()
+            return self._poll_client(since_ms)
         if self.binary:
             return self._poll_cli()
         raise IrisUnavailable(f"iris_python {self.python!r} does not exist and no iris_binary is configured")
 
-    def _poll_client(self) -> tuple[list[IrisJob], float | None]:
+    def _poll_client(self, since_ms: int) -> tuple[list[IrisJob], float | None]:
         self.source = "iris client"
         res = _run(
             [
@@ -156,11 +206,16 @@ class IrisHook:
                 self.prefix,
                 "--log-lines",
                 str(self.log_lines),
+                "--since-ms",
+                str(since_ms),
+                "--max-bytes",
+                str(self.log_bytes),
                 "--max-elapsed",
                 str(max(1.0, self.timeout_s / 3)),
             ],
             self.timeout_s,
             self.env,
+            self.where,
         )
         try:
             doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
@@ -170,22 +225,22 @@ class IrisHook:
             return self._poll_cli()
         if res.returncode != 0 or "jobs" not in doc:
             why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-            raise IrisUnavailable(f"iris poll failed: {why}")
+            raise IrisUnavailable(f"{self.where}: iris poll failed: {why}")
         try:
             return [job_from_poll(d) for d in doc["jobs"]], (doc.get("now_ms") or 0) / 1000 or None
         except (IrisStateError, TypeError) as exc:  # one unreadable record: the running set is UNKNOWN
-            raise IrisUnavailable(f"iris poll: {exc}") from exc
+            raise IrisUnavailable(f"{self.where}: iris poll: {exc}") from exc
 
     def _cli(self, *args: str) -> Any:
         target = ["--controller-url", self.url] if self.url else [f"--cluster={self.cluster}"]
-        res = _run([self.binary, *target, *args], self.timeout_s, self.env)
+        res = _run([self.binary, *target, *args], self.timeout_s, self.env, self.where)
         if res.returncode != 0:
             tail = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-            raise IrisUnavailable(f"iris {' '.join(args[:2])} failed: {tail}")
+            raise IrisUnavailable(f"{self.where}: iris {' '.join(args[:2])} failed: {tail}")
         try:
             return json.loads(res.stdout)
         except json.JSONDecodeError as exc:
-            raise IrisUnavailable(f"iris {' '.join(args[:2])} printed no JSON: {exc}") from exc
+            raise IrisUnavailable(f"{self.where}: iris {' '.join(args[:2])} printed no JSON: {exc}") from exc
 
     def _poll_cli(self) -> tuple[list[IrisJob], float | None]:
         self.source = "iris CLI"
@@ -200,5 +255,5 @@ class IrisHook:
             try:
                 jobs.append(job_from_cli(row, summary))
             except IrisStateError as exc:  # one unreadable record: the running set is UNKNOWN, never short
-                raise IrisUnavailable(f"iris job list: {exc}") from exc
+                raise IrisUnavailable(f"{self.where}: iris job list: {exc}") from exc
         return jobs, None

@@ -26,6 +26,7 @@ class PodCounter:
 
         self.namespace = namespace
         self.context = context
+        self.kubeconfig = kubeconfig
         self.timeout_s = timeout_s
         self.hook = KubernetesHook(
             conn_id=conn_id or None,
@@ -42,7 +43,9 @@ class PodCounter:
             try:
                 self._api = self.hook.core_v1_client
             except Exception as exc:  # bad kubeconfig / unknown context: unknown, not zero
-                self._error = f"kubeconfig/context {self.context!r}: {type(exc).__name__}: {exc}"
+                self._error = (
+                    f"kubeconfig {self.kubeconfig} context {self.context!r}: {type(exc).__name__}: {str(exc)[:200]}"
+                )
         return self._api
 
     def count(self, job_id: str) -> PodCount:
@@ -58,7 +61,6 @@ class PodCounter:
         except Exception as exc:  # ApiException, connection errors, bad JSON: retryable unknown
             status = getattr(exc, "status", None)
             reason = getattr(exc, "reason", "") or str(exc)
-            where = f"namespace {self.namespace!r} on context {self.context!r}"
-            return PodCount(
-                None, error=f"{where}: {type(exc).__name__}{f' {status}' if status else ''}: {reason}"[:300]
-            )
+            where = f"namespace {self.namespace!r} on context {self.context!r} of kubeconfig {self.kubeconfig}"
+            what = f"{type(exc).__name__}{f' {status}' if status else ''}: {str(reason)[:160]}"
+            return PodCount(None, error=f"{where}: {what} (timeout {self.timeout_s:g}s)"[:400])

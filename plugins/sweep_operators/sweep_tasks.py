@@ -37,7 +37,7 @@ from sweep_core.fanin.steps import (
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
-from sweep_core.ledger.store import load_ledger
+from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
@@ -107,7 +107,8 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
     ops = _ops(snaps, ops_dir)
     history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
     history = load_history(run_log_dir(config), end, notes=history_notes)
-    history.ledger = load_ledger(run_log_dir(config), history_notes)  # read-only: the render task folds
+    ends = end.astimezone(dt.UTC).isoformat()  # read-only (the render task folds), as this run's fold will see it
+    history.ledger = ledger_for_run(run_log_dir(config), _run_id(context), ends, history_notes)
     laps.lap("collect")
     caps = {c: cfg.rl_concurrency_cap if cfg else None for c, cfg in ops.items()}
     flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history)

@@ -147,10 +147,18 @@ def test_ops_md_lists_every_error() -> None:
     assert "field 'rl_concurrency_cap'" in str(err) and "field 'quota.sofft_limit': unknown key" in str(err)
 
 
-def test_iris_cluster_needs_its_client_and_kube_pairs_at_step0() -> None:
+def test_iris_cluster_needs_its_kube_pair_at_step0_and_unset_client_fields_are_unconfigured() -> None:
+    """issue 17: the client fields a user fills in are not a step0 failure (the shipped ops.md has
+    them unset): the gather says UNCONFIGURED naming file and fields (tests/iris/test_iris_setup.py)."""
+    from sweep_core.config.ops import parse_ops_text
+    from sweep_core.iris.setup import iris_setup_problems
+
     text = "---\nscheduler: iris\nstatus: active\nuser: u\nkubeconfig: ~/.kube/x\n---\n"
     err = ops_error(text)
-    assert [f for f, _ in err.errors] == ["iris_python", "controller_url", "kube_context"]
+    assert [f for f, _ in err.errors] == ["kube_context"]
+    cfg = parse_ops_text(text.replace("kubeconfig: ~/.kube/x\n", ""), "ops/cw/ops.md", "cw")
+    problems = iris_setup_problems(cfg)
+    assert [(p.field, p.unset) for p in problems] == [("controller_url", True), ("iris_python", True)]
 
 
 def _models(model: type[pydantic.BaseModel], seen: set[type]) -> set[type]:

@@ -72,3 +72,14 @@ def test_compose_config_refuses_to_start_without_the_secrets(tmp_path: Path) -> 
     for var in SECRETS:
         missing = config(**{k: v for k, v in full.items() if k != var})
         assert missing.returncode != 0 and var in missing.stderr, (var, missing.stderr)
+
+
+def test_workers_get_the_iris_client_and_a_read_only_kubeconfig() -> None:
+    """issue 17: the worker can reach CoreWeave (iris client from requirements-iris.txt, kubeconfig ro)."""
+    doc = yaml.safe_load(COMPOSE.read_text())
+    worker = doc["services"]["airflow-worker"]
+    assert "${SWEEP_KUBE_DIR:-./secrets/kube}:/opt/airflow/kube:ro" in worker["volumes"]
+    assert "iris-venv:/opt/iris-venv" in worker["volumes"]
+    init = "\n".join(doc["services"]["airflow-init"]["command"])
+    assert "/opt/iris-venv/bin/pip install -q -r /opt/airflow/requirements-iris.txt" in init
+    assert "import iris.client.client" in init

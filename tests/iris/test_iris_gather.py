@@ -5,112 +5,19 @@ Pod counts go through the real KubernetesHook against the STUB pod-list endpoint
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from iris_local import IRIS_PY, free_port, iris_ops, needs_iris, submit, wait_states
 from k8s_stub import PodListStub, kubeconfig, pod
 from sweep_runner import ROOT, run_sweep
 
 from sweep_core.config.ops import parse_ops_text
 from sweep_core.models import ClusterStatus
 
-HERE = Path(__file__).parents[1]
-IRIS_PY = os.environ.get("SWEEP_IRIS_PYTHON", str(ROOT / ".venv-iris" / "bin" / "python"))
-pytestmark = pytest.mark.skipif(not Path(IRIS_PY).exists(), reason="iris venv missing: run via scripts/test.sh")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_controller(run: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    cfg = subprocess.run(
-        [IRIS_PY, "-c", "import iris, os; print(os.path.dirname(iris.__file__))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    text = (Path(cfg) / "config" / "local.yaml").read_text()
-    import re
-
-    text = re.sub(r"(?m)^(\s*)port:\s*\d+", rf"\g<1>port: {port}", text)
-    (run / "local.yaml").write_text(text)
-    env = {**os.environ, "HOME": str(run), "TMPDIR": str(run / "tmp")}
-    proc = subprocess.Popen(
-        [IRIS_PY, str(HERE / "iris_test_controller.py"), "--config", str(run / "local.yaml"), "cluster", "start"],
-        env=env,
-        stdout=open(run / "ctl.log", "wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    end = time.time() + 60
-    while time.time() < end:
-        try:
-            urllib.request.urlopen(f"{url}/health", timeout=1)
-            return proc, url
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.3)
-    proc.kill()
-    raise AssertionError(f"iris controller did not come up:\n{(run / 'ctl.log').read_text()[-3000:]}")
-
-
-@pytest.fixture(scope="module")
-def controller(tmp_path_factory):
-    run = tmp_path_factory.mktemp("iris")
-    (run / "tmp").mkdir()
-    proc, url = _start_controller(run)
-    yield url, run
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def submit(url: str, run: Path, name: str, command: str) -> str:
-    res = subprocess.run(
-        [IRIS_PY, str(HERE / "iris_submit.py"), url, "sweep", name, command],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HOME": str(run)},
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return f"/sweep/{name}"
-
-
-def iris_ops(path: Path, name: str, url: str, run: Path, extra: str = "") -> None:
-    (path / name).mkdir(parents=True)
-    (path / name / "ops.md").write_text(
-        f"---\nscheduler: iris\nstatus: active\nuser: sweep\ncontroller_url: {url}\niris_python: {IRIS_PY}\n"
-        f"iris_home: {run}\niris_timeout_s: 30\n{extra}---\nThe bundled local iris controller.\n"
-    )
-
-
-def wait_states(url: str, run: Path, want: dict[str, str], timeout: float = 90) -> None:
-    from sweep_operators.iris_hook import IrisHook
-
-    hook = IrisHook(url=url, user="sweep", python=IRIS_PY, home=str(run), timeout_s=30)
-    end, seen = time.time() + timeout, {}
-    while time.time() < end:
-        seen = {j.job_id: j.state for j in hook.poll()[0]}
-        if all(seen.get(k) == v for k, v in want.items()):
-            return
-        time.sleep(1)
-    raise AssertionError(f"iris states {seen} never reached {want}")
+pytestmark = needs_iris
 
 
 @pytest.mark.cluster  # it uses the local Slurm (local_cluster cancels ALL the sweep user's jobs): under the lock only
@@ -125,8 +32,9 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
 
     ops = tmp_path / "ops"
     shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(ROOT / "include" / "ops" / "coreweave", ops / "coreweave")  # shipped: fields unset
     iris_ops(ops, "cwlocal", url, run)
-    iris_ops(ops, "cwdown", f"http://127.0.0.1:{_free_port()}", run)
+    iris_ops(ops, "cwdown", f"http://127.0.0.1:{free_port()}", run)
     t0 = time.time()
     result = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     assert result.state == "success", result.task_states
@@ -146,6 +54,9 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
     down = result.snapshots["cwdown"]
     assert down.status == ClusterStatus.UNKNOWN and down.running is None
     assert "UNAVAILABLE" in down.notes[0] or "Connection refused" in down.notes[0]
+    shipped = result.snapshots["coreweave"]  # per-cluster, not a failed run (issue 17)
+    assert shipped.status == ClusterStatus.UNCONFIGURED
+    assert f"[cluster-unconfigured] coreweave: {ops}/coreweave/ops.md: field 'iris_python' is unset" in (result.report)
     assert result.snapshots["local"].status == ClusterStatus.OK
     assert result.job(f"rl__{tag}_slurm").state == "RUNNING"
     # said once, in the overview, not as a row in every bucket table (issue 18)
@@ -173,7 +84,7 @@ def test_running_with_zero_pods_is_terminal(controller, tag, tmp_path) -> None:
     assert by_name[f"rl__{tag}_alive"].state == "RUNNING"
     assert "Kueue gang admission" in by_name[f"rl__{tag}_alive"].reason
     gone = by_name[f"rl__{tag}_wedge"]
-    assert gone.state == "NODE_FAIL" and gone.source == "sacct" and "silent wedge" in gone.reason
+    assert gone.state == "WEDGED" and gone.source == "sacct" and "iris RUNNING, 0 pods" in gone.reason
 
 
 def test_cli_fallback_reads_the_same_jobs(controller, tag) -> None:

@@ -115,7 +115,9 @@ def test_zero_pods_is_terminal_but_unknown_pods_is_not() -> None:
     }
     snap = iris_snapshot("cw", jobs, pods, now=NOW, window_start=T0, window_end=T1, source="iris client")
     wedge = next(j for j in snap.finished if j.name == "rl__wedge")
-    assert wedge.state == "NODE_FAIL" and "silent wedge" in wedge.reason
+    # issue 17: its own state, iris words, no exit code or end time invented
+    assert wedge.state == "WEDGED" and "iris RUNNING, 0 pods" in wedge.reason and "silent wedge" in wedge.reason
+    assert wedge.exit_code == "" and wedge.end == ""
     running = {j.name: j for j in snap.running}
     assert "pod count unknown: API timeout" in running["rl__unknown"].reason
     assert "Kueue gang admission (normal)" in running["rl__gated"].reason

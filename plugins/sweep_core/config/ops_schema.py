@@ -98,6 +98,9 @@ class OpsFrontMatter(StrictModel):
     iris_binary: str = Field("", description="iris: the iris CLI, the fallback of iris_python")
     iris_home: str = Field("", description="iris: HOME for the client (its config and credentials)")
     iris_timeout_s: int = Field(60, gt=0, description="iris: seconds one controller poll may take")
+    iris_log_bytes: int = Field(
+        262144, gt=0, description="iris: bytes of each job's log since the window start (newest kept) read for metrics"
+    )
     kubeconfig: str = Field(
         "", description="iris: the kubeconfig of the pod count, named explicitly (with kube_context)"
     )
@@ -125,13 +128,11 @@ class OpsFrontMatter(StrictModel):
         return self
 
     def _iris_problems(self) -> list[tuple[str, str]]:
+        """Malformed iris fields; the ones a user fills in (controller, client) are checked per
+        cluster at gather time (sweep_core.iris.setup): unset there is UNCONFIGURED, not an error."""
         errors = []
         if not self.user:
             errors.append(("user", "is required for an iris cluster (jobs are /<user>/<name>)"))
-        if not (self.iris_python or self.iris_binary):
-            errors.append(("iris_python", "an iris cluster needs iris_python or iris_binary"))
-        if not (self.controller_url or self.iris_cluster):
-            errors.append(("controller_url", "an iris cluster needs controller_url or iris_cluster"))
         if bool(self.kubeconfig) != bool(self.kube_context):
             errors.append(
                 ("kube_context", "kubeconfig and kube_context go together: never the process default kubeconfig")

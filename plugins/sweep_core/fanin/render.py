@@ -155,7 +155,7 @@ def _overview_note(s: ClusterSnapshot) -> str:
     """The cluster's notes; a swept cluster whose running set is UNKNOWN says so here, once (no
     placeholder row in every bucket table; its jobs that ended in the window are still listed)."""
     notes = list(s.notes)
-    if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED):
+    if s.running is None and s.status not in (ClusterStatus.SKIPPED, ClusterStatus.DROPPED, ClusterStatus.UNCONFIGURED):
         notes.append("running jobs UNKNOWN (not none): no RUNNING rows for it in the bucket tables")
     return "; ".join(notes) or "—"
 
@@ -200,6 +200,10 @@ def _job_row(
     if job.source == "squeue":
         cadence = cadence_for(job.cluster, job.bucket)
         when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
+    elif job.state == "WEDGED":  # iris RUNNING with 0 pods: no end, no exit code is known
+        when = "0 pods (no end, no exit code)"
+    elif job.state == "VANISHED":  # listed nowhere now: ``end`` is when it was last seen
+        when = f"last seen {job.end or '?'}"
     else:
         when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
     row = [job.cluster, job.job_id, job.name, job.state, elapsed_text(job.elapsed) or "—", when]

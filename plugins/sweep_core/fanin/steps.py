@@ -24,6 +24,7 @@ from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.render import RenderedSweep, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
+from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import rules_config
 from sweep_core.rules.context import History, RuleContext
@@ -123,7 +124,10 @@ def rules_step(
     caps: dict[str, int | None] | None = None,
     history: History | None = None,
 ) -> list[Flag]:
-    """Apply every flag rule; flags are attached to their jobs as well."""
+    """Apply every flag rule; flags are attached to their jobs as well. The ledger's VANISHED jobs
+    become rows first (sweep_core.ledger.vanished)."""
+    max_back = dt.timedelta(hours=config.gather.catch_up_hours)
+    add_vanished_rows(snaps, (history or History()).ledger, config.bucket_names[-1], max_back)
     ctx = RuleContext(
         snaps=list(snaps),
         cfg=rules_config(config.rules),

@@ -39,6 +39,7 @@ TO_SWEEP = {
     "WORKER_FAILED": "NODE_FAIL",
     "UNSCHEDULABLE": "FAILED",
 }
+WEDGED = "WEDGED"  # the controller says RUNNING, the pod count is 0 (the sweep's own state)
 _K8S_LABEL_MAX_LEN = 63
 
 
@@ -93,6 +94,7 @@ class IrisJob:
     tasks: list[IrisTask] = field(default_factory=list)
     log_tail: str = ""
     log_mtime: float | None = None  # epoch seconds of the newest log line, if the log has times
+    log_truncated: bool = False  # the log since the window start was longer than the byte bound
 
     @property
     def name(self) -> str:
@@ -204,9 +206,12 @@ def iris_snapshot(
     window_end: dt.datetime,
     source: str,
     error: str = "",
+    ended_since: dt.datetime | None = None,
 ) -> ClusterSnapshot:
     """The sweep snapshot of an iris cluster. ``jobs is None`` (controller unreachable) is
-    UNKNOWN, never "no jobs". RUNNING with 0 pods is TERMINAL (the silent-wedge signature)."""
+    UNKNOWN, never "no jobs". ``ended_since``: list jobs that ended from then on (a catch-up over
+    sweeps that could not read the controller; sweep_core.ledger.catch_up). RUNNING with 0 pods is WEDGED, TERMINAL (the silent-wedge signature):
+    listed with the ended jobs, with no end time and no exit code (neither is known)."""
     snap = ClusterSnapshot(
         cluster,
         "iris",
@@ -223,19 +228,27 @@ def iris_snapshot(
     running: list[Job] = []
     finished: list[Job] = []
     pending: list[Job] = []
-    lo, hi = window_start.timestamp() * 1000, window_end.timestamp() * 1000
+    lo, hi = min(window_start, ended_since or window_start).timestamp() * 1000, window_end.timestamp() * 1000
+    if ended_since is not None and ended_since < window_start:
+        snap.notes.append(
+            f"ended jobs read since {ended_since.isoformat()}: the last sweep that saw them live "
+            "(the sweeps between could not read the controller)"
+        )
     for ij in jobs:
         notes: list[str] = []
         pc = pods.get(ij.job_id)
         state = TO_SWEEP[ij.state]
         if ij.state == "RUNNING" and pc is not None and pc.error == "" and pc.total == 0:
-            state = "NODE_FAIL"
-            notes.append("TERMINAL: iris says RUNNING but 0 pods (silent wedge: killed/evicted/preempted)")
+            state = WEDGED
+            last = f"last log line {_ms_to_iso(int(ij.log_mtime * 1000))}Z" if ij.log_mtime else "no log line time"
+            notes.append(f"iris RUNNING, 0 pods: TERMINAL (silent wedge: killed/evicted/preempted); {last}")
         elif pc is not None and pc.error:
             notes.append(f"pod count unknown: {pc.error}")
         elif pc is not None and pc.total is not None and not (pc.gated or pc.image_pull):
             notes.append(f"{pc.total} pod(s)")  # else the bring-up note gives the count, once
         notes += bringup_notes(ij, pc)
+        if ij.log_truncated:
+            notes.append("log since the window start over the byte bound (ops.md iris_log_bytes): newest kept")
         task_errors = [t.error for t in ij.tasks if t.error]
         if ij.error or task_errors:
             notes.append(drop_separators(ij.error or task_errors[0])[:200])
@@ -261,8 +274,7 @@ def iris_snapshot(
             running.append(job)
         elif job.state == "PENDING":
             pending.append(job)
-        elif ij.state not in TERMINAL and state == "NODE_FAIL":
-            job.end = _ms_to_iso(int(now * 1000))
+        elif state == WEDGED:  # no end and no exit code: neither is known
             finished.append(job)
         elif ij.finished_at_ms is None or lo <= ij.finished_at_ms < hi:
             finished.append(job)

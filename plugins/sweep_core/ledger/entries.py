@@ -25,14 +25,15 @@ class LedgerEntry:
     name: str
     bucket: str = ""
     series: str = ""  # RL run series (earlier chain links share it); "" for other buckets
-    state: str = ""  # base state (RUNNING, PENDING, COMPLETED, TIMEOUT, ...), or GONE / LEFT
+    state: str = ""  # base state (RUNNING, PENDING, COMPLETED, TIMEOUT, WEDGED, ...), or VANISHED / GONE / LEFT
     source: str = ""  # squeue | sacct | iris: where the last state came from
     step: int | None = None
     max_steps: int | None = None
     last_output: float | None = None  # log mtime, epoch seconds (remote clock)
     stale: bool = False
     first_seen: str = ""  # ISO window end of the first sweep that saw it
-    last_seen: str = ""  # ISO window end of the latest sweep that saw it
+    last_seen: str = ""  # ISO window end of the latest sweep that saw it (a VANISHED job: listed it)
+    since: str = ""  # ISO window end of the first sweep that saw its current state (WEDGED since when)
     last_run: str = ""  # run id of that sweep
     handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
     counter: str = ""  # the progress counter last read (step, chunks_done, results, done)

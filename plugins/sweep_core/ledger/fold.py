@@ -19,7 +19,8 @@ ACTIVE = frozenset(
     {"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
      "RESIZING", "STOPPED", "SIGNALING", "STAGE_OUT"}
 )  # fmt: skip
-FAILING = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"})
+FAILING = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "WEDGED"})
+VANISHED = "VANISHED"  # a row of its own (sweep_core.ledger.vanished): it keeps the time it was last listed
 TRUSTED = frozenset({ClusterStatus.OK, ClusterStatus.PARTIAL})
 KEEP_ENDED_DAYS = 30  # an ended job stays this long after it was last seen (hand-offs stay known)
 FIRST_SWEEP = "first sweep on record: no previous sweep to compare with"
@@ -77,6 +78,7 @@ def _job_changes(e: LedgerEntry | None, state: str, stale: bool, label: str, clu
 
 
 def _update(e: LedgerEntry, job: Job, state: str, end: str, run_id: str) -> None:
+    e.since = end if state != e.state or not e.since else e.since
     e.name, e.state, e.source, e.stale = job.name, state, job.source, job.stale
     e.bucket = str(job.bucket or e.bucket)
     e.series = str(job.metrics.get("run_series") or e.series)
@@ -155,6 +157,12 @@ def fold_sweep(
             if e is not None and e.last_seen > end:
                 continue  # a later sweep saw it: an older window does not overwrite that
             state = base_state(job)
+            if state == VANISHED and e is not None:  # told by its row: last seen stays when it was listed
+                changes.append(
+                    Change("gone", s.cluster, f"vanished: {_label(e)} (was {e.state}, last seen {e.last_seen})")
+                )
+                e.state, e.since, e.last_run = VANISHED, end, run_id
+                continue
             if not quiet:
                 label = f"{job.cluster} {job.bucket or (e.bucket if e else '')} {job.job_id} {job.name}"
                 changes.extend(_job_changes(e, state, job.stale, label, s.cluster))

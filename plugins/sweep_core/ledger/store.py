@@ -100,10 +100,10 @@ def _base(run_log_dir: str | Path, current: Ledger, run_id: str, window_end: str
     return latest[2] if latest is not None and rerun else current
 
 
-def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str) -> Ledger:
+def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
     """The ledger run ``run_id`` (window ending ``window_end``, ISO UTC) will fold against, read-only."""
     with _locked(run_log_dir):
-        return _base(run_log_dir, load_ledger(run_log_dir), run_id, window_end, None)
+        return _base(run_log_dir, load_ledger(run_log_dir, notes), run_id, window_end, notes)
 
 
 def fold_run(

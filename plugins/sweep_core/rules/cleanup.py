@@ -102,4 +102,25 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
         if key not in seen:
             seen.add(key)
             uniq.append(f)
-    return [_hold_for_live_namesake(f, by_name) for f in uniq]
+    return _nothing_to_reap(ctx, [_hold_for_live_namesake(f, by_name) for f in uniq])
+
+
+def _nothing_to_reap(ctx: RuleContext, flags: list[Flag]) -> list[Flag]:
+    """No cleanup hand-off where it cannot act: an iris cluster has no POSIX tree to reap (its
+    artifacts go to the hub; sweep_cleanup refuses it). Its completions are said once, in the
+    cluster's note; a warning (an eval's failed auto-upload) stays, without the hand-off."""
+    where = {s.cluster: s for s in ctx.snaps if s.scheduler != "slurm"}
+    out, skipped = [], {}
+    for f in flags:
+        if f.cluster not in where or cleanup_flavor(f.action) is None:
+            out.append(f)
+            continue
+        skipped[f.cluster] = skipped.get(f.cluster, 0) + 1
+        if f.severity != Severity.INFO:
+            out.append(dataclasses.replace(f, message=f"{f.message}; no cleanup hand-off (nothing to reap)", action=""))
+    for cluster, n in sorted(skipped.items()):
+        where[cluster].notes.append(
+            f"cleanup not handed off for {n} completed job(s): {where[cluster].scheduler} cluster, "
+            "nothing to reap (artifacts go to the hub)"
+        )
+    return out

@@ -16,6 +16,7 @@ from sweep_core.rules.datagen import rule_datagen_realness
 from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.liveness import rule_liveness_stale
+from sweep_core.rules.lost import rule_vanished, rule_wedged
 from sweep_core.rules.pending import rule_chain_dependency_broken, rule_pending_stuck
 from sweep_core.rules.progress import rule_progress_rate, rule_progress_stalled, rule_progress_unreadable
 from sweep_core.rules.rl import (
@@ -38,6 +39,8 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "chain_dependency_broken": rule_chain_dependency_broken,
     "pending_stuck": rule_pending_stuck,
     "genuine_failure": rule_genuine_failure,
+    "wedged": rule_wedged,
+    "vanished": rule_vanished,
     "rl_collapse": rule_rl_collapse,
     "sft_divergence": rule_sft_divergence,
     "rl_new_untested": rule_rl_new_untested,

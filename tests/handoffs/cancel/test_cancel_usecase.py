@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from handoff_fakes import FakeSsh, cluster, ok, ops, squeue
 
-from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.cancel.plan import CancelDecision, approval_prompt
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
 from sweep_core.slurm.parse import CommandResult
 
@@ -28,7 +28,7 @@ def test_validate_refuses_each_case_with_its_reason() -> None:
     got = _verdicts(validate_jobs(jobs + [_job("15", c="coreweave"), _job("16", c="old")], load, ssh))
     assert got["11"] == ("cancel", "")
     assert got["12"] == ("blocked", "not in squeue: finished, or not the cluster user's job")
-    assert got["?"] == ("blocked", "job id '13; id' is not a Slurm job id")
+    assert got["?"] == ("blocked", "job id '13; id' is not a Slurm job id (nor an iris /<user>/<job>)")
     assert got["14"][0] == "blocked" and got["14"][1].startswith("ops.md: /ops/nowhere/ops.md")
     assert got["15"] == ("blocked", "coreweave is iris/active: not an active SLURM cluster, not contacted")
     assert got["16"] == ("blocked", "old is slurm/dropped: not an active SLURM cluster, not contacted")
@@ -78,3 +78,40 @@ def test_outcome_table_says_the_approval_and_leaves_blocked_jobs_alone() -> None
     assert "blocked: left alone" in table and "cancelled" in table and "evidence: stale 190 min" in table
     rejected = cancel_record(ds, {}, approval_text({"responded_by": "bo"}, False))
     assert "not cancelled: rejected by bo" in rejected
+
+
+def test_an_iris_job_is_validated_by_its_controller_and_stopped_through_the_client() -> None:
+    """issue 17: the same guards as scancel (listed now, same name, allowed state), iris words."""
+    from sweep_core.iris.state import IrisJob
+
+    load = ops(cluster("cw", scheduler="iris"))
+    listed = [IrisJob("/sweep/rl__a", "RUNNING"), IrisJob("/sweep/rl__b", "SUCCEEDED")]
+    jobs = [_job("/sweep/rl__a", "rl__a", c="cw"), _job("/sweep/rl__b", "rl__b", c="cw"), _job("/sweep/x", "x", c="cw")]
+    got = _verdicts(validate_jobs(jobs, load, FakeSsh(), lambda cfg: (listed, "")))
+    assert got["/sweep/rl__a"] == ("cancel", "")
+    assert got["/sweep/rl__b"] == ("blocked", "COMPLETED: action 'kill-approval' cancels only RUNNING")
+    assert got["/sweep/x"] == ("blocked", "not in the iris controller: finished, or not the cluster user's job")
+    down = _verdicts(validate_jobs(jobs[:1], load, FakeSsh(), lambda cfg: (None, "controller http://c: refused")))
+    assert down["/sweep/rl__a"][1] == (
+        "the iris controller UNKNOWN (controller http://c: refused): nothing is cancelled on this cluster"
+    )
+    sent = []
+
+    def stop(cfg, approved, timeout):
+        sent.append(approved)
+        return {"/sweep/rl__a": {"rc": 0, "text": "terminate sent", "state": "KILLED"}}, ""
+
+    decisions = validate_jobs(jobs[:1], load, FakeSsh(), lambda cfg: (listed, ""))
+    subject, body = approval_prompt(decisions, dry_run=False, timeout_minutes=30)
+    assert subject == "iris job stop 1 job(s) on cw?" and "scancel" not in body
+    kw = {"confirm_timeout_s": 5, "load_cluster": load, "run_script": FakeSsh(), "stop_iris": stop}
+    lines: list[str] = []
+    assert scancel_approved(decisions, dry_run=True, say=lines.append, **kw) == {
+        "cw": {"/sweep/rl__a": "would stop (dry run)"}
+    }
+    assert sent == [] and lines == [
+        "DRY RUN: would run on cw: iris job stop /sweep/rl__a (re-checked RUNNING under its name first)"
+    ]
+    done = scancel_approved(decisions, dry_run=False, say=lines.append, **kw)
+    assert done == {"cw": {"/sweep/rl__a": "stopped (iris KILLED)"}}
+    assert sent == [[{"job_id": "/sweep/rl__a", "name": "rl__a", "state": "RUNNING"}]]

@@ -25,6 +25,7 @@ from sweep_core.slurm.parse import SacctRow, SqueueRow
 from sweep_core.vocab import CANCEL_ACTIONS, Action
 
 JOB_ID_RE = re.compile(r"^\d{1,12}(_\d{1,9})?$")
+IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # /<user>/<job>[/...]
 MAX_NAME = 200  # Slurm job names are at most 200 characters
 
 
@@ -55,8 +56,8 @@ class CancelRequest:
         req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action", "evidence")})
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
             raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
-        if not JOB_ID_RE.match(req.job_id):
-            raise ValueError(f"job id {req.job_id!r} is not a Slurm job id")
+        if not (JOB_ID_RE.match(req.job_id) or IRIS_JOB_ID_RE.match(req.job_id)):
+            raise ValueError(f"job id {req.job_id!r} is not a Slurm job id (nor an iris /<user>/<job>)")
         if not req.name or len(req.name) > MAX_NAME or any(c in req.name for c in "\n\r\0"):
             raise ValueError(f"job name {req.name[:80]!r} is empty, too long or not one line")
         if req.action not in CANCEL_ACTIONS:
@@ -89,21 +90,24 @@ def allowed_states(action: str) -> tuple[str, ...]:
     return ("RUNNING", "PENDING") if action == Action.CANCEL else ("RUNNING",)
 
 
-def validate(requests: list[CancelRequest], rows: list[SqueueRow] | None, problem: str = "") -> list[CancelDecision]:
-    """Decide per request from ONE validated squeue of its cluster; ``rows`` None = squeue UNKNOWN."""
+def validate(
+    requests: list[CancelRequest], rows: list[SqueueRow] | None, problem: str = "", source: str = "squeue"
+) -> list[CancelDecision]:
+    """Decide per request from ONE validated squeue of its cluster (``source``: what listed the
+    rows, e.g. "the iris controller"); ``rows`` None = that list UNKNOWN."""
     if rows is None:
-        why = f"squeue UNKNOWN ({problem or 'no answer'}): nothing is cancelled on this cluster"
+        why = f"{source} UNKNOWN ({problem or 'no answer'}): nothing is cancelled on this cluster"
         return [CancelDecision(r, "blocked", [why]) for r in requests]
     by_id = {row.job_id: row for row in rows}
     out = []
     for r in requests:
         row = by_id.get(r.job_id)
         if row is None:
-            out.append(CancelDecision(r, "blocked", ["not in squeue: finished, or not the cluster user's job"]))
+            out.append(CancelDecision(r, "blocked", [f"not in {source}: finished, or not the cluster user's job"]))
             continue
         found = CancelDecision(r, "blocked", state=row.state, elapsed=row.elapsed, nodes=row.nodes, nodelist=row.reason)
         if row.name != r.name:
-            found.reasons.append(f"job id reused: squeue names it {row.name!r}, the request {r.name!r}")
+            found.reasons.append(f"job id reused: {source} names it {row.name!r}, the request {r.name!r}")
         elif row.state not in allowed_states(r.action):
             found.reasons.append(f"{row.state}: action {r.action!r} cancels only {'/'.join(allowed_states(r.action))}")
         else:
@@ -116,9 +120,10 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
     """Subject and Markdown body of the approval request: everything the human decides from."""
     todo = [d for d in decisions if d.verdict == "cancel"]
     clusters = sorted({d.request.cluster for d in todo})
-    subject = f"{'[DRY RUN] ' if dry_run else ''}scancel {len(todo)} job(s) on {', '.join(clusters)}?"
+    verb = " / ".join(sorted({"iris job stop" if IRIS_JOB_ID_RE.match(d.request.job_id) else "scancel" for d in todo}))
+    subject = f"{'[DRY RUN] ' if dry_run else ''}{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
     lines = [
-        f"Approve to `scancel` these {len(todo)} job(s). Each is re-checked right before: still in the "
+        f"Approve to `{verb}` these {len(todo)} job(s). Each is re-checked right before: still in the "
         "state shown, with the same name, else it is left alone. Reject, or no answer within "
         f"{timeout_minutes:g} min, cancels nothing.",
         "",

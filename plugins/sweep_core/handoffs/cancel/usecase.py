@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
@@ -21,9 +22,12 @@ from sweep_core.vocab import Action, Flavor
 log = logging.getLogger(__name__)
 
 
-def validate_jobs(raw_jobs: list[Any], load_cluster: LoadCluster, run_script: RunScript) -> list[CancelDecision]:
-    """A decision per requested job: malformed entries and jobs of a cluster that is not an active
-    SLURM cluster are blocked; every other cluster is asked ONE squeue (UNKNOWN blocks them all)."""
+def validate_jobs(
+    raw_jobs: list[Any], load_cluster: LoadCluster, run_script: RunScript, list_iris: IrisList | None = None
+) -> list[CancelDecision]:
+    """A decision per requested job: malformed entries and jobs of a cluster that is not active are
+    blocked; every SLURM cluster is asked ONE squeue, every iris cluster (with ``list_iris``) ONE
+    controller list (UNKNOWN blocks all its jobs)."""
     decisions: list[CancelDecision] = []
     by_cluster: dict[str, list[CancelRequest]] = defaultdict(list)
     for raw in raw_jobs:
@@ -37,6 +41,9 @@ def validate_jobs(raw_jobs: list[Any], load_cluster: LoadCluster, run_script: Ru
         by_cluster[req.cluster].append(req)
     for cluster, reqs in by_cluster.items():
         cfg, why = active_slurm(load_cluster, cluster, "not an active SLURM cluster, not contacted")
+        if cfg is None and list_iris is not None and why.startswith(f"{cluster} is iris/active"):
+            decisions += _validate_iris(load_cluster(cluster), reqs, list_iris)
+            continue
         if cfg is None:
             decisions += [CancelDecision(r, "blocked", [why]) for r in reqs]
             continue
@@ -54,6 +61,26 @@ def validate_jobs(raw_jobs: list[Any], load_cluster: LoadCluster, run_script: Ru
     return decisions
 
 
+def _validate_iris(cfg: Any, reqs: list[CancelRequest], list_iris: IrisList) -> list[CancelDecision]:
+    jobs, problem = list_iris(cfg)
+    return validate(reqs, None if jobs is None else iris_rows(jobs), problem, source="the iris controller")
+
+
+def _stop_iris(
+    cfg: Any, mine: list[CancelDecision], confirm_timeout_s: int, dry_run: bool, stop_iris: IrisStop | None, say: Say
+) -> dict[str, str]:
+    """Job id -> result for one iris cluster's approved jobs (dry run: ``say`` each stop)."""
+    if dry_run:
+        for d in mine:
+            say(f"DRY RUN: would run on {cfg.name}: {stop_line(d.request.job_id, d.state)}")
+        return {d.request.job_id: "would stop (dry run)" for d in mine}
+    if stop_iris is None:
+        return {d.request.job_id: "not run: no iris client wired in" for d in mine}
+    approved = [{"job_id": d.request.job_id, "name": d.request.name, "state": d.state} for d in mine]
+    recs, problem = stop_iris(cfg, approved, confirm_timeout_s)
+    return {d.request.job_id: stop_outcome((recs or {}).get(d.request.job_id), problem) for d in mine}
+
+
 def scancel_line(user: str, j: ApprovedJob) -> str:
     """The scancel a dry run prints (the script runs the same, after its re-check)."""
     q = shlex.quote
@@ -68,14 +95,19 @@ def scancel_approved(
     load_cluster: LoadCluster,
     run_script: RunScript,
     say: Say,
+    stop_iris: IrisStop | None = None,
 ) -> dict[str, dict[str, str]]:
     """cluster -> job id -> result for every ``cancel`` decision (call only after approval):
-    one SSH session per cluster re-checks, scancels and waits for sacct; dry run: ``say`` each line."""
+    one SSH session per cluster re-checks, scancels and waits for sacct (an iris cluster: one
+    ``stop_iris`` call re-checks, stops and waits for KILLED); dry run: ``say`` each line."""
     todo = [d for d in decisions if d.verdict == "cancel"]
     results: dict[str, dict[str, str]] = {}
     for cluster in sorted({d.request.cluster for d in todo}):
         cfg = load_cluster(cluster)
         mine = [d for d in todo if d.request.cluster == cluster]
+        if cfg.scheduler == "iris":  # validate let it through: an active iris cluster
+            results[cluster] = _stop_iris(cfg, mine, confirm_timeout_s, dry_run, stop_iris, say)
+            continue
         jobs = [ApprovedJob(d.request.job_id, d.request.name, d.state) for d in mine]
         if dry_run:
             for j in jobs:

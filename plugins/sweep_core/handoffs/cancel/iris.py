@@ -1,0 +1,56 @@
+"""sweep_cancel on an iris (CoreWeave) cluster, the pure part: the controller's job list read as the
+rows validate decides from (the same guards as squeue: listed under the user, the same name, an
+allowed state), the stop line a dry run prints, and what the stop step reported per job.
+The stop itself re-checks each job right before ``terminate`` (sweep_operators/iris_stop.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sweep_core.config.ops import ClusterConfig
+from sweep_core.iris.state import TO_SWEEP, IrisJob
+from sweep_core.slurm.parse import SqueueRow
+
+# cluster's ops.md -> (its jobs as the controller lists them now | None when it did not answer, problem)
+IrisList = Callable[[ClusterConfig], tuple[list[IrisJob] | None, str]]
+# (ops.md, approved [{job_id, name, state}], confirm timeout s) -> (job id -> {rc, text, state} | None, problem)
+IrisStop = Callable[[ClusterConfig, list[dict[str, str]], int], tuple[dict[str, dict[str, Any]] | None, str]]
+
+
+def iris_rows(jobs: Sequence[IrisJob]) -> list[SqueueRow]:
+    """The controller's jobs as validate's rows: the sweep state (BUILDING is PENDING), iris words."""
+    return [
+        SqueueRow(
+            job_id=j.job_id,
+            raw_id=j.job_id,
+            state=TO_SWEEP[j.state],
+            elapsed="",
+            time_limit="",
+            nodes="?",
+            partition="",
+            reason=f"iris {j.state}",
+            name=j.name,
+        )
+        for j in jobs
+    ]
+
+
+def stop_line(job_id: str, state: str) -> str:
+    """What a dry run prints (the stop step runs the same, after its re-check)."""
+    return f"iris job stop {job_id} (re-checked {state} under its name first)"
+
+
+def stop_outcome(rec: dict[str, Any] | None, problem: str) -> str:
+    """One job's result: ``stopped`` only when the controller then says KILLED."""
+    if rec is None:
+        return f"not run: {problem}" if problem else "not run (stop cut short)"
+    rc, text, state = rec.get("rc"), str(rec.get("text") or ""), str(rec.get("state") or "")
+    if rc == 2:
+        return f"refused before stop: {text}"
+    if rc != 0:
+        return f"iris stop failed: {text[:200]}"
+    if state == "KILLED":
+        return "stopped (iris KILLED)"
+    return f"stop sent; iris says {state or '?'}"
