@@ -8,7 +8,7 @@
 # Everything lives in SWEEP_DEPLOY_HOME (default .deploy/): secrets.env (generated once, mode 600),
 # airflow.env (`source` it to run `airflow …` against this deployment), pg/, redis/, airflow/,
 # pids/, logs/. Settings (env): SWEEP_DEPLOY_EXECUTOR (CeleryExecutor | LocalExecutor),
-# SWEEP_DEPLOY_{API,PG,REDIS,WORKER_LOG,TRIGGER_LOG}_PORT; SWEEP_CONFIG / SWEEP_OPS_DIR /
+# SWEEP_DEPLOY_{API,PG,REDIS,WORKER_LOG,TRIGGER_LOG,HEALTH}_PORT; SWEEP_CONFIG / SWEEP_OPS_DIR /
 # SWEEP_RUN_LOG_DIR are handed to every Airflow process.
 set -euo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +19,7 @@ PG_PORT=${SWEEP_DEPLOY_PG_PORT:-5432}
 REDIS_PORT=${SWEEP_DEPLOY_REDIS_PORT:-6379}
 WORKER_LOG_PORT=${SWEEP_DEPLOY_WORKER_LOG_PORT:-8793}
 TRIGGER_LOG_PORT=${SWEEP_DEPLOY_TRIGGER_LOG_PORT:-8794}
+HEALTH_PORT=${SWEEP_DEPLOY_HEALTH_PORT:-8974}
 PGBIN=/usr/lib/postgresql/15/bin
 PIDS=$DH/pids
 LOGS=$DH/logs
@@ -129,7 +130,8 @@ export AIRFLOW__API__BASE_URL=$api
 export AIRFLOW__API__WORKERS=2
 export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$WORKER_LOG_PORT
 export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$TRIGGER_LOG_PORT
-export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=False
+export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=True
+export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT=$HEALTH_PORT
 # The run note goes through the REST API as this deployment's admin (sweep_operators/run_note.py).
 export AIRFLOW_CONN_SWEEP_AIRFLOW_API='{"conn_type": "http", "host": "$api", "login": "$_AIRFLOW_WWW_USER_USERNAME", "password": "$_AIRFLOW_WWW_USER_PASSWORD"}'
 export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}
