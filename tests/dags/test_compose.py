@@ -109,7 +109,11 @@ def test_compose_and_deploy_local_use_the_same_settings() -> None:
     assert airflow_keys == set(deploy) - MACHINE_ONLY - {"SWEEP_RUN_LOG_DIR"}
     for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__CORE__AUTH_MANAGER", "AIRFLOW__API__WORKERS"):
         assert compose[key] == deploy[key].replace("$EXECUTOR", "CeleryExecutor"), key
-    for key in ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__CELERY__RESULT_BACKEND", "AIRFLOW__CELERY__BROKER_URL"):
+    for key in (
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+        "AIRFLOW__CELERY__RESULT_BACKEND",
+        "AIRFLOW__CELERY__BROKER_URL",
+    ):
         assert compose[key].split("://")[0] == deploy[key].split("://")[0], key
     # a bare db+postgresql:// resolves to psycopg v3, which neither installs
     assert compose["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql+psycopg2://")
