@@ -255,7 +255,7 @@ def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str,
         old = Path(run_log).read_text(encoding="utf-8")
         write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
     note = run_note(_result(context, config), Path(run_log) if run_log else None)
-    set_dag_run_note(context, note + f"\nAlready handed off: {len(given)} (see run log)")
+    set_dag_run_note(context, note + f"\n\nAlready handed off: {len(given)} (see run log)")
 
 
 def handoff_branch(**context: Any) -> list[str]:
