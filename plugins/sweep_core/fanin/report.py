@@ -113,11 +113,10 @@ def run_note(result: SweepResult, log_path: Path | None) -> str:
     text = f"Clusters: {head}\n\nJobs: {counts}\n\nFlagged: {len(flags)}"
     if flags:
         text += "\n\n" + "\n".join(f"- {f}" for f in flags)
-    if log_path:
-        text += f"\n\nRun log: {md_code(log_path)}"
-    if len(text) > NOTE_LIMIT:
-        text = text[: NOTE_LIMIT - 20] + "\n\n… (see run log)"
-    return text
+    tail = f"\n\nRun log: {md_code(log_path)}" if log_path else ""
+    if len(text) + len(tail) > NOTE_LIMIT:  # the flags are cut, never the run log's name
+        text = text[: NOTE_LIMIT - len(tail) - 20] + "\n\n… (see run log)"
+    return text + tail
 
 
 _MARKER_LINE = re.compile(r"^(\s*)(<!-- /?handoff:)", re.M)
