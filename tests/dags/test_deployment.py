@@ -32,6 +32,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _now() -> str:
+    """Now as the API writes its times (ISO, UTC, ``Z``): comparable as text."""
+    return dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
 def _test_config(home: Path) -> dict[str, str]:
     """A test copy of sweep.yaml (a cron every minute, a tracker repo so the harvest hand-off is
     triggered every sweep) and an ops dir holding only the bundled cluster."""
@@ -106,10 +111,16 @@ def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment)
     # the hand-off the sweep triggered runs: its DAG was never unpaused by hand
     handoff = deployment.wait_run("sweep_tracker_harvest", f"{manual['dag_run_id']}__harvest", timeout=180)
     assert handoff["state"] == "success", handoff
+    # a hand-off DAG a person paused: the sweep's run log says its run waits
+    paused_at = deployment.patch("/api/v2/dags/sweep_tracker_harvest", {"is_paused": True}) and _now()
     # the cron runs: two consecutive ones, each window starting where the one before ended
     scheduled = deployment.wait_scheduled(SWEEP, count=2, timeout=300)
+    if scheduled[-1]["start_date"] < paused_at:
+        scheduled = deployment.wait_scheduled(SWEEP, count=3, timeout=120)
     deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})
     first, second = scheduled[-2:]
+    waiting = Path(deployment.xcom(SWEEP, second["dag_run_id"], "report")).read_text()
+    assert "## Hand-offs waiting: DAG paused" in waiting and "`sweep_tracker_harvest` is paused" in waiting
     assert first["data_interval_end"] == second["data_interval_start"]
     assert {r["state"] for r in (first, second)} == {"success"}
     logs = {Path(deployment.xcom(SWEEP, r["dag_run_id"], "report")) for r in (first, second, manual)}
