@@ -17,7 +17,10 @@ def _aware(value: Any, what: str) -> dt.datetime:
         value = dt.datetime.fromisoformat(value)
     if not isinstance(value, dt.datetime):
         raise ValueError(f"{what} must be a datetime, got {value!r}")
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    u = (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    # a plain datetime: pendulum's (Airflow's) DateTime drops a stdlib tzinfo in arithmetic
+    # (`start - timedelta` came back naive), and a naive time cannot be compared with an aware one
+    return dt.datetime(u.year, u.month, u.day, u.hour, u.minute, u.second, u.microsecond, tzinfo=dt.UTC)
 
 
 def resolve_window(

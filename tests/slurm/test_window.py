@@ -40,3 +40,18 @@ def test_bad_lookback_is_a_clear_error(bad: object) -> None:
 def test_naive_times_are_utc() -> None:
     s, e = resolve_window("2026-03-01T09:00:00", "2026-03-01T12:00:00")
     assert s.tzinfo is not None and s.hour == 9 and e.hour == 12
+
+
+def test_airflow_pendulum_times_stay_aware_in_arithmetic() -> None:
+    # Airflow hands the data interval as pendulum DateTimes; pendulum drops a stdlib tzinfo in
+    # `start - timedelta`, which then could not be compared with an aware time (a real sweep failed so)
+    import pendulum
+
+    start, end = resolve_window(
+        pendulum.datetime(2026, 12, 3, 17, 3, tz="UTC").astimezone(dt.UTC),
+        pendulum.datetime(2026, 12, 3, 17, 4, tz="UTC"),
+    )
+    assert type(start) is dt.datetime and (start - dt.timedelta(hours=24)).tzinfo is not None
+    assert max(start - dt.timedelta(hours=1), dt.datetime(2026, 12, 3, tzinfo=dt.UTC)) == dt.datetime(2026, 12, 3, 16, 3, tzinfo=dt.UTC)  # fmt: skip
+    _, back = resolve_window(None, None, 2, pendulum.datetime(2026, 12, 3, 17, 4, tz="UTC").astimezone(dt.UTC))
+    assert (back - dt.timedelta(hours=1)).tzinfo is not None
