@@ -131,12 +131,14 @@ def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment)
 def test_backfill_of_two_past_windows_runs_them_one_at_a_time(deployment: Deployment) -> None:
     start = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)).replace(second=0, microsecond=0)
     frm, to = start.isoformat(), (start + dt.timedelta(minutes=1)).isoformat()
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})  # a paused DAG runs no run, backfills too
     out = deployment.airflow(
         "backfill", "create", "--dag-id", SWEEP, "--from-date", frm, "--to-date", to,
         "--max-active-runs", "1", "--reprocess-behavior", "failed",
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     runs = deployment.wait_backfill(SWEEP, count=2, timeout=300)
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})
     assert [r["state"] for r in runs] == ["success", "success"], runs
     first, second = sorted(runs, key=lambda r: r["data_interval_start"])
     assert first["data_interval_start"].startswith(start.strftime("%Y-%m-%dT%H:%M:00"))
