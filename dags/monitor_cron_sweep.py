@@ -114,7 +114,7 @@ with DAG(
     gathers >> bucket >> liveness >> metrics >> rules >> render >> report >> verdict
 
     # Hand-offs (spec §4): the branch follows only the triggers with work; each hand-off DAG
-    # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice.
+    # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice: jobs only it found go to a follow-up run (`…__2`).
     handoffs = PythonOperator(
         task_id=Sweep.HANDOFFS,
         python_callable=sweep_tasks.handoffs,
@@ -128,7 +128,7 @@ with DAG(
         branch >> TriggerDagRunOperator(
             task_id=task_id,
             trigger_dag_id=target,
-            trigger_run_id=f"{{{{ run_id }}}}__{handoff.value}",
+            trigger_run_id=f"{{{{ ti.xcom_pull(task_ids='{Sweep.HANDOFFS}', key='{handoff.value}_run_id') }}}}",
             conf=handoffs.output[handoff.value],
             skip_when_already_exists=True,
             wait_for_completion=False,

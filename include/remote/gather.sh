@@ -14,7 +14,7 @@ if [ "$wait" -gt 0 ] && [ "$wait" -le "$SETTLE_S" ]; then sleep "$wait"; fi
 run meta sh -c 'hostname; date +%s; date +%z; id -un'
 S=$(date -d "@$WINDOW_START" +%Y-%m-%dT%H:%M:%S)
 E=$(date -d "@$WINDOW_END" +%Y-%m-%dT%H:%M:%S)
-run squeue squeue -u "$U" -t RUNNING -o "$SQUEUE_FORMAT"
+run squeue squeue -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
 sq=$?
 cp "$T/o" "$T/squeue"
 if [ "$sq" -eq 0 ]; then run pending squeue -u "$U" -t PENDING -o "$SQUEUE_FORMAT"; fi

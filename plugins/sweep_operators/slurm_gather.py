@@ -16,10 +16,13 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
+from sweep_core.ledger.catch_up import catch_up_start
+from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.gather import GatherRequest, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
+from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.window import sweep_window
 
 
@@ -93,11 +96,18 @@ class SlurmGatherOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
-        limits = load_sweep_config(self.sweep_config_path).gather
+        config = load_sweep_config(self.sweep_config_path)
+        limits = config.gather
         start, end = sweep_window(context, self.lookback_hours)
-        self.log.info("sacct window %s -> %s", start.isoformat(), end.isoformat())
+        run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+        ledger = ledger_for_run(run_log_dir(config), run_id, end.astimezone(dt.UTC).isoformat())
+        since, widened = catch_up_start(ledger, cfg.name, start, end, dt.timedelta(hours=limits.catch_up_hours))
+        self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
         try:
-            snap = gather_slurm(cfg, limits, start, end, self.log)
+            snap = gather_slurm(cfg, limits, since, end, self.log)
+            snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
+            if widened:
+                snap.notes.append(widened)
         except AirflowNotFoundException as exc:  # the cluster's Connection is not defined
             snap = ClusterSnapshot(
                 cfg.name,

@@ -37,13 +37,13 @@ from sweep_core.fanin.steps import (
     skip_snapshot,
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
-from sweep_core.ledger.runs import fold_sweep_run, give_once
+from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
 from sweep_core.ledger.store import load_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.run_note import paused_dags, set_dag_run_note
-from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice
+from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice, trigger_run_id
 from sweep_operators.window import sweep_window
 
 log = logging.getLogger(__name__)
@@ -238,13 +238,28 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         hf_chain=bool(config.hf_chain.series),
     )
     run_id = _run_id(context)
-    confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run)
+    run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
+    handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
+    confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:
         _tell_given(context, config, run_log, run_id, given)
     _tell_paused(run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
-    return confs
+    return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
+
+
+def _free_trigger_run_id(context: dict[str, Any], run_id: str, handoff: Handoff) -> str:
+    """This sweep's first hand-off run id of ``handoff`` that no DAG run has yet (per-job hand-offs:
+    a re-run's follow-up batch); the first one for the others (Airflow skips it when it exists)."""
+    first = trigger_run_id(run_id, handoff)
+    if handoff.value not in PER_JOB:
+        return first
+    target = HANDOFF_TRIGGERS[handoff][1]
+    batch = 1
+    while context["ti"].get_dr_count(dag_id=target, run_ids=[trigger_run_id(run_id, handoff, batch)]) > 0:
+        batch += 1
+    return trigger_run_id(run_id, handoff, batch)
 
 
 def _tell_paused(run_log: str, run_id: str, dag_ids: list[str]) -> None:

@@ -40,6 +40,13 @@ HANDOFF_TRIGGERS: Final[dict[Handoff, tuple[str, str]]] = {
 }
 
 
+def trigger_run_id(sweep_run_id: str, handoff: Handoff, batch: int = 1) -> str:
+    """The hand-off run a sweep triggers: ``<sweep run id>__<hand-off>``; a re-run of the sweep that
+    found jobs its first hand-off run does not hold triggers ``…__<hand-off>__<batch>`` for them."""
+    base = f"{sweep_run_id}__{handoff.value}"
+    return base if batch == 1 else f"{base}__{batch}"
+
+
 def branch_choice(with_work: list[Handoff]) -> list[str]:
     """The trigger task ids handoff_branch follows; none = the ``no_handoff`` task."""
     return [HANDOFF_TRIGGERS[h][0] for h in with_work] or [Sweep.NO_HANDOFF]

@@ -98,18 +98,20 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     def wait_for(name: str, then: str) -> str:
         return f"echo started; while [ ! -e {gate(name)} ]; do sleep 1; done; {then}"
 
-    names = {k: f"sft__{tag}_{k}" for k in ("held", "cancel", "timeout", "done", "fail")}
-    names |= {"quiet": f"rl__{tag}_quiet", "new": f"eval-{tag}_new"}
+    names = {k: f"sft__{tag}_{k}" for k in ("held", "cancel", "timeout", "done", "fail", "paused")}
+    names |= {"quiet": f"rl__{tag}_quiet", "new": f"eval-{tag}_new", "late": f"ft__{tag}_late"}
     ids = {
         "held": c.submit(names["held"], "echo held; sleep 900", "-H"),
         "cancel": c.submit(names["cancel"], "echo started; sleep 900"),
         "timeout": c.submit(names["timeout"], "echo started; sleep 900"),
         "done": c.submit(names["done"], wait_for("done", "echo 'Training Step Progress: 5/5'; exit 0")),
+        "late": c.submit(names["late"], wait_for("late", "echo 'Training Step Progress: 5/5'; exit 0")),
         "fail": c.submit(names["fail"], wait_for("fail", "echo 'RuntimeError: boom' >&2; exit 1")),
         "quiet": c.submit(names["quiet"], "echo started; sleep 900"),
+        "paused": c.submit(names["paused"], "echo started; sleep 900"),
     }
     c.wait_running(*[v for k, v in ids.items() if k != "held"])
-    quiet_log = c.wait_log(ids["quiet"])
+    quiet_log, paused_log = c.wait_log(ids["quiet"]), c.wait_log(ids["paused"])
     end = _tick_after(time.time() + 5)
     first = sweep(end)
     assert _changes(first) == ["first sweep on record: no previous sweep to compare with"]
@@ -120,10 +122,11 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     _run("scontrol", "release", ids["held"])
     _run("runuser", "-u", "sweep", "--", "scancel", ids["cancel"])
     gate("done").touch()
+    gate("late").touch()
     ids["new"] = c.submit(names["new"], "echo started; sleep 900")
     _run("touch", "-d", "3 hours ago", str(quiet_log))
     c.wait_running(ids["held"], ids["new"])
-    for k in ("cancel", "done"):
+    for k in ("cancel", "done", "late"):
         c.wait_windowed(ids[k])
     end += dt.timedelta(seconds=PERIOD)
     _in_time(end)
@@ -141,13 +144,28 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     cleanup = second.values["handoffs"]["cleanup"]
     assert [j["job_id"] for j in cleanup["jobs"]] == [ids["done"]]
 
-    # A re-run of the same run id (Airflow "clear"): the same changes, its own report replaced; its
-    # cleanup conf is the one its trigger run already carries (skip_when_already_exists: no new run).
+    # A re-run of the same run id (Airflow "clear") after a config fix: ft__ names are SFT now, so
+    # the re-run finds a completion to clean up that its first run did not. The same changes (that
+    # job's label aside), its own report replaced; the completion its cleanup run already holds is
+    # not given again, the new one goes to a follow-up cleanup run of this sweep.
+    conf["buckets"][[b["name"] for b in conf["buckets"]].index("SFT")]["patterns"].append("^ft__")
+    sweep_yaml.write_text(yaml.safe_dump(conf))
     again = sweep(end)
     assert again.run_id == second.run_id and again.values["report"] == second.values["report"]
-    assert _changes(again) == told
-    assert again.values["handoffs"]["cleanup"]["jobs"] == cleanup["jobs"]
-    assert "already handed off" not in Path(again.values["report"]).read_text()
+    assert [ln for ln in _changes(again) if ids["late"] not in ln] == [ln for ln in told if ids["late"] not in ln]
+    assert [j["job_id"] for j in again.values["handoffs"]["cleanup"]["jobs"]] == [ids["late"]]
+    assert again.values["handoffs"]["cleanup_run_id"] == f"{second.run_id}__cleanup__2"
+    assert again.task_states["trigger_cleanup"] == "success", again.task_states
+    assert "already handed off by" not in _plain(again)
+    assert f"cleanup: local {ids['done']} {names['done']} in this run's hand-off run already" in _plain(again)
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as s:
+        confs = {r.run_id: r.conf for r in s.query(DagRun).filter(DagRun.dag_id == "sweep_cleanup")}
+    assert [j["job_id"] for j in confs[f"{second.run_id}__cleanup"]["jobs"]] == [ids["done"]]
+    assert [j["job_id"] for j in confs[f"{second.run_id}__cleanup__2"]["jobs"]] == [ids["late"]]
+    told = _changes(again)
     # `dags test` again at the same logical date (a new run id, the same window): the same changes,
     # and the completion is not handed off a second time.
     retest = sweep(end, run_after=end + dt.timedelta(seconds=1))
@@ -155,9 +173,13 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     assert retest.values["handoffs"]["cleanup"] is None
     assert f"already handed off by {second.run_id}" in _plain(retest)
     assert load_ledger(logs).jobs[f"local|{ids['done']}"].handoffs == {"cleanup": second.run_id}
+    assert load_ledger(logs).jobs[f"local|{ids['late']}"].handoffs == {"cleanup": second.run_id}
 
-    # Window 3: a time limit hit, a failure, the stall cleared by new output.
+    # Window 3: a time limit hit, a failure, the stall cleared by new output, a job suspended (its
+    # log silent for hours: a suspended job's silence is not a stall).
     _wait_until(end)
+    _run("scontrol", "suspend", ids["paused"])
+    _run("touch", "-d", "3 hours ago", str(paused_log))
     _run("scontrol", "update", f"JobId={ids['timeout']}", "TimeLimit=1")
     gate("fail").touch()
     _run("touch", str(quiet_log))
@@ -173,7 +195,10 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
         f"ended: local {label['timeout']} (TIMEOUT; was RUNNING)",
         f"new failure: local {label['fail']} (FAILED; was RUNNING)",
         f"stall cleared: local {label['quiet']} (output again)",
+        f"state: local {label['paused']} RUNNING → SUSPENDED",
     )
+    assert not any(ids["paused"] in ln and "stall" in ln for ln in told), told
+    assert not [ln for ln in _plain(third).splitlines() if "[liveness_stale]" in ln and ids["paused"] in ln]
     assert not any(ids["cancel"] in ln or ids["done"] in ln for ln in told)  # each said once
 
     # Window 4: the new job ends, then slurmctld is down for the sweep: the ledger's jobs are unchanged.
@@ -191,18 +216,20 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     assert _changes(blind) == ["cluster local: OK → UNKNOWN"]
     assert json.dumps(load_ledger(logs).to_dict()["jobs"], sort_keys=True) == jobs_before
 
-    # Window 5: the cluster is read again; what happened meanwhile is told.
+    # Window 5: the cluster is read again; what happened meanwhile is told, with its end state: the
+    # sweep's sacct reaches back to the end of the last window that was read.
     _wait_until(end)
     end += dt.timedelta(seconds=PERIOD)
     runs["after"] = after = sweep(end)
     told = _changes(after)
     assert "cluster local: UNKNOWN → OK" in told
-    assert any(ln.startswith(f"gone: local {label['new']} (was RUNNING, ended while the sweeps did not read the cluster (UNKNOWN)")
-               for ln in told), told  # fmt: skip
+    _told_once(told, f"ended: local {label['new']} (CANCELLED; was RUNNING)")
+    assert not any(ln.startswith("gone:") for ln in told), told
+    assert "sacct window widened back to" in _plain(after)
 
     # Nothing that ended was dropped: every ended job is told, with its state, in some sweep.
     every = [ln for r in runs.values() for ln in _changes(r)]
-    for k in ("cancel", "timeout", "done", "fail", "new"):
+    for k in ("cancel", "timeout", "done", "fail", "new", "late"):
         assert any(ids[k] in ln for ln in every), (k, every)
 
     # A run by hand over the covered windows: the completion is not handed to sweep_cleanup again.

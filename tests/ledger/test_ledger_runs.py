@@ -91,3 +91,39 @@ def test_a_run_log_is_replaced_by_its_own_re_run_never_by_another_run(tmp_path) 
     assert by_hand.name == "2026-12-03_monitor-sweep-0300Z-2.md"
     by_hand.write_text(f"- Run: {md_code('manual__x')}\n")
     assert own_run_log(path, "manual__x", "02:50", "03:00") == by_hand  # and its re-run replaces it
+
+
+def test_a_re_run_whose_hand_off_run_exists_gives_only_what_it_alone_found(tmp_path) -> None:
+    give_once(tmp_path, cleanup_conf("1"), run_id="s3", dry_run=False)
+    # clear of s3 after a config fix: its cleanup run (s3__cleanup) exists and holds job 1
+    confs, notes = give_once(tmp_path, cleanup_conf("1", "2"), run_id="s3", dry_run=False, handed={"cleanup": True})
+    assert [j["job_id"] for j in confs["cleanup"]["jobs"]] == ["2"]  # for the follow-up run s3__cleanup__2
+    assert notes == ["cleanup: leo 1 sft__1 in this run's hand-off run already"]
+    assert load_ledger(tmp_path).jobs["leo|2"].handoffs == {"cleanup": "s3"}
+    confs, _ = give_once(tmp_path, cleanup_conf("1", "2"), run_id="s3", dry_run=False, handed={"cleanup": True})
+    assert confs["cleanup"] is None  # both in hand-off runs of s3 already: nothing triggered
+    # its hand-off run does not exist (the trigger failed before it was created): given again, all of it
+    confs, _ = give_once(tmp_path, cleanup_conf("1", "2"), run_id="s3", dry_run=False)
+    assert [j["job_id"] for j in confs["cleanup"]["jobs"]] == ["1", "2"]
+
+
+def test_catch_up_reaches_back_to_the_last_window_whose_sacct_was_read(tmp_path) -> None:
+    from sweep_core.ledger.catch_up import catch_up_start
+    from sweep_core.models import ClusterStatus
+
+    lines(tmp_path, [snap([job("1", "sft__1", "RUNNING")])], 0, "s0")
+    hour, day = dt.timedelta(hours=1), dt.timedelta(hours=24)
+    blind = snap([])
+    blind.status, blind.running, blind.finished = ClusterStatus.UNKNOWN, None, None
+    lines(tmp_path, [blind], 3, "s3")  # UNKNOWN: read_until stays at T0
+    ledger = load_ledger(tmp_path)
+    assert ledger.read_until == {"leo": T0.isoformat()}
+    start, end = T0 + 3 * hour, T0 + 6 * hour
+    assert catch_up_start(ledger, "leo", start, end, day) == (T0, "sacct window widened back to 2026-12-03 03:00:00Z: the sweeps since did not read it")  # fmt: skip
+    since, note = catch_up_start(ledger, "leo", start, end, hour)
+    assert since == start - hour and "capped at gather.catch_up_hours" in note
+    assert catch_up_start(ledger, "other", start, end, day) == (start, "")  # never read: its first sweep
+    assert catch_up_start(ledger, "leo", T0 - 3 * hour, T0 - 2 * hour, day) == (T0 - 3 * hour, "")  # backfill
+    lines(tmp_path, [snap([], [job("1", "sft__1", "CANCELLED", "sacct")])], 6, "s6")
+    assert load_ledger(tmp_path).read_until == {"leo": end.isoformat()}
+    assert catch_up_start(load_ledger(tmp_path), "leo", end, end + 3 * hour, day) == (end, "")

@@ -33,6 +33,9 @@ class GatherLimits(StrictModel):
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")
     chain_prefixes: Tup[str] = Field(("rl__",), description="RUNNING jobs whose earlier chain links are tailed too")
+    catch_up_hours: Positive = Field(
+        24, description="after sweeps that could not read a cluster, sacct reaches back at most this far"
+    )
 
 
 class SweepConfig(StrictModel):

@@ -57,6 +57,10 @@ def job_liveness(job: Job, now: float | None, cadence_for: dict[str, int]) -> No
         return
     minutes = max(0.0, (now - job.log_mtime) / 60.0)
     job.minutes_since_output = minutes
+    if job.state.split(" ", 1)[0] == "SUSPENDED":  # stopped by Slurm: silence is expected, not a hang
+        note = "suspended: its silence is not judged"
+        job.log_note = f"{job.log_note}; {note}" if job.log_note else note
+        return
     job.stale = minutes > cadence_for.get(job.bucket, float("inf"))
     ran = predates_job(job)
     if ran is not None:

@@ -55,6 +55,7 @@ class Ledger:
     series: dict[str, SeriesMax] = field(default_factory=dict)
     clusters: dict[str, str] = field(default_factory=dict)  # cluster -> status at the last sweep
     known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
+    read_until: dict[str, str] = field(default_factory=dict)  # cluster -> latest window end whose sacct was read
     window_end: str = ""  # the latest window folded in (ISO)
     run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
 
@@ -65,6 +66,7 @@ class Ledger:
             "run_id": self.run_id,
             "clusters": dict(self.clusters),
             "known": sorted(self.known),
+            "read_until": dict(self.read_until),
             "series": {k: asdict(v) for k, v in self.series.items()},
             "jobs": {k: asdict(v) for k, v in self.jobs.items()},
         }
@@ -82,6 +84,9 @@ class Ledger:
         clusters = raw.get("clusters", {})
         if not isinstance(clusters, dict) or not all(isinstance(v, str) for v in clusters.values()):
             raise LedgerError("'clusters' is not an object of strings")
+        read_until = raw.get("read_until", {})
+        if not isinstance(read_until, dict) or not all(isinstance(v, str) for v in read_until.values()):
+            raise LedgerError("'read_until' is not an object of strings")
         known = raw.get("known", [])
         if not isinstance(known, list) or not all(isinstance(v, str) for v in known):
             raise LedgerError("'known' is not a list of strings")
@@ -90,6 +95,7 @@ class Ledger:
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
             clusters=dict(clusters),
+            read_until=dict(read_until),
             window_end=raw.get("window_end", ""),
             run_id=raw.get("run_id", ""),
         )

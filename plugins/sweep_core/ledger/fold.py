@@ -70,7 +70,7 @@ def _job_changes(e: LedgerEntry | None, state: str, stale: bool, label: str, clu
         out.append(Change("state", cluster, f"state: {label} {prev} → {state}"))
     if stale and not (e and e.stale):
         out.append(Change("stall", cluster, f"new stall: {label}"))
-    elif e is not None and e.stale and not stale and state in ACTIVE:
+    elif e is not None and e.stale and not stale and state == "RUNNING":  # SUSPENDED: told as a state
         out.append(Change("stall_cleared", cluster, f"stall cleared: {label} (output again)"))
     return out
 
@@ -144,6 +144,8 @@ def fold_sweep(
         if quiet and not first:
             changes.append(Change("first", s.cluster, f"cluster {s.cluster}: first sweep that knew it"))
         new.known.add(s.cluster)
+        if s.finished is not None and not older:  # its sacct window was read: nothing ended unseen before end
+            new.read_until[s.cluster] = max(ledger.read_until.get(s.cluster, ""), end)
         seen = _seen(s)
         for key, job in sorted(seen.items()):
             e = new.jobs.get(key)

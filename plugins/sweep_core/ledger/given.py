@@ -1,6 +1,6 @@
 """Acted on once: a hand-off (cleanup, cancel request, ...) is given once per job and kind, whatever
-windows overlap (a run by hand, a backfill); a re-run of the SAME run may give it again (its trigger
-run id is the same, so Airflow triggers nothing twice).
+windows overlap (a run by hand, a backfill); a re-run of the SAME run gives again only what its
+hand-off run does not exist for yet (Airflow triggers nothing twice under one trigger run id).
 """
 
 from __future__ import annotations
@@ -15,6 +15,12 @@ def _key(item: Mapping[str, Any]) -> str:
     return f"{item['cluster']}|{item['job_id']}"
 
 
+def given_by(ledger: Ledger, kind: str, item: Mapping[str, Any]) -> str:
+    """The run id that handed ``item`` off as ``kind`` ("" when none did)."""
+    e = ledger.jobs.get(_key(item))
+    return e.handoffs.get(kind, "") if e else ""
+
+
 def split_given(
     ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], run_id: str
 ) -> tuple[list[Mapping[str, Any]], list[str]]:
@@ -22,9 +28,9 @@ def split_given(
     todo: list[Mapping[str, Any]] = []
     notes: list[str] = []
     for item in items:
-        e = ledger.jobs.get(_key(item))
-        by = e.handoffs.get(kind, "") if e else ""
+        by = given_by(ledger, kind, item)
         if by and by != run_id:
+            e = ledger.jobs.get(_key(item))
             name = item.get("name") or item.get("job_name") or (e.name if e else "")
             notes.append(f"{kind}: {item['cluster']} {item['job_id']} {name} already handed off by {by}")
         else:

@@ -6,13 +6,13 @@ HF chain are not per job: their DAGs are idempotent on the tracker and on the ch
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
-from sweep_core.ledger.given import mark_given, split_given
+from sweep_core.ledger.given import given_by, mark_given, split_given
 from sweep_core.ledger.store import fold_run, update_ledger
 from sweep_core.models import ClusterSnapshot
 from sweep_core.rules.context import base_state
@@ -37,10 +37,21 @@ def fold_sweep_run(
 
 
 def give_once(
-    run_log_dir: str | Path, confs: dict[str, dict[str, Any] | None], *, run_id: str, dry_run: bool
+    run_log_dir: str | Path,
+    confs: dict[str, dict[str, Any] | None],
+    *,
+    run_id: str,
+    dry_run: bool,
+    handed: Mapping[str, bool] | None = None,
 ) -> tuple[dict[str, dict[str, Any] | None], list[str]]:
     """``confs`` without the jobs another run already handed off (per kind), and one note for each;
-    the jobs left are recorded as given by ``run_id`` (not on a dry run: it acts on nothing)."""
+    the jobs left are recorded as given by ``run_id`` (not on a dry run: it acts on nothing).
+
+    ``handed[kind]``: this run's hand-off run of that kind already exists (a re-run of the same run
+    id). Its jobs are in that run; the conf then holds only the jobs no run gave yet (found by the
+    re-run alone, e.g. after a config fix), for a follow-up hand-off run, and None when there are none.
+    """
+    handed = handed or {}
 
     def change(ledger: Ledger) -> tuple[Ledger, tuple[dict[str, dict[str, Any] | None], list[str]]]:
         out, notes = dict(confs), []
@@ -50,12 +61,23 @@ def give_once(
                 continue
             todo, given = split_given(ledger, kind, conf["jobs"], run_id)
             notes += given
+            if handed.get(kind):
+                mine = [j for j in todo if given_by(ledger, kind, j) == run_id]
+                todo = [j for j in todo if given_by(ledger, kind, j) != run_id]
+                notes += [
+                    f"{kind}: {j['cluster']} {j['job_id']} {_name(j)} in this run's hand-off run already" for j in mine
+                ]
             if not dry_run:
                 mark_given(ledger, kind, todo, run_id)
             rest = {**conf, "jobs": list(todo)}
-            out[kind] = rest if todo or rest.get("reclaim_clusters") else None
+            keep = todo or (rest.get("reclaim_clusters") and not handed.get(kind))
+            out[kind] = rest if keep else None
         return ledger, (out, notes)
 
     if not any((confs.get(k) or {}).get("jobs") for k in PER_JOB):
         return dict(confs), []  # nothing per job: the ledger is not touched
     return update_ledger(run_log_dir, change)
+
+
+def _name(item: Mapping[str, Any]) -> str:
+    return str(item.get("name") or item.get("job_name") or "")

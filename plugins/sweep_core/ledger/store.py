@@ -87,6 +87,25 @@ def update_ledger(
     return result
 
 
+def _before_path(run_log_dir: str | Path) -> Path:
+    return ledger_path(run_log_dir).with_name(BEFORE_FILE)
+
+
+def _base(run_log_dir: str | Path, current: Ledger, run_id: str, window_end: str, notes: list[str] | None) -> Ledger:
+    """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
+    (the same run id, or the same window), else ``current``."""
+    kept = _read(_before_path(run_log_dir), notes, _before) if current.run_id else None
+    latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
+    rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
+    return latest[2] if latest is not None and rerun else current
+
+
+def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str) -> Ledger:
+    """The ledger run ``run_id`` (window ending ``window_end``, ISO UTC) will fold against, read-only."""
+    with _locked(run_log_dir):
+        return _base(run_log_dir, load_ledger(run_log_dir), run_id, window_end, None)
+
+
 def fold_run(
     run_log_dir: str | Path,
     run_id: str,
@@ -98,14 +117,10 @@ def fold_run(
     keeps the ledger as it stood before it; a re-run of the run that folded last (the same run id,
     or the same window: ``dags test`` again at the same logical date) folds against that again and
     tells the same changes, keeping every hand-off given since. Any other run folds on top."""
-    before_path = ledger_path(run_log_dir).with_name(BEFORE_FILE)
     with _locked(run_log_dir):
         current = load_ledger(run_log_dir, notes)
-        kept = _read(before_path, notes, _before) if current.run_id else None
-        latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
-        rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
-        base = latest[2] if latest is not None and rerun else current
-        _write(before_path, {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
+        base = _base(run_log_dir, current, run_id, window_end, notes)
+        _write(_before_path(run_log_dir), {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
         ledger, result = fold(base)
         ledger.run_id = run_id
         save_ledger(run_log_dir, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))
