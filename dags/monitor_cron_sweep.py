@@ -45,10 +45,13 @@ with DAG(
     tags=["monitoring", "slurm", "iris"],
     doc_md=__doc__,
     params={
+        # optional multi-select of the ops.md clusters: the form needs the names as `examples` and
+        # "null" in the type (else it shows a required one-per-line text box)
         "clusters": Param(
             [],
-            type="array",
+            type=["null", "array"],
             items={"type": "string", "enum": CLUSTERS} if CLUSTERS else {"type": "string"},
+            examples=CLUSTERS,
             title="Clusters",
             description="Clusters to sweep; empty = every active cluster in include/ops",
         ),

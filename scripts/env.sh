@@ -40,7 +40,8 @@ export AIRFLOW__CORE__UNIT_TEST_MODE=False
 export AIRFLOW__LOGGING__LOGGING_LEVEL=${AIRFLOW__LOGGING__LOGGING_LEVEL:-INFO}
 export PYTHONPATH=$PROJECT/plugins${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$AIRFLOW_HOME"
-if [ ! -s "$AIRFLOW_HOME/airflow.db" ] || [ ! -f "$AIRFLOW_HOME/.migrated" ]; then
+# (a deployment's own database, AIRFLOW__DATABASE__SQL_ALCHEMY_CONN, is migrated by its script)
+if [ -z "${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN:-}" ] && { [ ! -s "$AIRFLOW_HOME/airflow.db" ] || [ ! -f "$AIRFLOW_HOME/.migrated" ]; }; then
   echo "[env] airflow db migrate ($AIRFLOW_HOME)"
   airflow db migrate >"$AIRFLOW_HOME/db-migrate.log" 2>&1 || { tail -n 30 "$AIRFLOW_HOME/db-migrate.log" >&2; exit 1; }
   touch "$AIRFLOW_HOME/.migrated"

@@ -6,6 +6,10 @@ import datetime as dt
 from typing import Any
 
 DEFAULT_LOOKBACK_HOURS = 3.0
+# A window that ended more than this before the gather read the cluster is a PAST window (a
+# backfill, a late re-run): squeue and log ages tell about now, not about that window.
+PAST_WINDOW_GRACE_S = 15 * 60
+PAST_WINDOW_NOTE = "past window: liveness cannot be judged for a past window (no stall marks, no cancel hand-off)"
 
 
 def _aware(value: Any, what: str) -> dt.datetime:
@@ -47,3 +51,15 @@ def resolve_window(
     if start_dt is None or start_dt >= end_dt:
         return end_dt - dt.timedelta(hours=DEFAULT_LOOKBACK_HOURS), end_dt
     return start_dt, end_dt
+
+
+def is_past_window(window_end: Any, now: float | None) -> bool:
+    """True when ``window_end`` (ISO text or datetime) ended more than PAST_WINDOW_GRACE_S before
+    ``now`` (the cluster's clock, epoch seconds); False when either is not known or not a time."""
+    if now is None or window_end in (None, ""):
+        return False
+    try:
+        end = _aware(window_end, "window_end").timestamp()
+    except ValueError:
+        return False
+    return now - end > PAST_WINDOW_GRACE_S

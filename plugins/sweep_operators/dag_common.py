@@ -26,9 +26,12 @@ def handoff_dag_kwargs(
     dag_id: str, description: str, doc: str | None, tags: list[str], **params: Any
 ) -> dict[str, Any]:
     """DAG(...) kwargs of a hand-off DAG: triggered (no schedule), one run at a time, no retries,
-    ``dry_run`` (default true: a person trying it from the UI changes nothing) and ``run_log``."""
+    ``dry_run`` (default true: a person trying it from the UI changes nothing) and ``run_log``.
+    Not paused when first seen: a run the sweep triggers runs (its guards re-validate first;
+    cancel still waits for a human) instead of sitting queued until someone unpauses the DAG."""
     return {
         "dag_id": dag_id,
+        "is_paused_upon_creation": False,
         "description": description,
         "schedule": None,
         "start_date": START,

@@ -41,7 +41,7 @@ from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
-from sweep_operators.run_note import set_dag_run_note
+from sweep_operators.run_note import paused_dags, set_dag_run_note
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice, trigger_run_id
 from sweep_operators.window import sweep_window
 
@@ -219,6 +219,7 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:
         _tell_given(context, config, run_log, run_id, given)
+    _tell_paused(run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
     return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
 
 
@@ -238,6 +239,20 @@ def _free_trigger_run_id(context: dict[str, Any], run_id: str, handoff: Handoff)
     return trigger_run_id(run_id, handoff, batch)
 
 
+def _tell_paused(run_log: str, run_id: str, dag_ids: list[str]) -> None:
+    """Say loudly which triggered hand-off DAG is paused (its run waits, queued, until a person
+    unpauses it): a warning in this log and a section of the run log. Needs sweep_airflow_api."""
+    paused = paused_dags(dag_ids) or []
+    for dag_id in paused:
+        log.warning("hand-off %s is PAUSED: the run this sweep triggers waits until someone unpauses it", dag_id)
+    if paused and run_log and Path(run_log).is_file():
+        body = "## Hand-offs waiting: DAG paused\n\n" + "\n".join(
+            f"- `{d}` is paused: the run this sweep triggered waits until someone unpauses it" for d in paused
+        )
+        old = Path(run_log).read_text(encoding="utf-8")
+        write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
+
+
 def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
     """The "already handed off" notes: task log, a section of the run log, the DAG run note."""
     for line in given:
@@ -247,7 +262,7 @@ def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str,
         old = Path(run_log).read_text(encoding="utf-8")
         write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
     note = run_note(_result(context, config), Path(run_log) if run_log else None)
-    set_dag_run_note(context, note + f"\nAlready handed off: {len(given)} (see run log)")
+    set_dag_run_note(context, note + f"\n\nAlready handed off: {len(given)} (see run log)")
 
 
 def handoff_branch(**context: Any) -> list[str]:

@@ -1,5 +1,6 @@
 """docker-compose.yaml ships no guessable secret: every one is required (`${VAR:?why}`), none has a
-default, the API port binds to loopback unless told otherwise, and .env.example names them all."""
+default, the API port binds to loopback unless told otherwise, and .env.example names them all. It uses
+the settings, pins and versions scripts/deploy_local.sh runs (the layout tested without Docker)."""
 
 from __future__ import annotations
 
@@ -83,3 +84,73 @@ def test_workers_get_the_iris_client_and_a_read_only_kubeconfig() -> None:
     init = "\n".join(doc["services"]["airflow-init"]["command"])
     assert "/opt/iris-venv/bin/pip install -q -r /opt/airflow/requirements-iris.txt" in init
     assert "import iris.client.client" in init
+
+
+DEPLOY = ROOT / "scripts" / "deploy_local.sh"
+# Settings that name this machine's paths and ports (the image has its own defaults for these).
+MACHINE_ONLY = {
+    "AIRFLOW_HOME",
+    "AIRFLOW__CORE__DAGS_FOLDER",
+    "AIRFLOW__CORE__PLUGINS_FOLDER",
+    "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT",
+    "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT",
+    "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT",
+    "PATH",
+    "PYTHONPATH",
+}
+
+
+def _pins(text: str) -> dict[str, str]:
+    return {m[0].lower(): m[1] for m in re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+)", text, re.M)}
+
+
+def _compose_env() -> dict[str, str]:
+    env = yaml.safe_load(COMPOSE.read_text())["x-airflow-common"]["environment"]
+    return {k: str(v) for k, v in env.items()}
+
+
+def _deploy_env() -> dict[str, str]:
+    """The settings deploy_local.sh writes into airflow.env (``export NAME=value`` lines)."""
+    return dict(re.findall(r"^export ([A-Z_][A-Z0-9_]*)=(.*)$", DEPLOY.read_text(), re.M))
+
+
+def test_compose_and_deploy_local_use_the_same_settings() -> None:
+    compose, deploy = _compose_env(), _deploy_env()
+    airflow_keys = {k for k in compose if k.startswith("AIRFLOW")}
+    assert airflow_keys == set(deploy) - MACHINE_ONLY - {"SWEEP_RUN_LOG_DIR"}
+    for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__CORE__AUTH_MANAGER", "AIRFLOW__API__WORKERS"):
+        assert compose[key] == deploy[key].replace("$EXECUTOR", "CeleryExecutor"), key
+    for key in (
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
+        "AIRFLOW__CELERY__RESULT_BACKEND",
+        "AIRFLOW__CELERY__BROKER_URL",
+    ):
+        assert compose[key].split("://")[0] == deploy[key].split("://")[0], key
+    # a bare db+postgresql:// resolves to psycopg v3, which neither installs
+    assert compose["AIRFLOW__CELERY__RESULT_BACKEND"].startswith("db+postgresql+psycopg2://")
+    assert compose["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].endswith(":8080/execution/")
+    assert deploy["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == "$api/execution/"
+    assert "SWEEP_RUN_LOG_DIR" in compose
+
+
+def test_compose_installs_the_project_pins_and_the_deployment_pins() -> None:
+    extra = _pins(_compose_env()["_PIP_ADDITIONAL_REQUIREMENTS"].replace(" ", "\n"))
+    project = _pins((ROOT / "requirements.txt").read_text())
+    deployment = _pins((ROOT / "requirements-deploy.txt").read_text())
+    assert {"celery": "5.5.3", "kombu": "5.5.4"}.items() <= deployment.items()
+    assert "asyncpg" in deployment and "psycopg2-binary" in deployment
+    assert deployment.items() <= extra.items()  # every deployment pin, at its version
+    for name, version in extra.items():
+        assert (project | deployment).get(name) == version, name
+    image = yaml.safe_load(COMPOSE.read_text())["x-airflow-common"]["image"]
+    assert f":{project['apache-airflow']}-python3.11" in image
+
+
+def test_compose_images_are_the_versions_deploy_local_runs() -> None:
+    services = yaml.safe_load(COMPOSE.read_text())["services"]
+    assert "/usr/lib/postgresql/15/bin" in DEPLOY.read_text()
+    assert services["postgres"]["image"] == "postgres:15"
+    assert services["redis"]["image"] == "redis:7.0-bookworm"  # Debian 12's redis-server 7.0
+    if shutil.which("redis-server"):
+        out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
+        assert " v=7.0." in out

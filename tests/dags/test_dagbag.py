@@ -46,6 +46,29 @@ def test_params_and_run_policy(dag) -> None:
     assert dag.catchup is False
 
 
+def test_clusters_is_an_optional_multi_select_of_the_ops_md_clusters(dag) -> None:
+    """The trigger form shows an array param as a multi-select only with `examples`, and marks it
+    required unless its type allows null (a cleared multi-select sends null)."""
+    from sweep_core.config.ops import cluster_names
+
+    schema = dag.params.get_param("clusters").schema
+    assert "null" in schema["type"] and "array" in schema["type"]
+    assert schema["examples"] == cluster_names(ROOT / "include" / "ops") == schema["items"]["enum"]
+    dag.params.get_param("clusters").resolve(None)  # cleared: every active cluster
+    dag.params.get_param("clusters").resolve(["local"])
+
+
+def test_hand_off_dags_are_not_paused_when_first_seen() -> None:
+    """A hand-off the sweep triggers runs without someone unpausing its DAG (guards re-validate)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    for dag_id in ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"):
+        assert bag.get_dag(dag_id).is_paused_upon_creation is False, dag_id
+    assert bag.get_dag("monitor_cron_sweep").is_paused_upon_creation is not False  # unpaused by a person
+
+
 def test_cron_data_interval_tiles_time(dag) -> None:
     from airflow.sdk import CronDataIntervalTimetable
     from airflow.timetables.interval import CronDataIntervalTimetable as SchedulerTimetable

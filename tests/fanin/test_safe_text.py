@@ -176,3 +176,21 @@ def test_handoff_output_cannot_end_or_fake_a_run_log_section() -> None:
     log = upsert_section(log, "sweep_cleanup", "second run")
     assert log.count("<!-- handoff:sweep_cleanup -->") == 1 and "rm ok" not in log and "second run" in log
     assert log.count("\n<!-- handoff:sweep_cancel -->\n") == 1 and "cancelled nothing" in log
+
+
+def test_run_note_keeps_its_line_breaks_as_markdown(tmp_path: Path) -> None:
+    """Airflow renders the note as Markdown: the header lines stay separate blocks, not one paragraph."""
+    from sweep_core.fanin.render import RenderedSweep
+    from sweep_core.fanin.steps import SweepResult
+    from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+    from sweep_core.vocab import Severity
+
+    snap = ClusterSnapshot("local", "slurm", ClusterStatus.OK)
+    result = SweepResult([snap], {}, RenderedSweep("", {}), [])
+    html = _html(run_note(result, tmp_path / "x.md"))
+    paragraphs = re.findall(r"<p>(.*?)</p>", html, re.S)
+    assert [p.split(":")[0] for p in paragraphs] == ["Clusters", "Jobs", "Flagged", "Run log"]
+    many = [Flag(rule="r", severity=Severity.WARN, cluster="local", message="x" * 80) for _ in range(40)]
+    long_note = run_note(SweepResult([snap], {}, RenderedSweep("", {}), many), tmp_path / "x.md")
+    assert len(long_note) <= 1000 and "… (see run log)" in long_note
+    assert long_note.endswith(f"Run log: `{tmp_path / 'x.md'}`")  # cut flags, never the log's name

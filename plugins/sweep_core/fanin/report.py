@@ -104,18 +104,19 @@ def write_run_log(path: Path, text: str) -> Path:
 
 
 def run_note(result: SweepResult, log_path: Path | None) -> str:
-    """A short DAG-run note: cluster states, bucket counts, flags; within Airflow's 1000 chars."""
+    """A short DAG-run note: cluster states, bucket counts, flags; within Airflow's 1000 chars.
+    Airflow renders it as Markdown, where single line breaks join lines into one paragraph: each
+    header line is its own paragraph (blank line between), the flags a list."""
     head = " · ".join(f"{md_text(s.cluster)} {s.status}" for s in result.snapshots)
     counts = " · ".join(f"{md_text(b)} {n}" for b, n in result.counts().items())
-    flags = flagged_lines(result, md_text)  # Airflow renders the note as Markdown
-    text = f"Clusters: {head}\nJobs: {counts}\nFlagged: {len(flags)}"
+    flags = flagged_lines(result, md_text)
+    text = f"Clusters: {head}\n\nJobs: {counts}\n\nFlagged: {len(flags)}"
     if flags:
-        text += "\n" + "\n".join(f"- {f}" for f in flags)
-    if log_path:
-        text += f"\nRun log: {md_code(log_path)}"
-    if len(text) > NOTE_LIMIT:
-        text = text[: NOTE_LIMIT - 20] + "\n… (see run log)"
-    return text
+        text += "\n\n" + "\n".join(f"- {f}" for f in flags)
+    tail = f"\n\nRun log: {md_code(log_path)}" if log_path else ""
+    if len(text) + len(tail) > NOTE_LIMIT:  # the flags are cut, never the run log's name
+        text = text[: NOTE_LIMIT - len(tail) - 20] + "\n\n… (see run log)"
+    return text + tail
 
 
 _MARKER_LINE = re.compile(r"^(\s*)(<!-- /?handoff:)", re.M)

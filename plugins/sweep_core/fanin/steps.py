@@ -30,6 +30,7 @@ from sweep_core.rules.config import rules_config
 from sweep_core.rules.context import History, RuleContext
 from sweep_core.rules.registry import apply_rules
 from sweep_core.vocab import Bucket
+from sweep_core.window import PAST_WINDOW_NOTE, is_past_window
 
 
 def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot | None:
@@ -74,9 +75,14 @@ def cadence_table(config: SweepConfig, overrides: dict[str, dict[str, int]]) -> 
 
 
 def liveness_step(snaps: Sequence[ClusterSnapshot], cadences: dict[str, dict[str, int]]) -> None:
-    """Minutes since last output and the stale mark for every RUNNING job (an error: age "?")."""
+    """Minutes since last output and the stale mark for every RUNNING job (an error: age "?").
+    A past window's jobs are not judged: the cluster's note says so (PAST_WINDOW_NOTE)."""
     for s in snaps:
         cadence = cadences.get(s.cluster, {})
+        if is_past_window(s.window_end, s.remote_now):
+            if PAST_WINDOW_NOTE not in s.notes:
+                s.notes.append(PAST_WINDOW_NOTE)
+            continue
         for job in s.running or []:
             guarded(job, "liveness", lambda j=job, now=s.remote_now, c=cadence: job_liveness(j, now, c))
 

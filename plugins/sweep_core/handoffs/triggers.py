@@ -13,6 +13,7 @@ from typing import Any
 from sweep_core.handoffs.cleanup.plan import targets_from_flags
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.vocab import CANCEL_ACTIONS, Action
+from sweep_core.window import is_past_window
 
 
 class Handoff(StrEnum):
@@ -38,10 +39,11 @@ def plan_handoffs(
     base = {"dry_run": dry_run, "run_log": run_log}
     cleanup = [t.to_dict() for t in targets_from_flags(flags) if t.cluster in trusted]
     reclaim = sorted({f.cluster for f in flags if f.action == Action.RECLAIM and f.cluster in trusted})
+    past = {s.cluster for s in snaps if is_past_window(s.window_end, s.remote_now)}  # never cancel from a past window
     cancel = [
         {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name, "action": str(f.action), "evidence": f.line()}
         for f in flags
-        if f.action in CANCEL_ACTIONS and f.cluster in trusted and f.job_id
+        if f.action in CANCEL_ACTIONS and f.cluster in trusted - past and f.job_id
     ]
     return {
         Handoff.CLEANUP.value: {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# The docker-compose.yaml layout without Docker or systemd: Debian's PostgreSQL 15 and Redis 7.0,
+# and Airflow 3.3.2's api-server, scheduler, dag-processor, triggerer and a Celery worker from the
+# project's pins (requirements.txt + requirements-deploy.txt), with the compose file's settings.
+#   scripts/deploy_local.sh up       idempotent: installs what is missing, starts what is not running
+#   scripts/deploy_local.sh down     stops only what `up` started, by the PIDs it recorded
+#   scripts/deploy_local.sh status   one line per service
+# Everything lives in SWEEP_DEPLOY_HOME (default .deploy/): secrets.env (generated once, mode 600),
+# airflow.env (`source` it to run `airflow …` against this deployment), pg/, redis/, airflow/,
+# pids/, logs/. Settings (env): SWEEP_DEPLOY_EXECUTOR (CeleryExecutor | LocalExecutor),
+# SWEEP_DEPLOY_{API,PG,REDIS,WORKER_LOG,TRIGGER_LOG,HEALTH}_PORT; SWEEP_CONFIG / SWEEP_OPS_DIR /
+# SWEEP_RUN_LOG_DIR are handed to every Airflow process.
+set -euo pipefail
+PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DH=$(mkdir -p "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && cd "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && pwd)
+EXECUTOR=${SWEEP_DEPLOY_EXECUTOR:-CeleryExecutor}
+API_PORT=${SWEEP_DEPLOY_API_PORT:-8080}
+PG_PORT=${SWEEP_DEPLOY_PG_PORT:-5432}
+REDIS_PORT=${SWEEP_DEPLOY_REDIS_PORT:-6379}
+WORKER_LOG_PORT=${SWEEP_DEPLOY_WORKER_LOG_PORT:-8793}
+TRIGGER_LOG_PORT=${SWEEP_DEPLOY_TRIGGER_LOG_PORT:-8794}
+HEALTH_PORT=${SWEEP_DEPLOY_HEALTH_PORT:-8974}
+PGBIN=/usr/lib/postgresql/15/bin
+PIDS=$DH/pids
+LOGS=$DH/logs
+AIRFLOW_SERVICES=(api-server scheduler dag-processor triggerer worker)
+
+say() { echo "[deploy] $*"; }
+AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+as_postgres() { "${AS_POSTGRES[@]}" "$@"; }
+
+# --- processes: started in their own session; the PID file holds "pid starttime" (no PID reuse) ---
+starttime() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $20}'; } # after "(comm)", which may hold spaces
+running_pid() {
+  local f=$PIDS/$1.pid pid st
+  [ -f "$f" ] || return 1
+  read -r pid st <"$f"
+  [ -n "$pid" ] && [ "$(starttime "$pid")" = "$st" ] && echo "$pid"
+}
+start() { # start NAME CMD... (skipped while NAME's recorded process runs)
+  local name=$1 pid
+  shift
+  if pid=$(running_pid "$name"); then
+    say "$name already running (pid $pid)"
+    return
+  fi
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid $(starttime "$pid")" >"$PIDS/$name.pid"
+  say "$name started (pid $pid, log $LOGS/$name.log)"
+}
+stop() { # stop NAME [SIGNAL [TARGET]]: the recorded process group (or "pid" alone), KILL after 60 s
+  local name=$1 sig=${2:-TERM} pid i
+  if ! pid=$(running_pid "$name"); then
+    rm -f "$PIDS/$name.pid"
+    return
+  fi
+  if [ "${3:-group}" = pid ]; then kill "-$sig" "$pid"; else kill "-$sig" -- "-$pid"; fi 2>/dev/null || true
+  for i in $(seq 600); do
+    [ "$(starttime "$pid")" != "" ] || break
+    [ "$i" = 600 ] && kill -KILL -- "-$pid" 2>/dev/null
+    sleep 0.1
+  done
+  rm -f "$PIDS/$name.pid"
+  say "$name stopped (pid $pid)"
+}
+wait_for() { # wait_for WHAT SECONDS CMD...
+  local what=$1 secs=$2 i
+  shift 2
+  for i in $(seq "$((secs * 2))"); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "[deploy] ERROR: $what not up after ${secs}s; see $LOGS" >&2
+  return 1
+}
+
+install_debian() {
+  local need=()
+  [ -x "$PGBIN/postgres" ] || need+=(postgresql-15)
+  if [ "$EXECUTOR" = CeleryExecutor ] && ! command -v redis-server >/dev/null; then need+=(redis-server); fi
+  if [ ${#need[@]} -gt 0 ]; then
+    say "apt-get install ${need[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+}
+
+write_secrets() { # the names of .env.example, generated once
+  [ -s "$DH/secrets.env" ] && return
+  say "generating $DH/secrets.env"
+  (
+    umask 077
+    python3 - >"$DH/secrets.env" <<'EOF'
+import base64, os, secrets
+print(f"AIRFLOW__CORE__FERNET_KEY={base64.urlsafe_b64encode(os.urandom(32)).decode()}")  # = Fernet.generate_key()
+print(f"AIRFLOW__API_AUTH__JWT_SECRET={secrets.token_urlsafe(48)}")
+print(f"POSTGRES_PASSWORD={secrets.token_urlsafe(24)}")
+print("_AIRFLOW_WWW_USER_USERNAME=admin")
+print(f"_AIRFLOW_WWW_USER_PASSWORD={secrets.token_urlsafe(18)}")
+EOF
+  )
+}
+
+write_airflow_env() { # the compose file's environment, for this machine's ports and paths
+  # shellcheck disable=SC1091
+  source "$DH/secrets.env"
+  local db="airflow:$POSTGRES_PASSWORD@127.0.0.1:$PG_PORT/airflow" api="http://127.0.0.1:$API_PORT"
+  (
+    umask 077
+    cat >"$DH/airflow.env" <<EOF
+# Written by scripts/deploy_local.sh: \`source\` it to run airflow commands against this deployment.
+export PATH=$PROJECT/.venv/bin:\$PATH
+export PYTHONPATH=$PROJECT/plugins
+export AIRFLOW_HOME=$DH/airflow
+export AIRFLOW__CORE__DAGS_FOLDER=$PROJECT/dags
+export AIRFLOW__CORE__PLUGINS_FOLDER=$PROJECT/plugins
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+export AIRFLOW__CORE__EXECUTOR=$EXECUTOR
+export AIRFLOW__CORE__AUTH_MANAGER=airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
+export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$_AIRFLOW_WWW_USER_USERNAME:admin
+export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=$DH/auth/passwords.json
+export AIRFLOW__CORE__FERNET_KEY=$AIRFLOW__CORE__FERNET_KEY
+export AIRFLOW__API_AUTH__JWT_SECRET=$AIRFLOW__API_AUTH__JWT_SECRET
+export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=postgresql+psycopg2://$db
+export AIRFLOW__CELERY__RESULT_BACKEND=db+postgresql+psycopg2://$db
+export AIRFLOW__CELERY__BROKER_URL=redis://127.0.0.1:$REDIS_PORT/0
+# The API server is not always on its default port: workers must be told where the Execution API is.
+export AIRFLOW__CORE__EXECUTION_API_SERVER_URL=$api/execution/
+export AIRFLOW__API__BASE_URL=$api
+export AIRFLOW__API__WORKERS=2
+export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$WORKER_LOG_PORT
+export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$TRIGGER_LOG_PORT
+export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=True
+export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT=$HEALTH_PORT
+# The run note goes through the REST API as this deployment's admin (sweep_operators/run_note.py).
+export AIRFLOW_CONN_SWEEP_AIRFLOW_API='{"conn_type": "http", "host": "$api", "login": "$_AIRFLOW_WWW_USER_USERNAME", "password": "$_AIRFLOW_WWW_USER_PASSWORD"}'
+export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}
+${SWEEP_CONFIG:+export SWEEP_CONFIG=$SWEEP_CONFIG}
+${SWEEP_OPS_DIR:+export SWEEP_OPS_DIR=$SWEEP_OPS_DIR}
+EOF
+  )
+  mkdir -p "$DH/auth" "$DH/airflow" "${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}"
+  (
+    umask 077
+    python3 -c 'import json, sys; print(json.dumps({sys.argv[1]: sys.argv[2]}))' \
+      "$_AIRFLOW_WWW_USER_USERNAME" "$_AIRFLOW_WWW_USER_PASSWORD" >"$DH/auth/passwords.json"
+  )
+}
+
+start_postgres() {
+  # shellcheck disable=SC1091
+  source "$DH/secrets.env"
+  mkdir -p "$DH/pg"
+  chown postgres:postgres "$DH/pg"
+  chmod 700 "$DH/pg"
+  as_postgres test -x "$DH/pg" || { echo "[deploy] ERROR: user postgres cannot reach $DH" >&2; exit 1; }
+  if [ ! -s "$DH/pg/data/PG_VERSION" ]; then
+    say "initdb $DH/pg/data"
+    as_postgres "$PGBIN/initdb" -D "$DH/pg/data" -U postgres -E UTF8 --auth-local=peer \
+      --auth-host=scram-sha-256 >"$LOGS/initdb.log" 2>&1
+  fi
+  mkdir -p "$DH/pg/run" && chown postgres:postgres "$DH/pg/run"
+  start postgres "${AS_POSTGRES[@]}" "$PGBIN/postgres" -D "$DH/pg/data" -p "$PG_PORT" -k "$DH/pg/run" \
+    -c listen_addresses=127.0.0.1
+  wait_for postgres 60 as_postgres "$PGBIN/pg_isready" -q -h "$DH/pg/run" -p "$PG_PORT"
+  local psql=(as_postgres psql -q -v ON_ERROR_STOP=1 -h "$DH/pg/run" -p "$PG_PORT" -U postgres)
+  if [ "$("${psql[@]}" -tAc "SELECT 1 FROM pg_roles WHERE rolname='airflow'")" != 1 ]; then
+    "${psql[@]}" -c "CREATE ROLE airflow LOGIN"
+  fi
+  "${psql[@]}" -c "ALTER ROLE airflow PASSWORD '$POSTGRES_PASSWORD'"
+  if [ "$("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname='airflow'")" != 1 ]; then
+    "${psql[@]}" -c "CREATE DATABASE airflow OWNER airflow"
+  fi
+}
+
+start_redis() {
+  mkdir -p "$DH/redis"
+  start redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$DH/redis" --save "" \
+    --appendonly no --daemonize no
+  wait_for redis 30 redis-cli -p "$REDIS_PORT" ping
+}
+
+api_up() { python -c "import httpx, sys; httpx.get(sys.argv[1], timeout=2).raise_for_status()" \
+  "http://127.0.0.1:$API_PORT/api/v2/version"; }
+
+up() {
+  mkdir -p "$PIDS" "$LOGS"
+  install_debian
+  write_secrets
+  write_airflow_env
+  # shellcheck disable=SC1091
+  source "$DH/airflow.env"
+  # the venv and requirements.txt (env.sh migrates only a SQLite DB; this one is Postgres)
+  # shellcheck disable=SC1091
+  source "$PROJECT/scripts/env.sh"
+  local want stamp=$PROJECT/.venv/.requirements-deploy.sha
+  want=$(sha256sum "$PROJECT/requirements-deploy.txt" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "pip install -r requirements-deploy.txt (into .venv)"
+    pip install -q --disable-pip-version-check -r "$PROJECT/requirements-deploy.txt"
+    echo "$want" >"$stamp"
+  fi
+  start_postgres
+  [ "$EXECUTOR" != CeleryExecutor ] || start_redis
+  if ! running_pid scheduler >/dev/null; then
+    say "airflow db migrate (log $LOGS/db-migrate.log)"
+    airflow db migrate >"$LOGS/db-migrate.log" 2>&1 || { tail -n 30 "$LOGS/db-migrate.log" >&2; exit 1; }
+  fi
+  start api-server airflow api-server --host 127.0.0.1 --port "$API_PORT"
+  wait_for api-server 180 api_up
+  start scheduler airflow scheduler
+  start dag-processor airflow dag-processor
+  start triggerer airflow triggerer
+  [ "$EXECUTOR" != CeleryExecutor ] || start worker airflow celery worker --concurrency 4
+  say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
+  say "CLI: source $DH/airflow.env"
+}
+
+down() {
+  local name
+  for name in worker triggerer dag-processor scheduler api-server redis; do stop "$name"; done
+  stop postgres INT pid # fast shutdown; the postmaster ends its backends
+}
+
+status() {
+  local name pid
+  for name in postgres redis "${AIRFLOW_SERVICES[@]}"; do
+    if pid=$(running_pid "$name"); then echo "$name running (pid $pid)"; else echo "$name stopped"; fi
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *)
+    echo "usage: $0 up|down|status" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,150 @@
+"""A real deployment, as the README's "Running it" says, command for command: scripts/deploy_local.sh
+(Postgres, Redis, api-server, scheduler, dag-processor, triggerer, a Celery worker), then the REST
+API as the UI uses it and the airflow CLI: no import errors, a run triggered with conf, two cron
+runs whose windows tile, a backfill of two past windows one at a time, a hand-off the sweep
+triggered running without anyone unpausing it. It sweeps the bundled Slurm cluster: marked cluster."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import CLUSTER_DIR, ROOT
+from deploy_client import Deployment, run_timing
+
+pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900)]
+SWEEP = "monitor_cron_sweep"
+HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest")
+EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "CeleryExecutor")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _now() -> str:
+    """Now as the API writes its times (ISO, UTC, ``Z``): comparable as text."""
+    return dt.datetime.now(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _test_config(home: Path) -> dict[str, str]:
+    """A test copy of sweep.yaml (a cron every minute, a tracker repo so the harvest hand-off is
+    triggered every sweep) and an ops dir holding only the bundled cluster."""
+    shutil.copytree(ROOT / "include" / "ops" / "local", home / "ops" / "local")
+    tracker = home / "tracker"
+    tracker.mkdir()
+    subprocess.run(["git", "init", "-q", str(tracker)], check=True)
+    text = (ROOT / "include" / "sweep.yaml").read_text()
+    text = re.sub(r"(?m)^schedule: .*$", 'schedule: "*/1 * * * *"', text)
+    text = re.sub(r"(?m)^(trackers:\n  repo:) null$", rf"\1 {tracker}", text)
+    (home / "sweep.yaml").write_text(text)
+    return {"SWEEP_CONFIG": str(home / "sweep.yaml"), "SWEEP_OPS_DIR": str(home / "ops")}
+
+
+@pytest.fixture(scope="module")
+def deployment(_local_cluster_session) -> Iterator[Deployment]:
+    home = Path(tempfile.mkdtemp(prefix="sweep-deploy-", dir="/var/tmp"))
+    home.chmod(0o755)  # the postgres user reaches its data dir below it
+    env = {
+        **os.environ,
+        **_test_config(home),
+        "SWEEP_DEPLOY_HOME": str(home / "deploy"),
+        "SWEEP_DEPLOY_EXECUTOR": EXECUTOR,
+        **{
+            f"SWEEP_DEPLOY_{k}_PORT": str(_free_port())
+            for k in ("API", "PG", "REDIS", "WORKER_LOG", "TRIGGER_LOG", "HEALTH")
+        },
+    }
+    env.pop("AIRFLOW_HOME", None)
+    script = str(ROOT / "scripts" / "deploy_local.sh")
+    try:
+        up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=600)
+        assert up.returncode == 0, up.stdout + up.stderr
+        again = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=300)
+        services = 7 if EXECUTOR == "CeleryExecutor" else 5  # + redis and the worker
+        assert again.returncode == 0 and again.stdout.count("already running") == services, again.stdout
+        dep = Deployment.connect(home / "deploy", int(env["SWEEP_DEPLOY_API_PORT"]))
+        dep.airflow("connections", "import", str(CLUSTER_DIR / "connections.json"))
+        yield dep
+    finally:
+        subprocess.run([script, "down"], env=env, capture_output=True, text=True, timeout=300)
+        status = subprocess.run([script, "status"], env=env, capture_output=True, text=True, timeout=60).stdout
+        shutil.rmtree(home, ignore_errors=True)
+    assert "running" not in status, status
+
+
+def test_every_dag_imports_and_the_hand_offs_are_not_paused(deployment: Deployment) -> None:
+    dags = deployment.wait_dags({SWEEP, *HANDOFF_DAGS})
+    assert deployment.get("/api/v2/importErrors")["import_errors"] == []
+    assert {d: dags[d]["is_paused"] for d in HANDOFF_DAGS} == dict.fromkeys(HANDOFF_DAGS, False)
+    assert dags[SWEEP]["is_paused"] is True  # a person unpauses the sweep (README)
+    clusters = deployment.get(f"/api/v2/dags/{SWEEP}/details")["params"]["clusters"]
+    assert clusters["schema"]["examples"] == ["local"] and "null" in clusters["schema"]["type"]
+
+
+def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment) -> None:
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})
+    run = deployment.post(
+        f"/api/v2/dags/{SWEEP}/dagRuns",
+        {"logical_date": None, "conf": {"clusters": ["local"], "lookback_hours": 0.25, "dry_run": True}},
+    )
+    manual = deployment.wait_run(SWEEP, run["dag_run_id"], timeout=300)
+    assert manual["state"] == "success", manual
+    # its own run log, named in the note; the note's lines stay lines in the UI (Markdown paragraphs)
+    path = Path(deployment.xcom(SWEEP, manual["dag_run_id"], "report"))
+    assert path.is_file() and manual["dag_run_id"] in path.read_text()
+    note = manual["note"]
+    assert re.match(r"Clusters: local OK\n\nJobs: .*\n\nFlagged: \d+", note), note
+    assert f"Run log: `{path}`" in note
+    timing = run_timing(deployment.task_instances(SWEEP, manual["dag_run_id"]), manual)
+    print(f"\n{EXECUTOR} manual sweep: {timing}")
+    # the hand-off the sweep triggered runs: its DAG was never unpaused by hand
+    handoff = deployment.wait_run("sweep_tracker_harvest", f"{manual['dag_run_id']}__harvest", timeout=180)
+    assert handoff["state"] == "success", handoff
+    # a hand-off DAG a person paused: the sweep's run log says its run waits
+    paused_at = deployment.patch("/api/v2/dags/sweep_tracker_harvest", {"is_paused": True}) and _now()
+    # the cron runs: two consecutive ones, each window starting where the one before ended
+    scheduled = deployment.wait_scheduled(SWEEP, count=2, timeout=300)
+    if scheduled[-1]["start_date"] < paused_at:
+        scheduled = deployment.wait_scheduled(SWEEP, count=3, timeout=120)
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})
+    first, second = scheduled[-2:]
+    waiting = Path(deployment.xcom(SWEEP, second["dag_run_id"], "report")).read_text()
+    assert "## Hand-offs waiting: DAG paused" in waiting and "`sweep_tracker_harvest` is paused" in waiting
+    assert first["data_interval_end"] == second["data_interval_start"]
+    assert {r["state"] for r in (first, second)} == {"success"}
+    logs = {Path(deployment.xcom(SWEEP, r["dag_run_id"], "report")) for r in (first, second, manual)}
+    assert len(logs) == 3  # each run keeps its own log
+    print(f"{EXECUTOR} scheduled sweep: {run_timing(deployment.task_instances(SWEEP, second['dag_run_id']), second)}")
+
+
+def test_backfill_of_two_past_windows_runs_them_one_at_a_time(deployment: Deployment) -> None:
+    start = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)).replace(second=0, microsecond=0)
+    frm, to = start.isoformat(), (start + dt.timedelta(minutes=1)).isoformat()
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})  # a paused DAG runs no run, backfills too
+    out = deployment.airflow(
+        "backfill", "create", "--dag-id", SWEEP, "--from-date", frm, "--to-date", to,
+        "--max-active-runs", "1", "--reprocess-behavior", "failed",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    runs = deployment.wait_backfill(SWEEP, count=2, timeout=300)
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})
+    assert [r["state"] for r in runs] == ["success", "success"], runs
+    first, second = sorted(runs, key=lambda r: r["data_interval_start"])
+    assert first["data_interval_start"].startswith(start.strftime("%Y-%m-%dT%H:%M:00"))
+    assert first["data_interval_end"] == second["data_interval_start"]
+    assert first["end_date"] <= second["start_date"]  # one at a time: the second began after the first
+    for r in (first, second):
+        text = Path(deployment.xcom(SWEEP, r["dag_run_id"], "report")).read_text()
+        begin = dt.datetime.fromisoformat(r["data_interval_start"].replace("Z", "+00:00"))
+        assert begin.isoformat() in text  # each reports its own window

@@ -1,0 +1,138 @@
+"""The deployment test's handle on a running deployment (scripts/deploy_local.sh): the REST API as
+the UI calls it (a token from /auth/token), the airflow CLI with the deployment's airflow.env, and
+the split of one sweep's wall time (gather, settle wait, fan-in work, Airflow overhead)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+DONE = {"success", "failed"}
+FAN_IN = ("bucket", "liveness", "metrics", "rules", "render", "report", "handoffs", "handoff_branch")
+
+
+def _secrets(home: Path) -> dict[str, str]:
+    lines = (home / "secrets.env").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+@dataclass
+class Deployment:
+    home: Path
+    client: httpx.Client
+
+    @classmethod
+    def connect(cls, home: Path, port: int) -> Deployment:
+        s = _secrets(home)
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+        user, password = s["_AIRFLOW_WWW_USER_USERNAME"], s["_AIRFLOW_WWW_USER_PASSWORD"]
+        token = client.post("/auth/token", json={"username": user, "password": password})
+        token.raise_for_status()
+        client.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+        return cls(home, client)
+
+    def get(self, path: str, **params: Any) -> Any:
+        r = self.client.get(path, params=params)
+        r.raise_for_status()
+        return r.json()
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        r = self.client.post(path, json=body)
+        assert r.status_code < 300, r.text
+        return r.json()
+
+    def patch(self, path: str, body: dict[str, Any]) -> Any:
+        r = self.client.patch(path, json=body)
+        assert r.status_code < 300, r.text
+        return r.json()
+
+    def airflow(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``source airflow.env && airflow ARGS`` (what a person types)."""
+        cmd = f"source {shlex.quote(str(self.home / 'airflow.env'))} && airflow {shlex.join(args)}"
+        return subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout)
+
+    def _until(self, what: str, timeout: float, probe: Any) -> Any:
+        end, last = time.monotonic() + timeout, None
+        while time.monotonic() < end:
+            last = probe()
+            if last is not None and last is not False:
+                return last
+            time.sleep(2)
+        raise AssertionError(f"{what}: not after {timeout}s (last: {last!r})")
+
+    def wait_dags(self, dag_ids: set[str], timeout: float = 180) -> dict[str, dict[str, Any]]:
+        def probe() -> Any:
+            dags = {d["dag_id"]: d for d in self.get("/api/v2/dags")["dags"]}
+            return dags if dag_ids <= set(dags) else None
+
+        return self._until(f"DAGs {sorted(dag_ids)} parsed", timeout, probe)
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return self.get(f"/api/v2/dags/{dag_id}/dagRuns", order_by="run_after", limit=100)["dag_runs"]
+
+    def wait_run(self, dag_id: str, run_id: str, timeout: float) -> dict[str, Any]:
+        def probe() -> Any:
+            r = self.client.get(f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}")
+            return r.json() if r.status_code == 200 and r.json()["state"] in DONE else None
+
+        return self._until(f"{dag_id} {run_id} done", timeout, probe)
+
+    def _wait_runs(self, dag_id: str, run_type: str, count: int, timeout: float) -> list[dict[str, Any]]:
+        def probe() -> Any:
+            done = [r for r in self.runs(dag_id) if r["run_type"] == run_type and r["state"] in DONE]
+            return done if len(done) >= count else None
+
+        return self._until(f"{count} {run_type} runs of {dag_id}", timeout, probe)
+
+    def wait_scheduled(self, dag_id: str, count: int, timeout: float) -> list[dict[str, Any]]:
+        return self._wait_runs(dag_id, "scheduled", count, timeout)
+
+    def wait_backfill(self, dag_id: str, count: int, timeout: float) -> list[dict[str, Any]]:
+        return self._wait_runs(dag_id, "backfill", count, timeout)
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances"
+        return self.get(path)["task_instances"]
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
+        return self.get(f"{path}/xcomEntries/return_value", deserialize=True, stringify=False)["value"]
+
+
+def _t(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def _secs(ti: dict[str, Any]) -> float:
+    start, end = _t(ti.get("start_date")), _t(ti.get("end_date"))
+    return (end - start).total_seconds() if start and end and ti["state"] == "success" else 0.0
+
+
+def run_timing(tis: list[dict[str, Any]], run: dict[str, Any], cluster: str = "local", settle_s: int = 10) -> str:
+    """One sweep's wall time split: the gather (of which the settle wait: the gather script sleeps
+    until window end + settle_s), the fan-in's work (bucket .. handoff_branch), the rest of the
+    critical path's task time (step0, the trigger), and Airflow's overhead (queueing, task start,
+    scheduling gaps) = wall time - the critical path's task time."""
+    by = {ti["task_id"]: ti for ti in tis}
+    total = (_t(run["end_date"]) - _t(run["start_date"])).total_seconds()  # type: ignore[operator]
+    gather = by[f"{cluster}.gather"]
+    window_end = _t(run.get("data_interval_end")) or _t(run["run_after"])
+    settle = min(
+        max((window_end + dt.timedelta(seconds=settle_s) - _t(gather["start_date"])).total_seconds(), 0), settle_s
+    )  # type: ignore[operator]
+    fan_in = sum(_secs(by[t]) for t in FAN_IN)
+    triggers = max((_secs(ti) for t, ti in by.items() if t.startswith("trigger_")), default=0.0)
+    other = _secs(by[f"{cluster}.step0"]) + triggers
+    overhead = total - _secs(gather) - fan_in - other
+    return (
+        f"wall {total:.1f} s = gather {_secs(gather):.1f} s (settle wait {settle:.1f} s) + fan-in work {fan_in:.1f} s"
+        f" + step0/trigger {other:.1f} s + Airflow overhead {overhead:.1f} s"
+    )
