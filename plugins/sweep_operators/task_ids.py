@@ -24,6 +24,7 @@ class Sweep:
     BUCKET, LIVENESS, METRICS, RULES = "bucket", "liveness", "metrics", "rules"
     RENDER, REPORT, VERDICT = "render", "report", "verdict"
     HANDOFFS, HANDOFF_BRANCH, NO_HANDOFF = "handoffs", "handoff_branch", "no_handoff"
+    HISTORY, NOTIFY = "history", "notify"  # the sweep's rows into the Parquet history; the digests
 
     @staticmethod
     def gather(cluster: str) -> str:

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from sweep_core.config.fanin_schema import MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
+from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
 
 Positive = Annotated[int, Field(gt=0)]
@@ -57,6 +58,8 @@ class SweepConfig(StrictModel):
     trackers: TrackersSection = Field(TrackersSection(), description="the eval-grid tracker harvest (repo null = off)")
     cancel: CancelConfig = Field(CancelConfig(), description="scancel of flagged jobs after a human's approval")
     hf_chain: HfChainSection = Field(HfChainSection(), description="the HF-only SFT chain's series (none = off)")
+    history: HistorySection = Field(HistorySection(), description="the Parquet record of every sweep: where, how long")
+    notify: NotifySection = Field(NotifySection(), description="digest channels (Slack, e-mail), cooldown, approvers")
 
     @field_validator("schedule")
     @classmethod
