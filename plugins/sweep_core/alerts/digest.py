@@ -153,8 +153,24 @@ def build_digest(
             digest.new.append(Told(item, n, since))
         elif prev is not None and _tells_again(since, prev.window_end, cur.window_end, cooldown):
             digest.reminders.append(Told(item, n, since))
-    if prev is not None:
-        for sig, item in sorted(prev.items.items()):
-            if sig not in cur.items and _open_in(cur, item) is False:
-                digest.resolved.append(item)
+    for item in _last_known_open(past):
+        if item.signature not in cur.items and _open_in(cur, item) is False:
+            digest.resolved.append(item)
     return digest
+
+
+def _last_known_open(past: Sequence[Sweep]) -> list[Item]:
+    """The items open in the latest earlier sweep that could tell (a sweep that could not read the
+    cluster in between does not hide that a flag was open before it)."""
+    latest: dict[str, Item] = {}
+    for s in past:
+        latest.update(s.items)
+    out = []
+    for sig, item in sorted(latest.items()):
+        for s in reversed(past):
+            state = _open_in(s, item)
+            if state is not None:
+                if state:
+                    out.append(item)
+                break
+    return out
