@@ -23,6 +23,7 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, Trigge
 from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import load_sweep_config
 from sweep_operators import notify_tasks, sweep_tasks
+from sweep_operators.approval_notify import overrun_deadline
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.slurm_gather import SlurmGatherOperator
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
@@ -45,6 +46,10 @@ with DAG(
     default_args={"retries": 0},
     tags=["monitoring", "slurm", "iris"],
     doc_md=__doc__,
+    # a sweep still running notify.overrun_intervals schedule intervals after it was queued is told
+    deadline=overrun_deadline(SWEEP_YAML, CONFIG.schedule, CONFIG.notify.overrun_intervals)
+    if CONFIG.notify.channels
+    else None,
     params={
         "clusters": Param(
             [],

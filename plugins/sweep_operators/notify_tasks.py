@@ -14,7 +14,7 @@ from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.digest import COLUMNS, build_digest
-from sweep_core.alerts.layout import Message, email_html, handoff_lines, route, slack_blocks
+from sweep_core.alerts.layout import Message, email_html, handoff_lines, route, slack_blocks, slack_text
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.triggers import Handoff
@@ -74,9 +74,9 @@ def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
     if channel.kind == "slack":
         from airflow.providers.slack.notifications.slack_webhook import SlackWebhookNotifier
 
-        text = msg.text()
-        text = text if len(text) <= 3000 else text[:2950] + "\n… (see the run)"
-        SlackWebhookNotifier(slack_webhook_conn_id=channel.conn_id, text=text, blocks=slack_blocks(msg)).notify(context)
+        SlackWebhookNotifier(
+            slack_webhook_conn_id=channel.conn_id, text=slack_text(msg), blocks=slack_blocks(msg)
+        ).notify(context)
     else:
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 

@@ -166,7 +166,7 @@ def _last_known_open(past: Sequence[Sweep]) -> list[Item]:
     for s in past:
         latest.update(s.items)
     out = []
-    for sig, item in sorted(latest.items()):
+    for _, item in sorted(latest.items()):
         for s in reversed(past):
             state = _open_in(s, item)
             if state is not None:

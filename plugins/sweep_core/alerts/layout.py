@@ -69,6 +69,12 @@ def slack_escape(text: str) -> str:
     return clean(text, newlines=False).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def slack_text(msg: Message) -> str:
+    """The message's notification text (Slack parses it too: escaped line by line), within 3,000."""
+    text = "\n".join(slack_escape(ln) for ln in msg.text().splitlines())
+    return text if len(text) <= MAX_SECTION else text[: MAX_SECTION - 40] + "\n… (see the run)"
+
+
 def slack_blocks(msg: Message) -> list[dict[str, object]]:
     """Block Kit blocks: a header, one section per part (split at 3,000 characters), links; at most
     50 blocks, the lines that do not fit told as "N more"."""
