@@ -13,6 +13,7 @@ import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -65,7 +66,7 @@ class Digest:
         return not (self.new or self.reminders or self.resolved or self.handoffs)
 
 
-def _text(row: pd.Series) -> str:
+def _text(row: dict[str, Any]) -> str:
     if row["record"] == CLUSTER:
         notes = f": {row['notes']}" if isinstance(row.get("notes"), str) and row["notes"] else ""
         return clean(f"cluster {row['cluster']} {row['status']}{notes}", newlines=False)
@@ -92,7 +93,7 @@ def sweeps_of(frame: pd.DataFrame) -> list[Sweep]:
     for end, rows in frame.groupby("window_end", sort=True):
         items: dict[str, Item] = {}
         read, seen = set(), set()
-        for _, row in rows.iterrows():
+        for row in rows.to_dict("records"):
             if row["record"] == CLUSTER:
                 seen.add(row["cluster"])
                 if row["status"] in READ:
