@@ -32,7 +32,7 @@ class Channel(StrictModel):
     """One place a digest goes: a Slack webhook or an e-mail list, and which severities it hears."""
 
     name: NonEmpty = Field(description="how the task log and the tests name the channel")
-    kind: Literal["slack", "email"]
+    kind: Literal["slack", "email"] = Field(description="`slack` (webhook notifier) or `email` (SMTP notifier)")
     conn_id: NonEmpty = Field(description="slack: a Slack Incoming Webhook Connection; email: an SMTP Connection")
     severities: Tup[SeverityName] = Field(("critical", "warn"), min_length=1, description="flags it is told about")
     to: Tup[NonEmpty] = Field((), description="email: the recipients")
