@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from typing import Any
+from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
 
@@ -68,7 +69,9 @@ def overrun_alert(*, sweep_yaml: str, intervals: int, context: dict[str, Any] | 
     cfg = load_sweep_config(sweep_yaml).notify
     run = (context or {}).get("dag_run") or {}
     dag_id, run_id = str(run.get("dag_id", "monitor_cron_sweep")), str(run.get("run_id", "?"))
-    msg = overrun_message(dag_id, run_id, intervals, f"{_base_url()}/dags/{dag_id}/runs/{run_id}")
+    msg = overrun_message(
+        dag_id, run_id, intervals, f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
+    )
     for ch in cfg.channels:
         if "critical" in ch.severities:
             send(ch, msg, context or {})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from typing import Any
+from urllib.parse import quote
 
 from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -63,7 +64,7 @@ def _links(config: SweepConfig, context: dict[str, Any]) -> list[tuple[str, str]
 
     base = (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
     dag_id = getattr(context.get("dag_run"), "dag_id", DagId.SWEEP)
-    links = [("this run", f"{base}/dags/{dag_id}/runs/{_run_id(context)}")]
+    links = [("this run", f"{base}/dags/{quote(dag_id)}/runs/{quote(_run_id(context), safe='')}")]
     if config.notify.page_url:
         links.append(("Sweeps page", config.notify.page_url))
     return links
