@@ -23,6 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sweep_core.fanin.history import move_aside
 from sweep_core.history.rows import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -173,17 +174,3 @@ def _read_file(
     if columns is not None:
         frame = frame.reindex(columns=list(dict.fromkeys(["record", *columns])))
     return frame
-
-
-def move_aside(path: Any, why: str, notes: list[str] | None) -> None:
-    """Move an unusable file aside as ``<name>.corrupt-<stamp>`` (never deleted), with a warning and a note."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    aside = path.parent / f"{path.name}.corrupt-{stamp}"
-    try:
-        path.rename(aside)
-        note = f"sweep history {path} is unusable ({why}): moved aside to {aside.name}, not used"
-    except OSError as exc:
-        note = f"sweep history {path} is unusable ({why}) and could not be moved aside ({exc}): not used"
-    log.warning("%s", note)
-    if notes is not None:
-        notes.append(note)
