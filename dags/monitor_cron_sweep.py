@@ -48,7 +48,7 @@ with DAG(
     doc_md=__doc__,
     # a sweep still running notify.overrun_intervals schedule intervals after it was queued is told
     deadline=overrun_deadline(SWEEP_YAML, CONFIG.schedule, CONFIG.notify.overrun_intervals)
-    if CONFIG.notify.channels
+    if CONFIG.notify.overrun_intervals
     else None,
     params={
         "clusters": Param(

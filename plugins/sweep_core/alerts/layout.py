@@ -55,10 +55,12 @@ def route(
         ("Resolved", gone(digest.resolved)),
         ("Hand-offs", list(digest.handoffs) if handoffs else []),
     ]
-    sections = [(h, _capped(lines, max_items)) for h, lines in sections if lines]
+    sections = [(h, lines) for h, lines in sections if lines]
     if not sections:
         return None
-    counts = ", ".join(f"{len(lines)} {h.split(' ')[0].lower()}" for h, lines in sections)
+    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)"}
+    counts = ", ".join(f"{len(lines)} {short.get(h, 'still open')}" for h, lines in sections)
+    sections = [(h, _capped(lines, max_items)) for h, lines in sections]
     first = " (first sweep on record)" if digest.first else ""
     title = f"{dag_id} {digest.window_end:%Y-%m-%d %H:%M}Z{first}: {counts}"
     return Message(clean(title, newlines=False), sections, list(links))
