@@ -43,7 +43,6 @@ def test_first_announces_second_repeats_nothing_change_and_resolved_told_once_co
         conf["schedule"] = "0 * * * *"
         conf["notify"] = {
             "cooldown_hours": 2,
-            "page_url": "http://localhost:8080/sweeps/",
             "channels": [
                 {"name": "team-slack", "kind": "slack", "conn_id": "slack_stub", "severities": ["critical", "warn"]},
                 {"name": "team-mail", "kind": "email", "conn_id": "smtp_local", "to": ["team@example.org"],
