@@ -10,31 +10,19 @@ import os
 import time
 from pathlib import Path
 
-import pandas as pd
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.history.page import sweeps_page
-from sweep_core.history.store import HistoryStore
+from sweep_core.history.page import Summary, page_data, sweeps_page
 
 PREFIX = "/sweeps"
-PLOT_COLUMNS = ("window_end", "run_id", "cluster", "bucket", "rule", "status", "quota.used", "quota.soft",
-                "quota.capacity")  # fmt: skip
+_SUMMARIES: dict[str, Summary] = {}  # earlier sweeps' plot data, kept across requests
 
 
 def _sweep_yaml() -> str:
     return os.environ.get("SWEEP_CONFIG", str(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml"))
-
-
-def page_frame(store: HistoryStore) -> pd.DataFrame:
-    """Every column of the latest sweep, the plots' columns of the earlier ones."""
-    latest = store.read(last=1)
-    if latest.empty:
-        return latest
-    older = store.read(columns=PLOT_COLUMNS, before=latest["window_end"].max().to_pydatetime())
-    return pd.concat([older, latest], ignore_index=True) if not older.empty else latest
 
 
 def _auth() -> list[object]:
@@ -52,7 +40,8 @@ def create_app() -> FastAPI:
         from sweep_operators.notify_tasks import history_store
 
         t0 = time.perf_counter()
-        body = sweeps_page(page_frame(history_store(load_sweep_config(_sweep_yaml()))))
+        latest, earlier = page_data(history_store(load_sweep_config(_sweep_yaml())), _SUMMARIES)
+        body = sweeps_page(latest, earlier)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
 
     return app

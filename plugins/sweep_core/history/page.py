@@ -10,10 +10,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, METRIC_PREFIX
+from sweep_core.history.store import HistoryStore, read_file
 from sweep_core.safe_text import clean
 
 METRICS = ("step", "max_steps", "reward", "loss", "grad_norm", "result_count", "pass_rate")
@@ -51,11 +53,12 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str) -> str:
     metrics = [m for m in METRICS if METRIC_PREFIX + m in frame and frame[METRIC_PREFIX + m].notna().any()]
     head = ["cluster", "id", "name", "state", "elapsed", "last output (min)", *metrics, "flags"]
     rows = []
+    by_job: dict[tuple[str, str], list[dict[str, object]]] = {}
+    for f in flags.to_dict("records"):
+        by_job.setdefault((f["cluster"], f["job_id"]), []).append(f)
     for job in frame.to_dict("records"):
-        mine = flags[(flags["cluster"] == job["cluster"]) & (flags["job_id"] == job["job_id"])]
-        badges = "".join(
-            f'<span class="badge {_e(f["severity"])}">{_e(f["rule"])}</span>' for f in mine.to_dict("records")
-        )
+        mine = by_job.get((job["cluster"], job["job_id"]), [])
+        badges = "".join(f'<span class="badge {_e(f["severity"])}">{_e(f["rule"])}</span>' for f in mine)
         if job.get("stale") is True:
             badges = '<span class="badge stale">stale</span>' + badges
         mins = job.get("minutes_since_output")
@@ -69,7 +72,7 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str) -> str:
                 f"<li>[{_e(f['rule'])}] {_e(f['severity'])}: {_e(f['message'])}"
                 + (f" → hand-off asked: <b>{_e(f['action'])}</b>" if f.get("action") else "")
                 + "</li>"
-                for f in mine.to_dict("records")
+                for f in mine
             )
             or "<li>no flag</li>"
         )
@@ -107,28 +110,79 @@ def svg_lines(title: str, series: dict[str, Sequence[float]], xs: Sequence[str],
     return "".join(parts) + "</svg>"
 
 
-def _plots(frame: pd.DataFrame) -> str:
-    ends = sorted(frame["window_end"].dropna().unique())
-    xs = [pd.Timestamp(e).strftime("%m-%d %H:%M") for e in ends]
-    jobs, flags, clusters = (frame[frame["record"] == r] for r in (JOB, FLAG, CLUSTER))
-    per_bucket = jobs.groupby(["bucket", "window_end"]).size().unstack(fill_value=0).reindex(columns=ends, fill_value=0)
-    per_rule = flags.groupby(["rule", "window_end"]).size().unstack(fill_value=0).reindex(columns=ends, fill_value=0)
-    out = [svg_lines("jobs per bucket per sweep", {str(b): list(map(float, r)) for b, r in per_bucket.iterrows()}, xs),
-           svg_lines("open flags by rule", {str(b): list(map(float, r)) for b, r in per_rule.iterrows()}, xs)]  # fmt: skip
-    if "quota.used" in clusters:
-        for name, rows in clusters.groupby("cluster"):
-            rows = rows.set_index("window_end").reindex(ends)
-            used = [float(v) if pd.notna(v) else math.nan for v in rows["quota.used"]]
-            soft = rows["quota.soft"].dropna() if "quota.soft" in rows else pd.Series(dtype=float)
-            cap = rows["quota.capacity"].dropna() if "quota.capacity" in rows else pd.Series(dtype=float)
-            limit = float(soft.iloc[-1]) if len(soft) else (float(cap.iloc[-1]) if len(cap) else None)
-            if any(not math.isnan(u) for u in used):
-                out.append(svg_lines(f"{name}: quota/inodes used", {"used": used}, xs, limit))
+@dataclass(frozen=True)
+class Summary:
+    """What the plots need of one sweep: jobs per bucket, flags per rule, quota per cluster."""
+
+    window_end: pd.Timestamp
+    buckets: dict[str, int]
+    rules: dict[str, int]
+    quota: dict[str, tuple[float, float | None]]  # cluster -> (used, soft limit or capacity)
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not math.isnan(value) else None
+
+
+def summarize(frame: pd.DataFrame) -> list[Summary]:
+    """One Summary per sweep in ``frame`` (rows of one or more sweeps), oldest first."""
+    out = []
+    for end, rows in frame.groupby("window_end", sort=True):
+        jobs, flags = rows[rows["record"] == JOB], rows[rows["record"] == FLAG]
+        quota: dict[str, tuple[float, float | None]] = {}
+        for c in rows[rows["record"] == CLUSTER].to_dict("records"):
+            used = _num(c.get("quota.used"))
+            if used is not None:
+                quota[str(c["cluster"])] = (used, _num(c.get("quota.soft")) or _num(c.get("quota.capacity")))
+        buckets = {str(k): int(v) for k, v in jobs.groupby("bucket").size().items()}
+        rules = {str(k): int(v) for k, v in flags.groupby("rule").size().items()}
+        out.append(Summary(pd.Timestamp(end), buckets, rules, quota))
+    return out
+
+
+def _plots(sums: Sequence[Summary]) -> str:
+    xs = [s.window_end.strftime("%m-%d %H:%M") for s in sums]
+    buckets = sorted({b for s in sums for b in s.buckets})
+    rules = sorted({r for s in sums for r in s.rules})
+    out = [
+        svg_lines("jobs per bucket per sweep", {b: [float(s.buckets.get(b, 0)) for s in sums] for b in buckets}, xs),
+        svg_lines("open flags by rule", {r: [float(s.rules.get(r, 0)) for s in sums] for r in rules}, xs),
+    ]
+    for cluster in sorted({c for s in sums for c in s.quota}):
+        used = [s.quota[cluster][0] if cluster in s.quota else math.nan for s in sums]
+        limits = [s.quota[cluster][1] for s in sums if cluster in s.quota and s.quota[cluster][1] is not None]
+        out.append(svg_lines(f"{cluster}: quota/inodes used", {"used": used}, xs, limits[-1] if limits else None))
     return "".join(out)
 
 
-def sweeps_page(frame: pd.DataFrame, title: str = "Sweeps") -> str:
-    """The whole page from the history rows (every sweep; the latest one tabled)."""
+PLOT_COLUMNS = ("window_end", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity")
+
+
+def page_data(store: HistoryStore, cache: dict[str, Summary]) -> tuple[pd.DataFrame, list[Summary]]:
+    """The latest sweep's rows and the earlier sweeps' summaries; ``cache`` keeps the summary of
+    each earlier file by name across requests (a sweep's file changes only when it is re-run)."""
+    files = store.files()
+    if not files:
+        return pd.DataFrame(), []
+    latest = read_file(files[-1].path)
+    earlier = []
+    for f in files[:-1]:
+        summary = cache.get(f.path.name)
+        if summary is None:
+            rows = read_file(f.path, columns=PLOT_COLUMNS)
+            sums = summarize(rows) if rows is not None else []
+            if not sums:
+                continue
+            summary = cache[f.path.name] = sums[0]
+        earlier.append(summary)
+    for name in set(cache) - {f.path.name for f in files[:-1]}:
+        del cache[name]  # pruned, moved aside, or now the latest
+    return (latest if latest is not None else pd.DataFrame()), earlier
+
+
+def sweeps_page(frame: pd.DataFrame, earlier: Sequence[Summary] = (), title: str = "Sweeps") -> str:
+    """The whole page: ``frame`` holds the rows of the latest sweep (tabled), ``earlier`` the
+    summaries of the sweeps before it (plotted with it)."""
     if frame.empty:
         return f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>No sweep in the history yet.</p>"
     latest = frame[frame["window_end"] == frame["window_end"].max()]
@@ -146,8 +200,8 @@ def sweeps_page(frame: pd.DataFrame, title: str = "Sweeps") -> str:
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{_e(title)}</h1><p>Latest sweep: run <code>{run}</code>, window ending {end}; "
-        f"{frame['window_end'].nunique()} sweep(s) in the history.</p>"
+        f"{len(earlier) + 1} sweep(s) in the history.</p>"
         f"<h2>Clusters</h2>{overview}<h2>Jobs</h2>"
         f'<input id="filter" placeholder="filter: cluster, bucket, name, flag text" size="50" oninput="filt(this.value)">'
-        f'{tables}<h2>History</h2><div id="plots">{_plots(frame)}</div><script>{JS}</script></body></html>'
+        f'{tables}<h2>History</h2><div id="plots">{_plots([*earlier, *summarize(latest)])}</div><script>{JS}</script></body></html>'
     )

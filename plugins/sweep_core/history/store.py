@@ -151,6 +151,17 @@ def read_sweep(
     return _read_file(store.path_for(run_id, window_end), records, columns, notes)
 
 
+def read_file(
+    path: Any,
+    *,
+    records: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+    notes: list[str] | None = None,
+) -> pd.DataFrame | None:
+    """The rows of one sweep's file (None when gone or unusable: then moved aside, noted)."""
+    return _read_file(path, records, columns, notes)
+
+
 def _read_file(
     path: Any, records: Sequence[str] | None, columns: Sequence[str] | None, notes: list[str] | None
 ) -> pd.DataFrame | None:
