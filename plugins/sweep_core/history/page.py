@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -118,10 +118,26 @@ class Summary:
     buckets: dict[str, int]
     rules: dict[str, int]
     quota: dict[str, tuple[float, float | None]]  # cluster -> (used, soft limit or capacity)
+    series: dict[str, dict[str, float]] = field(default_factory=dict)  # RL/SFT series -> step, reward, loss
 
 
 def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not math.isnan(value) else None
+
+
+def _series(jobs: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per RL/SFT series: the furthest link's step, and its reward/loss (else the last one read)."""
+    cols = [c for c in (METRIC_PREFIX + m for m in ("step", "reward", "loss")) if c in jobs]
+    if "run_series" not in jobs or not cols:
+        return {}
+    linked = jobs[jobs["run_series"].fillna("") != ""]
+    if METRIC_PREFIX + "step" in linked:
+        linked = linked.sort_values(METRIC_PREFIX + "step", na_position="first")
+    last = linked.groupby("run_series")[cols].last()
+    return {
+        str(name): {c[len(METRIC_PREFIX) :]: float(v) for c, v in row.items() if _num(v) is not None}
+        for name, row in last.iterrows()
+    }
 
 
 def summarize(frame: pd.DataFrame) -> list[Summary]:
@@ -136,7 +152,8 @@ def summarize(frame: pd.DataFrame) -> list[Summary]:
                 quota[str(c["cluster"])] = (used, _num(c.get("quota.soft")) or _num(c.get("quota.capacity")))
         buckets = {str(k): int(v) for k, v in jobs.groupby("bucket").size().items()}
         rules = {str(k): int(v) for k, v in flags.groupby("rule").size().items()}
-        out.append(Summary(pd.Timestamp(end), buckets, rules, quota))
+        series = _series(jobs)
+        out.append(Summary(pd.Timestamp(end), buckets, rules, quota, series))
     return out
 
 
@@ -148,6 +165,11 @@ def _plots(sums: Sequence[Summary]) -> str:
         svg_lines("jobs per bucket per sweep", {b: [float(s.buckets.get(b, 0)) for s in sums] for b in buckets}, xs),
         svg_lines("open flags by rule", {r: [float(s.rules.get(r, 0)) for s in sums] for r in rules}, xs),
     ]
+    recent = sorted({n for s in sums[-3:] for n in s.series})[:SERIES_PLOTTED]
+    for metric in ("step", "reward", "loss"):
+        lines = {n: [s.series.get(n, {}).get(metric, math.nan) for s in sums] for n in recent}
+        if any(not math.isnan(v) for vals in lines.values() for v in vals):
+            out.append(svg_lines(f"RL/SFT series: {metric} across sweeps and chain links", lines, xs))
     for cluster in sorted({c for s in sums for c in s.quota}):
         used = [s.quota[cluster][0] if cluster in s.quota else math.nan for s in sums]
         limits = [s.quota[cluster][1] for s in sums if cluster in s.quota and s.quota[cluster][1] is not None]
@@ -155,7 +177,9 @@ def _plots(sums: Sequence[Summary]) -> str:
     return "".join(out)
 
 
-PLOT_COLUMNS = ("window_end", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity")
+PLOT_COLUMNS = ("window_end", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity", "run_series",
+                "m.step", "m.reward", "m.loss")  # fmt: skip
+SERIES_PLOTTED = 8  # the series seen in the last 3 sweeps, first by name
 
 
 def page_data(store: HistoryStore, cache: dict[str, Summary]) -> tuple[pd.DataFrame, list[Summary]]:
