@@ -58,9 +58,14 @@ class ApprovalNotifier(BaseNotifier):
             channels.append(Channel(name="approvers-slack", kind="slack", conn_id=cfg.approval_slack_conn_id))
         if not channels:
             log.info("approval notifier: no approvers for %s in sweep.yaml notify: nobody told", sorted(clusters))
-        for ch in channels:
-            send(ch, msg, context)
-            log.info("approval asked of %s (%s): %s", ch.name, ", ".join(ch.to) or ch.conn_id, link)
+        for ch in channels:  # a channel down must not stop the approval being asked (Required Actions)
+            try:
+                send(ch, msg, context)
+                log.info("approval asked of %s (%s): %s", ch.name, ", ".join(ch.to) or ch.conn_id, link)
+            except Exception as exc:
+                log.error(
+                    "approval notice to %s failed (the approval still waits in Required Actions): %s", ch.name, exc
+                )
 
 
 def overrun_alert(*, sweep_yaml: str, intervals: int, context: dict[str, Any] | None = None) -> None:
