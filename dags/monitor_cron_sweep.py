@@ -5,6 +5,7 @@ plugins/sweep_operators.
     <cluster>.step0 -> <cluster>.gather  (one group per include/ops/<cluster>/ops.md)
         -> bucket (bucket, liveness, metrics, rules) -> render (tables, run log, note) -> verdict
                                                                                  \-> handoffs -> handoff_branch
+                                                      render -> history -> notify (after handoffs too)
             -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | no_handoff
 """
 
@@ -21,7 +22,8 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, Trigge
 
 from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import load_sweep_config
-from sweep_operators import sweep_tasks
+from sweep_operators import notify_tasks, sweep_tasks
+from sweep_operators.approval_notify import overrun_deadline
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.slurm_gather import SlurmGatherOperator
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
@@ -44,6 +46,10 @@ with DAG(
     default_args={"retries": 0},
     tags=["monitoring", "slurm", "iris"],
     doc_md=__doc__,
+    # a sweep still running notify.overrun_intervals schedule intervals after it was queued is told
+    deadline=overrun_deadline(SWEEP_YAML, CONFIG.schedule, CONFIG.notify.overrun_intervals)
+    if CONFIG.notify.overrun_intervals
+    else None,
     params={
         # optional multi-select of the ops.md clusters: the form needs the names as `examples` and
         # "null" in the type (else it shows a required one-per-line text box)
@@ -118,6 +124,19 @@ with DAG(
     )
     branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
     render >> handoffs >> branch
+
+    # Tell people (issue 13): the sweep's rows into the Parquet history, then one digest per channel.
+    history = PythonOperator(
+        task_id=Sweep.HISTORY, python_callable=notify_tasks.record_history, op_kwargs={"sweep_yaml": SWEEP_YAML}
+    )
+    notify = PythonOperator(
+        task_id=Sweep.NOTIFY,
+        python_callable=notify_tasks.notify,
+        op_kwargs={"sweep_yaml": SWEEP_YAML},
+        trigger_rule=TriggerRule.ALL_DONE,
+    )
+    render >> history >> notify
+    handoffs >> notify
     branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)
     for handoff, (task_id, target) in HANDOFF_TRIGGERS.items():
         branch >> TriggerDagRunOperator(

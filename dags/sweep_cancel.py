@@ -18,6 +18,7 @@ from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_core.vocab import CANCEL_ACTIONS
 from sweep_operators import cancel_tasks
+from sweep_operators.approval_notify import ApprovalNotifier
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
 from sweep_operators.task_ids import Cancel, DagId
 
@@ -57,7 +58,9 @@ with DAG(
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     validate = PythonOperator(task_id=Cancel.VALIDATE, python_callable=cancel_tasks.validate, op_kwargs=common)
-    approve = cancel_tasks.CancelApprovalOperator(task_id=Cancel.APPROVE, sweep_yaml=SWEEP_YAML)
+    approve = cancel_tasks.CancelApprovalOperator(
+        task_id=Cancel.APPROVE, sweep_yaml=SWEEP_YAML, notifiers=[ApprovalNotifier(sweep_yaml=SWEEP_YAML)]
+    )
     scancel = PythonOperator(task_id=Cancel.SCANCEL, python_callable=cancel_tasks.scancel, op_kwargs=common)
     record = PythonOperator(
         task_id=Cancel.RECORD,

@@ -24,6 +24,7 @@ class Sweep:
     STEP0, GATHER = "step0", "gather"
     BUCKET, RENDER, VERDICT = "bucket", "render", "verdict"
     HANDOFFS, HANDOFF_BRANCH, NO_HANDOFF = "handoffs", "handoff_branch", "no_handoff"
+    HISTORY, NOTIFY = "history", "notify"  # the sweep's rows into the Parquet history; the digests
 
     @staticmethod
     def gather(cluster: str) -> str:

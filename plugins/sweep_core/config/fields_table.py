@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter
 from sweep_core.config.sweep_schema import SweepConfig
 
@@ -16,6 +17,9 @@ from sweep_core.config.sweep_schema import SweepConfig
 TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "ops.md front matter": (OpsFrontMatter, "   "),
     "sweep.yaml sections": (SweepConfig, "   "),
+    "sweep.yaml history": (HistorySection, ""),
+    "sweep.yaml notify": (NotifySection, ""),
+    "sweep.yaml notify channel": (Channel, ""),
 }
 
 

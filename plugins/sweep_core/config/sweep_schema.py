@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
+from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
 
 Positive = Annotated[int, Field(gt=0)]
@@ -63,6 +64,8 @@ class SweepConfig(StrictModel):
     campaigns: Tup[CampaignSpec] = Field(
         (), description="`{name, jobs, policy, state}`: POLICY.md/STATE.md read each sweep, drift flagged, never edited"
     )
+    history: HistorySection = Field(HistorySection(), description="the Parquet record of every sweep: where, how long")
+    notify: NotifySection = Field(NotifySection(), description="digest channels (Slack, e-mail), cooldown, approvers")
 
     @field_validator("schedule")
     @classmethod

@@ -1,0 +1,41 @@
+"""Who is asked to approve a kill (sweep_cancel) and what they read: the approvers named per
+cluster in sweep.yaml ``notify.approvers`` (``*`` for every other cluster), the prompt's subject
+and evidence, and the link to the Required Actions page; and the overrun alert's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from sweep_core.alerts.layout import Message
+from sweep_core.safe_text import clean
+
+
+def approvers_for(clusters: Iterable[str], approvers: Mapping[str, Sequence[str]]) -> list[str]:
+    """The addresses named for these clusters (a cluster not named takes ``*``), each once."""
+    out: list[str] = []
+    for cluster in sorted(set(clusters)):
+        for addr in approvers.get(cluster, approvers.get("*", ())):
+            if addr not in out:
+                out.append(addr)
+    return out
+
+
+def approval_message(subject: str, body: str, link: str, clusters: Iterable[str]) -> Message:
+    """The approvers' message: the prompt's subject, its evidence lines, where to answer."""
+    where = ", ".join(sorted(set(clusters))) or "?"
+    lines = [ln for ln in clean(body).splitlines() if ln.strip()]
+    return Message(
+        clean(f"Approval needed ({where}): {subject}", newlines=False),
+        [("Evidence", lines or ["(no evidence given)"])],
+        [("Approve or reject (Required Actions)", link)],
+    )
+
+
+def overrun_message(dag_id: str, run_id: str, intervals: int, link: str) -> Message:
+    """A sweep still running ``intervals`` schedule intervals after it was queued."""
+    return Message(
+        clean(f"{dag_id}: sweep {run_id} has not finished {intervals} interval(s) after it was queued", newlines=False),
+        [("What this means", ["the next sweep is waiting (one run at a time): nobody is being told of new problems"])],
+        [("this run", link)],
+    )

@@ -1,0 +1,136 @@
+"""A digest routed to one channel (its severities), and laid out: plain text, Slack blocks within
+Slack's limits (50 blocks, 3,000 characters a section, 150 a header; the rest "N more"), and an
+HTML e-mail. Cluster text is escaped for each medium: no Slack mention, no HTML, no control codes.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sweep_core.alerts.digest import Digest
+from sweep_core.safe_text import clean
+
+MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
+
+
+@dataclass
+class Message:
+    """One channel's digest: a title and sections of lines, with links."""
+
+    title: str
+    sections: list[tuple[str, list[str]]] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)  # (label, url)
+
+    def text(self) -> str:
+        """Plain text (the Slack notification text, the e-mail subject's body twin, the task log)."""
+        out = [self.title]
+        for head, lines in self.sections:
+            out += ["", f"{head}:", *(f"- {ln}" for ln in lines)]
+        out += ["", *(f"{label}: {url}" for label, url in self.links)] if self.links else []
+        return "\n".join(out)
+
+
+def _capped(lines: Sequence[str], cap: int) -> list[str]:
+    return list(lines[:cap]) + ([f"… and {len(lines) - cap} more"] if len(lines) > cap else [])
+
+
+def route(
+    digest: Digest,
+    severities: Sequence[str],
+    *,
+    handoffs: bool = True,
+    max_items: int = 30,
+    links: Sequence[tuple[str, str]] = (),
+    dag_id: str = "monitor_cron_sweep",
+) -> Message | None:
+    """The message for a channel that hears ``severities`` (and hand-offs); None = nothing to tell."""
+    keep = {s.lower() for s in severities}
+    told = lambda ts: [t.line() for t in ts if t.item.severity in keep]  # noqa: E731
+    gone = lambda items: [f"{i.severity.upper()} {i.text}" for i in items if i.severity in keep]  # noqa: E731
+    sections = [
+        ("New", told(digest.new)),
+        ("Still open (told again after the cooldown)", told(digest.reminders)),
+        ("Resolved", gone(digest.resolved)),
+        ("Hand-offs", list(digest.handoffs) if handoffs else []),
+    ]
+    sections = [(h, lines) for h, lines in sections if lines]
+    if not sections:
+        return None
+    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)"}
+    counts = ", ".join(f"{len(lines)} {short.get(h, 'still open')}" for h, lines in sections)
+    sections = [(h, _capped(lines, max_items)) for h, lines in sections]
+    first = " (first sweep on record)" if digest.first else ""
+    title = f"{dag_id} {digest.window_end:%Y-%m-%d %H:%M}Z{first}: {counts}"
+    return Message(clean(title, newlines=False), sections, list(links))
+
+
+def slack_escape(text: str) -> str:
+    """Text Slack shows as written: ``&``, ``<`` and ``>`` escaped (no ``<!channel>``, no links)."""
+    return clean(text, newlines=False).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def slack_text(msg: Message) -> str:
+    """The message's notification text (Slack parses it too: escaped line by line), within 3,000."""
+    text = "\n".join(slack_escape(ln) for ln in msg.text().splitlines())
+    return text if len(text) <= MAX_SECTION else text[: MAX_SECTION - 40] + "\n… (see the run)"
+
+
+def slack_blocks(msg: Message) -> list[dict[str, object]]:
+    """Block Kit blocks: a header, one section per part (split at 3,000 characters), links; at most
+    50 blocks, the lines that do not fit told as "N more"."""
+    blocks: list[dict[str, object]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": msg.title[: MAX_HEADER - 1]}}
+    ]
+    tail = [f"<{url}|{slack_escape(label)}>" for label, url in msg.links]
+    budget = MAX_BLOCKS - 1 - (1 if tail else 0)
+    for head, lines in msg.sections:
+        chunk = f"*{slack_escape(head)}*"
+        pending = [f"• {slack_escape(ln)[: MAX_SECTION - 200]}" for ln in lines]
+        while pending:
+            if len(chunk) + 1 + len(pending[0]) > MAX_SECTION:
+                if budget <= 1:
+                    break
+                blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": chunk}})
+                budget -= 1
+                chunk = ""
+            chunk = f"{chunk}\n{pending.pop(0)}".lstrip("\n")
+        if pending:
+            chunk = f"{chunk[: MAX_SECTION - 40]}\n… and {len(pending)} more"
+        if budget <= 0:
+            break
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": chunk}})
+        budget -= 1
+    if tail:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(tail)}]})
+    return blocks
+
+
+def email_html(msg: Message) -> str:
+    """The HTML body of the e-mail: escaped text, one list per section, the links."""
+    esc = lambda s: html.escape(clean(s, newlines=False))  # noqa: E731
+    parts = [f"<h3>{esc(msg.title)}</h3>"]
+    for head, lines in msg.sections:
+        parts.append(f"<h4>{esc(head)}</h4><ul>" + "".join(f"<li>{esc(ln)}</li>" for ln in lines) + "</ul>")
+    if msg.links:
+        parts.append(
+            "<p>" + " · ".join(f'<a href="{html.escape(u)}">{esc(label)}</a>' for label, u in msg.links) + "</p>"
+        )
+    return "\n".join(parts)
+
+
+def handoff_lines(confs: dict[str, dict[str, object] | None], approvals_url: str = "") -> list[str]:
+    """One line per hand-off this sweep triggered; a kill approval says it waits for a human."""
+    out = []
+    for kind, conf in sorted(confs.items()):
+        if not conf:
+            continue
+        jobs = conf.get("jobs") if isinstance(conf.get("jobs"), list) else []
+        names = ", ".join(f"{j.get('cluster', '')} {j.get('job_id', '')} {j.get('name', '')}".strip() for j in jobs[:5])  # type: ignore[union-attr]
+        more = f" (+{len(jobs) - 5})" if len(jobs) > 5 else ""
+        what = f"{len(jobs)} job(s): {names}{more}" if jobs else "triggered"
+        wait = f"; waiting for approval{f' at {approvals_url}' if approvals_url else ''}" if kind == "cancel" else ""
+        dry = " (dry run)" if conf.get("dry_run") else ""
+        out.append(clean(f"{kind}{dry}: {what}{wait}", newlines=False))
+    return out

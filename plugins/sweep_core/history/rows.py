@@ -1,0 +1,128 @@
+"""One sweep as rows of one table (column ``record``): a ``job`` row per job (cluster, bucket, id,
+name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags), a ``cluster`` row
+per cluster (status, login node, quota/headroom) and a ``flag`` row per flag, each with the run id
+and window. One table per sweep keeps the write of a sweep a single atomic file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from sweep_core.models import ClusterSnapshot, Flag, Job, json_safe
+
+JOB, CLUSTER, FLAG = "job", "cluster", "flag"
+SCHEMA_VERSION = "1"
+METRIC_PREFIX, QUOTA_PREFIX = "m.", "quota."
+BASE_COLUMNS = ("record", "run_id", "window_start", "window_end", "cluster")
+
+
+def signature(flag: Flag) -> str:
+    """What makes a flag the same flag from sweep to sweep: rule, cluster, job (not its message)."""
+    return f"{flag.rule}|{flag.cluster}|{flag.job_id}"
+
+
+def cluster_signature(cluster: str, status: str) -> str:
+    """A cluster problem (UNKNOWN, UNREACHABLE, ERROR...) as a flag-like signature."""
+    return f"cluster-{status.lower()}|{cluster}|"
+
+
+def _scalar(value: Any) -> float | str | None:
+    """A metric value a Parquet column can hold: numbers as floats, text as text, the rest JSON."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(json_safe(value), sort_keys=True)
+
+
+def _job_row(job: Job) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "record": JOB,
+        "cluster": job.cluster,
+        "bucket": str(job.bucket),
+        "job_id": job.job_id,
+        "name": job.name,
+        "state": job.state,
+        "source": job.source,
+        "elapsed": job.elapsed,
+        "partition": job.partition,
+        "nodes": job.nodes,
+        "exit_code": job.exit_code,
+        "minutes_since_output": job.minutes_since_output,
+        "stale": job.stale,
+        "job_flags": " ".join(sorted({str(f.get("rule", "")) for f in job.flags})),
+        "run_series": str(job.metrics.get("run_series") or ""),
+    }
+    for key, value in sorted(job.metrics.items()):
+        v = _scalar(value)
+        if isinstance(v, float) and not math.isfinite(v):
+            v = None if math.isnan(v) else v
+        row[METRIC_PREFIX + key] = v
+    return row
+
+
+def _cluster_row(s: ClusterSnapshot) -> dict[str, Any]:
+    quota = s.quota or {}
+    row: dict[str, Any] = {
+        "record": CLUSTER,
+        "cluster": s.cluster,
+        "scheduler": s.scheduler,
+        "status": str(s.status),
+        "login_node": s.login_node,
+        "notes": "; ".join(s.notes),
+        "running": None if s.running is None else float(len(s.running)),
+        "finished": None if s.finished is None else float(len(s.finished)),
+        "quota_status": str(quota.get("status") or ""),
+        "quota_reason": str(quota.get("reason") or ""),
+    }
+    worst = quota.get("worst") if isinstance(quota.get("worst"), dict) else {}
+    for key, value in sorted(worst.items()):
+        row[QUOTA_PREFIX + key] = _scalar(value)
+    return row
+
+
+def _flag_row(f: Flag) -> dict[str, Any]:
+    return {
+        "record": FLAG,
+        "cluster": f.cluster,
+        "signature": signature(f),
+        "rule": f.rule,
+        "severity": str(f.severity),
+        "bucket": str(f.bucket),
+        "job_id": f.job_id,
+        "name": f.job_name,
+        "message": f.message,
+        "action": str(f.action),
+    }
+
+
+def sweep_frame(
+    snaps: Sequence[ClusterSnapshot],
+    flags: Sequence[Flag],
+    *,
+    run_id: str,
+    window_start: dt.datetime,
+    window_end: dt.datetime,
+) -> pd.DataFrame:
+    """The rows of one sweep (jobs, clusters, flags), each carrying the run id and the window."""
+    rows = [_cluster_row(s) for s in snaps]
+    rows += [_job_row(j) for s in snaps for j in s.all_jobs()]
+    rows += [_flag_row(f) for f in flags]
+    frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*BASE_COLUMNS, *(k for r in rows for k in r)])))
+    frame["run_id"] = run_id
+    frame["window_start"] = pd.Timestamp(window_start.astimezone(dt.UTC))
+    frame["window_end"] = pd.Timestamp(window_end.astimezone(dt.UTC))
+    for col in frame.columns:
+        if col == "stale":
+            frame[col] = frame[col].astype("boolean")
+        elif frame[col].dtype == object:
+            frame[col] = frame[col].astype("string")
+    return frame

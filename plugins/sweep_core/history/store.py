@@ -1,0 +1,187 @@
+"""Where the history lives: ``<root>/<window end>_<run hash>.parquet``, one file per sweep, under a
+root that is an Airflow ObjectStoragePath in production (``s3://``, ``gs://``, ``file://``) or a
+pathlib.Path (anything with ``iterdir``/``read_bytes``/``write_bytes``/``rename``/``unlink``).
+
+A sweep's file is written to a dot-name and renamed: readers never see half of it; a re-run of the
+same run writes the same name and so replaces its own rows. A file that cannot be read, or a Parquet
+file that is not ours, is moved aside as ``<name>.corrupt-<stamp>`` with a warning and a note.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import logging
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sweep_core.fanin.history import move_aside
+from sweep_core.history.rows import SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+META_KEY = b"sweep_history"
+_NAME = re.compile(r"^(?P<key>\d{8}T\d{6}Z)_(?P<run>[0-9a-f]{12})\.parquet$")
+
+
+class StoragePath(Protocol):
+    """The part of ObjectStoragePath / pathlib.Path the store uses."""
+
+    name: str
+
+    def __truediv__(self, other: str) -> Any: ...
+    def iterdir(self) -> Iterable[Any]: ...
+    def mkdir(self, parents: bool = ..., exist_ok: bool = ...) -> None: ...
+    def read_bytes(self) -> bytes: ...
+    def write_bytes(self, data: bytes) -> Any: ...
+    def rename(self, target: Any) -> Any: ...
+    def unlink(self, missing_ok: bool = ...) -> None: ...
+    def exists(self) -> bool: ...
+
+
+def window_key(window_end: dt.datetime) -> str:
+    return window_end.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def run_hash(run_id: str) -> str:
+    return hashlib.sha256(run_id.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class SweepFile:
+    key: str  # the window end, UTC, as in the name (sorts in time)
+    run: str  # the run id's hash
+    path: Any
+
+
+class HistoryStore:
+    """The Parquet history of every sweep under ``root``; ``retention_days`` by window end."""
+
+    def __init__(self, root: StoragePath, retention_days: int = 90) -> None:
+        self.root = root
+        self.retention_days = retention_days
+
+    def path_for(self, run_id: str, window_end: dt.datetime) -> Any:
+        return self.root / f"{window_key(window_end)}_{run_hash(run_id)}.parquet"
+
+    def append(self, frame: pd.DataFrame, *, run_id: str, window_end: dt.datetime) -> Any:
+        """Write one sweep's rows atomically (a re-run of ``run_id`` replaces them); prune old sweeps."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: SCHEMA_VERSION.encode()})
+        buf = io.BytesIO()
+        pq.write_table(table, buf, compression="zstd")
+        target = self.path_for(run_id, window_end)
+        tmp = self.root / f".{target.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(buf.getvalue())
+        tmp.rename(target)
+        self.prune(window_end)
+        return target
+
+    def prune(self, now: dt.datetime) -> list[str]:
+        """Delete the sweeps whose window ended more than ``retention_days`` before ``now``."""
+        cutoff = window_key(now - dt.timedelta(days=self.retention_days))
+        gone = []
+        for f in self.files():
+            if f.key < cutoff:
+                f.path.unlink(missing_ok=True)
+                gone.append(f.path.name)
+        if gone:
+            log.info("history retention (%s days): deleted %s", self.retention_days, ", ".join(gone))
+        return gone
+
+    def files(self, notes: list[str] | None = None) -> list[SweepFile]:
+        """Every sweep's file, oldest first; a ``.parquet`` not named by the store is moved aside."""
+        try:
+            entries = list(self.root.iterdir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for p in entries:
+            m = _NAME.match(p.name)
+            if m:
+                out.append(SweepFile(m["key"], m["run"], p))
+            elif p.name.endswith(".parquet"):
+                move_aside(p, "not a file this history writes (foreign name)", notes)
+        return sorted(out, key=lambda f: (f.key, f.run))
+
+    def read(
+        self,
+        *,
+        records: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None,
+        before: dt.datetime | None = None,
+        last: int | None = None,
+        notes: list[str] | None = None,
+    ) -> pd.DataFrame:
+        """The rows of the sweeps (``records`` kinds only, ``columns`` only) whose window ended
+        before ``before`` (all by default), the ``last`` N of them; unusable files moved aside."""
+        files = self.files(notes)
+        if before is not None:
+            files = [f for f in files if f.key < window_key(before)]
+        frames = []
+        for f in reversed(files):
+            if last is not None and len(frames) >= last:
+                break
+            frame = _read_file(f.path, records, columns, notes)
+            if frame is not None:
+                frames.append(frame)
+        if not frames:
+            return pd.DataFrame(columns=list(columns or ["record", "run_id", "window_end", "cluster"]))
+        return pd.concat(reversed(frames), ignore_index=True)
+
+
+def read_sweep(
+    store: HistoryStore,
+    run_id: str,
+    window_end: dt.datetime,
+    *,
+    records: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+    notes: list[str] | None = None,
+) -> pd.DataFrame | None:
+    """The rows of one sweep (run ``run_id``, window ending ``window_end``); None when not written."""
+    return _read_file(store.path_for(run_id, window_end), records, columns, notes)
+
+
+def read_file(
+    path: Any,
+    *,
+    records: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+    notes: list[str] | None = None,
+) -> pd.DataFrame | None:
+    """The rows of one sweep's file (None when gone or unusable: then moved aside, noted)."""
+    return _read_file(path, records, columns, notes)
+
+
+def _read_file(
+    path: Any, records: Sequence[str] | None, columns: Sequence[str] | None, notes: list[str] | None
+) -> pd.DataFrame | None:
+    try:
+        pf = pq.ParquetFile(io.BytesIO(path.read_bytes()))
+        meta = pf.schema_arrow.metadata or {}
+        if meta.get(META_KEY) != SCHEMA_VERSION.encode():
+            move_aside(path, "a Parquet file without this history's schema (foreign)", notes)
+            return None
+        names = pf.schema_arrow.names
+        cols = None if columns is None else [c for c in dict.fromkeys(["record", *columns]) if c in names]
+        table = pf.read(columns=cols)
+    except FileNotFoundError:
+        return None  # pruned or moved aside by a concurrent reader
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        move_aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
+        return None
+    frame = table.to_pandas()
+    if records is not None:
+        frame = frame[frame["record"].isin(list(records))]
+    if columns is not None:
+        frame = frame.reindex(columns=list(dict.fromkeys(["record", *columns])))
+    return frame

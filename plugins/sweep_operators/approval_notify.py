@@ -1,0 +1,102 @@
+"""The kill-approval notifier (sweep_cancel's HITL ``notifiers=``): the approvers named for the
+clusters of the jobs awaiting approval get the prompt's evidence and the Required Actions link, by
+e-mail (SMTP provider) and/or Slack (webhook provider); and the sweep-overrun Deadline Alert's
+callback. Wiring only: who and what is sweep_core.alerts.approvals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+from urllib.parse import quote
+
+from airflow.sdk import BaseNotifier
+
+from sweep_core.alerts.approvals import approval_message, approvers_for, overrun_message
+from sweep_core.config.notify_schema import Channel
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_operators.notify_tasks import send
+from sweep_operators.task_ids import Cancel
+
+log = logging.getLogger(__name__)
+
+
+def _base_url() -> str:
+    from airflow.configuration import conf
+
+    return (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
+
+
+class ApprovalNotifier(BaseNotifier):
+    """Tell the approvers of the validated jobs' clusters that a kill waits for them.
+
+    No template fields: the prompt carries cluster text, which is never Jinja-rendered."""
+
+    template_fields = ()
+
+    def __init__(self, *, sweep_yaml: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sweep_yaml = sweep_yaml
+
+    def notify(self, context: Any) -> None:
+        from airflow.providers.standard.operators.hitl import HITLOperator
+
+        cfg = load_sweep_config(self.sweep_yaml).notify
+        raw = context["ti"].xcom_pull(task_ids=Cancel.VALIDATE) or {}
+        decisions = [CancelDecision.from_dict(d) for d in raw.get("decisions", [])]
+        clusters = {d.request.cluster for d in decisions if d.verdict == "cancel"}
+        link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=_base_url())
+        task = context["task"]
+        msg = approval_message(str(task.subject), str(task.body or ""), link, clusters)
+        to = approvers_for(clusters, cfg.approvers)
+        channels = []
+        if to and cfg.approval_conn_id:
+            channels.append(Channel(name="approvers", kind="email", conn_id=cfg.approval_conn_id, to=tuple(to)))
+        if cfg.approval_slack_conn_id:
+            channels.append(Channel(name="approvers-slack", kind="slack", conn_id=cfg.approval_slack_conn_id))
+        if not channels:
+            log.info("approval notifier: no approvers for %s in sweep.yaml notify: nobody told", sorted(clusters))
+        for ch in channels:  # a channel down must not stop the approval being asked (Required Actions)
+            try:
+                send(ch, msg, context)
+                log.info("approval asked of %s (%s): %s", ch.name, ", ".join(ch.to) or ch.conn_id, link)
+            except Exception as exc:
+                log.error(
+                    "approval notice to %s failed (the approval still waits in Required Actions): %s", ch.name, exc
+                )
+
+
+def overrun_alert(*, sweep_yaml: str, intervals: int, context: dict[str, Any] | None = None) -> None:
+    """The Deadline Alert callback: a sweep still running ``intervals`` intervals after it was
+    queued is told to every channel that hears critical."""
+    cfg = load_sweep_config(sweep_yaml).notify
+    run = (context or {}).get("dag_run") or {}
+    dag_id, run_id = str(run.get("dag_id", "monitor_cron_sweep")), str(run.get("run_id", "?"))
+    msg = overrun_message(
+        dag_id, run_id, intervals, f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
+    )
+    for ch in cfg.channels:
+        if "critical" in ch.severities:
+            send(ch, msg, context or {})
+            log.info("overrun alert sent to %s", ch.name)
+
+
+def overrun_deadline(sweep_yaml: str, schedule: str, intervals: int) -> Any:
+    """The DAG's DeadlineAlert: queued-at + ``intervals`` schedule intervals -> overrun_alert."""
+    from airflow.sdk.definitions.callback import SyncCallback
+    from airflow.sdk.definitions.deadline import DeadlineAlert, DeadlineReference
+    from croniter import croniter
+
+    it = croniter(schedule, dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    first = it.get_next(dt.datetime)
+    interval = it.get_next(dt.datetime) - first
+    return DeadlineAlert(
+        reference=DeadlineReference.DAGRUN_QUEUED_AT,
+        interval=interval * intervals,
+        callback=SyncCallback(
+            "sweep_operators.approval_notify.overrun_alert", kwargs={"sweep_yaml": sweep_yaml, "intervals": intervals}
+        ),
+        name="sweep_overrun",
+    )

@@ -1,0 +1,124 @@
+"""Task callables of monitor_cron_sweep's ``history`` (the sweep's rows appended to the Parquet
+history at an ObjectStoragePath) and ``notify`` (one digest per channel through the Slack and SMTP
+providers' notifiers; the secrets live in their Connections). Wiring only: the digest is
+sweep_core.alerts, the store sweep_core.history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+from urllib.parse import quote
+
+from airflow.sdk import ObjectStoragePath
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from sweep_core.alerts.digest import COLUMNS, build_digest
+from sweep_core.alerts.layout import Message, email_html, handoff_lines, route, slack_blocks, slack_text
+from sweep_core.config.notify_schema import Channel
+from sweep_core.config.sweep import SweepConfig, load_sweep_config
+from sweep_core.handoffs.triggers import Handoff
+from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
+from sweep_core.history.store import HistoryStore, read_sweep
+from sweep_core.models import ClusterSnapshot, Flag
+from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.task_ids import DagId, Sweep
+from sweep_operators.window import sweep_window
+
+log = logging.getLogger(__name__)
+# The fan-in's output (snapshots + flags): task "rules" today, "bucket" once the fan-in is two tasks.
+FAN_IN_OUT: str = getattr(Sweep, "RULES", Sweep.BUCKET)
+
+
+def history_store(config: SweepConfig) -> HistoryStore:
+    """SWEEP_HISTORY, else sweep.yaml ``history.location``, else ``<run_log_dir>/history``."""
+    where = os.environ.get("SWEEP_HISTORY") or config.history.location or os.path.join(run_log_dir(config), "history")
+    root = (
+        ObjectStoragePath(where, conn_id=config.history.conn_id) if config.history.conn_id else ObjectStoragePath(where)
+    )
+    return HistoryStore(root, config.history.retention_days)
+
+
+def _run_id(context: dict[str, Any]) -> str:
+    return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+
+
+def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Append this sweep's jobs, clusters and flags to the history (a re-run replaces its rows)."""
+    config = load_sweep_config(sweep_yaml)
+    raw = context["ti"].xcom_pull(task_ids=FAN_IN_OUT) or {}
+    snaps = [ClusterSnapshot.from_dict(d) for d in raw.get("snapshots", [])]
+    flags = [Flag.from_dict(d) for d in raw.get("flags", [])]
+    start, end = sweep_window(context, context["params"].get("lookback_hours"))
+    run_id = _run_id(context)
+    frame = sweep_frame(snaps, flags, run_id=run_id, window_start=start, window_end=end)
+    path = history_store(config).append(frame, run_id=run_id, window_end=end)
+    log.info("history: %d rows (%d jobs, %d flags) -> %s", len(frame), sum(len(s.all_jobs()) for s in snaps),
+             len(flags), path)  # fmt: skip
+    return {"path": str(path), "rows": len(frame)}
+
+
+def _links(config: SweepConfig, context: dict[str, Any]) -> list[tuple[str, str]]:
+    from airflow.configuration import conf
+
+    base = (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
+    dag_id = getattr(context.get("dag_run"), "dag_id", DagId.SWEEP)
+    links = [("this run", f"{base}/dags/{quote(dag_id)}/runs/{quote(_run_id(context), safe='')}")]
+    if config.notify.page_url:
+        links.append(("Sweeps page", config.notify.page_url))
+    return links
+
+
+def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
+    """Through the provider's notifier (``notify`` directly: no Jinja over cluster text)."""
+    if channel.kind == "slack":
+        from airflow.providers.slack.notifications.slack_webhook import SlackWebhookNotifier
+
+        SlackWebhookNotifier(
+            slack_webhook_conn_id=channel.conn_id, text=slack_text(msg), blocks=slack_blocks(msg)
+        ).notify(context)
+    else:
+        from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+        SmtpNotifier(
+            to=list(channel.to), subject=msg.title, html_content=email_html(msg), smtp_conn_id=channel.conn_id
+        ).notify(context)
+
+
+def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """One digest per configured channel of what is new or changed since the previous sweep; a
+    channel with nothing new is sent nothing. Returns each channel's message (or None)."""
+    config = load_sweep_config(sweep_yaml)
+    if not config.notify.channels:
+        log.info("notify: no channels in sweep.yaml notify.channels: nobody is told")
+        return {}
+    _, end = sweep_window(context, context["params"].get("lookback_hours"))
+    run_id, notes = _run_id(context), []
+    store = history_store(config)
+    current = read_sweep(store, run_id, end, records=(FLAG, CLUSTER), columns=COLUMNS, notes=notes)
+    if current is None:
+        raise AirflowFailException(f"this sweep's history ({store.path_for(run_id, end)}) was not written: no digest")
+    earlier = store.read(records=(FLAG, CLUSTER), columns=COLUMNS, before=end, notes=notes)
+    confs = {h.value: context["ti"].xcom_pull(task_ids=Sweep.HANDOFFS, key=h.value) for h in Handoff}
+    digest = build_digest(
+        current, earlier, run_id=run_id, cooldown_hours=config.notify.cooldown_hours, handoffs=handoff_lines(confs)
+    )
+    out: dict[str, Any] = {"notes": notes}
+    failed = []
+    for ch in config.notify.channels:
+        msg = route(digest, ch.severities, handoffs=ch.handoffs, max_items=config.notify.max_items,
+                    links=_links(config, context))  # fmt: skip
+        out[ch.name] = None if msg is None else msg.text()
+        if msg is None:
+            log.info("notify %s: nothing new or changed since the previous sweep: nothing sent", ch.name)
+            continue
+        try:
+            send(ch, msg, context)
+            log.info("notify %s (%s): sent\n%s", ch.name, ch.kind, msg.text())
+        except Exception as exc:  # one channel down does not silence the others
+            log.error("notify %s (%s) failed: %s", ch.name, ch.kind, exc)
+            failed.append(f"{ch.name}: {exc}")
+    if failed:
+        raise AirflowException("digest not delivered to " + " | ".join(failed))
+    return out

@@ -1,0 +1,108 @@
+"""The Sweeps page (issue 13) in a real browser: two real sweeps of the bundled cluster write the
+Parquet history; a real api-server mounts the page plugin; an unauthenticated request is refused;
+Debian's chromium (playwright, executable_path=/usr/bin/chromium) logged in with the UI's token sees
+the overview and the SFT table with the jobs, opens a row's flag evidence, sorts and filters, and
+sees non-empty plots. Screenshots of the page and of the Slack digest (the payload a local STUB of
+Slack's webhook received, drawn as HTML) are written to docs/ for the README.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import os
+import subprocess
+
+import httpx
+import pytest
+import yaml
+from browser import CHROMIUM, api_server, login_token
+from sweep_runner import ROOT, run_dag
+
+pytestmark = pytest.mark.cluster
+DOCS = ROOT / "docs"
+
+
+def _slack_html(payload: dict) -> str:
+    """The stub's received blocks drawn roughly as Slack shows them (header, sections, context)."""
+    parts = []
+    for b in payload["blocks"]:
+        text = b.get("text", {}).get("text", "") or " ".join(e["text"] for e in b.get("elements", []))
+        body = html.escape(html.unescape(text)).replace("\n", "<br>")
+        style = (
+            "font-weight:bold;font-size:17px"
+            if b["type"] == "header"
+            else "color:#555"
+            if b["type"] == "context"
+            else ""
+        )
+        parts.append(f'<div style="margin:6px 0;{style}">{body}</div>')
+    return ("<html><body style='font:14px system-ui;width:900px;padding:12px;border-left:4px solid #4a154b'>"
+            f"<div style='color:#888'>(as received by the local Slack webhook stub)</div>{''.join(parts)}</body></html>")  # fmt: skip
+
+
+def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_path) -> None:
+    from playwright.sync_api import sync_playwright
+    from receivers import slack_webhook_stub
+
+    c = local_cluster
+    names = {k: f"sft__{tag}_{k}" for k in ("quiet", "busy")}
+    ids = {k: c.submit(n, "echo 'Step 3/10 ['; sleep 900") for k, n in names.items()}
+    c.wait_running(*ids.values())
+    subprocess.run(["touch", "-d", "3 hours ago", str(c.wait_log(ids["quiet"]))], check=True)
+    with slack_webhook_stub() as (hook_url, posts):
+        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+        conf["schedule"] = "0 * * * *"
+        conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
+        sweep_yaml = tmp_path / "sweep.yaml"
+        sweep_yaml.write_text(yaml.safe_dump(conf))
+        env = {"SWEEP_CONFIG": str(sweep_yaml),
+               "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url})}  # fmt: skip
+        midnight = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        for i in range(2):
+            end = midnight - dt.timedelta(hours=2 - i)
+            run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
+                          run_after=end, **env)  # fmt: skip
+            assert run.task_states["history"] == "success", run.task_states
+    server_env = {"SWEEP_CONFIG": str(sweep_yaml), "SWEEP_HISTORY": str(tmp_path / "logs" / "history")}
+    with api_server(server_env, tmp_path / "api-server.log") as base:
+        assert httpx.get(f"{base}/sweeps/", timeout=30).status_code == 401
+        assert httpx.get(f"{base}/sweeps/", cookies={"_token": "forged"}, timeout=30).status_code == 401
+        token = login_token(base, os.environ["AIRFLOW_HOME"])
+        r = httpx.get(f"{base}/sweeps/", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        assert r.status_code == 200 and "Server-Timing" in r.headers
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=False)
+            ctx.add_cookies([{"name": "_token", "value": token, "url": base}])
+            page = ctx.new_page()
+            outside = []
+            page.on("request", lambda req: outside.append(req.url) if not req.url.startswith(base) else None)
+            page.goto(f"{base}/sweeps/")
+            assert "2 sweep(s) in the history" in page.inner_text("body")
+            sft = page.locator("table[data-bucket='SFT']")
+            for k in ("quiet", "busy"):
+                assert sft.locator("tr.job", has_text=names[k]).count() == 1
+            assert (
+                "local" in page.locator("table").first.inner_text() and "OK" in page.locator("table").first.inner_text()
+            )
+            row = sft.locator("tr.job", has_text=names["quiet"])
+            assert "liveness_stale" in row.inner_text() and "stale" in row.inner_text()
+            detail = row.locator("xpath=following-sibling::tr[1]")
+            assert not detail.is_visible()
+            row.click()
+            assert detail.is_visible() and "no output for" in detail.inner_text()
+            page.fill("#filter", names["busy"])
+            assert not row.is_visible() and sft.locator("tr.job", has_text=names["busy"]).is_visible()
+            page.fill("#filter", "")
+            plots = page.locator("svg.plot")
+            assert plots.count() >= 2
+            assert all(len(pl.get_attribute("points") or "") > 0 for pl in page.locator("polyline.series").all())
+            DOCS.mkdir(exist_ok=True)
+            page.screenshot(path=str(DOCS / "sweeps_page.png"), full_page=True)
+            assert not outside, outside  # every asset is served by the plugin
+            slack = ctx.new_page()
+            slack.set_content(_slack_html(posts[0]))
+            slack.screenshot(path=str(DOCS / "slack_digest.png"), full_page=True)
+            browser.close()
