@@ -14,6 +14,12 @@ if ! command -v shellcheck >/dev/null; then
   echo "[test] apt-get install shellcheck"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
 fi
+# Debian's chromium: the Sweeps page is tested in a real browser (playwright from PyPI drives it;
+# never `playwright install`, which downloads browsers).
+if ! command -v chromium >/dev/null; then
+  echo "[test] apt-get install chromium"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 source scripts/env.sh
 echo "[test] ruff check"
 ruff check .
