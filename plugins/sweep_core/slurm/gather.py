@@ -26,7 +26,7 @@ from sweep_core.slurm.parse import (
     CommandResult,
     squeue_format,
 )
-from sweep_core.slurm.remote_scripts import compose, headroom_lines
+from sweep_core.slurm.remote_scripts import compose, headroom_lines, heredoc_function, shell_function
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
@@ -40,6 +40,28 @@ FORK_FAILURE_MARKERS = (
 
 
 _LIMITS = GatherLimits()
+# ONE `squeue -u U -t all -h -O` for the StdOut of every job the controller knows (22.05 prints
+# it unexpanded: read_logs.py / gather_shell.sh expand it as scontrol does); every field is
+# followed by the run's marker, the name last. read_logs.py reads them by position.
+PATHS_FIELDS = (
+    "JobArrayID",
+    "JobID",
+    "ArrayJobID",
+    "ArrayTaskID",
+    "UserName",
+    "BatchFlag",
+    "BatchHost",
+    "WorkDir",
+    "StdOut",
+    "Name",
+)
+
+
+def paths_format(marker: str) -> str:
+    """``squeue -O`` format: each PATHS_FIELDS field unpadded (``:0``) and followed by the marker."""
+    if any(c in marker for c in ",:"):
+        raise ValueError(f"marker {marker!r} cannot sit in a squeue -O format")
+    return ",".join(f"{f}:0{marker}" for f in PATHS_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,9 @@ class GatherRequest:
     # file whether it equals the upstream version (identical = stale HEAD, a ff pull fixes it).
     repo_path: str = ""
     max_git_files: int = 100
+    # The login node's python3 that reads every log in ONE process (ops.md login_python); "" =
+    # none there: the batched shell path runs (records say which: reader:python / reader:shell).
+    python: str = "python3"
     # INODE HEADROOM: `df -i -P` of these paths (the artifact roots) and the ops.md quota command
     # (operator config, run as written through bash -c). Empty = not checked (dormant, none).
     df_paths: tuple[str, ...] = ()
@@ -112,6 +137,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     values = {
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
+        "PATHS_FORMAT": paths_format(marker),
         "SACCT_FORMAT": SACCT_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
@@ -128,9 +154,11 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         "MAX_ARRAYS": req.max_arrays,
         "R": req.repo_path,
         "MAX_GIT_FILES": req.max_git_files,
+        "PY": req.python,
     }
     trailer = headroom_lines(req.df_paths, req.quota_command)
-    script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s)
+    functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function("gather_in_shell", "gather_shell.sh")
+    script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s, functions)
     return script, marker
 
 
