@@ -45,7 +45,7 @@ def _stdout_path(job: Job, output: GatherOutput) -> str | None:
         return path.stdout
     ctl = output.get(f"scontrol:{job.job_id}")
     if ctl is None:
-        job.log_note = "no path or scontrol record (job list cut at max_jobs, or the script stopped early)"
+        job.log_note = "no path record, no scontrol record (job list cut at max_jobs, or the script stopped early)"
         return None
     if ctl.rc != 0:
         job.log_note = f"scontrol show job failed: {ctl.stderr.strip() or ctl.rc}"
