@@ -267,16 +267,29 @@ def chunks(out, a, arrays):
     cmd = [b"sacct", b"-j", b",".join(ids), b"-X", b"-P", b"-n", b"--delimiter=" + a["D"]]
     cmd += [b"-S", a["since"], b"-o", a["jobs_format"]]
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        # capture_output and zip(strict=) are newer than the login node's python3 may be (3.6)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # noqa: UP022
         out.rec(b"chunks", p.returncode, p.stdout, p.stderr)
     except OSError as exc:
         out.rec(b"chunks", 127, b"", str(exc).encode())
 
 
 def main(argv):
-    keys = ("T", "M", "sq_rc", "sa_rc", "paths_rc", "tail_bytes", "max_jobs", "chain_logs", "lp", "user", "max_finished")
+    keys = (
+        "T",
+        "M",
+        "sq_rc",
+        "sa_rc",
+        "paths_rc",
+        "tail_bytes",
+        "max_jobs",
+        "chain_logs",
+        "lp",
+        "user",
+        "max_finished",
+    )
     keys += ("max_arrays", "since", "jobs_format")
-    a = {k: os.fsencode(v) for k, v in zip(keys, argv)}
+    a = {k: os.fsencode(v) for k, v in zip(keys, argv)}  # noqa: B905
     for k in ("sq_rc", "sa_rc", "paths_rc", "tail_bytes", "max_jobs", "chain_logs", "max_finished", "max_arrays"):
         a[k] = int(a[k])
     a["prefixes"] = [os.fsencode(p) for p in argv[len(keys) :] if p]

@@ -27,8 +27,14 @@ def _job(job_id: str, name: str, raw: str, stdout: str, **over: str) -> dict[str
 
 def _run(tmp: Path, python: str, log_pattern: str) -> tuple[GatherOutput, list[str]]:
     script, marker = build_gather_script(
-        GatherRequest(user="sweep", window_start=NOW - 3600, window_end=NOW - 60, settle_s=0, python=python,
-                      log_pattern=log_pattern),  # fmt: skip
+        GatherRequest(
+            user="sweep",
+            window_start=NOW - 3600,
+            window_end=NOW - 60,
+            settle_s=0,
+            python=python,
+            log_pattern=log_pattern,
+        ),  # fmt: skip
         "@@SWEEP-0123456789ab@@",
     )
     env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(tmp / "stub"), "TMPDIR": str(tmp)}

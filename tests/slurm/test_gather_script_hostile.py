@@ -57,7 +57,9 @@ def _sweep(tmp: Path, running: list[tuple[str, str, str]], finished: list[dict[s
         (stub / f"scontrol_{i}.txt").write_text(_scontrol(i, n, out))
     (stub / "sacct.json").write_text(json.dumps(list(finished)))
     script, marker = build_gather_script(
-        GatherRequest(user="sweep", window_start=NOW - 3600, window_end=NOW - 60, settle_s=0, python=READER["python"], **req)  # type: ignore[arg-type]
+        GatherRequest(
+            user="sweep", window_start=NOW - 3600, window_end=NOW - 60, settle_s=0, python=READER["python"], **req
+        )  # type: ignore[arg-type]
     )
     (tmp / "tmp").mkdir(exist_ok=True)
     env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp / "tmp")}

@@ -157,7 +157,9 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         "PY": req.python,
     }
     trailer = headroom_lines(req.df_paths, req.quota_command)
-    functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function("gather_in_shell", "gather_shell.sh")
+    functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
+        "gather_in_shell", "gather_shell.sh"
+    )
     script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s, functions)
     return script, marker
 
