@@ -2,58 +2,13 @@
 # The gather's batched shell path, for a login node without python3 (ops.md login_python: ''):
 # the same records as read_logs.py from the same squeue -O listing ($T/paths), ONE stat for every
 # running log, ONE ls per log directory, ONE sacct -j for all arrays; only the bounded tails are a
-# process each. gather.sh sets sq, sa, pq (exit codes), CS; log_helpers.sh gives nonreg/norec.
-ok_id() { case $1 in ''|*[!0-9_+]*) return 1 ;; esac; return 0; }
-declare -gA LPATH=() AMB=() MT=() LSOF=() SEEN=()
+# process each. gather.sh sets sq, sa, pq (exit codes), CS; log_helpers.sh gives nonreg/norec and
+# read_listing (LPATH, AMB).
+declare -gA MT=() LSOF=() SEEN=()
 arrays=()
 add_array() { case $1 in *_*) if [ -z "${SEEN[${1%%_*}]+x}" ]; then SEEN[${1%%_*}]=1; arrays+=("${1%%_*}"); fi ;; esac; }
-# each listed row is ONE line of 10 fields, each ended by the marker; a row whose name holds a
-# newline starts with a line of 9 markers (that job: which file is its log cannot be told)
-split_row() {
-  local rest=$1 i=0
-  F=()
-  while [ "$i" -lt 10 ]; do
-    case $rest in *"$D"*) ;; *) break ;; esac
-    F+=("${rest%%"$D"*}"); rest=${rest#*"$D"}; i=$((i + 1))
-  done
-  if [ "$i" -eq 10 ] && [ -z "$rest" ]; then return 0; fi
-  if [ "$i" -eq 9 ] && ok_id "${F[0]}"; then AMB[${F[0]}]=1; fi
-  return 1
-}
-# StdOut as scontrol prints it: %A %a %j %u %x (and %N, %%) in one pass, relative to WorkDir
-expand_row() {
-  local pat=${F[8]} out="" c task=${F[3]}
-  P=""
-  [ "${F[5]}" = 0 ] && return
-  case $task in ''|*[!0-9]*) task="" ;; esac
-  if [ -n "$task" ] && [ "$pat" = "${F[7]}/slurm-${F[1]}.out" ]; then P="${F[7]}/slurm-${F[2]}_$task.out"; return; fi
-  while :; do
-    case $pat in *%*) ;; *) break ;; esac
-    out+=${pat%%"%"*}; pat=${pat#*"%"}; c=${pat:0:1}
-    case $c in
-      %) out+=% ;;
-      A) if [ -n "$task" ]; then out+=${F[2]}; else out+=${F[1]}; fi ;;
-      a) if [ -n "$task" ]; then out+=$task; else out+=4294967294; fi ;;
-      j) out+=${F[1]} ;;
-      u) out+=${F[4]} ;;
-      x) out+=${F[9]} ;;
-      N) out+=${F[6]} ;;
-      *) out+=%; continue ;;
-    esac
-    pat=${pat:1}
-  done
-  P=$out$pat
-  case $P in /*|'') ;; *) P="${F[7]}/$P" ;; esac
-}
-nl=$'\n'
 : >"$T/o"; RE=$T/paths.e rec paths "$pq"
-if [ "$pq" -eq 0 ]; then
-  while IFS= read -r line; do
-    split_row "$line" || continue
-    expand_row
-    case $P$'\x01'${F[9]} in *"$nl"*) AMB[${F[0]}]=1 ;; *) LPATH[${F[0]}]=$P ;; esac
-  done <"$T/paths"
-fi
+if [ "$pq" -eq 0 ]; then read_listing "$T/paths"; fi
 path_of() {  # $1 = job id; sets P, returns 1 (recording why) when there is none to read
   P=""
   if [ "$pq" -ne 0 ]; then : >"$T/o"; RE=$T/paths.e rec "path:$1" "$pq"; return 1; fi
