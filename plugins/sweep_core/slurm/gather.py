@@ -1,14 +1,15 @@
 """The ONE batched script a SLURM gather runs over one SSH session, and the reader of its output.
 
-The script is include/remote/gather.sh (with log_helpers.sh) under a header of quoted values
-(sweep_core.slurm.remote_scripts). It does no parsing of its own beyond picking job ids
-(validated against a strict pattern) and the StdOut path line; every command's exit code,
-stdout and stderr come back base64-encoded, one record per line, and are parsed locally.
+The script is include/remote/gather.sh (with log_helpers.sh; read_logs.py run by the login
+node's python3, or gather_shell.sh without one) under a header of quoted values
+(sweep_core.slurm.remote_scripts). Every command's exit code, stdout and stderr come back
+base64-encoded, one record per line, and are parsed locally.
 
-Rules the script keeps (ops.md STEP 0 gotchas): no find/du walks; the log is located via
-``scontrol show job`` StdOut, then ``stat`` and a bounded ``tail -c``; sacct always gets -S and
--E. Values that come from the cluster (job ids, paths) only ever live in shell variables,
-expanded inside double quotes.
+Rules the script keeps (ops.md STEP 0 gotchas, DESIGN "Cluster cost"): controller calls constant
+in the number of jobs (the StdOut of every job from ONE ``squeue -O`` listing, the chunk counts
+of every array from ONE ``sacct -j``); every log stat'ed and tailed (bounded) by ONE process; no
+find/du walks; sacct always gets -S and -E. Values from the cluster (job ids, paths) never reach
+a shell command line unquoted.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sweep_core.slurm.parse import (
     CommandResult,
     squeue_format,
 )
-from sweep_core.slurm.remote_scripts import compose, headroom_lines, heredoc_function, shell_function
+from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
@@ -112,9 +113,8 @@ def new_marker() -> str:
     return f"@@SWEEP-{secrets.token_hex(6)}@@"
 
 
-def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
-    """The bash script for ``bash -s`` (include/remote/gather.sh under a header of req's values)
-    and the record marker it prints."""
+def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
+    """The header of the gather script: req's values checked (numbers non-negative integers)."""
     for name in (
         "window_start",
         "window_end",
@@ -133,8 +133,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if not req.user:
         raise ValueError("user is required")
-    marker = marker or new_marker()
-    values = {
+    return {
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
         "PATHS_FORMAT": paths_format(marker),
@@ -156,6 +155,13 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         "MAX_GIT_FILES": req.max_git_files,
         "PY": req.python,
     }
+
+
+def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
+    """The bash script for ``bash -s`` (include/remote/gather.sh under a header of req's values,
+    read_logs.py and gather_shell.sh as its functions) and the record marker it prints."""
+    marker = marker or new_marker()
+    values = gather_values(req, marker)
     trailer = headroom_lines(req.df_paths, req.quota_command)
     functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
         "gather_in_shell", "gather_shell.sh"
