@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import traceback
 
 OK_ID = re.compile(rb"[0-9_+]+")
 TOKEN = re.compile(rb"%([%AajuxN])")
@@ -302,11 +303,14 @@ def main(argv):
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"
     out.rec(b"paths", a["paths_rc"] if listing is not None or a["paths_rc"] else 1, b"", a["paths_err"])
     arrays = []
-    if a["sq_rc"] == 0:
-        running(out, a, listing, Dirs(), arrays)
-    if a["sa_rc"] == 0:
-        finished(out, a, listing, arrays)
-    chunks(out, a, arrays)
+    try:
+        if a["sq_rc"] == 0:
+            running(out, a, listing, Dirs(), arrays)
+        if a["sa_rc"] == 0:
+            finished(out, a, listing, arrays)
+        chunks(out, a, arrays)
+    except Exception:  # a bug here costs the logs not yet read, never the script's other records
+        out.rec(b"readerror", 1, b"", traceback.format_exc().encode())
     out.flush()
 
 

@@ -191,6 +191,8 @@ def snapshot_from_output(
         window_end=window_end,
     )
     snap.notes.extend(output.problems)
+    if (err := output.get("readerror")) is not None:
+        snap.notes.append("log reader stopped early: " + (err.stderr.strip().splitlines() or ["?"])[-1][:200])
     if output.get("reader:shell") is not None:
         snap.notes.append("logs read by the batched shell path (ops.md login_python: none on the login node)")
     if not output.complete:
