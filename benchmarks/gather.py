@@ -208,7 +208,7 @@ def main(sizes: list[int]) -> None:
                 choice = listing_choice(2000)
                 print(choice, flush=True)
             cancel_all()
-            for f in LOGS.glob(f"*__{tag}_*"):
+            for f in LOGS.glob(f"*{tag}_*"):
                 f.unlink()
     finally:
         cancel_all()

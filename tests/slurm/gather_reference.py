@@ -28,13 +28,8 @@ def reference_dir() -> Path:
     if not (_REF_DIR / "gather.sh").exists():
         _REF_DIR.mkdir(parents=True, exist_ok=True)
         for name in ("prelude.sh", "log_helpers.sh", "gather.sh"):
-            text = subprocess.run(
-                ["git", "-C", str(ROOT), "show", f"{REF}:include/remote/{name}"],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            (_REF_DIR / name).write_text(text)
+            cmd = ["git", "-C", str(ROOT), "show", f"{REF}:include/remote/{name}"]
+            (_REF_DIR / name).write_bytes(subprocess.run(cmd, check=True, capture_output=True).stdout)
     return _REF_DIR
 
 
