@@ -5,8 +5,9 @@
 # WINDOW_END, SETTLE_S, TAIL_BYTES, MAX_JOBS, CHAIN_PREFIXES (array), CHAIN_LOGS, LP (ops.md
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
 # PY (ops.md login_python; '' = none). Controller calls are constant in the number of jobs: two
-# squeue of the running and pending sets, ONE squeue -O for the StdOut of every job, ONE windowed
-# sacct, ONE sacct -j for the chunk counts of all arrays. Every log is read by ONE process (PY,
+# squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
+# --local: 2 RPCs, a federation lookup saved), ONE windowed sacct, ONE sacct -j for the chunk
+# counts of all arrays (sacct asks slurmdbd, not slurmctld). Every log is read by ONE process (PY,
 # read_logs.py) or, without python, by the batched shell path (gather_shell.sh). Values from the
 # cluster only live in shell variables, expanded inside double quotes.
 D=$M
@@ -19,13 +20,13 @@ printf -v S '%(%Y-%m-%dT%H:%M:%S)T' "$WINDOW_START"
 printf -v E '%(%Y-%m-%dT%H:%M:%S)T' "$WINDOW_END"
 printf -v CS '%(%Y-%m-%dT%H:%M:%S)T' "$CHUNKS_SINCE"
 : >"$T/squeue"; : >"$T/sacct"
-RO=$T/squeue run squeue squeue -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
+RO=$T/squeue run squeue squeue --local -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
 sq=$?
-if [ "$sq" -eq 0 ]; then run pending squeue -u "$U" -t PENDING -o "$SQUEUE_FORMAT"; fi
+if [ "$sq" -eq 0 ]; then run pending squeue --local -u "$U" -t PENDING -o "$SQUEUE_FORMAT"; fi
 RO=$T/sacct run sacct sacct -u "$U" -S "$S" -E "$E" -X -P --delimiter="$D" -s "$SACCT_STATES" -o "$SACCT_FORMAT"
 sa=$?
 # StdOut (unexpanded in 22.05), WorkDir, ... of every job the controller still knows: ONE call
-squeue -u "$U" -t all -h -O "$PATHS_FORMAT" >"$T/paths" 2>"$T/paths.e"
+squeue --local -u "$U" -t all -h -O "$PATHS_FORMAT" >"$T/paths" 2>"$T/paths.e"
 pq=$?
 if [ -n "$PY" ] && command -v "$PY" >/dev/null 2>&1; then
   echo "$M reader:python 0 - -"
