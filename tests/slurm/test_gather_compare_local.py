@@ -42,6 +42,7 @@ def _jobs(snap) -> dict[str, dict]:
 
 def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None:
     c = local_cluster
+    start = int(time.time()) - 2  # the window: this test's jobs, not the other tests' ended ones
     for k, age in ((1, 900), (2, 600)):  # earlier chain links of the rl__ job
         _file(LOGS / f"rl__{tag}_c-old{k}.out", f"link {k}: Training Step Progress: {k}/600\n", age)
     running = [
@@ -60,7 +61,7 @@ def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None
         c.wait_windowed(job)
     time.sleep(2)  # every log written
     now = int(time.time())
-    req = GatherRequest(user="sweep", window_start=now - 900, window_end=now - 1, settle_s=0,
+    req = GatherRequest(user="sweep", window_start=start, window_end=now - 1, settle_s=0, max_finished_logs=5000,
                         log_pattern=str(LOGS / "%x-%j.out"))  # fmt: skip
     old_script, old_marker = old_gather_script(req)
     snaps = {}
@@ -83,7 +84,6 @@ def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None
             assert new[key] == job, (name, key)
     rl = next(j for j in snaps["python"].running or [] if j.name == f"rl__{tag}_c")
     assert [t.split(":")[0] for t in rl.chain_tails] == ["link 2", "link 1"]  # newest first
-    assert (
-        "RuntimeError: ctl"
-        in snaps["python"].finished[[j.job_id for j in snaps["python"].finished].index(other)].log_tail
-    )  # type: ignore[index]
+    ended = {j.job_id: j for j in snaps["python"].finished or []}
+    assert "RuntimeError: lp" in ended[failed].log_tail  # at ops.md log_pattern
+    assert "RuntimeError: ctl" in ended[other].log_tail  # elsewhere: the controller's StdOut
