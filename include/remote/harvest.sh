@@ -2,9 +2,10 @@
 # The tracker harvest (sweep_core.handoffs.harvest.remote), read-only. The header Python writes
 # sets JOB_IDS (comma-joined, each checked a Slurm job id), SACCT_JOBS_FORMAT (JobID,State,
 # JobName), LOOKBACK_DAYS, RD (ops.md
-# eval_results_dir, %j = job id), LP (ops.md log_pattern), MAX_BYTES, TAIL_BYTES.
-run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o "$SACCT_JOBS_FORMAT"
-cp "$T/o" "$T/sacct"
+# eval_results_dir, %j = job id), LP (ops.md log_pattern), MAX_BYTES, TAIL_BYTES, PATHS_FORMAT.
+# Controller calls: ONE sacct and ONE squeue -O (the StdOut of every job it still knows).
+RO=$T/sacct run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o "$SACCT_JOBS_FORMAT"
+if squeue -h -t all -j "$JOB_IDS" -O "$PATHS_FORMAT" >"$T/paths" 2>/dev/null; then read_listing "$T/paths"; fi
 # fields split by the marker, which no job name holds: a line of a name with a newline is skipped
 while IFS= read -r line; do
   case $line in *"$M"*"$M"*) ;; *) continue ;; esac
@@ -26,11 +27,10 @@ while IFS= read -r line; do
       done <"$T/ls" ;;
     RUNNING*|PENDING*) ;;
     *)
-      # the controller's StdOut while it still knows the job; else ops.md log_pattern (sacct's
-      # JobName of a just-ended job can read "allocation" for a while: not trusted alone)
-      # (one StdOut line trusted, see stdout_of); replacements quoted (bash 5.2 expands & in them)
-      p=""
-      if scontrol show job "$jid" >"$T/o" 2>/dev/null; then p=$(stdout_of); fi
+      # the controller's StdOut while it still knows the job (read_listing: none when a newline
+      # makes it ambiguous); else ops.md log_pattern (sacct's JobName of a just-ended job can
+      # read "allocation" for a while: not trusted alone); replacements quoted (bash 5.2 expands &)
+      p=${LPATH[$jid]-}
       case $p in /*) ;; *) p="" ;; esac
       if [ -z "$p" ] || [ ! -e "$p" ]; then [ -n "$LP" ] || continue; p=${LP//%j/"$jid"}; p=${p//%x/"$name"}; fi
       if nonreg "$p"; then norec "nolog:$jid" "$p"

@@ -51,6 +51,7 @@ def gather_slurm(
         chain_prefixes=limits.chain_prefixes,
         log_pattern=cfg.log_pattern,
         repo_path=cfg.repo_path,
+        python=cfg.login_python,
         bound_s=max(5, limits.command_timeout_s - 10),  # ends on the node before SSH gives up
         **_headroom_request(cfg),
     )

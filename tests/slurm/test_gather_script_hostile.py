@@ -12,6 +12,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.liveness import apply_liveness
 from sweep_core.fanin.steps import run_fan_in
@@ -23,6 +25,16 @@ ROOT = Path(__file__).resolve().parents[2]
 STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
 SCONTROL = (ROOT / "tests" / "fixtures" / "slurm" / "scontrol_job_multiline.out").read_text()
 NOW = int(time.time())
+READER = {"python": "python3"}
+
+
+@pytest.fixture(autouse=True, params=["python3", ""], ids=["python", "shell"])
+def _reader(request):
+    """Every case on both paths: the login node's python3 (read_logs.py) and, for a cluster
+    whose ops.md says it has none, the batched shell path (gather_shell.sh)."""
+    READER["python"] = request.param
+    yield
+    READER["python"] = "python3"
 
 
 def _scontrol(job_id: str, name: str, stdout: str) -> str:
@@ -45,14 +57,18 @@ def _sweep(tmp: Path, running: list[tuple[str, str, str]], finished: list[dict[s
         (stub / f"scontrol_{i}.txt").write_text(_scontrol(i, n, out))
     (stub / "sacct.json").write_text(json.dumps(list(finished)))
     script, marker = build_gather_script(
-        GatherRequest(user="sweep", window_start=NOW - 3600, window_end=NOW - 60, settle_s=0, **req)  # type: ignore[arg-type]
+        GatherRequest(
+            user="sweep", window_start=NOW - 3600, window_end=NOW - 60, settle_s=0, python=READER["python"], **req
+        )  # type: ignore[arg-type]
     )
     (tmp / "tmp").mkdir(exist_ok=True)
     env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp / "tmp")}
     t0 = time.monotonic()
     proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=30)
     took = time.monotonic() - t0
-    snap = snapshot_from_output("c", parse_gather_output(proc.stdout, marker), "login01", "s", "e")
+    output = parse_gather_output(proc.stdout, marker)
+    assert output.get("reader:" + ("python" if READER["python"] else "shell")) is not None, proc.stderr
+    snap = snapshot_from_output("c", output, "login01", "s", "e")
     return snap, took
 
 

@@ -86,6 +86,11 @@ class OpsFrontMatter(StrictModel):
         "the command prints none",
     )
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
+    login_python: str = Field(
+        "python3",
+        description="slurm: the login nodes' python3, which reads every log of a sweep in ONE process; "
+        '`""` = none there: a batched shell path runs (the cluster\'s note says so)',
+    )
     eval_results_dir: str = Field(
         "", description="where an eval job writes `results_*.json` (`%j` = job id), for the tracker harvest"
     )

@@ -1,14 +1,15 @@
 """The ONE batched script a SLURM gather runs over one SSH session, and the reader of its output.
 
-The script is include/remote/gather.sh (with log_helpers.sh) under a header of quoted values
-(sweep_core.slurm.remote_scripts). It does no parsing of its own beyond picking job ids
-(validated against a strict pattern) and the StdOut path line; every command's exit code,
-stdout and stderr come back base64-encoded, one record per line, and are parsed locally.
+The script is include/remote/gather.sh (with log_helpers.sh; read_logs.py run by the login
+node's python3, or gather_shell.sh without one) under a header of quoted values
+(sweep_core.slurm.remote_scripts). Every command's exit code, stdout and stderr come back
+base64-encoded, one record per line, and are parsed locally.
 
-Rules the script keeps (ops.md STEP 0 gotchas): no find/du walks; the log is located via
-``scontrol show job`` StdOut, then ``stat`` and a bounded ``tail -c``; sacct always gets -S and
--E. Values that come from the cluster (job ids, paths) only ever live in shell variables,
-expanded inside double quotes.
+Rules the script keeps (ops.md STEP 0 gotchas, DESIGN "Cluster cost"): controller calls constant
+in the number of jobs (the StdOut of every job from ONE ``squeue -O`` listing, the chunk counts
+of every array from ONE ``sacct -j``); every log stat'ed and tailed (bounded) by ONE process; no
+find/du walks; sacct always gets -S and -E. Values from the cluster (job ids, paths) never reach
+a shell command line unquoted.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from sweep_core.slurm.parse import (
     pending_format,
     squeue_format,
 )
-from sweep_core.slurm.remote_scripts import compose, headroom_lines
+from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
@@ -41,6 +42,28 @@ FORK_FAILURE_MARKERS = (
 
 
 _LIMITS = GatherLimits()
+# ONE `squeue -u U -t all -h -O` for the StdOut of every job the controller knows (22.05 prints
+# it unexpanded: read_logs.py / gather_shell.sh expand it as scontrol does); every field is
+# followed by the run's marker, the name last. read_logs.py reads them by position.
+PATHS_FIELDS = (
+    "JobArrayID",
+    "JobID",
+    "ArrayJobID",
+    "ArrayTaskID",
+    "UserName",
+    "BatchFlag",
+    "BatchHost",
+    "WorkDir",
+    "StdOut",
+    "Name",
+)
+
+
+def paths_format(marker: str) -> str:
+    """``squeue -O`` format: each PATHS_FIELDS field unpadded (``:0``) and followed by the marker."""
+    if any(c in marker for c in ",:"):
+        raise ValueError(f"marker {marker!r} cannot sit in a squeue -O format")
+    return ",".join(f"{f}:0{marker}" for f in PATHS_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,9 @@ class GatherRequest:
     # file whether it equals the upstream version (identical = stale HEAD, a ff pull fixes it).
     repo_path: str = ""
     max_git_files: int = 100
+    # The login node's python3 that reads every log in ONE process (ops.md login_python); "" =
+    # none there: the batched shell path runs (records say which: reader:python / reader:shell).
+    python: str = "python3"
     # INODE HEADROOM: `df -i -P` of these paths (the artifact roots) and the ops.md quota command
     # (operator config, run as written through bash -c). Empty = not checked (dormant, none).
     df_paths: tuple[str, ...] = ()
@@ -88,9 +114,8 @@ def new_marker() -> str:
     return f"@@SWEEP-{secrets.token_hex(6)}@@"
 
 
-def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
-    """The bash script for ``bash -s`` (include/remote/gather.sh under a header of req's values)
-    and the record marker it prints."""
+def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
+    """The header of the gather script: req's values checked (numbers non-negative integers)."""
     for name in (
         "window_start",
         "window_end",
@@ -109,11 +134,11 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if not req.user:
         raise ValueError("user is required")
-    marker = marker or new_marker()
-    values = {
+    return {
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
         "PENDING_FORMAT": pending_format(marker),
+        "PATHS_FORMAT": paths_format(marker),
         "SACCT_FORMAT": SACCT_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
@@ -130,9 +155,20 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
         "MAX_ARRAYS": req.max_arrays,
         "R": req.repo_path,
         "MAX_GIT_FILES": req.max_git_files,
+        "PY": req.python,
     }
+
+
+def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
+    """The bash script for ``bash -s`` (include/remote/gather.sh under a header of req's values,
+    read_logs.py and gather_shell.sh as its functions) and the record marker it prints."""
+    marker = marker or new_marker()
+    values = gather_values(req, marker)
     trailer = headroom_lines(req.df_paths, req.quota_command)
-    script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s)
+    functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
+        "gather_in_shell", "gather_shell.sh"
+    )
+    script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s, functions)
     return script, marker
 
 

@@ -79,17 +79,35 @@ def headroom_lines(df_paths: Sequence[str], quota_command: str) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def shell_function(name: str, file: str) -> str:
+    """``name() { <file> }``: a script file the main script calls at one point (its globals made
+    with ``declare -g``)."""
+    return f"{name}() {{\n{script_file(file)}}}\n"
+
+
+def heredoc_function(name: str, command: str, file: str) -> str:
+    """``name() { <command> - "$@" <<'DELIM' <file> DELIM }``: a program file (read_logs.py) fed to
+    its interpreter on stdin, inside the ONE script (no file is copied to the node)."""
+    text = script_file(file)
+    delim = "SWEEP_" + re.sub(r"\W", "_", file).upper()
+    if delim in text:
+        raise ValueError(f"{file} holds its here-document delimiter {delim}")
+    return f'{name}() {{\n"${command}" - "$@" <<\'{delim}\'\n{text}{delim}\n}}\n'
+
+
 def compose(
     marker: str,
     values: Mapping[str, HeaderValue],
     files: Sequence[str],
     trailer: str = "",
     bound_s: int = 0,
+    functions: str = "",
 ) -> str:
     """One script for ``bash -s``: [``exec timeout -k 5 <bound_s> bash -s``] + prelude + header +
-    ``files`` (helpers first, the script last) + ``trailer`` (``run`` lines) + the end record."""
+    ``functions`` + ``files`` (helpers first, the script last) + ``trailer`` (``run`` lines) + the
+    end record."""
     # bash reads a piped script line by line, so the bounded bash reads the rest of stdin;
     # timeout (not --foreground) kills its whole process group when the bound is hit.
     bound = f"exec timeout -k 5 {int(bound_s)} bash -s\n" if bound_s else ""
     body = "".join(script_file(name) for name in files)
-    return bound + script_prelude(marker) + shell_header(values) + body + trailer + END_RECORD
+    return bound + script_prelude(marker) + shell_header(values) + functions + body + trailer + END_RECORD

@@ -29,27 +29,41 @@ def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
         return host, None, tz
 
 
-def _attach_log(job: Job, output: GatherOutput) -> None:
-    """Fill StdOut path, mtime and tail from the per-job records; say why when missing."""
-    ctl = output.get(f"scontrol:{job.job_id}")
-    if ctl is None:
-        job.log_note = "no scontrol record (job list cut at max_jobs, or the script stopped early)"
-        return
-    if ctl.rc != 0:
-        job.log_note = f"scontrol show job failed: {ctl.stderr.strip() or ctl.rc}"
-        return
-    try:
-        fields = parse_scontrol_job(ctl.stdout)
-    except SlurmOutputError as exc:
-        job.log_note = str(exc)
-        return
+def _stdout_path(job: Job, output: GatherOutput) -> str | None:
+    """The job's StdOut from its ``path:`` record (the batched squeue -O listing) or, from an
+    older script, its ``scontrol:`` record; None (log_note says why) when there is none."""
     if output.get(f"ambiguous:{job.job_id}") is not None:
         job.log_note = (
-            "log not read: scontrol shows more than one StdOut line or a path with a newline (a newline "
-            "in the job name or log path): which file is the log cannot be told"
+            "log not read: a newline in the job name or log path (scontrol would show more than one "
+            "StdOut line): which file is the log cannot be told"
         )
+        return None
+    path = output.get(f"path:{job.job_id}")
+    if path is not None:
+        if path.rc != 0:
+            job.log_note = f"log path unknown: {path.stderr.strip() or path.rc}"
+            return None
+        return path.stdout
+    ctl = output.get(f"scontrol:{job.job_id}")
+    if ctl is None:
+        job.log_note = "no path record, no scontrol record (job list cut at max_jobs, or the script stopped early)"
+        return None
+    if ctl.rc != 0:
+        job.log_note = f"scontrol show job failed: {ctl.stderr.strip() or ctl.rc}"
+        return None
+    try:
+        return parse_scontrol_job(ctl.stdout).get("StdOut", "")
+    except SlurmOutputError as exc:
+        job.log_note = str(exc)
+        return None
+
+
+def _attach_log(job: Job, output: GatherOutput) -> None:
+    """Fill StdOut path, mtime and tail from the per-job records; say why when missing."""
+    stdout_path = _stdout_path(job, output)
+    if stdout_path is None:
         return
-    job.stdout_path = fields.get("StdOut", "")
+    job.stdout_path = stdout_path
     if not job.stdout_path.startswith("/"):
         job.log_note = f"StdOut is {job.stdout_path or 'empty'!r}: no log to read"
         return
@@ -100,12 +114,19 @@ def _attach_failed_log(job: Job, output: GatherOutput) -> None:
 
 
 def _attach_chunks(job: Job, output: GatherOutput) -> None:
+    """The chunk states of the job's array: from the ONE ``chunks`` record (sacct -j a,b,c: the
+    rows of this array) or, from an older script, its own ``chunks:<array>`` record."""
     if "_" not in job.job_id:
         return
-    rec = output.get(f"chunks:{job.job_id.split('_', 1)[0]}")
+    array = job.job_id.split("_", 1)[0]
+    rec = output.get("chunks")
+    mine = rec is None
+    if mine:
+        rec = output.get(f"chunks:{array}")
     if rec is None or rec.rc != 0 or rec.stderr.strip() or not output.marker:
         return
-    job.chunks = [[row.job_id, row.state] for row in read_sacct_jobs(rec.stdout, output.marker)]
+    rows = read_sacct_jobs(rec.stdout, output.marker)
+    job.chunks = [[r.job_id, r.state] for r in rows if mine or r.job_id.split("_", 1)[0] == array]
 
 
 def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:
@@ -171,6 +192,10 @@ def snapshot_from_output(
         window_end=window_end,
     )
     snap.notes.extend(output.problems)
+    if (err := output.get("readerror")) is not None:
+        snap.notes.append("log reader stopped early: " + (err.stderr.strip().splitlines() or ["?"])[-1][:200])
+    if output.get("reader:shell") is not None:
+        snap.notes.append("logs read by the batched shell path (ops.md login_python: none on the login node)")
     if not output.complete:
         snap.notes.append("gather script did not run to its end: results may be partial")
 

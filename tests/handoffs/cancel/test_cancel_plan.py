@@ -120,13 +120,18 @@ SACCT_HEAD = "JobID|JobIDRaw|State|ExitCode|Start|End|Elapsed|Partition|NodeList
 
 @pytest.fixture
 def stubs(tmp_path: Path) -> Path:
-    """squeue prints $tmp/squeue.<id> (exit 1 when missing); scancel logs argv; sacct prints CANCELLED."""
+    """squeue -j a,b,c prints $tmp/squeue.<id> of each (``|`` -> the -o delimiter, which also
+    ends each row; exit 1 for ONE id that is missing, as squeue does); scancel logs argv; sacct
+    prints CANCELLED."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     (bin_ / "squeue").write_text(
-        '#!/bin/bash\nwhile [ $# -gt 0 ]; do [ "$1" = -j ] && id=$2; shift; done\n'
-        f'f={tmp_path}/squeue.$id; [ -f "$f" ] || {{ echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }}\n'
-        'cat "$f"\n'
+        '#!/bin/bash\nwhile [ $# -gt 0 ]; do [ "$1" = -j ] && ids=$2; [ "$1" = -o ] && fmt=$2; shift; done\n'
+        'd=${fmt#%i}; d=${d%%%T*}; IFS=, read -ra a <<<"$ids"\n'
+        f'if [ "${{#a[@]}}" = 1 ] && ! [ -f {tmp_path}/squeue.$ids ]; then\n'
+        '  echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; fi\n'
+        f'for i in "${{a[@]}}"; do f={tmp_path}/squeue.$i; [ -f "$f" ] || continue\n'
+        '  while IFS="|" read -r x y z; do printf "%s%s%s%s%s%s\\n" "$x" "$d" "$y" "$d" "$z" "$d"; done <"$f"; done\n'
     )
     (bin_ / "scancel").write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >>{tmp_path}/scancel.log\n')
     (bin_ / "sacct").write_text(
@@ -162,7 +167,7 @@ def test_scancel_script_rechecks_each_job_right_before(stubs: Path) -> None:
     per_job, sacct, problem = read_scancel(out, jobs)
     assert problem == ""
     assert [rc for rc, _ in per_job] == [0, 2, 2, 2, 0]
-    assert "sft__other" in per_job[1][1] and "exit 1" in per_job[2][1]
+    assert "sft__other" in per_job[1][1] and "shows []" in per_job[2][1]  # gone: not listed
     assert (stubs / "scancel.log").read_text().splitlines() == [
         "-u sweep -n rl__same -t RUNNING -- 11",
         f"-u sweep -n {hostile} -t RUNNING -- 15",
@@ -197,3 +202,12 @@ def test_scripts_refuse_bad_values() -> None:
     assert 'squeue -u "$U" -o %i@@M@@%A@@M@@%T@@M@@%M@@M@@%l@@M@@%D@@M@@%P@@M@@%R@@M@@%j' in build_validate_script(
         "sweep", "@@M@@"
     )
+
+
+def test_scancel_one_unknown_id_is_refused_with_squeues_error(stubs: Path) -> None:
+    jobs = [ApprovedJob("41", "rl__ended", "RUNNING")]  # squeue -j of ONE unknown id exits 1
+    m = new_marker()
+    out = parse_gather_output(_bash(build_scancel_script("sweep", jobs, m, 2), stubs), m)
+    per_job, _, _ = read_scancel(out, jobs)
+    assert per_job[0][0] == 2 and "exit 1" in per_job[0][1] and "Invalid job id" in per_job[0][1]
+    assert not (stubs / "scancel.log").exists()

@@ -1,10 +1,11 @@
 """The batched scripts of sweep_cancel (one SSH session each) and the readers of their records.
 
 validate (read-only): ``squeue -u <user>`` in SQUEUE_FORMAT, parsed and validated locally.
-scancel : per approved job, right before its scancel and in the same script, ``squeue -h -j``
-          must print exactly ``<id>|<state>|<name>`` as approved, else the job is refused
-          (record rc 2); scancel itself is filtered by user, name and state too (``-u -n -t``).
-          Then ``sacct -j`` is polled (bounded) until every sent job reads CANCELLED.
+scancel : right before the scancels and in the same script, ONE ``squeue -h -j <all ids>`` must
+          list each approved job exactly once as ``<id> <state> <name>`` (fields ended by the
+          run's marker), else the job is refused (record rc 2); scancel itself is filtered by
+          user, name and state too (``-u -n -t``). Then ONE ``sacct -j`` is polled (bounded)
+          until every sent job reads CANCELLED.
 
 scancel is include/remote/cancel_scancel.sh under a header of its values. Every value is
 shlex-quoted; job ids and names are checked (sweep_core.handoffs.cancel.plan) first.

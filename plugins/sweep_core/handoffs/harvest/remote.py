@@ -13,7 +13,7 @@ import re
 from sweep_core.config.schema_base import default_of
 from sweep_core.config.sweep_schema import GatherLimits
 from sweep_core.handoffs.harvest.plan import JobReport
-from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import compose
 
@@ -42,6 +42,7 @@ def build_harvest_script(
         "LP": log_pattern,
         "MAX_BYTES": int(max_bytes),
         "TAIL_BYTES": int(tail_bytes),
+        "PATHS_FORMAT": paths_format(marker),
     }
     return compose(marker, values, ("log_helpers.sh", "harvest.sh"))
 

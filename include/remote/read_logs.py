@@ -1,0 +1,318 @@
+"""The SLURM gather's log reader (sweep_core.slurm.gather), run ONCE per sweep by the login node's
+python3 (gather.sh feeds it as ``python3 - ARGS`` through a here-document): the StdOut path of
+every job from ONE batched ``squeue -O`` listing, stat and bounded tails of running logs, chain
+links (ONE listing per log directory) and finished logs, and ONE ``sacct -j a,b,c`` for the array
+chunk counts. It prints records ``<marker> <name> <rc> <base64 stdout> <base64 stderr>`` ("-" =
+empty), base64 made here, never by a process per record. Standard library only (Python >= 3.6).
+"""
+
+import base64
+import bisect
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import traceback
+
+OK_ID = re.compile(rb"[0-9_+]+")
+TOKEN = re.compile(rb"%([%AajuxN])")
+NO_VAL = b"4294967294"  # what scontrol prints for %a of a job that is no array task
+# the squeue -O fields gather.py asks for, in order (PATHS_FIELDS there)
+N_PATH_FIELDS = 10
+KINDS = (
+    (stat.S_ISFIFO, b"FIFO"),
+    (stat.S_ISCHR, b"character device"),
+    (stat.S_ISBLK, b"block device"),
+    (stat.S_ISDIR, b"directory"),
+    (stat.S_ISSOCK, b"socket"),
+)
+
+
+class Out:
+    """Records to stdout, flushed in batches (and on TERM: the bound hit)."""
+
+    def __init__(self, marker):
+        self.marker = marker.encode()
+        self.buf = []
+
+    def rec(self, name, rc, out=b"", err=b""):
+        enc = [base64.b64encode(x) if x else b"-" for x in (out, err)]
+        self.buf.append(b" ".join([self.marker, name, str(rc).encode(), enc[0], enc[1]]) + b"\n")
+        if len(self.buf) >= 64:
+            self.flush()
+
+    def flush(self):
+        sys.stdout.buffer.write(b"".join(self.buf))
+        sys.stdout.buffer.flush()
+        self.buf = []
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def rows_of(text, delim):
+    """(id, fields) of each line holding the marker, as gather.sh always read them: the first
+    field the id, the last the name; a line without the marker continues a name (skipped)."""
+    return [(f[0], f) for f in (line.split(delim) for line in text.split(b"\n") if delim in line)]
+
+
+def path_listing(text, delim):
+    """``squeue -h -O f1:0<M>,...`` (every field followed by the marker): {id: fields}. The marker
+    splits the whole text, so a name with newlines cannot forge or hide a row; None when the text
+    is not that shape (not trusted at all)."""
+    parts = text.split(delim)
+    if len(parts) % N_PATH_FIELDS != 1 or parts[-1].strip(b"\n"):
+        return None
+    jobs = {}
+    for r in range(len(parts) // N_PATH_FIELDS):
+        fields = parts[r * N_PATH_FIELDS : (r + 1) * N_PATH_FIELDS]
+        if r:
+            if not fields[0].startswith(b"\n"):
+                return None
+            fields[0] = fields[0][1:]
+        jobs[fields[0]] = fields
+    return jobs
+
+
+def expand(fields):
+    """The StdOut path of one listed job as scontrol prints it: %A %a %j %u %x (plus %N, %%)
+    expanded in one pass (a name is never expanded itself), relative paths against WorkDir, and
+    squeue's default path of an array task corrected to slurm-%A_%a.out."""
+    job_id, raw, array_job, task, user, batch, host, workdir, pattern, name = fields
+    if batch == b"0":
+        return b""
+    is_task = task.isdigit()
+    if is_task and pattern == workdir + b"/slurm-" + raw + b".out":
+        return workdir + b"/slurm-" + array_job + b"_" + task + b".out"
+    values = {
+        b"%": b"%",
+        b"A": array_job if is_task else raw,
+        b"a": task if is_task else NO_VAL,
+        b"j": raw,
+        b"u": user,
+        b"x": name,
+        b"N": host,
+    }
+    path = TOKEN.sub(lambda m: values[m.group(1)], pattern)
+    return path if path.startswith(b"/") or not path else workdir + b"/" + path
+
+
+def kind(path):
+    """None for a regular file (or none at all), else what it is: only regular files are read."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((k for test, k in KINDS if test(mode)), b"not a regular file")
+
+
+def tail(path, n):
+    """(rc, bytes, stderr) of ``tail -c n``: opened non-blocking and read only if regular."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return 1, b"", b"tail: cannot open '%s' for reading: %s\n" % (path, exc.strerror.encode())
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return 1, b"", b"tail: not a regular file\n"
+        os.lseek(fd, max(0, st.st_size - n), os.SEEK_SET)
+        chunks, left = [], n
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return 0, b"".join(chunks), b""
+    except OSError as exc:
+        return 1, b"", b"tail: error reading '%s': %s\n" % (path, exc.strerror.encode())
+    finally:
+        os.close(fd)
+
+
+class Dirs:
+    """ONE listing per log directory per sweep, names sorted for prefix lookups."""
+
+    def __init__(self):
+        self.names = {}
+
+    def chain(self, d, name, own, k):
+        """Up to k earlier links: regular files in d named name*, not own, newest first (ls -1t)."""
+        if d not in self.names:
+            try:
+                self.names[d] = sorted(n for n in os.listdir(d) if not n.startswith(b"."))
+            except OSError:
+                self.names[d] = []
+        names = self.names[d]
+        found = []
+        for f in names[bisect.bisect_left(names, name) :]:
+            if not f.startswith(name):
+                break
+            if f == own:
+                continue
+            try:
+                found.append((-os.lstat(d + b"/" + f).st_mtime_ns, f))
+            except OSError:
+                continue
+        links = []
+        for _, f in sorted(found):
+            if len(links) >= k:
+                break
+            try:
+                if stat.S_ISREG(os.stat(d + b"/" + f).st_mode):
+                    links.append(d + b"/" + f)
+            except OSError:
+                continue
+        return links
+
+
+def running(out, a, listing, dirs, arrays):
+    """Per RUNNING job: path, ambiguous/nolog, stat, tail, chain links (records as gather.sh's)."""
+    count = 0
+    for job_id, fields in rows_of(read(a["T"] + b"/squeue"), a["D"]):
+        name = fields[-1]
+        if not OK_ID.fullmatch(job_id):
+            continue
+        add_array(arrays, job_id)
+        count += 1
+        if count > a["max_jobs"]:
+            continue
+        jid = job_id.decode()
+        job = listing.get(job_id) if listing is not None else None
+        if listing is None:
+            out.rec(b"path:" + job_id, a["paths_rc"] or 1, b"", a["paths_err"] or b"log path listing not readable\n")
+            continue
+        if job is None:
+            out.rec(b"path:" + job_id, 1, b"", b"job not in the squeue -O listing (ended since?)\n")
+            continue
+        path = expand(job)
+        if b"\n" in path or b"\n" in job[-1]:
+            out.rec(b"ambiguous:" + job_id, 0)
+            continue
+        out.rec(b"path:" + job_id, 0, path)
+        if not path.startswith(b"/"):
+            continue
+        k = kind(path)
+        if k is not None:
+            out.rec(b"nolog:" + job_id, 0, k + b"\n")
+            continue
+        try:
+            mtime = b"%d\n" % (os.stat(path).st_mtime_ns // 10**9)
+        except OSError as exc:
+            out.rec(b"stat:" + job_id, 1, b"", b"stat: cannot statx '%s': %s\n" % (path, exc.strerror.encode()))
+            continue
+        out.rec(b"stat:" + job_id, 0, mtime)
+        out.rec(b"tail:" + job_id, *tail(path, a["tail_bytes"]))
+        if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
+            continue  # array tasks share a name: siblings, not chain links
+        d, _, own = path.rpartition(b"/")
+        for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"]), start=1):
+            out.rec(b"chain:%s:%d" % (job_id, i), *tail(link, a["tail_bytes"]))
+
+
+def finished(out, a, listing, arrays):
+    """Per job ended in the window: ops.md log_pattern first, else the controller's StdOut."""
+    nf = 0
+    for job_id, fields in rows_of(read(a["T"] + b"/sacct"), a["D"]):
+        if not OK_ID.fullmatch(job_id) or len(fields) < 2:
+            continue
+        raw, name = fields[1], fields[-1]
+        add_array(arrays, job_id)
+        nf += 1
+        if nf > a["max_finished"]:
+            continue
+        p = b""
+        if a["lp"]:
+            p = a["lp"].replace(b"%j", raw).replace(b"%x", name).replace(b"%u", a["user"])
+            if b"_" in job_id:
+                p = p.replace(b"%A", job_id.split(b"_", 1)[0]).replace(b"%a", job_id.split(b"_", 1)[1])
+            if not os.path.exists(p):
+                p = b""
+        if not p and listing is not None and job_id in listing:
+            job = listing[job_id]
+            p = expand(job)
+            if b"\n" in p or b"\n" in job[-1]:
+                p = b""  # which file is the log cannot be told
+        if not p.startswith(b"/"):
+            continue
+        out.rec(b"fpath:" + job_id, 0, p)
+        k = kind(p)
+        if k is not None:
+            out.rec(b"fnolog:" + job_id, 0, k + b"\n")
+            continue
+        out.rec(b"ftail:" + job_id, *tail(p, a["tail_bytes"]))
+
+
+def add_array(arrays, job_id):
+    if b"_" in job_id:
+        a = job_id.split(b"_", 1)[0]
+        if a not in arrays:
+            arrays.append(a)
+
+
+def chunks(out, a, arrays):
+    """ONE ``sacct -j a,b,c`` for the chunk counts of every array seen (up to max_arrays)."""
+    ids = arrays[: a["max_arrays"]]
+    if not ids:
+        return
+    cmd = [b"sacct", b"-j", b",".join(ids), b"-X", b"-P", b"-n", b"--delimiter=" + a["D"]]
+    cmd += [b"-S", a["since"], b"-o", a["jobs_format"]]
+    try:
+        # capture_output and zip(strict=) are newer than the login node's python3 may be (3.6)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)  # noqa: UP022
+        out.rec(b"chunks", p.returncode, p.stdout, p.stderr)
+    except OSError as exc:
+        out.rec(b"chunks", 127, b"", str(exc).encode())
+
+
+def main(argv):
+    keys = (
+        "T",
+        "M",
+        "sq_rc",
+        "sa_rc",
+        "paths_rc",
+        "tail_bytes",
+        "max_jobs",
+        "chain_logs",
+        "lp",
+        "user",
+        "max_finished",
+    )
+    keys += ("max_arrays", "since", "jobs_format")
+    a = {k: os.fsencode(v) for k, v in zip(keys, argv)}  # noqa: B905
+    for k in ("sq_rc", "sa_rc", "paths_rc", "tail_bytes", "max_jobs", "chain_logs", "max_finished", "max_arrays"):
+        a[k] = int(a[k])
+    a["prefixes"] = [os.fsencode(p) for p in argv[len(keys) :] if p]
+    a["D"] = a["M"]
+    out = Out(argv[1])
+    signal.signal(signal.SIGTERM, lambda *_: (out.flush(), os._exit(143)))
+    a["paths_err"] = read(a["T"] + b"/paths.e")
+    listing = path_listing(read(a["T"] + b"/paths"), a["D"]) if a["paths_rc"] == 0 else None
+    if a["paths_rc"] == 0 and listing is None:
+        a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"
+    out.rec(b"paths", a["paths_rc"] if listing is not None or a["paths_rc"] else 1, b"", a["paths_err"])
+    arrays = []
+    try:
+        if a["sq_rc"] == 0:
+            running(out, a, listing, Dirs(), arrays)
+        if a["sa_rc"] == 0:
+            finished(out, a, listing, arrays)
+        chunks(out, a, arrays)
+    except Exception:  # a bug here costs the logs not yet read, never the script's other records
+        out.rec(b"readerror", 1, b"", traceback.format_exc().encode())
+    out.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
