@@ -16,7 +16,7 @@ from urllib.parse import quote
 import httpx
 
 DONE = {"success", "failed"}
-FAN_IN = ("bucket", "liveness", "metrics", "rules", "render", "report", "handoffs", "handoff_branch")
+FAN_IN = ("bucket", "render", "handoffs", "handoff_branch", "history", "notify")
 
 
 def _secrets(home: Path) -> dict[str, str]:

@@ -101,7 +101,7 @@ def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment)
     manual = deployment.wait_run(SWEEP, run["dag_run_id"], timeout=300)
     assert manual["state"] == "success", manual
     # its own run log, named in the note; the note's lines stay lines in the UI (Markdown paragraphs)
-    path = Path(deployment.xcom(SWEEP, manual["dag_run_id"], "report"))
+    path = Path(deployment.xcom(SWEEP, manual["dag_run_id"], "render")["run_log"])
     assert path.is_file() and manual["dag_run_id"] in path.read_text()
     note = manual["note"]
     assert re.match(r"Clusters: local OK\n\nJobs: .*\n\nFlagged: \d+", note), note
@@ -119,11 +119,11 @@ def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment)
         scheduled = deployment.wait_scheduled(SWEEP, count=3, timeout=120)
     deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})
     first, second = scheduled[-2:]
-    waiting = Path(deployment.xcom(SWEEP, second["dag_run_id"], "report")).read_text()
+    waiting = Path(deployment.xcom(SWEEP, second["dag_run_id"], "render")["run_log"]).read_text()
     assert "## Hand-offs waiting: DAG paused" in waiting and "`sweep_tracker_harvest` is paused" in waiting
     assert first["data_interval_end"] == second["data_interval_start"]
     assert {r["state"] for r in (first, second)} == {"success"}
-    logs = {Path(deployment.xcom(SWEEP, r["dag_run_id"], "report")) for r in (first, second, manual)}
+    logs = {Path(deployment.xcom(SWEEP, r["dag_run_id"], "render")["run_log"]) for r in (first, second, manual)}
     assert len(logs) == 3  # each run keeps its own log
     print(f"{EXECUTOR} scheduled sweep: {run_timing(deployment.task_instances(SWEEP, second['dag_run_id']), second)}")
 
@@ -145,6 +145,6 @@ def test_backfill_of_two_past_windows_runs_them_one_at_a_time(deployment: Deploy
     assert first["data_interval_end"] == second["data_interval_start"]
     assert first["end_date"] <= second["start_date"]  # one at a time: the second began after the first
     for r in (first, second):
-        text = Path(deployment.xcom(SWEEP, r["dag_run_id"], "report")).read_text()
+        text = Path(deployment.xcom(SWEEP, r["dag_run_id"], "render")["run_log"]).read_text()
         begin = dt.datetime.fromisoformat(r["data_interval_start"].replace("Z", "+00:00"))
         assert begin.isoformat() in text  # each reports its own window
