@@ -4,8 +4,10 @@ provider's notifier to a real SMTP server (aiosmtpd) on 127.0.0.1. The first swe
 second repeats nothing, a change is announced with a resolved flag (told once), the cooldown tells
 a still-open flag again; a pager channel that hears only CRITICAL gets none of these WARN flags.
 
-Windows are an hour apart yesterday evening (schedule hourly): the cooldown (2 h) is crossed in sweeps,
-not by waiting. Silent jobs are made by setting their log's mtime 3 hours back (liveness_stale).
+Windows are one minute apart and current (a per-minute cron; each sweep starts at its window's end:
+a past window's liveness is not judged), the cooldown two minutes: it is crossed in sweeps, as an
+hourly schedule with a 2 h cooldown would. Silent jobs are made by setting their log's mtime 3 hours
+back (liveness_stale).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -40,9 +43,9 @@ def test_first_announces_second_repeats_nothing_change_and_resolved_told_once_co
     c = local_cluster
     with slack_webhook_stub() as (hook_url, posts), smtp_server() as (smtp_port, mails):
         conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-        conf["schedule"] = "0 * * * *"
+        conf["schedule"] = "* * * * *"
         conf["notify"] = {
-            "cooldown_hours": 2,
+            "cooldown_hours": 2 / 60,
             "channels": [
                 {"name": "team-slack", "kind": "slack", "conn_id": "slack_stub", "severities": ["critical", "warn"]},
                 {"name": "team-mail", "kind": "email", "conn_id": "smtp_local", "to": ["team@example.org"],
@@ -67,10 +70,11 @@ def test_first_announces_second_repeats_nothing_change_and_resolved_told_once_co
         logs = {k: c.wait_log(v) for k, v in ids.items()}
         for p in logs.values():
             _touch(p, "3 hours ago")
-        midnight = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        ends = [midnight - dt.timedelta(hours=4 - i) for i in range(4)]  # yesterday: no other test's job ended then
+        first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)  # the next minute tick
+        ends = [first_end + dt.timedelta(minutes=i) for i in range(4)]
 
         def sweep(i: int) -> DagRun:
+            time.sleep(max(0.0, ends[i].timestamp() - time.time()))  # a current window: it has just ended
             run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=ends[i],
                           run_after=ends[i], **env)  # fmt: skip
             assert run.task_states["history"] == "success", run.task_states

@@ -13,6 +13,7 @@ import html
 import json
 import os
 import subprocess
+import time
 
 import httpx
 import pytest
@@ -53,15 +54,16 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
     subprocess.run(["touch", "-d", "3 hours ago", str(c.wait_log(ids["quiet"]))], check=True)
     with slack_webhook_stub() as (hook_url, posts):
         conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-        conf["schedule"] = "0 * * * *"
+        conf["schedule"] = "* * * * *"  # current one-minute windows: a past window's liveness is not judged
         conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
         sweep_yaml = tmp_path / "sweep.yaml"
         sweep_yaml.write_text(yaml.safe_dump(conf))
         env = {"SWEEP_CONFIG": str(sweep_yaml),
                "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url})}  # fmt: skip
-        midnight = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)  # the next minute tick
         for i in range(2):
-            end = midnight - dt.timedelta(hours=2 - i)
+            end = first_end + dt.timedelta(minutes=i)
+            time.sleep(max(0.0, end.timestamp() - time.time()))  # a current window: it has just ended
             run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
                           run_after=end, **env)  # fmt: skip
             assert run.task_states["history"] == "success", run.task_states
