@@ -16,7 +16,7 @@ from sweep_core.iris.setup import iris_setup_problems
 from sweep_core.iris.state import PodCount, iris_snapshot
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
-from sweep_operators.window import sweep_window
+from sweep_operators.window import catch_up_since, sweep_window
 
 
 def gather_iris(
@@ -106,12 +106,8 @@ class IrisGatherOperator(BaseOperator):
         if not self.sweep_config_path:
             return None
         from sweep_core.config.sweep import load_sweep_config
-        from sweep_core.ledger.catch_up import catch_up_start
-        from sweep_core.ledger.store import ledger_for_run
         from sweep_operators.handoff_record import run_log_dir
 
         config = load_sweep_config(self.sweep_config_path)
-        run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
-        ledger = ledger_for_run(run_log_dir(config), run_id, end.astimezone(dt.UTC).isoformat())
-        since, _ = catch_up_start(ledger, self.cluster, start, end, dt.timedelta(hours=config.gather.catch_up_hours))
+        since, _ = catch_up_since(context, run_log_dir(config), self.cluster, start, end, config.gather.catch_up_hours)
         return since if since < start else None

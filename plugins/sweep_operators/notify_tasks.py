@@ -24,7 +24,7 @@ from sweep_core.history.store import HistoryStore, read_sweep
 from sweep_core.models import ClusterSnapshot, Flag
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.task_ids import DagId, Sweep
-from sweep_operators.window import sweep_window
+from sweep_operators.window import run_id_of, sweep_window
 
 log = logging.getLogger(__name__)
 # The fan-in's output (snapshots + flags): task "rules" today, "bucket" once the fan-in is two tasks.
@@ -40,10 +40,6 @@ def history_store(config: SweepConfig) -> HistoryStore:
     return HistoryStore(root, config.history.retention_days)
 
 
-def _run_id(context: dict[str, Any]) -> str:
-    return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
-
-
 def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Append this sweep's jobs, clusters and flags to the history (a re-run replaces its rows)."""
     config = load_sweep_config(sweep_yaml)
@@ -51,7 +47,7 @@ def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     snaps = [ClusterSnapshot.from_dict(d) for d in raw.get("snapshots", [])]
     flags = [Flag.from_dict(d) for d in raw.get("flags", [])]
     start, end = sweep_window(context, context["params"].get("lookback_hours"))
-    run_id = _run_id(context)
+    run_id = run_id_of(context)
     frame = sweep_frame(snaps, flags, run_id=run_id, window_start=start, window_end=end)
     path = history_store(config).append(frame, run_id=run_id, window_end=end)
     log.info("history: %d rows (%d jobs, %d flags) -> %s", len(frame), sum(len(s.all_jobs()) for s in snaps),
@@ -64,7 +60,7 @@ def _links(config: SweepConfig, context: dict[str, Any]) -> list[tuple[str, str]
 
     base = (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
     dag_id = getattr(context.get("dag_run"), "dag_id", DagId.SWEEP)
-    links = [("this run", f"{base}/dags/{quote(dag_id)}/runs/{quote(_run_id(context), safe='')}")]
+    links = [("this run", f"{base}/dags/{quote(dag_id)}/runs/{quote(run_id_of(context), safe='')}")]
     if config.notify.page_url:
         links.append(("Sweeps page", config.notify.page_url))
     return links
@@ -94,7 +90,7 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         log.info("notify: no channels in sweep.yaml notify.channels: nobody is told")
         return {}
     _, end = sweep_window(context, context["params"].get("lookback_hours"))
-    run_id, notes = _run_id(context), []
+    run_id, notes = run_id_of(context), []
     store = history_store(config)
     current = read_sweep(store, run_id, end, records=(FLAG, CLUSTER), columns=COLUMNS, notes=notes)
     if current is None:

@@ -16,14 +16,12 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
-from sweep_core.ledger.catch_up import catch_up_start
-from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.gather import GatherRequest, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
-from sweep_operators.window import sweep_window
+from sweep_operators.window import catch_up_since, sweep_window
 
 
 def _headroom_request(cfg: ClusterConfig) -> dict[str, Any]:
@@ -100,9 +98,7 @@ class SlurmGatherOperator(BaseOperator):
         config = load_sweep_config(self.sweep_config_path)
         limits = config.gather
         start, end = sweep_window(context, self.lookback_hours)
-        run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
-        ledger = ledger_for_run(run_log_dir(config), run_id, end.astimezone(dt.UTC).isoformat())
-        since, widened = catch_up_start(ledger, cfg.name, start, end, dt.timedelta(hours=limits.catch_up_hours))
+        since, widened = catch_up_since(context, run_log_dir(config), cfg.name, start, end, limits.catch_up_hours)
         self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
         try:
             snap = gather_slurm(cfg, limits, since, end, self.log)

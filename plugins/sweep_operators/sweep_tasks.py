@@ -43,7 +43,7 @@ from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.run_note import paused_dags, set_dag_run_note
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice, trigger_run_id
-from sweep_operators.window import sweep_window
+from sweep_operators.window import run_id_of, sweep_window
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
     history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
     history = load_history(run_log_dir(config), end, notes=history_notes)
     ends = end.astimezone(dt.UTC).isoformat()  # read-only (the render task folds), as this run's fold will see it
-    history.ledger = ledger_for_run(run_log_dir(config), _run_id(context), ends, history_notes)
+    history.ledger = ledger_for_run(run_log_dir(config), run_id_of(context), ends, history_notes)
     laps.lap("collect")
     caps = {c: cfg.rl_concurrency_cap if cfg else None for c, cfg in ops.items()}
     flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history)
@@ -129,10 +129,6 @@ def _bucketed(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag
     return snaps, [Flag.from_dict(d) for d in raw.get("flags", [])], list(raw.get("history_notes") or [])
 
 
-def _run_id(context: dict[str, Any]) -> str:
-    return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
-
-
 def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> dict[str, Any]:
     """Fan-in, second half: the box tables (cluster overview + one per bucket), printed in the task
     log; the sweep folded into the ledger; the dated run log (opening with every change since the
@@ -147,7 +143,7 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     result.flags = flags
     laps.lap("tables")
     log_dir = run_log_dir(config)
-    run_id = _run_id(context)
+    run_id = run_id_of(context)
     changes = fold_sweep_run(log_dir, result.snapshots, run_id=run_id, window_end=end, notes=notes)
     result.changes = notes + [c.line for c in changes]
     laps.lap("ledger")
@@ -211,7 +207,7 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         trackers=tracker_settings(config.trackers) is not None,
         hf_chain=bool(config.hf_chain.series),
     )
-    run_id = _run_id(context)
+    run_id = run_id_of(context)
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
     confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)

@@ -1,10 +1,13 @@
-"""The sweep window from the Airflow context: the data interval, or a lookback override."""
+"""The sweep window from the Airflow context: the data interval, or a lookback override; the run id;
+how far back a cluster's ended jobs are read (the ledger's catch-up)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
 
+from sweep_core.ledger.catch_up import catch_up_start
+from sweep_core.ledger.store import ledger_for_run
 from sweep_core.window import resolve_window
 
 
@@ -17,3 +20,17 @@ def sweep_window(context: Any, lookback_hours: Any) -> tuple[dt.datetime, dt.dat
         lookback_hours,
         getattr(dag_run, "run_after", None),
     )
+
+
+def run_id_of(context: Any) -> str:
+    """This DAG run's id ("" when the context has none)."""
+    return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+
+
+def catch_up_since(
+    context: Any, run_log_dir: str, cluster: str, start: dt.datetime, end: dt.datetime, catch_up_hours: float
+) -> tuple[dt.datetime, str]:
+    """Where ``cluster``'s ended jobs are read from: ``start``, or earlier after sweeps that could not
+    read it (sweep_core.ledger.catch_up, against the ledger this run will fold into), with the note."""
+    ledger = ledger_for_run(run_log_dir, run_id_of(context), end.astimezone(dt.UTC).isoformat())
+    return catch_up_start(ledger, cluster, start, end, dt.timedelta(hours=catch_up_hours))

@@ -15,6 +15,7 @@ from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.ledger.entries import Ledger
 from sweep_core.models import ClusterSnapshot, Flag, Job
 from sweep_core.rules.config import RulesConfig
+from sweep_core.slurm.parse import base_state_of
 from sweep_core.vocab import Action, Bucket, Severity
 
 
@@ -87,7 +88,7 @@ def has_tag(name: str, tags: Iterable[str]) -> str:
 
 def base_state(job: Job) -> str:
     """The job state without its reason suffix or the ``+`` of a requeue (``CANCELLED by 1`` -> ``CANCELLED``)."""
-    return job.state.split(" ", 1)[0].rstrip("+")
+    return base_state_of(job.state)
 
 
 def is_calibration(ctx: RuleContext, job: Job) -> bool:
