@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from sweep_core.config.relaunch_schema import RelaunchConfig, StandingPermission
 from sweep_core.config.schema_base import StrictModel, Tup
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -80,6 +81,8 @@ class CancelConfig(StrictModel):
 
     approval_timeout_minutes: float = Field(60.0, gt=0, description="no answer by then = reject")
     confirm_timeout_s: Positive = Field(30, description="how long the scancel script waits for sacct to say CANCELLED")
+    relaunch: RelaunchConfig = Field(RelaunchConfig(), description="Cancel and relaunch: which failures, how often")
+    standing: Tup[StandingPermission] = Field((), description="acts that proceed without a human; default none")
 
 
 class ChainSeriesSpec(StrictModel):

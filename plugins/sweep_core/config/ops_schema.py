@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -112,6 +113,9 @@ class OpsFrontMatter(StrictModel):
     kube_context: str = Field("", description="iris: its context (never the process default kubeconfig)")
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
+    relaunch_commands: Tup[RelaunchCommand] = Field(
+        (), description="`{match, argv}`: relaunch by scancel + this argv instead of `scontrol requeue`"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> OpsFrontMatter:

@@ -42,6 +42,7 @@ class LedgerEntry:
     counter_sweeps: int = 0  # consecutive sweeps that read that value (a new chain link continues its series')
     counter_from: str = ""  # "cluster|job_id" of the earlier link whose counter this link continued
     samples: list[list[float]] = field(default_factory=list)  # [remote clock, counter value] per sweep, oldest first
+    acts: list[dict[str, str]] = field(default_factory=list)  # what was done/answered (sweep_core.ledger.acts)
 
     @property
     def key(self) -> str:
@@ -124,12 +125,17 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,),
     "dict[str, str]": (dict,),
     "list[list[float]]": (list,),
+    "list[dict[str, str]]": (list,),
 }
 
 
 def _sample(x: Any) -> bool:
     number = lambda n: isinstance(n, int | float) and not isinstance(n, bool)  # noqa: E731
     return isinstance(x, list) and len(x) == 2 and all(map(number, x))
+
+
+def _strings(x: Any) -> bool:
+    return isinstance(x, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in x.items())
 
 
 def _record(cls: type, key: str, value: Any) -> Any:
@@ -148,6 +154,8 @@ def _record(cls: type, key: str, value: Any) -> Any:
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of strings")
         if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")
+        if f.type == "list[dict[str, str]]" and not all(_strings(x) for x in v):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of objects of strings")
         kwargs[f.name] = v
     try:
         return cls(**kwargs)

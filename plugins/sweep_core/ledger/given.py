@@ -51,14 +51,25 @@ def mark_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], ru
 
 
 def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) -> Ledger:
-    """``ledger`` with every hand-off ``source`` records added (the earliest giver kept; in place),
-    except for the jobs in ``dropped`` (pruned from ``ledger`` on purpose)."""
+    """``ledger`` with every hand-off and act ``source`` records added (the earliest giver kept; in
+    place), except for the jobs in ``dropped`` (pruned from ``ledger`` on purpose)."""
     for key, src in source.jobs.items():
-        if not src.handoffs or key in dropped:
+        if not (src.handoffs or src.acts) or key in dropped:
             continue
         e = ledger.jobs.get(key)
         if e is None:
             e = ledger.jobs[key] = LedgerEntry(src.cluster, src.job_id, src.name)
         for kind, by in src.handoffs.items():
             e.handoffs.setdefault(kind, by)
+        e.acts += [a for a in src.acts if a not in e.acts]
+    return ledger
+
+
+def release_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]]) -> Ledger:
+    """``kind`` no longer recorded as given for these items (in place): the next sweep may hand
+    them off again (a request left unanswered or rejected, a job relaunched under its id)."""
+    for item in items:
+        e = ledger.jobs.get(_key(item))
+        if e is not None:
+            e.handoffs.pop(kind, None)
     return ledger

@@ -1,0 +1,88 @@
+"""The schema of sweep.yaml ``cancel.relaunch`` (which failures a relaunch may fix, the attempt cap,
+the cooldown, a checkpoint signal per series) and ``cancel.standing`` (standing permissions: acts
+that proceed without waiting for a human, still validated first). Default: no standing permission.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from sweep_core.config.schema_base import Regex, StrictModel, Tup
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+Positive = Annotated[int, Field(gt=0)]
+
+# Failure kinds read off a flag's evidence (sweep_core.handoffs.cancel.relaunch_policy).
+FIXABLE_KINDS = ("wedge", "nccl_timeout", "rpc_timeout", "node_fail", "preemption")
+NEVER_KINDS = ("oom", "traceback", "nan", "collapse", "kill_verdict")
+
+
+class KindPattern(StrictModel):
+    """A failure kind and the regex that names it in a flag's evidence (the first match wins)."""
+
+    kind: NonEmpty
+    pattern: Regex
+
+
+DEFAULT_KINDS = (
+    KindPattern(kind="oom", pattern=r"OutOfMemoryError|CUDA out of memory|OUT_OF_MEMORY|oom[-_ ]kill"),
+    KindPattern(kind="nan", pattern=r"\bnan_or_inf\b|loss[=: ]+nan\b|\bNaN\b"),
+    KindPattern(kind="collapse", pattern=r"\[rl_collapse\]"),
+    KindPattern(kind="kill_verdict", pattern=r"\[deep_dive_kill\]|KILL verdict"),
+    KindPattern(kind="traceback", pattern=r"Traceback \(most recent call last\)|\[genuine_failure\]"),
+    KindPattern(kind="nccl_timeout", pattern=r"NCCL[^\n]*[Tt]imeout|[Ww]atchdog"),
+    KindPattern(kind="rpc_timeout", pattern=r"RPC[^\n]*[Tt]imeout|EngineDead"),
+    KindPattern(kind="node_fail", pattern=r"NODE_FAIL"),
+    KindPattern(kind="preemption", pattern=r"PREEMPTED|preempt"),
+    KindPattern(kind="wedge", pattern=r"\[liveness_stale\]"),
+)
+
+
+class SeriesRelaunch(StrictModel):
+    """Per series (job names matching ``match``): the attempt cap, the cooldown, a checkpoint signal."""
+
+    match: Regex = Field(description="regex over job names")
+    max_attempts: Positive | None = Field(None, description="null = relaunch.max_attempts")
+    cooldown_minutes: float | None = Field(None, ge=0, description="null = relaunch.cooldown_minutes")
+    checkpoint_signal: str = Field(
+        "", pattern=r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$", description="scancel --signal= --batch first; '' = none"
+    )
+    grace_s: int = Field(0, ge=0, le=3600, description="wait after the checkpoint signal before the requeue")
+
+
+class RelaunchConfig(StrictModel):
+    """sweep.yaml ``cancel.relaunch``: when "Cancel and relaunch" is offered and how it runs."""
+
+    fixable: Tup[NonEmpty] = Field(FIXABLE_KINDS, description="failure kinds a relaunch can fix")
+    kinds: Tup[KindPattern] = Field(DEFAULT_KINDS, description="failure kind by evidence regex, first match")
+    max_attempts: Positive = Field(2, description="relaunches per series (all its links) before it is escalated")
+    cooldown_minutes: float = Field(60.0, ge=0, description="no second relaunch of a series within this")
+    requeue_disabled: Literal["set", "refuse"] = Field(
+        "set", description="a job with Requeue=0: `scontrol update Requeue=1` first, or refuse with the reason"
+    )
+    series: Tup[SeriesRelaunch] = Field((), description="per-series overrides, the first match wins")
+    evidence_tail_bytes: Positive = Field(4096, description="log tail kept as the wedge's evidence")
+    confirm_timeout_s: Positive = Field(30, description="how long the requeue waits to see PENDING + Restarts")
+    reask_factor: float = Field(
+        2.0, gt=1, description="a Rejected job is asked again once silent this many times longer"
+    )
+
+
+class StandingPermission(StrictModel):
+    """One standing permission: ``action`` on jobs whose flag and evidence meet every condition."""
+
+    action: Literal["relaunch", "cancel"]
+    rule: NonEmpty = Field(description="the flag's rule, e.g. liveness_stale, rl_resume_overshoot")
+    name: Regex | None = Field(None, description="regex over job names (our own series); null = any")
+    min_silent_hours: float = Field(0.0, ge=0, description="the log silent at least this long (read right before)")
+    min_nodes: Positive = 1
+
+
+class RelaunchCommand(StrictModel):
+    """ops.md ``relaunch_commands``: for job names matching ``match``, relaunch by scancel then this
+    argv (each value shell-quoted; templates {job_id} {name} {array_job} {task}) instead of a requeue."""
+
+    match: Regex = Field(description="regex over job names")
+    argv: Tup[NonEmpty] = Field(min_length=1, description="e.g. [sbatch, --parsable, -J, '{name}', run.sbatch]")

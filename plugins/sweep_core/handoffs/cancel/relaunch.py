@@ -1,0 +1,205 @@
+"""sweep_cancel's relaunch steps as use-cases: read each RUNNING job's evidence (one session per
+cluster), judge it (relaunch_policy: offer, RECURRING, standing permission, a remembered Reject),
+and relaunch: fresh evidence saved (``save``: the ledger and the run log) BEFORE the requeue, then
+one session re-checks and requeues. I/O comes in as arguments (handoffs.ports).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.cancel.relaunch_policy import (
+    Offer,
+    asked_again,
+    flag_rule,
+    relaunch_offer,
+    series_spec,
+    standing_permission,
+)
+from sweep_core.handoffs.cancel.relaunch_remote import (
+    Evidence,
+    RelaunchJob,
+    build_evidence_script,
+    build_requeue_script,
+    read_evidence,
+    read_requeue,
+    requeue_line,
+)
+from sweep_core.handoffs.ports import LoadCluster, RunScript, Say
+from sweep_core.ledger.acts import ActKind, acts_of
+from sweep_core.ledger.entries import Ledger
+from sweep_core.slurm.gather import new_marker
+from sweep_core.vocab import Action
+
+# the wedge's evidence, saved before the requeue: (cluster, [evidence]) -> None
+SaveEvidence = Callable[[str, list[Evidence]], None]
+
+
+def read_all_evidence(
+    jobs: Sequence[tuple[str, str, str]],
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    tail_bytes: int,
+    step_patterns: Any,
+) -> dict[tuple[str, str], Evidence]:
+    """(cluster, job id) -> evidence for ``(cluster, job id, name)`` jobs: one session per cluster."""
+    out: dict[tuple[str, str], Evidence] = {}
+    for cluster in sorted({c for c, _, _ in jobs}):
+        mine = [(i, n) for c, i, n in jobs if c == cluster]
+        cfg = load_cluster(cluster)
+        marker = new_marker()
+        script = build_evidence_script(cfg.user, [i for i, _ in mine], marker, tail_bytes)
+        res, problem = run_script(cfg, script, marker, "relaunch evidence")
+        for job_id, ev in read_evidence(res, mine, step_patterns).items():
+            out[(cluster, job_id)] = (
+                ev if not problem or ev.problem else Evidence(**{**ev.to_dict(), "problem": problem})
+            )
+    return out
+
+
+def _nodes(d: CancelDecision) -> int:
+    return int(d.nodes) if d.nodes.isdigit() else 1
+
+
+def assess(
+    decisions: list[CancelDecision],
+    evidence: dict[tuple[str, str], Evidence],
+    ledger: Ledger,
+    ccfg: CancelConfig,
+    *,
+    now: dt.datetime,
+    run_id: str,
+) -> None:
+    """Per ``cancel`` decision (in place): its evidence and relaunch offer, the standing permission
+    that covers it, or ``blocked`` when a Reject is remembered or this run already acted on it."""
+    rcfg = ccfg.relaunch
+    for d in decisions:
+        if d.verdict != "cancel":
+            continue
+        r = d.request
+        if any(a.get("run") == run_id for a in acts_of(ledger, r.cluster, r.job_id) if a.get("kind") != "evidence"):
+            d.verdict, d.reasons = "blocked", [f"already acted on by this run ({run_id})"]
+            continue
+        ev = evidence.get((r.cluster, r.job_id))
+        if ev is None:  # iris, or a PENDING chain link: cancel only
+            d.offer = Offer(False, "no relaunch here (iris, or not RUNNING)").to_dict()
+            d.offer["standing"] = _standing(ccfg, "cancel", d, None)
+            continue
+        d.evidence = ev.to_dict()
+        ok, why = asked_again(ledger, r.cluster, r.job_id, ev.silent_s, rcfg.reask_factor)
+        if not ok:
+            d.verdict, d.reasons = "blocked", [why]
+            continue
+        entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
+        step = ev.step if ev.step is not None else (entry.step if entry else None)
+        offer = relaunch_offer(
+            cluster=r.cluster,
+            job_id=r.job_id,
+            name=r.name,
+            evidence=r.evidence,
+            state=d.state,
+            step=step,
+            ledger=ledger,
+            cfg=rcfg,
+            now=now,
+        )
+        if r.action != Action.KILL_APPROVAL and offer.relaunch:
+            offer.relaunch, offer.why = False, f"action {r.action}: cancel only"
+        if offer.relaunch and ev.requeue == "0" and rcfg.requeue_disabled == "refuse":
+            offer.relaunch = False
+            offer.why = "Requeue=0 (sbatch --no-requeue): refused by cancel.relaunch.requeue_disabled: refuse"
+        act = "relaunch" if offer.relaunch else "cancel"
+        offer.standing = "" if offer.recurring else _standing(ccfg, act, d, ev.silent_s)
+        d.offer = offer.to_dict()
+
+
+def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | None) -> str:
+    r = d.request
+    rule = flag_rule(r.evidence)
+    return standing_permission(ccfg.standing, action=act, rule=rule, name=r.name, silent_s=silent_s, nodes=_nodes(d))
+
+
+def relaunch_plan(d: CancelDecision, ev: Evidence, ccfg: CancelConfig, commands: Sequence[Any]) -> RelaunchJob:
+    """How one job is relaunched: the ops.md command matching its name, else ``scontrol requeue``."""
+    r = d.request
+    spec = series_spec(r.name, ccfg.relaunch)
+    cmd = next((c for c in commands if c.match.search(r.name)), None)
+    array, _, task = r.job_id.partition("_")
+    fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task}
+    argv = tuple(a.format(**fill) for a in cmd.argv) if cmd else ()
+    return RelaunchJob(
+        r.job_id,
+        r.name,
+        signal=spec.checkpoint_signal if spec else "",
+        grace_s=spec.grace_s if spec else 0,
+        set_requeue=ev.requeue == "0" and ccfg.relaunch.requeue_disabled == "set",
+        command=argv,
+    )
+
+
+def relaunch_jobs(
+    decisions: list[CancelDecision],
+    ccfg: CancelConfig,
+    *,
+    dry_run: bool,
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    say: Say,
+    save: SaveEvidence,
+    step_patterns: Any = (),
+) -> dict[str, dict[str, str]]:
+    """cluster -> job id -> result for the given (approved or standing) relaunches: per cluster,
+    fresh evidence (saved by ``save`` first), then ONE session re-checks and requeues."""
+    results: dict[str, dict[str, str]] = {}
+    for cluster in sorted({d.request.cluster for d in decisions}):
+        cfg = load_cluster(cluster)
+        mine = [d for d in decisions if d.request.cluster == cluster]
+        jobs = [(cluster, d.request.job_id, d.request.name) for d in mine]
+        fresh = read_all_evidence(jobs, load_cluster, run_script, ccfg.relaunch.evidence_tail_bytes, step_patterns)
+        evs = [fresh[(cluster, d.request.job_id)] for d in mine]
+        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands) for d, ev in zip(mine, evs, strict=True)]
+        if dry_run:
+            for p in plans:
+                say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")
+            results[cluster] = {p.job_id: "would relaunch (dry run)" for p in plans}
+            continue
+        save(cluster, evs)  # BEFORE the requeue: it truncates the log
+        marker = new_marker()
+        script = build_requeue_script(cfg.user, plans, marker, ccfg.relaunch.confirm_timeout_s)
+        out, problem = run_script(cfg, script, marker, "relaunch")
+        results[cluster] = read_requeue(out, plans, problem)
+    return results
+
+
+def evidence_text(cluster: str, ev: Evidence, tail_lines: int = 20) -> str:
+    """The wedge's evidence as the run log keeps it: last output, step, nodes, Restarts, the tail."""
+    last = dt.datetime.fromtimestamp(ev.last_output, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ") if ev.last_output else "?"
+    silent = f"{ev.silent_s // 60} min" if ev.silent_s is not None else "?"
+    head = (
+        f"{cluster} {ev.job_id} {ev.name}: last output {last} (silent {silent}), step {ev.step}, "
+        f"nodes {ev.nodelist or '?'}, Requeue={ev.requeue or '?'} Restarts={ev.restarts or '?'}"
+    )
+    if ev.problem:
+        head += f" ({ev.problem})"
+    tail = "\n".join(ev.tail.splitlines()[-tail_lines:])
+    return f"{head}\nlog tail before the relaunch:\n{tail}\n"
+
+
+def evidence_act(ev: Evidence, run_id: str, at: str, offer: dict[str, Any]) -> dict[str, str]:
+    """The ledger act holding the evidence (the tail bounded by the evidence read)."""
+    return {
+        "kind": ActKind.EVIDENCE,
+        "run": run_id,
+        "at": at,
+        "step": "" if ev.step is None else str(ev.step),
+        "last_output": "" if ev.last_output is None else str(ev.last_output),
+        "silent_s": "" if ev.silent_s is None else str(ev.silent_s),
+        "nodes": ev.nodelist,
+        "restarts": ev.restarts,
+        "tail": ev.tail[-2048:],
+        "series": str(offer.get("series", "")),
+    }

@@ -1,0 +1,88 @@
+"""What was done to a job, and how a human answered, in its ledger entry (``acts``): a relaunch with
+the wedge's evidence (saved BEFORE the requeue truncates the log), a cancel, a Reject (asked again
+only when the evidence grows), an unanswered request (asked again next sweep), an escalation.
+Each act is a flat object of strings; its ``kind`` is one of ActKind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.given import release_given
+from sweep_core.ledger.store import load_ledger, update_ledger
+
+MAX_ACTS = 50  # per job; the oldest go first
+CANCEL_KIND = "cancel"  # the per-job hand-off kind (ledger.runs.PER_JOB) a request was given under
+
+
+class ActKind(StrEnum):
+    EVIDENCE = "evidence"  # saved right before a relaunch: tail, last output, step, nodes
+    RELAUNCH = "relaunch"
+    CANCEL = "cancel"
+    REJECT = "reject"
+    UNANSWERED = "unanswered"
+    ESCALATED = "escalated"
+
+
+def series_key(entry: LedgerEntry | None, cluster: str, name: str) -> str:
+    """The series a job's relaunches count against: its RL series, else its name on its cluster."""
+    if entry is not None and entry.series:
+        return entry.series
+    return f"{cluster}|{name}"
+
+
+def acts_of(ledger: Ledger, cluster: str, job_id: str, kind: str = "") -> list[dict[str, str]]:
+    """The job's acts, oldest first (only ``kind`` when given)."""
+    e = ledger.jobs.get(f"{cluster}|{job_id}")
+    return [a for a in (e.acts if e else []) if not kind or a.get("kind") == kind]
+
+
+def series_acts(ledger: Ledger, series: str, kind: str) -> list[dict[str, str]]:
+    """Every act of ``kind`` on any link of ``series`` (see series_key), oldest first."""
+    out = [
+        a
+        for e in ledger.jobs.values()
+        if series_key(e, e.cluster, e.name) == series
+        for a in e.acts
+        if a.get("kind") == kind
+    ]
+    return sorted(out, key=lambda a: a.get("at", ""))
+
+
+def add_act(ledger: Ledger, cluster: str, job_id: str, name: str, act: Mapping[str, Any]) -> Ledger:
+    """The act appended to the job's entry (created when the ledger does not know it; in place)."""
+    key = f"{cluster}|{job_id}"
+    e = ledger.jobs.get(key)
+    if e is None:
+        e = ledger.jobs[key] = LedgerEntry(cluster, job_id, name)
+    rec = {k: str(v) for k, v in act.items() if v is not None}
+    if rec not in e.acts:
+        e.acts = [*e.acts, rec][-MAX_ACTS:]
+    return ledger
+
+
+def record_acts(
+    run_log_dir: str | Path,
+    acts: list[tuple[str, str, str, Mapping[str, Any]]],
+    *,
+    release: list[Mapping[str, Any]] = (),  # type: ignore[assignment]
+) -> Ledger:
+    """Store ``(cluster, job id, name, act)`` each under the ledger lock; ``release``: jobs whose
+    cancel hand-off is released (asked again next sweep). Returns the ledger as saved."""
+
+    def change(ledger: Ledger) -> tuple[Ledger, Ledger]:
+        for cluster, job_id, name, act in acts:
+            add_act(ledger, cluster, job_id, name, act)
+        release_given(ledger, CANCEL_KIND, list(release))
+        return ledger, ledger
+
+    return update_ledger(run_log_dir, change)
+
+
+def read_ledger(run_log_dir: str | Path) -> Ledger:
+    """The stored ledger, read-only (empty when none)."""
+    return load_ledger(run_log_dir)
