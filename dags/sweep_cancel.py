@@ -3,12 +3,17 @@ resume-overshoot chain links, new-untested KILL verdict), only with a human's ap
 Triggered by monitor_cron_sweep with the flagged jobs in ``conf``, or by hand (dry run by default).
 
     validate (per cluster one squeue, validated: still RUNNING (PENDING for a spurious chain link),
-              same job name; squeue UNKNOWN -> nothing on that cluster)
-      -> approve (human-in-the-loop Approve/Reject with the evidence; Reject or timeout -> scancel skipped)
-      -> scancel (re-checked in the same script, scancel -u -n -t, sacct confirms CANCELLED; dry_run prints)
-      -> record (table + the dated run log's actions section)
+              same job name; squeue UNKNOWN -> nothing on that cluster; RUNNING jobs' evidence and
+              the relaunch policy: offered or not, RECURRING, a standing permission, a remembered Reject)
+      -> standing (beside approve: jobs a sweep.yaml cancel.standing permission covers, acted on
+                   now, no human asked)
+      -> approve (human-in-the-loop Cancel / Cancel and relaunch / Reject with the evidence;
+                  Reject or timeout -> nothing done)
+      -> scancel (re-checked in the same script: scancel + sacct confirms CANCELLED, or the evidence
+                  saved in the ledger and run log, then scontrol requeue; dry_run prints)
+      -> record (table + the dated run log's actions section + the ledger's acts)
 
-Every job needs approval, spurious chain links too: see plugins/sweep_core/handoffs/cancel/plan.py.
+Without a standing permission every job needs approval: see plugins/sweep_core/handoffs/cancel/plan.py.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ OPS_DIR, SWEEP_YAML = config_paths()
 with DAG(
     **handoff_dag_kwargs(
         DagId.CANCEL,
-        "Validate, ask a human, then scancel flagged jobs and confirm CANCELLED in sacct",
+        "Validate, ask a human (or act under a standing permission), then scancel or requeue flagged jobs",
         __doc__,
         ["destructive", "approval"],
         jobs=Param(
@@ -58,6 +63,7 @@ with DAG(
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     validate = PythonOperator(task_id=Cancel.VALIDATE, python_callable=cancel_tasks.validate, op_kwargs=common)
+    standing = PythonOperator(task_id=Cancel.STANDING, python_callable=cancel_tasks.standing, op_kwargs=common)
     approve = cancel_tasks.CancelApprovalOperator(
         task_id=Cancel.APPROVE, sweep_yaml=SWEEP_YAML, notifiers=[ApprovalNotifier(sweep_yaml=SWEEP_YAML)]
     )
@@ -68,4 +74,5 @@ with DAG(
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,
     )
+    validate >> standing >> record  # a standing permission waits for no human
     validate >> approve >> scancel >> record

@@ -22,9 +22,10 @@ def run_log_dir(config: Any) -> str:
     return os.path.expandvars(os.path.expanduser(raw))
 
 
-def append_record(context: dict[str, Any], sweep_yaml: str, dag_id: str, text: str) -> Path:
+def append_record(context: dict[str, Any], sweep_yaml: str, dag_id: str, text: str, section: str = "") -> Path:
     """Write this run's section into the sweep's run log (conf ``run_log``, when it lies in the
-    run-log dir) or into ``<run_log_dir>/YYYY-MM-DD_<dag_id>.md``; a re-run replaces its section."""
+    run-log dir) or into ``<run_log_dir>/YYYY-MM-DD_<dag_id>.md``; a re-run replaces its section.
+    ``section``: a second section of the same run (e.g. the evidence saved before a relaunch)."""
     log_dir = Path(run_log_dir(load_sweep_config(sweep_yaml))).resolve()
     wanted = (context.get("params") or {}).get("run_log") or ""
     path = Path(wanted).resolve() if wanted else None
@@ -32,7 +33,9 @@ def append_record(context: dict[str, Any], sweep_yaml: str, dag_id: str, text: s
         path = log_dir / f"{dt.datetime.now(dt.UTC):%Y-%m-%d}_{dag_id}.md"
     run_id = context.get("run_id") or getattr(context.get("dag_run"), "run_id", "manual")
     old = path.read_text(encoding="utf-8") if path.exists() else ""
-    title = f"## Hand-off {dag_id} ({md_code(run_id)}): actions taken"
+    what = f"{section} saved" if section else "actions taken"
+    title = f"## Hand-off {dag_id} ({md_code(run_id)}): {what}"
+    key = f"{dag_id}:{run_id}" + (f":{section}" if section else "")
     # cluster text inside: a fence no line of it can close, control characters stripped
-    write_run_log(path, upsert_section(old, f"{dag_id}:{run_id}", f"{title}\n\n{md_fence(text)}\n"))
+    write_run_log(path, upsert_section(old, key, f"{title}\n\n{md_fence(text)}\n"))
     return path

@@ -60,9 +60,9 @@ class Cleanup:
 
 
 class Cancel:
-    """sweep_cancel: validate -> approve (human) -> scancel -> record."""
+    """sweep_cancel: validate -> standing (no human) -> approve (human) -> scancel -> record."""
 
-    VALIDATE, APPROVE, SCANCEL, RECORD = "validate", "approve", "scancel", "record"
+    VALIDATE, STANDING, APPROVE, SCANCEL, RECORD = "validate", "standing", "approve", "scancel", "record"
     ANSWER_KEY: Final = "answer"  # the approval task's XCom with the human's answer
 
 

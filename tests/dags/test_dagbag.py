@@ -89,19 +89,21 @@ def test_cron_data_interval_tiles_time(dag) -> None:
 
 def test_sweep_cancel_scancels_only_downstream_of_the_approval() -> None:
     from airflow.dag_processing.dagbag import DagBag
-    from airflow.providers.standard.operators.hitl import ApprovalOperator
+    from airflow.providers.standard.operators.hitl import HITLOperator
 
     bag = DagBag(str(ROOT / "dags"))
     assert bag.import_errors == {}
     dag = bag.get_dag("sweep_cancel")
     approve = dag.get_task("approve")
-    assert isinstance(approve, ApprovalOperator)
-    assert approve.defaults == [ApprovalOperator.REJECT]  # a timeout means reject
+    assert isinstance(approve, HITLOperator)
+    assert approve.options == ["Cancel", "Cancel and relaunch", "Reject"] and not approve.multiple
+    assert approve.defaults == ["Reject"]  # a timeout means reject
     assert approve.upstream_task_ids == {"validate"}
+    assert dag.get_task("standing").upstream_task_ids == {"validate"}  # waits for no human
     scancel = dag.get_task("scancel")
     assert scancel.upstream_task_ids == {"approve"} and scancel.trigger_rule == "all_success"
     assert "scancel" in approve.get_direct_relative_ids(upstream=False)  # what Reject skips
-    assert dag.get_task("record").upstream_task_ids == {"scancel"}
+    assert dag.get_task("record").upstream_task_ids == {"scancel", "standing"}
     assert dag.get_task("record").trigger_rule == "all_done"
     assert dag.params["dry_run"] is True and dag.max_active_runs == 1
 

@@ -76,6 +76,8 @@ class CancelDecision:
     elapsed: str = ""
     nodes: str = ""
     nodelist: str = ""  # squeue %R: the node list, or the pending reason
+    offer: dict[str, Any] = field(default_factory=dict)  # relaunch_policy.Offer (SLURM RUNNING jobs)
+    evidence: dict[str, Any] = field(default_factory=dict)  # relaunch_remote.Evidence read at validation
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,16 +118,47 @@ def validate(
     return out
 
 
+def asked(decisions: list[CancelDecision]) -> list[CancelDecision]:
+    """The decisions a human is asked about: passed validation, no standing permission covers them."""
+    return [d for d in decisions if d.verdict == "cancel" and not d.offer.get("standing")]
+
+
+def _relaunch_lines(d: CancelDecision) -> list[str]:
+    """The relaunch offer and the evidence read at validation, for the prompt."""
+    o, ev = d.offer, d.evidence
+    lines = []
+    if o:
+        said = "**Cancel and relaunch** requeues it" if o.get("relaunch") else "relaunch NOT offered"
+        lines.append(f"- {said}: {md_text(str(o.get('why', '')))}")
+    if ev:
+        silent = ev.get("remote_now", 0) - ev["last_output"] if ev.get("last_output") and ev.get("remote_now") else None
+        lines.append(
+            f"- evidence read now: silent {md_text(str(silent // 60) + ' min' if silent is not None else '?')}, "
+            f"step {md_text(str(ev.get('step')))}, nodes {md_code(str(ev.get('nodelist') or '?'))}, "
+            f"Requeue={md_text(str(ev.get('requeue') or '?'))} Restarts={md_text(str(ev.get('restarts') or '?'))}"
+        )
+        tail = [ln for ln in str(ev.get("tail") or "").splitlines() if ln.strip()][-3:]
+        lines += [f"  - log: {md_code(ln[-200:])}" for ln in tail]
+    return lines
+
+
 def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_minutes: float) -> tuple[str, str]:
     """Subject and Markdown body of the approval request: everything the human decides from."""
-    todo = [d for d in decisions if d.verdict == "cancel"]
+    todo = asked(decisions)
     clusters = sorted({d.request.cluster for d in todo})
     verb = " / ".join(sorted({"iris job stop" if IRIS_JOB_ID_RE.match(d.request.job_id) else "scancel" for d in todo}))
-    subject = f"{'[DRY RUN] ' if dry_run else ''}{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
+    relaunch = sum(1 for d in todo if d.offer.get("relaunch"))
+    escalated = sum(1 for d in todo if d.offer.get("recurring"))
+    subject = f"{'[DRY RUN] ' if dry_run else ''}{'[ESCALATED] ' if escalated else ''}"
+    subject += f"{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
+    if relaunch:
+        subject += f" ({relaunch} may be relaunched)"
     lines = [
-        f"Approve to `{verb}` these {len(todo)} job(s). Each is re-checked right before: still in the "
-        "state shown, with the same name, else it is left alone. Reject, or no answer within "
-        f"{timeout_minutes:g} min, cancels nothing.",
+        f"**Cancel**: `{verb}` these {len(todo)} job(s). **Cancel and relaunch**: the jobs marked so "
+        "are requeued instead (`scontrol requeue`: same id, Restarts grows, they start again after "
+        "Slurm's requeue delay; their log tail is saved first), the others cancelled. Each is "
+        "re-checked right before: still in the state shown, with the same name, else it is left "
+        f"alone. Reject, or no answer within {timeout_minutes:g} min, acts on nothing.",
         "",
     ]
     if dry_run:
@@ -137,7 +170,14 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
             f"- action: **{md_text(r.action)}**; now {md_text(d.state)}, elapsed {md_text(d.elapsed)}, "
             f"{md_text(d.nodes)} node(s), nodes/reason {md_code(d.nodelist)}",
             f"- evidence: {md_code(r.evidence) if r.evidence else '(none given)'}",
+            *_relaunch_lines(d),
             "",
+        ]
+    standing = [d for d in decisions if d.verdict == "cancel" and d.offer.get("standing")]
+    if standing:
+        lines.append(f"Acted on under a standing permission (not asked): {len(standing)}")
+        lines += [
+            f"- {md_code(d.request.job_id)} {md_code(d.request.name)}: {md_text(d.offer['standing'])}" for d in standing
         ]
     blocked = [d for d in decisions if d.verdict != "cancel"]
     if blocked:

@@ -148,8 +148,11 @@ def cancel_record(decisions: list[CancelDecision], done: dict[str, dict[str, str
         if d.verdict != "cancel":
             result, why = "blocked: left alone", "; ".join(d.reasons)
         else:
-            result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {approval}"
-            why = f"{approval}; evidence: {r.evidence}" if r.evidence else approval
+            said = f"standing permission: {d.offer['standing']}" if d.offer.get("standing") else approval
+            result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {said}"
+            why = f"{said}; evidence: {r.evidence}" if r.evidence else said
+            if d.offer.get("why"):
+                why += f"; relaunch: {d.offer['why']}"
             if result == "cancelled" and r.action == Action.CANCEL_SALVAGE:
                 result += f"; salvage next ({Flavor.RL_AGENTIC})"
         rows.append([r.cluster, r.job_id, r.name, r.action, d.state or "-", result, why])

@@ -1,0 +1,166 @@
+"""sweep_cancel's relaunch wiring: the evidence read and policy at validation, the standing-permission
+task (acts without waiting, still re-checked right before), the relaunch of approved jobs, and what
+the ledger remembers (evidence before a requeue, relaunches, a Reject, an unanswered request).
+Airflow-facing only; the logic is sweep_core.handoffs.cancel.relaunch / relaunch_policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.cancel.relaunch import (
+    assess,
+    evidence_act,
+    evidence_text,
+    read_all_evidence,
+    relaunch_jobs,
+)
+from sweep_core.handoffs.cancel.relaunch_remote import Evidence
+from sweep_core.handoffs.cancel.usecase import scancel_approved
+from sweep_core.handoffs.ports import LoadCluster
+from sweep_core.ledger.acts import ActKind, read_ledger, record_acts
+from sweep_operators.handoff_io import iris_stopper, ssh_runner
+from sweep_operators.handoff_record import append_record, run_log_dir
+from sweep_operators.task_ids import DagId
+
+log = logging.getLogger(__name__)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _run_id(context: dict[str, Any]) -> str:
+    return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "manual"))
+
+
+def ledger_dir(sweep_yaml: str) -> str:
+    return run_log_dir(load_sweep_config(sweep_yaml))
+
+
+def judge(
+    decisions: list[CancelDecision], ccfg: CancelConfig, load: LoadCluster, limits: Any, sweep_yaml: str, run_id: str
+) -> None:
+    """Evidence of every RUNNING SLURM job validated for cancel (one session per cluster), then the
+    policy per job (in place)."""
+    cfg = load_sweep_config(sweep_yaml)
+    jobs = []
+    for d in decisions:
+        if d.verdict != "cancel" or d.state != "RUNNING":
+            continue
+        if load(d.request.cluster).scheduler == "slurm":
+            jobs.append((d.request.cluster, d.request.job_id, d.request.name))
+    ev = read_all_evidence(jobs, load, ssh_runner(limits, log), ccfg.relaunch.evidence_tail_bytes, cfg.metrics.rl.step)
+    assess(decisions, ev, read_ledger(ledger_dir(sweep_yaml)), ccfg, now=_now(), run_id=run_id)
+
+
+def saver(sweep_yaml: str, context: dict[str, Any], offers: dict[str, dict[str, Any]]) -> Any:
+    """The SaveEvidence of this run: the ledger act and a run-log section, before the requeue."""
+
+    def save(cluster: str, evs: list[Evidence]) -> None:
+        at, run_id = _now().isoformat(), _run_id(context)
+        acts = [(cluster, ev.job_id, ev.name, evidence_act(ev, run_id, at, offers.get(ev.job_id, {}))) for ev in evs]
+        record_acts(ledger_dir(sweep_yaml), acts)
+        text = "".join(evidence_text(cluster, ev) for ev in evs)
+        append_record(context, sweep_yaml, DagId.CANCEL, text, section="evidence")
+        log.info("wedge evidence saved before the relaunch:\n%s", text)
+
+    return save
+
+
+def act(
+    decisions: list[CancelDecision],
+    relaunch: bool,
+    *,
+    ccfg: CancelConfig,
+    limits: Any,
+    load: LoadCluster,
+    sweep_yaml: str,
+    context: dict[str, Any],
+    dry_run: bool,
+) -> dict[str, dict[str, str]]:
+    """Relaunch the decisions whose offer allows it (when ``relaunch``), scancel the others."""
+    rel = [d for d in decisions if relaunch and d.offer.get("relaunch")]
+    rest = [d for d in decisions if d not in rel]
+    run = ssh_runner(limits, log)
+    results: dict[str, dict[str, str]] = {}
+    if rel:
+        offers = {d.request.job_id: d.offer for d in rel}
+        steps = load_sweep_config(sweep_yaml).metrics.rl.step
+        got = relaunch_jobs(
+            rel,
+            ccfg,
+            dry_run=dry_run,
+            load_cluster=load,
+            run_script=run,
+            say=print,
+            save=saver(sweep_yaml, context, offers),
+            step_patterns=steps,
+        )
+        for c, per in got.items():
+            results.setdefault(c, {}).update(per)
+    if rest:
+        got = scancel_approved(
+            rest,
+            confirm_timeout_s=ccfg.confirm_timeout_s,
+            dry_run=dry_run,
+            load_cluster=load,
+            run_script=run,
+            say=print,
+            stop_iris=iris_stopper(),
+        )
+        for c, per in got.items():
+            results.setdefault(c, {}).update(per)
+    return results
+
+
+def remember(
+    sweep_yaml: str,
+    context: dict[str, Any],
+    decisions: list[CancelDecision],
+    done: dict[str, dict[str, str]],
+    answer: dict[str, Any],
+    standing: dict[str, dict[str, str]],
+    dry_run: bool,
+) -> None:
+    """What the ledger keeps of this run: relaunches and cancels done, a Reject (asked again when the
+    evidence grows), an unanswered request (asked again next sweep), an escalation. A relaunched,
+    rejected or unanswered job's cancel hand-off is released so the next sweep may hand it again."""
+    if dry_run:
+        return
+    run_id, at = _run_id(context), _now().isoformat()
+    acts, release = [], []
+    chosen = (answer.get("chosen_options") or [""])[0]
+    for d in decisions:
+        if d.verdict != "cancel":
+            continue
+        r = d.request
+        item = {"cluster": r.cluster, "job_id": r.job_id, "name": r.name}
+        ev = d.evidence or {}
+        base = {"run": run_id, "at": at, "step": str(ev.get("step") if ev.get("step") is not None else ""),
+                "silent_s": str(ev["remote_now"] - ev["last_output"]) if ev.get("last_output") and ev.get("remote_now") else "",
+                "series": str(d.offer.get("series", ""))}  # fmt: skip
+        res = {**done.get(r.cluster, {}), **standing.get(r.cluster, {})}.get(r.job_id, "")
+        if d.offer.get("recurring"):
+            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"]}))
+        by = "standing permission" if d.offer.get("standing") else str(answer.get("responded_by") or "")
+        if res.startswith("requeued") or res.startswith("cancelled and relaunched"):
+            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.RELAUNCH, "by": by, "result": res}))
+            release.append(item)
+        elif res.startswith("cancelled"):
+            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL, "by": by, "result": res}))
+        elif d.offer.get("standing"):
+            continue
+        elif answer.get("timed_out") or not answer:
+            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.UNANSWERED}))
+            release.append(item)
+        elif chosen == "Reject":
+            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.REJECT, "by": by}))
+            release.append(item)
+    if acts or release:
+        record_acts(ledger_dir(sweep_yaml), acts, release=release)
