@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 APPROVE, REJECT, TIMEOUT = "Approve", "Reject", "timeout"
+CANCEL, RELAUNCH = "Cancel", "Cancel and relaunch"  # sweep_cancel's options besides Reject
 
 
 def _client_and_headers(user: str) -> tuple[Any, dict[str, str]]:
@@ -44,7 +45,7 @@ def _client_and_headers(user: str) -> tuple[Any, dict[str, str]]:
 
 
 class HITLResponder:
-    """``with HITLResponder("sweep_cancel", "approve", APPROVE) as r: dag.test(...)``; then r.detail."""
+    """``with HITLResponder("sweep_cancel", "approve", CANCEL) as r: dag.test(...)``; then r.detail."""
 
     def __init__(
         self,
@@ -56,7 +57,7 @@ class HITLResponder:
         wait_s: float = 240,
         before_answer: Callable[[], None] | None = None,
     ):
-        assert answer in (APPROVE, REJECT, TIMEOUT)
+        assert answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
         self.before_answer = before_answer  # runs while the request waits: the world changes meanwhile
         self.dag_id, self.task_id, self.answer, self.user, self.wait_s = dag_id, task_id, answer, user, wait_s
         self.detail: dict[str, Any] = {}  # what the human saw: subject, body, options, defaults, deadline

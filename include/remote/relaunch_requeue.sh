@@ -6,7 +6,7 @@
 # Right before acting, ONE `squeue -h -j <all ids>` must list each job exactly once as
 # <id> M RUNNING M <name> M, else record relaunch:<k> rc 2 and leave it alone. Then per job:
 # the checkpoint signal + grace, the Requeue flag, the requeue (or scancel + command); finally
-# squeue is polled (bounded) until no requeued job is RUNNING and each `scontrol show job -o` is
+# squeue is polled (bounded) until no requeued job is RUNNING or COMPLETING, and each `scontrol show job -o` is
 # recorded as after:<k> (its Restarts and BeginTime).
 ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
 declare -A ROW=() NROW=()
@@ -48,7 +48,7 @@ if [ "${#sent[@]}" -gt 0 ]; then
   IFS=,; sids="${sent[*]}"; IFS=$ifs
   end=$(( $(date +%s) + CONFIRM_TIMEOUT_S ))
   while [ "$(date +%s)" -lt "$end" ]; do
-    squeue -h -j "$sids" -t RUNNING -o %i >"$T/run" 2>/dev/null && [ ! -s "$T/run" ] && break
+    squeue -h -j "$sids" -t RUNNING,COMPLETING,CONFIGURING -o %i >"$T/run" 2>/dev/null && [ ! -s "$T/run" ] && break
     sleep 1
   done
 fi

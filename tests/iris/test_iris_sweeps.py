@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import table_rows
-from hitl_responder import APPROVE, HITLResponder
+from hitl_responder import CANCEL, HITLResponder
 from iris_local import free_port, iris_ops, needs_iris, start_controller, stop_all, submit, wait_states
 from k8s_stub import PodListStub, kubeconfig, pod
 from sweep_runner import run_dag, run_sweep
@@ -124,7 +124,7 @@ def test_an_approved_stop_ends_a_running_iris_job(controller, jobs_stopped, tag,
         {"cluster": "cw", "job_id": job, "name": "rl__other", "action": "kill-approval"},  # name does not match
     ]
     conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
-    with HITLResponder("sweep_cancel", "approve", APPROVE) as responder:
+    with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
         result = run_dag("sweep_cancel", conf, tmp_path, ops_dir=tmp_path / "ops")
     assert responder.errors == [], responder.errors
     verdicts = {d["request"]["name"]: d for d in result.values["validate"]["decisions"]}

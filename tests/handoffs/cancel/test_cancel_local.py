@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import USER, sh
-from hitl_responder import APPROVE, REJECT, TIMEOUT, HITLResponder
+from hitl_responder import CANCEL, REJECT, TIMEOUT, HITLResponder
 from sweep_runner import run_dag
 
 pytestmark = pytest.mark.cluster
@@ -65,7 +65,7 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     def rename_while_waiting() -> None:  # the job changes after the human saw it, before scancel
         sh("scontrol", "update", f"JobId={ids[renamed]}", f"JobName={renamed}_v2")
 
-    run, responder = _cancel(tmp_path, jobs, APPROVE, before_answer=rename_while_waiting)
+    run, responder = _cancel(tmp_path, jobs, CANCEL, before_answer=rename_while_waiting)
     assert run.state == "success", run.task_states
     assert run.task_states["approve"] == "success" and run.task_states["scancel"] == "success"
     # the prompt carried the evidence
@@ -73,7 +73,7 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     body = responder.detail["body"]
     for text in (ids[wedged], wedged, "no output for 185 min", "localhost", link, "past max_steps", "PENDING"):
         assert text in body, text
-    assert "scancel 3 job(s) on local?" == responder.detail["subject"]
+    assert "scancel 3 job(s) on local? (2 may be relaunched)" == responder.detail["subject"]
     assert "reused" in body  # the blocked one is listed as not asked
     c.wait_finished(ids[wedged], "CANCELLED")
     c.wait_finished(ids[link], "CANCELLED")
@@ -84,7 +84,7 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     assert done[ids[renamed]].startswith("refused before scancel") and f"{renamed}_v2" in done[ids[renamed]]
     assert _decisions(run)[f"rl__{tag}_the_old_job"]["verdict"] == "blocked"
     log = Path(run.values["record"]).read_text()
-    assert _answer(run) == {"chosen_options": [APPROVE], "responded_by": "ops-tester", "timed_out": False}
+    assert _answer(run) == {"chosen_options": [CANCEL], "responded_by": "ops-tester", "timed_out": False}
     assert "Hand-off sweep_cancel" in log and "approved by ops-tester" in log and "cancelled" in log
 
 
@@ -112,7 +112,7 @@ def test_dry_run_cancels_nothing_even_when_approved(local_cluster, tag, tmp_path
     name = f"rl__{tag}_wedged"
     jid = c.submit(name, "sleep 600")
     c.wait_running(jid)
-    run, responder = _cancel(tmp_path, [_job(jid, name)], APPROVE, dry_run=True)
+    run, responder = _cancel(tmp_path, [_job(jid, name)], CANCEL, dry_run=True)
     assert responder.detail["subject"].startswith("[DRY RUN]")
     assert run.values["scancel"]["local"][jid] == "would scancel (dry run)"
     assert c.squeue_state(jid) == "RUNNING"
@@ -155,7 +155,7 @@ def test_sweep_hands_a_spurious_chain_link_to_cancel(local_cluster, tag, tmp_pat
     assert mine and mine[0]["action"] == "cancel" and mine[0]["name"] == name
     assert "rl_resume_overshoot" in mine[0]["evidence"]
     conf = {**conf, "jobs": mine, "approval_timeout_minutes": 5}
-    with HITLResponder("sweep_cancel", "approve", APPROVE) as responder:
+    with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
         run = run_dag("sweep_cancel", conf, tmp_path)
     assert responder.errors == [] and "rl_resume_overshoot" in responder.detail["body"]
     assert run.values["scancel"]["local"][jid] == "cancelled"

@@ -71,10 +71,10 @@ def build_evidence_script(user: str, ids: list[str], marker: str, tail_bytes: in
 
 
 def last_step(tail: str, patterns: Any) -> int | None:
-    """The last step any of ``patterns`` (group 1) reads in ``tail``."""
+    """The last step any of ``patterns`` (regexes, text or compiled; group 1) reads in ``tail``."""
     best: tuple[int, int] | None = None
     for p in patterns:
-        for m in p.finditer(tail):
+        for m in (re.compile(p) if isinstance(p, str) else p).finditer(tail):
             try:
                 value = int(m.group(1).replace(",", ""))
             except (IndexError, ValueError):
