@@ -2,34 +2,18 @@
 # sweep_cancel's scancel (sweep_core.handoffs.cancel.remote). The header Python writes sets U,
 # per approved job IDS, NAMES and STATES (checked: a Slurm job id, a one-line name, RUNNING or
 # PENDING), CONFIRM_TIMEOUT_S, LOOKBACK_DAYS and SACCT_FORMAT. Right before the scancels, ONE
-# `squeue -h -j <all ids>` must list each job exactly as approved, else record scancel:<k> rc 2;
-# scancel itself is filtered by user, name and state. Then sacct is polled (bounded, one call
-# for all sent jobs) until every sent job reads CANCELLED: record sacct.
-# ONE squeue for every approved id (not one per job), right before the scancels: a job is sent
-# only if it is listed exactly ONCE as <id> M <state> M <name> M, as approved. Every field is
-# ended by the marker, so a name with a newline (or a tail of one) can never match.
-ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
-declare -A ROW=() NROW=()
-sqrc=1
-if [ -n "$ids" ]; then
-  squeue -h -u "$U" -j "$ids" -o "%i$M%T$M%j$M" >"$T/sq" 2>"$T/sqe"; sqrc=$?
-  while IFS= read -r line; do
-    case $line in *"$M"*) ;; *) continue ;; esac
-    id=${line%%"$M"*}; [ -n "$id" ] || continue
-    NROW[$id]=$(( ${NROW[$id]:-0} + 1 )); ROW[$id]=$line
-  done <"$T/sq"
-fi
+# `squeue -h -j <all ids>` (recheck.sh) must list each job exactly as approved, else record
+# scancel:<k> rc 2; scancel itself is filtered by user, name and state. Then sacct is polled
+# (bounded, one call for all sent jobs) until every sent job reads CANCELLED: record sacct.
 sent=""
 ns=0
 k=0
 for id in ${IDS[@]+"${IDS[@]}"}; do
   nm=${NAMES[$k]}; st=${STATES[$k]}
-  if [ "$sqrc" -eq 0 ] && [ "${NROW[$id]:-0}" = 1 ] && [ "${ROW[$id]}" = "$id$M$st$M$nm$M" ]; then
+  if listed_as "$id" "$st" "$nm"; then
     if run "scancel:$k" scancel -u "$U" -n "$nm" -t "$st" -- "$id"; then sent="$sent,$id"; ns=$((ns + 1)); fi
   else
-    seen=${ROW[$id]-}; seen=${seen//"$M"/|}
-    printf "squeue (exit %s) shows [%s], approved [%s]" "$sqrc" "${seen%|}" "$id|$st|$nm" >"$T/o"
-    RE=$T/sqe rec "scancel:$k" 2
+    not_listed "$id" "$st" "$nm" "scancel:$k" approved
   fi
   k=$((k + 1))
 done

@@ -3,27 +3,16 @@
 # sets U, per job IDS, NAMES (checked), SIGNALS ('' or a signal name), GRACES (seconds), SETREQ
 # (1 = `scontrol update Requeue=1` first), CMDS ('' = `scontrol requeue`; else an ops.md relaunch
 # command, every value already shell-quoted, run after the scancel), and CONFIRM_TIMEOUT_S.
-# Right before acting, ONE `squeue -h -j <all ids>` must list each job exactly once as
+# Right before acting, ONE `squeue -h -j <all ids>` (recheck.sh) must list each job exactly once as
 # <id> M RUNNING M <name> M, else record relaunch:<k> rc 2 and leave it alone. Then per job:
 # the checkpoint signal + grace, the Requeue flag, the requeue (or scancel + command); finally
 # squeue is polled (bounded) until no requeued job is RUNNING or COMPLETING, and each `scontrol show job -o` is
 # recorded as after:<k> (its Restarts and BeginTime).
-ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
-declare -A ROW=() NROW=()
-sqrc=1
-if [ -n "$ids" ]; then
-  squeue -h -u "$U" -j "$ids" -o "%i$M%T$M%j$M" >"$T/sq" 2>"$T/sqe"; sqrc=$?
-  while IFS= read -r line; do
-    case $line in *"$M"*) ;; *) continue ;; esac
-    id=${line%%"$M"*}; [ -n "$id" ] || continue
-    NROW[$id]=$(( ${NROW[$id]:-0} + 1 )); ROW[$id]=$line
-  done <"$T/sq"
-fi
 sent=()
 k=0
 for id in ${IDS[@]+"${IDS[@]}"}; do
   nm=${NAMES[$k]}
-  if [ "$sqrc" -eq 0 ] && [ "${NROW[$id]:-0}" = 1 ] && [ "${ROW[$id]}" = "${id}${M}RUNNING${M}${nm}${M}" ]; then
+  if listed_as "$id" RUNNING "$nm"; then
     if [ -n "${SIGNALS[$k]}" ]; then
       run "signal:$k" scancel --signal="${SIGNALS[$k]}" --batch -u "$U" -n "$nm" -- "$id"
       sleep "${GRACES[$k]}"
@@ -38,9 +27,7 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
       if [ "$ok" -eq 0 ] && run "relaunch:$k" scontrol requeue "$id"; then sent+=("$id"); fi
     fi
   else
-    seen=${ROW[$id]-}; seen=${seen//"$M"/|}
-    printf "squeue (exit %s) shows [%s], expected [%s]" "$sqrc" "${seen%|}" "$id|RUNNING|$nm" >"$T/o"
-    RE=$T/sqe rec "relaunch:$k" 2
+    not_listed "$id" RUNNING "$nm" "relaunch:$k" expected
   fi
   k=$((k + 1))
 done

@@ -54,20 +54,20 @@ def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[st
     mine = [d for d in _decisions(context) if d.verdict == "cancel" and d.offer.get("standing")]
     if not mine:
         return {}
-    ccfg, limits = _config(sweep_yaml)
     for d in mine:
         log.warning("STANDING PERMISSION (%s): %s %s %s, no human asked", d.offer["standing"],
                     d.request.cluster, d.request.job_id, d.request.name)  # fmt: skip
-    return relaunch_tasks.act(
-        mine,
-        True,
-        ccfg=ccfg,
-        limits=limits,
-        load=ops_loader(ops_dir),
-        sweep_yaml=sweep_yaml,
-        context=context,
-        dry_run=bool(context["params"].get("dry_run", True)),
-    )
+    return _act(mine, True, ops_dir, sweep_yaml, context)
+
+
+def _act(
+    decisions: list[CancelDecision], relaunch: bool, ops_dir: str, sweep_yaml: str, context: dict[str, Any]
+) -> dict[str, dict[str, str]]:
+    """relaunch_tasks.act wired to this run's config, ops.md and dry_run param."""
+    ccfg, limits = _config(sweep_yaml)
+    dry_run = bool(context["params"].get("dry_run", True))
+    kw = {"ccfg": ccfg, "limits": limits, "load": ops_loader(ops_dir), "sweep_yaml": sweep_yaml, "context": context}
+    return relaunch_tasks.act(decisions, relaunch, dry_run=dry_run, **kw)
 
 
 def _decisions(context: dict[str, Any]) -> list[CancelDecision]:
@@ -144,18 +144,8 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
     + re-check + requeue for the jobs offered it), one SSH session per cluster; dry_run prints."""
     if not approved(context):  # the approval operator skips this task on Reject; belt and braces
         raise AirflowSkipException("not approved: nothing cancelled")
-    ccfg, limits = _config(sweep_yaml)
     decisions = asked(_decisions(context))
-    results = relaunch_tasks.act(
-        decisions,
-        _answer(context).get("chosen_options") == [RELAUNCH],
-        ccfg=ccfg,
-        limits=limits,
-        load=ops_loader(ops_dir),
-        sweep_yaml=sweep_yaml,
-        context=context,
-        dry_run=bool(context["params"].get("dry_run", True)),
-    )
+    results = _act(decisions, _answer(context).get("chosen_options") == [RELAUNCH], ops_dir, sweep_yaml, context)
     names = {(d.request.cluster, d.request.job_id): d.request.name for d in decisions}
     for cluster, per_job in results.items():
         for job_id, res in per_job.items():

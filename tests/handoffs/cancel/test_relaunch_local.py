@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, sh
-from hitl_responder import REJECT, RELAUNCH, HITLResponder
+from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
 from sweep_runner import run_dag
 
 pytestmark = pytest.mark.cluster
@@ -46,12 +46,25 @@ def _relaunch(tmp_path: Path, jobs: list[dict], answer: str = RELAUNCH, **env: s
     return run, responder
 
 
-def test_cancel_and_relaunch_requeues_the_same_id_and_a_second_wedge_is_escalated(local_cluster, tag, tmp_path):
-    c = local_cluster
+def _wedged(c, tag: str, *extra: str) -> tuple[str, str]:
+    """(name, id) of a RUNNING job that printed its step and sleeps."""
     name = f"rl__{tag}_wedged"
-    jid = c.submit(name, STEP)
+    jid = c.submit(name, STEP, *extra)
     c.wait_running(jid)
     c.wait_log(jid)
+    return name, jid
+
+
+def _sweep_yaml(tmp_path: Path, cancel_keys: str) -> str:
+    """include/sweep.yaml with ``cancel_keys`` (indented lines) added under ``cancel:``."""
+    cfg = tmp_path / "sweep.yaml"
+    cfg.write_text((ROOT / "include" / "sweep.yaml").read_text().replace("cancel:\n", "cancel:\n" + cancel_keys, 1))
+    return str(cfg)
+
+
+def test_cancel_and_relaunch_requeues_the_same_id_and_a_second_wedge_is_escalated(local_cluster, tag, tmp_path):
+    c = local_cluster
+    name, jid = _wedged(c, tag)
     flagged = time.monotonic()
     run, responder = _relaunch(tmp_path, [_job(jid, name)])
     assert run.state == "success", run.task_states
@@ -105,15 +118,9 @@ def test_a_no_requeue_job_and_an_array_task_are_requeued_by_their_own_ids(local_
 
 def test_requeue_disabled_refused_by_config_is_cancelled_not_requeued(local_cluster, tag, tmp_path):
     c = local_cluster
-    name = f"rl__{tag}_norq"
-    jid = c.submit(name, STEP, "--no-requeue")
-    c.wait_running(jid)
-    yaml = (ROOT / "include" / "sweep.yaml").read_text()
-    cfg = tmp_path / "sweep.yaml"
-    cfg.write_text(yaml.replace("cancel:\n", "cancel:\n  relaunch:\n    requeue_disabled: refuse\n", 1))
-    from hitl_responder import CANCEL
-
-    run, responder = _relaunch(tmp_path, [_job(jid, name)], CANCEL, SWEEP_CONFIG=str(cfg))
+    name, jid = _wedged(c, tag, "--no-requeue")
+    cfg = _sweep_yaml(tmp_path, "  relaunch:\n    requeue_disabled: refuse\n")
+    run, responder = _relaunch(tmp_path, [_job(jid, name)], CANCEL, SWEEP_CONFIG=cfg)
     assert responder.detail["options"] == ["Cancel", "Reject"]
     assert "Requeue=0 (sbatch --no-requeue): refused" in responder.detail["body"]
     assert run.values["scancel"]["local"][jid] == "cancelled"
@@ -122,17 +129,11 @@ def test_requeue_disabled_refused_by_config_is_cancelled_not_requeued(local_clus
 
 def test_a_standing_permission_relaunches_with_no_human(local_cluster, tag, tmp_path):
     c = local_cluster
-    name = f"rl__{tag}_wedged"
-    jid = c.submit(name, STEP)
-    c.wait_running(jid)
-    c.wait_log(jid)
-    yaml = (ROOT / "include" / "sweep.yaml").read_text()
-    standing = f"  standing:\n    - {{action: relaunch, rule: liveness_stale, name: '^rl__{tag}_'}}\n"
-    cfg = tmp_path / "sweep.yaml"
-    cfg.write_text(yaml.replace("cancel:\n", "cancel:\n" + standing, 1))
+    name, jid = _wedged(c, tag)
+    cfg = _sweep_yaml(tmp_path, f"  standing:\n    - {{action: relaunch, rule: liveness_stale, name: '^rl__{tag}_'}}\n")
     flagged = time.monotonic()
     conf = {"jobs": [_job(jid, name)], "dry_run": False, "approval_timeout_minutes": 5}
-    run = run_dag("sweep_cancel", conf, tmp_path, SWEEP_CONFIG=str(cfg))  # nobody answers anything
+    run = run_dag("sweep_cancel", conf, tmp_path, SWEEP_CONFIG=cfg)  # nobody answers anything
     assert run.task_states["approve"] == "skipped" and run.task_states["standing"] == "success", run.task_states
     assert run.values["standing"]["local"][jid].startswith("requeued (PENDING, Restarts=1")
     log = Path(run.values["record"]).read_text()

@@ -158,7 +158,7 @@ def build_requeue_script(user: str, jobs: list[RelaunchJob], marker: str, confir
         "CMDS": [j.command_line() for j in jobs],
         "CONFIRM_TIMEOUT_S": int(confirm_timeout_s),
     }
-    return compose(marker, values, ("relaunch_requeue.sh",))
+    return compose(marker, values, ("recheck.sh", "relaunch_requeue.sh"))
 
 
 def requeue_line(user: str, j: RelaunchJob) -> str:

@@ -7,7 +7,7 @@ scancel : right before the scancels and in the same script, ONE ``squeue -h -j <
           user, name and state too (``-u -n -t``). Then ONE ``sacct -j`` is polled (bounded)
           until every sent job reads CANCELLED.
 
-scancel is include/remote/cancel_scancel.sh under a header of its values. Every value is
+scancel is include/remote/recheck.sh + cancel_scancel.sh under a header of its values. Every value is
 shlex-quoted; job ids and names are checked (sweep_core.handoffs.cancel.plan) first.
 """
 
@@ -66,7 +66,7 @@ def build_scancel_script(user: str, jobs: list[ApprovedJob], marker: str, confir
         "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
         "SACCT_FORMAT": SACCT_FORMAT,
     }
-    return compose(marker, values, ("cancel_scancel.sh",))
+    return compose(marker, values, ("recheck.sh", "cancel_scancel.sh"))
 
 
 def read_scancel(
