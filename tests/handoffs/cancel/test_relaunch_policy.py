@@ -159,3 +159,14 @@ def test_the_prompt_offers_the_relaunch_with_the_evidence_and_escalates_a_recurr
     d = [_decision()]
     assess(d, {("local", "11"): _ev()}, ledger, _cfg(), now=NOW, run_id="r1")  # the run that relaunched it
     assert d[0].verdict == "blocked" and d[0].reasons == ["already acted on by this run (r1)"]
+
+
+def test_a_standing_cancel_covers_a_pending_chain_link_and_nothing_else() -> None:
+    link = CancelRequest(
+        "local", "12", "rl__a", "cancel", "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps"
+    )
+    d = [CancelDecision(link, "cancel", state="PENDING", nodes="1"), _decision()]
+    stand = _cfg(standing=[{"action": "cancel", "rule": "rl_resume_overshoot", "name": "^rl__"}])
+    assess(d, {("local", "11"): _ev()}, Ledger(), stand, now=NOW, run_id="c1")
+    assert d[0].offer["standing"] == "standing[0] cancel rl_resume_overshoot" and not d[0].offer["relaunch"]
+    assert d[1].offer["standing"] == "" and d[1].offer["relaunch"]  # the wedge still asks a human
