@@ -8,7 +8,8 @@ base64-encoded, one record per line, and are parsed locally.
 Rules the script keeps (ops.md STEP 0 gotchas, DESIGN "Cluster cost"): controller calls constant
 in the number of jobs (the StdOut of every job from ONE ``squeue -O`` listing, the chunk counts
 of every array from ONE ``sacct -j``); every log stat'ed and tailed (bounded) by ONE process; no
-find/du walks; sacct always gets -S and -E. Values from the cluster (job ids, paths) never reach
+find/du walks; sacct always gets -S and -E. A PAST window (ended more than PAST_WINDOW_GRACE_S
+before the remote clock) asks no squeue at all: its running set is ``sacct -s R`` over the window. Values from the cluster (job ids, paths) never reach
 a shell command line unquoted.
 """
 
@@ -28,7 +29,9 @@ from sweep_core.slurm.parse import (
     pending_format,
     squeue_format,
 )
+from sweep_core.slurm.past_window import SACCT_WINDOW_FORMAT
 from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
+from sweep_core.window import PAST_WINDOW_GRACE_S
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
@@ -142,6 +145,8 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "SACCT_FORMAT": SACCT_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
+        "SACCT_WINDOW_FORMAT": SACCT_WINDOW_FORMAT,
+        "PAST_GRACE_S": PAST_WINDOW_GRACE_S,
         "WINDOW_START": req.window_start,
         "WINDOW_END": req.window_end,
         "SETTLE_S": req.settle_s,

@@ -112,6 +112,11 @@ def _check(tool: str, result: CommandResult) -> None:
             raise SlurmOutputError(f"{tool} reported an error (exit 0): {err}")
 
 
+def check_command(tool: str, result: CommandResult) -> None:
+    """Raise SlurmOutputError when ``result`` errored (exit code, or an error text on stderr)."""
+    _check(tool, result)
+
+
 def _lines(tool: str, result: CommandResult, heads: tuple[str, ...]) -> tuple[str, list[str]]:
     """(delimiter, data lines): the delimiter is read off the header (``|`` or a run's nonce)."""
     _check(tool, result)

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from sweep_core.config.ops import QuotaConfig
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import parse_tree_status
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import (
+    CommandResult,
     SlurmOutputError,
+    check_command,
     parse_pending,
     parse_sacct,
     parse_scontrol_job,
     parse_squeue,
     read_sacct_jobs,
 )
+from sweep_core.slurm.past_window import past_running_jobs
 
 
 def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
@@ -170,6 +175,23 @@ def _attach_quota(snap: ClusterSnapshot, output: GatherOutput, quota: QuotaConfi
     snap.quota = quota_verdict(quota.kind, quota.command, rec("quota"), dfs, quota.soft_limit, quota.warn_fraction)
 
 
+PAST_WINDOW_SOURCE = (
+    "past window: read from sacct (jobs running at its end: sacct -s R; jobs ended in it), "
+    "squeue not asked (it tells about now); PENDING jobs not listed"
+)
+
+
+def _past_running(snap: ClusterSnapshot, then: CommandResult, marker: str, window_end: str) -> None:
+    """A past window's running set from its ``pastrun`` record (sacct -s R over the window)."""
+    snap.notes.append(PAST_WINDOW_SOURCE)
+    try:
+        check_command("sacct -s R", then)
+        end = int(dt.datetime.fromisoformat(window_end).timestamp())
+        snap.running = past_running_jobs(snap.cluster, then.stdout, marker, end)
+    except (SlurmOutputError, ValueError) as exc:
+        snap.notes.append(f"running set UNKNOWN: {exc}")
+
+
 def snapshot_from_output(
     cluster: str,
     output: GatherOutput,
@@ -200,7 +222,9 @@ def snapshot_from_output(
         snap.notes.append("gather script did not run to its end: results may be partial")
 
     sq = output.get("squeue")
-    if sq is None:
+    if (then := output.get("pastrun")) is not None:
+        _past_running(snap, then, output.marker, window_end)
+    elif sq is None:
         snap.notes.append("running set UNKNOWN: squeue produced no record")
     else:
         try:
