@@ -65,12 +65,16 @@ class Ledger:
     known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
     read_until: dict[str, str] = field(default_factory=dict)  # cluster -> latest window end whose sacct was read
     window_end: str = ""  # the latest window folded in (ISO)
+    windows: list[str] = field(
+        default_factory=list
+    )  # every window end folded in (ISO, sorted): a backfill's window before
     run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": LEDGER_VERSION,
             "window_end": self.window_end,
+            "windows": list(self.windows),
             "run_id": self.run_id,
             "clusters": dict(self.clusters),
             "known": sorted(self.known),
@@ -95,9 +99,10 @@ class Ledger:
         read_until = raw.get("read_until", {})
         if not isinstance(read_until, dict) or not all(isinstance(v, str) for v in read_until.values()):
             raise LedgerError("'read_until' is not an object of strings")
-        known = raw.get("known", [])
-        if not isinstance(known, list) or not all(isinstance(v, str) for v in known):
-            raise LedgerError("'known' is not a list of strings")
+        known, windows = raw.get("known", []), raw.get("windows", [])
+        for key, value in (("known", known), ("windows", windows)):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise LedgerError(f"'{key}' is not a list of strings")
         return cls(
             known=set(known),
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
@@ -105,6 +110,7 @@ class Ledger:
             clusters=dict(clusters),
             read_until=dict(read_until),
             window_end=raw.get("window_end", ""),
+            windows=sorted(windows),
             run_id=raw.get("run_id", ""),
         )
 
