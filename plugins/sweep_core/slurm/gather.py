@@ -31,7 +31,7 @@ from sweep_core.slurm.parse import (
 )
 from sweep_core.slurm.past_window import SACCT_WINDOW_FORMAT
 from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
-from sweep_core.window import PAST_WINDOW_GRACE_S
+from sweep_core.window import past_window_grace_s
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
@@ -146,7 +146,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
         "SACCT_WINDOW_FORMAT": SACCT_WINDOW_FORMAT,
-        "PAST_GRACE_S": PAST_WINDOW_GRACE_S,
+        "PAST_GRACE_S": past_window_grace_s(),
         "WINDOW_START": req.window_start,
         "WINDOW_END": req.window_end,
         "SETTLE_S": req.settle_s,
