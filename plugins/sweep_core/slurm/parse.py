@@ -134,12 +134,18 @@ def _lines(tool: str, result: CommandResult, heads: tuple[str, ...]) -> tuple[st
 
 
 def _records(
-    tool: str, lines: list[str], delim: str, n: int, id_ok: re.Pattern[str], strict: bool = True
+    tool: str,
+    lines: list[str],
+    delim: str,
+    n: int,
+    id_ok: re.Pattern[str],
+    strict: bool = True,
+    odd: list[str] | None = None,
 ) -> list[tuple[list[str], str]]:
     """Split data lines into (fields, note) records; the last field (the job name) may hold
     newlines: a line that is not a record of its own continues the name of the one before it,
     and that record gets a note. With a nonce delimiter no name can forge a record. A line before
-    the first record raises (``strict``) or is dropped."""
+    the first record raises (``strict``) or is dropped (kept in ``odd`` when given)."""
     out: list[tuple[list[str], str]] = []
     for i, line in enumerate(lines, start=2):
         parts = line.split(delim, n - 1)
@@ -151,6 +157,8 @@ def _records(
             out[-1] = (fields, "job name holds a newline")
         elif strict and line.strip():
             raise SlurmOutputError(f"{tool} line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
+        elif odd is not None and line.strip():
+            odd.append(line)
     return out
 
 
@@ -158,15 +166,16 @@ _JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?")
 _SACCT_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?(\.[A-Za-z0-9_+-]+)?")
 
 
-def read_records(text: str, delim: str, n: int) -> list[tuple[list[str], str]]:
+def read_records(text: str, delim: str, n: int, odd: list[str] | None = None) -> list[tuple[list[str], str]]:
     """Records of a headerless (``-h``/``-n``) squeue/sacct output whose last field is the job
     name, fields split by ``delim`` (the run's marker): (fields, note) per job. A line that is no
     record of its own continues the name before it (note says so); lines before the first record
-    are dropped. Never raises: no name can forge a record, none can hide another."""
+    are dropped (kept in ``odd`` when given). Never raises: no name can forge a record, none can
+    hide another."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return _records("", lines, delim, n, _SACCT_ID, strict=False)
+    return _records("", lines, delim, n, _SACCT_ID, strict=False, odd=odd)
 
 
 def base_state_of(state: str) -> str:

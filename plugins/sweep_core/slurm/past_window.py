@@ -6,10 +6,8 @@ finished set's (the terminal-state sacct). An odd line is an UNKNOWN row that sa
 
 from __future__ import annotations
 
-import re
-
 from sweep_core.models import Job
-from sweep_core.slurm.parse import base_state_of
+from sweep_core.slurm.parse import base_state_of, read_records
 
 # Read with SLURM_TIME_FORMAT=%s (Start/End as epoch seconds; End "Unknown" while it runs),
 # -X -P -n --delimiter=<the run's marker>: the name LAST (it may hold the marker's neighbours).
@@ -26,7 +24,6 @@ SACCT_WINDOW_FIELDS: tuple[str, ...] = (
 )
 SACCT_WINDOW_FORMAT = ",".join(SACCT_WINDOW_FIELDS)
 PAST_RUNNING_LOG_NOTE = "log not read: a past window (its log today tells about now, not about that window)"
-_ID = re.compile(r"\d+(_\d+)?(\+\d+)?(\.[A-Za-z0-9_+-]+)?")
 
 
 def elapsed_between(start: int, end: int) -> str:
@@ -73,21 +70,8 @@ def past_running_jobs(cluster: str, text: str, delim: str, window_end: int) -> l
     UNKNOWN row with the reason. Steps (``.batch``) are dropped. Never raises."""
     if not delim:
         raise ValueError("past_running_jobs needs the delimiter sacct was given")
-    n = len(SACCT_WINDOW_FIELDS)
-    records: list[tuple[list[str], str]] = []
-    odd: list[Job] = []
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    for line in lines:
-        parts = line.split(delim, n - 1)
-        if len(parts) == n and _ID.fullmatch(parts[0]):
-            records.append((parts, ""))
-        elif records:
-            fields, _ = records[-1]
-            fields[-1] += "\n" + line
-            records[-1] = (fields, "job name holds a newline")
-        elif line.strip():
-            odd.append(_unknown(cluster, "?", "?", f"sacct line not understood: {line[:120]!r}"))
+    odd: list[str] = []
+    records = read_records(text, delim, len(SACCT_WINDOW_FIELDS), odd)
+    unknown = [_unknown(cluster, "?", "?", f"sacct line not understood: {line[:120]!r}") for line in odd]
     jobs = [_row(cluster, f, note, window_end) for f, note in records if "." not in f[0]]
-    return odd + [j for j in jobs if j is not None]
+    return unknown + [j for j in jobs if j is not None]
