@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
-import os
 import subprocess
 import time
 
@@ -72,7 +71,7 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
         assert httpx.get(f"{base}/sweeps/", timeout=30).status_code == 401
         forged = httpx.get(f"{base}/sweeps/", cookies={"_token": "forged"}, timeout=30)
         assert forged.status_code in (401, 403) and "<table" not in forged.text  # refused: Airflow answers 403
-        token = login_token(base, os.environ["AIRFLOW_HOME"])
+        token = login_token(base, tmp_path / "api-server.log")
         r = httpx.get(f"{base}/sweeps/", headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert r.status_code == 200 and "Server-Timing" in r.headers
         with sync_playwright() as p:
