@@ -7,11 +7,9 @@ sweep_core.alerts, the store sweep_core.history.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 from urllib.parse import quote
 
-from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.digest import COLUMNS, build_digest
@@ -20,24 +18,15 @@ from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
-from sweep_core.history.store import HistoryStore, read_sweep
+from sweep_core.history.store import read_sweep
 from sweep_core.models import ClusterSnapshot, Flag
-from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.history_location import history_store
 from sweep_operators.task_ids import DagId, Sweep
 from sweep_operators.window import run_id_of, sweep_window
 
 log = logging.getLogger(__name__)
 # The fan-in's output (snapshots + flags): task "rules" today, "bucket" once the fan-in is two tasks.
 FAN_IN_OUT: str = getattr(Sweep, "RULES", Sweep.BUCKET)
-
-
-def history_store(config: SweepConfig) -> HistoryStore:
-    """SWEEP_HISTORY, else sweep.yaml ``history.location``, else ``<run_log_dir>/history``."""
-    where = os.environ.get("SWEEP_HISTORY") or config.history.location or os.path.join(run_log_dir(config), "history")
-    root = (
-        ObjectStoragePath(where, conn_id=config.history.conn_id) if config.history.conn_id else ObjectStoragePath(where)
-    )
-    return HistoryStore(root, config.history.retention_days)
 
 
 def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
