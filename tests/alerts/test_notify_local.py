@@ -1,8 +1,8 @@
 """Tell people (issue 13) over consecutive REAL sweeps of the local Slurm: the digests go through
 the Slack provider's webhook notifier to a local STUB of Slack's endpoint and through the SMTP
 provider's notifier to a real SMTP server (aiosmtpd) on 127.0.0.1. The first sweep announces, the
-second repeats nothing, a change is announced with a resolved flag (told once), the cooldown tells
-a still-open flag again; a pager channel that hears only CRITICAL gets none of these WARN flags.
+second repeats nothing, a change is announced with a resolved flag (told once), a re-run of that
+run sends nothing again, the cooldown tells a still-open flag again; a pager channel that hears only CRITICAL gets none of these WARN flags.
 
 Windows are one minute apart and current (a per-minute cron; each sweep starts at its window's end:
 a past window's liveness is not judged), the cooldown two minutes: it is crossed in sweeps, as an
@@ -118,6 +118,9 @@ def test_first_announces_second_repeats_nothing_change_and_resolved_told_once_co
         assert f"{ids['b']} {names['b']}" in still and "3 sweeps in a row" in still
         assert f"{ids['a']} {names['a']}" in resolved
         assert any("runs/manual__" in str(b) for b in changed["blocks"])
+        # 3b: the same run again (cleared in the UI, minutes later: its ages differ): nothing sent again.
+        sweep(2)
+        assert len(posts) == 2 and len(team()) == 2, _lines(posts[-1])
         # 4: the same again: the resolved flag is not told twice, nothing else changed.
         _touch(logs["a"], "now")
         sweep(3)

@@ -66,6 +66,7 @@ class Ledger:
     read_until: dict[str, str] = field(default_factory=dict)  # cluster -> latest window end whose sacct was read
     window_end: str = ""  # the latest window folded in (ISO)
     run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
+    told: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> channel -> hash of the digest sent
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +78,7 @@ class Ledger:
             "read_until": dict(self.read_until),
             "series": {k: asdict(v) for k, v in self.series.items()},
             "jobs": {k: asdict(v) for k, v in self.jobs.items()},
+            "told": {k: dict(v) for k, v in self.told.items()},
         }
 
     @classmethod
@@ -98,7 +100,11 @@ class Ledger:
         known = raw.get("known", [])
         if not isinstance(known, list) or not all(isinstance(v, str) for v in known):
             raise LedgerError("'known' is not a list of strings")
+        told = _obj(raw, "told")
+        if not all(isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values())) for v in told.values()):
+            raise LedgerError("'told' is not an object of run id -> channel -> string")
         return cls(
+            told={k: dict(v) for k, v in told.items()},
             known=set(known),
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
