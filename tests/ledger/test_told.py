@@ -46,3 +46,20 @@ def test_told_survives_a_re_run_fold_and_the_oldest_runs_are_forgotten(tmp_path,
     for i in range(2, 6):
         mark_told(tmp_path, f"run{i}", "team", "x")
     assert sorted(load_ledger(tmp_path).told) == ["run3", "run4", "run5"]
+
+
+def test_run_outcomes_round_trip_and_survive_a_re_run_fold(tmp_path) -> None:
+    from sweep_core.ledger.entries import Ledger
+    from sweep_core.ledger.outcomes import record_outcome, tells_failing
+
+    snap = [ClusterSnapshot("leo", "slurm", ClusterStatus.OK, running=[], finished=[])]
+    fold_sweep_run(tmp_path, snap, run_id="run1", window_end=END)
+    assert record_outcome(tmp_path, "run1", False, "t1") == (1, "")
+    fold_sweep_run(tmp_path, snap, run_id="run1", window_end=END)  # its re-run folds against the ledger before
+    assert record_outcome(tmp_path, "run1", False, "t2") == (1, "")  # the same run failing again: once
+    assert record_outcome(tmp_path, "run2", False, "t3") == (2, "")
+    raw = load_ledger(tmp_path).to_dict()
+    assert Ledger.from_dict(raw).failing == ["run1", "run2"]
+    assert record_outcome(tmp_path, "run3", True, "t4") == (0, "run3 t4")
+    assert [tells_failing(n, 2) for n in range(1, 6)] == [False, True, False, True, False]
+    assert not tells_failing(5, None)
