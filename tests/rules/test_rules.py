@@ -230,18 +230,22 @@ def test_every_flag_lists_its_rule_in_the_summary() -> None:
 
 
 def state_after(*jobs: Job, hour: int = 3) -> dict:
-    """The sweep state one sweep that saw ``jobs`` leaves behind."""
+    """What the Parquet history keeps of one sweep that saw ``jobs``, as the rules read it."""
     import datetime as dt
 
-    from sweep_core.fanin.history import sweep_state
+    from sweep_core.history.rows import sweep_frame
+    from sweep_core.history.rules_history import states_from_frame
 
     result, _ = sweep(list(jobs), history=History(known=True))
-    return sweep_state(result.snapshots, result.flags, dt.datetime(2026, 12, 2, hour, tzinfo=dt.UTC))
+    end = dt.datetime(2026, 12, 2, hour, tzinfo=dt.UTC)
+    frame = sweep_frame(result.snapshots, result.flags, run_id=f"r{hour}", window_start=end, window_end=end)
+    (state,) = states_from_frame(frame)
+    return state
 
 
 def remembered(*jobs: Job) -> History:
     """The history a later sweep loads after one sweep saw ``jobs``."""
-    from sweep_core.fanin.history import history_from
+    from sweep_core.history.rules_history import history_from
 
     return history_from([state_after(*jobs)])
 
@@ -300,7 +304,7 @@ def test_unreadable_fields_are_not_a_change() -> None:
     _, flags = sweep([run("rl__a2_qwen8b", log("rl_healthy.out"))], history=history)
     assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
     # ...and a sweep that could not read them does not forget them: a later real change is still seen
-    from sweep_core.fanin.history import history_from
+    from sweep_core.history.rules_history import history_from
 
     states = [state_after(run("rl__a2_qwen8b", BANNER), hour=3), state_after(run("rl__a2_qwen8b", ""), hour=6)]
     history = history_from(states)

@@ -65,10 +65,11 @@ class Ledger:
     known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
     read_until: dict[str, str] = field(default_factory=dict)  # cluster -> latest window end whose sacct was read
     window_end: str = ""  # the latest window folded in (ISO)
-    windows: list[str] = field(
-        default_factory=list
-    )  # every window end folded in (ISO, sorted): a backfill's window before
+    windows: list[str] = field(default_factory=list)  # every window end folded (ISO, sorted): backfills
     run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
+    told: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> channel -> hash of the digest sent
+    failing: list[str] = field(default_factory=list)  # run ids of the sweep runs failed since the last success
+    last_success: str = ""  # "<run id> <UTC time>" of the last sweep run that succeeded
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +82,9 @@ class Ledger:
             "read_until": dict(self.read_until),
             "series": {k: asdict(v) for k, v in self.series.items()},
             "jobs": {k: asdict(v) for k, v in self.jobs.items()},
+            "told": {k: dict(v) for k, v in self.told.items()},
+            "failing": list(self.failing),
+            "last_success": self.last_success,
         }
 
     @classmethod
@@ -90,7 +94,7 @@ class Ledger:
             raise LedgerError(f"top level is {type(raw).__name__}, not an object")
         if raw.get("version") != LEDGER_VERSION:
             raise LedgerError(f"version {str(raw.get('version'))[:20]!r} is not {LEDGER_VERSION}")
-        for key in ("window_end", "run_id"):
+        for key in ("window_end", "run_id", "last_success"):
             if not isinstance(raw.get(key, ""), str):
                 raise LedgerError(f"'{key}' is not a string")
         clusters = raw.get("clusters", {})
@@ -99,11 +103,17 @@ class Ledger:
         read_until = raw.get("read_until", {})
         if not isinstance(read_until, dict) or not all(isinstance(v, str) for v in read_until.values()):
             raise LedgerError("'read_until' is not an object of strings")
-        known, windows = raw.get("known", []), raw.get("windows", [])
-        for key, value in (("known", known), ("windows", windows)):
+        known, failing, windows = raw.get("known", []), raw.get("failing", []), raw.get("windows", [])
+        for key, value in (("known", known), ("failing", failing), ("windows", windows)):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise LedgerError(f"'{key}' is not a list of strings")
+        told = _obj(raw, "told")
+        if not all(isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values())) for v in told.values()):
+            raise LedgerError("'told' is not an object of run id -> channel -> string")
         return cls(
+            told={k: dict(v) for k, v in told.items()},
+            failing=list(failing),
+            last_success=raw.get("last_success", ""),
             known=set(known),
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},

@@ -52,7 +52,11 @@ def mark_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], ru
 
 def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) -> Ledger:
     """``ledger`` with every hand-off ``source`` records added (the earliest giver kept; in place),
-    except for the jobs in ``dropped`` (pruned from ``ledger`` on purpose)."""
+    except for the jobs in ``dropped`` (pruned from ``ledger`` on purpose); every digest it told, and
+    its record of the sweep runs' outcomes (not a fold's business: a re-run's fold keeps them)."""
+    for run_id, channels in source.told.items():
+        ledger.told.setdefault(run_id, {}).update(channels)
+    ledger.failing, ledger.last_success = list(source.failing), source.last_success
     for key, src in source.jobs.items():
         if not src.handoffs or key in dropped:
             continue

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweep_core.fanin.history import STATE_DIR, move_aside
 from sweep_core.ledger.entries import Ledger, LedgerError
 from sweep_core.ledger.given import merge_given
+from sweep_core.state_dir import STATE_DIR, move_aside
 
 LEDGER_FILE = "ledger.json"
 BEFORE_FILE = "ledger.before.json"
