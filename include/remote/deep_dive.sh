@@ -38,7 +38,7 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
       [ "$n" -lt "$CHAIN_LOGS" ] || break
       [ "$f" = "$b" ] && continue
       case $f in "$name"*) ;; *) continue ;; esac
-      [ -f "$d/$f" ] && [ ! -L "$d/$f" ] || continue
+      if [ ! -f "$d/$f" ] || [ -L "$d/$f" ]; then continue; fi
       n=$((n + 1))
       run "chain:$k:$n" tail -c "$LOG_BYTES" -- "$d/$f"
     done <"$T/ls"
@@ -63,7 +63,7 @@ for d in ${TDIRS[@]+"${TDIRS[@]}"}; do
     # shellcheck disable=SC2254  # TGLOBS are globs (sweep.yaml deep_dive.trace_files)
     for g in "${TGLOBS[@]}"; do case $f in $g) hit=1 ;; esac; done
     [ "$hit" = 1 ] || continue
-    [ -f "$real/$f" ] && [ ! -L "$real/$f" ] || continue
+    if [ ! -f "$real/$f" ] || [ -L "$real/$f" ]; then continue; fi
     n=$((n + 1))
     say "tname:$k:$n" "$f" "$(stat -c %s -- "$real/$f" 2>/dev/null || echo 0)" 0
     run "tfile:$k:$n" tail -c "$FILE_BYTES" -- "$real/$f"

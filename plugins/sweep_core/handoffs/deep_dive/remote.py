@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.handoffs.cancel.plan import JOB_ID_RE, MAX_NAME
+from sweep_core.handoffs.cancel.plan import check_slurm_job
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
 
@@ -29,10 +29,7 @@ class ProbeJob:
     name: str
 
     def __post_init__(self) -> None:
-        if not JOB_ID_RE.match(self.job_id):
-            raise ValueError(f"job id {self.job_id!r} is not a Slurm job id")
-        if not self.name or len(self.name) > MAX_NAME or any(c in self.name for c in "\n\r\0"):
-            raise ValueError(f"job name {self.name[:80]!r} is empty, too long or not one line")
+        check_slurm_job(self.job_id, self.name)
 
 
 @dataclass
