@@ -123,3 +123,18 @@ def test_unknown_inputs_are_said_unknown_never_healthy_or_zero() -> None:
     assert u.verdict == UNKNOWN and u.watch == []
     assert u.headline() == "UNKNOWN: log unknown: the cluster did not answer"
     assert "reward unknown: no log read" in u.unknown and "log signatures unknown: no log read" in u.unknown
+
+
+def test_the_default_signatures_match_garbage_and_starvation_lines_not_healthy_ones() -> None:
+    from sweep_core.handoffs.deep_dive.history import signature_hits
+
+    kinds = (("weight-sync", CFG.weight_sync_patterns), ("engine-starvation", CFG.starvation_patterns))
+    healthy = "INFO weight sync done in 2.1s\nEngine 000: Avg generation throughput: 812.3 tokens/s\n"
+    assert signature_hits(healthy, [], kinds) == []
+    log = healthy + "[rank3] weight sync failed: checksum mismatch\n"
+    chain = "WARNING No available KV cache blocks; request 17 waits\n"
+    hits = signature_hits(log, [chain], kinds)
+    assert [(h.kind, h.where, h.line_no) for h in hits] == [
+        ("weight-sync", "this log", 3),
+        ("engine-starvation", "earlier chain log #1", 1),
+    ]
