@@ -6,7 +6,7 @@ plugins/sweep_operators.
         -> bucket (bucket, liveness, metrics, rules) -> render (tables, run log, note) -> verdict
                                                                                  \-> handoffs -> handoff_branch
                                                       render -> history -> notify (after handoffs too)
-            -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | no_handoff
+            -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | trigger_deep_dive | no_handoff
 """
 
 from __future__ import annotations

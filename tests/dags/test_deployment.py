@@ -24,7 +24,7 @@ from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
 
 pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900)]
 SWEEP = "monitor_cron_sweep"
-HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest")
+HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest", "sweep_rl_deep_dive")
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "CeleryExecutor")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import FIXTURES
+from helpers import FIXTURES, table_rows
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.steps import run_fan_in
@@ -210,6 +210,25 @@ def test_new_untested_rl_and_standing_constraints() -> None:
     assert ("rl_new_untested", "rl__a2_seen") not in flags
     assert ("concluded_series", "rl__a3_qwen") in flags
     assert "3 RL jobs RUNNING > cap 2" in flags[("rl_concurrency_cap", "")].message
+
+
+def test_a_deep_dive_verdict_on_record_is_shown_not_asked_again() -> None:
+    from sweep_core.ledger.entries import Ledger, LedgerEntry
+
+    ledger = Ledger()
+    verdict = "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
+    ledger.jobs["leo|7"] = LedgerEntry("leo", "7", "rl__a2_debug_geom", deep_dive=verdict)
+    history = History(rl_names={"rl__a2_seen"}, known=True, ledger=ledger)
+    result, flags = sweep([run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="7")], history=history)
+    f = flags[("rl_new_untested", "rl__a2_debug_geom")]
+    assert f.action == "" and f.severity == "info"
+    assert "deep-dive on record, not asked again" in f.message
+    (row,) = table_rows(result.rendered.tables["RL"])
+    assert f"deep-dive {verdict}" in row["Note"]
+    # a KILL on record stays loud (sweep_cancel waits for a human)
+    ledger.jobs["leo|7"].deep_dive = "2026-12-03 14:05Z KILL: reward 0.0 on all 48 logged steps since step 12"
+    _, flags = sweep([run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="7")], history=history)
+    assert flags[("rl_new_untested", "rl__a2_debug_geom")].severity == "warn"
 
 
 def test_first_sweep_does_not_call_every_run_new() -> None:

@@ -1,5 +1,5 @@
 """The ledger's records: one entry per job ever seen (cluster, id, name, series, state, step/max,
-last output, first/last seen, hand-offs given, its progress counter and since when it has not moved,
+last output, first/last seen, hand-offs given, the latest deep-dive verdict, its progress counter and since when it has not moved,
 and samples of it for rates), the series' max steps, each cluster's last status, and their JSON
 form (validated on load: a wrong shape is a LedgerError, never a guess).
 """
@@ -36,6 +36,7 @@ class LedgerEntry:
     since: str = ""  # ISO window end of the first sweep that saw its current state (WEDGED since when)
     last_run: str = ""  # run id of that sweep
     handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
+    deep_dive: str = ""  # the latest RL deep-dive verdict: "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
     counter: str = ""  # the progress counter last read (step, chunks_done, results, done)
     counter_value: int | None = None
     counter_since: float | None = None  # remote clock of the sweep that first read that value (it last moved)
