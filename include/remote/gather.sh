@@ -6,7 +6,7 @@
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
 # PY (ops.md login_python; '' = none). Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
-# --local: 2 RPCs, a federation lookup saved), ONE windowed sacct, ONE sacct -j for the chunk
+# --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk
 # counts of all arrays (sacct asks slurmdbd, not slurmctld). Every log is read by ONE process (PY,
 # read_logs.py) or, without python, by the batched shell path (gather_shell.sh). Values from the
 # cluster only live in shell variables, expanded inside double quotes.
@@ -23,7 +23,8 @@ printf -v CS '%(%Y-%m-%dT%H:%M:%S)T' "$CHUNKS_SINCE"
 RO=$T/squeue run squeue squeue --local -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
 sq=$?
 if [ "$sq" -eq 0 ]; then run pending env SLURM_TIME_FORMAT=%s squeue --local --start -u "$U" -t PENDING -o "$PENDING_FORMAT"; fi
-RO=$T/sacct run sacct sacct -u "$U" -S "$S" -E "$E" -X -P --delimiter="$D" -s "$SACCT_STATES" -o "$SACCT_FORMAT"
+# steps included (no -X): their TotalCPU and MaxRSS are the efficiency of the jobs that ended
+RO=$T/sacct run sacct sacct -u "$U" -S "$S" -E "$E" -P --delimiter="$D" -s "$SACCT_STATES" -o "$SACCT_FORMAT"
 sa=$?
 # StdOut (unexpanded in 22.05), WorkDir, ... of every job the controller still knows: ONE call
 squeue --local -u "$U" -t all -h -O "$PATHS_FORMAT" >"$T/paths" 2>"$T/paths.e"

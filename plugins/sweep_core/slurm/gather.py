@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from sweep_core.config.sweep_schema import GatherLimits
 from sweep_core.slurm.parse import (
-    SACCT_FORMAT,
     SACCT_JOBS_FORMAT,
     SACCT_TERMINAL_STATES,
+    SACCT_WINDOW_FORMAT,
     CommandResult,
     pending_format,
     squeue_format,
@@ -139,7 +139,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "SQUEUE_FORMAT": squeue_format(marker),
         "PENDING_FORMAT": pending_format(marker),
         "PATHS_FORMAT": paths_format(marker),
-        "SACCT_FORMAT": SACCT_FORMAT,
+        "SACCT_FORMAT": SACCT_WINDOW_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
         "WINDOW_START": req.window_start,

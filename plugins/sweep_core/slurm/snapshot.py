@@ -10,7 +10,7 @@ from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import (
     SlurmOutputError,
     parse_pending,
-    parse_sacct,
+    parse_sacct_window,
     parse_scontrol_job,
     parse_squeue,
     read_sacct_jobs,
@@ -254,7 +254,7 @@ def snapshot_from_output(
     else:
         try:
             finished = []
-            for row in parse_sacct(sa):
+            for row in parse_sacct_window(sa):
                 job = Job(
                     cluster=cluster,
                     job_id=row.job_id,
@@ -267,6 +267,7 @@ def snapshot_from_output(
                     exit_code=row.exit_code,
                     partition=row.partition,
                     nodes=row.nodes,
+                    efficiency=row.efficiency.to_dict() if row.efficiency else {},
                 )
                 _attach_failed_log(job, output)
                 job.note = row.note
