@@ -20,6 +20,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from sweep_core.config.sweep_schema import GatherLimits
+from sweep_core.gpu.probe import QUERY as GPU_QUERY
 from sweep_core.slurm.parse import (
     SACCT_JOBS_FORMAT,
     SACCT_TERMINAL_STATES,
@@ -107,6 +108,13 @@ class GatherRequest:
     # (a tail blocked on a FIFO, a hung filesystem), so nothing of the sweep outlives it on the
     # login node. 0 = unbounded. Set it below the SSH command timeout.
     bound_s: int = 0
+    # GPU probe (ops.md gpu_probe; sweep_core.gpu): "srun-overlap" probes at most gpu_max RUNNING
+    # jobs whose name matches gpu_patterns (bash ERE: the GPU buckets' patterns), the oldest log
+    # first, each bounded by gpu_timeout_s; "none" (or "accounting": no probe here) runs nothing.
+    gpu_probe: str = "none"
+    gpu_max: int = 20
+    gpu_timeout_s: int = 20
+    gpu_patterns: tuple[str, ...] = ()
 
 
 def new_marker() -> str:
@@ -128,6 +136,8 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "array_lookback_s",
         "bound_s",
         "max_git_files",
+        "gpu_max",
+        "gpu_timeout_s",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -156,6 +166,11 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "R": req.repo_path,
         "MAX_GIT_FILES": req.max_git_files,
         "PY": req.python,
+        "GPU_PROBE": req.gpu_probe,
+        "GPU_MAX": req.gpu_max,
+        "GPU_TIMEOUT_S": max(1, req.gpu_timeout_s),
+        "GPU_PATTERNS": list(req.gpu_patterns),
+        "GPU_QUERY": GPU_QUERY,
     }
 
 
@@ -168,7 +183,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
         "gather_in_shell", "gather_shell.sh"
     )
-    script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s, functions)
+    script = compose(marker, values, ("log_helpers.sh", "gather.sh", "gpu_probe.sh"), trailer, req.bound_s, functions)
     return script, marker
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sweep_core.config.ops import QuotaConfig
+from sweep_core.gpu.probe import readings
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import parse_tree_status
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
@@ -170,6 +171,18 @@ def _attach_quota(snap: ClusterSnapshot, output: GatherOutput, quota: QuotaConfi
     snap.quota = quota_verdict(quota.kind, quota.command, rec("quota"), dfs, quota.soft_limit, quota.warn_fraction)
 
 
+def _attach_gpu(snap: ClusterSnapshot, output: GatherOutput, timeout_s: int | None, ceiling: float | None) -> None:
+    """The GPU probe's reading of each candidate (record gpucand, then gpu:<id> per probe)."""
+    cand = output.get("gpucand")
+    if cand is None or snap.running is None:
+        return
+    ids = cand.stdout.split()
+    probes = {jid: rec for jid in ids if (rec := output.get(f"gpu:{jid}")) is not None}
+    found = readings(ids, probes, timeout_s, ceiling, output.complete)
+    for job in snap.running:
+        job.gpu = found.get(job.job_id, {})
+
+
 def snapshot_from_output(
     cluster: str,
     output: GatherOutput,
@@ -178,6 +191,8 @@ def snapshot_from_output(
     window_end: str,
     quota: QuotaConfig | None = None,
     n_df: int = 0,
+    gpu_timeout_s: int | None = None,
+    gpu_ceiling: float | None = None,
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -277,6 +292,7 @@ def snapshot_from_output(
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
+    _attach_gpu(snap, output, gpu_timeout_s, gpu_ceiling)
     _attach_tree(snap, output)
     if quota is not None and quota.kind != "none" and not quota.dormant:
         _attach_quota(snap, output, quota, n_df)
