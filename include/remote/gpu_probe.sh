@@ -30,10 +30,10 @@ if [ "$GPU_PROBE" = srun-overlap ] && [ "$GPU_MAX" -gt 0 ] && [ "$sq" -eq 0 ]; t
   sort -n -k1,1 -o "$T/gpuc" "$T/gpuc"
   cut -d' ' -f2 "$T/gpuc" >"$T/o"; : >"$T/e"; rec gpucand 0
   k=0
-  while read -r _ gid graw gn; do
+  while read -r _ gid graw gn <&3; do  # fd 3: srun would read the list from stdin
     k=$((k + 1)); [ "$k" -le "$GPU_MAX" ] || break
     run "gpu:$gid" timeout -k 2 "$GPU_TIMEOUT_S" srun --jobid="$graw" --overlap --nodes="$gn" \
       --ntasks="$gn" --ntasks-per-node=1 --label --quiet nvidia-smi --query-gpu="$GPU_QUERY" \
-      --format=csv,noheader,nounits
-  done <"$T/gpuc"
+      --format=csv,noheader,nounits </dev/null
+  done 3<"$T/gpuc"
 fi

@@ -74,7 +74,16 @@ def gather_slurm(
         )
     n_df = len(req.df_paths)
     snap = snapshot_from_output(
-        cfg.name, result.output, result.node.name, ws, we, cfg.quota, n_df, cfg.gpu_probe_timeout_s, cfg.gpu_mem_ceiling
+        cfg.name,
+        result.output,
+        result.node.name,
+        ws,
+        we,
+        cfg.quota,
+        n_df,
+        cfg.gpu_probe_timeout_s,
+        cfg.gpu_mem_ceiling,
+        cfg.gpu_probe_max,
     )
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))

@@ -115,6 +115,7 @@ def readings(
     timeout_s: int | None = None,
     ceiling: float | None = None,
     complete: bool = True,
+    cap: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """{job id: GpuReading dict} for every candidate (in the gather's order, suspects first): its
     probe read, or unknown when it was not probed (the cap, or the script stopped first)."""
@@ -123,7 +124,8 @@ def readings(
         if jid in probes:
             out[jid] = parse_probe(probes[jid], timeout_s, ceiling).to_dict()
         elif complete:
-            out[jid] = not_probed(f"not probed this sweep: at most {len(probes)} probes, suspects first", ceiling)
+            limit = f"gpu_probe_max {cap}" if cap is not None else f"{len(probes)} probes"
+            out[jid] = not_probed(f"not probed this sweep: {len(candidates)} candidates, at most {limit}", ceiling)
         else:
             out[jid] = not_probed("not probed: the gather script stopped before this probe", ceiling)
     return out

@@ -171,14 +171,16 @@ def _attach_quota(snap: ClusterSnapshot, output: GatherOutput, quota: QuotaConfi
     snap.quota = quota_verdict(quota.kind, quota.command, rec("quota"), dfs, quota.soft_limit, quota.warn_fraction)
 
 
-def _attach_gpu(snap: ClusterSnapshot, output: GatherOutput, timeout_s: int | None, ceiling: float | None) -> None:
+def _attach_gpu(
+    snap: ClusterSnapshot, output: GatherOutput, timeout_s: int | None, ceiling: float | None, cap: int | None
+) -> None:
     """The GPU probe's reading of each candidate (record gpucand, then gpu:<id> per probe)."""
     cand = output.get("gpucand")
     if cand is None or snap.running is None:
         return
     ids = cand.stdout.split()
     probes = {jid: rec for jid in ids if (rec := output.get(f"gpu:{jid}")) is not None}
-    found = readings(ids, probes, timeout_s, ceiling, output.complete)
+    found = readings(ids, probes, timeout_s, ceiling, output.complete, cap)
     for job in snap.running:
         job.gpu = found.get(job.job_id, {})
 
@@ -193,6 +195,7 @@ def snapshot_from_output(
     n_df: int = 0,
     gpu_timeout_s: int | None = None,
     gpu_ceiling: float | None = None,
+    gpu_max: int | None = None,
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -292,7 +295,7 @@ def snapshot_from_output(
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
-    _attach_gpu(snap, output, gpu_timeout_s, gpu_ceiling)
+    _attach_gpu(snap, output, gpu_timeout_s, gpu_ceiling, gpu_max)
     _attach_tree(snap, output)
     if quota is not None and quota.kind != "none" and not quota.dormant:
         _attach_quota(snap, output, quota, n_df)
