@@ -7,6 +7,8 @@ SSH sessions; the difference is the probe's cost.
 
 Holds the cluster: run ONLY under the lock, it cancels every job of user sweep:
     source scripts/env.sh && flock /tmp/sweep-cluster.lock python benchmarks/gpu_probe.py [200] [20]
+The N + N/5 jobs it ends sit in every sweep window of the next ~15 min (tests with a 0.25 h
+lookback may pass max_finished_logs then): run it when nobody else tests.
 """
 
 from __future__ import annotations
