@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154  # sq: the squeue exit code gather.sh sets before this part runs
 # GPU probe of the gather (ops.md gpu_probe; read by sweep_core.gpu.probe), in the SAME session.
 # Header: GPU_PROBE (srun-overlap|none), GPU_MAX (probes at most), GPU_TIMEOUT_S (per probe),
 # GPU_PATTERNS (bash ERE array: the RL/SFT/Eval bucket patterns), GPU_QUERY (nvidia-smi fields).
@@ -18,7 +19,7 @@ if [ "$GPU_PROBE" = srun-overlap ] && [ "$GPU_MAX" -gt 0 ] && [ "$sq" -eq 0 ]; t
       case $rest in *"$D"*) ;; *) continue 2 ;; esac
       f+=("${rest%%"$D"*}"); rest=${rest#*"$D"}
     done
-    ok_id "${f[0]}" && [ "${f[2]}" = RUNNING ] || continue
+    if ! ok_id "${f[0]}" || [ "${f[2]}" != RUNNING ]; then continue; fi
     case ${f[1]}/${f[5]} in *[!0-9/]*|/*|*/) continue ;; esac
     for p in ${GPU_PATTERNS[@]+"${GPU_PATTERNS[@]}"}; do
       if [[ $rest =~ $p ]]; then
