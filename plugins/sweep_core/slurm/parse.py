@@ -8,7 +8,9 @@ The text formats are the stable contract across Slurm versions (``--json`` chang
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+from sweep_core.slurm.efficiency import USAGE_FIELDS, Efficiency, job_efficiency
 
 # squeue -o fields. JobName goes LAST: it may contain the delimiter.
 SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
@@ -67,6 +69,10 @@ SACCT_FIELDS: tuple[str, ...] = (
     "JobName",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
+# The gather's ONE windowed sacct, steps included (no -X): the usage fields of seff before the
+# name, which stays LAST. Steps feed the efficiency of their job (sweep_core.slurm.efficiency).
+SACCT_WINDOW_FIELDS: tuple[str, ...] = (*SACCT_FIELDS[:-1], *USAGE_FIELDS, "JobName")
+SACCT_WINDOW_FORMAT = ",".join(SACCT_WINDOW_FIELDS)
 # The short form every other sacct read asks for (the gather's chunk counts, the cleanup probe's
 # and the harvest's `sacct -j`, the HF chain's probe): -X -P -n, fields split by the run's
 # marker, the name LAST. Read by read_sacct_jobs, the one reader of it.
@@ -262,6 +268,7 @@ class SacctRow:
     nodes: str
     name: str
     note: str = ""  # what is odd about this row (a newline in its name)
+    efficiency: Efficiency | None = field(default=None, compare=False)  # windowed sacct only
 
     @property
     def base_state(self) -> str:
@@ -319,3 +326,23 @@ def parse_scontrol_job(text: str) -> dict[str, str]:
         else:
             out[key] = value
     return out
+
+
+def parse_sacct_window(result: CommandResult) -> list[SacctRow]:
+    """Rows of the gather's windowed ``sacct -P --delimiter=d -o SACCT_WINDOW_FORMAT`` (steps
+    included): one per job, each with the efficiency of its allocation line and its steps. Output
+    in the short SACCT_FORMAT (an older script) is read by parse_sacct, without efficiency."""
+    first = result.stdout.split("\n", 1)[0]
+    if result.rc == 0 and first.startswith("JobID") and "TotalCPU" not in first:
+        return parse_sacct(result)
+    delim, lines = _lines("sacct", result, SACCT_WINDOW_FIELDS)
+    n_base = len(SACCT_FIELDS) - 1
+    jobs: list[tuple[SacctRow, dict[str, str]]] = []
+    steps: dict[str, list[dict[str, str]]] = {}
+    for parts, note in _records("sacct", lines, delim, len(SACCT_WINDOW_FIELDS), _SACCT_ID):
+        rec = dict(zip(SACCT_WINDOW_FIELDS, parts, strict=True))
+        if "." in parts[0]:
+            steps.setdefault(parts[0].split(".", 1)[0], []).append(rec)
+            continue
+        jobs.append((SacctRow(*parts[:n_base], parts[-1], note=note), rec))
+    return [replace(row, efficiency=job_efficiency(rec, steps.get(row.job_id, []))) for row, rec in jobs]

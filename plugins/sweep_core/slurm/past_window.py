@@ -11,7 +11,7 @@ from sweep_core.slurm.parse import base_state_of, read_records
 
 # Read with SLURM_TIME_FORMAT=%s (Start/End as epoch seconds; End "Unknown" while it runs),
 # -X -P -n --delimiter=<the run's marker>: the name LAST (it may hold the marker's neighbours).
-SACCT_WINDOW_FIELDS: tuple[str, ...] = (
+PAST_RUNNING_FIELDS: tuple[str, ...] = (
     "JobID",
     "JobIDRaw",
     "State",
@@ -22,7 +22,7 @@ SACCT_WINDOW_FIELDS: tuple[str, ...] = (
     "NNodes",
     "JobName",
 )
-SACCT_WINDOW_FORMAT = ",".join(SACCT_WINDOW_FIELDS)
+PAST_RUNNING_FORMAT = ",".join(PAST_RUNNING_FIELDS)
 PAST_RUNNING_LOG_NOTE = "log not read: a past window (its log today tells about now, not about that window)"
 
 
@@ -64,14 +64,14 @@ def _row(cluster: str, f: list[str], note: str, window_end: int) -> Job | None:
 
 
 def past_running_jobs(cluster: str, text: str, delim: str, window_end: int) -> list[Job]:
-    """RUNNING rows of a past window from the headerless ``sacct -s R`` text (SACCT_WINDOW_FORMAT,
+    """RUNNING rows of a past window from the headerless ``sacct -s R`` text (PAST_RUNNING_FORMAT,
     fields split by ``delim``). A line that is no record continues the name before it (a newline
     in a name); one before any record, or a record whose times are not epoch seconds, is an
     UNKNOWN row with the reason. Steps (``.batch``) are dropped. Never raises."""
     if not delim:
         raise ValueError("past_running_jobs needs the delimiter sacct was given")
     odd: list[str] = []
-    records = read_records(text, delim, len(SACCT_WINDOW_FIELDS), odd)
+    records = read_records(text, delim, len(PAST_RUNNING_FIELDS), odd)
     unknown = [_unknown(cluster, "?", "?", f"sacct line not understood: {line[:120]!r}") for line in odd]
     jobs = [_row(cluster, f, note, window_end) for f, note in records if "." not in f[0]]
     return unknown + [j for j in jobs if j is not None]
