@@ -3,9 +3,11 @@
 # writes sets U, IDS and NAMES (arrays, checked: Slurm job ids, one-line names), LP (ops.md
 # log_pattern), PATHS_FORMAT, LOG_ROOTS and ART_ROOTS (ops.md log_roots / artifact_roots),
 # TDIRS + TJOB (candidate trace dirs and the index of their job), TGLOBS, LOG_BYTES, CHAIN_LOGS,
-# MAX_FILES, FILE_BYTES. Nothing outside the roots is read (realpath -e, then the prefix).
+# MAX_FILES, FILE_BYTES, GPU_PROBE (ops.md gpu_probe), GPU_TIMEOUT_S, GPU_QUERY. Nothing outside
+# the roots is read (realpath -e, then the prefix).
 # Records: now; states (ONE squeue); per job k: logpath:k + mtime:k + log:k + chain:k:n, or
-# nolog:k; tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k.
+# nolog:k; tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k; gpu:k (srun-overlap: one
+# bounded `srun --jobid --overlap nvidia-smi` per RUNNING job, one task per node) or nogpu:k.
 run now date +%s
 ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
 run states squeue -h -t all -j "$ids" -o "%i$M%T$M"
@@ -69,3 +71,19 @@ for d in ${TDIRS[@]+"${TDIRS[@]}"}; do
     run "tfile:$k:$n" tail -c "$FILE_BYTES" -- "$real/$f"
   done <"$T/ls"
 done
+# GPU utilisation (ops.md gpu_probe: srun-overlap): the node count of each RUNNING job from ONE
+# squeue, then one bounded probe per job (array tasks: not probed, their raw id is not listed here)
+if [ "$GPU_PROBE" = srun-overlap ]; then
+  declare -A GN=()
+  while read -r a b; do GN[$a]=$b; done < <(squeue -h -t RUNNING -j "$ids" -o "%i %D" 2>/dev/null)
+  k=0
+  for id in ${IDS[@]+"${IDS[@]}"}; do
+    if [ -z "${GN[$id]+x}" ]; then say "nogpu:$k" "" "not RUNNING (or an array task): GPUs not probed"
+    else
+      run "gpu:$k" timeout -k 2 "$GPU_TIMEOUT_S" srun --jobid="$id" --overlap --nodes="${GN[$id]}" \
+        --ntasks="${GN[$id]}" --ntasks-per-node=1 --label --quiet nvidia-smi --query-gpu="$GPU_QUERY" \
+        --format=csv,noheader,nounits </dev/null
+    fi
+    k=$((k + 1))
+  done
+fi

@@ -81,3 +81,34 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
         "Z KILL: reward 0.0 on all 12 logged steps since step 1"
     )
     assert ledger.jobs[f"local|{ids[good]}"].deep_dive.endswith("Z NO-KILL, watch reward_mean < 0.05")
+
+
+def test_gpus_idle_while_the_log_advances_is_a_kill_with_the_real_srun_probe(local_cluster, tag, tmp_path) -> None:
+    """ops.md gpu_probe: srun-overlap: the deep-dive's ONE session runs the REAL `srun --jobid --overlap
+    nvidia-smi`; the node's STUB nvidia-smi prints a recorded idle 4×H100 (memory held, 0 %)."""
+    import shutil
+
+    from sweep_runner import ROOT
+
+    if not shutil.which("nvidia-smi") or "STUB" not in Path(shutil.which("nvidia-smi")).read_text():
+        pytest.skip("the stub nvidia-smi is not installed (scripts/local_cluster.sh gpu-stub)")
+    c = local_cluster
+    name = f"rl__{tag}_starved"
+    jid = c.submit(name, 'for s in $(seq 1 600); do echo "Training Step Progress: $s/600"; sleep 2; done')
+    stub = Path("/var/lib/sweep-gpu-stub/jobs") / jid
+    stub.write_text("h100x4_hung\n")
+    ops = tmp_path / "ops"
+    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    md = ops / "local" / "ops.md"
+    md.write_text(md.read_text().replace("gpu_mem_ceiling: 0.9\n", "gpu_mem_ceiling: 0.9\ngpu_probe: srun-overlap\n"))
+    try:
+        c.wait_running(jid)
+        c.wait_log(jid)
+        run = run_dag("sweep_rl_deep_dive", {"jobs": [{"cluster": "local", "job_id": jid, "name": name}]}, tmp_path,
+                      ops_dir=ops)  # fmt: skip
+    finally:
+        stub.unlink(missing_ok=True)
+    assert run.state == "success", run.task_states
+    (v,) = run.values["probe"]["verdicts"]
+    assert v["verdict"] == "KILL", v
+    assert any(e.startswith("GPU util 0 % on 4/4 GPUs while the log advances") for e in v["evidence"]), v

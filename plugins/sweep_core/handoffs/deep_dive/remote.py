@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
+from sweep_core.gpu.probe import QUERY as GPU_QUERY
+from sweep_core.gpu.probe import parse_probe
 from sweep_core.handoffs.cancel.plan import check_slurm_job
+from sweep_core.handoffs.deep_dive.inputs import GpuUtil
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
 
@@ -45,6 +48,8 @@ class Gathered:
     trace_dir: str = ""
     trace_problem: str = ""
     files: list[tuple[str, str, bool]] = field(default_factory=list)  # (name, tail, truncated), newest first
+    gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
+    gpu_note: str = "not probed (ops.md gpu_probe is not srun-overlap)"
 
 
 def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:
@@ -83,6 +88,9 @@ def build_deep_dive_script(cfg_cluster: ClusterConfig, jobs: list[ProbeJob], cfg
         "CHAIN_LOGS": cfg.chain_logs,
         "MAX_FILES": cfg.max_files,
         "FILE_BYTES": cfg.file_bytes,
+        "GPU_PROBE": cfg_cluster.gpu_probe,
+        "GPU_TIMEOUT_S": cfg_cluster.gpu_probe_timeout_s,
+        "GPU_QUERY": GPU_QUERY,
     }
     return compose(marker, values, ("log_helpers.sh", "deep_dive.sh"))
 
@@ -99,12 +107,14 @@ def _states(out: GatherOutput) -> dict[str, str]:
     return states
 
 
-def read_deep_dive(out: GatherOutput | None, jobs: list[ProbeJob], problem: str = "") -> list[Gathered]:
+def read_deep_dive(
+    out: GatherOutput | None, jobs: list[ProbeJob], problem: str = "", timeout_s: int | None = None
+) -> list[Gathered]:
     """One Gathered per job; a cluster that did not answer leaves every input unknown (said why)."""
     got = [Gathered() for _ in jobs]
     if out is None:
         for g in got:
-            g.log_problem = g.trace_problem = problem or "the cluster did not answer"
+            g.log_problem = g.trace_problem = g.gpu_note = problem or "the cluster did not answer"
         return got
     states = _states(out)
     now = out.get("now")
@@ -113,7 +123,22 @@ def read_deep_dive(out: GatherOutput | None, jobs: list[ProbeJob], problem: str 
         g.state = states.get(job.job_id, "")
         _read_log(out, k, g, now_s, problem)
         _read_trace(out, k, g, problem)
+        _read_gpu(out, k, g, timeout_s)
     return got
+
+
+def _read_gpu(out: GatherOutput, k: int, g: Gathered, timeout_s: int | None) -> None:
+    """The job's GPU readings from its probe record (sweep_core.gpu.probe reads it: unknown with
+    the reason, never 0 %)."""
+    if (no := out.get(f"nogpu:{k}")) is not None:
+        g.gpu_note = no.stderr.strip() or "not probed"
+    elif (rec := out.get(f"gpu:{k}")) is not None:
+        reading = parse_probe(rec, timeout_s)
+        if reading.why:
+            g.gpu_note = reading.why
+        else:
+            g.gpus = [GpuUtil(str(s.task), s.index, s.util, s.mem_used, s.mem_total) for s in reading.gpus]
+            g.gpu_note = f"srun --overlap nvidia-smi, {len(g.gpus)} GPU(s)"
 
 
 def _read_log(out: GatherOutput, k: int, g: Gathered, now_s: float | None, problem: str) -> None:

@@ -30,8 +30,8 @@ GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
 
 
 def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
-    """The default GPU source: nothing probed (the verdict says GPU utilisation is unknown)."""
-    return None, "not probed (no GPU probe wired into the deep-dive)"
+    """No GPU source of its own: the deep-dive script's probe is used (ops.md gpu_probe)."""
+    return None, "not probed"
 
 
 def build_input(
@@ -88,9 +88,11 @@ def deep_dive(
             marker = new_marker()
             script = build_deep_dive_script(cfg_cluster, todo, cfg, marker)
             out, problem = run_script(cfg_cluster, script, marker, "deep-dive")
-            gathered = read_deep_dive(out, todo, problem)
+            gathered = read_deep_dive(out, todo, problem, cfg_cluster.gpu_probe_timeout_s)
         for job, g in zip(todo, gathered, strict=True):
-            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpu_source(job.cluster, job.job_id)), cfg))
+            # the script's own probe (ops.md gpu_probe: srun-overlap) unless a source is given
+            gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)
+            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus), cfg))
     return {"verdicts": [v.to_dict() for v in verdicts], "notes": notes}
 
 
