@@ -6,13 +6,14 @@ plugins/sweep_operators.
         -> bucket (bucket, liveness, metrics, rules) -> render (tables, run log, note) -> verdict
                                                                                  \-> handoffs -> handoff_branch
                                                       render -> history -> notify (after handoffs too)
-            -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | no_handoff
+            -> trigger_cleanup | trigger_cancel | trigger_hf_chain | trigger_tracker_harvest | trigger_deep_dive | no_handoff
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+from functools import partial
 from pathlib import Path
 
 from airflow.providers.standard.operators.empty import EmptyOperator
@@ -23,7 +24,7 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, Trigge
 from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import load_sweep_config
 from sweep_operators import notify_tasks, sweep_tasks
-from sweep_operators.approval_notify import overrun_deadline
+from sweep_operators.approval_notify import overrun_deadline, sweep_outcome
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.slurm_gather import SlurmGatherOperator
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
@@ -50,6 +51,9 @@ with DAG(
     deadline=overrun_deadline(SWEEP_YAML, CONFIG.schedule, CONFIG.notify.overrun_intervals)
     if CONFIG.notify.overrun_intervals
     else None,
+    # every run's end is recorded; notify.failed_sweeps failed runs in a row are told (critical)
+    on_success_callback=partial(sweep_outcome, sweep_yaml=SWEEP_YAML, ok=True),
+    on_failure_callback=partial(sweep_outcome, sweep_yaml=SWEEP_YAML, ok=False),
     params={
         # optional multi-select of the ops.md clusters: the form needs the names as `examples` and
         # "null" in the type (else it shows a required one-per-line text box)

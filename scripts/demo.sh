@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The main job: one full sweep on the bundled local cluster, printing the tables.
-# Starts the real Slurm + two sshd login nodes, submits a few example jobs (one failing, one with
-# a log gone quiet), runs the monitor_cron_sweep DAG once (airflow dags test) and prints the
-# run log with the box tables. Usage: scripts/demo.sh    (as root on Debian 12)
+# The main job: one full sweep on the bundled local clusters, printing the tables.
+# Starts the real Slurm + two sshd login nodes and the real local iris controller (CoreWeave's
+# scheduler; scripts/local_iris.sh says which one check its wrapper disables), submits a few example
+# jobs to each (one failing, one with a log gone quiet), runs the monitor_cron_sweep DAG once
+# (airflow dags test) over both, and prints the run log with the unified box tables.
+# Usage: scripts/demo.sh    (as root on Debian 12)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/local_cluster.sh up
@@ -34,11 +36,35 @@ done
 sleep 4
 log=$(scontrol show job "$wedged" | sed -n 's/^ *StdOut=//p')
 touch -d '2 hours ago' "$log"   # a job that holds its allocation but has gone quiet
+# CoreWeave: the bundled local iris controller, with an ops.md of its own beside the Slurm one.
+scripts/local_iris.sh up
+IRIS_DIR=${SWEEP_IRIS_DIR:-/var/tmp/sweep-local-iris}
+IRIS_URL=http://127.0.0.1:${SWEEP_IRIS_PORT:-22310}
+HOME=$IRIS_DIR "$SWEEP_IRIS_PYTHON" scripts/demo_iris_jobs.py "$IRIS_URL" "$U"
+OPS=$AIRFLOW_HOME/demo-ops
+rm -rf "$OPS" && mkdir -p "$OPS/coreweave-local" && cp -r include/ops/local "$OPS/local"
+cat >"$OPS/coreweave-local/ops.md" <<EOF
+---
+name: coreweave-local
+scheduler: iris
+status: active
+user: $U
+controller_url: $IRIS_URL
+iris_python: $SWEEP_IRIS_PYTHON
+iris_home: $IRIS_DIR
+iris_timeout_s: 30
+quota:
+  kind: none
+---
+The bundled local iris controller (scripts/local_iris.sh), standing in for CoreWeave: no pods
+check (no Kubernetes here), so a 0-pod wedge cannot be seen in the demo.
+EOF
+export SWEEP_OPS_DIR=$OPS
 export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$AIRFLOW_HOME/agent_logs}
 out=$AIRFLOW_HOME/demo-dags-test.log
 echo "[demo] airflow dags test monitor_cron_sweep (task logs: $out)"
 rc=0
-airflow dags test monitor_cron_sweep -c '{"clusters": ["local"], "lookback_hours": 1}' >"$out" 2>&1 || rc=$?
+airflow dags test monitor_cron_sweep -c '{"clusters": ["local", "coreweave-local"], "lookback_hours": 1}' >"$out" 2>&1 || rc=$?
 report=$(ls -t "$SWEEP_RUN_LOG_DIR"/*.md 2>/dev/null | head -n 1)
 if [ -n "$report" ]; then
   echo "[demo] run log: $report"

@@ -6,6 +6,7 @@
 #   scripts/local_cluster.sh down    stop only the processes this script started (by PID)
 #   scripts/local_cluster.sh status  one line per daemon
 #   scripts/local_cluster.sh stop-one NAME / start-one NAME   (tests: slurmctld, login01, ...)
+#   scripts/local_cluster.sh gpu-stub  (re)install the STUB nvidia-smi only (also done by up)
 #
 # Idempotent and systemd-free. Must run as root. State lives under $SWEEP_CLUSTER_DIR.
 set -euo pipefail
@@ -251,8 +252,24 @@ SWEEP_LOGIN02_PORT=$LOGIN02_PORT
 EOF
 }
 
+# The node has no GPU: a STUB nvidia-smi (scripts/gpu_stub/nvidia-smi, NOT NVIDIA's program)
+# prints recorded real nvidia-smi output per job, so the sweep's real `srun --overlap
+# nvidia-smi` GPU probe can be tested. A test picks a job's profile by writing its name to
+# $GPU_STUB_JOBS/<job id> (profiles: scripts/gpu_stub/profiles/README). Idempotent.
+GPU_STUB_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/gpu_stub
+GPU_STUB_JOBS=/var/lib/sweep-gpu-stub/jobs
+install_gpu_stub() {
+  if [ -e /usr/local/bin/nvidia-smi ] && ! grep -q "STUB nvidia-smi" /usr/local/bin/nvidia-smi; then
+    say "a real /usr/local/bin/nvidia-smi is there: stub not installed"; return 0
+  fi
+  install -d -m 755 /usr/local/share/sweep-gpu-stub/profiles "$GPU_STUB_JOBS"
+  install -m 644 "$GPU_STUB_SRC"/profiles/* /usr/local/share/sweep-gpu-stub/profiles/
+  install -m 755 "$GPU_STUB_SRC/nvidia-smi" /usr/local/bin/nvidia-smi
+}
+
 up() {
   install -d -m 755 "$DIR" "$RUN" "$LOG"
+  install_gpu_stub
   install_packages
   make_user
   write_configs
@@ -305,5 +322,6 @@ case ${1:-} in
   status) status ;;
   stop-one) stop_one "${2:?name}" ;;
   start-one) install -d "$RUN" "$LOG"; start_one "${2:?name}" ;;
-  *) echo "usage: $0 up|down|status|stop-one NAME|start-one NAME" >&2; exit 2 ;;
+  gpu-stub) install_gpu_stub ;;
+  *) echo "usage: $0 up|down|status|stop-one NAME|start-one NAME|gpu-stub" >&2; exit 2 ;;
 esac

@@ -1,33 +1,48 @@
 # shellcheck shell=bash
 # The SLURM gather (sweep_core.slurm.gather): read-only. The header Python writes sets U (cluster
 # user), SQUEUE_FORMAT, PENDING_FORMAT (squeue --start), PATHS_FORMAT (squeue -O fields, each followed by the marker), SACCT_FORMAT,
-# SACCT_STATES, SACCT_JOBS_FORMAT (JobID,State,JobName: the chunk counts), WINDOW_START,
+# SACCT_STATES, SACCT_JOBS_FORMAT (JobID,State,JobName: the chunk counts), PAST_RUNNING_FORMAT
+# (a past window's running set), PAST_GRACE_S, WINDOW_START,
 # WINDOW_END, SETTLE_S, TAIL_BYTES, MAX_JOBS, CHAIN_PREFIXES (array), CHAIN_LOGS, LP (ops.md
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
 # PY (ops.md login_python; '' = none). Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
-# --local: 2 RPCs, a federation lookup saved), ONE windowed sacct, ONE sacct -j for the chunk
+# --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk
 # counts of all arrays (sacct asks slurmdbd, not slurmctld). Every log is read by ONE process (PY,
 # read_logs.py) or, without python, by the batched shell path (gather_shell.sh). Values from the
-# cluster only live in shell variables, expanded inside double quotes.
+# cluster only live in shell variables, expanded inside double quotes. A PAST window (it ended
+# more than PAST_GRACE_S before now) calls no squeue: squeue tells about now, not that window;
+# ONE `sacct -s R` over the window (record `pastrun`) lists the jobs running in it instead.
 D=$M
 trap 'exit 143' TERM  # the bound hit: exit through the EXIT trap (temp dir removed)
 wait=$(( WINDOW_END + SETTLE_S - $(printf '%(%s)T' -1) ))
 if [ "$wait" -gt 0 ] && [ "$wait" -le "$SETTLE_S" ]; then sleep "$wait"; fi
+printf -v now '%(%s)T' -1
+past=0; if [ $(( now - WINDOW_END )) -gt "$PAST_GRACE_S" ]; then past=1; fi
 meta_info() { printf '%s\n' "$HOSTNAME"; printf '%(%s)T\n%(%z)T\n' -1 -1; id -un; }
 run meta meta_info
 printf -v S '%(%Y-%m-%dT%H:%M:%S)T' "$WINDOW_START"
 printf -v E '%(%Y-%m-%dT%H:%M:%S)T' "$WINDOW_END"
 printf -v CS '%(%Y-%m-%dT%H:%M:%S)T' "$CHUNKS_SINCE"
 : >"$T/squeue"; : >"$T/sacct"
-RO=$T/squeue run squeue squeue --local -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
-sq=$?
-if [ "$sq" -eq 0 ]; then run pending env SLURM_TIME_FORMAT=%s squeue --local --start -u "$U" -t PENDING -o "$PENDING_FORMAT"; fi
-RO=$T/sacct run sacct sacct -u "$U" -S "$S" -E "$E" -X -P --delimiter="$D" -s "$SACCT_STATES" -o "$SACCT_FORMAT"
+if [ "$past" = 1 ]; then
+  run pastrun env SLURM_TIME_FORMAT=%s sacct -u "$U" -S "$S" -E "$E" -X -P -n --delimiter="$D" -s R -o "$PAST_RUNNING_FORMAT"
+  sq=1  # no squeue listing: no running log is read (a log today tells about now)
+else
+  RO=$T/squeue run squeue squeue --local -u "$U" -t RUNNING,SUSPENDED -o "$SQUEUE_FORMAT"
+  sq=$?
+  if [ "$sq" -eq 0 ]; then run pending env SLURM_TIME_FORMAT=%s squeue --local --start -u "$U" -t PENDING -o "$PENDING_FORMAT"; fi
+fi
+# steps included (no -X): their TotalCPU and MaxRSS are the efficiency of the jobs that ended
+RO=$T/sacct run sacct sacct -u "$U" -S "$S" -E "$E" -P --delimiter="$D" -s "$SACCT_STATES" -o "$SACCT_FORMAT"
 sa=$?
 # StdOut (unexpanded in 22.05), WorkDir, ... of every job the controller still knows: ONE call
-squeue --local -u "$U" -t all -h -O "$PATHS_FORMAT" >"$T/paths" 2>"$T/paths.e"
-pq=$?
+if [ "$past" = 1 ]; then
+  : >"$T/paths"; echo "past window: squeue not asked (ended jobs' logs by ops.md log_pattern only)" >"$T/paths.e"; pq=1
+else
+  squeue --local -u "$U" -t all -h -O "$PATHS_FORMAT" >"$T/paths" 2>"$T/paths.e"
+  pq=$?
+fi
 if [ -n "$PY" ] && command -v "$PY" >/dev/null 2>&1; then
   echo "$M reader:python 0 - -"
   read_logs "$T" "$M" "$sq" "$sa" "$pq" "$TAIL_BYTES" "$MAX_JOBS" "$CHAIN_LOGS" "$LP" "$U" \

@@ -176,8 +176,9 @@ class Dirs:
         return links
 
 
-def running(out, a, listing, dirs, arrays):
-    """Per RUNNING job: path, ambiguous/nolog, stat, tail, chain links (records as gather.sh's)."""
+def running(out, a, listing, dirs, arrays, mtimes):
+    """Per RUNNING job: path, ambiguous/nolog, stat, tail, chain links (records as gather.sh's);
+    each log's mtime into ``mtimes`` (the GPU probe's order: the oldest log first)."""
     count = 0
     for job_id, fields in rows_of(read(a["T"] + b"/squeue"), a["D"]):
         name = fields[-1]
@@ -212,6 +213,7 @@ def running(out, a, listing, dirs, arrays):
             out.rec(b"stat:" + job_id, 1, b"", b"stat: cannot statx '%s': %s\n" % (path, exc.strerror.encode()))
             continue
         out.rec(b"stat:" + job_id, 0, mtime)
+        mtimes.append(job_id + b" " + mtime)
         out.rec(b"tail:" + job_id, *tail(path, a["tail_bytes"]))
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
@@ -305,7 +307,10 @@ def main(argv):
     arrays = []
     try:
         if a["sq_rc"] == 0:
-            running(out, a, listing, Dirs(), arrays)
+            mtimes = []
+            running(out, a, listing, Dirs(), arrays, mtimes)
+            with open(a["T"] + b"/mtimes", "wb") as f:  # read by gpu_probe.sh
+                f.write(b"".join(m for m in mtimes))
         if a["sa_rc"] == 0:
             finished(out, a, listing, arrays)
         chunks(out, a, arrays)

@@ -89,6 +89,10 @@ class Job:
     chain_tails: list[str] = field(default_factory=list)  # earlier chain links' log tails, newest first
     chunks: list[list[str]] | None = None  # array jobs: [JobID, State] rows of `sacct -j <array>`
     metrics: dict[str, Any] = field(default_factory=dict)
+    # An ended job: seff's figures (sweep_core.slurm.efficiency.Efficiency.to_dict), {} when not read
+    efficiency: dict[str, Any] = field(default_factory=dict)
+    # A RUNNING job: its GPU probe (sweep_core.gpu.probe.GpuReading.to_dict), {} when not probed
+    gpu: dict[str, Any] = field(default_factory=dict)
     metric_problems: list[str] = field(default_factory=list)
     flags: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # a fan-in step that failed on this job, and why

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Any
 
 DEFAULT_LOOKBACK_HOURS = 3.0
 # A window that ended more than this before the gather read the cluster is a PAST window (a
 # backfill, a late re-run): squeue and log ages tell about now, not about that window.
+# $SWEEP_PAST_WINDOW_GRACE_S overrides it (the tests' short windows).
 PAST_WINDOW_GRACE_S = 15 * 60
 PAST_WINDOW_NOTE = "past window: liveness cannot be judged for a past window (no stall marks, no cancel hand-off)"
 
@@ -53,8 +55,14 @@ def resolve_window(
     return start_dt, end_dt
 
 
+def past_window_grace_s() -> int:
+    """PAST_WINDOW_GRACE_S, or $SWEEP_PAST_WINDOW_GRACE_S when that is a whole number of seconds."""
+    raw = os.environ.get("SWEEP_PAST_WINDOW_GRACE_S", "").strip()
+    return int(raw) if raw.isdigit() else PAST_WINDOW_GRACE_S
+
+
 def is_past_window(window_end: Any, now: float | None) -> bool:
-    """True when ``window_end`` (ISO text or datetime) ended more than PAST_WINDOW_GRACE_S before
+    """True when ``window_end`` (ISO text or datetime) ended more than past_window_grace_s() before
     ``now`` (the cluster's clock, epoch seconds); False when either is not known or not a time."""
     if now is None or window_end in (None, ""):
         return False
@@ -62,4 +70,4 @@ def is_past_window(window_end: Any, now: float | None) -> bool:
         end = _aware(window_end, "window_end").timestamp()
     except ValueError:
         return False
-    return now - end > PAST_WINDOW_GRACE_S
+    return now - end > past_window_grace_s()

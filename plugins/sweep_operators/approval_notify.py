@@ -1,7 +1,8 @@
 """The kill-approval notifier (sweep_cancel's HITL ``notifiers=``): the approvers named for the
 clusters of the jobs awaiting approval get the prompt's evidence and the Required Actions link, by
-e-mail (SMTP provider) and/or Slack (webhook provider); and the sweep-overrun Deadline Alert's
-callback. Wiring only: who and what is sweep_core.alerts.approvals.
+e-mail (SMTP provider) and/or Slack (webhook provider); the sweep-overrun Deadline Alert's
+callback; and the DAG-run callbacks that record how each sweep run ended and tell the channels
+when the sweep keeps failing. Wiring only: who and what is sweep_core.alerts.approvals.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
 
-from sweep_core.alerts.approvals import approval_message, approvers_for, overrun_message
+from sweep_core.alerts.approvals import approval_message, approvers_for, failing_message, overrun_message
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.ledger.outcomes import record_outcome, tells_failing
+from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.notify_tasks import send
 from sweep_operators.task_ids import Cancel
 
@@ -81,6 +84,28 @@ def overrun_alert(*, sweep_yaml: str, intervals: int, context: dict[str, Any] | 
         if "critical" in ch.severities:
             send(ch, msg, context or {})
             log.info("overrun alert sent to %s", ch.name)
+
+
+def sweep_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
+    """The sweep DAG's on_success / on_failure callback: record the run's end in the ledger; after
+    ``notify.failed_sweeps`` failed runs in a row (and every as many more), tell every channel that
+    hears critical. A channel down is logged, never raised (a callback's error is only logged)."""
+    config = load_sweep_config(sweep_yaml)
+    run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "?"))
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    streak, last_success = record_outcome(run_log_dir(config), run_id, ok, now)
+    if ok or not tells_failing(streak, config.notify.failed_sweeps):
+        return
+    dag_id = str(getattr(context.get("dag"), "dag_id", "monitor_cron_sweep"))
+    link = f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
+    msg = failing_message(dag_id, streak, last_success, link)
+    for ch in config.notify.channels:
+        if "critical" in ch.severities:
+            try:
+                send(ch, msg, context)
+                log.info("failing-sweep alert (%d in a row) sent to %s", streak, ch.name)
+            except Exception as exc:
+                log.error("failing-sweep alert to %s failed: %s", ch.name, exc)
 
 
 def overrun_deadline(sweep_yaml: str, schedule: str, intervals: int) -> Any:

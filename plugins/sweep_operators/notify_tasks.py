@@ -7,11 +7,9 @@ sweep_core.alerts, the store sweep_core.history.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 from urllib.parse import quote
 
-from airflow.sdk import ObjectStoragePath
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.digest import COLUMNS, build_digest
@@ -20,24 +18,17 @@ from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
-from sweep_core.history.store import HistoryStore, read_sweep
+from sweep_core.history.store import read_sweep
+from sweep_core.ledger.told import mark_told, told_before
 from sweep_core.models import ClusterSnapshot, Flag
 from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.history_location import history_store
 from sweep_operators.task_ids import DagId, Sweep
 from sweep_operators.window import run_id_of, sweep_window
 
 log = logging.getLogger(__name__)
 # The fan-in's output (snapshots + flags): task "rules" today, "bucket" once the fan-in is two tasks.
 FAN_IN_OUT: str = getattr(Sweep, "RULES", Sweep.BUCKET)
-
-
-def history_store(config: SweepConfig) -> HistoryStore:
-    """SWEEP_HISTORY, else sweep.yaml ``history.location``, else ``<run_log_dir>/history``."""
-    where = os.environ.get("SWEEP_HISTORY") or config.history.location or os.path.join(run_log_dir(config), "history")
-    root = (
-        ObjectStoragePath(where, conn_id=config.history.conn_id) if config.history.conn_id else ObjectStoragePath(where)
-    )
-    return HistoryStore(root, config.history.retention_days)
 
 
 def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -84,13 +75,14 @@ def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
 
 def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """One digest per configured channel of what is new or changed since the previous sweep; a
-    channel with nothing new is sent nothing. Returns each channel's message (or None)."""
+    channel with nothing new is sent nothing, nor one this run already told the same things (a
+    re-run, a retry after another channel failed). Returns each channel's message (or None)."""
     config = load_sweep_config(sweep_yaml)
     if not config.notify.channels:
         log.info("notify: no channels in sweep.yaml notify.channels: nobody is told")
         return {}
     _, end = sweep_window(context, context["params"].get("lookback_hours"))
-    run_id, notes = run_id_of(context), []
+    run_id, notes, log_dir = run_id_of(context), [], run_log_dir(config)
     store = history_store(config)
     current = read_sweep(store, run_id, end, records=(FLAG, CLUSTER), columns=COLUMNS, notes=notes)
     if current is None:
@@ -109,8 +101,12 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         if msg is None:
             log.info("notify %s: nothing new or changed since the previous sweep: nothing sent", ch.name)
             continue
+        if told_before(log_dir, run_id, ch.name, msg.identity(), notes):
+            log.info("notify %s: this run already sent this digest (a re-run): not sent again", ch.name)
+            continue
         try:
             send(ch, msg, context)
+            mark_told(log_dir, run_id, ch.name, msg.identity(), notes)
             log.info("notify %s (%s): sent\n%s", ch.name, ch.kind, msg.text())
         except Exception as exc:  # one channel down does not silence the others
             log.error("notify %s (%s) failed: %s", ch.name, ch.kind, exc)

@@ -16,6 +16,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
+from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.gather import GatherRequest, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
@@ -37,8 +38,10 @@ def gather_slurm(
     window_start: dt.datetime,
     window_end: dt.datetime,
     log: Any = None,
+    gpu_patterns: tuple[str, ...] = (),
 ) -> ClusterSnapshot:
-    """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status)."""
+    """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status).
+    ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns)."""
     req = GatherRequest(
         user=cfg.user,
         window_start=int(window_start.timestamp()),
@@ -51,6 +54,10 @@ def gather_slurm(
         repo_path=cfg.repo_path,
         python=cfg.login_python,
         bound_s=max(5, limits.command_timeout_s - 10),  # ends on the node before SSH gives up
+        gpu_probe=cfg.gpu_probe,
+        gpu_max=cfg.gpu_probe_max,
+        gpu_timeout_s=cfg.gpu_probe_timeout_s,
+        gpu_patterns=gpu_patterns,
         **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)
@@ -66,7 +73,18 @@ def gather_slurm(
             notes=["unreachable, skipped this sweep: " + " | ".join(result.attempts)],
         )
     n_df = len(req.df_paths)
-    snap = snapshot_from_output(cfg.name, result.output, result.node.name, ws, we, cfg.quota, n_df)
+    snap = snapshot_from_output(
+        cfg.name,
+        result.output,
+        result.node.name,
+        ws,
+        we,
+        cfg.quota,
+        n_df,
+        cfg.gpu_probe_timeout_s,
+        cfg.gpu_mem_ceiling,
+        cfg.gpu_probe_max,
+    )
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
     return snap
@@ -101,7 +119,7 @@ class SlurmGatherOperator(BaseOperator):
         since, widened = catch_up_since(context, run_log_dir(config), cfg.name, start, end, limits.catch_up_hours)
         self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
         try:
-            snap = gather_slurm(cfg, limits, since, end, self.log)
+            snap = gather_slurm(cfg, limits, since, end, self.log, gpu_patterns(config.buckets))
             snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
             if widened:
                 snap.notes.append(widened)

@@ -12,7 +12,6 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
-from sweep_core.fanin.history import load_history, save_state, sweep_state
 from sweep_core.fanin.render import RenderedSweep
 from sweep_core.fanin.report import (
     flagged_lines,
@@ -36,11 +35,13 @@ from sweep_core.fanin.steps import (
     skip_snapshot,
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
+from sweep_core.history.rules_history import load_rules_history
 from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
 from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.history_location import history_store
 from sweep_operators.run_note import paused_dags, set_dag_run_note
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice, trigger_run_id
 from sweep_operators.window import run_id_of, sweep_window
@@ -92,7 +93,8 @@ def _cadences(config: SweepConfig, ops: dict[str, ClusterConfig | None]) -> dict
 
 def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Fan-in, first half: every cluster's snapshot (or why there is none), each job bucketed by
-    name, liveness, metric columns from the log tails, every flag rule with earlier sweeps' history.
+    name, liveness, metric columns from the log tails, every flag rule with earlier sweeps' history
+    (the Parquet history's job rows) and the ledger.
     The log tails end here (dropped before the push); the task log tells each stage's wall time."""
     laps = Laps()
     config = load_sweep_config(sweep_yaml)
@@ -106,7 +108,7 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
             snaps.append(missing_snapshot(ops_dir, name, end.date(), _selected(context)))
     ops = _ops(snaps, ops_dir)
     history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
-    history = load_history(run_log_dir(config), end, notes=history_notes)
+    history = load_rules_history(history_store(config), end, notes=history_notes)
     ends = end.astimezone(dt.UTC).isoformat()  # read-only (the render task folds), as this run's fold will see it
     history.ledger = ledger_for_run(run_log_dir(config), run_id_of(context), ends, history_notes)
     laps.lap("collect")
@@ -132,8 +134,8 @@ def _bucketed(context: dict[str, Any]) -> tuple[list[ClusterSnapshot], list[Flag
 def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> dict[str, Any]:
     """Fan-in, second half: the box tables (cluster overview + one per bucket), printed in the task
     log; the sweep folded into the ledger; the dated run log (opening with every change since the
-    previous sweep the ledger tells); this sweep's state kept for the next one's rules; the DAG run
-    note. A re-run of the same run replaces its log. The task log tells each stage's wall time."""
+    previous sweep the ledger tells); the DAG run note (the next sweep's rules read this one's rows
+    from the Parquet history the ``history`` task appends). A re-run of the same run replaces its log. The task log tells each stage's wall time."""
     laps = Laps()
     config = load_sweep_config(sweep_yaml)
     snaps, flags, notes = _bucketed(context)
@@ -163,7 +165,6 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     )
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     write_run_log(path, keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
-    save_state(log_dir, end, sweep_state(result.snapshots, result.flags, end))
     log.info("run log written: %s", path)
     laps.lap("run log")
     set_dag_run_note(context, run_note(result, path))

@@ -37,7 +37,7 @@ def create_app() -> FastAPI:
 
     @app.get("/", response_class=HTMLResponse)
     def index() -> HTMLResponse:
-        from sweep_operators.notify_tasks import history_store
+        from sweep_operators.history_location import history_store
 
         t0 = time.perf_counter()
         latest, earlier = page_data(history_store(load_sweep_config(_sweep_yaml())), _SUMMARIES)

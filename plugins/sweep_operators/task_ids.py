@@ -11,10 +11,11 @@ from sweep_core.handoffs.triggers import Handoff
 
 
 class DagId:
-    """The five DAGs of the package."""
+    """The six DAGs of the package."""
 
     SWEEP: Final = "monitor_cron_sweep"
     CLEANUP, CANCEL, HF_CHAIN, HARVEST = "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"
+    DEEP_DIVE: Final = "sweep_rl_deep_dive"
 
 
 class Sweep:
@@ -38,6 +39,7 @@ HANDOFF_TRIGGERS: Final[dict[Handoff, tuple[str, str]]] = {
     Handoff.CANCEL: ("trigger_cancel", DagId.CANCEL),
     Handoff.HF_CHAIN: ("trigger_hf_chain", DagId.HF_CHAIN),
     Handoff.HARVEST: ("trigger_tracker_harvest", DagId.HARVEST),
+    Handoff.DEEP_DIVE: ("trigger_deep_dive", DagId.DEEP_DIVE),
 }
 
 
@@ -76,3 +78,11 @@ class Harvest:
     """sweep_tracker_harvest: harvest -> record."""
 
     HARVEST, RECORD = "harvest", "record"
+
+
+class DeepDive:
+    """sweep_rl_deep_dive: probe -> verdict -> kill_branch -> trigger_cancel | no_kill; record."""
+
+    PROBE, VERDICT, BRANCH, TRIGGER_CANCEL, NO_KILL, RECORD = (
+        "probe", "verdict", "kill_branch", "trigger_cancel", "no_kill", "record"
+    )  # fmt: skip

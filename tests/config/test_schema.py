@@ -209,3 +209,21 @@ def test_shipped_sweep_yaml_states_the_schema_defaults() -> None:
     defaults = SweepConfig.model_validate({"buckets": [{"name": "Catch-all"}]}).model_dump(mode="json")
     shipped = load_sweep_config(SWEEP_YAML).model_dump(mode="json")
     assert _diff(defaults, shipped) - {("buckets",)} == DEPLOYMENT
+
+
+def _series(name: str, **extra: str) -> dict:
+    return {"name": name, "cluster": "leo", "match": r"^sft__(?P<cell>c\d+)$", "hub_repo": "{org}/{cell}",
+            "upload": ["sbatch", "x"], "eval": ["sbatch", "y"], "tracker": "t.md", **extra}  # fmt: skip
+
+
+def test_two_chain_series_on_one_cluster_cannot_share_a_job_name() -> None:
+    # Before: both took the default names; the chain adopts jobs by name, so series b adopted a's evals.
+    both = {"hf_chain": {"series": [_series("a"), _series("b")]}}
+    err = str(sweep_error(BUCKETS + yaml.safe_dump(both)))
+    assert "series 'a' and 'b' on cluster 'leo' share upload_name 'hf_upload__{cell}'" in err
+    own = [_series("a"), _series("b", upload_name="b_up__{cell}", eval_name="eval-b-{cell}")]
+    assert len(parse_sweep_config(BUCKETS + yaml.safe_dump({"hf_chain": {"series": own}})).hf_chain.series) == 2
+    other_cluster = [_series("a"), {**_series("b"), "cluster": "vista"}]
+    assert parse_sweep_config(BUCKETS + yaml.safe_dump({"hf_chain": {"series": other_cluster}}))
+    no_cell = [_series("a", eval_name="eval-fixed")]
+    assert "has no {cell}" in str(sweep_error(BUCKETS + yaml.safe_dump({"hf_chain": {"series": no_cell}})))

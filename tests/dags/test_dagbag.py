@@ -64,7 +64,7 @@ def test_hand_off_dags_are_not_paused_when_first_seen() -> None:
 
     bag = DagBag(str(ROOT / "dags"))
     assert bag.import_errors == {}
-    for dag_id in ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"):
+    for dag_id in ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest", "sweep_rl_deep_dive"):
         assert bag.get_dag(dag_id).is_paused_upon_creation is False, dag_id
     assert bag.get_dag("monitor_cron_sweep").is_paused_upon_creation is not False  # unpaused by a person
 
@@ -158,3 +158,19 @@ def test_an_unknown_key_in_sweep_yaml_fails_the_import_naming_file_and_key_path(
     error = next(msg for path, msg in bag.import_errors.items() if path.endswith("monitor_cron_sweep.py"))
     assert f"{bad}: rules.colapse: unknown key" in error
     assert f"{bad}: buckets[0].name: must be one of RL, SFT, Datagen, Eval, Catch-all, got 'RLHF'" in error
+
+
+def test_the_deep_dive_dag_branches_kill_to_sweep_cancel_and_records_either_way() -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    dag = bag.get_dag("sweep_rl_deep_dive")
+    assert set(dag.params) == {"jobs", "dry_run", "run_log"}
+    assert dag.get_task("kill_branch").downstream_task_ids == {"trigger_cancel", "no_kill"}
+    assert dag.get_task("trigger_cancel").trigger_dag_id == "sweep_cancel"
+    assert dag.get_task("record").upstream_task_ids == {"trigger_cancel", "no_kill"}
+    assert dag.get_task("record").trigger_rule == "all_done"
+    sweep = bag.get_dag("monitor_cron_sweep")
+    assert sweep.get_task("trigger_deep_dive").trigger_dag_id == "sweep_rl_deep_dive"
+    assert "trigger_deep_dive" in sweep.get_task("handoff_branch").downstream_task_ids

@@ -20,9 +20,11 @@ import pytest
 from conftest import CLUSTER_DIR, ROOT
 from deploy_client import Deployment, run_timing
 
+from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
+
 pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900)]
 SWEEP = "monitor_cron_sweep"
-HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest")
+HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest", "sweep_rl_deep_dive")
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "CeleryExecutor")
 
 
@@ -148,3 +150,6 @@ def test_backfill_of_two_past_windows_runs_them_one_at_a_time(deployment: Deploy
         text = Path(deployment.xcom(SWEEP, r["dag_run_id"], "render")["run_log"]).read_text()
         begin = dt.datetime.fromisoformat(r["data_interval_start"].replace("Z", "+00:00"))
         assert begin.isoformat() in text  # each reports its own window
+        snaps = deployment.xcom(SWEEP, r["dag_run_id"], "bucket")["snapshots"]
+        local = next(s for s in snaps if s["cluster"] == "local")
+        assert local["window_start"] == begin.isoformat() and PAST_WINDOW_SOURCE in local["notes"]  # from sacct

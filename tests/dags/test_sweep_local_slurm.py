@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from sweep_runner import ROOT, run_sweep
 
@@ -397,17 +398,18 @@ def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tm
 
 
 def test_corrupt_sweep_history_is_moved_aside_and_the_sweep_goes_on(local_cluster, tag, tmp_path) -> None:
-    # Before: the rules step raised on these files, before a new state was saved: every later sweep failed.
-    state_dir = tmp_path / ".sweep-state"
-    state_dir.mkdir()
-    (state_dir / "20000101T000000Z.json").write_bytes(b"\xff\xfe not utf-8")
-    (state_dir / "20000101T030000Z.json").write_text('{"jobs": ["wrong", "shape"]}')
+    # The rules read earlier sweeps from the Parquet history: a file there that is not Parquet, or a
+    # Parquet file this history did not write, is moved aside with a note; the sweep goes on.
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "20000101T000000Z_000000000000.parquet").write_bytes(b"\xff\xfe not parquet")
+    pd.DataFrame({"x": [1]}).to_parquet(history / "20000101T030000Z_111111111111.parquet")  # foreign schema
     job = local_cluster.submit(f"rl__{tag}_hist", LOOP)
     local_cluster.wait_running(job)
     run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     assert run.state == "success", run.task_states
     assert run.job(f"rl__{tag}_hist").state == "RUNNING"
-    assert not (state_dir / "20000101T000000Z.json").exists()
-    assert len(list(state_dir.glob("20000101T0*Z.json.corrupt-*"))) == 2  # kept, aside
-    assert run.report.count("moved aside") == 2 and "20000101T030000Z.json" in run.report
-    assert len(list(state_dir.glob("2*.json"))) == 1  # this sweep's own state, saved
+    assert not (history / "20000101T000000Z_000000000000.parquet").exists()
+    assert len(list(history.glob("20000101T0*Z_*.parquet.corrupt-*"))) == 2  # kept, aside
+    assert run.report.count("moved aside") == 2 and "20000101T030000Z_111111111111.parquet" in run.report
+    assert len(list(history.glob("2*.parquet"))) == 1  # this sweep's own rows, appended

@@ -23,12 +23,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+PASSWORDS_KEY = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
+
+
+def passwords_file(log: Path) -> Path:
+    """The simple auth manager's generated-passwords file of the api-server that logs to ``log``."""
+    return log.with_name(log.stem + "-passwords.json")
+
+
 @contextmanager
 def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
-    """``airflow api-server`` on a free port of 127.0.0.1; yields its base URL."""
+    """``airflow api-server`` on a free port of 127.0.0.1; yields its base URL.
+
+    Its passwords file is its own (``passwords_file(log)``), whatever an earlier test set in the env."""
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    full = {**os.environ, **env, "AIRFLOW__API__BASE_URL": base}
+    full = {**os.environ, **env, "AIRFLOW__API__BASE_URL": base, PASSWORDS_KEY: str(passwords_file(log))}
     with log.open("w") as out:
         proc = subprocess.Popen(["airflow", "api-server", "--host", "127.0.0.1", "--port", str(port)], env=full,
                                 stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
@@ -54,9 +64,9 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
                 proc.kill()
 
 
-def login_token(base: str, airflow_home: str) -> str:
-    """A JWT for the simple auth manager's ``admin`` (its generated password file)."""
-    pw = json.loads(Path(airflow_home, "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+def login_token(base: str, log: Path) -> str:
+    """A JWT for the simple auth manager's ``admin`` of the api-server that logs to ``log``."""
+    pw = json.loads(passwords_file(log).read_text())["admin"]
     r = httpx.post(f"{base}/auth/token", json={"username": "admin", "password": pw}, timeout=30)
     r.raise_for_status()
     return str(r.json()["access_token"])

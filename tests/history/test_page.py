@@ -20,7 +20,9 @@ EVIL = "rl__x<script>alert(1)</script>\x1b[31mred"
 def _store(tmp_path, n: int) -> HistoryStore:
     store = HistoryStore(tmp_path)
     for i in range(n):
-        jobs = [Job("c1", "1", EVIL, "RUNNING", "squeue", bucket="RL", stale=True, metrics={"step": i, "reward": 0.5 + i, "run_series": "rl__x"}),
+        jobs = [Job("c1", "1", EVIL, "RUNNING", "squeue", bucket="RL", stale=True, minutes_since_output=185.4166,
+                    log_tail="Step 3/10\n\x1b[31m<b>boom</b>",
+                    metrics={"step": i, "reward": 0.5 + i, "run_series": "rl__x"}),
                 Job("c1", "2", "sft__y", "FAILED", "sacct", bucket="SFT")]  # fmt: skip
         quota = {"status": "NEAR", "reason": "r", "worst": {"kind": "inodes", "used": 800 + i, "soft": 1000}}
         snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, running=jobs[:1], finished=jobs[1:], quota=quota)
@@ -40,6 +42,8 @@ def test_page_escapes_cluster_text_inlines_everything_and_plots_every_sweep(tmp_
     assert "<img" not in page and "silent &lt;img src=x&gt;" in page
     assert not re.search(r"""(src|href)=["']?https?:""", page)
     assert 'data-bucket="RL"' in page and 'data-bucket="SFT"' in page and "3 sweep(s) in the history" in page
+    assert '<pre class="tail">Step 3/10\n&lt;b&gt;boom&lt;/b&gt;</pre>' in page  # a row opens its tail, escaped
+    assert '<td data-v="185.417">3h05m' in page and "185.4166" not in page  # an age, as the tables print it
     assert "soft limit" in page and page.count('class="series"') >= 5
     assert "RL/SFT series: step across sweeps" in page and "RL/SFT series: reward" in page
     assert sorted(cache) == sorted(f.path.name for f in store.files()[:-1])

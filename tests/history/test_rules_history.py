@@ -1,11 +1,10 @@
-"""The rules' History read from the Parquet history equals the one read from the per-sweep JSON
-state files (RECURRING signatures, RL names and series, launch fingerprints, oldest to newest)."""
+"""The rules' History read from the Parquet history (RECURRING signatures, RL names and series,
+launch fingerprints, oldest to newest; the last 8 sweeps before the window)."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from sweep_core.fanin.history import load_history, save_state, sweep_state
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.history.store import HistoryStore
@@ -30,16 +29,19 @@ def _snaps(i: int) -> list[ClusterSnapshot]:
     return [ClusterSnapshot("c1", "slurm", ClusterStatus.OK, running=running, finished=finished)]
 
 
-def test_parquet_history_equals_state_file_history(tmp_path) -> None:
+def test_rules_read_the_last_eight_sweeps_before_their_window(tmp_path) -> None:
     store = HistoryStore(tmp_path / "history")
     for i in range(10):
         end, snaps = T0 + i * H, _snaps(i)
-        save_state(tmp_path, end, sweep_state(snaps, [], end))
         frame = sweep_frame(snaps, [], run_id=f"r{i}", window_start=end - H, window_end=end)
         store.append(frame, run_id=f"r{i}", window_end=end)
-    now = T0 + 10 * H
-    want, got = load_history(tmp_path, now), load_rules_history(store, now)
-    assert got.known and got.rl_names == want.rl_names and got.rl_series == want.rl_series
-    assert got.rl_fingerprints == want.rl_fingerprints
-    assert got.failure_signatures == want.failure_signatures and len(got.failure_signatures["RuntimeError: boom"]) == 8
-    assert not load_rules_history(store, T0).known
+    got = load_rules_history(store, T0 + 10 * H)
+    assert got.known and got.rl_series == {"rl__series_a", "rl__series_b"}
+    assert got.rl_names == {f"rl__series_a_link{i}" for i in range(2, 10)} | {f"rl__series_b{i}" for i in range(2, 10)}
+    # the newest known field wins; a field the newest sweep could not read keeps the older value
+    assert got.rl_fingerprints["rl__series_a"] == {"model": "m9", "config": "c.yaml", "nodes": 2}
+    assert got.rl_fingerprints["rl__series_b"] == {"image": "img9.sif"}
+    assert got.failure_signatures["RuntimeError: boom"] == {f"c1|{i}3" for i in range(2, 10)}
+    assert not load_rules_history(store, T0).known  # nothing before the first window
+    rerun = load_rules_history(store, T0 + 9 * H)  # a re-run of the last sweep does not read itself
+    assert "rl__series_b9" not in rerun.rl_names and "rl__series_b8" in rerun.rl_names

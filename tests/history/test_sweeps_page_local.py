@@ -3,7 +3,8 @@ Parquet history; a real api-server mounts the page plugin; an unauthenticated re
 Debian's chromium (playwright, executable_path=/usr/bin/chromium) logged in with the UI's token sees
 the overview and the SFT table with the jobs, opens a row's flag evidence, sorts and filters, and
 sees non-empty plots. Screenshots of the page and of the Slack digest (the payload a local STUB of
-Slack's webhook received, drawn as HTML) are written to docs/ for the README.
+Slack's webhook received, drawn as HTML) are written to SWEEP_SCREENSHOTS (a temp dir by default;
+`SWEEP_SCREENSHOTS=docs` refreshes the README's images), so a test run leaves the checkout unchanged.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from browser import CHROMIUM, api_server, login_token
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
-DOCS = ROOT / "docs"
+SHOTS = os.environ.get("SWEEP_SCREENSHOTS", "")
 
 
 def _slack_html(payload: dict) -> str:
@@ -47,6 +48,8 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
     from playwright.sync_api import sync_playwright
     from receivers import slack_webhook_stub
 
+    shots = (ROOT / SHOTS) if SHOTS else tmp_path / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
     c = local_cluster
     names = {k: f"sft__{tag}_{k}" for k in ("quiet", "busy")}
     ids = {k: c.submit(n, "echo 'Step 3/10 ['; sleep 900") for k, n in names.items()}
@@ -72,7 +75,7 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
         assert httpx.get(f"{base}/sweeps/", timeout=30).status_code == 401
         forged = httpx.get(f"{base}/sweeps/", cookies={"_token": "forged"}, timeout=30)
         assert forged.status_code in (401, 403) and "<table" not in forged.text  # refused: Airflow answers 403
-        token = login_token(base, os.environ["AIRFLOW_HOME"])
+        token = login_token(base, tmp_path / "api-server.log")
         r = httpx.get(f"{base}/sweeps/", headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert r.status_code == 200 and "Server-Timing" in r.headers
         with sync_playwright() as p:
@@ -96,16 +99,16 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
             assert not detail.is_visible()
             row.click()
             assert detail.is_visible() and "no output for" in detail.inner_text()
+            assert "Step 3/10 [" in detail.locator("pre.tail").inner_text()  # its log tail
             page.fill("#filter", names["busy"])
             assert not row.is_visible() and sft.locator("tr.job", has_text=names["busy"]).is_visible()
             page.fill("#filter", "")
             plots = page.locator("svg.plot")
             assert plots.count() >= 2
             assert all(len(pl.get_attribute("points") or "") > 0 for pl in page.locator("polyline.series").all())
-            DOCS.mkdir(exist_ok=True)
-            page.screenshot(path=str(DOCS / "sweeps_page.png"), full_page=True)
+            page.screenshot(path=str(shots / "sweeps_page.png"), full_page=True)
             assert not outside, outside  # every asset is served by the plugin
             slack = ctx.new_page()
             slack.set_content(_slack_html(posts[0]))
-            slack.screenshot(path=str(DOCS / "slack_digest.png"), full_page=True)
+            slack.screenshot(path=str(shots / "slack_digest.png"), full_page=True)
             browser.close()

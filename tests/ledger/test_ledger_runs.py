@@ -43,8 +43,9 @@ def test_a_re_run_of_the_same_run_tells_the_same_changes_and_keeps_its_hand_offs
     assert confs["cleanup"] is None and notes == ["cleanup: leo 1 sft__1 already handed off by s3"]
     assert lines(tmp_path, second, 3, "s3") == told  # and the first run id again: still the same
     assert lines(tmp_path, [snap([], [])], 6, "s6") == ["gone: leo SFT 2 sft__2 (was RUNNING, not running and not in this window's sacct)"]  # fmt: skip
-    # s3 re-run after s6 folded: on top of s6 (an older window changes nothing s6 saw)
-    assert "completed: leo SFT 1 sft__1" not in lines(tmp_path, second, 3, "s3")
+    # s3 re-run after s6 folded: on top of s6 (an older window changes nothing s6 saw), its changes
+    # told against the window before it (s0), not against s6: the same changes as its first run
+    assert lines(tmp_path, second, 3, "s3") == told
     assert load_ledger(tmp_path).jobs["leo|2"].state == "GONE"
 
 
@@ -127,3 +128,24 @@ def test_catch_up_reaches_back_to_the_last_window_whose_sacct_was_read(tmp_path)
     lines(tmp_path, [snap([], [job("1", "sft__1", "CANCELLED", "sacct")])], 6, "s6")
     assert load_ledger(tmp_path).read_until == {"leo": end.isoformat()}
     assert catch_up_start(load_ledger(tmp_path), "leo", end, end + 3 * hour, day) == (end, "")
+
+
+def test_a_deep_dive_is_given_once_per_job_and_its_verdict_survives_a_re_run_fold(tmp_path) -> None:
+    from sweep_core.ledger.store import update_ledger
+
+    deep = {
+        "deep_dive": {"dry_run": False, "run_log": "", "jobs": [{"cluster": "leo", "job_id": "5", "name": "rl__x"}]}
+    }
+    lines(tmp_path, [snap([job("5", "rl__x", "RUNNING")])], 0, "s0")
+    confs, _ = give_once(tmp_path, deep, run_id="s0", dry_run=False)
+    assert confs["deep_dive"]["jobs"] == deep["deep_dive"]["jobs"]
+    confs, notes = give_once(tmp_path, deep, run_id="s3", dry_run=False)
+    assert confs["deep_dive"] is None and notes == ["deep_dive: leo 5 rl__x already handed off by s0"]
+
+    def note(ledger):
+        ledger.jobs["leo|5"].deep_dive = "2026-12-03 03:05Z NO-KILL, watch reward_mean < 0.05"
+        return ledger, None
+
+    update_ledger(tmp_path, note)
+    lines(tmp_path, [snap([job("5", "rl__x", "RUNNING")])], 0, "s0")  # a re-run of s0 folds against before-s0
+    assert load_ledger(tmp_path).jobs["leo|5"].deep_dive == "2026-12-03 03:05Z NO-KILL, watch reward_mean < 0.05"

@@ -3,7 +3,12 @@ passed is flagged with why; before that, or when progress reads, nothing is said
 
 from __future__ import annotations
 
-from rules.test_rules import log, run, sweep
+import datetime as dt
+
+from rules.test_rules import CONFIG, NOW, log, run, sweep
+
+from sweep_core.fanin.steps import run_fan_in
+from sweep_core.models import ClusterSnapshot, ClusterStatus
 
 
 def lines(flags) -> dict[str, str]:
@@ -59,3 +64,14 @@ def test_an_unreadable_log_is_the_why() -> None:
     result, flags = sweep([job])
     assert "progress unreadable: log not found: /scratch/x.out; no step line" in lines(flags)["rl__a2_nolog"]
     assert result.rendered.tables["RL"].count("log not found") == 1  # the flag says it; no second copy
+
+
+def test_a_past_windows_running_rows_read_from_sacct_are_not_flagged() -> None:
+    job = run("rl__a2_then", "", job_id="42", elapsed="1:10:00")
+    end = dt.datetime.fromtimestamp(NOW - 2 * 3600, dt.UTC)
+    snap = ClusterSnapshot("leo", "slurm", ClusterStatus.OK, running=[job], finished=[], remote_now=NOW,
+                           window_start=(end - dt.timedelta(hours=1)).isoformat(), window_end=end.isoformat())  # fmt: skip
+    result = run_fan_in([snap], CONFIG)
+    assert [f.rule for f in result.flags if f.rule == "progress_unreadable"] == []
+    _, current = sweep([run("rl__a2_now", "", job_id="43", elapsed="1:10:00")])
+    assert lines(current)  # the same row in a current window is flagged

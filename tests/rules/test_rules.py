@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from helpers import FIXTURES
+from helpers import FIXTURES, table_rows
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.steps import run_fan_in
@@ -212,6 +212,25 @@ def test_new_untested_rl_and_standing_constraints() -> None:
     assert "3 RL jobs RUNNING > cap 2" in flags[("rl_concurrency_cap", "")].message
 
 
+def test_a_deep_dive_verdict_on_record_is_shown_not_asked_again() -> None:
+    from sweep_core.ledger.entries import Ledger, LedgerEntry
+
+    ledger = Ledger()
+    verdict = "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
+    ledger.jobs["leo|7"] = LedgerEntry("leo", "7", "rl__a2_debug_geom", deep_dive=verdict)
+    history = History(rl_names={"rl__a2_seen"}, known=True, ledger=ledger)
+    result, flags = sweep([run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="7")], history=history)
+    f = flags[("rl_new_untested", "rl__a2_debug_geom")]
+    assert f.action == "" and f.severity == "info"
+    assert "deep-dive on record, not asked again" in f.message
+    (row,) = table_rows(result.rendered.tables["RL"])
+    assert f"deep-dive {verdict}" in row["Note"]
+    # a KILL on record stays loud (sweep_cancel waits for a human)
+    ledger.jobs["leo|7"].deep_dive = "2026-12-03 14:05Z KILL: reward 0.0 on all 48 logged steps since step 12"
+    _, flags = sweep([run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="7")], history=history)
+    assert flags[("rl_new_untested", "rl__a2_debug_geom")].severity == "warn"
+
+
 def test_first_sweep_does_not_call_every_run_new() -> None:
     _, flags = sweep([run("rl__a2_plain", log("rl_healthy.out"))], history=History())
     assert ("rl_new_untested", "rl__a2_plain") not in flags
@@ -230,18 +249,22 @@ def test_every_flag_lists_its_rule_in_the_summary() -> None:
 
 
 def state_after(*jobs: Job, hour: int = 3) -> dict:
-    """The sweep state one sweep that saw ``jobs`` leaves behind."""
+    """What the Parquet history keeps of one sweep that saw ``jobs``, as the rules read it."""
     import datetime as dt
 
-    from sweep_core.fanin.history import sweep_state
+    from sweep_core.history.rows import sweep_frame
+    from sweep_core.history.rules_history import states_from_frame
 
     result, _ = sweep(list(jobs), history=History(known=True))
-    return sweep_state(result.snapshots, result.flags, dt.datetime(2026, 12, 2, hour, tzinfo=dt.UTC))
+    end = dt.datetime(2026, 12, 2, hour, tzinfo=dt.UTC)
+    frame = sweep_frame(result.snapshots, result.flags, run_id=f"r{hour}", window_start=end, window_end=end)
+    (state,) = states_from_frame(frame)
+    return state
 
 
 def remembered(*jobs: Job) -> History:
     """The history a later sweep loads after one sweep saw ``jobs``."""
-    from sweep_core.fanin.history import history_from
+    from sweep_core.history.rules_history import history_from
 
     return history_from([state_after(*jobs)])
 
@@ -300,7 +323,7 @@ def test_unreadable_fields_are_not_a_change() -> None:
     _, flags = sweep([run("rl__a2_qwen8b", log("rl_healthy.out"))], history=history)
     assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
     # ...and a sweep that could not read them does not forget them: a later real change is still seen
-    from sweep_core.fanin.history import history_from
+    from sweep_core.history.rules_history import history_from
 
     states = [state_after(run("rl__a2_qwen8b", BANNER), hour=3), state_after(run("rl__a2_qwen8b", ""), hour=6)]
     history = history_from(states)

@@ -1,6 +1,6 @@
 """Who is asked to approve a kill (sweep_cancel) and what they read: the approvers named per
 cluster in sweep.yaml ``notify.approvers`` (``*`` for every other cluster), the prompt's subject
-and evidence, and the link to the Required Actions page; and the overrun alert's message.
+and evidence, and the link to the Required Actions page; the overrun alert's message, and the one for a sweep that keeps failing.
 """
 
 from __future__ import annotations
@@ -38,4 +38,14 @@ def overrun_message(dag_id: str, run_id: str, intervals: int, link: str) -> Mess
         clean(f"{dag_id}: sweep {run_id} has not finished {intervals} interval(s) after it was queued", newlines=False),
         [("What this means", ["the next sweep is waiting (one run at a time): nobody is being told of new problems"])],
         [("this run", link)],
+    )
+
+
+def failing_message(dag_id: str, streak: int, last_success: str, link: str) -> Message:
+    """The sweep has not succeeded for ``streak`` runs in a row (``last_success``: when it last did)."""
+    since = f"last success: {last_success}" if last_success else "no successful sweep on record"
+    return Message(
+        clean(f"{dag_id}: {streak} sweeps in a row have failed ({since})", newlines=False),
+        [("What this means", ["no digest reaches anyone while the sweep fails: open the latest run's failed task"])],
+        [("latest run", link)],
     )

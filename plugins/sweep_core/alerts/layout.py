@@ -22,6 +22,11 @@ class Message:
     title: str
     sections: list[tuple[str, list[str]]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)  # (label, url)
+    keys: list[str] = field(default_factory=list)  # what it tells, by signature (not by its changing text)
+
+    def identity(self) -> str:
+        """What the message tells, stable across a re-run whose texts differ (ages, minutes)."""
+        return "\n".join(sorted(self.keys)) or self.text()
 
     def text(self) -> str:
         """Plain text (the Slack notification text, the e-mail subject's body twin, the task log)."""
@@ -58,12 +63,16 @@ def route(
     sections = [(h, lines) for h, lines in sections if lines]
     if not sections:
         return None
+    keys = [f"{h}|{t.item.signature}" for h, ts in (("new", digest.new), ("again", digest.reminders))
+            for t in ts if t.item.severity in keep]  # fmt: skip
+    keys += [f"resolved|{i.signature}" for i in digest.resolved if i.severity in keep]
+    keys += [f"hand-off|{ln}" for ln in (digest.handoffs if handoffs else [])]
     short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)"}
     counts = ", ".join(f"{len(lines)} {short.get(h, 'still open')}" for h, lines in sections)
     sections = [(h, _capped(lines, max_items)) for h, lines in sections]
     first = " (first sweep on record)" if digest.first else ""
     title = f"{dag_id} {digest.window_end:%Y-%m-%d %H:%M}Z{first}: {counts}"
-    return Message(clean(title, newlines=False), sections, list(links))
+    return Message(clean(title, newlines=False), sections, list(links), keys)
 
 
 def slack_escape(text: str) -> str:

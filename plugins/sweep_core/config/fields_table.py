@@ -5,10 +5,12 @@ markers; tests/config/test_schema_readme.py fails when the README and the schema
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
 
+from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter
 from sweep_core.config.sweep_schema import SweepConfig
@@ -20,6 +22,8 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml history": (HistorySection, ""),
     "sweep.yaml notify": (NotifySection, ""),
     "sweep.yaml notify channel": (Channel, ""),
+    "sweep.yaml deep_dive": (DeepDiveSection, ""),
+    "sweep.yaml deep_dive serving_lut row": (LutRow, ""),
 }
 
 
@@ -33,7 +37,8 @@ def _default(value: Any) -> str:
     if isinstance(value, dict):
         return "`{}`"
     if isinstance(value, tuple | list):
-        return f"`[{', '.join(map(str, value))}]`" if value else "`[]`"
+        shown = [v.pattern if isinstance(v, re.Pattern) else str(v) for v in value]
+        return f"`[{', '.join(shown)}]`".replace("|", "\\|") if value else "`[]`"
     if value == "":
         return '`""`'
     return f"`{value}`".replace("|", "\\|")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from sweep_core.config.relaunch_schema import RelaunchConfig, StandingPermission
 from sweep_core.config.schema_base import StrictModel, Tup
@@ -109,3 +109,23 @@ class HfChainSection(StrictModel):
     """sweep.yaml ``hf_chain:``."""
 
     series: Tup[ChainSeriesSpec] = ()
+
+    @model_validator(mode="after")
+    def _own_job_names(self) -> HfChainSection:
+        """Two series on one cluster must not name their upload or eval jobs alike: the chain adopts
+        a job by its name (never submits twice), so one series would adopt the other's jobs."""
+        for field in ("upload_name", "eval_name"):
+            seen: dict[tuple[str, str], str] = {}
+            for s in self.series:
+                key = (s.cluster, getattr(s, field))
+                if key in seen:
+                    raise ValueError(
+                        f"series {seen[key]!r} and {s.name!r} on cluster {s.cluster!r} share {field} {key[1]!r}: "
+                        f"one would adopt the other's jobs; give each its own (e.g. '{s.name}-{key[1]}', and the "
+                        "same -J in its argv)"
+                    )
+                seen[key] = s.name
+            for s in self.series:
+                if "{cell}" not in getattr(s, field):
+                    raise ValueError(f"series {s.name!r}: {field} {getattr(s, field)!r} has no {{cell}}")
+        return self

@@ -64,3 +64,8 @@ class NotifySection(StrictModel):
         description="a sweep still running this many schedule intervals after it was queued raises an alert "
         "(a Deadline Alert, told to the channels that hear critical); null = off",
     )
+    failed_sweeps: Positive | None = Field(
+        2,
+        description="a sweep run that fails after this many failed runs in a row (itself included) is told to "
+        "the channels that hear critical, and again every this many more; null = off",
+    )

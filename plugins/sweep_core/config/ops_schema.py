@@ -79,7 +79,17 @@ class OpsFrontMatter(StrictModel):
         "", description="absolute sbatch `-o` pattern (`%j %x %A %a %u`) that finds a finished job's log"
     )
     rl_concurrency_cap: int | None = Field(None, ge=0, description="standing constraint: RL jobs at once, reported")
-    gpu_mem_ceiling: float | None = Field(None, gt=0, le=1, description="standing constraint: GPU memory fraction")
+    gpu_mem_ceiling: float | None = Field(
+        None, gt=0, le=1, description="standing constraint: GPU memory fraction; a probed GPU above it is flagged"
+    )
+    gpu_probe: Literal["srun-overlap", "accounting", "none"] = Field(
+        "none",
+        description="slurm: how the gather reads GPU utilisation of RUNNING RL/SFT/Eval jobs: `srun-overlap` "
+        "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (accepted, not read yet: "
+        "no GPU figures), `none`",
+    )
+    gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
+    gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
     quota: QuotaConfig = Field(
         QuotaConfig(),
         description="`{kind: inodes|bytes|none, command, dormant, soft_limit, warn_fraction}`: the binding "

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.notify_schema import HistorySection, NotifySection
@@ -61,6 +62,10 @@ class SweepConfig(StrictModel):
     trackers: TrackersSection = Field(TrackersSection(), description="the eval-grid tracker harvest (repo null = off)")
     cancel: CancelConfig = Field(CancelConfig(), description="scancel of flagged jobs after a human's approval")
     hf_chain: HfChainSection = Field(HfChainSection(), description="the HF-only SFT chain's series (none = off)")
+    deep_dive: DeepDiveSection = Field(
+        DeepDiveSection(),
+        description="the RL deep-dive probe: rollout layout, log signatures, KILL thresholds, serving LUT",
+    )
     campaigns: Tup[CampaignSpec] = Field(
         (), description="`{name, jobs, policy, state}`: POLICY.md/STATE.md read each sweep, drift flagged, never edited"
     )

@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import age_text, elapsed_text, epoch_of, last_output_text, pending_minutes, utc_text
+from sweep_core.fanin.usage import USAGE_HEADER, bucket_summary, usage_cell, usage_notes
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.safe_text import clean
 from sweep_core.vocab import Bucket
@@ -182,11 +183,14 @@ def _job_note(job: Job) -> str:
         parts.append(f"metrics from {job.metrics['metrics_from']}")
     if job.metrics.get("max_steps_from"):  # filled by rl_resume_overshoot from the ledger
         parts.append(f"max steps {job.metrics.get('max_steps')} from {job.metrics['max_steps_from']}")
+    if job.metrics.get("deep_dive"):  # filled by rl_new_untested from the ledger
+        parts.append(f"deep-dive {job.metrics['deep_dive']}")
     told = any(f["rule"] == "progress_unreadable" for f in job.flags)  # its flag already says why
     if job.source == "squeue" and job.log_note and not told:
         parts.append(job.log_note)
     elif job.source == "squeue" and job.metric_problems and not told:
         parts.append("?: " + "; ".join(job.metric_problems))
+    parts += usage_notes(job)
     if job.reason:
         parts.append(job.reason)
     if job.note:
@@ -208,7 +212,7 @@ def _job_row(
         when = f"ended {job.end or '?'} (exit {job.exit_code or '?'})"
     row = [job.cluster, job.job_id, job.name, job.state, elapsed_text(job.elapsed) or "—", when]
     row += [fn(job) for _, fn in metric_columns]
-    row.append(_job_note(job))
+    row += [usage_cell(job), _job_note(job)]
     return [c if isinstance(c, str) else str(c) for c in row]
 
 
@@ -223,19 +227,20 @@ def render_bucket(
     the window. A cluster whose running set is UNKNOWN is said once, in the overview's Note
     (:func:`_overview_note`), not as a row in every bucket table."""
     headers = ["Cluster", "Job ID", "Name", "State", "Elapsed", "Last output / End"]
-    headers += [h for h, _ in metric_columns] + ["Note"]
+    headers += [h for h, _ in metric_columns] + [USAGE_HEADER, "Note"]
     rows: list[list[str]] = []
     order = sorted(jobs, key=lambda j: guarded(j, "render", lambda: job_sort_key(j)) or (True, "~", (), ""))
     for job in order:
         row = guarded(job, "render", lambda j=job: _job_row(j, cadence_for, metric_columns))
         if row is None:  # this job's data broke its row: "?" cells and the error, the table goes on
             row = [str(job.cluster), str(job.job_id), str(job.name), str(job.state), "?", "?"]
-            row += ["?"] * len(metric_columns) + ["; ".join(map(str, job.errors))]
+            row += ["?"] * len(metric_columns) + ["?", "; ".join(map(str, job.errors))]
         rows.append(row)
     if not rows:
-        rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—"])
-    widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [NOTE_WIDTH]
-    return box_table(headers, rows, widths)
+        rows.append(["—", "—", "(no jobs)", "—", "—", "—", *(["—"] * len(metric_columns)), "—", "—"])
+    widths: list[int | None] = [None, None, 40, None, None, 40] + [24] * len(metric_columns) + [28, NOTE_WIDTH]
+    summary = bucket_summary(bucket, jobs)  # the efficiency of the bucket's ended jobs, "" if none
+    return box_table(headers, rows, widths) + (f"\n{summary}" if summary else "")
 
 
 def _pending_row(job: Job, now: float | None) -> list[str]:

@@ -184,11 +184,16 @@ def bucket_stages(
     return flags
 
 
+TAIL_KEEP_LINES, TAIL_KEEP_CHARS = 20, 2000
+
+
 def drop_tails(snaps: Sequence[ClusterSnapshot]) -> None:
-    """Forget every job's log tails: metrics and rules have read them, nothing after needs them."""
+    """Forget the log tails metrics and rules have read, but the last ``TAIL_KEEP_LINES`` lines (at
+    most ``TAIL_KEEP_CHARS``) of each job's own log: the history keeps them for the Sweeps page."""
     for s in snaps:
         for job in s.all_jobs():
-            job.log_tail, job.chain_tails = "", []
+            last = "\n".join(job.log_tail.splitlines()[-TAIL_KEEP_LINES:]) if job.log_tail else ""
+            job.log_tail, job.chain_tails = last[-TAIL_KEEP_CHARS:], []
 
 
 def run_fan_in(

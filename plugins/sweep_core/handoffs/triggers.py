@@ -23,6 +23,7 @@ class Handoff(StrEnum):
     CANCEL = "cancel"
     HF_CHAIN = "hf_chain"
     HARVEST = "harvest"
+    DEEP_DIVE = "deep_dive"
 
 
 def plan_handoffs(
@@ -45,11 +46,17 @@ def plan_handoffs(
         for f in flags
         if f.action in CANCEL_ACTIONS and f.cluster in trusted - past and f.job_id
     ]
+    deep = [
+        {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name}
+        for f in flags
+        if f.action == Action.DEEP_DIVE and f.cluster in trusted - past and f.job_id
+    ]
     return {
         Handoff.CLEANUP.value: {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,
         Handoff.CANCEL.value: {**base, "jobs": cancel} if cancel else None,
         Handoff.HF_CHAIN.value: dict(base) if hf_chain else None,
         Handoff.HARVEST.value: dict(base) if trackers else None,
+        Handoff.DEEP_DIVE.value: {**base, "jobs": deep} if deep else None,
     }
 
 

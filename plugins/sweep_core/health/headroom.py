@@ -8,15 +8,7 @@ from typing import Any
 from sweep_core.config.ops_schema import QuotaConfig
 from sweep_core.config.schema_base import default_of
 from sweep_core.health.quota import QuotaParse, judge_headroom
-from sweep_core.health.quota_parsers import (
-    parse_cindata,
-    parse_df_inodes,
-    parse_jutil_dataquota,
-    parse_lfs_quota,
-    parser_for,
-)
-
-PARSERS = {"df": parse_df_inodes, "jutil": parse_jutil_dataquota, "cindata": parse_cindata, "lfs": parse_lfs_quota}
+from sweep_core.health.quota_parsers import PARSERS, parse_df_inodes, parser_for
 
 
 def quota_verdict(

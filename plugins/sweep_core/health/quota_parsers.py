@@ -305,12 +305,4 @@ def parser_for(command: str) -> str:
     """The parser name for an ops.md ``quota.command`` (``df -i …`` / ``jutil …`` / ``cindata`` / ``lfs quota …``)."""
     words = command.split()
     head = words[0].rsplit("/", 1)[-1] if words else ""
-    if head == "df":
-        return "df"
-    if head == "jutil":
-        return "jutil"
-    if head == "cindata":
-        return "cindata"
-    if head == "lfs":
-        return "lfs"
-    return ""
+    return head if head in PARSERS else ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from sweep_core.fanin.liveness import age_text
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, METRIC_PREFIX
 from sweep_core.history.store import HistoryStore, read_file
 from sweep_core.safe_text import clean
@@ -27,7 +28,7 @@ th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 thead th{position:sticky;top:0;background:#eee;cursor:pointer}.run{color:#1f6feb}.ok{color:#1a7f37}
 .bad{color:#cf222e;font-weight:bold}.warn{color:#9a6700}.badge{border-radius:3px;padding:0 4px;margin-right:2px;
 font-size:12px;background:#ddd}.critical{background:#ffd7d5}.stale{background:#fff1c2}tr.detail{display:none}
-tr.detail.open{display:table-row}tr.job{cursor:pointer}svg{background:#fafafa;margin:0 1em 1em 0}"""
+tr.detail.open{display:table-row}pre.tail{max-height:20em;overflow:auto;background:#f6f8fa;padding:.5em;white-space:pre-wrap}tr.job{cursor:pointer}svg{background:#fafafa;margin:0 1em 1em 0}"""
 JS = """function sortBy(th){const t=th.closest('table'),i=[...th.parentNode.children].indexOf(th),
 b=t.tBodies[0],rows=[...b.querySelectorAll('tr.job')],asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
 rows.sort((x,y)=>{const a=x.children[i].dataset.v??x.children[i].textContent,c=y.children[i].dataset.v??y.children[i].textContent;
@@ -49,9 +50,16 @@ def _e(value: object) -> str:
     return html.escape(clean(str(value)))
 
 
+def _age(minutes: object) -> str:
+    """The last output's age as the box tables print it (``7 min``, ``3h05m``); empty when unknown."""
+    if not isinstance(minutes, int | float) or isinstance(minutes, bool) or math.isnan(minutes):
+        return ""
+    return age_text(max(0.0, float(minutes)))
+
+
 def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str) -> str:
     metrics = [m for m in METRICS if METRIC_PREFIX + m in frame and frame[METRIC_PREFIX + m].notna().any()]
-    head = ["cluster", "id", "name", "state", "elapsed", "last output (min)", *metrics, "flags"]
+    head = ["cluster", "id", "name", "state", "elapsed", "last output", *metrics, "flags"]
     rows = []
     by_job: dict[tuple[str, str], list[dict[str, object]]] = {}
     for f in flags.to_dict("records"):
@@ -64,7 +72,7 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str) -> str:
         mins = job.get("minutes_since_output")
         cells = [_e(job["cluster"]), _e(job["job_id"]), _e(job["name"]),
                  f'<span class="{STATE_CLASS.get(str(job["state"]), "")}">{_e(job["state"])}</span>',
-                 _e(job.get("elapsed")), f'<td data-v="{_e(mins) or -1}">{_e(mins)}',
+                 _e(job.get("elapsed")), f'<td data-v="{_e(mins) or -1}">{_age(mins)}',
                  *(_e(job.get(METRIC_PREFIX + m)) for m in metrics), badges]  # fmt: skip
         tds = "".join(c if c.startswith("<td") else f"<td>{c}" for c in cells)
         evidence = (
@@ -77,8 +85,10 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str) -> str:
             or "<li>no flag</li>"
         )
         where = f"partition {_e(job.get('partition'))}, nodes {_e(job.get('nodes'))}, from {_e(job.get('source'))}"
+        tail = _e(job.get("tail"))
+        tail = f'<pre class="tail">{tail}</pre>' if tail else "<p>no log tail (none read this sweep)</p>"
         rows.append(
-            f'<tr class="job">{tds}</tr><tr class="detail"><td colspan="{len(head)}"><ul>{evidence}</ul>{where}</td></tr>'
+            f'<tr class="job">{tds}</tr><tr class="detail"><td colspan="{len(head)}"><ul>{evidence}</ul>{where}{tail}</td></tr>'
         )
     ths = "".join(f"<th>{_e(h)}</th>" for h in head)
     return f'<h3>{_e(bucket)} ({len(rows)})</h3><table data-bucket="{_e(bucket)}"><thead><tr>{ths}</tr></thead><tbody>{"".join(rows)}</tbody></table>'

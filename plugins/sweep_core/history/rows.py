@@ -1,5 +1,5 @@
 """One sweep as rows of one table (column ``record``): a ``job`` row per job (cluster, bucket, id,
-name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags), a ``cluster`` row
+name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags, its log's last lines), a ``cluster`` row
 per cluster (status, login node, quota/headroom) and a ``flag`` row per flag, each with the run id
 and window. One table per sweep keeps the write of a sweep a single atomic file.
 """
@@ -60,6 +60,7 @@ def _job_row(job: Job) -> dict[str, Any]:
         "stale": job.stale,
         "job_flags": " ".join(sorted({str(f.get("rule", "")) for f in job.flags})),
         "run_series": str(job.metrics.get("run_series") or ""),
+        "tail": job.log_tail or None,  # the last lines the fan-in kept (fanin.steps.drop_tails)
     }
     for key, value in sorted(job.metrics.items()):
         v = _scalar(value)

@@ -1,18 +1,18 @@
 """The rules' History (RECURRING failure signatures, RL names and series, launch fingerprints) read
-from the Parquet history's job rows, equal to what sweep_core.fanin.history builds from the
-per-sweep JSON state files: the way for the rules to read the one Parquet memory.
+from the Parquet history's job rows: the rules read the one record of every sweep, the same the
+Sweeps page and the digests read (no second memory).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from sweep_core.fanin.fingerprint import merge_fingerprints
-from sweep_core.fanin.history import history_from
 from sweep_core.history.rows import JOB, METRIC_PREFIX
 from sweep_core.history.store import HistoryStore
 from sweep_core.rules.context import History
@@ -54,9 +54,25 @@ def states_from_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return states
 
 
+def history_from(states: Sequence[dict[str, Any]]) -> History:
+    """Failure signatures, RL names/series and series fingerprints seen by earlier sweeps (oldest
+    state first: a later sweep's known fingerprint field overrides an earlier one)."""
+    h = History(known=bool(states))
+    for st in states:
+        h.rl_names.update(st.get("rl_names", []))
+        h.rl_series.update(st.get("rl_series", []))
+        for series, fp in (st.get("rl_fingerprints") or {}).items():
+            h.rl_fingerprints[series] = merge_fingerprints([h.rl_fingerprints.get(series, {}), fp])
+        for key, j in st.get("jobs", {}).items():
+            if j.get("signature"):
+                h.failure_signatures.setdefault(j["signature"], set()).add(key)
+    return h
+
+
 def load_rules_history(
     store: HistoryStore, window_end: dt.datetime, depth: int = 8, notes: list[str] | None = None
 ) -> History:
-    """History over the ``depth`` sweeps before ``window_end`` (as fanin.history.load_history)."""
+    """History over the ``depth`` sweeps whose window ended before ``window_end`` (a re-run does not
+    read itself; a backfill reads the sweeps before its own window); unusable files moved aside, noted."""
     frame = store.read(records=(JOB,), columns=COLUMNS, before=window_end, last=depth, notes=notes)
     return history_from(states_from_frame(frame))

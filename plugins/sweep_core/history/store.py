@@ -23,8 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sweep_core.fanin.history import move_aside
 from sweep_core.history.rows import SCHEMA_VERSION
+from sweep_core.state_dir import move_aside
 
 log = logging.getLogger(__name__)
 META_KEY = b"sweep_history"

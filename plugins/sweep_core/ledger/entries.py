@@ -1,5 +1,5 @@
 """The ledger's records: one entry per job ever seen (cluster, id, name, series, state, step/max,
-last output, first/last seen, hand-offs given, its progress counter and since when it has not moved,
+last output, first/last seen, hand-offs given, the latest deep-dive verdict, its progress counter and since when it has not moved,
 and samples of it for rates), the series' max steps, each cluster's last status, and their JSON
 form (validated on load: a wrong shape is a LedgerError, never a guess).
 """
@@ -36,6 +36,7 @@ class LedgerEntry:
     since: str = ""  # ISO window end of the first sweep that saw its current state (WEDGED since when)
     last_run: str = ""  # run id of that sweep
     handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
+    deep_dive: str = ""  # the latest RL deep-dive verdict: "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
     counter: str = ""  # the progress counter last read (step, chunks_done, results, done)
     counter_value: int | None = None
     counter_since: float | None = None  # remote clock of the sweep that first read that value (it last moved)
@@ -66,18 +67,26 @@ class Ledger:
     known: set[str] = field(default_factory=set)  # clusters some sweep KNEW (squeue validated)
     read_until: dict[str, str] = field(default_factory=dict)  # cluster -> latest window end whose sacct was read
     window_end: str = ""  # the latest window folded in (ISO)
+    windows: list[str] = field(default_factory=list)  # every window end folded (ISO, sorted): backfills
     run_id: str = ""  # the run that folded last (a re-run of it folds against the ledger before it)
+    told: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> channel -> hash of the digest sent
+    failing: list[str] = field(default_factory=list)  # run ids of the sweep runs failed since the last success
+    last_success: str = ""  # "<run id> <UTC time>" of the last sweep run that succeeded
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": LEDGER_VERSION,
             "window_end": self.window_end,
+            "windows": list(self.windows),
             "run_id": self.run_id,
             "clusters": dict(self.clusters),
             "known": sorted(self.known),
             "read_until": dict(self.read_until),
             "series": {k: asdict(v) for k, v in self.series.items()},
             "jobs": {k: asdict(v) for k, v in self.jobs.items()},
+            "told": {k: dict(v) for k, v in self.told.items()},
+            "failing": list(self.failing),
+            "last_success": self.last_success,
         }
 
     @classmethod
@@ -87,7 +96,7 @@ class Ledger:
             raise LedgerError(f"top level is {type(raw).__name__}, not an object")
         if raw.get("version") != LEDGER_VERSION:
             raise LedgerError(f"version {str(raw.get('version'))[:20]!r} is not {LEDGER_VERSION}")
-        for key in ("window_end", "run_id"):
+        for key in ("window_end", "run_id", "last_success"):
             if not isinstance(raw.get(key, ""), str):
                 raise LedgerError(f"'{key}' is not a string")
         clusters = raw.get("clusters", {})
@@ -96,16 +105,24 @@ class Ledger:
         read_until = raw.get("read_until", {})
         if not isinstance(read_until, dict) or not all(isinstance(v, str) for v in read_until.values()):
             raise LedgerError("'read_until' is not an object of strings")
-        known = raw.get("known", [])
-        if not isinstance(known, list) or not all(isinstance(v, str) for v in known):
-            raise LedgerError("'known' is not a list of strings")
+        known, failing, windows = raw.get("known", []), raw.get("failing", []), raw.get("windows", [])
+        for key, value in (("known", known), ("failing", failing), ("windows", windows)):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise LedgerError(f"'{key}' is not a list of strings")
+        told = _obj(raw, "told")
+        if not all(isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values())) for v in told.values()):
+            raise LedgerError("'told' is not an object of run id -> channel -> string")
         return cls(
+            told={k: dict(v) for k, v in told.items()},
+            failing=list(failing),
+            last_success=raw.get("last_success", ""),
             known=set(known),
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
             clusters=dict(clusters),
             read_until=dict(read_until),
             window_end=raw.get("window_end", ""),
+            windows=sorted(windows),
             run_id=raw.get("run_id", ""),
         )
 

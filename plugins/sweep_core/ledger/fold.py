@@ -1,7 +1,8 @@
 """Fold one sweep into the ledger and say what changed since the last sweep that KNEW each
 cluster: jobs new, ended in any state, state changes, stalls started and cleared, jobs that left
 the queue unseen, cluster status changes. An UNKNOWN/UNREACHABLE cluster changes no job entry;
-an older window (a backfill) never overwrites what a later sweep saw.
+an older window (a backfill) never overwrites what a later sweep saw, and tells its changes
+against the window folded before it (each entry as it stood then), not the latest sweep.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ VANISHED = "VANISHED"  # a row of its own (sweep_core.ledger.vanished): it keeps
 TRUSTED = frozenset({ClusterStatus.OK, ClusterStatus.PARTIAL})
 KEEP_ENDED_DAYS = 30  # an ended job stays this long after it was last seen (hand-offs stay known)
 FIRST_SWEEP = "first sweep on record: no previous sweep to compare with"
+NO_WINDOW_BEFORE = "no earlier window on record: nothing to compare this backfilled window with"
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,25 @@ def _job_changes(e: LedgerEntry | None, state: str, stale: bool, label: str, clu
     elif e is not None and e.stale and not stale and state == "RUNNING":  # SUSPENDED: told as a state
         out.append(Change("stall_cleared", cluster, f"stall cleared: {label} (output again)"))
     return out
+
+
+def window_before(ledger: Ledger, end: str) -> str:
+    """The latest window end folded in before ``end`` (ISO), "" when there is none on record."""
+    return max((w for w in ledger.windows if w < end), default="")
+
+
+def as_it_stood(e: LedgerEntry | None, when: str, state_now: str) -> LedgerEntry | None:
+    """Entry ``e`` as the sweep of the window ending ``when`` left it: None when no sweep had seen
+    the job by then; its state when it has not changed since; else (it changed after ``when``, to
+    what the ledger holds now) not known: ``state_now`` (this window's) when that is active, so no
+    change is made up, "" when it ended (told with no "was"). Its stall mark is not known: False."""
+    if e is None or not e.first_seen or e.first_seen > when:
+        return None
+    then = copy.copy(e)
+    if not (e.since and e.since <= when):
+        then.state = state_now if state_now in ACTIVE else ""
+    then.stale = False
+    return then
 
 
 def _update(e: LedgerEntry, job: Job, state: str, end: str, run_id: str) -> None:
@@ -134,19 +155,23 @@ def fold_sweep(
     end = window_end.astimezone(dt.UTC).isoformat()
     first = not ledger.window_end
     older = bool(ledger.window_end) and end < ledger.window_end  # a backfill of an earlier window
+    before = window_before(ledger, end) if older else ""  # what an older window is compared with
     changes: list[Change] = [Change("first", "", FIRST_SWEEP)] if first else []
+    if older and not before:
+        changes.append(Change("first", "", NO_WINDOW_BEFORE))
     links = link_index(ledger)  # the chains of the ledger before this sweep (progress counters)
     for s in sorted(snaps, key=lambda s: s.cluster):
-        status, before = str(s.status), ledger.clusters.get(s.cluster)
+        status, was = str(s.status), ledger.clusters.get(s.cluster)
         if not older:
-            if before is not None and before != status and not first:
-                changes.append(Change("cluster", s.cluster, f"cluster {s.cluster}: {before} → {status}"))
+            if was is not None and was != status and not first:
+                changes.append(Change("cluster", s.cluster, f"cluster {s.cluster}: {was} → {status}"))
             new.clusters[s.cluster] = status
         if s.status not in TRUSTED or s.running is None:
             continue  # what it did not know changes nothing
         quiet = first or s.cluster not in ledger.known  # the first sweep that knows a cluster lists no "new"
         if quiet and not first:
             changes.append(Change("first", s.cluster, f"cluster {s.cluster}: first sweep that knew it"))
+        quiet = quiet or (older and not before)
         new.known.add(s.cluster)
         if s.finished is not None and not older:  # its sacct window was read: nothing ended unseen before end
             new.read_until[s.cluster] = max(ledger.read_until.get(s.cluster, ""), end)
@@ -154,17 +179,21 @@ def fold_sweep(
         running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
         for key, job in sorted(seen.items()):
             e = new.jobs.get(key)
-            if e is not None and e.last_seen > end:
-                continue  # a later sweep saw it: an older window does not overwrite that
             state = base_state(job)
+            label = f"{job.cluster} {job.bucket or (e.bucket if e else '')} {job.job_id} {job.name}"
+            if older and not quiet and state != VANISHED:  # told against the window before, whatever later sweeps saw
+                then = as_it_stood(ledger.jobs.get(key), before, state)
+                changes.extend(_job_changes(then, state, job.stale, label, s.cluster))
+            if e is not None and e.last_seen > end:
+                e.first_seen = min(e.first_seen or end, end)  # known this early: a later backfill compares with it
+                continue  # a later sweep saw it: an older window does not overwrite that
             if state == VANISHED and e is not None:  # told by its row: last seen stays when it was listed
                 changes.append(
                     Change("gone", s.cluster, f"vanished: {_label(e)} (was {e.state}, last seen {e.last_seen})")
                 )
                 e.state, e.since, e.last_run = VANISHED, end, run_id
                 continue
-            if not quiet:
-                label = f"{job.cluster} {job.bucket or (e.bucket if e else '')} {job.job_id} {job.name}"
+            if not quiet and not older:
                 changes.extend(_job_changes(e, state, job.stale, label, s.cluster))
             if e is None:
                 e = new.jobs[key] = LedgerEntry(job.cluster, job.job_id, job.name, first_seen=end)
@@ -173,14 +202,15 @@ def fold_sweep(
             _remember_series(new, e)
         if older:
             continue  # an earlier window cannot tell that a job is gone now
-        blind = before if before is not None and before not in TRUSTED else ""
+        blind = was if was is not None and was not in TRUSTED else ""
         for key, e in sorted(new.jobs.items()):
             if e.cluster == s.cluster and e.state in ACTIVE and key not in seen:
                 change = _vanished(e, s, blind)
                 if change is not None:
-                    e.last_seen, e.last_run = max(e.last_seen, end), run_id
+                    e.last_seen, e.last_run, e.since = max(e.last_seen, end), run_id, end
                     changes.append(change)
     new.window_end = max(ledger.window_end, end)
+    new.windows = sorted({*ledger.windows, end})
     _prune(new, window_end)
     if not changes:
         changes.append(Change("none", "", "no change since the previous sweep"))
@@ -192,3 +222,4 @@ def _prune(ledger: Ledger, now: dt.datetime) -> None:
     cutoff = (now.astimezone(dt.UTC) - dt.timedelta(days=KEEP_ENDED_DAYS)).isoformat()
     for key in [k for k, e in ledger.jobs.items() if e.state not in ACTIVE and e.last_seen < cutoff]:
         del ledger.jobs[key]
+    ledger.windows = [w for w in ledger.windows if w >= cutoff]

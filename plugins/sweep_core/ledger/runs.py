@@ -1,5 +1,5 @@
 """A sweep run's use of the ledger: fold what it knew in (a re-run of the same run id tells the same
-changes) and give each per-job hand-off once (cleanup, cancel request); the tracker harvest and the
+changes) and give each per-job hand-off once (cleanup, cancel request, RL deep-dive); the tracker harvest and the
 HF chain are not per job: their DAGs are idempotent on the tracker and on the chain Variable.
 """
 
@@ -17,7 +17,7 @@ from sweep_core.ledger.store import fold_run, update_ledger
 from sweep_core.models import ClusterSnapshot
 from sweep_core.rules.context import base_state
 
-PER_JOB = ("cleanup", "cancel")  # hand-offs given once per job (conf key "jobs")
+PER_JOB = ("cleanup", "cancel", "deep_dive")  # hand-offs given once per job (conf key "jobs")
 
 
 def fold_sweep_run(

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweep_core.fanin.history import STATE_DIR, move_aside
 from sweep_core.ledger.entries import Ledger, LedgerError
 from sweep_core.ledger.given import merge_given
+from sweep_core.state_dir import STATE_DIR, move_aside
 
 LEDGER_FILE = "ledger.json"
 BEFORE_FILE = "ledger.before.json"
@@ -116,12 +116,16 @@ def fold_run(
     """Fold run ``run_id`` (window ending ``window_end``) in under the lock. The first fold of a run
     keeps the ledger as it stood before it; a re-run of the run that folded last (the same run id,
     or the same window: ``dags test`` again at the same logical date) folds against that again and
-    tells the same changes, keeping every hand-off given since. Any other run folds on top."""
+    tells the same changes, keeping every hand-off given since. Any other run folds on top; a run
+    of an OLDER window (a backfill) leaves the latest run and its ledger before as they were, so
+    that a re-run of that latest run still folds against what it folded against."""
     with _locked(run_log_dir):
         current = load_ledger(run_log_dir, notes)
         base = _base(run_log_dir, current, run_id, window_end, notes)
-        _write(_before_path(run_log_dir), {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
+        older = bool(current.window_end) and window_end < current.window_end and base is current
+        if not older:
+            _write(_before_path(run_log_dir), {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
         ledger, result = fold(base)
-        ledger.run_id = run_id
+        ledger.run_id = current.run_id if older else run_id
         save_ledger(run_log_dir, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))
     return result

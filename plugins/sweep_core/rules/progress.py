@@ -14,6 +14,7 @@ from sweep_core.ledger.progress import counter_run, earlier_counter, link_index,
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
+from sweep_core.window import is_past_window
 
 
 def progress_unreadable(job: Job) -> str:
@@ -27,10 +28,12 @@ def progress_unreadable(job: Job) -> str:
 
 
 def rule_progress_unreadable(ctx: RuleContext) -> list[Flag]:
-    """RUNNING past its bucket cadence (elapsed > cadence_minutes) with no readable progress: warn."""
+    """RUNNING past its bucket cadence (elapsed > cadence_minutes) with no readable progress: warn
+    (not for a past window: its running rows come from sacct, their logs tell about now)."""
     out = []
+    past = {s.cluster for s in ctx.snaps if is_past_window(s.window_end, s.remote_now)}  # no log read then
     for job in ctx.jobs(source="squeue"):
-        if base_state(job) != "RUNNING":
+        if base_state(job) != "RUNNING" or job.cluster in past:
             continue
         why = progress_unreadable(job)
         ran = elapsed_minutes(job.elapsed)

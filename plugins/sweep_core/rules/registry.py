@@ -15,6 +15,7 @@ from sweep_core.rules.context import RuleContext
 from sweep_core.rules.datagen import rule_datagen_realness
 from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
+from sweep_core.rules.gpu import rule_gpu_idle, rule_gpu_mem_ceiling
 from sweep_core.rules.liveness import rule_liveness_stale
 from sweep_core.rules.lost import rule_vanished, rule_wedged
 from sweep_core.rules.pending import rule_chain_dependency_broken, rule_pending_stuck
@@ -30,6 +31,8 @@ from sweep_core.rules.sft import rule_sft_divergence
 
 RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "liveness_stale": rule_liveness_stale,
+    "gpu_idle": rule_gpu_idle,
+    "gpu_mem_ceiling": rule_gpu_mem_ceiling,
     "progress_unreadable": rule_progress_unreadable,
     "progress_stalled": rule_progress_stalled,
     "completion_cleanup": rule_completion_cleanup,

@@ -144,13 +144,24 @@ _DEEP_DIVE = (
 )
 
 
+def _deep_dive_on_record(ctx: RuleContext, job: Job) -> str:
+    """The job's latest deep-dive verdict in the ledger (sweep_rl_deep_dive wrote it), also put in
+    its metrics for the row's Note; "" when none."""
+    e = ctx.history.ledger.jobs.get(f"{job.cluster}|{job.job_id}")
+    if e is None or not e.deep_dive:
+        return ""
+    job.metrics["deep_dive"] = e.deep_dive
+    return e.deep_dive
+
+
 def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
     """A RUNNING RL job in a new/untested setting -> a deep-dive saying what to look at.
 
     Untested = a debug/smoke/canary name tag, a series no earlier sweep saw, or a launch
     fingerprint (nodes, partition, model, config, image, commit; sweep_core/fanin/fingerprint.py) that
     differs from the one remembered for the series. Every RL job's series and fingerprint are kept
-    in its metrics (``run_series``, ``fingerprint``) for the sweep state.
+    in its metrics (``run_series``, ``fingerprint``) for the sweep state. A job whose deep-dive
+    verdict is on record (the ledger) is not asked again: its row's Note shows the verdict.
     """
     out = []
     fcfg = ctx.cfg.fingerprint
@@ -176,7 +187,13 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
                     + ", ".join(f"{name} {what}" for name, what in changes)
                 )
                 first = [LOOK_AT[name] for name, _ in changes]
-        if reasons:
+        on_record = _deep_dive_on_record(ctx, job)
+        if reasons and on_record:
+            kill = on_record.split(" ", 3)[2:3] == ["KILL:"]
+            sev = Severity.WARN if kill else Severity.INFO
+            msg = f"{'; '.join(reasons)}: deep-dive on record, not asked again (see note)"
+            out.append(job_flag("rl_new_untested", sev, job, msg))
+        elif reasons:
             look = _DEEP_DIVE + (f"; look first at: {'; '.join(dict.fromkeys(first))}" if first else "")
             out.append(
                 job_flag("rl_new_untested", Severity.WARN, job, f"{'; '.join(reasons)}: {look}", Action.DEEP_DIVE)

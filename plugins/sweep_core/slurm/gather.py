@@ -8,7 +8,8 @@ base64-encoded, one record per line, and are parsed locally.
 Rules the script keeps (ops.md STEP 0 gotchas, DESIGN "Cluster cost"): controller calls constant
 in the number of jobs (the StdOut of every job from ONE ``squeue -O`` listing, the chunk counts
 of every array from ONE ``sacct -j``); every log stat'ed and tailed (bounded) by ONE process; no
-find/du walks; sacct always gets -S and -E. Values from the cluster (job ids, paths) never reach
+find/du walks; sacct always gets -S and -E. A PAST window (ended more than PAST_WINDOW_GRACE_S
+before the remote clock) asks no squeue at all: its running set is ``sacct -s R`` over the window. Values from the cluster (job ids, paths) never reach
 a shell command line unquoted.
 """
 
@@ -20,15 +21,18 @@ import secrets
 from dataclasses import dataclass, field
 
 from sweep_core.config.sweep_schema import GatherLimits
+from sweep_core.gpu.probe import QUERY as GPU_QUERY
 from sweep_core.slurm.parse import (
-    SACCT_FORMAT,
     SACCT_JOBS_FORMAT,
     SACCT_TERMINAL_STATES,
+    SACCT_WINDOW_FORMAT,
     CommandResult,
     pending_format,
     squeue_format,
 )
+from sweep_core.slurm.past_window import PAST_RUNNING_FORMAT
 from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
+from sweep_core.window import past_window_grace_s
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (
@@ -107,6 +111,13 @@ class GatherRequest:
     # (a tail blocked on a FIFO, a hung filesystem), so nothing of the sweep outlives it on the
     # login node. 0 = unbounded. Set it below the SSH command timeout.
     bound_s: int = 0
+    # GPU probe (ops.md gpu_probe; sweep_core.gpu): "srun-overlap" probes at most gpu_max RUNNING
+    # jobs whose name matches gpu_patterns (bash ERE: the GPU buckets' patterns), the oldest log
+    # first, each bounded by gpu_timeout_s; "none" (or "accounting": no probe here) runs nothing.
+    gpu_probe: str = "none"
+    gpu_max: int = 20
+    gpu_timeout_s: int = 20
+    gpu_patterns: tuple[str, ...] = ()
 
 
 def new_marker() -> str:
@@ -128,6 +139,8 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "array_lookback_s",
         "bound_s",
         "max_git_files",
+        "gpu_max",
+        "gpu_timeout_s",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -139,9 +152,11 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "SQUEUE_FORMAT": squeue_format(marker),
         "PENDING_FORMAT": pending_format(marker),
         "PATHS_FORMAT": paths_format(marker),
-        "SACCT_FORMAT": SACCT_FORMAT,
+        "SACCT_FORMAT": SACCT_WINDOW_FORMAT,
         "SACCT_STATES": SACCT_TERMINAL_STATES,
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
+        "PAST_RUNNING_FORMAT": PAST_RUNNING_FORMAT,
+        "PAST_GRACE_S": past_window_grace_s(),
         "WINDOW_START": req.window_start,
         "WINDOW_END": req.window_end,
         "SETTLE_S": req.settle_s,
@@ -156,6 +171,11 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "R": req.repo_path,
         "MAX_GIT_FILES": req.max_git_files,
         "PY": req.python,
+        "GPU_PROBE": req.gpu_probe,
+        "GPU_MAX": req.gpu_max,
+        "GPU_TIMEOUT_S": max(1, req.gpu_timeout_s),
+        "GPU_PATTERNS": list(req.gpu_patterns),
+        "GPU_QUERY": GPU_QUERY,
     }
 
 
@@ -168,7 +188,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
         "gather_in_shell", "gather_shell.sh"
     )
-    script = compose(marker, values, ("log_helpers.sh", "gather.sh"), trailer, req.bound_s, functions)
+    script = compose(marker, values, ("log_helpers.sh", "gather.sh", "gpu_probe.sh"), trailer, req.bound_s, functions)
     return script, marker
 
 

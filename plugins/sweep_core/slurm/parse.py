@@ -8,7 +8,9 @@ The text formats are the stable contract across Slurm versions (``--json`` chang
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+from sweep_core.slurm.efficiency import USAGE_FIELDS, Efficiency, job_efficiency
 
 # squeue -o fields. JobName goes LAST: it may contain the delimiter.
 SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
@@ -67,6 +69,10 @@ SACCT_FIELDS: tuple[str, ...] = (
     "JobName",
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
+# The gather's ONE windowed sacct, steps included (no -X): the usage fields of seff before the
+# name, which stays LAST. Steps feed the efficiency of their job (sweep_core.slurm.efficiency).
+SACCT_WINDOW_FIELDS: tuple[str, ...] = (*SACCT_FIELDS[:-1], *USAGE_FIELDS, "JobName")
+SACCT_WINDOW_FORMAT = ",".join(SACCT_WINDOW_FIELDS)
 # The short form every other sacct read asks for (the gather's chunk counts, the cleanup probe's
 # and the harvest's `sacct -j`, the HF chain's probe): -X -P -n, fields split by the run's
 # marker, the name LAST. Read by read_sacct_jobs, the one reader of it.
@@ -112,6 +118,11 @@ def _check(tool: str, result: CommandResult) -> None:
             raise SlurmOutputError(f"{tool} reported an error (exit 0): {err}")
 
 
+def check_command(tool: str, result: CommandResult) -> None:
+    """Raise SlurmOutputError when ``result`` errored (exit code, or an error text on stderr)."""
+    _check(tool, result)
+
+
 def _lines(tool: str, result: CommandResult, heads: tuple[str, ...]) -> tuple[str, list[str]]:
     """(delimiter, data lines): the delimiter is read off the header (``|`` or a run's nonce)."""
     _check(tool, result)
@@ -129,12 +140,18 @@ def _lines(tool: str, result: CommandResult, heads: tuple[str, ...]) -> tuple[st
 
 
 def _records(
-    tool: str, lines: list[str], delim: str, n: int, id_ok: re.Pattern[str], strict: bool = True
+    tool: str,
+    lines: list[str],
+    delim: str,
+    n: int,
+    id_ok: re.Pattern[str],
+    strict: bool = True,
+    odd: list[str] | None = None,
 ) -> list[tuple[list[str], str]]:
     """Split data lines into (fields, note) records; the last field (the job name) may hold
     newlines: a line that is not a record of its own continues the name of the one before it,
     and that record gets a note. With a nonce delimiter no name can forge a record. A line before
-    the first record raises (``strict``) or is dropped."""
+    the first record raises (``strict``) or is dropped (kept in ``odd`` when given)."""
     out: list[tuple[list[str], str]] = []
     for i, line in enumerate(lines, start=2):
         parts = line.split(delim, n - 1)
@@ -146,6 +163,8 @@ def _records(
             out[-1] = (fields, "job name holds a newline")
         elif strict and line.strip():
             raise SlurmOutputError(f"{tool} line {i} has {len(parts)} fields, expected {n}: {line[:200]!r}")
+        elif odd is not None and line.strip():
+            odd.append(line)
     return out
 
 
@@ -153,15 +172,16 @@ _JOB_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?")
 _SACCT_ID = re.compile(r"\d+(_(\d+|\[[0-9,%-]+\]))?(\+\d+)?(\.[A-Za-z0-9_+-]+)?")
 
 
-def read_records(text: str, delim: str, n: int) -> list[tuple[list[str], str]]:
+def read_records(text: str, delim: str, n: int, odd: list[str] | None = None) -> list[tuple[list[str], str]]:
     """Records of a headerless (``-h``/``-n``) squeue/sacct output whose last field is the job
     name, fields split by ``delim`` (the run's marker): (fields, note) per job. A line that is no
     record of its own continues the name before it (note says so); lines before the first record
-    are dropped. Never raises: no name can forge a record, none can hide another."""
+    are dropped (kept in ``odd`` when given). Never raises: no name can forge a record, none can
+    hide another."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return _records("", lines, delim, n, _SACCT_ID, strict=False)
+    return _records("", lines, delim, n, _SACCT_ID, strict=False, odd=odd)
 
 
 def base_state_of(state: str) -> str:
@@ -248,6 +268,7 @@ class SacctRow:
     nodes: str
     name: str
     note: str = ""  # what is odd about this row (a newline in its name)
+    efficiency: Efficiency | None = field(default=None, compare=False)  # windowed sacct only
 
     @property
     def base_state(self) -> str:
@@ -305,3 +326,23 @@ def parse_scontrol_job(text: str) -> dict[str, str]:
         else:
             out[key] = value
     return out
+
+
+def parse_sacct_window(result: CommandResult) -> list[SacctRow]:
+    """Rows of the gather's windowed ``sacct -P --delimiter=d -o SACCT_WINDOW_FORMAT`` (steps
+    included): one per job, each with the efficiency of its allocation line and its steps. Output
+    in the short SACCT_FORMAT (an older script) is read by parse_sacct, without efficiency."""
+    first = result.stdout.split("\n", 1)[0]
+    if result.rc == 0 and first.startswith("JobID") and "TotalCPU" not in first:
+        return parse_sacct(result)
+    delim, lines = _lines("sacct", result, SACCT_WINDOW_FIELDS)
+    n_base = len(SACCT_FIELDS) - 1
+    jobs: list[tuple[SacctRow, dict[str, str]]] = []
+    steps: dict[str, list[dict[str, str]]] = {}
+    for parts, note in _records("sacct", lines, delim, len(SACCT_WINDOW_FIELDS), _SACCT_ID):
+        rec = dict(zip(SACCT_WINDOW_FIELDS, parts, strict=True))
+        if "." in parts[0]:
+            steps.setdefault(parts[0].split(".", 1)[0], []).append(rec)
+            continue
+        jobs.append((SacctRow(*parts[:n_base], parts[-1], note=note), rec))
+    return [replace(row, efficiency=job_efficiency(rec, steps.get(row.job_id, []))) for row, rec in jobs]

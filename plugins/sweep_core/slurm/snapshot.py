@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from sweep_core.config.ops import QuotaConfig
+from sweep_core.gpu.probe import readings
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import parse_tree_status
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import (
+    CommandResult,
     SlurmOutputError,
+    check_command,
     parse_pending,
-    parse_sacct,
+    parse_sacct_window,
     parse_scontrol_job,
     parse_squeue,
     read_sacct_jobs,
 )
+from sweep_core.slurm.past_window import past_running_jobs
 
 
 def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
@@ -170,6 +176,37 @@ def _attach_quota(snap: ClusterSnapshot, output: GatherOutput, quota: QuotaConfi
     snap.quota = quota_verdict(quota.kind, quota.command, rec("quota"), dfs, quota.soft_limit, quota.warn_fraction)
 
 
+PAST_WINDOW_SOURCE = (
+    "past window: read from sacct (jobs running at its end: sacct -s R; jobs ended in it), "
+    "squeue not asked (it tells about now); PENDING jobs not listed"
+)
+
+
+def _past_running(snap: ClusterSnapshot, then: CommandResult, marker: str, window_end: str) -> None:
+    """A past window's running set from its ``pastrun`` record (sacct -s R over the window)."""
+    snap.notes.append(PAST_WINDOW_SOURCE)
+    try:
+        check_command("sacct -s R", then)
+        end = int(dt.datetime.fromisoformat(window_end).timestamp())
+        snap.running = past_running_jobs(snap.cluster, then.stdout, marker, end)
+    except (SlurmOutputError, ValueError) as exc:
+        snap.notes.append(f"running set UNKNOWN: {exc}")
+
+
+def _attach_gpu(
+    snap: ClusterSnapshot, output: GatherOutput, timeout_s: int | None, ceiling: float | None, cap: int | None
+) -> None:
+    """The GPU probe's reading of each candidate (record gpucand, then gpu:<id> per probe)."""
+    cand = output.get("gpucand")
+    if cand is None or snap.running is None:
+        return
+    ids = cand.stdout.split()
+    probes = {jid: rec for jid in ids if (rec := output.get(f"gpu:{jid}")) is not None}
+    found = readings(ids, probes, timeout_s, ceiling, output.complete, cap)
+    for job in snap.running:
+        job.gpu = found.get(job.job_id, {})
+
+
 def snapshot_from_output(
     cluster: str,
     output: GatherOutput,
@@ -178,6 +215,9 @@ def snapshot_from_output(
     window_end: str,
     quota: QuotaConfig | None = None,
     n_df: int = 0,
+    gpu_timeout_s: int | None = None,
+    gpu_ceiling: float | None = None,
+    gpu_max: int | None = None,
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -200,7 +240,9 @@ def snapshot_from_output(
         snap.notes.append("gather script did not run to its end: results may be partial")
 
     sq = output.get("squeue")
-    if sq is None:
+    if (then := output.get("pastrun")) is not None:
+        _past_running(snap, then, output.marker, window_end)
+    elif sq is None:
         snap.notes.append("running set UNKNOWN: squeue produced no record")
     else:
         try:
@@ -254,7 +296,7 @@ def snapshot_from_output(
     else:
         try:
             finished = []
-            for row in parse_sacct(sa):
+            for row in parse_sacct_window(sa):
                 job = Job(
                     cluster=cluster,
                     job_id=row.job_id,
@@ -267,6 +309,7 @@ def snapshot_from_output(
                     exit_code=row.exit_code,
                     partition=row.partition,
                     nodes=row.nodes,
+                    efficiency=row.efficiency.to_dict() if row.efficiency else {},
                 )
                 _attach_failed_log(job, output)
                 job.note = row.note
@@ -276,6 +319,7 @@ def snapshot_from_output(
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
+    _attach_gpu(snap, output, gpu_timeout_s, gpu_ceiling, gpu_max)
     _attach_tree(snap, output)
     if quota is not None and quota.kind != "none" and not quota.dormant:
         _attach_quota(snap, output, quota, n_df)

@@ -29,6 +29,14 @@ IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # 
 MAX_NAME = 200  # Slurm job names are at most 200 characters
 
 
+def check_slurm_job(job_id: str, name: str) -> None:
+    """ValueError unless ``job_id`` is a Slurm job id and ``name`` a one-line job name (before any script)."""
+    if not JOB_ID_RE.match(job_id):
+        raise ValueError(f"job id {job_id!r} is not a Slurm job id")
+    if not name or len(name) > MAX_NAME or any(c in name for c in "\n\r\0"):
+        raise ValueError(f"job name {name[:80]!r} is empty, too long or not one line")
+
+
 class CancelConfigError(ValueError):
     """sweep.yaml's ``cancel:`` is malformed; the message names the key."""
 

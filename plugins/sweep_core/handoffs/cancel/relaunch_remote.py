@@ -15,19 +15,12 @@ import shlex
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sweep_core.handoffs.cancel.plan import JOB_ID_RE, MAX_NAME
+from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
 
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
-
-
-def _check(job_id: str, name: str) -> None:
-    if not JOB_ID_RE.match(job_id):
-        raise ValueError(f"job id {job_id!r} is not a Slurm job id")
-    if not name or len(name) > MAX_NAME or any(c in name for c in "\n\r\0"):
-        raise ValueError(f"job name {name[:80]!r} is empty, too long or not one line")
 
 
 @dataclass(frozen=True)

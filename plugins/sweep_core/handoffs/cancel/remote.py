@@ -16,7 +16,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from sweep_core.handoffs.cancel.plan import JOB_ID_RE, MAX_NAME
+from sweep_core.handoffs.cancel.plan import check_slurm_job
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_FORMAT, SacctRow, SlurmOutputError, parse_sacct, squeue_format
 from sweep_core.slurm.remote_scripts import compose
@@ -33,10 +33,7 @@ class ApprovedJob:
     state: str
 
     def __post_init__(self) -> None:
-        if not JOB_ID_RE.match(self.job_id):
-            raise ValueError(f"job id {self.job_id!r} is not a Slurm job id")
-        if not self.name or len(self.name) > MAX_NAME or any(c in self.name for c in "\n\r\0"):
-            raise ValueError(f"job name {self.name[:80]!r} is empty, too long or not one line")
+        check_slurm_job(self.job_id, self.name)
         if self.state not in ("RUNNING", "PENDING"):
             raise ValueError(f"state {self.state!r} is not RUNNING or PENDING")
 

@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# The RL deep-dive probe (sweep_core.handoffs.deep_dive.remote), read-only. The header Python
+# writes sets U, IDS and NAMES (arrays, checked: Slurm job ids, one-line names), LP (ops.md
+# log_pattern), PATHS_FORMAT, LOG_ROOTS and ART_ROOTS (ops.md log_roots / artifact_roots),
+# TDIRS + TJOB (candidate trace dirs and the index of their job), TGLOBS, LOG_BYTES, CHAIN_LOGS,
+# MAX_FILES, FILE_BYTES, GPU_PROBE (ops.md gpu_probe), GPU_TIMEOUT_S, GPU_QUERY. Nothing outside
+# the roots is read (realpath -e, then the prefix).
+# Records: now; states (ONE squeue); per job k: logpath:k + mtime:k + log:k + chain:k:n, or
+# nolog:k; tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k; gpu:k (srun-overlap: one
+# bounded `srun --jobid --overlap nvidia-smi` per RUNNING job, one task per node) or nogpu:k.
+run now date +%s
+ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
+run states squeue -h -t all -j "$ids" -o "%i$M%T$M"
+if squeue -h -t all -j "$ids" -O "$PATHS_FORMAT" >"$T/paths" 2>/dev/null; then read_listing "$T/paths"; fi
+RLR=(); RAR=()
+for r in ${LOG_ROOTS[@]+"${LOG_ROOTS[@]}"}; do x=$(realpath -e -- "$r" 2>/dev/null) && RLR+=("$x"); done
+for r in ${ART_ROOTS[@]+"${ART_ROOTS[@]}"}; do x=$(realpath -e -- "$r" 2>/dev/null) && RAR+=("$x"); done
+# `below REAL ROOT...`: REAL lies strictly below one of the (resolved) roots
+below() { local p=$1 r; shift; for r in "$@"; do case $p in "$r"/*) return 0 ;; esac; done; return 1; }
+say() { printf '%s' "$2" >"$T/o"; printf '%s' "$3" >"$T/e"; rec "$1" "${4:-1}"; }
+k=0
+for id in ${IDS[@]+"${IDS[@]}"}; do
+  name=${NAMES[$k]}; p=""
+  if [ -z "${AMB[$id]+x}" ] && [ -n "${LPATH[$id]+x}" ]; then p=${LPATH[$id]}; fi
+  case $p in /*) ;; *) p="" ;; esac
+  # replacements quoted: bash 5.2 (patsub_replacement) would expand a & in them
+  if [ -z "$p" ] && [ -n "$LP" ]; then p=${LP//%j/"$id"}; p=${p//%x/"$name"}; p=${p//%u/"$U"}; fi
+  if [ -z "$p" ]; then say "nolog:$k" "" "no log path: squeue does not list the job and ops.md has no log_pattern"
+  elif ! real=$(realpath -e -- "$p" 2>/dev/null); then say "nolog:$k" "$p" "not found"
+  elif ! below "$real" ${RLR[@]+"${RLR[@]}"}; then say "nolog:$k" "$p" "resolves to $real, outside the ops.md log_roots: not read" 2
+  elif [ ! -f "$real" ]; then say "nolog:$k" "$p" "$(kind "$real"): not read" 2
+  else
+    say "logpath:$k" "$p" "" 0
+    run "mtime:$k" stat -L -c %Y -- "$real"
+    run "log:$k" tail -c "$LOG_BYTES" -- "$real"
+    case $id in *_*) k=$((k + 1)); continue ;; esac  # array tasks share a name: siblings, not chain links
+    d=${real%/*}; b=${real##*/}; n=0
+    ls -1t -- "$d" >"$T/ls" 2>/dev/null
+    while IFS= read -r f; do
+      [ "$n" -lt "$CHAIN_LOGS" ] || break
+      [ "$f" = "$b" ] && continue
+      case $f in "$name"*) ;; *) continue ;; esac
+      if [ ! -f "$d/$f" ] || [ -L "$d/$f" ]; then continue; fi
+      n=$((n + 1))
+      run "chain:$k:$n" tail -c "$LOG_BYTES" -- "$d/$f"
+    done <"$T/ls"
+  fi
+  k=$((k + 1))
+done
+declare -A TDONE=()
+i=0
+for d in ${TDIRS[@]+"${TDIRS[@]}"}; do
+  k=${TJOB[$i]}; i=$((i + 1))
+  [ -z "${TDONE[$k]+x}" ] || continue
+  real=$(realpath -e -- "$d" 2>/dev/null) || continue
+  TDONE[$k]=1
+  if ! below "$real" ${RAR[@]+"${RAR[@]}"}; then say "notrace:$k" "$d" "resolves to $real, outside the ops.md artifact_roots: not read" 2; continue; fi
+  if [ ! -d "$real" ]; then say "notrace:$k" "$d" "$(kind "$real"), not a directory" 2; continue; fi
+  say "tdir:$k" "$d" "" 0
+  ls -1t -- "$real" >"$T/ls" 2>/dev/null
+  n=0
+  while IFS= read -r f; do
+    [ "$n" -lt "$MAX_FILES" ] || break
+    hit=0
+    # shellcheck disable=SC2254  # TGLOBS are globs (sweep.yaml deep_dive.trace_files)
+    for g in "${TGLOBS[@]}"; do case $f in $g) hit=1 ;; esac; done
+    [ "$hit" = 1 ] || continue
+    if [ ! -f "$real/$f" ] || [ -L "$real/$f" ]; then continue; fi
+    n=$((n + 1))
+    say "tname:$k:$n" "$f" "$(stat -c %s -- "$real/$f" 2>/dev/null || echo 0)" 0
+    run "tfile:$k:$n" tail -c "$FILE_BYTES" -- "$real/$f"
+  done <"$T/ls"
+done
+# GPU utilisation (ops.md gpu_probe: srun-overlap): the node count of each RUNNING job from ONE
+# squeue, then one bounded probe per job (array tasks: not probed, their raw id is not listed here)
+if [ "$GPU_PROBE" = srun-overlap ]; then
+  declare -A GN=()
+  while read -r a b; do GN[$a]=$b; done < <(squeue -h -t RUNNING -j "$ids" -o "%i %D" 2>/dev/null)
+  k=0
+  for id in ${IDS[@]+"${IDS[@]}"}; do
+    if [ -z "${GN[$id]+x}" ]; then say "nogpu:$k" "" "not RUNNING (or an array task): GPUs not probed"
+    else
+      run "gpu:$k" timeout -k 2 "$GPU_TIMEOUT_S" srun --jobid="$id" --overlap --nodes="${GN[$id]}" \
+        --ntasks="${GN[$id]}" --ntasks-per-node=1 --label --quiet nvidia-smi --query-gpu="$GPU_QUERY" \
+        --format=csv,noheader,nounits </dev/null
+    fi
+    k=$((k + 1))
+  done
+fi

@@ -1,0 +1,79 @@
+"""The schema of sweep.yaml's ``deep_dive:`` section: where a run's rollout/trace files lie and
+which field holds the generated text, the log signatures of weight-sync garbage and engine
+starvation, the KILL thresholds and the serving LUT (expected GPU utilisation per setting).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from sweep_core.config.schema_base import Regex, StrictModel, Tup
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+Positive = Annotated[int, Field(gt=0)]
+Percent = Annotated[float, Field(ge=0, le=100)]
+
+DEFAULT_WEIGHT_SYNC = (
+    r"(?i)weight[ _-]?(sync|update|broadcast)\w*\b.*\b(mismatch|nan|inf|fail(ed|ure)?|corrupt\w*|garbage|timed? ?out)",
+    r"(?i)NCCL\b.*\b(broadcast|all_?gather)\b.*\b(error|timeout|mismatch)",
+)
+DEFAULT_STARVATION = (
+    r"(?i)engine\w*\b.*\b(starv\w*|no requests? (received|scheduled)|idle for \d+)",
+    r"(?i)(no|0) (free|available) (kv[ -]?cache )?blocks",
+    r"(?i)waiting for (rollout|generation|inference) (workers?|engines?)\b.*\b(timed? ?out|\d+ ?s)",
+)
+
+
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in patterns)
+
+
+class LutRow(StrictModel):
+    """One setting of the serving LUT: a regex over the job name (model / geometry) and the GPU
+    utilisation (percent, mean over the job's GPUs) a healthy run of it shows."""
+
+    match: Regex = Field(description="regex over the job name: model, geometry (first row that matches wins)")
+    util_min: Percent = Field(description="a healthy run's mean GPU utilisation is at least this")
+    util_max: Percent = Field(100.0, description="and at most this")
+    note: str = Field("", description="where the range comes from (a measured run)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LutRow:
+        if self.util_min > self.util_max:
+            raise ValueError(f"util_min {self.util_min} is above util_max {self.util_max}")
+        return self
+
+
+class DeepDiveSection(StrictModel):
+    """sweep.yaml ``deep_dive:`` (the RL deep-dive probe, sweep_rl_deep_dive)."""
+
+    trace_dir: NonEmpty = Field(
+        "{root}/{name}/trace_jobs",
+        description="a run's rollout/trace dir under each ops.md artifact root: {root} {name} {job_id} (depth-1 listing)",
+    )
+    trace_files: Tup[NonEmpty] = Field(("*.jsonl", "*.json"), min_length=1, description="shell globs of rollout files")
+    text_field: NonEmpty = Field(
+        "response", description="dotted path of the generated text in each JSON record (`messages.-1.content`)"
+    )
+    max_files: Positive = Field(20, description="newest rollout files read per run")
+    file_bytes: Positive = Field(262144, description="bytes read from the end of each rollout file")
+    max_rollouts: Positive = Field(20, description="newest rollouts judged per run")
+    min_rollouts: Positive = Field(5, description="fewer rollouts read than this: emptiness is not judged")
+    log_bytes: Positive = Field(1048576, description="bytes of the job's log (and each chain log) read")
+    chain_logs: Annotated[int, Field(ge=0)] = Field(3, description="earlier chain-link logs read (same name, same dir)")
+    weight_sync_patterns: Tup[Regex] = Field(
+        _compiled(DEFAULT_WEIGHT_SYNC), description="log regexes of weight-sync garbage (any match: KILL)"
+    )
+    starvation_patterns: Tup[Regex] = Field(
+        _compiled(DEFAULT_STARVATION), description="log regexes of an engine-starvation wedge (any match: KILL)"
+    )
+    zero_reward_steps: Positive = Field(10, description="reward exactly 0 on the last this many logged steps: KILL")
+    idle_util_pct: Percent = Field(5.0, description="every GPU at or below this while the log advances: KILL")
+    advancing_minutes: Positive = Field(30, description="the log advances when written within this many minutes")
+    watch_reward_below: float = Field(0.05, description="the watch signal of a NO-KILL: reward_mean below this")
+    serving_lut: Tup[LutRow] = Field(
+        (), description="`{match, util_min, util_max, note}`: expected GPU util per setting"
+    )

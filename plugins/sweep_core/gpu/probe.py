@@ -1,0 +1,140 @@
+"""Read one GPU probe: ``srun --jobid=<id> --overlap --nodes=N --ntasks-per-node=1 --label
+nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,noheader,nounits`` (one line per GPU, prefixed
+``<task>: `` by --label: one task per node of the job). A probe that failed, timed out or printed
+anything but GPU lines is UNKNOWN with the reason, never 0 %.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sweep_core.slurm.parse import CommandResult
+
+QUERY_FIELDS: tuple[str, ...] = ("index", "utilization.gpu", "memory.used", "memory.total", "power.draw")
+QUERY = ",".join(QUERY_FIELDS)
+# Exit codes of `timeout` (the probe's bound hit: TERM, then KILL after the grace).
+_TIMED_OUT = (124, 137)
+_LINE = re.compile(r"(?:(\d+): )?(.*)")
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One GPU of one node: ``None`` where nvidia-smi printed ``[N/A]``/``[Not Supported]``."""
+
+    task: int  # the srun task = the node's place in the job's node list
+    index: int
+    util: float | None  # percent
+    mem_used: float | None  # MiB
+    mem_total: float | None
+    power: float | None  # W
+
+
+@dataclass
+class GpuReading:
+    """The probe of one job: mean/min utilisation over all its GPUs, the highest memory fraction."""
+
+    gpus: list[GpuSample] = field(default_factory=list)
+    mean_util: float | None = None
+    min_util: float | None = None
+    n_gpus: int = 0
+    mem_frac: float | None = None  # max over GPUs of memory.used / memory.total
+    ceiling: float | None = None  # ops.md gpu_mem_ceiling, carried for the table and the rule
+    why: str = ""  # why the reading is unknown ("" when it is known)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _num(text: str) -> float | None:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _first_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0][:200] if lines else ""
+
+
+def parse_sample(line: str) -> GpuSample | None:
+    """``0: 3, 87, 71320, 81559, 612.50`` -> a sample; None for any other line (an error text)."""
+    m = _LINE.fullmatch(line.strip())
+    parts = [p.strip() for p in (m.group(2) if m else "").split(",")]
+    if not m or len(parts) != len(QUERY_FIELDS) or not parts[0].isdigit():
+        return None
+    util, used, total, power = (_num(p) for p in parts[1:])
+    if util is None or not 0 <= util <= 100:
+        return None
+    return GpuSample(int(m.group(1) or 0), int(parts[0]), util, used, total, power)
+
+
+def parse_probe(result: CommandResult, timeout_s: int | None = None, ceiling: float | None = None) -> GpuReading:
+    """The reading of one probe record. Unknown (``why`` set, no figures) when the probe timed
+    out, exited non-zero, printed a line that is not a GPU (nvidia-smi's own error texts), or no GPU."""
+    reading = GpuReading(ceiling=ceiling)
+    samples, odd = [], []
+    for line in result.stdout.splitlines():
+        if not line.strip():
+            continue
+        s = parse_sample(line)
+        if s is None:
+            odd.append(_LINE.fullmatch(line.strip()).group(2))  # type: ignore[union-attr]
+        else:
+            samples.append(s)
+    if result.rc in _TIMED_OUT:
+        reading.why = f"probe timed out after {timeout_s or '?'} s"
+    elif result.rc != 0 or odd:
+        said = _first_line("\n".join(odd)) or _first_line(result.stderr) or "(no output)"
+        reading.why = f"probe exited {result.rc}: {said}"
+    elif not samples:
+        reading.why = "nvidia-smi listed no GPU"
+    if reading.why:
+        return reading
+    reading.gpus = samples
+    utils = [s.util for s in samples if s.util is not None]
+    reading.n_gpus = len(samples)
+    reading.mean_util, reading.min_util = sum(utils) / len(utils), min(utils)
+    fracs = [s.mem_used / s.mem_total for s in samples if s.mem_used is not None and s.mem_total]
+    reading.mem_frac = max(fracs) if fracs else None
+    return reading
+
+
+def not_probed(why: str, ceiling: float | None = None) -> dict[str, Any]:
+    """The reading of a job the probe did not reach (cap hit, script cut short): unknown, why."""
+    return GpuReading(ceiling=ceiling, why=why).to_dict()
+
+
+def readings(
+    candidates: list[str],
+    probes: dict[str, CommandResult],
+    timeout_s: int | None = None,
+    ceiling: float | None = None,
+    complete: bool = True,
+    cap: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """{job id: GpuReading dict} for every candidate (in the gather's order, suspects first): its
+    probe read, or unknown when it was not probed (the cap, or the script stopped first)."""
+    out = {}
+    for jid in candidates:
+        if jid in probes:
+            out[jid] = parse_probe(probes[jid], timeout_s, ceiling).to_dict()
+        elif complete:
+            limit = f"gpu_probe_max {cap}" if cap is not None else f"{len(probes)} probes"
+            out[jid] = not_probed(f"not probed this sweep: {len(candidates)} candidates, at most {limit}", ceiling)
+        else:
+            out[jid] = not_probed("not probed: the gather script stopped before this probe", ceiling)
+    return out
+
+
+GPU_BUCKETS = ("RL", "SFT", "Eval")  # the buckets whose RUNNING jobs are probed (issue 15 §1)
+
+
+def gpu_patterns(rules: Any) -> tuple[str, ...]:
+    """The name patterns of the GPU buckets (sweep.yaml ``buckets:``), for the gather's selection:
+    run by bash ``[[ =~ ]]`` (ERE), which reads the anchors, groups and alternations they use."""
+    return tuple(p.pattern for r in rules if str(r.name) in GPU_BUCKETS for p in r.patterns)

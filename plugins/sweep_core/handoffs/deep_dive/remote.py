@@ -1,0 +1,183 @@
+"""The deep-dive's batched script (include/remote/deep_dive.sh: ONE read-only SSH session per
+cluster) and its reader. Per job: its squeue state, the bounded tail of its log and of up to
+``chain_logs`` earlier chain-link logs (same name, same dir), the log's mtime, and the newest
+rollout files (depth-1 ``ls -1t`` of its trace dir, each file's last ``file_bytes``). Every value
+is shlex-quoted; ids and names are checked first; paths stay inside the ops.md roots.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+
+from sweep_core.config.deep_dive_schema import DeepDiveSection
+from sweep_core.config.ops import ClusterConfig
+from sweep_core.gpu.probe import QUERY as GPU_QUERY
+from sweep_core.gpu.probe import parse_probe
+from sweep_core.handoffs.cancel.plan import check_slurm_job
+from sweep_core.handoffs.deep_dive.inputs import GpuUtil
+from sweep_core.slurm.gather import GatherOutput, paths_format
+from sweep_core.slurm.remote_scripts import compose
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    """One job to look at (a hand-off conf entry), checked before any script is built."""
+
+    cluster: str
+    job_id: str
+    name: str
+
+    def __post_init__(self) -> None:
+        check_slurm_job(self.job_id, self.name)
+
+
+@dataclass
+class Gathered:
+    """What the script brought back for one job (raw text; the use-case reads it)."""
+
+    state: str = ""
+    log: str | None = None
+    log_path: str = ""
+    log_problem: str = ""
+    chains: list[str] = field(default_factory=list)  # newest first
+    log_age_s: float | None = None
+    trace_dir: str = ""
+    trace_problem: str = ""
+    files: list[tuple[str, str, bool]] = field(default_factory=list)  # (name, tail, truncated), newest first
+    gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
+    gpu_note: str = "not probed (ops.md gpu_probe is not srun-overlap)"
+
+
+def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:
+    """The candidate trace dirs of ``job``: sweep.yaml ``deep_dive.trace_dir`` under every artifact
+    root ([] for a name that could climb out of a root: ``/``, ``..``)."""
+    if not _PLAIN_NAME.match(job.name) or ".." in job.name:
+        return []
+    out = []
+    for root in roots:
+        d = posixpath.normpath(cfg.trace_dir.format(root=root.rstrip("/"), name=job.name, job_id=job.job_id))
+        if d.startswith(posixpath.normpath(root) + "/"):
+            out.append(d)
+    return out
+
+
+def build_deep_dive_script(cfg_cluster: ClusterConfig, jobs: list[ProbeJob], cfg: DeepDiveSection, marker: str) -> str:
+    """ONE script for every job of one cluster (read-only)."""
+    tdirs: list[str] = []
+    tjob: list[str] = []
+    for k, job in enumerate(jobs):
+        for d in trace_dirs(job, cfg_cluster.artifact_roots, cfg):
+            tdirs.append(d)
+            tjob.append(str(k))
+    values = {
+        "U": cfg_cluster.user,
+        "IDS": [j.job_id for j in jobs],
+        "NAMES": [j.name for j in jobs],
+        "LP": cfg_cluster.log_pattern,
+        "PATHS_FORMAT": paths_format(marker),
+        "LOG_ROOTS": list(cfg_cluster.log_roots),
+        "ART_ROOTS": list(cfg_cluster.artifact_roots),
+        "TDIRS": tdirs,
+        "TJOB": tjob,
+        "TGLOBS": list(cfg.trace_files),
+        "LOG_BYTES": cfg.log_bytes,
+        "CHAIN_LOGS": cfg.chain_logs,
+        "MAX_FILES": cfg.max_files,
+        "FILE_BYTES": cfg.file_bytes,
+        "GPU_PROBE": cfg_cluster.gpu_probe,
+        "GPU_TIMEOUT_S": cfg_cluster.gpu_probe_timeout_s,
+        "GPU_QUERY": GPU_QUERY,
+    }
+    return compose(marker, values, ("log_helpers.sh", "deep_dive.sh"))
+
+
+def _states(out: GatherOutput) -> dict[str, str]:
+    r = out.get("states")
+    if r is None or r.rc != 0:
+        return {}
+    states = {}
+    for line in r.stdout.splitlines():
+        parts = line.split(out.marker)
+        if len(parts) >= 2:
+            states[parts[0]] = parts[1]
+    return states
+
+
+def read_deep_dive(
+    out: GatherOutput | None, jobs: list[ProbeJob], problem: str = "", timeout_s: int | None = None
+) -> list[Gathered]:
+    """One Gathered per job; a cluster that did not answer leaves every input unknown (said why)."""
+    got = [Gathered() for _ in jobs]
+    if out is None:
+        for g in got:
+            g.log_problem = g.trace_problem = g.gpu_note = problem or "the cluster did not answer"
+        return got
+    states = _states(out)
+    now = out.get("now")
+    now_s = float(now.stdout.strip()) if now is not None and now.stdout.strip().isdigit() else None
+    for k, (job, g) in enumerate(zip(jobs, got, strict=True)):
+        g.state = states.get(job.job_id, "")
+        _read_log(out, k, g, now_s, problem)
+        _read_trace(out, k, g, problem)
+        _read_gpu(out, k, g, timeout_s)
+    return got
+
+
+def _read_gpu(out: GatherOutput, k: int, g: Gathered, timeout_s: int | None) -> None:
+    """The job's GPU readings from its probe record (sweep_core.gpu.probe reads it: unknown with
+    the reason, never 0 %)."""
+    if (no := out.get(f"nogpu:{k}")) is not None:
+        g.gpu_note = no.stderr.strip() or "not probed"
+    elif (rec := out.get(f"gpu:{k}")) is not None:
+        reading = parse_probe(rec, timeout_s)
+        if reading.why:
+            g.gpu_note = reading.why
+        else:
+            g.gpus = [GpuUtil(str(s.task), s.index, s.util, s.mem_used, s.mem_total) for s in reading.gpus]
+            g.gpu_note = f"srun --overlap nvidia-smi, {len(g.gpus)} GPU(s)"
+
+
+def _read_log(out: GatherOutput, k: int, g: Gathered, now_s: float | None, problem: str) -> None:
+    if (bad := out.get(f"nolog:{k}")) is not None:
+        g.log_problem = f"log {bad.stdout or ''}: {bad.stderr}".replace("log : ", "log: ")
+        return
+    path, log = out.get(f"logpath:{k}"), out.get(f"log:{k}")
+    if path is None or log is None:
+        g.log_problem = problem or "log not read (script cut short)"
+        return
+    if log.rc != 0:
+        g.log_problem = f"log {path.stdout} unreadable: {log.stderr.strip()[:160]}"
+        return
+    g.log_path, g.log = path.stdout, log.stdout
+    mt = out.get(f"mtime:{k}")
+    if mt is not None and mt.rc == 0 and mt.stdout.strip().isdigit() and now_s is not None:
+        g.log_age_s = max(0.0, now_s - float(mt.stdout.strip()))
+    n = 1
+    while (c := out.get(f"chain:{k}:{n}")) is not None:
+        if c.rc == 0:
+            g.chains.append(c.stdout)
+        n += 1
+
+
+def _read_trace(out: GatherOutput, k: int, g: Gathered, problem: str) -> None:
+    if (bad := out.get(f"notrace:{k}")) is not None:
+        g.trace_problem = f"trace dir {bad.stdout}: {bad.stderr}"
+        return
+    d = out.get(f"tdir:{k}")
+    if d is None:
+        g.trace_problem = problem or "no trace dir (sweep.yaml deep_dive.trace_dir) under the artifact roots"
+        return
+    g.trace_dir = d.stdout
+    n = 1
+    while (name := out.get(f"tname:{k}:{n}")) is not None:
+        body = out.get(f"tfile:{k}:{n}")
+        if body is not None and body.rc == 0:
+            size = int(name.stderr) if name.stderr.isdigit() else 0
+            g.files.append((name.stdout, body.stdout, size > len(body.stdout.encode("utf-8", "replace"))))
+        n += 1
+    if not g.files:
+        g.trace_problem = f"no rollout file in {g.trace_dir}"

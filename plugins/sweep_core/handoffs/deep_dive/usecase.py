@@ -1,0 +1,144 @@
+"""sweep_rl_deep_dive's steps as use-cases: probe every cluster's jobs in ONE read-only SSH
+session, build each job's inputs (metric history, signatures, rollouts; GPU readings when given)
+and decide; the KILL requests for sweep_cancel; the record table; the verdicts into the ledger.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweep_core.config.deep_dive_schema import DeepDiveSection
+from sweep_core.fanin.metrics.config import MetricsConfig
+from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
+from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
+from sweep_core.handoffs.deep_dive.remote import Gathered, ProbeJob, build_deep_dive_script, read_deep_dive
+from sweep_core.handoffs.deep_dive.rollouts import rollout_texts
+from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
+from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
+from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.store import update_ledger
+from sweep_core.slurm.gather import new_marker
+from sweep_core.vocab import Action
+
+# (cluster, job id) -> the job's GPU readings (None = not probed, and why); optional
+GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
+
+
+def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
+    """No GPU source of its own: the deep-dive script's probe is used (ops.md gpu_probe)."""
+    return None, "not probed"
+
+
+def build_input(
+    job: ProbeJob, g: Gathered, cfg: DeepDiveSection, mcfg: MetricsConfig, gpus: tuple[list[GpuUtil] | None, str]
+) -> DeepDiveInput:
+    """The verdict's input for one job from what its cluster's script brought back."""
+    inp = DeepDiveInput(job.cluster, job.job_id, job.name, state=g.state, gpus=gpus[0], gpu_note=gpus[1])
+    inp.log_age_s = g.log_age_s
+    if g.log is None:
+        inp.problems.append(f"log unknown: {g.log_problem}")
+    else:
+        series, inp.step, inp.max_steps, problems = metric_history(g.log, g.chains, mcfg)
+        inp.series = series
+        inp.problems += problems
+        kinds = (("weight-sync", cfg.weight_sync_patterns), ("engine-starvation", cfg.starvation_patterns))
+        inp.signatures = signature_hits(g.log, g.chains, kinds)
+    if g.files:
+        texts, missing = rollout_texts(g.files, cfg.text_field, cfg.max_rollouts)
+        inp.rollouts = texts or None
+        note = f"{len(g.files)} file(s) in {g.trace_dir}"
+        if missing:
+            note += f"; {missing} record(s) without {cfg.text_field!r}"
+        inp.rollout_note = note if texts else f"no record with {cfg.text_field!r} in {note}"
+    else:
+        inp.rollout_note = g.trace_problem
+    return inp
+
+
+def deep_dive(
+    jobs: Sequence[Mapping[str, Any]],
+    cfg: DeepDiveSection,
+    mcfg: MetricsConfig,
+    *,
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    gpu_source: GpuSource = no_gpu_probe,
+) -> dict[str, Any]:
+    """Probe every job (one session per cluster), decide each; the verdicts and what was not probed."""
+    by_cluster: dict[str, list[ProbeJob]] = defaultdict(list)
+    notes: list[str] = []
+    for raw in jobs:
+        try:
+            job = ProbeJob(str(raw.get("cluster") or ""), str(raw.get("job_id") or ""), str(raw.get("name") or ""))
+        except ValueError as exc:
+            notes.append(f"not probed: {dict(raw)}: {exc}")
+            continue
+        by_cluster[job.cluster].append(job)
+    verdicts: list[Verdict] = []
+    for cluster, todo in sorted(by_cluster.items()):
+        cfg_cluster, why = active_slurm(load_cluster, cluster)
+        if cfg_cluster is None:
+            gathered = read_deep_dive(None, todo, why)
+        else:
+            marker = new_marker()
+            script = build_deep_dive_script(cfg_cluster, todo, cfg, marker)
+            out, problem = run_script(cfg_cluster, script, marker, "deep-dive")
+            gathered = read_deep_dive(out, todo, problem, cfg_cluster.gpu_probe_timeout_s)
+        for job, g in zip(todo, gathered, strict=True):
+            # the script's own probe (ops.md gpu_probe: srun-overlap) unless a source is given
+            gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)
+            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus), cfg))
+    return {"verdicts": [v.to_dict() for v in verdicts], "notes": notes}
+
+
+def kill_requests(verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """sweep_cancel's conf jobs for every KILL verdict (action kill-approval, the evidence joined)."""
+    return [
+        {
+            "cluster": v["cluster"],
+            "job_id": v["job_id"],
+            "name": v["name"],
+            "action": Action.KILL_APPROVAL.value,
+            "evidence": "deep-dive KILL: " + "; ".join(v["evidence"]),
+        }
+        for v in verdicts
+        if v["verdict"] == KILL
+    ]
+
+
+def deep_dive_record(got: Mapping[str, Any]) -> str:
+    """The verdict table (one row per job), then each job's evidence, watch and unknown lines."""
+    verdicts = [Verdict.from_dict(v) for v in got.get("verdicts", [])]
+    rows = [[v.cluster, v.job_id, v.name, v.verdict, v.headline()] for v in verdicts]
+    text = box_table(["Cluster", "Job ID", "Name", "Verdict", "Why"], rows, [None, None, 30, None, 70])
+    for v in verdicts:
+        text += f"\n\n{v.cluster} {v.job_id} {v.name}: {v.verdict}"
+        text += "".join(f"\n  evidence: {e}" for e in v.evidence)
+        text += "".join(f"\n  {w}" for w in v.watch)
+        text += "".join(f"\n  unknown: {u}" for u in v.unknown)
+    text += "".join(f"\n- {n}" for n in got.get("notes", []))
+    if got.get("cancel_run_id"):
+        text += f"\nKILL -> sweep_cancel run {got['cancel_run_id']} (waits for a human's approval)"
+    return text
+
+
+def note_verdicts(run_log_dir: str | Path, verdicts: Sequence[Mapping[str, Any]], at: dt.datetime) -> list[str]:
+    """Each verdict onto its job's ledger entry (``deep_dive``: the next sweep's row shows it); the lines."""
+
+    def change(ledger: Ledger) -> tuple[Ledger, list[str]]:
+        lines = []
+        for raw in verdicts:
+            v = Verdict.from_dict(dict(raw))
+            key = f"{v.cluster}|{v.job_id}"
+            e = ledger.jobs.get(key) or LedgerEntry(v.cluster, v.job_id, v.name)
+            e.deep_dive = v.record(at)
+            ledger.jobs[key] = e
+            lines.append(f"{key}: {e.deep_dive}")
+        return ledger, lines
+
+    return update_ledger(run_log_dir, change) if verdicts else []

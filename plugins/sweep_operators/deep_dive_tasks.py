@@ -1,0 +1,65 @@
+"""Task callables of the sweep_rl_deep_dive DAG: probe, verdict, kill_branch, record.
+
+Airflow-facing wiring only: params and XCom in, ops.md and SSH wired into the use-case
+(sweep_core.handoffs.deep_dive.usecase; the rules are sweep_core.handoffs.deep_dive.verdict), the
+verdicts into the ledger and the run log, the KILL jobs into a sweep_cancel conf (it asks a human).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, note_verdicts
+from sweep_operators.handoff_io import ops_loader, ssh_runner
+from sweep_operators.handoff_record import append_record, run_log_dir
+from sweep_operators.task_ids import DagId, DeepDive
+
+log = logging.getLogger(__name__)
+
+
+def probe(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """ONE read-only SSH session per cluster; a verdict per job (XCom)."""
+    config = load_sweep_config(sweep_yaml)
+    got = deep_dive(
+        context["params"].get("jobs") or [],
+        config.deep_dive,
+        metrics_config(config.metrics),
+        load_cluster=ops_loader(ops_dir),
+        run_script=ssh_runner(config.gather, log),
+    )
+    for v in got["verdicts"]:
+        log.info("%s %s %s: %s %s", v["cluster"], v["job_id"], v["name"], v["verdict"], v["evidence"][:1])
+    return got
+
+
+def verdict(sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Each verdict into the per-job ledger (the next sweep's row shows it); sweep_cancel's conf
+    for the KILL jobs (``cancel``: None when there is none). dry_run travels to sweep_cancel."""
+    got = context["ti"].xcom_pull(task_ids=DeepDive.PROBE) or {}
+    lines = note_verdicts(run_log_dir(load_sweep_config(sweep_yaml)), got.get("verdicts", []), dt.datetime.now(dt.UTC))
+    for line in lines:
+        log.info("ledger: %s", line)
+    jobs = kill_requests(got.get("verdicts", []))
+    params = context["params"]
+    base = {"dry_run": bool(params.get("dry_run", True)), "run_log": params.get("run_log") or ""}
+    return {"cancel": {**base, "jobs": jobs} if jobs else None, "cancel_run_id": f"{context['run_id']}__cancel"}
+
+
+def kill_branch(**context: Any) -> str:
+    """KILL -> trigger sweep_cancel; NO-KILL (or UNKNOWN) only -> noted."""
+    cancel = context["ti"].xcom_pull(task_ids=DeepDive.VERDICT, key="cancel")
+    return DeepDive.TRIGGER_CANCEL if cancel else DeepDive.NO_KILL
+
+
+def record(sweep_yaml: str, **context: Any) -> str:
+    """The verdict table, printed and appended to the dated run log."""
+    got = dict(context["ti"].xcom_pull(task_ids=DeepDive.PROBE) or {})
+    if context["ti"].xcom_pull(task_ids=DeepDive.VERDICT, key="cancel"):
+        got["cancel_run_id"] = context["ti"].xcom_pull(task_ids=DeepDive.VERDICT, key="cancel_run_id")
+    text = deep_dive_record(got)
+    print(text)
+    return str(append_record(context, sweep_yaml, DagId.DEEP_DIVE, text))

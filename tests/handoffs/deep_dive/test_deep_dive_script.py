@@ -1,0 +1,131 @@
+"""The deep-dive's script run by real bash on real files (squeue a stand-in that knows no job, so
+ops.md log_pattern finds the log): the metric history across chain-link logs through the sweep's
+RL parser, the newest rollouts of the trace dir, signatures; nothing outside the ops.md roots is
+read (a symlinked trace dir or log that leads out is refused and said), and the use-case turns it
+into verdicts, KILL requests for sweep_cancel and ledger lines."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from handoff_fakes import cluster, ops
+
+from sweep_core.config.deep_dive_schema import DeepDiveSection
+from sweep_core.config.ops import ClusterConfig
+from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, note_verdicts
+from sweep_core.ledger.given import merge_given
+from sweep_core.ledger.store import load_ledger
+from sweep_core.slurm.gather import GatherOutput, parse_gather_output
+
+CFG = DeepDiveSection()
+MCFG = metrics_config(None)
+
+
+def _wandb(step: int, reward: float) -> str:
+    return "WANDB_MIRROR " + json.dumps({"trainer/global_step": step, "reward/mean": reward}) + "\n"
+
+
+def _bash(tmp: Path):
+    stub = tmp / "bin"
+    stub.mkdir()
+    (stub / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n")
+    (stub / "squeue").chmod(0o755)
+
+    def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+        env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
+        proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=30)
+        out = parse_gather_output(proc.stdout, marker)
+        assert out.complete, proc.stderr
+        return out, ""
+
+    return run
+
+
+def _layout(tmp: Path) -> ClusterConfig:
+    logs, art, outside = tmp / "logs", tmp / "art", tmp / "outside"
+    for d in (logs, art, outside):
+        d.mkdir()
+    # healthy: two chain links, rewards rising; rollouts with text
+    (logs / "rl__good-old-1.out").write_text("".join(_wandb(s, 0.1 * s) for s in range(1, 4)))
+    (logs / "rl__good-11.out").write_text("Training Step Progress: 5/100\n" + _wandb(4, 0.4) + _wandb(5, 0.5))
+    good = art / "rl__good" / "trace_jobs"
+    good.mkdir(parents=True)
+    (good / "rollouts_0001.jsonl").write_text(
+        "".join(json.dumps({"response": f"answer {i}"}) + "\n" for i in range(10))
+    )
+    # dead: all reward 0 on 12 steps, empty rollouts, a weight-sync line
+    (logs / "rl__dead-12.out").write_text(
+        "".join(_wandb(s, 0.0) for s in range(1, 13)) + "[rank3] weight sync failed: NaN in broadcast tensor\n"
+    )
+    dead = art / "rl__dead" / "trace_jobs"
+    dead.mkdir(parents=True)
+    (dead / "rollouts_0002.jsonl").write_text((json.dumps({"response": ""}) + "\n") * 6)
+    # escape: a trace dir symlinked out of the artifact root, a log symlinked out of the log root
+    (outside / "secret.jsonl").write_text(json.dumps({"response": "secret"}) + "\n")
+    (art / "rl__esc").mkdir()
+    (art / "rl__esc" / "trace_jobs").symlink_to(outside)
+    (outside / "x.out").write_text(_wandb(1, 0.5))
+    (logs / "rl__esc-13.out").symlink_to(outside / "x.out")
+    return cluster("local", log_roots=(str(logs),), artifact_roots=(str(art),), log_pattern=str(logs / "%x-%j.out"))
+
+
+def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
+    cfg = _layout(tmp_path)
+    jobs = [
+        {"cluster": "local", "job_id": "11", "name": "rl__good"},
+        {"cluster": "local", "job_id": "12", "name": "rl__dead"},
+        {"cluster": "local", "job_id": "13", "name": "rl__esc"},
+        {"cluster": "local", "job_id": "1;rm", "name": "rl__bad"},
+        {"cluster": "gone", "job_id": "14", "name": "rl__far"},
+    ]
+    got = deep_dive(jobs, CFG, MCFG, load_cluster=ops(cfg), run_script=_bash(tmp_path))
+    by_id = {v["job_id"]: v for v in got["verdicts"]}
+    good, dead, esc, far = by_id["11"], by_id["12"], by_id["13"], by_id["14"]
+    assert good["verdict"] == "NO-KILL", good
+    assert "reward 0.5 at step 5 (5 steps logged)" in good["evidence"]  # both links' history
+    assert "rollouts have text (10/10 newest non-empty)" in good["evidence"]
+    assert good["watch"][0] == "watch reward_mean < 0.05"
+    assert any(u.startswith("GPU utilisation unknown (not probed") for u in good["unknown"])
+    assert dead["verdict"] == "KILL"
+    assert dead["evidence"][:2] == [
+        "reward 0.0 on all 12 logged steps since step 1",
+        "rollouts are empty strings (6/6 newest)",
+    ]
+    assert any(
+        e.startswith("weight-sync signature at line 13 of this log: [rank3] weight sync failed")
+        for e in dead["evidence"]
+    )
+    assert esc["verdict"] == "UNKNOWN"
+    assert any("outside the ops.md log_roots: not read" in u for u in esc["unknown"])
+    assert any("outside the ops.md artifact_roots: not read" in u for u in esc["unknown"])
+    assert far["verdict"] == "UNKNOWN" and "ops.md" in far["unknown"][0]
+    assert any("1;rm" in n and "not a Slurm job id" in n for n in got["notes"])
+
+    kills = kill_requests(got["verdicts"])
+    assert kills == [
+        {
+            "cluster": "local",
+            "job_id": "12",
+            "name": "rl__dead",
+            "action": "kill-approval",
+            "evidence": "deep-dive KILL: " + "; ".join(dead["evidence"]),
+        }
+    ]
+    text = deep_dive_record(got)
+    assert "rl__dead" in text and "KILL: reward 0.0 on all 12 logged steps since step 1" in text
+
+    at = dt.datetime(2026, 12, 3, 14, 5, tzinfo=dt.UTC)
+    lines = note_verdicts(tmp_path / "runlogs", got["verdicts"], at)
+    assert "local|11: 2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05" in lines
+    ledger = load_ledger(tmp_path / "runlogs")
+    assert ledger.jobs["local|12"].deep_dive.startswith("2026-12-03 14:05Z KILL: reward 0.0 on all 12")
+    # a re-run's fold (against the ledger before) keeps the verdict: merge_given carries it like `told`
+    from sweep_core.ledger.entries import Ledger
+
+    folded = merge_given(Ledger(), ledger)
+    assert folded.jobs["local|11"].deep_dive == ledger.jobs["local|11"].deep_dive

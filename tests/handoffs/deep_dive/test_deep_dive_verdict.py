@@ -1,0 +1,140 @@
+"""The deep-dive verdict rules (sweep_core.handoffs.deep_dive.verdict): a healthy run is NO-KILL with
+the watch signal that would flip it; all-reward-0, idle GPUs while the log advances, empty rollouts
+and a weight-sync / starvation signature are each a KILL with specific evidence; an input that was
+not read is said as unknown, never read as healthy or as zero."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sweep_core.config.deep_dive_schema import DeepDiveSection
+from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil, SignatureHit
+from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, UNKNOWN, decide
+
+CFG = DeepDiveSection()
+LUT = DeepDiveSection.model_validate(
+    {"serving_lut": [{"match": r"qwen3_8b.*_8n", "util_min": 40, "util_max": 95, "note": "run 1234"}]}
+)
+
+
+def _series(rewards: list[float], first_step: int = 1) -> list[dict[str, float]]:
+    return [{"step": float(first_step + i), "reward": r} for i, r in enumerate(rewards)]
+
+
+def _gpus(util: float, n: int = 8) -> list[GpuUtil]:
+    return [GpuUtil(f"node{i // 4}", i % 4, util, 70000.0, 81920.0) for i in range(n)]
+
+
+def _healthy(**kw: object) -> DeepDiveInput:
+    base: dict[str, object] = {
+        "state": "RUNNING",
+        "series": _series([0.1, 0.2, 0.3, 0.31]),
+        "step": 4,
+        "max_steps": 100,
+        "log_age_s": 60.0,
+        "signatures": [],
+        "rollouts": ["The answer is 42."] * 20,
+        "gpus": _gpus(78.0),
+        "gpu_note": "",
+    }
+    base.update(kw)
+    return DeepDiveInput("local", "101", "rl__qwen3_8b_8n_grpo", **base)  # type: ignore[arg-type]
+
+
+def test_a_healthy_run_is_no_kill_with_the_watch_signal_that_would_flip_it() -> None:
+    v = decide(_healthy(), LUT)
+    assert v.verdict == NO_KILL
+    assert v.watch[0] == "watch reward_mean < 0.05"
+    assert "watch GPU util below the LUT's 40 %" in v.watch
+    assert v.headline() == "NO-KILL, watch reward_mean < 0.05"
+    assert "reward 0.31 at step 4 (4 steps logged)" in v.evidence
+    assert "rollouts have text (20/20 newest non-empty)" in v.evidence
+    assert v.unknown == []
+    at = dt.datetime(2026, 12, 3, 14, 5, tzinfo=dt.UTC)
+    assert v.record(at) == "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
+
+
+def test_all_reward_zero_is_a_kill_naming_the_steps() -> None:
+    v = decide(_healthy(series=_series([0.0] * 48, first_step=12)), CFG)
+    assert v.verdict == KILL
+    assert v.evidence[0] == "reward 0.0 on all 48 logged steps since step 12"
+    assert v.headline() == "KILL: reward 0.0 on all 48 logged steps since step 12"
+
+
+def test_reward_zero_only_lately_counts_from_the_last_nonzero_step() -> None:
+    v = decide(_healthy(series=_series([0.2, 0.1] + [0.0] * 12)), CFG)
+    assert v.verdict == KILL
+    assert v.evidence[0] == "reward 0.0 on the last 12 logged steps since step 3"
+    short = decide(_healthy(series=_series([0.2] + [0.0] * 3)), CFG)
+    assert short.verdict == NO_KILL
+    assert any("not yet all-reward-0" in e for e in short.evidence)
+
+
+def test_idle_gpus_while_the_log_advances_is_a_kill() -> None:
+    v = decide(_healthy(gpus=_gpus(3.0), log_age_s=30.0), LUT)
+    assert v.verdict == KILL
+    assert v.evidence[0] == "GPU util 3 % on 8/8 GPUs while the log advances"
+
+
+def test_idle_gpus_with_a_silent_log_is_not_this_kill_but_said() -> None:
+    v = decide(_healthy(gpus=_gpus(0.0), log_age_s=7200.0), CFG)
+    assert v.verdict == NO_KILL
+    assert any("the log is not advancing either" in e for e in v.evidence)
+
+
+def test_gpu_below_the_serving_lut_is_evidence_not_a_kill() -> None:
+    v = decide(_healthy(gpus=_gpus(25.0)), LUT)
+    assert v.verdict == NO_KILL
+    assert "GPU util 25 % mean is outside the serving LUT's 40-95 % for it" in v.evidence
+
+
+def test_empty_rollouts_are_a_kill() -> None:
+    v = decide(_healthy(rollouts=["", "  ", "\n"] + [""] * 17), CFG)
+    assert v.verdict == KILL
+    assert v.evidence[0] == "rollouts are empty strings (20/20 newest)"
+    few = decide(_healthy(rollouts=["", ""]), CFG)
+    assert few.verdict == NO_KILL
+    assert "only 2 rollout(s) read (< 5): emptiness not judged" in few.unknown
+
+
+def test_a_signature_match_is_a_kill_quoting_the_line() -> None:
+    hit = SignatureHit("weight-sync", "this log", 812, "weight sync failed: checksum mismatch on rank 3")
+    v = decide(_healthy(signatures=[hit]), CFG)
+    assert v.verdict == KILL
+    assert (
+        v.evidence[0]
+        == "weight-sync signature at line 812 of this log: weight sync failed: checksum mismatch on rank 3"
+    )
+
+
+def test_unknown_inputs_are_said_unknown_never_healthy_or_zero() -> None:
+    v = decide(_healthy(gpus=None, gpu_note="not probed", rollouts=None, rollout_note="no trace dir"), CFG)
+    assert v.verdict == NO_KILL
+    assert "GPU utilisation unknown (not probed)" in v.unknown
+    assert "rollouts unknown (no trace dir)" in v.unknown
+    assert not any("GPU util" in e or "rollout" in e for e in v.evidence)
+    # the watch signals of inputs that were read come first
+    assert v.watch[0] == "watch reward_mean < 0.05"
+    # an unread GPU (None) is not 0 %: no idle kill on 7 known busy GPUs + 1 unknown
+    partial = [*_gpus(80.0, 7), GpuUtil("node1", 3, None)]
+    assert decide(_healthy(gpus=partial), CFG).verdict == NO_KILL
+    nothing = DeepDiveInput("local", "9", "rl__x", problems=["log unknown: the cluster did not answer"])
+    u = decide(nothing, CFG)
+    assert u.verdict == UNKNOWN and u.watch == []
+    assert u.headline() == "UNKNOWN: log unknown: the cluster did not answer"
+    assert "reward unknown: no log read" in u.unknown and "log signatures unknown: no log read" in u.unknown
+
+
+def test_the_default_signatures_match_garbage_and_starvation_lines_not_healthy_ones() -> None:
+    from sweep_core.handoffs.deep_dive.history import signature_hits
+
+    kinds = (("weight-sync", CFG.weight_sync_patterns), ("engine-starvation", CFG.starvation_patterns))
+    healthy = "INFO weight sync done in 2.1s\nEngine 000: Avg generation throughput: 812.3 tokens/s\n"
+    assert signature_hits(healthy, [], kinds) == []
+    log = healthy + "[rank3] weight sync failed: checksum mismatch\n"
+    chain = "WARNING No available KV cache blocks; request 17 waits\n"
+    hits = signature_hits(log, [chain], kinds)
+    assert [(h.kind, h.where, h.line_no) for h in hits] == [
+        ("weight-sync", "this log", 3),
+        ("engine-starvation", "earlier chain log #1", 1),
+    ]
