@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweep_core.slurm.parse import CommandResult
+from sweep_core.vocab import Bucket
 
 QUERY_FIELDS: tuple[str, ...] = ("index", "utilization.gpu", "memory.used", "memory.total", "power.draw")
 QUERY = ",".join(QUERY_FIELDS)
@@ -131,7 +132,7 @@ def readings(
     return out
 
 
-GPU_BUCKETS = ("RL", "SFT", "Eval")  # the buckets whose RUNNING jobs are probed (issue 15 §1)
+GPU_BUCKETS = (Bucket.RL, Bucket.SFT, Bucket.EVAL)  # the buckets whose RUNNING jobs are probed (issue 15 §1)
 
 
 def gpu_patterns(rules: Any) -> tuple[str, ...]:
