@@ -16,7 +16,6 @@ from sweep_core.slurm.gather import GatherOutput, GatherRequest, build_gather_sc
 
 ROOT = Path(__file__).resolve().parents[2]
 STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
-NOW = int(time.time())
 
 
 def _job(job_id: str, name: str, raw: str, stdout: str, **over: str) -> dict[str, object]:
@@ -26,11 +25,12 @@ def _job(job_id: str, name: str, raw: str, stdout: str, **over: str) -> dict[str
 
 
 def _run(tmp: Path, python: str, log_pattern: str) -> tuple[GatherOutput, list[str]]:
+    now = int(time.time())  # at call time: a window ended > grace ago would be a PAST one
     script, marker = build_gather_script(
         GatherRequest(
             user="sweep",
-            window_start=NOW - 3600,
-            window_end=NOW - 60,
+            window_start=now - 3600,
+            window_end=now - 60,
             settle_s=0,
             python=python,
             log_pattern=log_pattern,
@@ -51,7 +51,7 @@ def _scene(tmp: Path) -> str:
     stub.mkdir()
     for name, age in (("rl__c-5.out", 300), ("rl__c-6.out", 200), ("rl__c-7.out", 0), ("rl__cx.out", 100)):
         (logs / name).write_text(f"{name}: Training Step Progress: 3/600\n" * 5)
-        os.utime(logs / name, (NOW - age, NOW - age))
+        os.utime(logs / name, (time.time() - age, time.time() - age))
     (logs / "arr_9-3.out").write_text("chunk 3/16\n")
     (logs / "slurm-9_4.out").write_text("default array log\n")
     (logs / "pct%-node7-11.out").write_text("%% and %N expanded\n")

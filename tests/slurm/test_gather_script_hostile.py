@@ -24,7 +24,6 @@ from sweep_core.slurm.snapshot import snapshot_from_output
 ROOT = Path(__file__).resolve().parents[2]
 STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
 SCONTROL = (ROOT / "tests" / "fixtures" / "slurm" / "scontrol_job_multiline.out").read_text()
-NOW = int(time.time())
 READER = {"python": "python3"}
 
 
@@ -56,9 +55,10 @@ def _sweep(tmp: Path, running: list[tuple[str, str, str]], finished: list[dict[s
     for i, n, out in running:
         (stub / f"scontrol_{i}.txt").write_text(_scontrol(i, n, out))
     (stub / "sacct.json").write_text(json.dumps(list(finished)))
+    now = int(time.time())  # the window is read at call time: a window ended > grace ago is a PAST one
     script, marker = build_gather_script(
         GatherRequest(
-            user="sweep", window_start=NOW - 3600, window_end=NOW - 60, settle_s=0, python=READER["python"], **req
+            user="sweep", window_start=now - 3600, window_end=now - 60, settle_s=0, python=READER["python"], **req
         )  # type: ignore[arg-type]
     )
     (tmp / "tmp").mkdir(exist_ok=True)
@@ -163,7 +163,7 @@ def test_device_logs_have_no_age_and_are_never_stale(tmp_path) -> None:
 def test_log_older_than_its_job_is_explained_and_feeds_no_kill_approval(tmp_path) -> None:
     old = tmp_path / "old.out"
     _log(old)
-    os.utime(old, (NOW - 22 * 3600, NOW - 22 * 3600))
+    os.utime(old, (time.time() - 22 * 3600, time.time() - 22 * 3600))
     snap, _ = _sweep(tmp_path, [("10", "rl__reused", str(old))])
     (snap.running or [])[0].num_nodes = 4  # a multi-node job: a stale one would ask for a kill
     result = run_fan_in([snap], load_sweep_config(str(ROOT / "include" / "sweep.yaml")))
