@@ -15,6 +15,7 @@ from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.iris.setup import iris_setup_problems
 from sweep_core.iris.state import PodCount, iris_snapshot
 from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.window import is_past_window
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.window import catch_up_since, sweep_window
 
@@ -41,14 +42,15 @@ def gather_iris(
             window_end=end.isoformat(),
         )
     hook = IrisHook.for_cluster(cfg)
+    past = is_past_window(end, time.time())  # states and times only: pods and logs tell about now
     try:
-        jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000))
+        jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000), logs=not past)
     except IrisUnavailable as exc:
         return iris_snapshot(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
         )
     pods: dict[str, PodCount] = {}
-    if cfg.kubeconfig:
+    if cfg.kubeconfig and not past:
         from sweep_operators.iris_pods import PodCounter
 
         counter = PodCounter(
@@ -67,7 +69,7 @@ def gather_iris(
         source=hook.source,
         ended_since=ended_since,
     )
-    if not cfg.kubeconfig:
+    if not cfg.kubeconfig and not past:
         snap.notes.append("pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected")
     if log:
         log.info("%s: %d iris jobs via %s", cfg.name, len(jobs), hook.source)

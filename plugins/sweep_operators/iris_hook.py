@@ -187,16 +187,17 @@ class IrisHook:
     def prefix(self) -> str:
         return f"/{self.user.strip('/')}/"
 
-    def poll(self, since_ms: int = 0) -> tuple[list[IrisJob], float | None]:
+    def poll(self, since_ms: int = 0, logs: bool = True) -> tuple[list[IrisJob], float | None]:
         """(jobs, controller-side now in epoch seconds); raises IrisUnavailable. Logs: since
-        ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only)."""
+        ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only);
+        ``logs=False`` asks for none (a past window: today's log tells about now)."""
         if self.python and self.url and Path(self.python).exists():
-            return self._poll_client(since_ms)
+            return self._poll_client(since_ms, logs)
         if self.binary:
             return self._poll_cli()
         raise IrisUnavailable(f"iris_python {self.python!r} does not exist and no iris_binary is configured")
 
-    def _poll_client(self, since_ms: int) -> tuple[list[IrisJob], float | None]:
+    def _poll_client(self, since_ms: int, logs: bool = True) -> tuple[list[IrisJob], float | None]:
         self.source = "iris client"
         res = _run(
             [
@@ -212,6 +213,7 @@ class IrisHook:
                 str(self.log_bytes),
                 "--max-elapsed",
                 str(max(1.0, self.timeout_s / 3)),
+                *([] if logs else ["--no-logs"]),
             ],
             self.timeout_s,
             self.env,

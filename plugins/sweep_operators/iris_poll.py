@@ -67,6 +67,7 @@ def main() -> int:
     ap.add_argument("--since-ms", type=int, default=0)
     ap.add_argument("--max-bytes", type=int, default=262144)
     ap.add_argument("--max-since-lines", type=int, default=100000)
+    ap.add_argument("--no-logs", action="store_true", help="states and times only (a past window)")
     args = ap.parse_args()
     try:
         IrisClient, JobName, job_pb2 = iris_api(args.max_elapsed, args.max_attempts)  # noqa: N806
@@ -87,11 +88,13 @@ def main() -> int:
                 for t in client.list_tasks(jid)
             ]
             logs = []
-            if args.since_ms:
+            if args.since_ms and not args.no_logs:
                 start = Timestamp.from_ms(args.since_ms)
                 logs = client.fetch_task_logs(jid, start=start, max_lines=args.max_since_lines, tail=True)
             since = bool(logs)
-            if not logs:  # silent since the window start: its last lines (last output, last metric)
+            if (
+                not logs and not args.no_logs
+            ):  # silent since the window start: its last lines (last output, last metric)
                 logs = client.fetch_task_logs(jid, max_lines=args.log_lines, tail=True)
             lines, size = _newest(logs, args.max_bytes)
             out.append(

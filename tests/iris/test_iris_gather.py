@@ -99,3 +99,35 @@ def test_cli_fallback_reads_the_same_jobs(controller, tag) -> None:
     assert hook.source == "iris CLI"
     found = {j.job_id: j for j in jobs}
     assert found[job].state == "RUNNING" and found[job].tasks and found[job].tasks[0].task_id.endswith("/0")
+
+
+def test_a_past_window_reads_the_controllers_times_and_asks_no_pods_or_logs(
+    controller, tag, tmp_path, monkeypatch
+) -> None:
+    """A backfill on the real controller: a window that ended before the jobs started lists none
+    of them; one that ended while the long job ran lists it RUNNING as it was then, its later
+    pod count (0: would be a wedge today) and its log never asked for."""
+    from sweep_operators.iris_gather import gather_iris
+
+    url, run = controller
+    before = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2)
+    long = submit(url, run, f"rl__{tag}_past", "echo 'Training Step Progress: 7/50'; sleep 300")
+    short = submit(url, run, f"eval-{tag}_past", "echo '5/5 trials'; exit 0")
+    wait_states(url, run, {long: "RUNNING", short: "SUCCEEDED"})
+    time.sleep(1.5)
+    after = dt.datetime.now(dt.UTC)
+    monkeypatch.setenv("SWEEP_PAST_WINDOW_GRACE_S", "0")  # both windows ended before now
+    with PodListStub({"iris": []}) as cw:  # today: 0 pods everywhere
+        kc = kubeconfig(tmp_path / "kc", {"cw": cw.url}, current="cw")
+        iris_ops(tmp_path, "cw", url, run, f"kubeconfig: {kc}\nkube_context: cw\nkube_namespace: iris\n")
+        cfg = parse_ops_text((tmp_path / "cw" / "ops.md").read_text(), tmp_path / "cw" / "ops.md", "cw")
+        earlier = gather_iris(cfg, before - dt.timedelta(hours=1), before)
+        later = gather_iris(cfg, before, after)
+    assert not cw.requests  # a past window asks Kubernetes nothing
+    assert earlier.status == ClusterStatus.OK
+    assert not {j.job_id for j in earlier.all_jobs()} & {long, short}  # they started after that window
+    by_id = {j.job_id: j for j in later.all_jobs()}
+    assert by_id[long].state == "RUNNING" and "now iris RUNNING" in by_id[long].note
+    assert by_id[long].log_tail == "" and "past window" in by_id[long].log_note
+    assert by_id[short].state == "COMPLETED" and by_id[short].exit_code == "0:0"
+    assert any("past window: read from the controller's job times" in n for n in later.notes)

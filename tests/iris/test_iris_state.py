@@ -149,3 +149,66 @@ def test_a_gated_job_says_its_pod_count_once_and_error_text_drops_separator_line
     assert running["rl__half"] == "3 of 4 pod(s) SchedulingGated: awaiting Kueue gang admission (normal)"
     assert running["rl__plain"] == "2 pod(s)"
     assert snap.finished[0].reason == "ChildFailedError:"  # no "=====" tail
+
+
+def test_a_past_window_is_read_from_the_controllers_times_not_from_now() -> None:
+    """Backfill of 12:00-15:00 run the next day: what ran at 15:00 is RUNNING (as it was then),
+    what started later or still waits is not this window's, a 0-pod reading today wedges nothing."""
+    from sweep_core.iris.state import IrisTask
+
+    def ms(hours: float) -> int:
+        return int((T0 + dt.timedelta(hours=hours)).timestamp() * 1000)
+
+    now = NOW + 24 * 3600
+    jobs = [
+        ij("rl__then_and_now", "RUNNING", submitted_at_ms=ms(0), started_at_ms=ms(1)),
+        ij(
+            "sft__ran_past_end",
+            "FAILED",
+            started_at_ms=ms(2),
+            finished_at_ms=ms(5),
+            tasks=[IrisTask("/sweep/sft__ran_past_end/0", "failed", 1, "boom")],
+        ),  # fmt: skip
+        ij("eval-ended_in_it", "SUCCEEDED", started_at_ms=ms(0.5), finished_at_ms=ms(2)),
+        ij("rl__started_after", "RUNNING", submitted_at_ms=ms(4), started_at_ms=ms(4)),
+        ij("datagen__waits", "PENDING", submitted_at_ms=ms(1)),
+        ij("rl__no_start", "KILLED", submitted_at_ms=ms(1)),
+    ]
+    pods = {"/sweep/rl__then_and_now": PodCount(0)}  # today's reading: says nothing about 15:00
+    snap = iris_snapshot("cw", jobs, pods, now=now, window_start=T0, window_end=T1, source="iris client")
+    running = {j.name: j for j in snap.running}
+    assert set(running) == {"rl__then_and_now", "sft__ran_past_end", "rl__no_start"}
+    assert running["rl__then_and_now"].state == "RUNNING" and running["rl__then_and_now"].elapsed == "02:00:00"
+    assert "now iris RUNNING" in running["rl__then_and_now"].note
+    assert running["sft__ran_past_end"].state == "RUNNING" and "now iris FAILED" in running["sft__ran_past_end"].note
+    assert running["rl__no_start"].state == "UNKNOWN" and "no start time" in running["rl__no_start"].note
+    assert all("past window" in j.log_note and not j.log_tail for j in snap.running)
+    assert [(j.name, j.state) for j in snap.finished] == [("eval-ended_in_it", "COMPLETED")]
+    assert snap.pending is None  # not listed: nothing is told about them
+    assert any("past window: read from the controller's job times" in n for n in snap.notes)
+
+
+def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> None:
+    """The same multi-node RL job, its log silent for 5 h: asked about now it goes to cancel (with
+    approval); asked about yesterday's window it is listed, not judged, handed to nobody."""
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_core.fanin.steps import run_fan_in
+    from sweep_core.handoffs.triggers import plan_handoffs
+
+    config = load_sweep_config(str(FIXTURES.parents[1] / "include" / "sweep.yaml"))
+    started = int((T0 - dt.timedelta(hours=20)).timestamp() * 1000)
+
+    def sweep(now: float) -> tuple[object, dict]:
+        job = ij("rl__wedged", "RUNNING", started_at_ms=started, log_mtime=now - 5 * 3600,
+                 log_tail="Training Step Progress: 3/600\n")  # fmt: skip
+        snap = iris_snapshot("cw", [job], {job.job_id: PodCount(4)}, now=now, window_start=T0,
+                             window_end=dt.datetime.fromtimestamp(now, dt.UTC) if now == NOW else T1,
+                             source="iris client")  # fmt: skip
+        result = run_fan_in([snap], config)
+        return snap, plan_handoffs([snap], result.flags, dry_run=True, run_log="", trackers=False, hf_chain=False)
+
+    snap, confs = sweep(NOW)
+    assert snap.running[0].stale and confs["cancel"] is not None  # the present: judged, handed to cancel
+    snap, confs = sweep(NOW + 24 * 3600)
+    assert snap.running[0].state == "RUNNING" and not snap.running[0].stale
+    assert snap.running[0].minutes_since_output is None and confs["cancel"] is None

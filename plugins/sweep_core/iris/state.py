@@ -15,6 +15,8 @@ from typing import Any
 
 from sweep_core.fanin.tracebacks import drop_separators
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.slurm.past_window import PAST_RUNNING_LOG_NOTE
+from sweep_core.window import is_past_window
 
 # iris JobState enum (lib/iris job.proto): terminal = 4..8.
 IRIS_STATES = {
@@ -196,6 +198,46 @@ def _exit_code(job: IrisJob) -> str:
     return f"{codes[0]}:0" if codes else ("0:0" if job.state == "SUCCEEDED" else "")
 
 
+IRIS_PAST_WINDOW_SOURCE = (
+    "past window: read from the controller's job times (running at its end: started before it and not "
+    "finished by then; jobs ended in it); pods and logs not read (they tell about now); PENDING jobs not listed"
+)
+
+
+def past_window_rows(cluster: str, jobs: Sequence[IrisJob], lo: float, hi: float) -> tuple[list[Job], list[Job]]:
+    """(running, finished) of a window that ended before now, from each job's own times (epoch
+    ms; ``hi`` = the window's end): a job started before the end and not finished by then is a
+    RUNNING row as it was (elapsed up to the end, its state now in the note); one that finished in
+    ``[lo, hi)`` an ended row. A job that left the queue with no start time cannot be placed: an
+    UNKNOWN row that says so. Jobs started after the end, and waiting ones, are not listed."""
+    running: list[Job] = []
+    finished: list[Job] = []
+    for ij in jobs:
+        started, ended, submitted = ij.started_at_ms, ij.finished_at_ms, ij.submitted_at_ms
+        if started is None and ij.state in ("RUNNING", *TERMINAL) and ended is None:
+            if submitted is None or submitted < hi:
+                running.append(
+                    Job(cluster, ij.job_id, ij.name, "UNKNOWN", "squeue", log_note=PAST_RUNNING_LOG_NOTE,
+                        note=f"iris {ij.state} with no start time: whether it ran in this window is not known")
+                )  # fmt: skip
+            continue
+        if started is not None and started < hi and (ended is None or ended >= hi):
+            running.append(
+                Job(cluster, ij.job_id, ij.name, "RUNNING", "squeue", elapsed=_elapsed(started, int(hi), 0.0),
+                    start=_ms_to_iso(started), log_note=PAST_RUNNING_LOG_NOTE,
+                    note=f"running at the window's end (controller's times); now iris {ij.state}")
+            )  # fmt: skip
+        elif ended is not None and lo <= ended < hi:
+            task_errors = [t.error for t in ij.tasks if t.error]
+            finished.append(
+                Job(cluster, ij.job_id, ij.name, TO_SWEEP[ij.state], "sacct", elapsed=_elapsed(started, ended, 0.0),
+                    start=_ms_to_iso(started), end=_ms_to_iso(ended), exit_code=_exit_code(ij),
+                    reason=drop_separators(ij.error or (task_errors or [""])[0])[:200],
+                    stdout_path=f"iris job logs {ij.job_id}")
+            )  # fmt: skip
+    return running, finished
+
+
 def iris_snapshot(
     cluster: str,
     jobs: Sequence[IrisJob] | None,
@@ -234,6 +276,10 @@ def iris_snapshot(
             f"ended jobs read since {ended_since.isoformat()}: the last sweep that saw them live "
             "(the sweeps between could not read the controller)"
         )
+    if is_past_window(snap.window_end, now):
+        snap.notes.append(IRIS_PAST_WINDOW_SOURCE)
+        snap.running, snap.finished = past_window_rows(cluster, jobs, lo, hi)
+        return snap
     for ij in jobs:
         notes: list[str] = []
         pc = pods.get(ij.job_id)

@@ -125,7 +125,7 @@ def _remember_series(ledger: Ledger, e: LedgerEntry) -> None:
 def _vanished(e: LedgerEntry, s: ClusterSnapshot, blind: str) -> Change | None:
     """An active job this sweep did not list at all: how it is explained, and its new state.
     ``blind``: the cluster's status at the previous sweep when that sweep could not read it."""
-    if e.state == "PENDING" and s.pending is None and s.scheduler != "iris":
+    if e.state == "PENDING" and s.pending is None:
         return None  # PENDING jobs were not listed: nothing can be told
     label = f"{_label(e)} (was {e.state}"
     if s.scheduler == "iris":
