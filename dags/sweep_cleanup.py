@@ -2,12 +2,14 @@
 the completed jobs in ``conf``, or by hand from the UI (dry run by default).
 
     plan (probe: squeue validated, sacct done-signal, realpath of every tree; hub check; guards)
+      -> upload (hub lacks it, or a salvage: the flavor's upload job submitted once, tracked, retried)
       -> delete (detached rm, only what plan allowed; skipped on dry_run)
       -> verify (trees gone, df -i / quota again: inodes freed)
       -> record (table + the dated run log's actions section)
 
 Thin wiring only: the guards live in plugins/sweep_core/handoffs/cleanup/plan.py, applied by
-its plan use-case (usecase.py); rm, verify and the table are execute.py.
+its plan use-case (usecase.py); rm, verify and the table are execute.py; the upload is
+plugins/sweep_core/handoffs/upload/.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ with DAG(
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     plan = PythonOperator(task_id=Cleanup.PLAN, python_callable=cleanup_tasks.plan, op_kwargs=common)
     delete = PythonOperator(task_id=Cleanup.DELETE, python_callable=cleanup_tasks.delete, op_kwargs=common)
+    upload = PythonOperator(task_id=Cleanup.UPLOAD, python_callable=cleanup_tasks.upload, op_kwargs=common)
     verify = PythonOperator(task_id=Cleanup.VERIFY, python_callable=cleanup_tasks.verify, op_kwargs=common)
     record = PythonOperator(
         task_id=Cleanup.RECORD,
@@ -57,4 +60,6 @@ with DAG(
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,
     )
-    plan >> delete >> verify >> record
+    plan >> [upload, delete]
+    delete >> verify >> record
+    upload >> record

@@ -56,9 +56,10 @@ def branch_choice(with_work: list[Handoff]) -> list[str]:
 
 
 class Cleanup:
-    """sweep_cleanup: plan -> delete -> verify -> record."""
+    """sweep_cleanup: plan -> (upload | delete -> verify) -> record."""
 
     PLAN, DELETE, VERIFY, RECORD = "plan", "delete", "verify", "record"
+    UPLOAD = "upload"
 
 
 class Cancel:

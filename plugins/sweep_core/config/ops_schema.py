@@ -57,6 +57,16 @@ def _date(value: Any) -> Any:
     raise ValueError(f"must be a date YYYY-MM-DD, got {value!r}")
 
 
+class UploadCommand(StrictModel):
+    """ops.md ``upload_commands``: this cluster's upload job for one cleanup flavor (e.g. through its
+    upload tunnel), instead of (or where sweep.yaml names none) the flavor's ``upload``."""
+
+    flavor: Annotated[str, Field(min_length=1)] = Field(description="a cleanup flavor, e.g. sft-job-cleanup")
+    argv: Tup[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description="starts with sbatch; templates as cleanup.flavors.*.upload"
+    )
+
+
 class OpsFrontMatter(StrictModel):
     """The YAML front matter of one ops.md: the machine-read particulars of one cluster."""
 
@@ -125,6 +135,9 @@ class OpsFrontMatter(StrictModel):
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
     relaunch_commands: Tup[RelaunchCommand] = Field(
         (), description="`{match, argv}`: relaunch by scancel + this argv instead of `scontrol requeue`"
+    )
+    upload_commands: Tup[UploadCommand] = Field(
+        (), description="`{flavor, argv}`: this cluster's upload job for a cleanup flavor (overrides sweep.yaml's)"
     )
 
     @model_validator(mode="after")
