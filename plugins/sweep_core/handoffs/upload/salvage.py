@@ -52,3 +52,13 @@ def with_open(jobs: list[Any], ledger: Ledger) -> list[Any]:
     """The requested jobs, then the open ones not requested already."""
     asked = {(str(j.get("cluster")), str(j.get("job_id"))) for j in jobs if isinstance(j, dict)}
     return list(jobs) + [j for j in open_jobs(ledger) if (j["cluster"], j["job_id"]) not in asked]
+
+
+def follow_open(
+    confs: dict[str, dict[str, Any] | None], ledger: Ledger, *, dry_run: bool, run_log: str
+) -> dict[str, dict[str, Any] | None]:
+    """``confs`` with a cleanup hand-off when none has work but the ledger holds an open upload or
+    salvage: each sweep then lets sweep_cleanup follow it (it plans the open jobs itself)."""
+    if confs.get("cleanup") is not None or not open_jobs(ledger):
+        return confs
+    return {**confs, "cleanup": {"dry_run": dry_run, "run_log": run_log, "jobs": [], "reclaim_clusters": []}}
