@@ -248,6 +248,9 @@ def run_uploads(
                 j.outcome = str(exc)
                 continue
             j.move = next_move(j.story, j.hub, us.retries, bool(argv))
+            if j.move.move == "submit" and j.story.salvage is not None and not j.story.attempts:
+                step = j.story.salvage.get("step") or "?"
+                j.move = Move("submit", f"salvage of step {step} (cancelled at a collapse): upload submitted", 1)
             last = j.story.last
             if last is not None:
                 j.upload_job, j.state = last["upload_job"], j.story.state_of(last["upload_job"]) or "submitted"
