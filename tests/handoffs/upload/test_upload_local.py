@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import huggingface_hub
@@ -63,10 +64,17 @@ def _config(tmp_path: Path, hub_url: str, flavor: str, folder_arg: str = "{artif
     return str(path)
 
 
-def _uploads(name: str) -> list[tuple[str, str]]:
-    """(id, state) of every upload job of that name sacct knows, oldest first."""
-    out = sh("sacct", "-n", "-X", "-P", "-S", "now-1hours", "--name", f"upload__{name}", "-o", "JobID,State").stdout
-    return [tuple(x.split("|", 1)) for x in out.split()]  # type: ignore[misc]
+def _uploads(name: str, expect: int = 0, settle: float = 20) -> list[str]:
+    """Ids of every upload job of that name sacct knows, oldest first. A windowed sacct lags a job
+    that just ended by ~5 s (slurmdbd), so it is asked again until ``expect`` ids show or ``settle``
+    seconds passed."""
+    end = time.time() + settle
+    while True:
+        out = sh("sacct", "-n", "-X", "-P", "-S", "now-1hours", "--name", f"upload__{name}", "-o", "JobID").stdout
+        got = out.split()
+        if len(got) >= expect or time.time() > end:
+            return got
+        time.sleep(1)
 
 
 def _acts(logs: Path, job_id: str) -> list[dict]:
@@ -95,7 +103,7 @@ def test_a_missing_upload_is_submitted_once_then_cleaned(local_cluster, tag, tmp
         cfg = _config(tmp_path, hub.url, "sft-job-cleanup", "{artifact_dir}")
         dry = _cleanup(logs, job, cfg, hub.url, dry_run=True)
         assert "dry run: would submit sbatch --parsable" in _row(dry, jid)[6]
-        assert _uploads(name) == []  # a dry run submits nothing
+        assert _uploads(name, settle=0) == []  # a dry run submits nothing
 
         one = _cleanup(logs, job, cfg, hub.url)
         assert one.task_states["delete"] == "skipped"  # not on the hub: nothing deleted
@@ -117,7 +125,7 @@ def test_a_missing_upload_is_submitted_once_then_cleaned(local_cluster, tag, tmp
 
         three = _cleanup(logs, job, cfg, hub.url)
         assert three.values["upload"]["rows"] == []  # closed: followed no more
-    assert [u[0] for u in _uploads(name)] == [up]  # submitted once
+    assert _uploads(name, expect=1) == [up]  # submitted once
 
 
 def test_a_failed_upload_is_reported_with_its_traceback_retried_then_given_up(local_cluster, tag, tmp_path) -> None:
@@ -144,7 +152,7 @@ def test_a_failed_upload_is_reported_with_its_traceback_retried_then_given_up(lo
         assert "ValueError: Provided path:" in log and "given up after 2 attempt(s)" in log
         again = _cleanup(logs, job, cfg, hub.url)
         assert _row(again, jid)[6].startswith("upload given up")  # told again, never submitted again
-    assert [u[0] for u in _uploads(name)] == [first, second]
+    assert _uploads(name, expect=2) == [first, second]
     assert [a["kind"] for a in _acts(logs, jid)].count("upload_gave_up") == 1
     assert (ART / name / "exports").exists()  # never deleted: not on the hub
 
@@ -182,4 +190,4 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
         assert two.values["verify"]["local"]["left"] == [] and not (tree / "checkpoints").exists()
         log = Path(two.values["record"]).read_text()
         assert "salvage step 41" in log and "deleted" in log
-    assert [u[0] for u in _uploads(name)] == [up]
+    assert _uploads(name, expect=1) == [up]
