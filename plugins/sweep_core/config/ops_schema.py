@@ -85,8 +85,8 @@ class OpsFrontMatter(StrictModel):
     gpu_probe: Literal["srun-overlap", "accounting", "none"] = Field(
         "none",
         description="slurm: how the gather reads GPU utilisation of RUNNING RL/SFT/Eval jobs: `srun-overlap` "
-        "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (accepted, not read yet: "
-        "no GPU figures), `none`",
+        "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (ONE `sstat` for the "
+        "candidates: the gres/gpuutil and gres/gpumem the site's accounting records), `none`",
     )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
