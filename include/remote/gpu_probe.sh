@@ -35,7 +35,7 @@ if [ "$GPU_PROBE" != none ] && [ "$GPU_MAX" -gt 0 ] && [ "$sq" -eq 0 ]; then
   if [ "$GPU_PROBE" = accounting ]; then
     graws=$(head -n "$GPU_MAX" "$T/gpuc" | cut -d' ' -f3 | paste -sd, -)
     if [ -n "$graws" ]; then
-      run gpuacct timeout -k 2 "$GPU_TIMEOUT_S" sstat -a -n -P --delimiter="$D" -j "$graws" \
+      run gpuacct timeout -k 2 "$GPU_TIMEOUT_S" sstat -a -n -P -j "$graws" \
         -o JobID,TRESUsageInAve,TRESUsageInMin,TRESUsageInMax </dev/null
     fi
   else

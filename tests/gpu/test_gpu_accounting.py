@@ -13,7 +13,7 @@ from sweep_core.gpu.accounting import NOT_RECORDED, accounting_readings, tres_va
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.parse import CommandResult
 
-D = "@@SWEEP-0123456789ab@@"
+D = "|"  # sstat -P
 TRES = "cpu=00:41:05,energy=0,fs/disk=2271,gres/gpumem={mem},gres/gpuutil={util},mem=40G,pages=0,vmem=61G"
 
 
@@ -39,7 +39,7 @@ def test_the_busiest_step_is_read_and_a_job_without_gpu_tres_is_unknown_never_ze
         ]
     )
     cands = [("101", "101"), ("102", "102"), ("103_4", "107"), ("104", "104"), ("105", "105")]
-    found = accounting_readings(cands, CommandResult(0, out, ""), D, 20, 0.9, cap=4)
+    found = accounting_readings(cands, CommandResult(0, out, ""), 20, 0.9, cap=4)
     busy = found["101"]
     assert busy["mean_util"] == 73 and busy["min_util"] == 60 and busy["max_util"] == 91 and busy["why"] == ""
     assert busy["mem_used_mib"] == 61440 and busy["source"] == "accounting"
@@ -53,11 +53,11 @@ def test_the_busiest_step_is_read_and_a_job_without_gpu_tres_is_unknown_never_ze
 
 def test_a_failed_or_timed_out_sstat_leaves_every_candidate_unknown() -> None:
     cands = [("1", "1"), ("2", "2")]
-    timed_out = accounting_readings(cands, CommandResult(124, "", ""), D, 20)
+    timed_out = accounting_readings(cands, CommandResult(124, "", ""), 20)
     assert {r["why"] for r in timed_out.values()} == {"sstat timed out after 20 s"}
-    failed = accounting_readings(cands, CommandResult(1, "", "sstat: error: Invalid job id"), D, 20)
+    failed = accounting_readings(cands, CommandResult(1, "", "sstat: error: Invalid job id"), 20)
     assert failed["1"]["why"] == "sstat exited 1: sstat: error: Invalid job id"
-    cut = accounting_readings(cands, None, D, 20)
+    cut = accounting_readings(cands, None, 20)
     assert cut["2"]["why"] == "not asked: the gather script stopped before sstat"
 
 
@@ -70,7 +70,7 @@ def test_gpu_idle_reads_accounting_and_its_threshold_from_sweep_yaml() -> None:
     idle = run("rl__acct_idle", "Training Step Progress: 3/100\n", job_id="1")
     busy = run("rl__acct_busy", "Training Step Progress: 3/100\n", job_id="2")
     out = "\n".join([line("1.0", 4, 1, 4), line("2.0", 55, 40, 70)])
-    found = accounting_readings([("1", "1"), ("2", "2")], CommandResult(0, out, ""), D)
+    found = accounting_readings([("1", "1"), ("2", "2")], CommandResult(0, out, ""))
     idle.gpu, busy.gpu = found["1"], found["2"]
     _result, flags = sweep([idle, busy])
     assert "in accounting (sstat gres/gpuutil" in flags[("gpu_idle", "rl__acct_idle")].message

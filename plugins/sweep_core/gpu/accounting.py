@@ -1,5 +1,6 @@
 """Read the ``accounting`` GPU source (ops.md ``gpu_probe: accounting``): ONE ``sstat -a -n -P
--j <raw ids> -o JobID,TRESUsageInAve,TRESUsageInMin,TRESUsageInMax`` for the candidates, where
+-j <raw ids> -o JobID,TRESUsageInAve,TRESUsageInMin,TRESUsageInMax`` for the candidates (fields
+split by ``|``: sstat 22.05 has no ``--delimiter``; none of these fields can hold one), where
 the site's accounting records ``gres/gpuutil`` (percent) and ``gres/gpumem`` (bytes, with a
 suffix) per step (Slurm's AccountingStorageTRES with GPU autodetect through NVML). Per job the step
 with the highest average utilisation is the one doing GPU work; its average is the mean, its
@@ -12,9 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sweep_core.gpu.probe import GpuReading, not_probed
+from sweep_core.gpu.probe import GpuReading
 from sweep_core.slurm.parse import CommandResult
 
+SEP = "|"  # sstat -P
 ACCOUNTING_FIELDS = ("JobID", "TRESUsageInAve", "TRESUsageInMin", "TRESUsageInMax")
 _TIMED_OUT = (124, 137)
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)", re.I)
@@ -77,7 +79,6 @@ def _job_of(step_id: str) -> str:
 def accounting_readings(
     candidates: list[tuple[str, str]],
     result: CommandResult | None,
-    delim: str,
     timeout_s: int | None = None,
     ceiling: float | None = None,
     cap: int | None = None,
@@ -87,12 +88,10 @@ def accounting_readings(
     out: dict[str, dict] = {}
     asked = candidates[:cap] if cap is not None else candidates
     for jid, _raw in candidates[len(asked) :]:
-        out[jid] = not_probed(
-            f"not asked this sweep: {len(candidates)} candidates, at most gpu_probe_max {cap}", ceiling
-        )
+        out[jid] = _unknown(f"not asked this sweep: {len(candidates)} candidates, at most gpu_probe_max {cap}", ceiling)
     if result is None:
         for jid, _raw in asked:
-            out[jid] = not_probed("not asked: the gather script stopped before sstat", ceiling)
+            out[jid] = _unknown("not asked: the gather script stopped before sstat", ceiling)
         return out
     if result.rc in _TIMED_OUT or result.rc != 0:
         said = (result.stderr.strip().splitlines() or ["(no output)"])[-1][:200]
@@ -102,11 +101,11 @@ def accounting_readings(
             else f"sstat exited {result.rc}: {said}"
         )
         for jid, _raw in asked:
-            out[jid] = not_probed(why, ceiling)
+            out[jid] = _unknown(why, ceiling)
         return out
     steps: dict[str, list[StepUsage]] = {}
     for line in result.stdout.splitlines():
-        fields = line.split(delim)
+        fields = line.split(SEP)
         if len(fields) != len(ACCOUNTING_FIELDS):
             continue  # not a record (an error text): the job it would name stays "not listed"
         steps.setdefault(_job_of(fields[0]), []).append(step_usage(*fields[1:]))
@@ -116,12 +115,16 @@ def accounting_readings(
     return out
 
 
+def _unknown(why: str, ceiling: float | None) -> dict:
+    return GpuReading(ceiling=ceiling, why=why, source="accounting").to_dict()
+
+
 def _reading(listed: list[StepUsage], ceiling: float | None) -> GpuReading:
     if not listed:
-        return GpuReading(ceiling=ceiling, why="sstat listed no running step of this job")
+        return GpuReading(ceiling=ceiling, why="sstat listed no running step of this job", source="accounting")
     known = [s for s in listed if s.avg is not None]
     if not known:
-        return GpuReading(ceiling=ceiling, why=NOT_RECORDED)
+        return GpuReading(ceiling=ceiling, why=NOT_RECORDED, source="accounting")
     busiest = max(known, key=lambda s: s.avg or 0.0)
     mean = busiest.avg or 0.0
     return GpuReading(

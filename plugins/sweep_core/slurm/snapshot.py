@@ -210,7 +210,7 @@ def _attach_gpu(
     pairs = [(p[0], p[-1]) for line in cand.stdout.splitlines() if (p := line.split())]
     ids = [jid for jid, _raw in pairs]
     if accounting:
-        found = accounting_readings(pairs, output.get("gpuacct"), output.marker, timeout_s, ceiling, cap)
+        found = accounting_readings(pairs, output.get("gpuacct"), timeout_s, ceiling, cap)
     else:
         probes = {jid: rec for jid in ids if (rec := output.get(f"gpu:{jid}")) is not None}
         found = readings(ids, probes, timeout_s, ceiling, output.complete, cap)
