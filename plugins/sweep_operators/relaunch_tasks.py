@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from typing import Any
+from urllib.parse import quote
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.sweep import load_sweep_config
@@ -164,3 +165,40 @@ def remember(
             release.append(item)
     if acts or release:
         record_acts(ledger_dir(sweep_yaml), acts, release=release)
+
+
+def announce(sweep_yaml: str, context: dict[str, Any], decisions: list[CancelDecision],
+             results: dict[str, dict[str, str]], dry_run: bool) -> list[str]:  # fmt: skip
+    """Tell the sweep's channels of each standing-permission act (channels that hear hand-offs) and
+    each RECURRING escalation (channels that hear critical), once per act (the ledger's told-once
+    record; a re-run sends nothing again). A dry run announces nothing. Returns what was sent."""
+    config = load_sweep_config(sweep_yaml)
+    if dry_run or not config.notify.channels:
+        return []
+    from sweep_core.alerts.acts_notice import ESCALATED, notices
+    from sweep_core.ledger.told import mark_told, told_before
+    from sweep_operators.notify_tasks import send
+
+    base = _base_url()
+    dag_id = getattr(context.get("dag_run"), "dag_id", DagId.CANCEL)
+    links = [("sweep_cancel run", f"{base}/dags/{quote(str(dag_id))}/runs/{quote(_run_id(context), safe='')}")]
+    told, log_dir = [], ledger_dir(sweep_yaml)
+    for n in notices([d.to_dict() for d in decisions], results, run_id=_run_id(context), links=links):
+        for ch in config.notify.channels:
+            hears = "critical" in ch.severities if n.kind == ESCALATED else ch.handoffs
+            if not hears or told_before(log_dir, n.key, ch.name, n.message.identity()):
+                continue
+            try:
+                send(ch, n.message, context)
+                mark_told(log_dir, n.key, ch.name, n.message.identity())
+                told.append(f"{ch.name}: {n.message.title}")
+                log.info("announced to %s (%s): %s", ch.name, ch.kind, n.message.title)
+            except Exception as exc:  # one channel down does not silence the others, nor fail the record
+                log.error("announcement to %s failed: %s (%s)", ch.name, exc, n.message.title)
+    return told
+
+
+def _base_url() -> str:
+    from airflow.configuration import conf
+
+    return (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
