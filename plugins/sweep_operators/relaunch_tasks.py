@@ -102,6 +102,7 @@ def act(
             say=print,
             save=saver(sweep_yaml, context, offers),
             step_patterns=steps,
+            ledger=read_ledger(ledger_dir(sweep_yaml)),
         )
         for c, per in got.items():
             results.setdefault(c, {}).update(per)

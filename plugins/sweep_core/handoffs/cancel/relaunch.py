@@ -11,12 +11,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
     Offer,
     asked_again,
     flag_rule,
     relaunch_offer,
+    series_pending,
     series_spec,
     standing_permission,
 )
@@ -123,21 +125,31 @@ def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | N
     return standing_permission(ccfg.standing, action=act, rule=rule, name=r.name, silent_s=silent_s, nodes=_nodes(d))
 
 
-def relaunch_plan(d: CancelDecision, ev: Evidence, ccfg: CancelConfig, commands: Sequence[Any]) -> RelaunchJob:
-    """How one job is relaunched: the ops.md command matching its name, else ``scontrol requeue``."""
+def relaunch_plan(
+    d: CancelDecision, ev: Evidence, ccfg: CancelConfig, commands: Sequence[Any], ledger: Ledger | None = None
+) -> RelaunchJob:
+    """How one job is relaunched: the ops.md command matching its name, else ``scontrol requeue``;
+    a bad node its saved tail names is excluded from it and from its series' PENDING jobs."""
     r = d.request
-    spec = series_spec(r.name, ccfg.relaunch)
+    rcfg = ccfg.relaunch
+    spec = series_spec(r.name, rcfg)
+    bad = find_bad_nodes(ev.tail, rcfg.bad_nodes, ev.nodelist, rcfg.max_bad_nodes)
     cmd = next((c for c in commands if c.match.search(r.name)), None)
     array, _, task = r.job_id.partition("_")
-    fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task}
+    fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task, "exclude": ",".join(bad.nodes)}
     argv = tuple(a.format(**fill) for a in cmd.argv) if cmd else ()
+    pending = series_pending(ledger, r.cluster, r.job_id, r.name, rcfg.max_pending_excluded) if bad.nodes else []
     return RelaunchJob(
         r.job_id,
         r.name,
         signal=spec.checkpoint_signal if spec else "",
         grace_s=spec.grace_s if spec else 0,
-        set_requeue=ev.requeue == "0" and ccfg.relaunch.requeue_disabled == "set",
+        set_requeue=ev.requeue == "0" and rcfg.requeue_disabled == "set",
         command=argv,
+        exclude=merged_exclude(ev.exc_nodes, bad.nodes) if bad.nodes else "",
+        bad=bad.nodes,
+        pending=tuple(pending),
+        bad_note=bad.note,
     )
 
 
@@ -151,6 +163,7 @@ def relaunch_jobs(
     say: Say,
     save: SaveEvidence,
     step_patterns: Any = (),
+    ledger: Ledger | None = None,
 ) -> dict[str, dict[str, str]]:
     """cluster -> job id -> result for the given (approved or standing) relaunches: per cluster,
     fresh evidence (saved by ``save`` first), then ONE session re-checks and requeues."""
@@ -161,7 +174,7 @@ def relaunch_jobs(
         jobs = [(cluster, d.request.job_id, d.request.name) for d in mine]
         fresh = read_all_evidence(jobs, load_cluster, run_script, ccfg.relaunch.evidence_tail_bytes, step_patterns)
         evs = [fresh[(cluster, d.request.job_id)] for d in mine]
-        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands) for d, ev in zip(mine, evs, strict=True)]
+        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger) for d, ev in zip(mine, evs, strict=True)]
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")
