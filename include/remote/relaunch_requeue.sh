@@ -8,7 +8,8 @@
 # <id> M RUNNING M <name> M, else record relaunch:<k> rc 2 and leave it alone. Then per job:
 # the checkpoint signal + grace, the Requeue flag, the requeue (or scancel + command); finally
 # squeue is polled (bounded) until no requeued job is RUNNING or COMPLETING, and each `scontrol show job -o` is
-# recorded as after:<k> (its Restarts and BeginTime).
+# recorded as after:<k> (its Restarts and BeginTime); record deps: ONE squeue of the user's PENDING
+# jobs and their dependencies (%E), the successors a relaunched job holds.
 # Bad nodes (issue 20): EXCL[k] ('' = none) is the requeued job's whole ExcNodeList, set with
 # `scontrol update` once it is PENDING again (Slurm changes ExcNodeList only on a pending job; the
 # requeue's BeginTime hold keeps it from starting first): record exclude:<k>. BAD[k] (the nodes
@@ -83,3 +84,5 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
   run "after:$k" scontrol show job -o "$id"
   k=$((k + 1))
 done
+# the chain each relaunched job holds: ONE listing of the user's PENDING jobs and their dependencies
+run deps squeue -h -u "$U" -t PENDING -o "%i$M%E$M"

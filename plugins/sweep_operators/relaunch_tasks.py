@@ -21,10 +21,10 @@ from sweep_core.handoffs.cancel.relaunch import (
     read_all_evidence,
     relaunch_jobs,
 )
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence
+from sweep_core.handoffs.cancel.relaunch_remote import Evidence, relaunched_as
 from sweep_core.handoffs.cancel.usecase import scancel_approved
 from sweep_core.handoffs.ports import LoadCluster
-from sweep_core.ledger.acts import ActKind, read_ledger, record_acts
+from sweep_core.ledger.acts import ActKind, link_acts, read_ledger, record_acts
 from sweep_operators.handoff_io import iris_stopper, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import DagId
@@ -152,7 +152,11 @@ def remember(
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"]}))
         by = "standing permission" if d.offer.get("standing") else str(answer.get("responded_by") or "")
         if res.startswith("requeued") or res.startswith("cancelled and relaunched"):
-            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.RELAUNCH, "by": by, "result": res}))
+            new_id = relaunched_as(res)
+            act_ = {**base, "kind": ActKind.RELAUNCH, "by": by, "result": res, "new_job_id": new_id or None}
+            acts.append((r.cluster, r.job_id, r.name, act_))
+            if new_id:  # an ops.md relaunch command: the next sweep knows the new id as the same run
+                acts += link_acts(r.cluster, r.job_id, new_id, r.name, base)
             release.append(item)
         elif res.startswith("cancelled"):
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL, "by": by, "result": res}))

@@ -21,6 +21,8 @@ from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
 
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
+NEW_ID_RE = re.compile(r"^(?:Submitted batch job )?(\d{1,12})(?:;[\w.-]+)?\s*$", re.M)  # sbatch [--parsable]
+AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12})\b")
 HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
 
 
@@ -245,7 +247,10 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
     if rec.rc != 0:
         return f"relaunch failed (exit {rec.rc}): {text[:200]}"
     if j.command:
-        return f"cancelled and relaunched by the ops.md command: {text[:120] or '(no output)'}"
+        m = NEW_ID_RE.findall(rec.stdout)
+        if m:
+            return f"cancelled and relaunched by the ops.md command as job {m[-1]}{_holding(out, j.job_id, True)}"
+        return f"cancelled and relaunched by the ops.md command (no new job id in its output): {text[:120]}"
     after = out.get(f"after:{k}") if out else None
     info = {}
     if after is not None and after.rc == 0:
@@ -254,4 +259,34 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
         except SlurmOutputError:
             info = {}
     state, restarts, begin = info.get("JobState", "?"), info.get("Restarts", "?"), info.get("StartTime", "?")
-    return f"requeued ({state}, Restarts={restarts}, starts again ~{begin})"
+    return f"requeued ({state}, Restarts={restarts}, starts again ~{begin}){_holding(out, j.job_id, False)}"
+
+
+def relaunched_as(result: str) -> str:
+    """The new job id a relaunch outcome names ("" = the same id, or none)."""
+    m = AS_JOB_RE.search(result)
+    return m.group(1) if m else ""
+
+
+def successors(out: GatherOutput | None, job_id: str) -> list[str]:
+    """PENDING jobs whose dependency names ``job_id`` (record ``deps``: ``<id> M <%E> M`` lines)."""
+    rec = out.get("deps") if out else None
+    if rec is None or rec.rc != 0:
+        return []
+    names = re.compile(rf"(?:^|[:,?]){re.escape(job_id)}(?:[(,:?+]|$)")
+    found = []
+    for line in rec.stdout.splitlines():
+        parts = line.split(out.marker) if out and out.marker else []
+        if len(parts) >= 2 and names.search(parts[1]) and parts[0] != job_id:
+            found.append(parts[0])
+    return found
+
+
+def _holding(out: GatherOutput | None, job_id: str, new_id: bool) -> str:
+    succ = successors(out, job_id)
+    if not succ:
+        return ""
+    if new_id:
+        return (f"; successor(s) {', '.join(succ[:10])} depend on the OLD id {job_id}: their dependency is "
+                "never met now, re-point them to the new job")  # fmt: skip
+    return f"; holds its chain: successor(s) {', '.join(succ[:10])} wait on it (dependency) until it ends again"
