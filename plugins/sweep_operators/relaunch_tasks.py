@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.sweep import load_sweep_config
+from sweep_core.handoffs.cancel.iris_relaunch import relaunch_iris
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch import (
     assess,
@@ -25,7 +26,7 @@ from sweep_core.handoffs.cancel.relaunch_remote import Evidence, relaunched_as
 from sweep_core.handoffs.cancel.usecase import scancel_approved
 from sweep_core.handoffs.ports import LoadCluster
 from sweep_core.ledger.acts import ActKind, link_acts, read_ledger, record_acts
-from sweep_operators.handoff_io import iris_stopper, ssh_runner
+from sweep_operators.handoff_io import iris_stopper, local_runner, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import DagId
 
@@ -50,14 +51,17 @@ def judge(
     """Evidence of every RUNNING SLURM job validated for cancel (one session per cluster), then the
     policy per job (in place)."""
     cfg = load_sweep_config(sweep_yaml)
-    jobs = []
+    jobs, iris = [], {}
     for d in decisions:
         if d.verdict != "cancel" or d.state != "RUNNING":
             continue
-        if load(d.request.cluster).scheduler == "slurm":
+        ops = load(d.request.cluster)
+        if ops.scheduler == "slurm":
             jobs.append((d.request.cluster, d.request.job_id, d.request.name))
+        elif ops.scheduler == "iris":
+            iris[d.request.cluster] = ops
     ev = read_all_evidence(jobs, load, ssh_runner(limits, log), ccfg.relaunch.evidence_tail_bytes, cfg.metrics.rl.step)
-    assess(decisions, ev, read_ledger(ledger_dir(sweep_yaml)), ccfg, now=_now(), run_id=run_id)
+    assess(decisions, ev, read_ledger(ledger_dir(sweep_yaml)), ccfg, now=_now(), run_id=run_id, iris=iris)
 
 
 def saver(sweep_yaml: str, context: dict[str, Any], offers: dict[str, dict[str, Any]]) -> Any:
@@ -90,6 +94,15 @@ def act(
     rest = [d for d in decisions if d not in rel]
     run = ssh_runner(limits, log)
     results: dict[str, dict[str, str]] = {}
+    for cluster in sorted({d.request.cluster for d in rel}):
+        cfg = load(cluster)
+        if cfg.scheduler != "iris":
+            continue
+        mine = [d for d in rel if d.request.cluster == cluster]
+        rel = [d for d in rel if d not in mine]
+        results[cluster] = relaunch_iris(cfg, mine, confirm_timeout_s=ccfg.confirm_timeout_s,
+                                         command_timeout_s=ccfg.relaunch.command_timeout_s, dry_run=dry_run,
+                                         stop_iris=iris_stopper(), run_local=local_runner(log), say=print)  # fmt: skip
     if rel:
         offers = {d.request.job_id: d.offer for d in rel}
         steps = load_sweep_config(sweep_yaml).metrics.rl.step
@@ -155,10 +168,12 @@ def remember(
             new_id = relaunched_as(res)
             act_ = {**base, "kind": ActKind.RELAUNCH, "by": by, "result": res, "new_job_id": new_id or None}
             acts.append((r.cluster, r.job_id, r.name, act_))
-            if new_id:  # an ops.md relaunch command: the next sweep knows the new id as the same run
+            if (
+                new_id and new_id != r.job_id
+            ):  # an ops.md relaunch command: the next sweep knows the new id as the same run
                 acts += link_acts(r.cluster, r.job_id, new_id, r.name, base)
             release.append(item)
-        elif res.startswith("cancelled"):
+        elif res.startswith(("cancelled", "stopped")):
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL, "by": by, "result": res}))
         elif d.offer.get("standing"):
             continue

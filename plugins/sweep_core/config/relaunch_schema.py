@@ -37,7 +37,7 @@ DEFAULT_KINDS = (
     KindPattern(kind="rpc_timeout", pattern=r"RPC[^\n]*[Tt]imeout|EngineDead"),
     KindPattern(kind="node_fail", pattern=r"NODE_FAIL"),
     KindPattern(kind="preemption", pattern=r"PREEMPTED|preempt"),
-    KindPattern(kind="wedge", pattern=r"\[liveness_stale\]"),
+    KindPattern(kind="wedge", pattern=r"\[(?:liveness_stale|wedged)\]"),  # silent log; iris 0 pods
 )
 
 
@@ -85,6 +85,7 @@ class RelaunchConfig(StrictModel):
     max_pending_excluded: int = Field(
         8, ge=0, le=50, description="PENDING jobs of the series given the exclusion too (one scontrol each)"
     )
+    command_timeout_s: Positive = Field(300, description="iris: how long the ops.md relaunch command may run")
     reask_factor: float = Field(
         2.0, gt=1, description="a Rejected job is asked again once silent this many times longer"
     )

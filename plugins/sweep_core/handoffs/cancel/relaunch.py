@@ -7,11 +7,12 @@ one session re-checks and requeues. I/O comes in as arguments (handoffs.ports).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
+from sweep_core.handoffs.cancel.iris_relaunch import NO_COMMAND, has_command, iris_offer_why
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
     Offer,
@@ -75,9 +76,11 @@ def assess(
     *,
     now: dt.datetime,
     run_id: str,
+    iris: Mapping[str, Any] | None = None,
 ) -> None:
     """Per ``cancel`` decision (in place): its evidence and relaunch offer, the standing permission
-    that covers it, or ``blocked`` when a Reject is remembered or this run already acted on it."""
+    that covers it, or ``blocked`` when a Reject is remembered or this run already acted on it.
+    ``iris``: cluster -> ops.md of the iris clusters (relaunched only through an ops.md command)."""
     rcfg = ccfg.relaunch
     for d in decisions:
         if d.verdict != "cancel":
@@ -87,7 +90,11 @@ def assess(
             d.verdict, d.reasons = "blocked", [f"already acted on by this run ({run_id})"]
             continue
         ev = evidence.get((r.cluster, r.job_id))
-        if ev is None:  # iris, or a PENDING chain link: cancel only
+        icfg = (iris or {}).get(r.cluster)
+        if ev is None and icfg is not None and d.state == "RUNNING":
+            _assess_iris(d, icfg, ledger, ccfg, now)
+            continue
+        if ev is None:  # a PENDING chain link (or iris not RUNNING): cancel only
             d.offer = Offer(False, "no relaunch here (iris, or not RUNNING)").to_dict()
             d.offer["standing"] = _standing(ccfg, "cancel", d, None)
             continue
@@ -117,6 +124,28 @@ def assess(
         act = "relaunch" if offer.relaunch else "cancel"
         offer.standing = "" if offer.recurring else _standing(ccfg, act, d, ev.silent_s)
         d.offer = offer.to_dict()
+
+
+def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfig, now: dt.datetime) -> None:
+    """An iris RUNNING job: the same policy (its step from the ledger), offered only where an ops.md
+    relaunch command matches its name (iris has no requeue)."""
+    r = d.request
+    ok, why = asked_again(ledger, r.cluster, r.job_id, None, ccfg.relaunch.reask_factor)
+    if not ok:
+        d.verdict, d.reasons = "blocked", [why]
+        return
+    entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
+    offer = relaunch_offer(cluster=r.cluster, job_id=r.job_id, name=r.name, evidence=r.evidence, state=d.state,
+                           step=entry.step if entry else None, ledger=ledger, cfg=ccfg.relaunch, now=now)  # fmt: skip
+    if r.action != Action.KILL_APPROVAL and offer.relaunch:
+        offer.relaunch, offer.why = False, f"action {r.action}: cancel only"
+    if offer.relaunch and not has_command(icfg, r.name):
+        offer.relaunch, offer.why = False, NO_COMMAND
+    elif offer.relaunch:
+        offer.why = iris_offer_why(offer.why)
+    act = "relaunch" if offer.relaunch else "cancel"
+    offer.standing = "" if offer.recurring else _standing(ccfg, act, d, None)
+    d.offer = offer.to_dict()
 
 
 def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | None) -> str:

@@ -22,7 +22,7 @@ from sweep_core.slurm.remote_scripts import compose
 
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
 NEW_ID_RE = re.compile(r"^(?:Submitted batch job )?(\d{1,12})(?:;[\w.-]+)?\s*$", re.M)  # sbatch [--parsable]
-AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12})\b")
+AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12}\b|/[\w./-]{1,200})")  # Slurm or iris id
 HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
 
 
