@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import yaml
 from receivers import smtp_server
 from sweep_runner import ROOT
@@ -111,3 +113,31 @@ def test_the_next_sweep_flags_an_open_escalation_critical_until_it_is_settled() 
     assert "RECURRING, escalated by sweep_cancel at 2026-12-04T07:00" in flag.message
     add_act(ledger, "local", "78", "rl__w", {"kind": "cancel", "at": "2026-12-04T07:30:00+00:00"})
     assert flags() == []  # cancelled by a person: settled
+
+
+@pytest.mark.cluster
+def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(local_cluster, tag, tmp_path, monkeypatch):
+    """The whole sweep_cancel run on the real local Slurm: no human answers, the standing permission
+    requeues the wedged job, and the team channel gets the mail (the pager, which hears no hand-offs,
+    none); the run log's record says it was announced."""
+    from sweep_runner import run_dag
+
+    c = local_cluster
+    name = f"rl__{tag}_stand"
+    jid = c.submit(name, "echo 'Training Step Progress: 5/10'; sleep 900")
+    c.wait_running(jid)
+    c.wait_log(jid)
+    with smtp_server() as (port, mails):
+        conf = yaml.safe_load(Path(_sweep_yaml(tmp_path, port, monkeypatch)).read_text())
+        conf["cancel"]["standing"] = [{"action": "relaunch", "rule": "liveness_stale", "name": f"^rl__{tag}_"}]
+        (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
+        ev = f"[liveness_stale] CRITICAL local RL {jid} {name}: no output for 185 min (cadence 30 min) → kill-approval"
+        job = {"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval", "evidence": ev}
+        run = run_dag("sweep_cancel", {"jobs": [job], "dry_run": False, "approval_timeout_minutes": 5},
+                      tmp_path / "logs", SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
+        assert run.task_states["approve"] == "skipped" and run.values["standing"]["local"][jid].startswith("requeued")
+        (mail,) = mails
+        assert mail["X-Envelope-To"] == "team@x.org"
+        assert mail["Subject"].startswith(f"Standing permission acted, no human asked: local {jid} {name}: requeued")
+        assert "standing[0] relaunch liveness_stale" in mail.get_body(("html",)).get_content()
+        assert "announced: team: Standing permission acted" in Path(run.values["record"]).read_text()
