@@ -12,25 +12,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, sh
+from conftest import ROOT
 from hitl_responder import RELAUNCH, HITLResponder
 from sweep_runner import run_dag
+from test_relaunch_local import _job, _scontrol
 
 from sweep_core.ledger.entries import LedgerEntry
 from sweep_core.ledger.store import update_ledger
 
 pytestmark = pytest.mark.cluster
 LOGS = Path("/home/sweep/jobs/logs")
-
-
-def _job(job_id: str, name: str) -> dict:
-    ev = f"[liveness_stale] CRITICAL local RL {job_id} {name}: no output for 185 min (cadence 30 min) → kill-approval"
-    return {"cluster": "local", "job_id": job_id, "name": name, "action": "kill-approval", "evidence": ev}
-
-
-def _scontrol(job_id: str) -> dict[str, str]:
-    out = sh("scontrol", "show", "job", "-o", job_id).stdout
-    return dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
 
 
 def _relaunch(tmp_path: Path, jobs: list[dict], **kw):
