@@ -165,4 +165,7 @@ def record(sweep_yaml: str, **context: Any) -> str:
     print(table)
     dry = bool(context["params"].get("dry_run", True))
     relaunch_tasks.remember(sweep_yaml, context, decisions, done, answer, stood, dry)
+    told = relaunch_tasks.announce(sweep_yaml, context, decisions, both, dry)
+    if told:
+        table += "\nannounced: " + "; ".join(told) + "\n"
     return str(append_record(context, sweep_yaml, DagId.CANCEL, table))

@@ -124,7 +124,11 @@ class OpsFrontMatter(StrictModel):
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
     relaunch_commands: Tup[RelaunchCommand] = Field(
-        (), description="`{match, argv}`: relaunch by scancel + this argv instead of `scontrol requeue`"
+        (),
+        description="`{match, argv}`: relaunch by scancel (iris: `iris job stop`) + this argv instead of "
+        "`scontrol requeue` (templates `{job_id}` `{name}` `{array_job}` `{task}`, `{exclude}`: the bad nodes "
+        "found, iris `{controller}`); the only relaunch of an iris job; the new id in its output is linked "
+        "in the ledger",
     )
 
     @model_validator(mode="after")
