@@ -170,4 +170,7 @@ def record(sweep_yaml: str, **context: Any) -> str:
     salvage = salvage_acts(decisions, both, dt.datetime.now(dt.UTC).isoformat())
     if salvage and not dry:  # sweep_cleanup uploads the last healthy step, then cleans up
         record_acts(relaunch_tasks.ledger_dir(sweep_yaml), salvage)
+    told = relaunch_tasks.announce(sweep_yaml, context, decisions, both, dry)
+    if told:
+        table += "\nannounced: " + "; ".join(told) + "\n"
     return str(append_record(context, sweep_yaml, DagId.CANCEL, table))
