@@ -7,7 +7,8 @@
 # the roots is read (realpath -e, then the prefix).
 # Records: now; states (ONE squeue); per job k: logpath:k + mtime:k + log:k + chain:k:n, or
 # nolog:k; tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k; gpu:k (srun-overlap: one
-# bounded `srun --jobid --overlap nvidia-smi` per RUNNING job, one task per node) or nogpu:k.
+# bounded `srun --jobid --overlap nvidia-smi` per RUNNING job, one task per node) or nogpu:k;
+# gpuacct (accounting: ONE bounded sstat for all the jobs).
 run now date +%s
 ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
 run states squeue -h -t all -j "$ids" -o "%i$M%T$M"
@@ -86,4 +87,7 @@ if [ "$GPU_PROBE" = srun-overlap ]; then
     fi
     k=$((k + 1))
   done
+elif [ "$GPU_PROBE" = accounting ]; then  # ONE sstat for every job (sweep_core.gpu.accounting reads it)
+  run gpuacct timeout -k 2 "$GPU_TIMEOUT_S" sstat -a -n -P -j "$ids" \
+    -o JobID,TRESUsageInAve,TRESUsageInMin,TRESUsageInMax </dev/null
 fi

@@ -138,3 +138,30 @@ def test_the_default_signatures_match_garbage_and_starvation_lines_not_healthy_o
         ("weight-sync", "this log", 3),
         ("engine-starvation", "earlier chain log #1", 1),
     ]
+
+
+def test_an_accounting_reading_is_said_job_wide_and_idle_while_advancing_is_a_kill() -> None:
+    """ops.md gpu_probe: accounting: the deep-dive's ONE sstat for its jobs gives a job-wide figure."""
+    from sweep_core.handoffs.deep_dive.remote import ProbeJob, read_deep_dive
+    from sweep_core.slurm.gather import GatherOutput
+    from sweep_core.slurm.parse import CommandResult
+
+    tres = "cpu=00:10:00,gres/gpumem=2048M,gres/gpuutil={u},mem=4G"
+    sstat = "\n".join(
+        [
+            f"101.batch|{tres.format(u=0)}|{tres.format(u=0)}|{tres.format(u=0)}",
+            f"101.0|{tres.format(u=2)}|{tres.format(u=1)}|{tres.format(u=3)}",
+            "102.batch|cpu=00:00:01|cpu=00:00:01|cpu=00:00:01",
+        ]
+    )
+    out = GatherOutput(records={"gpuacct": CommandResult(0, sstat, "")}, complete=True, marker="@@M@@")
+    jobs = [ProbeJob("local", "101", "rl__qwen3_8b_8n_grpo"), ProbeJob("local", "102", "rl__b")]
+    got = read_deep_dive(out, jobs, timeout_s=20)
+    assert [(g.node, g.util) for g in got[0].gpus or []] == [("accounting", 3.0)]
+    assert got[1].gpus is None and got[1].gpu_note.startswith("accounting records no gres/gpuutil")
+    v = decide(_healthy(gpus=got[0].gpus, gpu_note=got[0].gpu_note, log_age_s=30.0), LUT)
+    assert v.verdict == KILL
+    assert (
+        v.evidence[0]
+        == "GPU util 3 % job-wide in accounting (sstat, the busiest step's maximum) while the log advances"
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+ACCOUNTING_NODE = "accounting"  # a GpuUtil that is the job-wide sstat figure (ops.md gpu_probe: accounting)
+
 
 @dataclass(frozen=True)
 class GpuUtil:

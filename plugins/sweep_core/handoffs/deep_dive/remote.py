@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
+from sweep_core.gpu.accounting import accounting_readings
 from sweep_core.gpu.probe import QUERY as GPU_QUERY
 from sweep_core.gpu.probe import parse_probe
 from sweep_core.handoffs.cancel.plan import check_slurm_job
-from sweep_core.handoffs.deep_dive.inputs import GpuUtil
+from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, GpuUtil
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
 
@@ -49,7 +50,7 @@ class Gathered:
     trace_problem: str = ""
     files: list[tuple[str, str, bool]] = field(default_factory=list)  # (name, tail, truncated), newest first
     gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
-    gpu_note: str = "not probed (ops.md gpu_probe is not srun-overlap)"
+    gpu_note: str = "not probed (ops.md gpu_probe is none)"
 
 
 def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:
@@ -124,7 +125,20 @@ def read_deep_dive(
         _read_log(out, k, g, now_s, problem)
         _read_trace(out, k, g, problem)
         _read_gpu(out, k, g, timeout_s)
+    if (acct := out.get("gpuacct")) is not None:
+        found = accounting_readings([(j.job_id, j.job_id) for j in jobs], acct, timeout_s)
+        for job, g in zip(jobs, got, strict=True):
+            _read_accounting(found.get(job.job_id, {}), g)
     return got
+
+
+def _read_accounting(reading: dict, g: Gathered) -> None:
+    """The job's accounting reading (gres/gpuutil of its busiest step) as one job-wide figure."""
+    if reading.get("mean_util") is None:
+        g.gpu_note = reading.get("why") or "accounting: no reading"
+        return
+    g.gpus = [GpuUtil(ACCOUNTING_NODE, 0, reading["max_util"], reading.get("mem_used_mib"))]
+    g.gpu_note = "sstat gres/gpuutil (accounting): the busiest step's maximum, job-wide"
 
 
 def _read_gpu(out: GatherOutput, k: int, g: Gathered, timeout_s: int | None) -> None:

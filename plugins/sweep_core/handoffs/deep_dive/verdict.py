@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
-from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
+from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, DeepDiveInput, GpuUtil
 
 KILL, NO_KILL, UNKNOWN = "KILL", "NO-KILL", "UNKNOWN"
 
@@ -93,12 +93,17 @@ def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: list[st
     advancing = _advancing(inp, cfg)
     shown = f"{max(known):.0f} %" if len(set(known)) == 1 or len(idle) == len(known) else f"{mean:.0f} % mean"
     lut = lut_row(inp.name, cfg)
+    where = (
+        "job-wide in accounting (sstat, the busiest step's maximum)"
+        if [g.node for g in gpus] == [ACCOUNTING_NODE]
+        else f"on {len(idle)}/{len(gpus)} GPUs"
+    )
     if len(idle) == len(gpus) and advancing:
-        kill.append(f"GPU util {shown} on {len(idle)}/{len(gpus)} GPUs while the log advances")
+        kill.append(f"GPU util {shown} {where} while the log advances")
         return
     if len(idle) == len(gpus):
         state = "the log is not advancing either" if advancing is False else "log age unknown"
-        ok.append(f"GPU util {shown} on {len(idle)}/{len(gpus)} GPUs, {state}: a stall, not an idle engine (liveness)")
+        ok.append(f"GPU util {shown} {where}, {state}: a stall, not an idle engine (liveness)")
     elif len(known) < len(gpus):
         unknown.append(f"GPU util unread on {len(gpus) - len(known)}/{len(gpus)} GPUs")
     if lut is not None and not lut.util_min <= mean <= lut.util_max:
