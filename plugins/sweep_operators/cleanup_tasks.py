@@ -19,6 +19,8 @@ from sweep_core.handoffs.cleanup.backlog import backlog_path, forget, load_backl
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.handoffs.consolidate.plan import consolidate_config
+from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import Cleanup, DagId
@@ -42,8 +44,9 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     jobs on those clusters whose trees were never confirmed removed."""
     ccfg, limits = _config(sweep_yaml)
     params = context["params"]
+    consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}
     got = plan_cleanup(
-        list(params.get("jobs") or []),
+        list(params.get("jobs") or []) + list(consolidated.get("replan") or []),
         list(params.get("reclaim_clusters") or []),
         dry_run=bool(params.get("dry_run", True)),
         ccfg=ccfg,
@@ -52,6 +55,8 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         run_script=ssh_runner(limits, log),
         hub_check=hub_check(),
     )
+    # a consolidated flavor's trees stay until its array is released (tracker row advanced)
+    hold_back(got.decisions, consolidate_config(load_sweep_config(sweep_yaml).consolidate), consolidated)
     for d in got.decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return got.to_dict()
@@ -100,6 +105,8 @@ def record(sweep_yaml: str, **context: Any) -> str:
         context["ti"].xcom_pull(task_ids=Cleanup.VERIFY) or {},
         dry,
     )
+    consolidated = consolidate_record(context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {})
+    text = f"{consolidated}\n\n{text}" if consolidated else text
     print(text)
     if not dry:
         path = _backlog(sweep_yaml)

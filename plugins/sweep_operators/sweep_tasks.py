@@ -212,6 +212,15 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
     confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)
+    if config.consolidate.flavors:  # a datagen consolidation in flight is polled by sweep_cleanup
+        from sweep_core.handoffs.consolidate.trigger import keep_tracking
+        from sweep_core.ledger.acts import read_ledger
+
+        confs, tracking = keep_tracking(
+            confs, snaps, read_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log
+        )
+        for line in tracking:
+            log.info("%s", line)
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:
