@@ -103,10 +103,10 @@ def _step(got: dict) -> dict:
 
 
 def test_one_chunk_not_done_submits_nothing(tmp_path) -> None:
-    ssh = FakeSsh({"consolidate probe": _probe(chunks=("COMPLETED", "FAILED", "COMPLETED"))})
-    s = _step(_run(ssh, FakeHub(), tmp_path))
+    ssh, hub = FakeSsh({"consolidate probe": _probe(chunks=("COMPLETED", "FAILED", "COMPLETED"))}), FakeHub()
+    s = _step(_run(ssh, hub, tmp_path))
     assert s["action"] == "blocked" and "not every chunk is COMPLETED (2/3" in s["reasons"][0]
-    assert ssh.whats() == [("local", "consolidate probe")]
+    assert ssh.whats() == [("local", "consolidate probe")] and hub.asked == []
 
 
 def test_a_chunk_still_listed_by_squeue_submits_nothing(tmp_path) -> None:

@@ -27,7 +27,7 @@ from sweep_core.handoffs.consolidate.history import (
     record,
     reserve,
 )
-from sweep_core.handoffs.consolidate.plan import Step, decide, job_name
+from sweep_core.handoffs.consolidate.plan import Step, chunk_guard, decide, job_name
 from sweep_core.handoffs.consolidate.remote import (
     ConsolidateProbe,
     build_probe_script,
@@ -128,8 +128,12 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
             (r.rstrip("/") for r in cfg.artifact_roots if found and found[0].startswith(r.rstrip("/") + "/")), ""
         )
         h = hist[t]
+        spec = run.ccfg.flavors[t.flavor]
+        in_flight = bool(h.latest_job) and h.failed(h.latest_job) is None
         busy = h.done is not None or h.gave_up or not probe.state.squeue_ok or not probe.state.sacct_ok
-        hub_ok, hub_why = (None, "not asked") if busy else _hub(run, t)
+        # the hub is asked only when its answer can matter: a tracked job, or an array done
+        unasked = busy or (not in_flight and chunk_guard(t, spec, probe.state) is not None)
+        hub_ok, hub_why = (None, "not asked") if unasked else _hub(run, t)
         values = {
             "name": t.name,
             "job_id": t.array_id,
