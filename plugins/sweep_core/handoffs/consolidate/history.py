@@ -22,6 +22,7 @@ from typing import Any
 from sweep_core.ledger.acts import acts_of, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
+from sweep_core.vocab import Bucket
 
 
 class ConsolidateAct(StrEnum):
@@ -97,9 +98,13 @@ def open_consolidations(ledger: Ledger) -> list[dict[str, str]]:
 
 
 def _touch(ledger: Ledger, cluster: str, array_id: str, stamp: str) -> None:
+    """Keep the array's entry from the prune while tracked; an entry only consolidate made (the
+    sweep keys chunks, not arrays) reads as the ended Datagen array it is."""
     e = ledger.jobs.get(f"{cluster}|{array_id}")
     if e is not None:
         e.last_seen = max(e.last_seen, stamp)
+        if not e.state:
+            e.state, e.bucket, e.source = "COMPLETED", e.bucket or Bucket.DATAGEN.value, e.source or "sacct"
 
 
 def record(run_log_dir: str | Path, acts: list[tuple[str, str, str, dict[str, Any]]]) -> Ledger:
