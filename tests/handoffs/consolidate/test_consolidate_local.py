@@ -151,7 +151,9 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
             runs = s.query(DagRun).filter(
                 DagRun.dag_id == "sweep_cleanup", DagRun.run_id.like(f"{later.run_id}__cleanup%")
             )
-            assert [r.conf["jobs"] for r in runs] == [[]]
+            confs = [r.conf for r in runs]
+        # triggered with no new job when nothing else completed (the array is not handed off twice)
+        assert confs and all(j["name"] != name for conf in confs for j in conf["jobs"]), confs
 
         # FAILED: reported with its first real traceback, retried once
         retry = run_dag("sweep_cleanup", {"jobs": [], "dry_run": False}, tmp_path, **env)
