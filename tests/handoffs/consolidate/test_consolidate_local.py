@@ -140,7 +140,7 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
         j1 = _step(first)["job"]
         assert _step(first)["action"] == "submitted"
         held = first.values["plan"]["decisions"][0]
-        assert held["action"] == "blocked" and "consolidate not finished" in held["reasons"][-1]
+        assert held["action"] == "blocked" and "not on the hub" in held["reasons"][0]  # no dataset yet
         assert _files(base / "chunks") == 3
         c.wait_finished(j1, "FAILED", timeout=90)
         assert _consolidate_jobs(name) == [j1]
