@@ -104,7 +104,7 @@ def submit(n: int, tag: str) -> None:
     n_rl, n_sft, n_eval = n * 2 // 5, n // 5, n // 5
     n_arr = n - n_rl - n_sft - n_eval
     for i in range(n_rl):
-        old = LOGS / f"rl__{tag}_{i}-old.out"
+        old = LOGS / f"rl__{tag}_{i}-0.out"  # an earlier link: the same name, another id
         old.write_text("Training Step Progress: 1/600\n")
         os.utime(old, (time.time() - 3600, time.time() - 3600))
         sh("chown", f"{USER}:{USER}", str(old))

@@ -1,6 +1,7 @@
 """What the GPU probe (ops.md gpu_probe: srun-overlap, issue 15 §1) adds to one sweep's gather on
 the bundled cluster: N RUNNING jobs (benchmarks/gather.py's mix: rl__/sft__/eval-/datagen__, +N/5
-ended), the same gather script with gpu_probe none and with srun-overlap at gpu_probe_max = P.
+ended), the same gather script with gpu_probe none, srun-overlap and accounting (ONE sstat) at
+gpu_probe_max = P.
 Every job's stub nvidia-smi (scripts/gpu_stub/) answers the busy 8-GPU profile. Prints wall
 (median), login-node CPU, processes (strace -f), slurmctld RPCs by user (sdiag -r, then sdiag),
 SSH sessions; the difference is the probe's cost.
@@ -53,7 +54,7 @@ def main(n: int, probes: int) -> None:
         req = GatherRequest(user=USER, window_start=t_start, window_end=end, settle_s=0, max_jobs=5000,
                             max_finished_logs=5000, max_arrays=5000, log_pattern=str(LOGS / "%x-%j.out"),
                             gpu_patterns=pats, gpu_max=probes, gpu_timeout_s=20)  # fmt: skip
-        for mode in ("none", "srun-overlap"):
+        for mode in ("none", "srun-overlap", "accounting"):
             script, marker = build_gather_script(dataclasses.replace(req, gpu_probe=mode))
             r = measure(script, marker, 3)
             from gather_reference import run_on_login01  # the same login01 runner measure() uses
@@ -61,6 +62,8 @@ def main(n: int, probes: int) -> None:
             out = parse_gather_output(run_on_login01(script).stdout, marker)
             ok = sum(1 for k, v in out.records.items() if k.startswith("gpu:") and v.rc == 0)
             done = sum(1 for k in out.records if k.startswith("gpu:"))
+            if (acct := out.get("gpuacct")) is not None:  # ONE sstat for all candidates
+                done, ok = min(probes, len(out.get("gpucand").stdout.splitlines())), int(acct.rc == 0)
             lines.append(f"| {n} | {mode} | {statistics.median(r.walls):.2f} | {r.cpu:.2f} | {r.processes} | "
                          f"{r.rpcs} | {r.sessions} | {done} ({ok} read) |")  # fmt: skip
             print(lines[-1], flush=True)

@@ -4,13 +4,15 @@ the completed jobs in ``conf``, or by hand from the UI (dry run by default).
     consolidate (datagen arrays, sweep.yaml consolidate:): every chunk COMPLETED (squeue validated)
       -> submit the consolidate job once; track it; COMPLETED + on the hub -> tracker row ✅
       -> plan (probe: squeue validated, sacct done-signal, realpath of every tree; hub check; guards)
+      -> upload (hub lacks it, or a salvage: the flavor's upload job submitted once, tracked, retried)
       -> delete (detached rm, only what plan allowed; skipped on dry_run)
       -> verify (trees gone, df -i / quota again: inodes freed)
       -> record (table + the dated run log's actions section)
 
 Thin wiring only: the guards live in plugins/sweep_core/handoffs/cleanup/plan.py, applied by
-its plan use-case (usecase.py); rm, verify and the table are execute.py; consolidate is
-plugins/sweep_core/handoffs/consolidate/ (an array's trees stay until it released them).
+its plan use-case (usecase.py); rm, verify and the table are execute.py; the upload is
+plugins/sweep_core/handoffs/upload/; consolidate is plugins/sweep_core/handoffs/consolidate/ (an
+array's trees stay until it released them).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ with DAG(
         trigger_rule=TriggerRule.ALL_DONE,  # a failed consolidate step holds only its flavors (hold_back)
     )
     delete = PythonOperator(task_id=Cleanup.DELETE, python_callable=cleanup_tasks.delete, op_kwargs=common)
+    upload = PythonOperator(task_id=Cleanup.UPLOAD, python_callable=cleanup_tasks.upload, op_kwargs=common)
     verify = PythonOperator(task_id=Cleanup.VERIFY, python_callable=cleanup_tasks.verify, op_kwargs=common)
     record = PythonOperator(
         task_id=Cleanup.RECORD,
@@ -68,4 +71,6 @@ with DAG(
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,
     )
-    consolidate >> plan >> delete >> verify >> record
+    consolidate >> plan >> [upload, delete]
+    delete >> verify >> record
+    upload >> record

@@ -14,6 +14,12 @@ URL shapes, JSON shapes and error headers of huggingface_hub 2.4.0 (read from it
 - unknown repo → 404 + ``X-Error-Code: RepoNotFound`` (→ ``RepositoryNotFoundError``); unknown
   revision → 404 + ``X-Error-Code: RevisionNotFound`` (→ ``RevisionNotFoundError``)
 
+Uploads (``HfApi.create_repo``, ``upload_folder``/``create_commit`` of small files): ``POST
+/api/repos/create`` → ``{"url"}`` (409 when it exists and ``exist_ok`` is not sent); ``POST
+/api/{type}s/{repo_id}/preupload/{rev}`` → every file ``uploadMode: regular`` (no LFS, no xet);
+``POST /api/{type}s/{repo_id}/commit/{rev}`` (ndjson: header, then ``file`` lines, base64) → the
+repo is created if needed and holds those paths (``uploads`` keeps each commit's paths).
+
 ``fail_status`` makes every request answer that status (e.g. 500); ``require_token`` answers 401
 ``Invalid credentials in Authorization header`` unless ``Authorization: Bearer <token>`` is sent.
 huggingface_hub is pointed at it the way production config points at a hub: an explicit
@@ -47,6 +53,8 @@ class HubStub:
         self.fail_status: int | None = None
         self.require_token: str | None = None
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.uploads: list[tuple[str, str, list[str]]] = []  # (repo_type, repo_id, paths) per commit
+        self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -66,6 +74,19 @@ class HubStub:
                 stub.requests.append(("GET", self.path, {k.lower(): v for k, v in self.headers.items()}))
                 code, body, headers = stub.answer(self.path, self.headers.get("Authorization", ""))
                 data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                stub.requests.append(("POST", self.path, {k.lower(): v for k, v in self.headers.items()}))
+                code, answer, headers = stub.accept(self.path, self.headers.get("Authorization", ""), body)
+                data = json.dumps(answer).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -116,6 +137,41 @@ class HubStub:
             recursive = query.get("recursive", ["False"])[0].lower() == "true"
             sub = "/".join(rest[2:])
             return self._with_rev(rest[1], lambda: self._tree(files, sub, recursive))
+        return 404, {"error": "stub: no such endpoint"}, {}
+
+    def accept(self, raw_path: str, authorization: str, body: bytes) -> tuple[int, Any, dict[str, str]]:
+        """The upload endpoints (module docstring); anything else is 404."""
+        if self.fail_status is not None:
+            return self.fail_status, {"error": "stub: forced failure"}, {}
+        if self.require_token is not None and authorization != f"Bearer {self.require_token}":
+            msg = "Invalid credentials in Authorization header"
+            return 401, {"error": msg}, {"X-Error-Message": msg}
+        parts = [unquote(p) for p in urlparse(raw_path).path.strip("/").split("/")]
+        if parts[:3] == ["api", "repos", "create"]:
+            req = json.loads(body or b"{}")
+            repo_type = req.get("type") or "model"
+            repo_id = f"{req['organization']}/{req['name']}" if req.get("organization") else req["name"]
+            with self._lock:
+                if (repo_type, repo_id) in self.repos and not req.get("exist_ok"):
+                    return 409, {"error": "You already created this repo", "url": repo_id}, {}
+                self.repos.setdefault((repo_type, repo_id), [])
+            return 200, {"url": f"{self.url}/{repo_id}"}, {}
+        if len(parts) < 6 or parts[0] != "api" or parts[1] not in ("models", "datasets", "spaces"):
+            return 404, {"error": "stub: no such endpoint"}, {}
+        repo_type, repo_id, verb = parts[1][:-1], "/".join(parts[2:4]), parts[4]
+        if verb == "preupload":
+            files = json.loads(body or b"{}").get("files", [])
+            answer = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
+            return 200, {"files": answer, "commitOid": _oid(repo_id)}, {}
+        if verb == "commit":
+            lines = [json.loads(x) for x in body.splitlines() if x.strip()]
+            paths = [x["value"]["path"] for x in lines if x.get("key") == "file"]
+            with self._lock:
+                have = self.repos.setdefault((repo_type, repo_id), [])
+                have += [p for p in paths if p not in have]
+                self.uploads.append((repo_type, repo_id, paths))
+            oid = _oid(repo_id + "".join(paths))
+            return 200, {"commitUrl": f"{self.url}/{repo_id}/commit/{oid}", "commitOid": oid}, {}
         return 404, {"error": "stub: no such endpoint"}, {}
 
     def _with_rev(self, rev: str, make: Any) -> tuple[int, Any, dict[str, str]]:

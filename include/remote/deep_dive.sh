@@ -39,7 +39,7 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
     while IFS= read -r f; do
       [ "$n" -lt "$CHAIN_LOGS" ] || break
       [ "$f" = "$b" ] && continue
-      case $f in "$name"*) ;; *) continue ;; esac
+      is_link "$f" "$name" "$b" "$id" || continue
       if [ ! -f "$d/$f" ] || [ -L "$d/$f" ]; then continue; fi
       n=$((n + 1))
       run "chain:$k:$n" tail -c "$LOG_BYTES" -- "$d/$f"

@@ -53,7 +53,7 @@ if [ "$sq" -eq 0 ]; then
     while IFS= read -r f; do
       [ "$k" -lt "$CHAIN_LOGS" ] || break
       [ "$f" = "$b" ] && continue
-      case $f in "$name"*) ;; *) continue ;; esac
+      is_link "$f" "$name" "$b" "$id" || continue
       [ -f "$d/$f" ] || continue
       k=$((k + 1))
       run "chain:$id:$k" tail -c "$TAIL_BYTES" -- "$d/$f"

@@ -6,6 +6,22 @@ kind() { if [ -p "$1" ]; then echo FIFO; elif [ -c "$1" ]; then echo character d
 elif [ -b "$1" ]; then echo block device; elif [ -d "$1" ]; then echo directory; \
 elif [ -S "$1" ]; then echo socket; else echo not a regular file; fi; }
 norec() { kind "$2" >"$T/o"; : >"$T/e"; rec "$1" 0; }
+# `is_link FILE NAME OWN ID`: FILE is an earlier chain link of job ID (name NAME, log OWN): where OWN
+# holds the id after the name (rl__a-123.out), the same name with another id (rl__a-98.out, never
+# rl__ab-98.out); else NAME followed by nothing or a character that is no letter or digit
+# (read_logs.py link_of is the same rule). Builtins only.
+is_link() {
+  local f=$1 name=$2 own=$3 id=$4 pre suf mid
+  case $own in "$name"*"$id"*)
+    pre=${own%"$id"*}; suf=${own##*"$id"}
+    case $f in "$pre"*"$suf") ;; *) return 1 ;; esac
+    mid=${f#"$pre"}; mid=${mid%"$suf"}
+    case $mid in ''|*[!0-9]*) return 1 ;; esac
+    return 0 ;;
+  esac
+  case $f in "$name"|"$name"[!A-Za-z0-9]*) return 0 ;; esac
+  return 1
+}
 # `read_listing FILE`: the StdOut of every job in ONE `squeue -h -O <PATHS_FORMAT>` listing
 # (sweep_core.slurm.gather.PATHS_FIELDS, every field ended by the marker $M), expanded as scontrol
 # prints it, into LPATH[<id>]; AMB[<id>] for a job whose name or path holds a newline (which file

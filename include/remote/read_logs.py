@@ -140,14 +140,28 @@ def tail(path, n):
         os.close(fd)
 
 
+def link_of(name, own, job_id):
+    """Which file names are earlier links of the job whose log is ``own``: where ``own`` holds the
+    job id after the name (``rl__a-123.out``), the same name with another id (``rl__a-98.out``, not
+    ``rl__ab-98.out``); else the name followed by nothing or a character that is no letter or digit."""
+    i = own.rfind(job_id) if job_id else -1
+    if i >= len(name) and own.startswith(name):
+        pre, suf = own[:i], own[i + len(job_id) :]
+        rx = re.compile(re.escape(pre) + rb"[0-9]+" + re.escape(suf))
+        return lambda f: rx.fullmatch(f) is not None
+    return lambda f: f.startswith(name) and not f[len(name) : len(name) + 1].isalnum()
+
+
 class Dirs:
     """ONE listing per log directory per sweep, names sorted for prefix lookups."""
 
     def __init__(self):
         self.names = {}
 
-    def chain(self, d, name, own, k):
-        """Up to k earlier links: regular files in d named name*, not own, newest first (ls -1t)."""
+    def chain(self, d, name, own, k, job_id=b""):
+        """Up to k earlier links: regular files in d named as a link of this job (link_of), not own,
+        newest first (ls -1t)."""
+        is_link = link_of(name, own, job_id)
         if d not in self.names:
             try:
                 self.names[d] = sorted(n for n in os.listdir(d) if not n.startswith(b"."))
@@ -158,7 +172,7 @@ class Dirs:
         for f in names[bisect.bisect_left(names, name) :]:
             if not f.startswith(name):
                 break
-            if f == own:
+            if f == own or not is_link(f):
                 continue
             try:
                 found.append((-os.lstat(d + b"/" + f).st_mtime_ns, f))
@@ -218,7 +232,7 @@ def running(out, a, listing, dirs, arrays, mtimes):
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
         d, _, own = path.rpartition(b"/")
-        for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"]), start=1):
+        for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"], job_id), start=1):
             out.rec(b"chain:%s:%d" % (job_id, i), *tail(link, a["tail_bytes"]))
 
 

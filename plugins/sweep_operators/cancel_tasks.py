@@ -21,6 +21,8 @@ from airflow.sdk.exceptions import AirflowSkipException
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelConfig, CancelDecision, approval_prompt, asked, cancel_config
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, validate_jobs
+from sweep_core.handoffs.upload.salvage import salvage_acts
+from sweep_core.ledger.acts import record_acts
 from sweep_operators import relaunch_tasks
 from sweep_operators.handoff_io import iris_lister, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
@@ -165,4 +167,10 @@ def record(sweep_yaml: str, **context: Any) -> str:
     print(table)
     dry = bool(context["params"].get("dry_run", True))
     relaunch_tasks.remember(sweep_yaml, context, decisions, done, answer, stood, dry)
+    salvage = salvage_acts(decisions, both, dt.datetime.now(dt.UTC).isoformat())
+    if salvage and not dry:  # sweep_cleanup uploads the last healthy step, then cleans up
+        record_acts(relaunch_tasks.ledger_dir(sweep_yaml), salvage)
+    told = relaunch_tasks.announce(sweep_yaml, context, decisions, both, dry)
+    if told:
+        table += "\nannounced: " + "; ".join(told) + "\n"
     return str(append_record(context, sweep_yaml, DagId.CANCEL, table))

@@ -1,4 +1,4 @@
-"""Task callables of the sweep_cleanup DAG: plan, delete, verify, record.
+"""Task callables of the sweep_cleanup DAG: plan, upload, delete, verify, record.
 
 Airflow-facing wiring only: params and XCom in, ops.md, SSH and the hub client wired into the
 use-cases (sweep_core.handoffs.cleanup.usecase for the plan and every guard, .execute for rm,
@@ -8,6 +8,7 @@ path and ``dry_run`` is false.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,13 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.consolidate.plan import consolidate_config
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
+from sweep_core.handoffs.upload.salvage import salvaged, with_open
+from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
+from sweep_core.ledger.acts import read_ledger, record_acts
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import Cleanup, DagId
+from sweep_operators.window import run_id_of
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +46,14 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Probe each cluster once (read-only), check the hub, apply every guard; the plan as XCom.
 
     ``reclaim_clusters`` (INODE HEADROOM over the soft limit) adds the backlog of completed
-    jobs on those clusters whose trees were never confirmed removed."""
+    jobs on those clusters whose trees were never confirmed removed. Jobs with an upload or a
+    salvage open in the ledger are planned too (their hub is checked again)."""
     ccfg, limits = _config(sweep_yaml)
     params = context["params"]
     consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}
+    ledger = read_ledger(run_log_dir(load_sweep_config(sweep_yaml)))
     got = plan_cleanup(
-        list(params.get("jobs") or []) + list(consolidated.get("replan") or []),
+        with_open(list(params.get("jobs") or []) + list(consolidated.get("replan") or []), ledger),
         list(params.get("reclaim_clusters") or []),
         dry_run=bool(params.get("dry_run", True)),
         ccfg=ccfg,
@@ -54,6 +61,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(limits, log),
         hub_check=hub_check(),
+        salvaged=frozenset(salvaged(ledger)),
     )
     # a consolidated flavor's trees stay until its array is released (tracker row advanced)
     hold_back(got.decisions, consolidate_config(load_sweep_config(sweep_yaml).consolidate), consolidated)
@@ -64,6 +72,30 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 def _plan(context: dict[str, Any]) -> CleanupPlan:
     return CleanupPlan.from_dict(context["ti"].xcom_pull(task_ids=Cleanup.PLAN))
+
+
+def upload(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """Follow the uploads (ONE sacct per cluster), submit those the hub lacks (once per attempt,
+    recorded in the ledger), report failures with their traceback; dry_run: print only."""
+    config = load_sweep_config(sweep_yaml)
+    ccfg, limits = _config(sweep_yaml)
+    report = run_uploads(
+        _plan(context).decisions,
+        us=upload_settings(config.cleanup),
+        ccfg=ccfg,
+        ledger_dir=run_log_dir(config),
+        run_id=run_id_of(context),
+        now=dt.datetime.now(dt.UTC).isoformat(),
+        dry_run=bool(context["params"].get("dry_run", True)),
+        load_cluster=ops_loader(ops_dir),
+        run_script=ssh_runner(limits, log),
+        say=print,
+    )
+    if report.acts:
+        record_acts(run_log_dir(config), report.acts)
+    for row in report.rows:
+        log.info("upload %s", " | ".join(row))
+    return report.to_dict()
 
 
 def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -107,6 +139,9 @@ def record(sweep_yaml: str, **context: Any) -> str:
     )
     consolidated = consolidate_record(context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {})
     text = f"{consolidated}\n\n{text}" if consolidated else text
+    uploads = UploadReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.UPLOAD) or {}).get("rows", []))
+    if uploads.rows:
+        text += "\n\nUploads (hub lacked the artifact, or a salvage):\n" + uploads.table()
     print(text)
     if not dry:
         path = _backlog(sweep_yaml)

@@ -11,6 +11,7 @@ from typing import Any
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop
+from sweep_core.handoffs.cancel.iris_relaunch import RunLocal
 from sweep_core.handoffs.hub_evidence import HubEvidence
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript
 from sweep_core.slurm.gather import GatherOutput
@@ -75,3 +76,25 @@ def iris_stopper() -> IrisStop:
             return None, str(exc)
 
     return stop
+
+
+def local_runner(log: logging.Logger) -> RunLocal:
+    """Run an iris cluster's ops.md relaunch argv here (no shell), bounded; HOME = its ``iris_home``
+    and its ``iris_python``'s folder first on PATH (the iris CLI beside the client)."""
+    import os
+    import subprocess
+
+    def run(cfg: ClusterConfig, argv: Sequence[str], timeout_s: int) -> tuple[int, str]:
+        env = dict(os.environ)
+        if cfg.iris_home:
+            env["HOME"] = cfg.iris_home
+        if cfg.iris_python:
+            env["PATH"] = f"{os.path.dirname(cfg.iris_python)}{os.pathsep}{env.get('PATH', '')}"
+        try:
+            res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.error("relaunch command %s failed: %s", argv[:1], exc)
+            return 127, str(exc)[:500]
+        return res.returncode, (res.stdout + res.stderr)[-4000:]
+
+    return run

@@ -84,6 +84,7 @@ def gather_slurm(
         cfg.gpu_probe_timeout_s,
         cfg.gpu_mem_ceiling,
         cfg.gpu_probe_max,
+        cfg.gpu_probe,
     )
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))

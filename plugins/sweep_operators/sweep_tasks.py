@@ -35,9 +35,10 @@ from sweep_core.fanin.steps import (
     skip_snapshot,
 )
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
+from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
-from sweep_core.ledger.store import ledger_for_run
+from sweep_core.ledger.store import ledger_for_run, load_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
@@ -212,12 +213,13 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
     confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)
-    if config.consolidate.flavors:  # a datagen consolidation in flight is polled by sweep_cleanup
+    if not handed[Handoff.CLEANUP.value]:  # an upload or salvage in flight: cleanup follows it
+        confs = follow_open(confs, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log)
+    if config.consolidate.flavors and not handed[Handoff.CLEANUP.value]:  # a consolidation in flight too
         from sweep_core.handoffs.consolidate.trigger import keep_tracking
-        from sweep_core.ledger.acts import read_ledger
 
         confs, tracking = keep_tracking(
-            confs, snaps, read_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log
+            confs, snaps, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log
         )
         for line in tracking:
             log.info("%s", line)

@@ -72,3 +72,30 @@ def test_real_srun_overlap_probe_reads_utilisation_flags_idle_and_says_unknown(l
     assert slow.gpu["why"] == "probe timed out after 4 s"
     assert run.job(names["cpu"]).gpu == {}
     assert f"[gpu_idle] WARN local Eval {ids['err']}" not in text
+
+
+def test_accounting_source_asks_one_sstat_and_says_what_accounting_does_not_record(
+    local_cluster, tag, tmp_path
+) -> None:
+    """ops.md gpu_probe: accounting on the bundled cluster (jobacct_gather/none: no gres/gpuutil
+    recorded): the REAL sstat answers for every candidate in the same ONE session, each reads
+    "GPU ?" with the reason, no srun step is started, and nothing is flagged idle."""
+    c = local_cluster
+    names = [f"rl__{tag}_acct{k}" for k in range(3)] + [f"pretokenize_{tag}_acct"]
+    ids = [c.submit(n, LOOP) for n in names]
+    c.wait_running(*ids)
+    ops = _ops(tmp_path)
+    md = ops / "local" / "ops.md"
+    md.write_text(md.read_text().replace("gpu_probe: srun-overlap\n", "gpu_probe: accounting\n"))
+    before = c.sshd_accepts("login01")
+    run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, ops_dir=ops)
+    assert run.state == "success", run.task_states
+    assert c.sshd_accepts("login01") - before == 1
+    for name in names[:3]:
+        gpu = run.job(name).gpu
+        assert gpu["mean_util"] is None and gpu["why"].startswith("accounting records no gres/gpuutil"), gpu
+    assert run.job(names[3]).gpu == {}  # Catch-all: not a candidate
+    steps = subprocess.run(["squeue", "-h", "-s", "-o", "%i", "-j", ",".join(ids)], capture_output=True, text=True)
+    assert not [s for s in steps.stdout.split() if s.split(".")[-1].isdigit()]  # no srun step was started
+    assert "[gpu_idle]" not in run.report
+    assert "GPU ?" in run.rendered["tables"]["RL"]

@@ -212,3 +212,15 @@ def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> 
     snap, confs = sweep(NOW + 24 * 3600)
     assert snap.running[0].state == "RUNNING" and not snap.running[0].stale
     assert snap.running[0].minutes_since_output is None and confs["cancel"] is None
+
+
+def test_a_past_windows_running_row_says_its_output_is_not_judged() -> None:
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_core.fanin.steps import run_fan_in
+
+    started = int((T0 - dt.timedelta(hours=1)).timestamp() * 1000)
+    job = ij("rl__then", "RUNNING", started_at_ms=started)
+    snap = iris_snapshot("cw", [job], {}, now=NOW + 24 * 3600, window_start=T0, window_end=T1, source="iris client")
+    result = run_fan_in([snap], load_sweep_config(str(FIXTURES.parents[1] / "include" / "sweep.yaml")))
+    rl = " ".join(result.rendered.tables["RL"].split())
+    assert "running at the window's end" in rl and "last output ?" not in rl

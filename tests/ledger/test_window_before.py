@@ -78,3 +78,25 @@ def test_a_backfill_leaves_the_latest_run_and_its_re_run_as_they_were(tmp_path) 
     assert lines([snap([job("1", "sft__a", "RUNNING")])], 3, "backfill__3") == ["no change since the previous sweep"]
     assert load_ledger(tmp_path).run_id == "s9" and load_ledger(tmp_path).jobs["leo|1"].state == "COMPLETED"
     assert lines(nine, 9, "s9") == told  # the latest run re-run: still against the ledger before it
+
+
+def test_a_re_run_of_the_latest_run_after_a_backfill_keeps_what_the_backfill_learned(tmp_path) -> None:
+    """Job 4 ran only between the two sweeps (only the backfill at 3 h saw it): re-running the
+    latest sweep afterwards must not drop it from the ledger; the re-run tells what it told, and
+    now also what it can tell of job 4 (not running at 9 h, not in that window's sacct)."""
+
+    def lines(snaps, hours: int, run: str) -> list[str]:
+        return [c.line for c in fold_sweep_run(tmp_path, snaps, run_id=run, window_end=T0 + dt.timedelta(hours=hours))]
+
+    lines([snap([job("1", "sft__a", "RUNNING")])], 0, "s0")
+    nine = [snap([], [job("1", "sft__a", "COMPLETED", "sacct")])]
+    told = lines(nine, 9, "s9")
+    backfill = lines([snap([job("1", "sft__a", "RUNNING"), job("4", "sft__d", "RUNNING")])], 3, "backfill__3")
+    assert backfill == ["new: leo SFT 4 sft__d (RUNNING)"]
+    assert load_ledger(tmp_path).jobs["leo|4"].first_seen == _at(3)
+    again = lines(nine, 9, "s9")
+    assert again == [*told, "gone: leo SFT 4 sft__d (was RUNNING, not running and not in this window's sacct)"]
+    after = load_ledger(tmp_path)
+    assert after.run_id == "s9" and after.jobs["leo|1"].state == "COMPLETED"
+    assert after.jobs["leo|4"].first_seen == _at(3) and after.jobs["leo|4"].state == "GONE"  # not lost
+    assert _at(3) in after.windows

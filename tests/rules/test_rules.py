@@ -391,3 +391,34 @@ def test_failure_text_never_ends_with_the_elastic_separator_line() -> None:
     _, flags = sweep([], [ended("sft__cell4", "FAILED", tail, exit_code="1:0")])
     line = flags[("genuine_failure", "sft__cell4")].line()
     assert "ChildFailedError:" in line and "===" not in line
+
+
+def test_a_relaunch_under_a_new_id_is_the_same_run_unless_its_setting_changed() -> None:
+    """issue 20: the ledger links an ops.md relaunch command's new id to the old one (same series):
+    not a new/untested RL launch, no new deep-dive, the old verdict its Note; a changed launch is."""
+    import tempfile
+
+    from sweep_core.fanin.fingerprint import series_of
+    from sweep_core.ledger.acts import link_acts, record_acts
+    from sweep_core.ledger.store import load_ledger
+    from sweep_core.rules.config import rules_config
+
+    with tempfile.TemporaryDirectory() as d:
+        verdict = "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
+        act = {"run": "c1", "at": "2026-12-04T07:00:00+00:00", "series": "s", "step": "5"}
+        record_acts(d, [("leo", "7", "rl__a2_debug_geom", {"kind": "relaunch", **act}),
+                        *link_acts("leo", "7", "8", "rl__a2_debug_geom", act)])  # fmt: skip
+        ledger = load_ledger(d)
+    ledger.jobs["leo|7"].deep_dive = verdict
+    assert ledger.jobs["leo|8"].acts[-1]["from"] == "leo|7"
+    history = History(rl_names={"rl__a2_seen"}, known=True, ledger=ledger)
+    job = run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="8", num_nodes=4)
+    result, flags = sweep([job], history=history)
+    assert ("rl_new_untested", "rl__a2_debug_geom") not in flags  # not new, no deep-dive: the same run
+    (row,) = table_rows(result.rendered.tables["RL"])
+    assert f"deep-dive {verdict}" in row["Note"]
+    series = series_of("rl__a2_debug_geom", rules_config(CONFIG.rules).fingerprint)
+    history.rl_fingerprints[series] = {"nodes": 2}
+    _, flags = sweep([run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="8", num_nodes=4)], history=history)
+    f = flags[("rl_new_untested", "rl__a2_debug_geom")]
+    assert f.action == "deep-dive" and "nodes 2→4" in f.message and "untested setting" not in f.message

@@ -44,7 +44,7 @@ def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None
     c = local_cluster
     start = int(time.time()) - 2  # the window: this test's jobs, not the other tests' ended ones
     for k, age in ((1, 900), (2, 600)):  # earlier chain links of the rl__ job
-        _file(LOGS / f"rl__{tag}_c-old{k}.out", f"link {k}: Training Step Progress: {k}/600\n", age)
+        _file(LOGS / f"rl__{tag}_c-{k}.out", f"link {k}: Training Step Progress: {k}/600\n", age)
     running = [
         c.submit(f"rl__{tag}_c", STATIC),
         c.submit(f"sft__{tag}_s", STATIC),

@@ -98,7 +98,7 @@ def _release(fifo: Path) -> None:
 def test_fifo_logs_hide_nothing_and_leave_no_process_on_the_node(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     fifo = _mkfifo(LOGS / f"fifo-{tag}.out")
-    chain_fifo = _mkfifo(LOGS / f"rl__{tag}_ok-0-earlier.out")  # an "earlier chain link" that is a FIFO
+    chain_fifo = _mkfifo(LOGS / f"rl__{tag}_ok-0.out")  # an earlier chain link (same name, id 0) that is a FIFO
     done = c.submit(f"sft__{tag}_done", "echo finished; exit 1")
     ids = {
         "fifo": c.submit(f"rl__{tag}_fifo", LOOP, output=str(fifo)),

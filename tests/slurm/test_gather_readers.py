@@ -96,9 +96,9 @@ def test_python_and_shell_readers_give_the_same_records(tmp_path) -> None:
         return rec.stdout
 
     assert out("path:7") == f"{logs}/rl__c-7.out"
-    # earlier links newest first (ls -1t order, as today's script), any file whose name starts
-    # with the job's; the job's own log and the FIFO skipped
-    assert [out("chain:7:1"), out("chain:7:2")] == [(logs / n).read_text() for n in ("rl__cx.out", "rl__c-6.out")]
+    # earlier links newest first (ls -1t order): the job's name with another id (rl__c-<id>.out);
+    # rl__cx.out (another run's name) not, the job's own log and the FIFO skipped
+    assert [out("chain:7:1"), out("chain:7:2")] == [(logs / n).read_text() for n in ("rl__c-6.out", "rl__c-5.out")]
     assert out("path:9_3") == f"{logs}/arr_9-3.out" and out("tail:9_3") == "chunk 3/16\n"
     assert out("path:9_4") == f"{logs}/slurm-9_4.out"  # squeue's default of an array task corrected
     assert out("path:11") == f"{tmp_path}/logs/pct%-node7-11.out"

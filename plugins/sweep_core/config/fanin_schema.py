@@ -171,6 +171,9 @@ class RulesSection(StrictModel):
     eval_exempt: Patterns = Field(("(^|[_/-])DCAgent2([_/-]|$)",), description="measurement runs: calibration")
     eval_instant_fail_minutes: float = 2.0
     failure_states: Tup[str] = ("FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+    gpu_idle_util_pct: float = Field(
+        5.0, ge=0, le=100, description="gpu_idle: a RUNNING job whose busiest GPU reads at or below this percent"
+    )
 
 
 class CampaignSpec(StrictModel):

@@ -30,6 +30,11 @@ class Flavor(StrictModel):
     hub: Tup[HubRepo]
     delete: Tup[str] = Field((), description="subdirs of the job's artifact dir")
     all_chunks: bool = Field(False, description="datagen: every array chunk must be COMPLETED in sacct")
+    upload: Tup[str] = Field(
+        (),
+        description="argv of the upload job when the hub lacks the artifact (starts with sbatch; templates "
+        "{name} {job_id} {cluster} {root} {org} {hub_repo} {artifact_dir} {step}); () = none",
+    )
 
 
 _MODEL = HubRepo(repo="{org}/{name}", type="model", expected=("config.json", "*.safetensors"))
@@ -59,6 +64,14 @@ class CleanupSection(StrictModel):
     verify_timeout_s: Positive = Field(600, description="how long verify waits for the detached rm to finish")
     verify_poll_s: Positive = 5
     flavors: dict[str, Flavor] = Field(DEFAULT_FLAVORS, description="flavors not named here keep their defaults")
+    upload_retries: Annotated[int, Field(ge=0)] = Field(
+        2, description="a failed upload is submitted again at most this often"
+    )
+    upload_log: NonEmpty = Field(
+        "{artifact_dir}/upload-%j.out",
+        description="the upload job's --output (templates as upload; %j = its job id): its traceback is read there",
+    )
+    upload_tail_bytes: Positive = Field(16384, description="bytes of a failed upload's log read for its traceback")
 
     @field_validator("flavors", mode="after")
     @classmethod

@@ -57,6 +57,16 @@ def _date(value: Any) -> Any:
     raise ValueError(f"must be a date YYYY-MM-DD, got {value!r}")
 
 
+class UploadCommand(StrictModel):
+    """ops.md ``upload_commands``: this cluster's upload job for one cleanup flavor (e.g. through its
+    upload tunnel), instead of (or where sweep.yaml names none) the flavor's ``upload``."""
+
+    flavor: Annotated[str, Field(min_length=1)] = Field(description="a cleanup flavor, e.g. sft-job-cleanup")
+    argv: Tup[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1, description="starts with sbatch; templates as cleanup.flavors.*.upload"
+    )
+
+
 class OpsFrontMatter(StrictModel):
     """The YAML front matter of one ops.md: the machine-read particulars of one cluster."""
 
@@ -85,8 +95,8 @@ class OpsFrontMatter(StrictModel):
     gpu_probe: Literal["srun-overlap", "accounting", "none"] = Field(
         "none",
         description="slurm: how the gather reads GPU utilisation of RUNNING RL/SFT/Eval jobs: `srun-overlap` "
-        "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (accepted, not read yet: "
-        "no GPU figures), `none`",
+        "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (ONE `sstat` for the "
+        "candidates: the gres/gpuutil and gres/gpumem the site's accounting records), `none`",
     )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
@@ -124,7 +134,14 @@ class OpsFrontMatter(StrictModel):
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
     relaunch_commands: Tup[RelaunchCommand] = Field(
-        (), description="`{match, argv}`: relaunch by scancel + this argv instead of `scontrol requeue`"
+        (),
+        description="`{match, argv}`: relaunch by scancel (iris: `iris job stop`) + this argv instead of "
+        "`scontrol requeue` (templates `{job_id}` `{name}` `{array_job}` `{task}`, `{exclude}`: the bad nodes "
+        "found, iris `{controller}`); the only relaunch of an iris job; the new id in its output is linked "
+        "in the ledger",
+    )
+    upload_commands: Tup[UploadCommand] = Field(
+        (), description="`{flavor, argv}`: this cluster's upload job for a cleanup flavor (overrides sweep.yaml's)"
     )
 
     @model_validator(mode="after")

@@ -5,6 +5,7 @@ that proceed without waiting for a human, still validated first). Default: no st
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -36,7 +37,19 @@ DEFAULT_KINDS = (
     KindPattern(kind="rpc_timeout", pattern=r"RPC[^\n]*[Tt]imeout|EngineDead"),
     KindPattern(kind="node_fail", pattern=r"NODE_FAIL"),
     KindPattern(kind="preemption", pattern=r"PREEMPTED|preempt"),
-    KindPattern(kind="wedge", pattern=r"\[liveness_stale\]"),
+    KindPattern(kind="wedge", pattern=r"\[(?:liveness_stale|wedged)\]"),  # silent log; iris 0 pods
+)
+
+
+# A bad node named in the saved log tail (group 1 = the node; sweep_core.handoffs.cancel.bad_nodes).
+DEFAULT_BAD_NODES = tuple(
+    re.compile(p)
+    for p in (
+        r"NCCL WARN [^\n]*\bhost (\S+)",
+        r"(?m)^(?:[A-Z][a-z]{2} +\d+ [\d:]+ )?(\S+) kernel: [^\n]*NVRM: Xid",  # syslog: <host> kernel:
+        r"\bXid [^\n]* on (?:node |host )?(\S+)",
+        r"(?i)(?:uncorrectable|double[- ]bit|DBE) ECC error[^\n]* on (?:node |host )?(\S+)",
+    )
 )
 
 
@@ -65,6 +78,14 @@ class RelaunchConfig(StrictModel):
     series: Tup[SeriesRelaunch] = Field((), description="per-series overrides, the first match wins")
     evidence_tail_bytes: Positive = Field(4096, description="log tail kept as the wedge's evidence")
     confirm_timeout_s: Positive = Field(30, description="how long the requeue waits to see PENDING + Restarts")
+    bad_nodes: Tup[Regex] = Field(
+        DEFAULT_BAD_NODES, description="regexes naming a bad node (group 1) in the saved log tail: excluded"
+    )
+    max_bad_nodes: Positive = Field(2, description="more of the job's nodes named than this = not a node fault")
+    max_pending_excluded: int = Field(
+        8, ge=0, le=50, description="PENDING jobs of the series given the exclusion too (one scontrol each)"
+    )
+    command_timeout_s: Positive = Field(300, description="iris: how long the ops.md relaunch command may run")
     reask_factor: float = Field(
         2.0, gt=1, description="a Rejected job is asked again once silent this many times longer"
     )
@@ -82,7 +103,8 @@ class StandingPermission(StrictModel):
 
 class RelaunchCommand(StrictModel):
     """ops.md ``relaunch_commands``: for job names matching ``match``, relaunch by scancel then this
-    argv (each value shell-quoted; templates {job_id} {name} {array_job} {task}) instead of a requeue."""
+    argv (each value shell-quoted; templates {job_id} {name} {array_job} {task}, and {exclude}: the
+    bad nodes found, comma-separated, maybe '') instead of a requeue."""
 
     match: Regex = Field(description="regex over job names")
     argv: Tup[NonEmpty] = Field(min_length=1, description="e.g. [sbatch, --parsable, -J, '{name}', run.sbatch]")

@@ -15,6 +15,7 @@ from sweep_core.fanin.liveness import age_text, elapsed_text, epoch_of, last_out
 from sweep_core.fanin.usage import USAGE_HEADER, bucket_summary, usage_cell, usage_notes
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.safe_text import clean
+from sweep_core.slurm.past_window import PAST_RUNNING_LOG_NOTE
 from sweep_core.vocab import Bucket
 
 NOTE_WIDTH = 60
@@ -201,7 +202,9 @@ def _job_note(job: Job) -> str:
 def _job_row(
     job: Job, cadence_for: Callable[[str, str], int], metric_columns: Sequence[tuple[str, Callable[[Job], str]]]
 ) -> list[str]:
-    if job.source == "squeue":
+    if job.source == "squeue" and job.log_note == PAST_RUNNING_LOG_NOTE:
+        when = "running at the window's end (past window: output not judged)"
+    elif job.source == "squeue":
         cadence = cadence_for(job.cluster, job.bucket)
         when = last_output_text(job.minutes_since_output, job.stale, cadence, "no log" if job.log_note else "")
     elif job.state == "WEDGED":  # iris RUNNING with 0 pods: no end, no exit code is known

@@ -29,6 +29,10 @@ def gpu_cell(gpu: dict[str, Any]) -> str:
         mem = f" · mem {100 * gpu['mem_frac']:.0f}%"
         if gpu.get("ceiling") is not None:
             mem += f" (ceiling {100 * gpu['ceiling']:.0f}%)"
+    if gpu.get("source") == "accounting":  # sstat: no per-GPU list, memory in MiB without a total
+        used = gpu.get("mem_used_mib")
+        mem = f" · mem {used / 1024:.0f} GiB" if used is not None else ""
+        return f"GPU {gpu['mean_util']:.0f}% (min {gpu['min_util']:.0f}%, accounting){mem}"
     return f"GPU {gpu['mean_util']:.0f}% (min {gpu['min_util']:.0f}%, {gpu.get('n_gpus', '?')} GPUs){mem}"
 
 

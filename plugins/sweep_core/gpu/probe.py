@@ -44,6 +44,9 @@ class GpuReading:
     mem_frac: float | None = None  # max over GPUs of memory.used / memory.total
     ceiling: float | None = None  # ops.md gpu_mem_ceiling, carried for the table and the rule
     why: str = ""  # why the reading is unknown ("" when it is known)
+    max_util: float | None = None  # the busiest GPU (nvidia-smi) / the step's maximum (accounting)
+    mem_used_mib: float | None = None  # accounting: gres/gpumem (no total known: no fraction)
+    source: str = "nvidia-smi"  # or "accounting" (sstat's gres/gpuutil, sweep_core.gpu.accounting)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,7 +102,7 @@ def parse_probe(result: CommandResult, timeout_s: int | None = None, ceiling: fl
     reading.gpus = samples
     utils = [s.util for s in samples if s.util is not None]
     reading.n_gpus = len(samples)
-    reading.mean_util, reading.min_util = sum(utils) / len(utils), min(utils)
+    reading.mean_util, reading.min_util, reading.max_util = sum(utils) / len(utils), min(utils), max(utils)
     fracs = [s.mem_used / s.mem_total for s in samples if s.mem_used is not None and s.mem_total]
     reading.mem_frac = max(fracs) if fracs else None
     return reading

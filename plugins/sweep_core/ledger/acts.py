@@ -26,6 +26,7 @@ class ActKind(StrEnum):
     REJECT = "reject"
     UNANSWERED = "unanswered"
     ESCALATED = "escalated"
+    RELAUNCHED_FROM = "relaunched_from"  # on a new id an ops.md relaunch command submitted: "from" = old key
 
 
 def series_key(entry: LedgerEntry | None, cluster: str, name: str) -> str:
@@ -65,6 +66,21 @@ def add_act(ledger: Ledger, cluster: str, job_id: str, name: str, act: Mapping[s
     return ledger
 
 
+def relaunched_from(ledger: Ledger, cluster: str, job_id: str) -> str:
+    """The "cluster|job_id" this job was relaunched from (an ops.md relaunch command's new id), "" = none."""
+    links = acts_of(ledger, cluster, job_id, ActKind.RELAUNCHED_FROM)
+    return links[-1].get("from", "") if links else ""
+
+
+def link_acts(
+    cluster: str, old_id: str, new_id: str, name: str, act: Mapping[str, Any]
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """The acts linking a relaunch's new id to the old (same series in the ledger): ``relaunched_from``
+    on the new id, carrying ``act``'s run, time, series and step."""
+    keep = {k: str(act[k]) for k in ("run", "at", "series", "step") if k in act}
+    return [(cluster, new_id, name, {**keep, "kind": ActKind.RELAUNCHED_FROM, "from": f"{cluster}|{old_id}"})]
+
+
 def record_acts(
     run_log_dir: str | Path,
     acts: list[tuple[str, str, str, Mapping[str, Any]]],
@@ -77,10 +93,20 @@ def record_acts(
     def change(ledger: Ledger) -> tuple[Ledger, Ledger]:
         for cluster, job_id, name, act in acts:
             add_act(ledger, cluster, job_id, name, act)
+            _inherit_series(ledger, cluster, job_id, act)
         release_given(ledger, CANCEL_KIND, list(release))
         return ledger, ledger
 
     return update_ledger(run_log_dir, change)
+
+
+def _inherit_series(ledger: Ledger, cluster: str, job_id: str, act: Mapping[str, Any]) -> None:
+    """A relaunch's new id takes the old link's RL series (its relaunches count against the same cap)."""
+    if act.get("kind") != ActKind.RELAUNCHED_FROM:
+        return
+    new, old = ledger.jobs[f"{cluster}|{job_id}"], ledger.jobs.get(str(act.get("from")))
+    if old is not None and old.series and not new.series:
+        new.series = old.series
 
 
 def read_ledger(run_log_dir: str | Path) -> Ledger:

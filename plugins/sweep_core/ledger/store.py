@@ -100,6 +100,20 @@ def _base(run_log_dir: str | Path, current: Ledger, run_id: str, window_end: str
     return latest[2] if latest is not None and rerun else current
 
 
+def _fold_into_before(
+    run_log_dir: str | Path, latest: str, fold: Callable[[Ledger], tuple[Ledger, Any]], notes: list[str] | None
+) -> None:
+    """A backfill's fold also goes into the ledger kept for a re-run of the latest run, so that
+    re-run does not lose what the backfill learned (the jobs only it saw, when they were first seen)."""
+    kept = _read(_before_path(run_log_dir), notes, _before)
+    if kept is None or kept[0] != latest:
+        return
+    run, end, before = kept
+    folded, _ = fold(before)
+    folded.run_id = before.run_id
+    _write(_before_path(run_log_dir), {"run_id": run, "window_end": end, "ledger": folded.to_dict()})
+
+
 def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
     """The ledger run ``run_id`` (window ending ``window_end``, ISO UTC) will fold against, read-only."""
     with _locked(run_log_dir):
@@ -117,14 +131,17 @@ def fold_run(
     keeps the ledger as it stood before it; a re-run of the run that folded last (the same run id,
     or the same window: ``dags test`` again at the same logical date) folds against that again and
     tells the same changes, keeping every hand-off given since. Any other run folds on top; a run
-    of an OLDER window (a backfill) leaves the latest run and its ledger before as they were, so
-    that a re-run of that latest run still folds against what it folded against."""
+    of an OLDER window (a backfill) leaves the latest run as it was and is folded into that run's
+    ledger before too, so a re-run of the latest run folds against what it folded against plus
+    what the backfill learned (nothing the backfill saw is lost to the re-run)."""
     with _locked(run_log_dir):
         current = load_ledger(run_log_dir, notes)
         base = _base(run_log_dir, current, run_id, window_end, notes)
         older = bool(current.window_end) and window_end < current.window_end and base is current
         if not older:
             _write(_before_path(run_log_dir), {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
+        else:
+            _fold_into_before(run_log_dir, current.run_id, fold, notes)
         ledger, result = fold(base)
         ledger.run_id = current.run_id if older else run_id
         save_ledger(run_log_dir, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))

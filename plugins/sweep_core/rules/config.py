@@ -40,6 +40,7 @@ class RulesConfig:
     progress: ProgressThresholds = ProgressThresholds()
     sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
     pending: PendingThresholds = PendingThresholds()
+    gpu_idle_util_pct: float = 5.0
 
 
 def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
@@ -67,4 +68,5 @@ def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
         progress=sect.progress,
         sft_divergence=sect.sft_divergence,
         pending=sect.pending,
+        gpu_idle_util_pct=float(sect.gpu_idle_util_pct),
     )

@@ -10,20 +10,23 @@ from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, job_flag
 from sweep_core.vocab import Action, Severity
 
-IDLE_UTIL_PCT = 5.0  # "~0 %": every GPU of the job at or below this in the probe
-
 
 def rule_gpu_idle(ctx: RuleContext) -> list[Flag]:
     """Every GPU of a RUNNING job idle in the probe: a suspected hang; with stale liveness, CRITICAL."""
     out = []
     for job in ctx.jobs(source="squeue"):
         gpu = job.gpu or {}
-        if gpu.get("why") or gpu.get("mean_util") is None or not gpu.get("n_gpus"):
+        if gpu.get("why") or gpu.get("mean_util") is None:
             continue
-        top = max(g["util"] for g in gpu["gpus"])
-        if top > IDLE_UTIL_PCT:
+        top = gpu.get("max_util")
+        if top is None and gpu.get("gpus"):  # a reading from before max_util was kept
+            top = max(g["util"] for g in gpu["gpus"])
+        if top is None or top > ctx.cfg.gpu_idle_util_pct:
             continue
-        msg = f"GPU util ≤ {top:.0f} % on all {gpu['n_gpus']} GPUs in the probe (mean {gpu['mean_util']:.0f} %)"
+        if gpu.get("source") == "accounting":
+            msg = f"GPU util ≤ {top:.0f} % in accounting (sstat gres/gpuutil, mean {gpu['mean_util']:.0f} %)"
+        else:
+            msg = f"GPU util ≤ {top:.0f} % on all {gpu['n_gpus']} GPUs in the probe (mean {gpu['mean_util']:.0f} %)"
         if job.stale:
             msg += f" and no log output for {int(job.minutes_since_output or 0)} min: both say the job is hung"
             out.append(job_flag("gpu_idle", Severity.CRITICAL, job, msg, Action.INVESTIGATE))

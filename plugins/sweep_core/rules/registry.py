@@ -20,6 +20,7 @@ from sweep_core.rules.liveness import rule_liveness_stale
 from sweep_core.rules.lost import rule_vanished, rule_wedged
 from sweep_core.rules.pending import rule_chain_dependency_broken, rule_pending_stuck
 from sweep_core.rules.progress import rule_progress_rate, rule_progress_stalled, rule_progress_unreadable
+from sweep_core.rules.relaunch import rule_relaunch_escalated
 from sweep_core.rules.rl import (
     rule_concluded_series,
     rule_rl_collapse,
@@ -44,6 +45,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "genuine_failure": rule_genuine_failure,
     "wedged": rule_wedged,
     "vanished": rule_vanished,
+    "relaunch_escalated": rule_relaunch_escalated,
     "rl_collapse": rule_rl_collapse,
     "sft_divergence": rule_sft_divergence,
     "rl_new_untested": rule_rl_new_untested,

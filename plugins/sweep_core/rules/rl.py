@@ -10,6 +10,7 @@ from itertools import chain
 from operator import ne
 
 from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, launch_fingerprint, series_of
+from sweep_core.ledger.acts import relaunched_from
 from sweep_core.models import Flag, Job
 from sweep_core.rules.config import RulesConfig
 from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
@@ -144,10 +145,11 @@ _DEEP_DIVE = (
 )
 
 
-def _deep_dive_on_record(ctx: RuleContext, job: Job) -> str:
-    """The job's latest deep-dive verdict in the ledger (sweep_rl_deep_dive wrote it), also put in
-    its metrics for the row's Note; "" when none."""
-    e = ctx.history.ledger.jobs.get(f"{job.cluster}|{job.job_id}")
+def _deep_dive_on_record(ctx: RuleContext, job: Job, key: str = "") -> str:
+    """The job's latest deep-dive verdict in the ledger (sweep_rl_deep_dive wrote it; ``key``: the
+    entry to read, e.g. the link a relaunch came from), also put in its metrics for the row's Note;
+    "" when none."""
+    e = ctx.history.ledger.jobs.get(key or f"{job.cluster}|{job.job_id}")
     if e is None or not e.deep_dive:
         return ""
     job.metrics["deep_dive"] = e.deep_dive
@@ -161,7 +163,9 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
     fingerprint (nodes, partition, model, config, image, commit; sweep_core/fanin/fingerprint.py) that
     differs from the one remembered for the series. Every RL job's series and fingerprint are kept
     in its metrics (``run_series``, ``fingerprint``) for the sweep state. A job whose deep-dive
-    verdict is on record (the ledger) is not asked again: its row's Note shows the verdict.
+    verdict is on record (the ledger) is not asked again: its row's Note shows the verdict. A job
+    the ledger links to the id it was relaunched from (an ops.md relaunch command) is the same run:
+    not new, no new deep-dive unless its launch fingerprint changed (its old verdict is its Note).
     """
     out = []
     fcfg = ctx.cfg.fingerprint
@@ -176,7 +180,8 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
         tag = has_tag(job.name, ctx.cfg.untested_tags)
         if tag:
             reasons.append(f"untested setting ({tag})")
-        seen = series in ctx.history.rl_series or job.name in ctx.history.rl_names
+        link = relaunched_from(ctx.history.ledger, job.cluster, job.job_id)  # its old id was seen
+        seen = series in ctx.history.rl_series or job.name in ctx.history.rl_names or bool(link)
         if ctx.history.known and not seen:
             reasons.append("first sweep to see this run")
         elif (before := ctx.history.rl_fingerprints.get(series)) is not None:
@@ -187,6 +192,12 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
                     + ", ".join(f"{name} {what}" for name, what in changes)
                 )
                 first = [LOOK_AT[name] for name, _ in changes]
+        if link:  # the same run relaunched under a new id: new only if its setting changed
+            job.metrics["relaunch_of"] = link
+            reasons = [r for r in reasons if r.startswith("launch changed")]
+            if not reasons:
+                _deep_dive_on_record(ctx, job, link)
+                continue
         on_record = _deep_dive_on_record(ctx, job)
         if reasons and on_record:
             kill = on_record.split(" ", 3)[2:3] == ["KILL:"]

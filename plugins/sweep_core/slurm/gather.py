@@ -113,7 +113,8 @@ class GatherRequest:
     bound_s: int = 0
     # GPU probe (ops.md gpu_probe; sweep_core.gpu): "srun-overlap" probes at most gpu_max RUNNING
     # jobs whose name matches gpu_patterns (bash ERE: the GPU buckets' patterns), the oldest log
-    # first, each bounded by gpu_timeout_s; "none" (or "accounting": no probe here) runs nothing.
+    # first, each bounded by gpu_timeout_s; "accounting" asks ONE sstat (bounded by gpu_timeout_s)
+    # for the first gpu_max of them (gres/gpuutil, sweep_core.gpu.accounting); "none" runs nothing.
     gpu_probe: str = "none"
     gpu_max: int = 20
     gpu_timeout_s: int = 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sweep_core.config.ops import QuotaConfig
+from sweep_core.gpu.accounting import accounting_readings
 from sweep_core.gpu.probe import readings
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import parse_tree_status
@@ -194,15 +195,25 @@ def _past_running(snap: ClusterSnapshot, then: CommandResult, marker: str, windo
 
 
 def _attach_gpu(
-    snap: ClusterSnapshot, output: GatherOutput, timeout_s: int | None, ceiling: float | None, cap: int | None
+    snap: ClusterSnapshot,
+    output: GatherOutput,
+    timeout_s: int | None,
+    ceiling: float | None,
+    cap: int | None,
+    accounting: bool = False,
 ) -> None:
-    """The GPU probe's reading of each candidate (record gpucand, then gpu:<id> per probe)."""
+    """The GPU reading of each candidate (record gpucand: ``<id> <raw id>`` lines, then gpu:<id>
+    per srun probe, or ONE gpuacct record: sstat, ops.md gpu_probe accounting)."""
     cand = output.get("gpucand")
     if cand is None or snap.running is None:
         return
-    ids = cand.stdout.split()
-    probes = {jid: rec for jid in ids if (rec := output.get(f"gpu:{jid}")) is not None}
-    found = readings(ids, probes, timeout_s, ceiling, output.complete, cap)
+    pairs = [(p[0], p[-1]) for line in cand.stdout.splitlines() if (p := line.split())]
+    ids = [jid for jid, _raw in pairs]
+    if accounting:
+        found = accounting_readings(pairs, output.get("gpuacct"), timeout_s, ceiling, cap)
+    else:
+        probes = {jid: rec for jid in ids if (rec := output.get(f"gpu:{jid}")) is not None}
+        found = readings(ids, probes, timeout_s, ceiling, output.complete, cap)
     for job in snap.running:
         job.gpu = found.get(job.job_id, {})
 
@@ -218,6 +229,7 @@ def snapshot_from_output(
     gpu_timeout_s: int | None = None,
     gpu_ceiling: float | None = None,
     gpu_max: int | None = None,
+    gpu_probe: str = "srun-overlap",
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -319,7 +331,7 @@ def snapshot_from_output(
         except SlurmOutputError as exc:
             snap.notes.append(f"finished set UNKNOWN: {exc}")
 
-    _attach_gpu(snap, output, gpu_timeout_s, gpu_ceiling, gpu_max)
+    _attach_gpu(snap, output, gpu_timeout_s, gpu_ceiling, gpu_max, gpu_probe == "accounting")
     _attach_tree(snap, output)
     if quota is not None and quota.kind != "none" and not quota.dormant:
         _attach_quota(snap, output, quota, n_df)

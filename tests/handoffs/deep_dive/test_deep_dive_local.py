@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sweep_runner import run_dag
+from sweep_runner import run_dag, run_sweep
 
+from sweep_core.history.rows import JOB
+from sweep_core.history.store import HistoryStore
 from sweep_core.ledger.store import load_ledger
 
 pytestmark = pytest.mark.cluster
@@ -81,6 +83,16 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
         "Z KILL: reward 0.0 on all 12 logged steps since step 1"
     )
     assert ledger.jobs[f"local|{ids[good]}"].deep_dive.endswith("Z NO-KILL, watch reward_mean < 0.05")
+
+    # the next sweep: each verdict in its row's Note and in that sweep's Parquet history rows
+    sweep = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
+    assert sweep.state == "success", sweep.task_states
+    assert sweep.job(dead).metrics["deep_dive"] == ledger.jobs[f"local|{ids[dead]}"].deep_dive
+    assert "deep-dive" in sweep.rendered["tables"]["RL"]
+    rows = HistoryStore(tmp_path / "history").read(records=[JOB])
+    said = dict(zip(rows["name"], rows["m.deep_dive"], strict=True))
+    assert said[dead].endswith("Z KILL: reward 0.0 on all 12 logged steps since step 1")
+    assert said[good].endswith("Z NO-KILL, watch reward_mean < 0.05")
 
 
 def test_gpus_idle_while_the_log_advances_is_a_kill_with_the_real_srun_probe(local_cluster, tag, tmp_path) -> None:

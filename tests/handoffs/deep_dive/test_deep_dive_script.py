@@ -51,7 +51,8 @@ def _layout(tmp: Path) -> ClusterConfig:
     for d in (logs, art, outside):
         d.mkdir()
     # healthy: two chain links, rewards rising; rollouts with text
-    (logs / "rl__good-old-1.out").write_text("".join(_wandb(s, 0.1 * s) for s in range(1, 4)))
+    # the earlier link: the same name with its own id (as ops.md log_pattern %x-%j.out names it)
+    (logs / "rl__good-1.out").write_text("".join(_wandb(s, 0.1 * s) for s in range(1, 4)))
     (logs / "rl__good-11.out").write_text("Training Step Progress: 5/100\n" + _wandb(4, 0.4) + _wandb(5, 0.5))
     good = art / "rl__good" / "trace_jobs"
     good.mkdir(parents=True)

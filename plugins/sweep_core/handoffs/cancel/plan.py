@@ -164,7 +164,8 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
     lines = [
         f"**Cancel**: `{verb}` these {len(todo)} job(s). **Cancel and relaunch**: the jobs marked so "
         "are requeued instead (`scontrol requeue`: same id, Restarts grows, they start again after "
-        "Slurm's requeue delay; their log tail is saved first), the others cancelled. Each is "
+        "Slurm's requeue delay; their log tail is saved first; an iris job, which has no requeue: "
+        "stopped, then its ops.md relaunch command), the others cancelled. Each is "
         "re-checked right before: still in the state shown, with the same name, else it is left "
         f"alone. Reject, or no answer within {timeout_minutes:g} min, acts on nothing.",
         "",

@@ -7,16 +7,19 @@ one session re-checks and requeues. I/O comes in as arguments (handoffs.ports).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
+from sweep_core.handoffs.cancel.iris_relaunch import NO_COMMAND, has_command, iris_offer_why
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
     Offer,
     asked_again,
     flag_rule,
     relaunch_offer,
+    series_pending,
     series_spec,
     standing_permission,
 )
@@ -73,9 +76,11 @@ def assess(
     *,
     now: dt.datetime,
     run_id: str,
+    iris: Mapping[str, Any] | None = None,
 ) -> None:
     """Per ``cancel`` decision (in place): its evidence and relaunch offer, the standing permission
-    that covers it, or ``blocked`` when a Reject is remembered or this run already acted on it."""
+    that covers it, or ``blocked`` when a Reject is remembered or this run already acted on it.
+    ``iris``: cluster -> ops.md of the iris clusters (relaunched only through an ops.md command)."""
     rcfg = ccfg.relaunch
     for d in decisions:
         if d.verdict != "cancel":
@@ -85,7 +90,11 @@ def assess(
             d.verdict, d.reasons = "blocked", [f"already acted on by this run ({run_id})"]
             continue
         ev = evidence.get((r.cluster, r.job_id))
-        if ev is None:  # iris, or a PENDING chain link: cancel only
+        icfg = (iris or {}).get(r.cluster)
+        if ev is None and icfg is not None and d.state == "RUNNING":
+            _assess_iris(d, icfg, ledger, ccfg, now)
+            continue
+        if ev is None:  # a PENDING chain link (or iris not RUNNING): cancel only
             d.offer = Offer(False, "no relaunch here (iris, or not RUNNING)").to_dict()
             d.offer["standing"] = _standing(ccfg, "cancel", d, None)
             continue
@@ -117,27 +126,59 @@ def assess(
         d.offer = offer.to_dict()
 
 
+def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfig, now: dt.datetime) -> None:
+    """An iris RUNNING job: the same policy (its step from the ledger), offered only where an ops.md
+    relaunch command matches its name (iris has no requeue)."""
+    r = d.request
+    ok, why = asked_again(ledger, r.cluster, r.job_id, None, ccfg.relaunch.reask_factor)
+    if not ok:
+        d.verdict, d.reasons = "blocked", [why]
+        return
+    entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
+    offer = relaunch_offer(cluster=r.cluster, job_id=r.job_id, name=r.name, evidence=r.evidence, state=d.state,
+                           step=entry.step if entry else None, ledger=ledger, cfg=ccfg.relaunch, now=now)  # fmt: skip
+    if r.action != Action.KILL_APPROVAL and offer.relaunch:
+        offer.relaunch, offer.why = False, f"action {r.action}: cancel only"
+    if offer.relaunch and not has_command(icfg, r.name):
+        offer.relaunch, offer.why = False, NO_COMMAND
+    elif offer.relaunch:
+        offer.why = iris_offer_why(offer.why)
+    act = "relaunch" if offer.relaunch else "cancel"
+    offer.standing = "" if offer.recurring else _standing(ccfg, act, d, None)
+    d.offer = offer.to_dict()
+
+
 def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | None) -> str:
     r = d.request
     rule = flag_rule(r.evidence)
     return standing_permission(ccfg.standing, action=act, rule=rule, name=r.name, silent_s=silent_s, nodes=_nodes(d))
 
 
-def relaunch_plan(d: CancelDecision, ev: Evidence, ccfg: CancelConfig, commands: Sequence[Any]) -> RelaunchJob:
-    """How one job is relaunched: the ops.md command matching its name, else ``scontrol requeue``."""
+def relaunch_plan(
+    d: CancelDecision, ev: Evidence, ccfg: CancelConfig, commands: Sequence[Any], ledger: Ledger | None = None
+) -> RelaunchJob:
+    """How one job is relaunched: the ops.md command matching its name, else ``scontrol requeue``;
+    a bad node its saved tail names is excluded from it and from its series' PENDING jobs."""
     r = d.request
-    spec = series_spec(r.name, ccfg.relaunch)
+    rcfg = ccfg.relaunch
+    spec = series_spec(r.name, rcfg)
+    bad = find_bad_nodes(ev.tail, rcfg.bad_nodes, ev.nodelist, rcfg.max_bad_nodes)
     cmd = next((c for c in commands if c.match.search(r.name)), None)
     array, _, task = r.job_id.partition("_")
-    fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task}
+    fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task, "exclude": ",".join(bad.nodes)}
     argv = tuple(a.format(**fill) for a in cmd.argv) if cmd else ()
+    pending = series_pending(ledger, r.cluster, r.job_id, r.name, rcfg.max_pending_excluded) if bad.nodes else []
     return RelaunchJob(
         r.job_id,
         r.name,
         signal=spec.checkpoint_signal if spec else "",
         grace_s=spec.grace_s if spec else 0,
-        set_requeue=ev.requeue == "0" and ccfg.relaunch.requeue_disabled == "set",
+        set_requeue=ev.requeue == "0" and rcfg.requeue_disabled == "set",
         command=argv,
+        exclude=merged_exclude(ev.exc_nodes, bad.nodes) if bad.nodes else "",
+        bad=bad.nodes,
+        pending=tuple(pending),
+        bad_note=bad.note,
     )
 
 
@@ -151,6 +192,7 @@ def relaunch_jobs(
     say: Say,
     save: SaveEvidence,
     step_patterns: Any = (),
+    ledger: Ledger | None = None,
 ) -> dict[str, dict[str, str]]:
     """cluster -> job id -> result for the given (approved or standing) relaunches: per cluster,
     fresh evidence (saved by ``save`` first), then ONE session re-checks and requeues."""
@@ -161,7 +203,7 @@ def relaunch_jobs(
         jobs = [(cluster, d.request.job_id, d.request.name) for d in mine]
         fresh = read_all_evidence(jobs, load_cluster, run_script, ccfg.relaunch.evidence_tail_bytes, step_patterns)
         evs = [fresh[(cluster, d.request.job_id)] for d in mine]
-        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands) for d, ev in zip(mine, evs, strict=True)]
+        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger) for d, ev in zip(mine, evs, strict=True)]
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")

@@ -152,5 +152,22 @@ def asked_again(ledger: Ledger, cluster: str, job_id: str, silent_s: int | None,
     return False, f"rejected by {last.get('by') or '?'} at {last.get('at', '?')} (silent {then // 60} min){need}"
 
 
+def series_pending(ledger: Ledger | None, cluster: str, job_id: str, name: str, cap: int) -> list[tuple[str, str]]:
+    """(id, name) of the PENDING jobs the ledger knows in the job's series (or under its name) on its
+    cluster, at most ``cap`` (the requeue script re-checks each is still PENDING under its name)."""
+    if ledger is None or cap <= 0:
+        return []
+    series = series_key(ledger.jobs.get(f"{cluster}|{job_id}"), cluster, name)
+    out = [
+        (e.job_id, e.name)
+        for e in ledger.jobs.values()
+        if e.cluster == cluster
+        and e.job_id != job_id
+        and e.state == "PENDING"
+        and (e.name == name or series_key(e, cluster, e.name) == series)
+    ]
+    return sorted(out)[:cap]
+
+
 def relaunch_config(ccfg: CancelConfig) -> RelaunchConfig:
     return ccfg.relaunch

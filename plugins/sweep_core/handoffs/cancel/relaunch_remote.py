@@ -21,6 +21,9 @@ from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
 
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
+NEW_ID_RE = re.compile(r"^(?:Submitted batch job )?(\d{1,12})(?:;[\w.-]+)?\s*$", re.M)  # sbatch [--parsable]
+AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12}\b|/[\w./-]{1,200})")  # Slurm or iris id
+HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Evidence:
     step: int | None = None
     tail: str = ""
     problem: str = ""  # what could not be read
+    exc_nodes: str = ""  # scontrol ExcNodeList ("(null)" = none)
 
     @property
     def silent_s(self) -> int | None:
@@ -108,6 +112,7 @@ def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_pa
             requeue=info.get("Requeue", ""),
             restarts=info.get("Restarts", ""),
             nodelist=info.get("NodeList", ""),
+            exc_nodes=info.get("ExcNodeList", ""),
             last_output=mtime,
             step=last_step(tail, step_patterns),
             tail=tail,
@@ -126,11 +131,20 @@ class RelaunchJob:
     grace_s: int = 0
     set_requeue: bool = False
     command: tuple[str, ...] = ()  # ops.md relaunch argv, templates filled; () = scontrol requeue
+    exclude: str = ""  # the whole ExcNodeList set once it is PENDING again ("" = unchanged)
+    bad: tuple[str, ...] = ()  # the bad nodes alone (added to the series' PENDING jobs)
+    pending: tuple[tuple[str, str], ...] = ()  # (id, name) of PENDING jobs of its series
+    bad_note: str = ""  # what the log said of bad nodes (reported)
 
     def __post_init__(self) -> None:
         _check(self.job_id, self.name)
         if not SIGNAL_RE.match(self.signal):
             raise ValueError(f"signal {self.signal!r} is not a signal name or number")
+        for v in (self.exclude, *self.bad):
+            if not HOSTLIST_RE.match(v):
+                raise ValueError(f"node list {v[:60]!r} is not node names")
+        for i, n in self.pending:
+            _check(i, n)
 
     def command_line(self) -> str:
         """The ops.md command with every value shell-quoted ('' = none)."""
@@ -149,6 +163,11 @@ def build_requeue_script(user: str, jobs: list[RelaunchJob], marker: str, confir
         "GRACES": [str(int(j.grace_s)) for j in jobs],
         "SETREQ": ["1" if j.set_requeue else "0" for j in jobs],
         "CMDS": [j.command_line() for j in jobs],
+        "EXCL": [j.exclude if not j.command else "" for j in jobs],
+        "BAD": [",".join(j.bad) for j in jobs],
+        "PEND_IDS": [i for j in jobs for i, _ in j.pending],
+        "PEND_NAMES": [n for j in jobs for _, n in j.pending],
+        "PEND_OWNER": [str(k) for k, j in enumerate(jobs) for _ in j.pending],
         "CONFIRM_TIMEOUT_S": int(confirm_timeout_s),
     }
     return compose(marker, values, ("recheck.sh", "relaunch_requeue.sh"))
@@ -168,38 +187,106 @@ def requeue_line(user: str, j: RelaunchJob) -> str:
         if j.set_requeue:
             lines.append(f"scontrol update JobId={j.job_id} Requeue=1")
         lines.append(f"scontrol requeue {j.job_id}")
+        if j.exclude:
+            lines.append(f"scontrol update JobId={j.job_id} ExcNodeList={q(j.exclude)}")
+        lines += [f"scontrol update JobId={i} ExcNodeList=<its own>,{q(','.join(j.bad))}" for i, _ in j.pending]
     return "; ".join(lines)
+
+
+def _exclusion(out: GatherOutput | None, j: RelaunchJob, k: int, first: int) -> str:
+    """What the requeue did about bad nodes: the job's ExcNodeList, each PENDING job of its series."""
+    if not j.bad and not j.bad_note:
+        return ""
+    if not j.bad:
+        return f"; {j.bad_note}"
+    rec = out.get(f"exclude:{k}") if out else None
+    if j.command:
+        ok = (out.get(f"relaunch:{k}") if out else None) is not None
+        told = f"; {j.bad_note}: " + ("given to the ops.md command as {exclude}" if ok else "not relaunched")
+    elif rec is None:
+        told = f"; {j.bad_note}: not excluded (not requeued)"
+    elif rec.rc == 0:
+        told = f"; {j.bad_note}: excluded (ExcNodeList={j.exclude})"
+    else:
+        told = f"; {j.bad_note}: exclusion FAILED: {(rec.stdout + rec.stderr).strip()[:160]}"
+    done, other = [], []
+    for n, (pid, _) in enumerate(j.pending):
+        p = out.get(f"pexclude:{first + n}") if out else None
+        if p is not None and p.rc == 0:
+            done.append(pid)
+        else:
+            why = (p.stdout + p.stderr).strip()[:80] if p is not None else "not run"
+            other.append(f"{pid} ({why})")
+    if done:
+        told += f"; PENDING {', '.join(done)} of its series exclude {','.join(j.bad)} too"
+    if other:
+        told += f"; not excluded: {'; '.join(other)}"
+    return told
 
 
 def read_requeue(out: GatherOutput | None, jobs: list[RelaunchJob], problem: str) -> dict[str, str]:
     """Job id -> the outcome: ``requeued`` only when scontrol then shows it not RUNNING with more Restarts."""
     res: dict[str, str] = {}
+    firsts = [sum(len(x.pending) for x in jobs[:k]) for k in range(len(jobs))]
     for k, j in enumerate(jobs):
-        rec = out.get(f"relaunch:{k}") if out else None
-        if rec is None:
-            setreq = out.get(f"setreq:{k}") if out else None
-            if setreq is not None and setreq.rc != 0:
-                res[j.job_id] = f"Requeue=1 refused: {(setreq.stdout + setreq.stderr).strip()[:200]}"
-            else:
-                res[j.job_id] = f"not run: {problem}" if problem else "not run (script cut short)"
-            continue
-        text = (rec.stdout + rec.stderr).strip()
-        if rec.rc == 2:
-            res[j.job_id] = f"refused before relaunch: {text[:200]}"
-            continue
-        if rec.rc != 0:
-            res[j.job_id] = f"relaunch failed (exit {rec.rc}): {text[:200]}"
-            continue
-        if j.command:
-            res[j.job_id] = f"cancelled and relaunched by the ops.md command: {text[:120] or '(no output)'}"
-            continue
-        after = out.get(f"after:{k}") if out else None
-        info = {}
-        if after is not None and after.rc == 0:
-            try:
-                info = parse_scontrol_job(after.stdout)
-            except SlurmOutputError:
-                info = {}
-        state, restarts, begin = info.get("JobState", "?"), info.get("Restarts", "?"), info.get("StartTime", "?")
-        res[j.job_id] = f"requeued ({state}, Restarts={restarts}, starts again ~{begin})"
+        res[j.job_id] = _one(out, j, k, problem) + _exclusion(out, j, k, firsts[k])
     return res
+
+
+def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
+    """One job's relaunch outcome (``requeued`` only when scontrol shows it so)."""
+    rec = out.get(f"relaunch:{k}") if out else None
+    if rec is None:
+        setreq = out.get(f"setreq:{k}") if out else None
+        if setreq is not None and setreq.rc != 0:
+            return f"Requeue=1 refused: {(setreq.stdout + setreq.stderr).strip()[:200]}"
+        return f"not run: {problem}" if problem else "not run (script cut short)"
+    text = (rec.stdout + rec.stderr).strip()
+    if rec.rc == 2:
+        return f"refused before relaunch: {text[:200]}"
+    if rec.rc != 0:
+        return f"relaunch failed (exit {rec.rc}): {text[:200]}"
+    if j.command:
+        m = NEW_ID_RE.findall(rec.stdout)
+        if m:
+            return f"cancelled and relaunched by the ops.md command as job {m[-1]}{_holding(out, j.job_id, True)}"
+        return f"cancelled and relaunched by the ops.md command (no new job id in its output): {text[:120]}"
+    after = out.get(f"after:{k}") if out else None
+    info = {}
+    if after is not None and after.rc == 0:
+        try:
+            info = parse_scontrol_job(after.stdout)
+        except SlurmOutputError:
+            info = {}
+    state, restarts, begin = info.get("JobState", "?"), info.get("Restarts", "?"), info.get("StartTime", "?")
+    return f"requeued ({state}, Restarts={restarts}, starts again ~{begin}){_holding(out, j.job_id, False)}"
+
+
+def relaunched_as(result: str) -> str:
+    """The new job id a relaunch outcome names ("" = the same id, or none)."""
+    m = AS_JOB_RE.search(result)
+    return m.group(1) if m else ""
+
+
+def successors(out: GatherOutput | None, job_id: str) -> list[str]:
+    """PENDING jobs whose dependency names ``job_id`` (record ``deps``: ``<id> M <%E> M`` lines)."""
+    rec = out.get("deps") if out else None
+    if rec is None or rec.rc != 0:
+        return []
+    names = re.compile(rf"(?:^|[:,?]){re.escape(job_id)}(?:[(,:?+]|$)")
+    found = []
+    for line in rec.stdout.splitlines():
+        parts = line.split(out.marker) if out and out.marker else []
+        if len(parts) >= 2 and names.search(parts[1]) and parts[0] != job_id:
+            found.append(parts[0])
+    return found
+
+
+def _holding(out: GatherOutput | None, job_id: str, new_id: bool) -> str:
+    succ = successors(out, job_id)
+    if not succ:
+        return ""
+    if new_id:
+        return (f"; successor(s) {', '.join(succ[:10])} depend on the OLD id {job_id}: their dependency is "
+                "never met now, re-point them to the new job")  # fmt: skip
+    return f"; holds its chain: successor(s) {', '.join(succ[:10])} wait on it (dependency) until it ends again"

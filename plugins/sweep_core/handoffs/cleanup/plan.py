@@ -6,7 +6,8 @@ A target's artifact trees are deleted only when ALL of these hold (each guard ha
 - the cluster's squeue was validated this run and the job is neither RUNNING nor PENDING, and no
   job squeue still lists for the user (any live state) maps to the same artifact dir (names are
   reused: a rerun, a resume, a chain link's successor);
-- ``sacct -j`` positively says COMPLETED (datagen: every chunk of the array COMPLETED);
+- ``sacct -j`` positively says COMPLETED (datagen: every chunk of the array COMPLETED), or, for a
+  job the ledger records for salvage (a collapse-cancel, sweep_core.handoffs.upload), CANCELLED;
 - the hub holds the artifact (every expected file pattern matched: ``hub_evidence``);
 - the path is built from a sane job name (no ``/``, no ``..``), resolves (``realpath -e`` on the
   cluster, symlinks followed) strictly inside one of ops.md ``artifact_roots``, and is not a
@@ -249,8 +250,9 @@ def live_same_dir(target: CleanupTarget, state: ClusterState, template: str = DE
     return [f"{jid} ({st})" for jid, name, st in state.live_jobs if artifact_key(template, name, jid) == key]
 
 
-def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState) -> str | None:
-    """Why sacct does not positively say the job (every chunk, for datagen) is COMPLETED."""
+def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState, salvage: bool = False) -> str | None:
+    """Why sacct does not positively say the job (every chunk, for datagen) is COMPLETED (a
+    salvage: CANCELLED, as its cancel confirmed)."""
     if not state.sacct_ok:
         return f"sacct failed: no positive done-signal ({state.sacct_problem})"
     if spec.all_chunks:
@@ -265,8 +267,10 @@ def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState) -
     got = state.states.get(target.job_id)
     if got is None:
         return f"sacct -j {target.job_id} shows no record: no positive done-signal"
+    if salvage and got.split(" ")[0] == "CANCELLED":
+        return None
     if got.split(" ")[0] != "COMPLETED":
-        return f"sacct state is {got}, not COMPLETED"
+        return f"sacct state is {got}, not COMPLETED" + (" or CANCELLED (salvage)" if salvage else "")
     return None
 
 
@@ -277,6 +281,7 @@ def _local_guards(
     checks: list[PathCheck],
     resolved_roots: dict[str, str],
     template: str,
+    salvage: bool = False,
 ) -> bool:
     """The scheduler and path guards (no hub needed); False with the reason added to ``d``."""
     target = d.target
@@ -297,7 +302,7 @@ def _local_guards(
             "its trees are never deleted while it is listed by squeue"
         )
         return False
-    why = _done_signal(target, spec, state)
+    why = _done_signal(target, spec, state, salvage)
     if why:
         d.reasons.append(why)
         return False
@@ -328,11 +333,12 @@ def precheck(
     checks: list[PathCheck],
     resolved_roots: dict[str, str],
     template: str = DEFAULT_ARTIFACT_DIR,
+    salvage: bool = False,
 ) -> CleanupDecision | None:
     """The decision when the hub need not be asked (blocked, or every tree already gone);
     None when the scheduler and path guards hold and trees remain: ask the hub, then ``decide``."""
     d = CleanupDecision(target, "blocked")
-    if not _local_guards(d, spec, state, checks, resolved_roots, template):
+    if not _local_guards(d, spec, state, checks, resolved_roots, template, salvage):
         return d
     if not any(c.exists for c in checks):
         d.action = "nothing-to-do"
@@ -349,10 +355,11 @@ def decide(
     resolved_roots: dict[str, str],
     hub: list[dict[str, Any]],
     template: str = DEFAULT_ARTIFACT_DIR,
+    salvage: bool = False,
 ) -> CleanupDecision:
     """Apply every guard; the first failing one blocks the whole target (nothing deleted)."""
     d = CleanupDecision(target, "blocked", hub=hub)
-    if not _local_guards(d, spec, state, checks, resolved_roots, template):
+    if not _local_guards(d, spec, state, checks, resolved_roots, template, salvage):
         return d
     if not hub:
         d.reasons.append("no hub evidence: nothing deleted")

@@ -98,6 +98,7 @@ def plan_cluster(
     load_cluster: LoadCluster,
     run_script: RunScript,
     hub_check: HubCheck,
+    salvaged: frozenset[tuple[str, str]] = frozenset(),
 ) -> None:
     """Decide every target of one cluster into ``plan``: the guards that need no cluster, one
     read-only probe, the scheduler and path guards, then the hub for what is still deletable."""
@@ -131,7 +132,8 @@ def plan_cluster(
     for t, ps in paths.items():
         spec = ccfg.flavors[t.flavor]
         mine = [by_path[p] for p in ps]
-        pre = precheck(t, spec, state, mine, roots, ccfg.artifact_dir)
+        salvage = (t.cluster, t.job_id) in salvaged
+        pre = precheck(t, spec, state, mine, roots, ccfg.artifact_dir, salvage)
         if pre is not None:  # blocked, or already removed: the hub is not asked
             plan.decisions.append(pre)
             continue
@@ -140,7 +142,7 @@ def plan_cluster(
             repo = hub_repo_id(art, t, ccfg.hub_org)
             ev = hub_check(repo, art.repo_type, list(art.expected))
             hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
-        plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir))
+        plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir, salvage))
 
 
 def plan_cleanup(
@@ -153,10 +155,12 @@ def plan_cleanup(
     load_cluster: LoadCluster,
     run_script: RunScript,
     hub_check: HubCheck,
+    salvaged: frozenset[tuple[str, str]] = frozenset(),
 ) -> CleanupPlan:
     """Apply every guard to the requested jobs and to the ``reclaim`` clusters' backlog.
 
-    Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone)."""
+    Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone).
+    ``salvaged``: (cluster, job id) of the jobs recorded for salvage (CANCELLED is their done-signal)."""
     held = load_backlog(backlog)
     raw_jobs = jobs_to_plan(jobs, held, reclaim)
     if not dry_run:
@@ -164,5 +168,5 @@ def plan_cleanup(
     by_cluster, bad = parse_targets(raw_jobs)
     plan = CleanupPlan(bad)
     for cluster, targets in by_cluster.items():
-        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check)
+        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, salvaged)
     return plan

@@ -1,0 +1,92 @@
+"""What sweep_cancel announces where people are (issue 20): an act a standing permission took with
+no human (to the channels that hear hand-offs) and a RECURRING job escalated (relaunched, wedged
+again at the same step: to the channels that hear critical). Each is told once: its ``key`` is
+what the ledger's told-once record (ledger/told.py) remembers, so a re-run tells nothing again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sweep_core.alerts.layout import Message
+from sweep_core.safe_text import clean
+
+STANDING, ESCALATED = "standing", "escalated"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One announcement: ``kind`` (standing | escalated), its told-once key, its message."""
+
+    kind: str
+    key: str
+    message: Message
+
+
+def _where(d: Mapping[str, Any]) -> str:
+    r = d["request"]
+    return clean(f"{r['cluster']} {r['job_id']} {r['name']}", newlines=False)
+
+
+def _evidence(d: Mapping[str, Any]) -> list[str]:
+    ev = d.get("evidence") or {}
+    lines = [clean(str(d["request"].get("evidence") or ""), newlines=False)]
+    if ev:
+        silent = ev["remote_now"] - ev["last_output"] if ev.get("remote_now") and ev.get("last_output") else None
+        lines.append(
+            f"step {ev.get('step')}, nodes {clean(str(ev.get('nodelist') or '?'), newlines=False)}, "
+            f"silent {silent // 60 if silent is not None else '?'} min, Restarts={ev.get('restarts') or '?'}"
+        )
+    return [ln for ln in lines if ln]
+
+
+def notices(
+    decisions: Iterable[Mapping[str, Any]],
+    results: Mapping[str, Mapping[str, str]],
+    *,
+    run_id: str,
+    links: list[tuple[str, str]],
+) -> list[Notice]:
+    """The announcements of one sweep_cancel run: per job a standing-permission act that ran (its
+    result in ``results``: cluster -> job id -> outcome) and per RECURRING job its escalation."""
+    out: list[Notice] = []
+    for d in decisions:
+        if d.get("verdict") != "cancel":
+            continue
+        r, offer = d["request"], d.get("offer") or {}
+        where = _where(d)
+        step = str((d.get("evidence") or {}).get("step"))
+        if offer.get("recurring"):
+            msg = Message(
+                clean(f"ESCALATED (critical): {where} is RECURRING, no relaunch offered", newlines=False),
+                [
+                    ("Why", [clean(str(offer.get("why") or ""), newlines=False)]),
+                    ("Evidence", _evidence(d)),
+                    (
+                        "What now",
+                        [
+                            "a person must look: the same failure came back after a relaunch; "
+                            "sweep_cancel asks only Cancel / Reject"
+                        ],
+                    ),
+                ],  # fmt: skip
+                list(links),
+                keys=[f"escalated|{r['cluster']}|{r['job_id']}|{step}"],
+            )
+            out.append(Notice(ESCALATED, f"escalated|{r['cluster']}|{r['job_id']}|{step}", msg))
+        res = results.get(r["cluster"], {}).get(r["job_id"], "")
+        if offer.get("standing") and res:
+            msg = Message(
+                clean(f"Standing permission acted, no human asked: {where}: {res}", newlines=False),
+                [
+                    ("Permission", [clean(str(offer["standing"]), newlines=False)]),
+                    ("Evidence", _evidence(d)),
+                    ("Relaunch policy", [clean(str(offer.get("why") or "-"), newlines=False)]),
+                ],  # fmt: skip
+                list(links),
+                keys=[f"standing|{r['cluster']}|{r['job_id']}|{run_id}"],
+            )
+            out.append(Notice(STANDING, f"standing|{r['cluster']}|{r['job_id']}|{run_id}", msg))
+    return out

@@ -1,0 +1,94 @@
+"""CoreWeave (iris) relaunch, the pure part: iris has no requeue, so a RUNNING iris job is relaunched
+only through an ops.md ``relaunch_commands`` entry matching its name, after ``iris job stop``
+(the stop step re-checks it right before and waits for KILLED). The command is an argv run with no
+shell where the iris client is (templates {job_id} {name} {controller}); its output's last iris
+job id (``/user/name``) is the new id the ledger links to the old one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sweep_core.config.ops import ClusterConfig
+from sweep_core.handoffs.cancel.iris import IrisStop, stop_line, stop_outcome
+from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.ports import Say
+
+IRIS_ID_RE = re.compile(r"^(/[\w.-]+(?:/[\w.-]+)+)\s*$", re.M)
+NO_COMMAND = "iris has no requeue: relaunched only through an ops.md relaunch_commands entry, none matches"
+# (ops.md, argv, timeout s) -> (exit code, output): the ops.md command run with no shell where the
+# iris client is (its HOME and python beside it)
+RunLocal = Callable[[ClusterConfig, Sequence[str], int], tuple[int, str]]
+
+
+def iris_command(cfg: ClusterConfig, job_id: str, name: str) -> tuple[str, ...]:
+    """The ops.md relaunch argv for this iris job, templates filled (() = none matches)."""
+    cmd = next((c for c in cfg.relaunch_commands if c.match.search(name)), None)
+    if cmd is None:
+        return ()
+    fill = {"job_id": job_id, "name": name, "controller": cfg.controller_url, "exclude": ""}
+    return tuple(a.format(**fill) for a in cmd.argv)
+
+
+def relaunch_iris(
+    cfg: ClusterConfig,
+    decisions: list[CancelDecision],
+    *,
+    confirm_timeout_s: int,
+    command_timeout_s: int,
+    dry_run: bool,
+    stop_iris: IrisStop | None,
+    run_local: RunLocal | None,
+    say: Say,
+) -> dict[str, str]:
+    """Job id -> outcome: ONE stop call for all (re-check, terminate, wait for KILLED), then per job
+    that is KILLED its ops.md command; a job not stopped is never relaunched."""
+    cmds = {d.request.job_id: iris_command(cfg, d.request.job_id, d.request.name) for d in decisions}
+    out: dict[str, str] = {}
+    todo = []
+    for d in decisions:
+        if not cmds[d.request.job_id]:
+            out[d.request.job_id] = f"not relaunched: {NO_COMMAND}"
+        else:
+            todo.append(d)
+    if dry_run:
+        for d in todo:
+            line = " ".join(cmds[d.request.job_id])
+            say(f"DRY RUN: would run for {cfg.name}: {stop_line(d.request.job_id, d.state)}; then {line}")
+        return {**out, **{d.request.job_id: "would stop and relaunch (dry run)" for d in todo}}
+    if not todo:
+        return out
+    if stop_iris is None or run_local is None:
+        return {**out, **{d.request.job_id: "not run: no iris client wired in" for d in todo}}
+    approved = [{"job_id": d.request.job_id, "name": d.request.name, "state": d.state} for d in todo]
+    recs, problem = stop_iris(cfg, approved, confirm_timeout_s)
+    for d in todo:
+        jid = d.request.job_id
+        stopped = stop_outcome((recs or {}).get(jid), problem)
+        if stopped != "stopped (iris KILLED)":
+            out[jid] = f"not relaunched: {stopped}"
+            continue
+        rc, text = run_local(cfg, cmds[jid], command_timeout_s)
+        out[jid] = relaunch_outcome(jid, rc, text)
+    return out
+
+
+def relaunch_outcome(job_id: str, rc: int, text: str) -> str:
+    """What the ops.md command did after the stop (``as job <id>``: the ledger links it)."""
+    if rc != 0:
+        return f"stopped (iris KILLED); relaunch command FAILED (exit {rc}): {text.strip()[-200:]}"
+    ids = IRIS_ID_RE.findall(text)
+    if not ids:
+        return f"cancelled and relaunched by the ops.md command (no new job id in its output) after iris job stop: {text.strip()[-120:]}"
+    same = " (the same id)" if ids[-1] == job_id else ""
+    return f"cancelled and relaunched by the ops.md command as job {ids[-1]}{same} after iris job stop (KILLED)"
+
+
+def iris_offer_why(why: str) -> str:
+    return f"{why}; iris: iris job stop, then the ops.md relaunch command"
+
+
+def has_command(cfg: Any, name: str) -> bool:
+    return any(c.match.search(name) for c in getattr(cfg, "relaunch_commands", ()))

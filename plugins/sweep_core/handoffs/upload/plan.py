@@ -1,0 +1,166 @@
+"""The upload's pure part: which argv (sweep.yaml flavor, ops.md override), its templates, and what
+the ledger's acts say a job's upload is at: submit, wait, retry, give up, or nothing to do.
+
+A job's upload story is a list of acts in its ledger entry (sweep_core.ledger.acts):
+``upload`` (an attempt: its Slurm id, attempt number, log, step), ``upload_state`` (a state sacct
+read for that id, a failure's traceback), ``upload_gave_up`` and ``salvage`` (a collapse-cancel:
+the step to salvage). Nothing here touches a cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+UPLOAD = "upload"
+UPLOAD_STATE = "upload_state"
+GAVE_UP = "upload_gave_up"
+SALVAGE = "salvage"
+LIVE_STATES = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING")
+_PLACEHOLDER = re.compile(r"\{(name|job_id|cluster|root|org|hub_repo|artifact_dir|step)\}")
+_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+
+
+class UploadConfigError(ValueError):
+    """An upload argv that must not be run (not an sbatch job); the message names where."""
+
+
+def check_argv(argv: Sequence[str], where: str) -> tuple[str, ...]:
+    """The argv when it submits a batch job; a heavy upload never runs on the login node."""
+    if not argv:
+        return ()
+    if argv[0] != "sbatch":
+        raise UploadConfigError(
+            f"{where} must start with sbatch (an upload runs as a batch job, never on the login node)"
+        )
+    return tuple(argv)
+
+
+def upload_argv(flavor: str, flavor_argv: Sequence[str], ops_commands: Sequence[Any]) -> tuple[str, ...]:
+    """The cluster's ops.md ``upload_commands`` entry for the flavor, else the flavor's own ``upload``."""
+    for cmd in ops_commands:
+        if cmd.flavor == flavor:
+            return check_argv(cmd.argv, f"ops.md upload_commands[{flavor}].argv")
+    return check_argv(flavor_argv, f"cleanup.flavors.{flavor}.upload")
+
+
+def render(template: str, values: Mapping[str, str]) -> str:
+    """``{name}``-style placeholders filled; every other brace left alone (JSON in a --wrap)."""
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def submit_argv(argv: Sequence[str], values: Mapping[str, str], log: str) -> tuple[str, ...]:
+    """The filled argv with ``--parsable`` (its job id comes back) and ``--output=<log>`` (its
+    traceback is read there) right after ``sbatch``. Quoting happens when the script is built."""
+    filled = [render(a, values) for a in argv]
+    return (filled[0], "--parsable", f"--output={log}", *filled[1:])
+
+
+@dataclass
+class Story:
+    """What the ledger says about one job's uploads."""
+
+    attempts: list[dict[str, str]] = field(default_factory=list)  # upload acts, oldest first
+    states: dict[str, dict[str, str]] = field(default_factory=dict)  # upload job id -> latest state act
+    gave_up: dict[str, str] | None = None
+    salvage: dict[str, str] | None = None
+
+    @property
+    def last(self) -> dict[str, str] | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def state_of(self, upload_job: str) -> str:
+        return (self.states.get(upload_job) or {}).get("state", "")
+
+    @property
+    def open(self) -> bool:
+        """Still to be followed: a salvage or an attempt, not given up, not verified on the hub."""
+        if self.gave_up is not None:
+            return False
+        last = self.last
+        if last is not None and self.state_of(last["upload_job"]) == "VERIFIED":
+            return False
+        return last is not None or self.salvage is not None
+
+
+def story_of(acts: Sequence[Mapping[str, str]]) -> Story:
+    """The job's upload story from its acts (oldest first)."""
+    s = Story()
+    for a in acts:
+        kind = a.get("kind")
+        if kind == UPLOAD and a.get("upload_job"):
+            s.attempts.append(dict(a))
+        elif kind == UPLOAD_STATE and a.get("upload_job"):
+            s.states[a["upload_job"]] = dict(a)
+        elif kind == GAVE_UP:
+            s.gave_up = dict(a)
+        elif kind == SALVAGE:
+            s.salvage = dict(a)
+    return s
+
+
+def tracked(story: Story) -> str:
+    """The upload job id whose state must be asked of sacct ('' when none is in flight)."""
+    last = story.last
+    if last is None or story.gave_up is not None:
+        return ""
+    state = story.state_of(last["upload_job"]).split(" ")[0]
+    return last["upload_job"] if state in ("", *LIVE_STATES) else ""
+
+
+@dataclass(frozen=True)
+class Move:
+    """What this run does for one job: ``submit`` | ``wait`` | ``give-up`` | ``verified`` | ``none``."""
+
+    move: str
+    why: str
+    attempt: int = 0  # the attempt a submit makes (1 = first)
+
+
+def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
+    """The move for a job whose hub check said ``hub`` (ok | missing | unknown | n/a)."""
+    last = story.last
+    if story.gave_up is not None:
+        return Move("none", f"upload given up: {story.gave_up.get('why', '')}")
+    if hub == "ok":
+        if last is not None and story.state_of(last["upload_job"]) != "VERIFIED":
+            return Move("verified", f"upload job {last['upload_job']} landed: the hub holds the artifact")
+        return Move("none", "on the hub")
+    if hub != "missing":
+        if last is not None:
+            return Move(
+                "wait",
+                f"upload job {last['upload_job']} {story.state_of(last['upload_job']) or 'submitted'}; hub {hub}",
+            )
+        return Move("none", f"hub {hub}: no upload")
+    if not has_command:
+        return Move("none", "not on the hub and the flavor names no upload command")
+    if last is None:
+        return Move("submit", "not on the hub: upload submitted", 1)
+    jid = last["upload_job"]
+    state = story.state_of(jid)
+    base = state.split(" ")[0]
+    if base in ("", *LIVE_STATES):
+        return Move("wait", f"upload job {jid} {state or 'submitted'}: the hub is checked again next run")
+    why = (story.states.get(jid) or {}).get("why", "")
+    failed = f"upload job {jid} {state}" + (f": {why}" if why else "")
+    if base == "COMPLETED":
+        failed = f"upload job {jid} COMPLETED but the hub still lacks the artifact"
+    n = len(story.attempts)
+    if n > retries:
+        return Move("give-up", f"{failed}; given up after {n} attempt(s)")
+    return Move("submit", f"{failed}; retry {n} of {retries}", n + 1)
+
+
+def salvage_step(evidence: str) -> int | None:
+    """The last healthy step of a collapse flag's evidence (``step N: …`` → N - 1); None if unread."""
+    m = re.search(r"\bstep (\d+):", evidence or "")
+    if m is None:
+        return None
+    return max(0, int(m.group(1)) - 1)
+
+
+def valid_job_id(job_id: str) -> bool:
+    return bool(_JOB_ID.match(job_id))

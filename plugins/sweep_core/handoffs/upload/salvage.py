@@ -1,0 +1,64 @@
+"""Salvage, and the jobs an upload keeps open: a collapse-cancel confirmed CANCELLED by sacct is
+recorded once in the job's ledger entry (``salvage``: the flavor and the last healthy step, the
+step before the collapse signals fired); sweep_cleanup then plans it (and every job with an upload
+in flight) as it plans a completion, CANCELLED accepted as the done-signal of a salvage only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sweep_core.handoffs.upload.plan import SALVAGE, salvage_step, story_of
+from sweep_core.ledger.entries import Ledger
+from sweep_core.vocab import Action, Flavor
+
+
+def salvage_acts(
+    decisions: Sequence[Any], done: Mapping[str, Mapping[str, str]], now: str, flavor: str = Flavor.RL_AGENTIC
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """A ``salvage`` act per cancel+salvage request whose scancel sacct confirmed (``cancelled``)."""
+    acts = []
+    for d in decisions:
+        r = d.request
+        if r.action != Action.CANCEL_SALVAGE or done.get(r.cluster, {}).get(r.job_id) != "cancelled":
+            continue
+        step = salvage_step(r.evidence)
+        act = {"kind": SALVAGE, "flavor": str(flavor), "step": "" if step is None else str(step), "at": now}
+        act["evidence"] = r.evidence[:300]
+        acts.append((r.cluster, r.job_id, r.name, act))
+    return acts
+
+
+def open_jobs(ledger: Ledger) -> list[dict[str, str]]:
+    """The cleanup targets an upload keeps open (a salvage, an upload not yet on the hub or given up)."""
+    out = []
+    for e in ledger.jobs.values():
+        story = story_of(e.acts)
+        if not story.open:
+            continue
+        flavor = (story.salvage or {}).get("flavor") or (story.last or {}).get("flavor", "")
+        if flavor:
+            out.append({"cluster": e.cluster, "job_id": e.job_id, "name": e.name, "flavor": flavor})
+    return out
+
+
+def salvaged(ledger: Ledger) -> set[tuple[str, str]]:
+    """(cluster, job id) of every job recorded for salvage: its CANCELLED is its done-signal."""
+    return {(e.cluster, e.job_id) for e in ledger.jobs.values() if any(a.get("kind") == SALVAGE for a in e.acts)}
+
+
+def with_open(jobs: list[Any], ledger: Ledger) -> list[Any]:
+    """The requested jobs, then the open ones not requested already."""
+    asked = {(str(j.get("cluster")), str(j.get("job_id"))) for j in jobs if isinstance(j, dict)}
+    return list(jobs) + [j for j in open_jobs(ledger) if (j["cluster"], j["job_id"]) not in asked]
+
+
+def follow_open(
+    confs: dict[str, dict[str, Any] | None], ledger: Ledger, *, dry_run: bool, run_log: str
+) -> dict[str, dict[str, Any] | None]:
+    """``confs`` with a cleanup hand-off when none has work but the ledger holds an open upload or
+    salvage: each sweep then lets sweep_cleanup follow it (it plans the open jobs itself)."""
+    if confs.get("cleanup") is not None or not open_jobs(ledger):
+        return confs
+    return {**confs, "cleanup": {"dry_run": dry_run, "run_log": run_log, "jobs": [], "reclaim_clusters": []}}

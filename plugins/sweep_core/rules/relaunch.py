@@ -1,0 +1,44 @@
+"""What sweep_cancel's relaunches left for the next sweep to say: a RECURRING job (relaunched, then
+wedged again at the same step; the ledger's ``escalated`` act) still live is a CRITICAL flag, so
+the escalation reaches the channels that hear critical through the digest (told once: new, then
+again only after the cooldown) and the sweep table, not only sweep_cancel's log.
+"""
+
+from __future__ import annotations
+
+from sweep_core.ledger.acts import ActKind
+from sweep_core.models import Flag
+from sweep_core.rules.context import RuleContext, base_state, job_flag
+from sweep_core.vocab import Action, Severity
+
+LIVE = frozenset({"RUNNING", "PENDING"})
+SETTLED = frozenset({ActKind.RELAUNCH, ActKind.CANCEL})  # an act after the escalation settles it
+
+
+def open_escalation(acts: list[dict[str, str]]) -> dict[str, str] | None:
+    """The latest ``escalated`` act not followed by a relaunch or a cancel (None = none open)."""
+    latest = None
+    for a in acts:
+        if a.get("kind") == ActKind.ESCALATED:
+            latest = a
+        elif a.get("kind") in SETTLED:
+            latest = None
+    return latest
+
+
+def rule_relaunch_escalated(ctx: RuleContext) -> list[Flag]:
+    """A live job whose ledger holds an open escalation (RECURRING) -> CRITICAL, investigate."""
+    out = []
+    for job in ctx.jobs():
+        if base_state(job) not in LIVE:
+            continue
+        e = ctx.history.ledger.jobs.get(f"{job.cluster}|{job.job_id}")
+        esc = open_escalation(e.acts) if e is not None else None
+        if esc is None:
+            continue
+        msg = (
+            f"RECURRING, escalated by sweep_cancel at {esc.get('at', '?')[:16]}: {esc.get('why') or '?'}; "
+            "no relaunch is offered again: a person must look (cancel it, or fix its setting)"
+        )
+        out.append(job_flag("relaunch_escalated", Severity.CRITICAL, job, msg, Action.INVESTIGATE))
+    return out

@@ -1,0 +1,52 @@
+"""CoreWeave relaunch (issue 20) on a REAL local iris controller through a whole sweep_cancel run:
+iris has no requeue, so "Cancel and relaunch" is offered only where an ops.md relaunch_commands
+entry matches the job's name; the job is stopped (`iris job stop`, KILLED) and only then the
+command runs (an argv, no shell) and submits it again; the ledger links the old id to the new.
+A job no command matches is only offered Cancel, and is stopped. No Slurm: no cluster lock."""
+
+from __future__ import annotations
+
+import json
+
+from hitl_responder import RELAUNCH, HITLResponder
+from iris_local import HERE, IRIS_PY, iris_ops, needs_iris, stop_all, submit, wait_states
+from sweep_runner import run_dag
+
+pytestmark = needs_iris
+
+
+def test_an_iris_job_is_relaunched_only_by_the_ops_md_command_after_its_stop(controller, tag, tmp_path) -> None:
+    url, run = controller
+    name, other = f"rl__{tag}_irl", f"sft__{tag}_irl"
+    job, job2 = submit(url, run, name, "sleep 600"), submit(url, run, other, "sleep 600")
+    try:
+        wait_states(url, run, {job: "RUNNING", job2: "RUNNING"})
+        argv = [IRIS_PY, str(HERE / "iris_submit.py"), "{controller}", "sweep", "{name}-r1", "sleep 600"]
+        extra = f"relaunch_commands:\n  - match: '^rl__'\n    argv: {json.dumps(argv)}\n"
+        iris_ops(tmp_path / "ops", "cw", url, run, extra)
+        jobs = [
+            {"cluster": "cw", "job_id": j, "name": n, "action": "kill-approval",
+             "evidence": f"[wedged] CRITICAL cw RL {j} {n}: iris RUNNING, 0 pods → kill-approval"}
+            for j, n in ((job, name), (job2, other))
+        ]  # fmt: skip
+        conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
+        with HITLResponder("sweep_cancel", "approve", RELAUNCH) as responder:
+            result = run_dag("sweep_cancel", conf, tmp_path, ops_dir=tmp_path / "ops")
+        assert responder.errors == [], responder.errors
+        assert responder.detail["options"] == ["Cancel", "Cancel and relaunch", "Reject"]
+        body = responder.detail["body"]
+        assert "iris: iris job stop, then the ops.md relaunch command" in body
+        assert "iris has no requeue: relaunched only through an ops.md relaunch_commands entry" in body
+        done = result.values["scancel"]["cw"]
+        new = f"/sweep/{name}-r1"
+        assert done[job] == f"cancelled and relaunched by the ops.md command as job {new} after iris job stop (KILLED)"
+        assert done[job2] == "stopped (iris KILLED)"  # no command: cancelled, never relaunched
+        wait_states(url, run, {job: "KILLED", job2: "KILLED", new: "RUNNING"})
+        ledger = json.loads((tmp_path / ".sweep-state" / "ledger.json").read_text())["jobs"]
+        assert [a["kind"] for a in ledger[f"cw|{job}"]["acts"]] == ["relaunch"]
+        assert ledger[f"cw|{job}"]["acts"][0]["new_job_id"] == new
+        assert ledger[f"cw|{new}"]["acts"][0] == {**ledger[f"cw|{new}"]["acts"][0], "kind": "relaunched_from",
+                                                   "from": f"cw|{job}"}  # fmt: skip
+        assert [a["kind"] for a in ledger[f"cw|{job2}"]["acts"]] == ["cancel"]
+    finally:
+        stop_all(url, run)
