@@ -1,7 +1,9 @@
 """sweep_cleanup: completion -> cleanup by flavor (spec §4). Triggered by monitor_cron_sweep with
 the completed jobs in ``conf``, or by hand from the UI (dry run by default).
 
-    plan (probe: squeue validated, sacct done-signal, realpath of every tree; hub check; guards)
+    consolidate (datagen arrays, sweep.yaml consolidate:): every chunk COMPLETED (squeue validated)
+      -> submit the consolidate job once; track it; COMPLETED + on the hub -> tracker row ✅
+      -> plan (probe: squeue validated, sacct done-signal, realpath of every tree; hub check; guards)
       -> upload (hub lacks it, or a salvage: the flavor's upload job submitted once, tracked, retried)
       -> delete (detached rm, only what plan allowed; skipped on dry_run)
       -> verify (trees gone, df -i / quota again: inodes freed)
@@ -9,7 +11,8 @@ the completed jobs in ``conf``, or by hand from the UI (dry run by default).
 
 Thin wiring only: the guards live in plugins/sweep_core/handoffs/cleanup/plan.py, applied by
 its plan use-case (usecase.py); rm, verify and the table are execute.py; the upload is
-plugins/sweep_core/handoffs/upload/.
+plugins/sweep_core/handoffs/upload/; consolidate is plugins/sweep_core/handoffs/consolidate/ (an
+array's trees stay until it released them).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, TriggerRule
 
-from sweep_operators import cleanup_tasks
+from sweep_operators import cleanup_tasks, consolidate_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
 from sweep_operators.task_ids import Cleanup, DagId
 
@@ -50,7 +53,15 @@ with DAG(
     )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    plan = PythonOperator(task_id=Cleanup.PLAN, python_callable=cleanup_tasks.plan, op_kwargs=common)
+    consolidate = PythonOperator(
+        task_id=Cleanup.CONSOLIDATE, python_callable=consolidate_tasks.consolidate, op_kwargs=common
+    )
+    plan = PythonOperator(
+        task_id=Cleanup.PLAN,
+        python_callable=cleanup_tasks.plan,
+        op_kwargs=common,
+        trigger_rule=TriggerRule.ALL_DONE,  # a failed consolidate step holds only its flavors (hold_back)
+    )
     delete = PythonOperator(task_id=Cleanup.DELETE, python_callable=cleanup_tasks.delete, op_kwargs=common)
     upload = PythonOperator(task_id=Cleanup.UPLOAD, python_callable=cleanup_tasks.upload, op_kwargs=common)
     verify = PythonOperator(task_id=Cleanup.VERIFY, python_callable=cleanup_tasks.verify, op_kwargs=common)
@@ -60,6 +71,6 @@ with DAG(
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,
     )
-    plan >> [upload, delete]
+    consolidate >> plan >> [upload, delete]
     delete >> verify >> record
     upload >> record

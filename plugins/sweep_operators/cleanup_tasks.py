@@ -20,6 +20,8 @@ from sweep_core.handoffs.cleanup.backlog import backlog_path, forget, load_backl
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.handoffs.consolidate.plan import consolidate_config
+from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
 from sweep_core.handoffs.upload.salvage import salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.ledger.acts import read_ledger, record_acts
@@ -48,9 +50,10 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     salvage open in the ledger are planned too (their hub is checked again)."""
     ccfg, limits = _config(sweep_yaml)
     params = context["params"]
+    consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}
     ledger = read_ledger(run_log_dir(load_sweep_config(sweep_yaml)))
     got = plan_cleanup(
-        with_open(list(params.get("jobs") or []), ledger),
+        with_open(list(params.get("jobs") or []) + list(consolidated.get("replan") or []), ledger),
         list(params.get("reclaim_clusters") or []),
         dry_run=bool(params.get("dry_run", True)),
         ccfg=ccfg,
@@ -60,6 +63,8 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         hub_check=hub_check(),
         salvaged=frozenset(salvaged(ledger)),
     )
+    # a consolidated flavor's trees stay until its array is released (tracker row advanced)
+    hold_back(got.decisions, consolidate_config(load_sweep_config(sweep_yaml).consolidate), consolidated)
     for d in got.decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return got.to_dict()
@@ -132,6 +137,8 @@ def record(sweep_yaml: str, **context: Any) -> str:
         context["ti"].xcom_pull(task_ids=Cleanup.VERIFY) or {},
         dry,
     )
+    consolidated = consolidate_record(context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {})
+    text = f"{consolidated}\n\n{text}" if consolidated else text
     uploads = UploadReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.UPLOAD) or {}).get("rows", []))
     if uploads.rows:
         text += "\n\nUploads (hub lacked the artifact, or a salvage):\n" + uploads.table()

@@ -215,6 +215,14 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)
     if not handed[Handoff.CLEANUP.value]:  # an upload or salvage in flight: cleanup follows it
         confs = follow_open(confs, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log)
+    if config.consolidate.flavors and not handed[Handoff.CLEANUP.value]:  # a consolidation in flight too
+        from sweep_core.handoffs.consolidate.trigger import keep_tracking
+
+        confs, tracking = keep_tracking(
+            confs, snaps, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log
+        )
+        for line in tracking:
+            log.info("%s", line)
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:

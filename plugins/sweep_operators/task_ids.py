@@ -56,9 +56,9 @@ def branch_choice(with_work: list[Handoff]) -> list[str]:
 
 
 class Cleanup:
-    """sweep_cleanup: plan -> (upload | delete -> verify) -> record."""
+    """sweep_cleanup: consolidate -> plan -> (upload | delete -> verify) -> record."""
 
-    PLAN, DELETE, VERIFY, RECORD = "plan", "delete", "verify", "record"
+    CONSOLIDATE, PLAN, DELETE, VERIFY, RECORD = "consolidate", "plan", "delete", "verify", "record"
     UPLOAD = "upload"
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def mutated_tree(draw: st.DrawFn, tree: Any) -> Any:
             continue
         op = draw(st.sampled_from(["rename", "drop", "value"]))
         if op == "value" or isinstance(parent, list):
-            parent[key] = draw(st.sampled_from(ODD_VALUES))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(ODD_VALUES)))  # never a shared {} / []
         elif op == "rename":
             parent[str(key) + draw(st.sampled_from(["x", "_", "s"]))] = parent.pop(key)
         else:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sweep_core.config.consolidate_schema import ConsolidateCommand, ConsolidateSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter
@@ -24,6 +25,8 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml notify channel": (Channel, ""),
     "sweep.yaml deep_dive": (DeepDiveSection, ""),
     "sweep.yaml deep_dive serving_lut row": (LutRow, ""),
+    "sweep.yaml consolidate": (ConsolidateSection, ""),
+    "sweep.yaml consolidate flavor": (ConsolidateCommand, ""),
 }
 
 

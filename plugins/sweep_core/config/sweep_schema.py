@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
@@ -60,6 +61,9 @@ class SweepConfig(StrictModel):
         CleanupSection(), description="completion -> cleanup by flavor: hub evidence first, then the deletes"
     )
     trackers: TrackersSection = Field(TrackersSection(), description="the eval-grid tracker harvest (repo null = off)")
+    consolidate: ConsolidateSection = Field(
+        ConsolidateSection(), description="datagen arrays: the consolidate job, then the tracker row (none = off)"
+    )
     cancel: CancelConfig = Field(CancelConfig(), description="scancel of flagged jobs after a human's approval")
     hf_chain: HfChainSection = Field(HfChainSection(), description="the HF-only SFT chain's series (none = off)")
     deep_dive: DeepDiveSection = Field(

@@ -1,0 +1,161 @@
+"""What the ledger remembers of one array's consolidation: its acts on the entry
+``<cluster>|<array id>`` (sweep_core.ledger.acts), each a flat object of strings:
+
+- ``consolidate``: a submission (``job`` = the Slurm id, '' while reserved, ``attempt``, ``run``,
+  ``flavor``, ``at``). The reservation is written under the ledger lock BEFORE sbatch runs, so two
+  overlapping runs never both submit; a reservation that got no id is reported, never resubmitted.
+- ``consolidate_failed``: a tracked job that ended without COMPLETED (``job``, ``state``, ``traceback``).
+- ``consolidate_done``: the dataset on the hub and the tracker row advanced (``job``, ``commit``).
+- ``consolidate_gave_up``: failed ``max_retries`` + 1 times; a person takes over.
+
+The entry's ``last_seen`` is refreshed with every act: the ledger's prune keeps it while tracked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from sweep_core.ledger.acts import acts_of, add_act
+from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.store import update_ledger
+from sweep_core.vocab import Bucket
+
+
+class ConsolidateAct(StrEnum):
+    SUBMITTED = "consolidate"
+    FAILED = "consolidate_failed"
+    DONE = "consolidate_done"
+    GAVE_UP = "consolidate_gave_up"
+
+
+KINDS = frozenset(ConsolidateAct)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+
+
+@dataclass(frozen=True)
+class History:
+    """One array's consolidate acts, oldest first."""
+
+    acts: tuple[dict[str, str], ...] = ()
+
+    def of(self, kind: ConsolidateAct) -> list[dict[str, str]]:
+        return [a for a in self.acts if a.get("kind") == kind]
+
+    @property
+    def submissions(self) -> list[dict[str, str]]:
+        return self.of(ConsolidateAct.SUBMITTED)
+
+    @property
+    def latest_job(self) -> str:
+        """The Slurm id of the latest submission ('' = none, or reserved without an id)."""
+        subs = self.submissions
+        return subs[-1].get("job", "") if subs else ""
+
+    @property
+    def reserved_without_id(self) -> dict[str, str] | None:
+        subs = self.submissions
+        return subs[-1] if subs and not subs[-1].get("job") else None
+
+    @property
+    def failures(self) -> int:
+        return len({a.get("job") for a in self.of(ConsolidateAct.FAILED)})
+
+    def failed(self, job: str) -> dict[str, str] | None:
+        return next((a for a in self.of(ConsolidateAct.FAILED) if a.get("job") == job), None)
+
+    @property
+    def done(self) -> dict[str, str] | None:
+        got = self.of(ConsolidateAct.DONE)
+        return got[-1] if got else None
+
+    @property
+    def gave_up(self) -> bool:
+        return bool(self.of(ConsolidateAct.GAVE_UP))
+
+
+def history_of(ledger: Ledger, cluster: str, array_id: str) -> History:
+    return History(tuple(a for a in acts_of(ledger, cluster, array_id) if a.get("kind") in KINDS))
+
+
+def open_consolidations(ledger: Ledger) -> list[dict[str, str]]:
+    """The cleanup targets (cluster, job_id = array id, name, flavor) of every consolidation in flight:
+    submitted, neither done nor given up. A later sweep_cleanup run tracks them."""
+    out = []
+    for e in sorted(ledger.jobs.values(), key=lambda e: e.key):
+        h = History(tuple(a for a in e.acts if a.get("kind") in KINDS))
+        if h.submissions and h.done is None and not h.gave_up:
+            first = h.submissions[0]
+            job_id = first.get("target_job") or e.job_id
+            out.append({"cluster": e.cluster, "job_id": job_id, "name": e.name, "flavor": first.get("flavor", "")})
+    return out
+
+
+def _touch(ledger: Ledger, cluster: str, array_id: str, stamp: str) -> None:
+    """Keep the array's entry from the prune while tracked; an entry only consolidate made (the
+    sweep keys chunks, not arrays) reads as the ended Datagen array it is."""
+    e = ledger.jobs.get(f"{cluster}|{array_id}")
+    if e is not None:
+        e.last_seen = max(e.last_seen, stamp)
+        if not e.state:
+            e.state, e.bucket, e.source = "COMPLETED", e.bucket or Bucket.DATAGEN.value, e.source or "sacct"
+
+
+def record(run_log_dir: str | Path, acts: list[tuple[str, str, str, dict[str, Any]]]) -> Ledger:
+    """Store ``(cluster, array id, name, act)`` each under the ledger lock (an act already there is
+    not added twice)."""
+    stamp = now_iso()
+
+    def change(ledger: Ledger) -> tuple[Ledger, Ledger]:
+        for cluster, array_id, name, act in acts:
+            add_act(ledger, cluster, array_id, name, {"at": stamp, **act})
+            _touch(ledger, cluster, array_id, stamp)
+        return ledger, ledger
+
+    return update_ledger(run_log_dir, change)
+
+
+def reserve(run_log_dir: str | Path, target: Any, run_id: str) -> int:
+    """Reserve the next submission under the ledger lock: its attempt number, or 0 when another run
+    holds one in flight, or it is done or given up (``target``: a cleanup.plan.CleanupTarget)."""
+    stamp = now_iso()
+    cluster, array_id, name = target.cluster, target.array_id, target.name
+
+    def change(ledger: Ledger) -> tuple[Ledger, int]:
+        h = history_of(ledger, cluster, array_id)
+        latest = h.submissions[-1] if h.submissions else None
+        if h.done is not None or h.gave_up:
+            return ledger, 0
+        if latest is not None and (not latest.get("job") or h.failed(latest["job"]) is None):
+            return ledger, 0  # reserved or in flight: never a second submission
+        attempt = len(h.submissions) + 1
+        act = {"kind": ConsolidateAct.SUBMITTED.value, "job": "", "attempt": attempt, "run": run_id}
+        add_act(
+            ledger, cluster, array_id, name, {"at": stamp, **act, "flavor": target.flavor, "target_job": target.job_id}
+        )
+        _touch(ledger, cluster, array_id, stamp)
+        return ledger, attempt
+
+    return update_ledger(run_log_dir, change)
+
+
+def fill_reservation(run_log_dir: str | Path, cluster: str, array_id: str, attempt: int, job: str, why: str) -> None:
+    """The reserved submission ``attempt`` gets its Slurm id (``job``), or, when sbatch gave none,
+    the reason (``job`` stays '': reported on every run, never resubmitted by itself)."""
+
+    def change(ledger: Ledger) -> tuple[Ledger, None]:
+        e = ledger.jobs.get(f"{cluster}|{array_id}")
+        for a in e.acts if e else []:
+            if a.get("kind") == ConsolidateAct.SUBMITTED and a.get("attempt") == str(attempt) and not a.get("job"):
+                a["job"] = job
+                if why:
+                    a["problem"] = why[:300]
+        return ledger, None
+
+    update_ledger(run_log_dir, change)

@@ -1,0 +1,184 @@
+"""Datagen consolidate end to end on the real local Slurm (real SSH, real sbatch --array, real
+trees, a real git tracker clone): the sweep hands the finished array to sweep_cleanup, whose
+consolidate step submits a REAL consolidate sbatch job once; that job fails once (a Python
+traceback: reported, retried), then writes the consolidated dataset and uploads it to the HF hub
+STUB (tests/hf_hub_stub.py + its upload side); the tracker row goes ⏳ -> ✅ in a commit, and only
+then cleanup removes the chunk trees and verifies the reclaim."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from hf_hub_upload_stub import uploading_hub
+from sweep_runner import ROOT, run_dag
+
+pytestmark = pytest.mark.cluster
+ART = Path("/home/sweep/jobs/artifacts")
+JOBS = Path("/home/sweep/jobs")
+ORG = "sweep-local"
+
+CONSOLIDATE_SH = """#!/bin/bash
+# a consolidate job: the chunks' rows into one dataset file, uploaded to the hub (here: the STUB)
+set -euo pipefail
+dir=$1; repo=$2; up=$3
+if [ -e "$dir/.fail-once" ]; then
+  rm -f -- "$dir/.fail-once"
+  python3 -c 'raise ValueError("chunk c2 has a different schema")'
+fi
+mkdir -p "$dir/consolidated"
+cat "$dir"/chunks/*/rows.jsonl > "$dir/consolidated/train-00000-of-00001.parquet"
+curl -sf -X PUT --data-binary @"$dir/consolidated/train-00000-of-00001.parquet" \\
+  "$up/dataset/$repo/data/train-00000-of-00001.parquet"
+echo "consolidated $(wc -l < "$dir/consolidated/train-00000-of-00001.parquet") rows"
+"""
+
+
+def _config(tmp_path: Path, script: Path, upload_url: str) -> Path:
+    cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    cfg["consolidate"] = {
+        "flavors": {
+            "datagen-job-cleanup": {
+                "argv": [
+                    "sbatch",
+                    "--parsable",
+                    "-J",
+                    "{job_name}",
+                    "-o",
+                    "/home/sweep/jobs/logs/%x-%j.out",
+                    str(script),
+                    "{root}/{name}",
+                    "{org}/{name}",
+                    upload_url,
+                ],  # fmt: skip
+                "max_retries": 1,
+            }
+        },
+        "tracker": "datagen/TRACKER.md",
+    }
+    cfg["cleanup"]["verify_timeout_s"] = 60
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def _tracker(tmp_path: Path, array: str, name: str) -> Path:
+    repo = tmp_path / "clone"
+    (repo / "datagen").mkdir(parents=True)
+    (repo / "datagen" / "TRACKER.md").write_text(
+        "# Datagen arrays\n\n| Dataset | Cluster | Array job | Consolidate job | Status | Note |\n"
+        f"|---|---|---|---|---|---|\n| {name} | local | {array} |  | ⏳ | launched by the test |\n"
+    )
+    for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(repo), *cmd], check=True)
+    return repo
+
+
+def _consolidate_jobs(name: str) -> list[str]:
+    """Every consolidate job of the array the cluster accounts for (slurmdbd, all users)."""
+    res = subprocess.run(
+        ["sacct", "-a", "-n", "-X", "-P", "--name", f"consolidate__{name}", "-S", "now-1hours", "-o", "JobID"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return res.stdout.split()
+
+
+def _step(run) -> dict:
+    steps = run.values["consolidate"]["steps"]
+    assert len(steps) == 1, steps
+    return steps[0]
+
+
+def _files(path: Path) -> int:
+    return sum(1 for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_removed(local_cluster, tag, tmp_path):
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    c = local_cluster
+    name = f"datagen__{tag}_mix"
+    base = ART / name
+    chunk = f'd={base}/chunks/c$SLURM_ARRAY_TASK_ID; mkdir -p "$d" {base}/tasks; echo "{{\\"row\\": $SLURM_ARRAY_TASK_ID}}" > "$d/rows.jsonl"'
+    array = c.submit(name, chunk, "--array=1-3", output="/home/sweep/jobs/logs/%x-%A_%a.out")
+    for k in (1, 2, 3):
+        c.wait_finished(f"{array}_{k}", "COMPLETED")
+    assert _files(base / "chunks") == 3
+    script = JOBS / f"consolidate_{tag}.sbatch"
+    script.write_text(CONSOLIDATE_SH)
+    (base / ".fail-once").write_text("")
+    subprocess.run(["chown", "-R", "sweep:sweep", str(base), str(script)], check=True)
+    script.chmod(0o755)
+    repo = _tracker(tmp_path, array, name)
+    tracker = repo / "datagen" / "TRACKER.md"
+
+    with uploading_hub({}) as (hub, upload_url):
+        env = {"HF_ENDPOINT": hub.url, "SWEEP_CONFIG": str(_config(tmp_path, script, upload_url)),
+               "SWEEP_TRACKER_REPO": str(repo)}  # fmt: skip
+
+        # the sweep hands the finished array to sweep_cleanup (with ALL its chunks COMPLETED)
+        c.wait_windowed(f"{array}_3")
+        sweep = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, **env)
+        assert sweep.task_states["trigger_cleanup"] == "success", sweep.task_states
+        with create_session() as s:
+            conf = s.query(DagRun).filter(DagRun.run_id == f"{sweep.run_id}__cleanup").one().conf
+        jobs = [j for j in conf["jobs"] if j["name"] == name]
+        assert jobs and jobs[0]["flavor"] == "datagen-job-cleanup" and jobs[0]["job_id"].startswith(array)
+
+        # dry run: says what it would submit, submits nothing
+        dry = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": True}, tmp_path, **env)
+        assert dry.state == "success", dry.task_states
+        assert _step(dry)["action"] == "would submit" and str(script) in _step(dry)["argv"]
+        assert _consolidate_jobs(name) == []
+
+        # real: submitted once; the chunk trees are held (no consolidated dataset yet)
+        first = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, **env)
+        assert first.state == "success", first.task_states
+        j1 = _step(first)["job"]
+        assert _step(first)["action"] == "submitted"
+        held = first.values["plan"]["decisions"][0]
+        assert held["action"] == "blocked" and "not on the hub" in held["reasons"][0]  # no dataset yet
+        assert _files(base / "chunks") == 3
+        c.wait_finished(j1, "FAILED", timeout=90)
+        assert _consolidate_jobs(name) == [j1]
+
+        # a later sweep knows the consolidation in flight: it triggers cleanup with no new job
+        later = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, **env)
+        with create_session() as s:
+            runs = s.query(DagRun).filter(
+                DagRun.dag_id == "sweep_cleanup", DagRun.run_id.like(f"{later.run_id}__cleanup%")
+            )
+            confs = [r.conf for r in runs]
+        # triggered with no new job when nothing else completed (the array is not handed off twice)
+        assert confs and all(j["name"] != name for conf in confs for j in conf["jobs"]), confs
+
+        # FAILED: reported with its first real traceback, retried once
+        retry = run_dag("sweep_cleanup", {"jobs": [], "dry_run": False}, tmp_path, **env)
+        s2 = _step(retry)
+        assert s2["action"] == "submitted" and s2["job"] != j1
+        assert "ValueError: chunk c2 has a different schema" in s2["reasons"][0]
+        c.wait_finished(s2["job"], "COMPLETED", timeout=90)
+        assert ("dataset", f"{ORG}/{name}") in hub.repos  # the job uploaded to the STUB
+
+        # COMPLETED + on the hub: the tracker row advances (a commit), then the chunk trees go
+        done = run_dag("sweep_cleanup", {"jobs": [], "dry_run": False}, tmp_path, **env)
+        assert done.state == "success", done.task_states
+        assert _step(done)["action"] == "advance"
+        deleted = done.values["plan"]["decisions"][0]
+        assert deleted["action"] == "delete", deleted
+        # re-run: nothing submitted or written twice
+        again = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, **env)
+
+    assert f"| {name} | local | {array} | {s2['job']} | ✅ |" in tracker.read_text()
+    log = subprocess.run(["git", "-C", str(repo), "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert log.splitlines()[0] == f"datagen consolidate: {name} ✅" and len(log.splitlines()) == 2
+    assert not (base / "chunks").exists() and not (base / "tasks").exists()
+    assert (base / "consolidated" / "train-00000-of-00001.parquet").read_text().count("row") == 3
+    verified = done.values["verify"]["local"]
+    assert verified["left"] == [] and len(verified["removed"]) == 2
+    assert _step(again)["action"] == "done" and len(_consolidate_jobs(name)) == 2
+    run_log = Path(done.values["record"]).read_text()
+    assert "advance" in run_log and "deleted" in run_log
