@@ -227,3 +227,14 @@ def test_two_chain_series_on_one_cluster_cannot_share_a_job_name() -> None:
     assert parse_sweep_config(BUCKETS + yaml.safe_dump({"hf_chain": {"series": other_cluster}}))
     no_cell = [_series("a", eval_name="eval-fixed")]
     assert "has no {cell}" in str(sweep_error(BUCKETS + yaml.safe_dump({"hf_chain": {"series": no_cell}})))
+
+
+def test_a_flavor_with_both_a_consolidate_and_an_upload_command_is_rejected_naming_both() -> None:
+    doc = yaml.safe_load(SWEEP_YAML.read_text())
+    doc["consolidate"]["flavors"] = {"datagen-job-cleanup": {"argv": ["sbatch", "--parsable", "c.sbatch", "{name}"]}}
+    parse_sweep_config(yaml.safe_dump(doc))  # one builder: fine
+    doc["cleanup"]["flavors"]["datagen-job-cleanup"]["upload"] = ["sbatch", "up.sbatch", "{name}"]
+    with pytest.raises(SweepConfigError) as err:
+        parse_sweep_config(yaml.safe_dump(doc))
+    assert "consolidate.flavors.datagen-job-cleanup" in str(err.value)
+    assert "cleanup.flavors.datagen-job-cleanup also names an upload" in str(err.value)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection
@@ -98,6 +98,18 @@ class SweepConfig(StrictModel):
         if errors:
             raise CrossFieldErrors(errors)
         return value
+
+    @model_validator(mode="after")
+    def _one_builder_per_flavor(self) -> SweepConfig:
+        """A flavor with a consolidate command and an upload command would build its dataset twice."""
+        both = [
+            (f"consolidate.flavors.{name}", f"cleanup.flavors.{name} also names an upload: give it one or the other")
+            for name in self.consolidate.flavors
+            if (flavor := self.cleanup.flavors.get(name)) is not None and flavor.upload
+        ]
+        if both:
+            raise CrossFieldErrors(both)
+        return self
 
     @property
     def bucket_names(self) -> list[str]:
