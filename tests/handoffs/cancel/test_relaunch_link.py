@@ -58,6 +58,7 @@ def test_the_ledger_links_the_new_id_to_the_old_in_the_same_series(tmp_path, mon
 
     conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
     conf["run_log_dir"] = str(tmp_path)
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))  # beats sweep.yaml: an earlier sweep test may have set it
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
 
     def seed(ledger):
