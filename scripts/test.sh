@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # Every test, from nothing: venv + Airflow metadata DB, the real local Slurm cluster, ruff, pytest.
-# Usage: scripts/test.sh [pytest args]     (as root on Debian 12)
+# Usage: scripts/test.sh [--fast] [pytest args]     (as root on Debian 12)
+#   --fast: the inner loop's tier: ruff + the tests that start no real service (unit, DagBag, the
+#           config and remote-script checks); no cluster, no apt. Every test runs without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  source scripts/env.sh
+  echo "[test --fast] ruff check"
+  ruff check .
+  if command -v shellcheck >/dev/null; then shellcheck include/remote/*.sh; fi
+  echo "[test --fast] pytest -m 'not slow'"
+  exec python -m pytest -q -p no:cacheprovider -m "not slow" "$@"
+fi
 scripts/local_cluster.sh up
 # Debian's docker-compose (v1) checks docker-compose.yaml offline (`config`), no Docker engine needed.
 if ! command -v docker-compose >/dev/null; then

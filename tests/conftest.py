@@ -105,6 +105,19 @@ class LocalCluster:
         sh("runuser", "-u", USER, "--", "scancel", "-u", USER, check=False)
 
 
+# Tests that start real services (the Slurm cluster, an iris controller, an api-server): left out of
+# `scripts/test.sh --fast`, the inner loop's tier (unit + DagBag).
+SLOW_FIXTURES = frozenset({"local_cluster", "_local_cluster_session", "controller"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that needs the cluster, a deployment or a real iris controller."""
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        if uses & SLOW_FIXTURES or item.get_closest_marker("cluster") or item.get_closest_marker("deploy"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def _local_cluster_session():
     """The real local cluster, started if it is not running (needs root); jobs cancelled after."""
