@@ -174,3 +174,24 @@ def test_the_deep_dive_dag_branches_kill_to_sweep_cancel_and_records_either_way(
     sweep = bag.get_dag("monitor_cron_sweep")
     assert sweep.get_task("trigger_deep_dive").trigger_dag_id == "sweep_rl_deep_dive"
     assert "trigger_deep_dive" in sweep.get_task("handoff_branch").downstream_task_ids
+
+
+def test_airflow_loads_the_sweeps_page_plugin_and_no_import_error() -> None:
+    """Airflow's plugin manager, as the api-server and scheduler run it (a fresh interpreter):
+    the Sweeps page is the one plugin, and no file under plugins/ fails to import (every module
+    there was once imported under its bare name: iris_stop.py failed in every run's log)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from airflow import plugins_manager as m; p, e = m._get_plugins();"
+        "print(json.dumps({'names': sorted(x.name for x in p), 'errors': e}))"
+    )
+    env = {**os.environ, "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins")}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["errors"] == {}, got["errors"]
+    assert got["names"] == ["sweeps_page"]
