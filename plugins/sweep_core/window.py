@@ -55,6 +55,16 @@ def resolve_window(
     return start_dt, end_dt
 
 
+def epoch_of_time(value: Any) -> float | None:
+    """Epoch seconds of ISO text or a datetime (naive = UTC); None when it is not a time."""
+    if value in (None, ""):
+        return None
+    try:
+        return _aware(value, "time").timestamp()
+    except ValueError:
+        return None
+
+
 def past_window_grace_s() -> int:
     """PAST_WINDOW_GRACE_S, or $SWEEP_PAST_WINDOW_GRACE_S when that is a whole number of seconds."""
     raw = os.environ.get("SWEEP_PAST_WINDOW_GRACE_S", "").strip()

@@ -22,6 +22,7 @@ from sweep_core.fanin.metrics.datagen import chunk_counts, extract_datagen
 from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
+from sweep_core.fanin.recent_window import judge_at_end, trim_recent
 from sweep_core.fanin.render import RenderedSweep, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.ledger.vanished import add_vanished_rows
@@ -76,15 +77,20 @@ def cadence_table(config: SweepConfig, overrides: dict[str, dict[str, int]]) -> 
 
 def liveness_step(snaps: Sequence[ClusterSnapshot], cadences: dict[str, dict[str, int]]) -> None:
     """Minutes since last output and the stale mark for every RUNNING job (an error: age "?").
-    A past window's jobs are not judged: the cluster's note says so (PAST_WINDOW_NOTE)."""
+    A past window's jobs are not judged: the cluster's note says so (PAST_WINDOW_NOTE); a recent
+    window's are judged at its end (fanin.recent_window)."""
     for s in snaps:
         cadence = cadences.get(s.cluster, {})
         if is_past_window(s.window_end, s.remote_now):
             if PAST_WINDOW_NOTE not in s.notes:
                 s.notes.append(PAST_WINDOW_NOTE)
             continue
+        end = trim_recent(s)  # a recent window: judged at its end, jobs started after it not listed
         for job in s.running or []:
-            guarded(job, "liveness", lambda j=job, now=s.remote_now, c=cadence: job_liveness(j, now, c))
+            if end is None:
+                guarded(job, "liveness", lambda j=job, now=s.remote_now, c=cadence: job_liveness(j, now, c))
+            else:
+                guarded(job, "liveness", lambda j=job, c=cadence, e=end: (job_liveness(j, e, c), judge_at_end(j, e)))
 
 
 def group_by_bucket(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> dict[str, list[Job]]:
