@@ -41,9 +41,11 @@ def test_ops_md_raises_only_ops_config_error(text: str) -> None:
 @given(any_text(SWEEP))
 def test_sweep_yaml_raises_only_sweep_config_error(text: str) -> None:
     try:
-        parse_sweep_config(text, "fuzz.yaml")
-    except SweepConfigError:
-        pass
+        cfg = parse_sweep_config(text, "fuzz.yaml")
+    except SweepConfigError as exc:
+        assert "fuzz.yaml" in str(exc)  # the error names the file
+        return
+    assert cfg.bucket_names and all(cfg.cadence(b, {}) > 0 for b in cfg.bucket_names)  # usable as loaded
 
 
 ODD_VALUES = [None, True, 0, -1, 1.5, float("nan"), 10**400 // 10**390, "", "x", "(", [], [None], {}, {"k": 1}]

@@ -43,7 +43,7 @@ from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, ro
 from sweep_core.handoffs.hub_evidence import judge_hub_listing
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.quota_parsers import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
-from sweep_core.iris.state import IrisStateError, iris_state_name, pod_count_from_list
+from sweep_core.iris.state import IRIS_STATES, IrisStateError, iris_state_name, pod_count_from_list
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,9 +97,14 @@ def test_parse_metric_dict_raises_only_value_error(text: str) -> None:
 def test_eval_results_raise_only_eval_results_error(text: str) -> None:
     try:
         doc = parse_results(text, "fuzz.json")
-        extract_scores([doc])
-    except EvalResultsError:
-        pass
+        got = extract_scores([doc])
+    except EvalResultsError as exc:
+        assert "fuzz.json" in str(exc) or exc.problems  # names the file, or lists what is missing
+        return
+    assert isinstance(doc, dict)
+    for name, score in got.scores.items():  # a score is a finite number, never NaN in a tracker cell
+        assert math.isfinite(score.mean) and (score.se is None or math.isfinite(score.se)), (name, score)
+    assert all(isinstance(c, str) and "nan" not in c.lower() for c in got.cells().values())
 
 
 # --- quota / headroom --------------------------------------------------------------------------
@@ -139,9 +144,11 @@ JSONISH = st.recursive(
 @given(JSONISH)
 def test_iris_state_name_raises_only_iris_state_error(value: object) -> None:
     try:
-        iris_state_name(value)
-    except IrisStateError:
-        pass
+        name = iris_state_name(value)
+    except IrisStateError as exc:
+        assert "state" in str(exc)
+        return
+    assert name in set(IRIS_STATES.values()), name  # one of iris's own names, never the raw value
 
 
 def _iris_rows() -> list[dict]:
@@ -163,10 +170,14 @@ def test_iris_json_raises_only_the_documented_errors(row: dict, extra: dict, pod
     mixed = {**row, **extra}
     for fn in (lambda: job_from_cli(mixed, mixed), lambda: job_from_poll(mixed)):
         try:
-            fn()
+            job = fn()
         except IrisStateError:
-            pass
-    pod_count_from_list(pods if isinstance(pods, dict) else {"items": pods})
+            continue
+        assert isinstance(job.job_id, str) and job.job_id and job.state in set(IRIS_STATES.values())
+        assert job.log_mtime is None or math.isfinite(job.log_mtime)
+    count = pod_count_from_list(pods if isinstance(pods, dict) else {"items": pods})
+    assert (count.total is None) == bool(count.error)  # an unknown count says why; a count is never a guess
+    assert count.total is None or count.total >= count.gated + count.image_pull >= 0
 
 
 # --- tracker_md, hub_evidence, fingerprint, hf_chain ------------------------------------------
@@ -175,16 +186,26 @@ def test_iris_json_raises_only_the_documented_errors(row: dict, extra: dict, pod
 @FUZZ
 @given(any_text(TRACKERS))
 def test_tracker_readers_never_raise(text: str) -> None:
-    read_tables(text)
-    read_rows(text, "t.md")
-    pending_rows(text, "t.md")
-    rows_without_job(text, "t.md")
+    n_lines = len(text.splitlines()) + 1
+    for t in read_tables(text):
+        assert 0 <= t.start < t.end <= n_lines and t.header
+    rows = read_rows(text, "t.md")
+    pending, without = pending_rows(text, "t.md"), rows_without_job(text, "t.md")
+    assert all(r in rows and r.status == "pending" and r.job_id for r in pending)
+    assert all(r in rows and r.status == "pending" and not r.job_id for r in without)
+    assert not set(map(id, pending)) & set(map(id, without))
 
 
 @FUZZ
 @given(st.none() | st.lists(st.text(max_size=30), max_size=6), st.lists(st.text(max_size=20), max_size=4))
 def test_hub_listing_never_raises(files: list[str] | None, expected: list[str]) -> None:
-    judge_hub_listing(files, expected)
+    got = judge_hub_listing(files, expected)
+    assert got.ok in (True, False, None) and got.reason
+    assert set(got.matched) | set(got.missing) <= set(expected)
+    if files is None:
+        assert got.ok is False  # not on the hub: never evidence to delete
+    elif got.ok:
+        assert expected and not got.missing  # every expected file matched one the hub lists
 
 
 FP = fingerprint_config(CONFIG.rules.fingerprint)
@@ -201,8 +222,13 @@ def test_fingerprint_never_raises(tail: str, name: str) -> None:
 @FUZZ
 @given(st.text(max_size=60), st.none() | any_text(LOGS))
 def test_hf_chain_readers_never_raise(stdout: str, sacct: str | None) -> None:
-    parse_job_id(stdout)
-    view_from([("1", "RUNNING", stdout[:10])], sacct)
+    jid = parse_job_id(stdout)
+    assert jid == "" or (jid.isdigit() and jid in stdout)  # an id the output holds, or none
+    view = view_from([("1", "RUNNING", stdout[:10])], sacct)
+    if sacct is None:
+        assert view.jobs is None and view.problem  # UNKNOWN, never an empty queue
+    else:
+        assert view.jobs is not None and ("1", "RUNNING") in view.jobs.get(stdout[:10], [])
 
 
 # --- the fan-in as a whole: XCom JSON ----------------------------------------------------------

@@ -117,7 +117,11 @@ def test_extractors_never_raise_on_arbitrary_text(text: str) -> None:
         lambda t: extract_datagen(t, CFG, None),
         lambda t: extract_eval(t, CFG),
     ):
-        fn(text)
+        got = fn(text)
+        for key, value in got.values.items():  # a number is finite; an unknown one is None with a reason
+            assert value is None or not isinstance(value, float) or math.isfinite(value), (key, value)
+        if any(v is None for v in got.values.values()):
+            assert got.problems, got.values
         fn("WANDB_MIRROR " + text)
         fn("{'loss': " + text)
 

@@ -108,9 +108,12 @@ def test_duration_round_trip(d: int, h: int, m: int, s: int, ms: int) -> None:
 
 @given(st.text(max_size=12))
 def test_size_and_duration_never_raise(text: str) -> None:
-    size_bytes(text)
-    duration_s(text)
-    gpu_count(text)
+    size = size_bytes(text)
+    assert size is None or (size[0] >= 0 and size[1] in ("", "n", "c"))
+    secs = duration_s(text)
+    assert secs is None or secs >= 0
+    gpus = gpu_count(text)
+    assert gpus is None or (isinstance(gpus, int) and gpus >= 0)
 
 
 def test_gpu_count_typed_gres() -> None:
