@@ -15,18 +15,18 @@
 # one machine, each started as `slurmd -N NAME`: its own NodeName with its own Port= (node k
 # listens on $SWEEP_SLURMD_PORT + k - 1: 6821, 6822), NodeAddr=127.0.0.1, its own spool dir, pid
 # file and log through %n (SlurmdSpoolDir=.../slurmd/%n). Debian 12's slurm-wlm 22.05 is NOT built
-# with --enable-multiple-slurmd, and it needs not be: a per-node Port= and %n in those paths are
-# read by every build; the option only changes the cgroup prefix (/slurm_%n), which
-# proctrack/linuxproc + task/none never use. (Network namespaces, one slurmd per netns with a veth
-# address, work here too but need CAP_NET_ADMIN and leave kernel state to clean up: not used.) One
-# trap: while a node named "localhost" is the only node record, 22.05's node lookup returns it for
-# ANY name, so a NodeName=localhost line written first makes the next one fatal ("Duplicated
-# NodeHostName node2"). The lines are written last node first; Weight= keeps 1-node jobs on the
-# first node (localhost, the name the tests and fixtures know) until it is full. A node fails when
-# its slurmd stops (`stop-one slurmd-node2`): SlurmdTimeout=10 makes slurmctld mark it
-# NOT_RESPONDING in ~15 s and DOWN in ~30 s, its jobs end NODE_FAIL (or are requeued); its job
-# steps' processes live on until its slurmd starts again and kills them. ReturnToService=2: back
-# in service then.
+# with --enable-multiple-slurmd, and it needs not be here: per-node Port= and %n in those paths
+# work in this build (tried); what the option adds, chiefly a per-node cgroup prefix (/slurm_%n),
+# matters to cgroup plugins only, and this cluster has none (proctrack/linuxproc, task/none).
+# (Network namespaces, one slurmd per netns with a veth address, work here too but need
+# CAP_NET_ADMIN and leave kernel state to clean up: not used.) One trap: while a node named
+# "localhost" is the only node record, 22.05's node lookup returns it for ANY name, so a
+# NodeName=localhost line written first makes the next one fatal ("Duplicated NodeHostName
+# node2"). The lines are written last node first; Weight= keeps 1-node jobs on the first node
+# (localhost, the name the tests and fixtures know) until it is full. A node fails when its slurmd
+# stops (`stop-one slurmd-node2`): SlurmdTimeout=10 makes slurmctld mark it NOT_RESPONDING in ~15
+# s and DOWN in ~30 s, its jobs end NODE_FAIL (or are requeued); its job steps' processes live on
+# until its slurmd starts again and kills them. ReturnToService=2: back in service then.
 #
 # Every port and path is a parameter (defaults = the shared instance), so a second, scratch
 # instance can run beside it: SWEEP_CLUSTER_DIR, SWEEP_SLURM_CONF_DIR (slurm.conf, slurmdbd.conf;
