@@ -1,14 +1,41 @@
 #!/usr/bin/env bash
-# The bundled local cluster: a real single-node Slurm (munge, MariaDB, slurmdbd, slurmctld,
-# slurmd) behind two real sshd on 127.0.0.1 playing login01 and login02.
+# The bundled local cluster: a real two-node Slurm (munge, MariaDB, slurmdbd, slurmctld, one
+# slurmd per node) behind two real sshd on 127.0.0.1 playing login01 and login02.
 #
 #   scripts/local_cluster.sh up      install (apt) if needed, start what is not running
 #   scripts/local_cluster.sh down    stop only the processes this script started (by PID)
 #   scripts/local_cluster.sh status  one line per daemon
-#   scripts/local_cluster.sh stop-one NAME / start-one NAME   (tests: slurmctld, login01, ...)
+#   scripts/local_cluster.sh stop-one NAME / start-one NAME   (tests: slurmctld, login01,
+#       slurmd-node2 = one node's slurmd, slurmd = every node's)
 #   scripts/local_cluster.sh gpu-stub  (re)install the STUB nvidia-smi only (also done by up)
 #
 # Idempotent and systemd-free. Must run as root. State lives under $SWEEP_CLUSTER_DIR.
+#
+# The nodes ("localhost" and "node2" by default, $SWEEP_SLURM_NODES) are several slurmd on this
+# one machine, each started as `slurmd -N NAME`: its own NodeName with its own Port= (node k
+# listens on $SWEEP_SLURMD_PORT + k - 1: 6821, 6822), NodeAddr=127.0.0.1, its own spool dir, pid
+# file and log through %n (SlurmdSpoolDir=.../slurmd/%n). Debian 12's slurm-wlm 22.05 is NOT built
+# with --enable-multiple-slurmd, and it needs not be here: per-node Port= and %n in those paths
+# work in this build (tried); what the option adds, chiefly a per-node cgroup prefix (/slurm_%n),
+# matters to cgroup plugins only, and this cluster has none (proctrack/linuxproc, task/none).
+# (Network namespaces, one slurmd per netns with a veth address, work here too but need
+# CAP_NET_ADMIN and leave kernel state to clean up: not used.) One trap: while a node named
+# "localhost" is the only node record, 22.05's node lookup returns it for ANY name, so a
+# NodeName=localhost line written first makes the next one fatal ("Duplicated NodeHostName
+# node2"). The lines are written last node first; Weight= keeps 1-node jobs on the first node
+# (localhost, the name the tests and fixtures know) until it is full. A node fails when its slurmd
+# stops (`stop-one slurmd-node2`): SlurmdTimeout=10 makes slurmctld mark it NOT_RESPONDING in ~15
+# s and DOWN in ~30 s, its jobs end NODE_FAIL (or are requeued); its job steps' processes live on
+# until its slurmd starts again and kills them. ReturnToService=2: back in service then.
+#
+# Every port and path is a parameter (defaults = the shared instance), so a second, scratch
+# instance can run beside it: SWEEP_CLUSTER_DIR, SWEEP_SLURM_CONF_DIR (slurm.conf, slurmdbd.conf;
+# clients need SLURM_CONF=<it>/slurm.conf, the login nodes' sshd set it), SWEEP_SLURMCTLD_PORT,
+# SWEEP_SLURMD_PORT, SWEEP_SLURMDBD_PORT, SWEEP_DB_PORT, SWEEP_LOGIN01_PORT, SWEEP_LOGIN02_PORT,
+# SWEEP_SLURM_CLUSTER, SWEEP_SLURM_FIRST_JOB_ID (job ids apart from the shared instance's), and
+# SWEEP_SLURMD_TIMEOUT. `up` writes them all to $SWEEP_CLUSTER_DIR/cluster.env (`set -a;
+# . cluster.env; set +a` before running tests against that instance). munged is shared: one that
+# runs already is used, never started twice.
 set -euo pipefail
 
 DIR=${SWEEP_CLUSTER_DIR:-/var/tmp/sweep-local-cluster}
@@ -17,9 +44,18 @@ LOGIN01_PORT=${SWEEP_LOGIN01_PORT:-22201}
 LOGIN02_PORT=${SWEEP_LOGIN02_PORT:-22202}
 DB_PORT=${SWEEP_DB_PORT:-33061}
 CLUSTER=${SWEEP_SLURM_CLUSTER:-sweeplocal}
-CPUS=${SWEEP_SLURM_CPUS:-256}
+CPUS=${SWEEP_SLURM_CPUS:-256}  # per node
+read -r -a NODES <<<"${SWEEP_SLURM_NODES:-localhost node2}"
+CONF_DIR=${SWEEP_SLURM_CONF_DIR:-/etc/slurm}
+CTLD_PORT=${SWEEP_SLURMCTLD_PORT:-6817}
+SLURMD_PORT=${SWEEP_SLURMD_PORT:-6821}
+DBD_PORT=${SWEEP_SLURMDBD_PORT:-6819}
+SLURMD_TIMEOUT=${SWEEP_SLURMD_TIMEOUT:-10}
+FIRST_JOB_ID=${SWEEP_SLURM_FIRST_JOB_ID:-}
 RUN=$DIR/run
 LOG=$DIR/log
+PIDS=$RUN/slurm  # the Slurm daemons' own pid files (copied to $RUN/NAME.pid once written)
+export SLURM_CONF=$CONF_DIR/slurm.conf  # this script's daemons and commands: this instance
 
 say() { printf '[local-cluster] %s\n' "$*"; }
 die() { printf '[local-cluster] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -27,7 +63,7 @@ die() { printf '[local-cluster] ERROR: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (it starts system daemons)"
 
 comm_of() { # the process name a daemon's PID must have (a stale PID file may point elsewhere)
-  case $1 in login0*) echo sshd ;; mariadb) echo mariadbd ;; *) echo "$1" ;; esac
+  case $1 in login0*) echo sshd ;; mariadb) echo mariadbd ;; slurmd-*) echo slurmd ;; *) echo "$1" ;; esac
 }
 
 alive() { # alive NAME -> 0 if the recorded PID runs and is that daemon
@@ -76,16 +112,31 @@ make_user() {
     install -d -m 700 "$DIR/ssh"
     ssh-keygen -q -t ed25519 -N '' -C sweep-local-cluster -f "$DIR/ssh/id_ed25519"
   fi
-  install -m 600 -o "$USER_NAME" -g "$USER_NAME" "$DIR/ssh/id_ed25519.pub" "$home/.ssh/authorized_keys"
+  # Add this instance's key (another instance's key, if any, stays).
+  local keys=$home/.ssh/authorized_keys
+  touch "$keys"
+  grep -qxF "$(cat "$DIR/ssh/id_ed25519.pub")" "$keys" || cat "$DIR/ssh/id_ed25519.pub" >>"$keys"
+  chown "$USER_NAME:$USER_NAME" "$keys"
+  chmod 600 "$keys"
+}
+
+node_lines() { # one NodeName line per node, the first node last (see the header): NODES[k]
+  # listens on SLURMD_PORT + k and weighs k + 1, so 1-node jobs go to the first node first.
+  local mem=$1 k
+  for ((k = ${#NODES[@]} - 1; k >= 0; k--)); do
+    echo "NodeName=${NODES[k]} NodeAddr=127.0.0.1 Port=$((SLURMD_PORT + k)) Weight=$((k + 1)) CPUs=$CPUS RealMemory=$mem State=UNKNOWN"
+  done
 }
 
 write_configs() {
-  local slurmuid cpus mem
-  install -d -m 755 /etc/slurm "$RUN" "$LOG"
-  install -d -m 755 -o slurm -g slurm /run/slurm "$DIR/slurmctld" "$DIR/slurmd" "$LOG/slurm"
+  local mem nodelist
+  install -d -m 755 "$CONF_DIR" "$RUN" "$LOG"
+  install -d -m 755 -o slurm -g slurm "$PIDS" "$DIR/slurmctld" "$DIR/slurmd" "$LOG/slurm"
   mem=$(awk '/MemTotal/ {print int($2/1024/2)}' /proc/meminfo)
-  cat >/etc/slurm/slurm.conf <<EOF
-# Written by monitor-cron-sweep scripts/local_cluster.sh: the bundled single-node test cluster.
+  nodelist=$(IFS=,; echo "${NODES[*]}")
+  cat >"$CONF_DIR/slurm.conf" <<EOF
+# Written by monitor-cron-sweep scripts/local_cluster.sh: the bundled test cluster, ${#NODES[@]} nodes
+# on one machine (one slurmd each: own Port=, spool, pid file and log through %n).
 ClusterName=$CLUSTER
 SlurmctldHost=localhost
 SlurmUser=slurm
@@ -95,14 +146,15 @@ MpiDefault=none
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 ReturnToService=2
-SlurmctldPidFile=/run/slurm/slurmctld.pid
-SlurmdPidFile=/run/slurm/slurmd.pid
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPidFile=$PIDS/slurmctld.pid
+SlurmdPidFile=$PIDS/slurmd-%n.pid
+SlurmctldPort=$CTLD_PORT
 StateSaveLocation=$DIR/slurmctld
-SlurmdSpoolDir=$DIR/slurmd
+SlurmdSpoolDir=$DIR/slurmd/%n
 SlurmctldLogFile=$LOG/slurm/slurmctld.log
-SlurmdLogFile=$LOG/slurm/slurmd.log
+SlurmdLogFile=$LOG/slurm/slurmd-%n.log
+# A node whose slurmd stops is NOT_RESPONDING in ~15 s and DOWN in ~30 s (default 300 s: minutes).
+SlurmdTimeout=$SLURMD_TIMEOUT
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
@@ -114,20 +166,24 @@ JobCompType=jobcomp/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
 MaxJobCount=20000
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+${FIRST_JOB_ID:+FirstJobId=$FIRST_JOB_ID}
+$(node_lines "$mem")
+PartitionName=debug Nodes=$nodelist Default=YES MaxTime=INFINITE State=UP
 EOF
   if [ ! -s "$DIR/db.pass" ]; then
     head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$DIR/db.pass"
     chmod 600 "$DIR/db.pass"
   fi
-  cat >/etc/slurm/slurmdbd.conf <<EOF
+  # slurmdbd reads the slurmdbd.conf beside $SLURM_CONF.
+  cat >"$CONF_DIR/slurmdbd.conf" <<EOF
 # Written by monitor-cron-sweep scripts/local_cluster.sh
 AuthType=auth/munge
 DbdHost=localhost
+DbdPort=$DBD_PORT
 SlurmUser=slurm
-PidFile=/run/slurm/slurmdbd.pid
+PidFile=$PIDS/slurmdbd.pid
 LogFile=$LOG/slurm/slurmdbd.log
 StorageType=accounting_storage/mysql
 StorageHost=127.0.0.1
@@ -136,12 +192,21 @@ StorageUser=slurm
 StoragePass=$(cat "$DIR/db.pass")
 StorageLoc=slurm_acct_db
 EOF
-  chown slurm:slurm /etc/slurm/slurmdbd.conf
-  chmod 600 /etc/slurm/slurmdbd.conf
+  chown slurm:slurm "$CONF_DIR/slurmdbd.conf"
+  chmod 600 "$CONF_DIR/slurmdbd.conf"
+}
+
+system_munged() { # the PID of a munged that runs from /run/munge (started here or not), else 1
+  local pid
+  pid=$(cat /run/munge/munged.pid 2>/dev/null || true)
+  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = munged ] && echo "$pid"
 }
 
 start_munge() {
   alive munged && return 0
+  if system_munged >/dev/null; then  # a second munged --force would take its socket over
+    say "munged pid $(system_munged) runs already (not started here): using it"; return 0
+  fi
   install -d -m 755 -o munge -g munge /run/munge /var/lib/munge /var/log/munge
   [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key; }
   runuser -u munge -- /usr/sbin/munged --force --pid-file=/run/munge/munged.pid
@@ -180,10 +245,10 @@ EOF
 
 start_slurmdbd() {
   alive slurmdbd && return 0
-  rm -f /run/slurm/slurmdbd.pid
+  rm -f "$PIDS/slurmdbd.pid"
   /usr/sbin/slurmdbd
-  wait_for 30 slurmdbd test -s /run/slurm/slurmdbd.pid
-  cp /run/slurm/slurmdbd.pid "$RUN/slurmdbd.pid"
+  wait_for 30 slurmdbd test -s "$PIDS/slurmdbd.pid"
+  cp "$PIDS/slurmdbd.pid" "$RUN/slurmdbd.pid"
   wait_for 60 "slurmdbd answering" sacctmgr -n list cluster
   if ! sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER"; then
     sacctmgr -i add cluster "$CLUSTER" >/dev/null
@@ -191,31 +256,39 @@ start_slurmdbd() {
   say "slurmdbd pid $(cat "$RUN/slurmdbd.pid")"
 }
 
+node_up() { # node_up NODE: 0 if slurmctld sees the node responding (idle, mixed or allocated)
+  sinfo -h -n "$1" -o %t | grep -Eq '^(idle|mix|alloc)$'
+}
+
 start_slurmctld() {
+  local node
   alive slurmctld && return 0
-  rm -f /run/slurm/slurmctld.pid
+  rm -f "$PIDS/slurmctld.pid"
   /usr/sbin/slurmctld
-  wait_for 30 slurmctld test -s /run/slurm/slurmctld.pid
-  cp /run/slurm/slurmctld.pid "$RUN/slurmctld.pid"
+  wait_for 30 slurmctld test -s "$PIDS/slurmctld.pid"
+  cp "$PIDS/slurmctld.pid" "$RUN/slurmctld.pid"
   wait_for 60 "slurmctld answering" squeue -h
-  if alive slurmd; then
-    # A restarted controller holds jobs as "nodes DOWN" until slurmd re-registers: nudge it.
-    kill -HUP "$(cat "$RUN/slurmd.pid")" 2>/dev/null || true
-    wait_for 60 "node responding" bash -c "sinfo -h -n localhost -o %t | grep -Eq '^(idle|mix|alloc)$'"
-  fi
+  for node in "${NODES[@]}"; do
+    if alive "slurmd-$node"; then
+      # A restarted controller holds jobs as "nodes DOWN" until slurmd re-registers: nudge it.
+      kill -HUP "$(cat "$RUN/slurmd-$node.pid")" 2>/dev/null || true
+      wait_for 60 "node $node responding" node_up "$node"
+    fi
+  done
   say "slurmctld pid $(cat "$RUN/slurmctld.pid")"
 }
 
-start_slurmd() {
-  alive slurmd && return 0
-  rm -f /run/slurm/slurmd.pid
-  /usr/sbin/slurmd -N localhost
-  wait_for 30 slurmd test -s /run/slurm/slurmd.pid
-  cp /run/slurm/slurmd.pid "$RUN/slurmd.pid"
+start_slurmd() { # start_slurmd NODE: this node's slurmd (its Port=, spool, pid file from slurm.conf)
+  local node=$1
+  alive "slurmd-$node" && return 0
+  rm -f "$PIDS/slurmd-$node.pid"
+  /usr/sbin/slurmd -N "$node"
+  wait_for 30 "slurmd $node" test -s "$PIDS/slurmd-$node.pid"
+  cp "$PIDS/slurmd-$node.pid" "$RUN/slurmd-$node.pid"
   # Resume the node if an earlier stop left it down/drained.
-  scontrol update nodename=localhost state=resume >/dev/null 2>&1 || true
-  wait_for 60 "node idle" bash -c "sinfo -h -n localhost -o %t | grep -Eq '^(idle|mix|alloc)'"
-  say "slurmd pid $(cat "$RUN/slurmd.pid")"
+  scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true
+  wait_for 60 "node $node idle" node_up "$node"
+  say "slurmd $node pid $(cat "$RUN/slurmd-$node.pid")"
 }
 
 start_sshd() { # start_sshd NAME PORT
@@ -226,7 +299,8 @@ start_sshd() { # start_sshd NAME PORT
   /usr/sbin/sshd -p "$port" -o ListenAddress=127.0.0.1 -o PidFile="$RUN/$name.pid" \
     -o UsePAM=no -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no \
     -o PubkeyAuthentication=yes -o PermitRootLogin=no -o AllowUsers="$USER_NAME" \
-    -o LogLevel=INFO -o MaxStartups=100:30:200 -o MaxSessions=50 -E "$LOG/sshd-$name.log"
+    -o LogLevel=INFO -o MaxStartups=100:30:200 -o MaxSessions=50 -o SetEnv="SLURM_CONF=$SLURM_CONF" \
+    -E "$LOG/sshd-$name.log"
   wait_for 10 "sshd $name" test -s "$RUN/$name.pid"
   # A stale entry for this port in root's known_hosts (from an earlier install's host keys)
   # would override the Connection's host_key in paramiko: drop it.
@@ -249,6 +323,17 @@ SWEEP_CLUSTER_DIR=$DIR
 SWEEP_CLUSTER_USER=$USER_NAME
 SWEEP_LOGIN01_PORT=$LOGIN01_PORT
 SWEEP_LOGIN02_PORT=$LOGIN02_PORT
+SWEEP_DB_PORT=$DB_PORT
+SWEEP_SLURM_CLUSTER=$CLUSTER
+SWEEP_SLURM_CPUS=$CPUS
+SWEEP_SLURM_NODES="${NODES[*]}"
+SWEEP_SLURM_CONF_DIR=$CONF_DIR
+SWEEP_SLURMCTLD_PORT=$CTLD_PORT
+SWEEP_SLURMD_PORT=$SLURMD_PORT
+SWEEP_SLURMDBD_PORT=$DBD_PORT
+SWEEP_SLURMD_TIMEOUT=$SLURMD_TIMEOUT
+SWEEP_SLURM_FIRST_JOB_ID=$FIRST_JOB_ID
+SLURM_CONF=$SLURM_CONF
 EOF
 }
 
@@ -263,8 +348,13 @@ install_gpu_stub() {
     say "a real /usr/local/bin/nvidia-smi is there: stub not installed"; return 0
   fi
   install -d -m 755 /usr/local/share/sweep-gpu-stub/profiles "$GPU_STUB_JOBS"
-  install -m 644 "$GPU_STUB_SRC"/profiles/* /usr/local/share/sweep-gpu-stub/profiles/
-  install -m 755 "$GPU_STUB_SRC/nvidia-smi" /usr/local/bin/nvidia-smi
+  local f
+  for f in "$GPU_STUB_SRC"/profiles/*; do  # unchanged files stay: a running probe never sees none
+    cmp -s "$f" "/usr/local/share/sweep-gpu-stub/profiles/${f##*/}" \
+      || install -m 644 "$f" /usr/local/share/sweep-gpu-stub/profiles/
+  done
+  cmp -s "$GPU_STUB_SRC/nvidia-smi" /usr/local/bin/nvidia-smi \
+    || install -m 755 "$GPU_STUB_SRC/nvidia-smi" /usr/local/bin/nvidia-smi
 }
 
 up() {
@@ -277,11 +367,11 @@ up() {
   start_mariadb
   start_slurmdbd
   start_slurmctld
-  start_slurmd
+  for node in "${NODES[@]}"; do start_slurmd "$node"; done
   start_sshd login01 "$LOGIN01_PORT"
   start_sshd login02 "$LOGIN02_PORT"
   write_connections
-  say "up: cluster $CLUSTER, user $USER_NAME, login01 127.0.0.1:$LOGIN01_PORT, login02 127.0.0.1:$LOGIN02_PORT"
+  say "up: cluster $CLUSTER, nodes ${NODES[*]}, user $USER_NAME, login01 127.0.0.1:$LOGIN01_PORT, login02 127.0.0.1:$LOGIN02_PORT"
 }
 
 stop_one() { # stop_one NAME: end the recorded PID, wait for it
@@ -297,20 +387,42 @@ stop_one() { # stop_one NAME: end the recorded PID, wait for it
   say "stopped $name ($pid)"
 }
 
+slurmd_names() { # every node's slurmd, and "slurmd" (the one slurmd an older version started)
+  local node
+  for node in "${NODES[@]}"; do echo "slurmd-$node"; done
+  echo slurmd
+}
+
 down() {
-  for name in login02 login01 slurmd slurmctld slurmdbd mariadb munged; do stop_one "$name"; done
+  for name in login02 login01 $(slurmd_names) slurmctld slurmdbd mariadb munged; do stop_one "$name"; done
 }
 
 status() {
-  for name in munged mariadb slurmdbd slurmctld slurmd login01 login02; do
-    if alive "$name"; then echo "$name running pid $(cat "$RUN/$name.pid")"; else echo "$name stopped"; fi
+  for name in munged mariadb slurmdbd slurmctld $(slurmd_names | grep -vx slurmd) login01 login02; do
+    if alive "$name"; then echo "$name running pid $(cat "$RUN/$name.pid")"
+    elif [ "$name" = munged ] && system_munged >/dev/null; then echo "munged running pid $(system_munged) (not started here)"
+    else echo "$name stopped"; fi
   done
 }
 
+is_node() { local node; for node in "${NODES[@]}"; do [ "$node" = "$1" ] && return 0; done; return 1; }
+
+stop_named() { # stop_named NAME: a daemon; "slurmd" = every node's slurmd
+  local name
+  case $1 in
+    slurmd) for name in $(slurmd_names); do stop_one "$name"; done ;;
+    slurmd-*) is_node "${1#slurmd-}" || die "no node ${1#slurmd-} (nodes: ${NODES[*]})"; stop_one "$1" ;;
+    *) stop_one "$1" ;;
+  esac
+}
+
 start_one() {
+  local node
   case $1 in
     munged) start_munge ;; mariadb) start_mariadb ;; slurmdbd) start_slurmdbd ;;
-    slurmctld) start_slurmctld ;; slurmd) start_slurmd ;;
+    slurmctld) start_slurmctld ;;
+    slurmd) for node in "${NODES[@]}"; do start_slurmd "$node"; done ;;
+    slurmd-*) is_node "${1#slurmd-}" || die "no node ${1#slurmd-} (nodes: ${NODES[*]})"; start_slurmd "${1#slurmd-}" ;;
     login01) start_sshd login01 "$LOGIN01_PORT" ;; login02) start_sshd login02 "$LOGIN02_PORT" ;;
     *) die "unknown daemon $1" ;;
   esac
@@ -320,7 +432,7 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
-  stop-one) stop_one "${2:?name}" ;;
+  stop-one) stop_named "${2:?name}" ;;
   start-one) install -d "$RUN" "$LOG"; start_one "${2:?name}" ;;
   gpu-stub) install_gpu_stub ;;
   *) echo "usage: $0 up|down|status|stop-one NAME|start-one NAME|gpu-stub" >&2; exit 2 ;;
