@@ -138,6 +138,8 @@ def _relaunch_lines(d: CancelDecision) -> list[str]:
     if o:
         said = "**Cancel and relaunch** requeues it" if o.get("relaunch") else "relaunch NOT offered"
         lines.append(f"- {said}: {md_text(str(o.get('why', '')))}")
+    if o.get("brake"):
+        lines.append(f"- standing permission NOT used: {md_text(str(o['brake']))}")
     if ev:
         silent = ev.get("remote_now", 0) - ev["last_output"] if ev.get("last_output") and ev.get("remote_now") else None
         lines.append(
