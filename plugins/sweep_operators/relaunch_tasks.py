@@ -15,6 +15,7 @@ from sweep_core.alerts.acts_notice import ESCALATED, Notice, breaker_notices, no
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.brakes import apply_brakes
+from sweep_core.handoffs.cancel.fresh import LEFT_ALONE
 from sweep_core.handoffs.cancel.iris_relaunch import relaunch_iris
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch import (
@@ -274,6 +275,8 @@ def remember(
         if recorded or mine:
             acts += [] if recorded else mine
             release += [] if recorded else freed
+        elif res.startswith(LEFT_ALONE):  # it moved: the next sweep hands it again if it wedges again
+            release.append(item)
         elif d.offer.get("standing"):
             continue
         elif answer.get("timed_out") or not answer:
