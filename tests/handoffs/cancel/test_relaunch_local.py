@@ -131,7 +131,8 @@ def test_a_standing_permission_relaunches_with_no_human(local_cluster, tag, tmp_
     c = local_cluster
     name, jid = _wedged(c, tag)
     cfg = _sweep_yaml(
-        tmp_path, f"  standing:\n    - {{action: relaunch, rule: liveness_stale, clusters: [local], name: 'rl__{tag}_.*'}}\n"
+        tmp_path,
+        f"  standing:\n    - {{action: relaunch, rule: liveness_stale, clusters: [local], name: 'rl__{tag}_.*'}}\n",
     )
     flagged = time.monotonic()
     conf = {"jobs": [_job(jid, name)], "dry_run": False, "approval_timeout_minutes": 5}
