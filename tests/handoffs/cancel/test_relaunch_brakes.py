@@ -8,6 +8,7 @@ escalated once; a failed ops.md command after the cancel still recorded."""
 from __future__ import annotations
 
 import datetime as dt
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -257,3 +258,24 @@ def test_a_command_failing_after_the_cancel_is_a_recorded_relaunch_attempt() -> 
     for c, j, n, a in acts:
         add_act(ledger, c, j, n, a)
     assert ledger.relaunches["a|rl__x"].count == 1
+
+
+def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
+    """Only a flag that IS the log's silence is answered by a log write: a collapsed RL job (or a
+    deep-dive KILL) keeps printing and is cancelled all the same; its state is still re-checked."""
+    from sweep_core.handoffs.cancel.usecase import scancel_approved
+
+    req = CancelRequest("a", "11", "rl__x", "cancel-salvage", "[rl_collapse] CRITICAL a RL 11 rl__x: reward collapsed")
+    d = CancelDecision(req, "cancel", state="RUNNING", nodes="2", evidence=_ev("11", "rl__x").to_dict())
+    printing = _ev("11", "rl__x", silent=5, step=520, size=4400)
+    assert rejudge(d, printing, Ledger(), _cfg(), now=NOW, relaunch=False) == ""
+    assert "state PENDING" in rejudge(d, Evidence(**{**printing.to_dict(), "state": "PENDING"}), Ledger(), _cfg(),
+                                      now=NOW, relaunch=False)  # fmt: skip
+    scripts = []
+    wedged = _decision("a", "12", "rl__y")
+    wedged.evidence = _ev("12", "rl__y").to_dict()
+    cfg = SimpleNamespace(name="a", scheduler="slurm", user="sweep")
+    scancel_approved([d, wedged], confirm_timeout_s=5, dry_run=False, load_cluster=lambda _: cfg,
+                     run_script=lambda _c, script, _m, _w: (scripts.append(script), (None, "stub: not sent"))[1],
+                     say=print)  # fmt: skip
+    assert "LOGS=('' /logs/rl__y.out)" in scripts[0]  # only the silent job's log is checked before its scancel

@@ -1,7 +1,9 @@
 """Fresh judgement right before an act (pure): the evidence read at that moment against the evidence
-the job was judged (approved, or covered by a standing permission) on. A job that moved (its log
-written since, its step advanced, its state or node list changed) is left alone, and the outcome
-says how it moved; the offer and the standing permission are judged again on the new evidence.
+the job was judged (approved, or covered by a standing permission) on. A job that moved (its state
+or node list changed; and where its flag was its silence, ``SILENCE_RULES``, its log written since
+or its step advanced) is left alone, and the outcome says how it moved; the offer and the standing
+permission are judged again on the new evidence. (A collapsed or deep-dive-KILL job keeps logging:
+its log moving is no reason to spare it.)
 
 The act scripts repeat the log check in the session that acts (include/remote/recheck.sh
 ``unmoved``: the log's mtime and size as judged, else record ``moved:<k>`` and ``fresh:<k>``), so
@@ -22,6 +24,7 @@ from sweep_core.ledger.entries import Ledger
 from sweep_core.slurm.gather import GatherOutput
 
 MOVED = "moved since the flag"
+SILENCE_RULES = ("liveness_stale", "wedged")  # flags that are the log's silence: a write answers them
 LEFT_ALONE = "left alone"
 
 
@@ -34,22 +37,32 @@ def _silent(ev: Mapping[str, Any]) -> int | None:
     return None if now is None or last is None else max(0, int(now) - int(last))
 
 
-def moved(before: Mapping[str, Any], now: Evidence) -> str:
-    """ "" when ``now`` shows the job as ``before`` (an Evidence as a dict: what it was judged on) did,
-    else "moved since the flag: silent 5 s now (was 7,800 s), step 520 (was 500)" (what changed)."""
+def on_silence(d: CancelDecision) -> bool:
+    """Whether the job was flagged for its log's silence (then a log write or a step means it moved)."""
+    return flag_rule(d.request.evidence) in SILENCE_RULES
+
+
+def moved(before: Mapping[str, Any], now: Evidence, silence: bool = True) -> str:
+    """What changed ("" = nothing) from ``before`` (an Evidence as a dict: what the job was judged on)
+    to ``now``: "moved since the flag: silent 5 s now (was 7,800 s), step 520 (was 500)";
+    ``silence`` False: only its state and node list count."""
     if not before:
         return ""
     changes = []
     b_last, b_size, b_step = before.get("last_output"), before.get("size"), before.get("step")
-    wrote = b_last is not None and (
-        now.last_output is None
-        or now.last_output > int(b_last)
-        or (b_size is not None and now.size is not None and now.size != int(b_size))
+    wrote = (
+        silence
+        and b_last is not None
+        and (
+            now.last_output is None
+            or now.last_output > int(b_last)
+            or (b_size is not None and now.size is not None and now.size != int(b_size))
+        )
     )
     if wrote:
         silent = "log not readable now" if now.last_output is None else f"silent {_secs(now.silent_s)} now"
         changes.append(f"{silent} (was {_secs(_silent(before))})")
-    if b_step is not None and now.step is not None and now.step != int(b_step):
+    if silence and b_step is not None and now.step is not None and now.step != int(b_step):
         changes.append(f"step {now.step} (was {b_step})")
     for field, label in (("state", "state"), ("nodelist", "nodes")):
         was, is_ = str(before.get(field) or ""), str(getattr(now, field) or "")
@@ -63,7 +76,7 @@ def rejudge(
 ) -> str:
     """Why the act must not run now ("" = it may): the job moved since it was judged, the relaunch
     is no longer offered on the new evidence, or its standing permission no longer covers it."""
-    why = moved(d.evidence, fresh)
+    why = moved(d.evidence, fresh, on_silence(d))
     if why:
         return why
     r = d.request

@@ -13,7 +13,7 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
-from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, rejudge
+from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence, rejudge
 from sweep_core.handoffs.cancel.iris_relaunch import NO_COMMAND, has_command, iris_offer_why
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
@@ -231,7 +231,7 @@ def relaunch_jobs(
             continue
         save(cluster, evs)  # BEFORE the requeue: it truncates the log
         marker = new_marker()
-        judged = [ev.to_dict() for ev in evs]
+        judged = [ev.to_dict() if on_silence(d) else {} for (d, _), ev in zip(go, evs, strict=True)]
         tail = ccfg.relaunch.evidence_tail_bytes
         script = build_requeue_script(cfg.user, plans, marker, ccfg.relaunch.confirm_timeout_s, judged, tail)
         out, problem = run_script(cfg, script, marker, "relaunch")

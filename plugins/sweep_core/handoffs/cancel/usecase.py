@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from sweep_core.fanin.render import box_table
-from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script
+from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
@@ -108,10 +108,10 @@ def scancel_approved(
     tail_bytes: int = 4096,
 ) -> dict[str, dict[str, str]]:
     """cluster -> job id -> result for every ``cancel`` decision (call only after approval):
-    one SSH session per cluster re-checks (state, name, and a RUNNING job's log as it was judged at
-    validation: one that moved since is left alone, handoffs.cancel.fresh), scancels and waits for
-    sacct (an iris cluster: one ``stop_iris`` call re-checks, stops and waits for KILLED); dry run:
-    ``say`` each line."""
+    one SSH session per cluster re-checks (state, name, and for a RUNNING job flagged for its
+    silence its log as judged at validation: one that moved since is left alone, handoffs.cancel.fresh),
+    scancels and waits for sacct (an iris cluster: one ``stop_iris`` call re-checks, stops and waits
+    for KILLED); dry run: ``say`` each line."""
     todo = [d for d in decisions if d.verdict == "cancel"]
     results: dict[str, dict[str, str]] = {}
     for cluster in sorted({d.request.cluster for d in todo}):
@@ -127,7 +127,7 @@ def scancel_approved(
             results[cluster] = {j.job_id: "would scancel (dry run)" for j in jobs}
             continue
         marker = new_marker()
-        judged = [d.evidence if d.state == "RUNNING" else {} for d in mine]
+        judged = [d.evidence if d.state == "RUNNING" and on_silence(d) else {} for d in mine]
         script = build_scancel_script(cfg.user, jobs, marker, confirm_timeout_s, judged, tail_bytes)
         out, problem = run_script(cfg, script, marker, "scancel")
         per_job, sacct, sacct_problem = read_scancel(out, jobs) if out else ([(None, "")] * len(jobs), {}, "")
