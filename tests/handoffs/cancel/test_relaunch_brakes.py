@@ -279,3 +279,30 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
                      run_script=lambda _c, script, _m, _w: (scripts.append(script), (None, "stub: not sent"))[1],
                      say=print)  # fmt: skip
     assert "LOGS=('' /logs/rl__y.out)" in scripts[0]  # only the silent job's log is checked before its scancel
+
+
+def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(tmp_path, monkeypatch) -> None:
+    from sweep_operators import relaunch_tasks
+
+    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf["run_log_dir"] = str(tmp_path)
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
+
+    def act_cluster(cluster, mine, *_args):
+        if cluster == "b":
+            raise ConnectionResetError("session dropped")
+        return {d.request.job_id: "requeued (PENDING, Restarts=1, starts again ~x)" for d in mine}
+
+    monkeypatch.setattr(relaunch_tasks, "_act_cluster", act_cluster)
+    decisions = [_decision("a", "11", "rl__x"), _decision("b", "12", "rl__y")]
+    for d in decisions:
+        d.offer = {"relaunch": True, "series": f"{d.request.cluster}|{d.request.name}"}
+    got = relaunch_tasks.act(decisions, True, ccfg=_cfg(), limits=None, load=None, sweep_yaml=str(tmp_path / "sweep.yaml"),
+                             context={"run_id": "c1"}, dry_run=False, by="ana")  # fmt: skip
+    assert got["b"]["12"] == "outcome unknown: ConnectionResetError: session dropped"
+    ledger = load_ledger(tmp_path)
+    assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.RELAUNCH] and ledger.relaunches[
+        "a|rl__x"
+    ].count == 1
+    assert "b|12" not in ledger.jobs  # nothing claimed for a cluster whose outcome is unknown
