@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from cancel_fleet import NOW, STANDING, T, cancel_cfg, fleet, silent_evidence, stale_flag, wedged_decision
 from sweep_runner import ROOT
 
 from sweep_core.alerts.acts_notice import notices
-from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.fresh import moved, rejudge
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
@@ -28,63 +28,27 @@ from sweep_core.ledger.store import load_ledger
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import CommandResult
 
-NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)
-T = int(NOW.timestamp())
-
-
-def _cfg(**kw) -> CancelConfig:
-    return CancelConfig.model_validate(kw)
-
-
-def _flag(cluster: str, job_id: str, name: str) -> str:
-    return f"[liveness_stale] CRITICAL {cluster} RL {job_id} {name}: no output for 185 min → kill-approval"
-
-
-def _decision(cluster: str, job_id: str, name: str) -> CancelDecision:
-    req = CancelRequest(cluster, job_id, name, "kill-approval", _flag(cluster, job_id, name))
-    return CancelDecision(req, "cancel", state="RUNNING", elapsed="5:00:00", nodes="2", nodelist="gpu[1-2]")
-
-
-def _ev(job_id: str, name: str, *, silent: int = 7800, step: int | None = 500, size: int = 4000) -> Evidence:
-    return Evidence(job_id, name, T, "RUNNING", "1", "0", "gpu[1-2]", T - silent, step,
-                    f"Training Step Progress: {step}/1000\n", size=size, log_path=f"/logs/{name}.out")  # fmt: skip
-
-
-STANDING = {"action": "relaunch", "rule": "liveness_stale", "clusters": ["a", "b"], "name": "rl__.*",
-            "min_silent_hours": 2, "max_per_run": 500, "max_per_day": 500}  # fmt: skip
-
-
 # --- scope: clusters, full-match names -------------------------------------------------------------
 
 
 def test_a_standing_permission_names_its_clusters_and_matches_the_whole_name() -> None:
     with pytest.raises(ValueError, match="clusters"):
-        _cfg(standing=[{"action": "relaunch", "rule": "liveness_stale"}])  # no cluster named: a config error
-    perms = _cfg(standing=[STANDING]).standing
+        cancel_cfg(standing=[{"action": "relaunch", "rule": "liveness_stale"}])  # no cluster named: a config error
+    perms = cancel_cfg(standing=[STANDING]).standing
     kw = {"action": "relaunch", "rule": "liveness_stale", "silent_s": 3 * 3600, "nodes": 2}
     assert standing_permission(perms, cluster="a", name="rl__x", **kw).startswith("standing[0]")
     assert standing_permission(perms, cluster="c", name="rl__x", **kw) == ""  # another cluster: asks
     assert standing_permission(perms, cluster="a", name="sft__rl__x", **kw) == ""  # search would match
-    prefix = _cfg(standing=[{**STANDING, "name": "^rl__"}]).standing
+    prefix = cancel_cfg(standing=[{**STANDING, "name": "^rl__"}]).standing
     assert standing_permission(prefix, cluster="a", name="rl__x", **kw) == ""  # a prefix is not the whole name
 
 
 # --- caps and the circuit breaker --------------------------------------------------------------------
 
 
-def fleet(per_cluster: int) -> tuple[list[CancelDecision], dict]:
-    decisions, evidence = [], {}
-    for cluster in ("a", "b"):
-        for i in range(per_cluster):
-            job_id, name = f"{100 + i}", f"rl__{cluster}{i}"
-            decisions.append(_decision(cluster, job_id, name))
-            evidence[(cluster, job_id)] = _ev(job_id, name)
-    return decisions, evidence
-
-
 def test_a_few_independent_wedges_on_a_large_cluster_keep_their_standing_permission() -> None:
     decisions, evidence = fleet(2)  # 2 flagged of 80 RUNNING: below min_jobs 3 and 30 %
-    ccfg = _cfg(standing=[STANDING])
+    ccfg = cancel_cfg(standing=[STANDING])
     assess(decisions, evidence, Ledger(), ccfg, now=NOW, run_id="c1")
     assert apply_brakes(decisions, Ledger(), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1") == {}
     assert all(d.offer["standing"] for d in decisions)
@@ -97,7 +61,7 @@ def test_a_few_independent_wedges_on_a_large_cluster_keep_their_standing_permiss
 
 def test_max_per_run_and_max_per_day_ask_a_human_beyond_them_saying_why() -> None:
     decisions, evidence = fleet(2)
-    ccfg = _cfg(standing=[{**STANDING, "max_per_run": 3, "max_per_day": 5}], breaker={"min_jobs": 50})
+    ccfg = cancel_cfg(standing=[{**STANDING, "max_per_run": 3, "max_per_day": 5}], breaker={"min_jobs": 50})
     assess(decisions, evidence, Ledger(), ccfg, now=NOW, run_id="c1")
     apply_brakes(decisions, Ledger(), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1")
     assert [bool(d.offer["standing"]) for d in decisions] == [True, True, True, False]
@@ -120,14 +84,14 @@ def test_max_per_run_and_max_per_day_ask_a_human_beyond_them_saying_why() -> Non
 
 
 def test_a_job_that_printed_again_since_the_approval_is_left_alone_saying_how_it_moved() -> None:
-    d = _decision("a", "11", "rl__x")
-    ccfg = _cfg(standing=[STANDING])
-    assess([d], {("a", "11"): _ev("11", "rl__x")}, Ledger(), ccfg, now=NOW, run_id="c1")
+    d = wedged_decision("a", "11", "rl__x")
+    ccfg = cancel_cfg(standing=[STANDING])
+    assess([d], {("a", "11"): silent_evidence("11", "rl__x")}, Ledger(), ccfg, now=NOW, run_id="c1")
     assert d.offer["relaunch"] and d.offer["standing"]
-    fresh = _ev("11", "rl__x", silent=5, step=520, size=4400)
+    fresh = silent_evidence("11", "rl__x", silent=5, step=520, size=4400)
     why = rejudge(d, fresh, Ledger(), ccfg, now=NOW, relaunch=True)
     assert why == "moved since the flag: silent 5 s now (was 7,800 s), step 520 (was 500)"
-    same = _ev("11", "rl__x", silent=7800 + 60)  # a minute older, nothing written: still acted on
+    same = silent_evidence("11", "rl__x", silent=7800 + 60)  # a minute older, nothing written: still acted on
     assert rejudge(d, Evidence(**{**same.to_dict(), "remote_now": T + 60, "last_output": T - 7800}), Ledger(), ccfg,
                    now=NOW, relaunch=True) == ""  # fmt: skip
     requeued = Evidence(**{**same.to_dict(), "state": "PENDING", "nodelist": ""})
@@ -137,11 +101,11 @@ def test_a_job_that_printed_again_since_the_approval_is_left_alone_saying_how_it
 
 
 def test_a_standing_permission_no_longer_met_on_the_evidence_read_now_is_not_used() -> None:
-    d = _decision("a", "11", "rl__x")
-    ccfg = _cfg(standing=[STANDING])
-    assess([d], {("a", "11"): _ev("11", "rl__x")}, Ledger(), ccfg, now=NOW, run_id="c1")
-    stricter = _cfg(standing=[{**STANDING, "min_silent_hours": 3}])  # config changed between flag and act
-    why = rejudge(d, _ev("11", "rl__x"), Ledger(), stricter, now=NOW, relaunch=True)
+    d = wedged_decision("a", "11", "rl__x")
+    ccfg = cancel_cfg(standing=[STANDING])
+    assess([d], {("a", "11"): silent_evidence("11", "rl__x")}, Ledger(), ccfg, now=NOW, run_id="c1")
+    stricter = cancel_cfg(standing=[{**STANDING, "min_silent_hours": 3}])  # config changed between flag and act
+    why = rejudge(d, silent_evidence("11", "rl__x"), Ledger(), stricter, now=NOW, relaunch=True)
     assert (
         why
         == "standing[0] relaunch liveness_stale silent>=2h no longer covers it on the evidence read now (silent 7,800 s)"
@@ -158,7 +122,9 @@ def test_the_act_scripts_leave_a_moved_job_alone_in_the_same_session() -> None:
         "fresh:0": CommandResult(0, "Training Step Progress: 520/1000\n", ""),
     }, complete=True, marker="MK")  # fmt: skip
     assert read_requeue(out, [RelaunchJob("11", "rl__x")], "")["11"].startswith("left alone")
-    how = moved_in_script(out, 0, "11", "rl__x", _ev("11", "rl__x").to_dict(), [r"Training Step Progress: (\d+)"])
+    how = moved_in_script(
+        out, 0, "11", "rl__x", silent_evidence("11", "rl__x").to_dict(), [r"Training Step Progress: (\d+)"]
+    )
     assert how == "moved since the flag: silent 5 s now (was 7,800 s), step 520 (was 500)"
 
 
@@ -166,8 +132,8 @@ def test_the_act_scripts_leave_a_moved_job_alone_in_the_same_session() -> None:
 
 
 def _offer(ledger: Ledger, job_id: str, name: str, step: int | None = 7, **relaunch):
-    cfg = _cfg(relaunch={"cooldown_minutes": 0, **relaunch}).relaunch
-    return relaunch_offer(cluster="a", job_id=job_id, name=name, evidence=_flag("a", job_id, name), state="RUNNING",
+    cfg = cancel_cfg(relaunch={"cooldown_minutes": 0, **relaunch}).relaunch
+    return relaunch_offer(cluster="a", job_id=job_id, name=name, evidence=stale_flag("a", job_id, name), state="RUNNING",
                           step=step, ledger=ledger, cfg=cfg, now=NOW)  # fmt: skip
 
 
@@ -228,7 +194,7 @@ def test_cap_reached_is_escalated_once_per_series(tmp_path, monkeypatch) -> None
         record_acts(tmp_path, [("a", "11", "rl__x", {"kind": ActKind.RELAUNCH, "run": f"r{h}", "step": str(h),
                                                     "at": (NOW - dt.timedelta(hours=h)).isoformat()})])  # fmt: skip
     for run in ("c1", "c2"):
-        d = _decision("a", "11", "rl__x")
+        d = wedged_decision("a", "11", "rl__x")
         d.offer = _offer(load_ledger(tmp_path), "11", "rl__x").to_dict()
         assert d.offer["capped"]
         remember(str(tmp_path / "sweep.yaml"), {"run_id": run}, [d], {}, {"chosen_options": ["Reject"]}, {}, False)
@@ -250,7 +216,7 @@ def test_a_command_failing_after_the_cancel_is_a_recorded_relaunch_attempt() -> 
                        complete=True, marker="MK")  # fmt: skip
     res = read_requeue(out, [job], "")["11"]
     assert res.startswith("cancelled; the ops.md relaunch command failed after the cancel (exit 1)"), res
-    d = _decision("a", "11", "rl__x")
+    d = wedged_decision("a", "11", "rl__x")
     d.offer = {"relaunch": True, "series": "a|rl__x"}
     acts, release = outcome_acts([d], {"11": res}, "c1", NOW.isoformat(), "ana")
     assert [a[3]["kind"] for a in acts] == [ActKind.RELAUNCH] and release
@@ -266,14 +232,14 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
     from sweep_core.handoffs.cancel.usecase import scancel_approved
 
     req = CancelRequest("a", "11", "rl__x", "cancel-salvage", "[rl_collapse] CRITICAL a RL 11 rl__x: reward collapsed")
-    d = CancelDecision(req, "cancel", state="RUNNING", nodes="2", evidence=_ev("11", "rl__x").to_dict())
-    printing = _ev("11", "rl__x", silent=5, step=520, size=4400)
-    assert rejudge(d, printing, Ledger(), _cfg(), now=NOW, relaunch=False) == ""
-    assert "state PENDING" in rejudge(d, Evidence(**{**printing.to_dict(), "state": "PENDING"}), Ledger(), _cfg(),
+    d = CancelDecision(req, "cancel", state="RUNNING", nodes="2", evidence=silent_evidence("11", "rl__x").to_dict())
+    printing = silent_evidence("11", "rl__x", silent=5, step=520, size=4400)
+    assert rejudge(d, printing, Ledger(), cancel_cfg(), now=NOW, relaunch=False) == ""
+    assert "state PENDING" in rejudge(d, Evidence(**{**printing.to_dict(), "state": "PENDING"}), Ledger(), cancel_cfg(),
                                       now=NOW, relaunch=False)  # fmt: skip
     scripts = []
-    wedged = _decision("a", "12", "rl__y")
-    wedged.evidence = _ev("12", "rl__y").to_dict()
+    wedged = wedged_decision("a", "12", "rl__y")
+    wedged.evidence = silent_evidence("12", "rl__y").to_dict()
     cfg = SimpleNamespace(name="a", scheduler="slurm", user="sweep")
     scancel_approved([d, wedged], confirm_timeout_s=5, dry_run=False, load_cluster=lambda _: cfg,
                      run_script=lambda _c, script, _m, _w: (scripts.append(script), (None, "stub: not sent"))[1],
@@ -295,10 +261,10 @@ def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(
         return {d.request.job_id: "requeued (PENDING, Restarts=1, starts again ~x)" for d in mine}
 
     monkeypatch.setattr(relaunch_tasks, "_act_cluster", act_cluster)
-    decisions = [_decision("a", "11", "rl__x"), _decision("b", "12", "rl__y")]
+    decisions = [wedged_decision("a", "11", "rl__x"), wedged_decision("b", "12", "rl__y")]
     for d in decisions:
         d.offer = {"relaunch": True, "series": f"{d.request.cluster}|{d.request.name}"}
-    got = relaunch_tasks.act(decisions, True, ccfg=_cfg(), limits=None, load=None, sweep_yaml=str(tmp_path / "sweep.yaml"),
+    got = relaunch_tasks.act(decisions, True, ccfg=cancel_cfg(), limits=None, load=None, sweep_yaml=str(tmp_path / "sweep.yaml"),
                              context={"run_id": "c1"}, dry_run=False, by="ana")  # fmt: skip
     assert got["b"]["12"] == "outcome unknown: ConnectionResetError: session dropped"
     ledger = load_ledger(tmp_path)
