@@ -18,7 +18,7 @@ from sweep_runner import ROOT
 from sweep_core.alerts.acts_notice import notices
 from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.fresh import moved, rejudge
-from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
+from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, approval_prompt
 from sweep_core.handoffs.cancel.relaunch import assess
 from sweep_core.handoffs.cancel.relaunch_policy import relaunch_offer, standing_permission
 from sweep_core.handoffs.cancel.relaunch_remote import Evidence, RelaunchJob, read_requeue
@@ -203,6 +203,7 @@ def test_cap_reached_is_escalated_once_per_series(tmp_path, monkeypatch) -> None
     assert len(escalations) == 1 and escalations[0]["cap"] == "1"
     assert ledger.relaunches["a|rl__x"].escalated
     assert "(escalated at " in _offer(ledger, "11", "rl__x").why
+    assert approval_prompt([d], dry_run=False, timeout_minutes=60)[0].startswith("[ESCALATED] ")
     (n,) = notices([d.to_dict()], {}, run_id="c2", links=[])  # one critical notice, keyed by the series
     assert n.key == "capped|a|rl__x" and "relaunch cap reached" in n.message.title
 

@@ -158,7 +158,7 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
     clusters = sorted({d.request.cluster for d in todo})
     verb = " / ".join(sorted({"iris job stop" if IRIS_JOB_ID_RE.match(d.request.job_id) else "scancel" for d in todo}))
     relaunch = sum(1 for d in todo if d.offer.get("relaunch"))
-    escalated = sum(1 for d in todo if d.offer.get("recurring"))
+    escalated = sum(1 for d in todo if d.offer.get("recurring") or d.offer.get("capped"))
     subject = f"{'[DRY RUN] ' if dry_run else ''}{'[ESCALATED] ' if escalated else ''}"
     subject += f"{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
     if relaunch:
