@@ -5,12 +5,16 @@
 # `squeue -h -j <all ids>` (recheck.sh) must list each job exactly as approved, else record
 # scancel:<k> rc 2; scancel itself is filtered by user, name and state. Then sacct is polled
 # (bounded, one call for all sent jobs) until every sent job reads CANCELLED: record sacct.
+# A RUNNING job judged on its log (LOGS/MTIMES/SIZES, TAIL_BYTES) whose log moved since (recheck.sh
+# `unmoved`) is left alone: record scancel:<k> rc 3 beside moved:<k> and fresh:<k>.
 sent=""
 ns=0
 k=0
 for id in ${IDS[@]+"${IDS[@]}"}; do
   nm=${NAMES[$k]}; st=${STATES[$k]}
-  if listed_as "$id" "$st" "$nm"; then
+  if listed_as "$id" "$st" "$nm" && ! unmoved "$k"; then
+    printf "moved since it was judged: left alone" >"$T/o"; : >"$T/e"; rec "scancel:$k" 3
+  elif listed_as "$id" "$st" "$nm"; then
     if run "scancel:$k" scancel -u "$U" -n "$nm" -t "$st" -- "$id"; then sent="$sent,$id"; ns=$((ns + 1)); fi
   else
     not_listed "$id" "$st" "$nm" "scancel:$k" approved

@@ -23,3 +23,16 @@ not_listed() {
   printf "squeue (exit %s) shows [%s], %s [%s]" "$sqrc" "${seen%|}" "$5" "$1|$2|$3" >"$T/o"
   RE=$T/sqe rec "$4" 2
 }
+# `unmoved K`: job K's log is as the act was judged on: LOGS[K] ('' = not checked) still has mtime
+# MTIMES[K] and size SIZES[K] (one stat); else record moved:K ("<mtime> <size> <now>", or
+# "unreadable <now>"; rc 3) and fresh:K (its last TAIL_BYTES, for the step) and return 1: the
+# caller leaves the job alone (sweep_core.handoffs.cancel.fresh).
+unmoved() {
+  local k=$1 p=${LOGS[$1]-} cur
+  [ -n "$p" ] || return 0
+  if [ -f "$p" ]; then cur=$(stat -c '%Y %s' -- "$p" 2>/dev/null) || cur=unreadable; else cur=unreadable; fi
+  [ "$cur" = "${MTIMES[$k]} ${SIZES[$k]}" ] && return 0
+  printf '%s %s' "$cur" "$(date +%s)" >"$T/o"; : >"$T/e"; rec "moved:$k" 3
+  if [ -f "$p" ]; then run "fresh:$k" tail -c "$TAIL_BYTES" -- "$p"; fi
+  return 1
+}

@@ -3,7 +3,7 @@
 # approval form): the header Python writes sets U, IDS (checked Slurm job ids), TAIL_BYTES and
 # PATHS_FORMAT. ONE `squeue -O` listing gives every StdOut (log_helpers.sh read_listing); per job
 # `scontrol show job -o` (Requeue, Restarts, NodeList: no squeue field has them; only the few
-# jobs about to be relaunched), then the log's mtime and a bounded tail of a regular file only.
+# jobs about to be relaunched), then the log's mtime and size, its path, and a bounded tail of a regular file only.
 ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
 date +%s >"$T/o"; : >"$T/e"; rec now 0
 pq=1
@@ -17,7 +17,8 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
   p=""
   if [ "$pq" -eq 0 ] && [ -z "${AMB[$id]+x}" ] && [ -n "${LPATH[$id]+x}" ]; then p=${LPATH[$id]}; fi
   if [ -n "$p" ] && [ -f "$p" ]; then
-    run "mtime:$k" stat -c %Y -- "$p"
+    run "mtime:$k" stat -c '%Y %s' -- "$p"
+    printf %s "$p" >"$T/o"; : >"$T/e"; rec "path:$k" 0
     run "tail:$k" tail -c "$TAIL_BYTES" -- "$p"
   elif [ -n "$p" ] && nonreg "$p"; then
     norec "tail:$k" "$p"

@@ -5,7 +5,9 @@
 # (1 = `scontrol update Requeue=1` first), CMDS ('' = `scontrol requeue`; else an ops.md relaunch
 # command, every value already shell-quoted, run after the scancel), and CONFIRM_TIMEOUT_S.
 # Right before acting, ONE `squeue -h -j <all ids>` (recheck.sh) must list each job exactly once as
-# <id> M RUNNING M <name> M, else record relaunch:<k> rc 2 and leave it alone. Then per job:
+# <id> M RUNNING M <name> M, else record relaunch:<k> rc 2 and leave it alone; and its log must be
+# as the evidence saved before (LOGS/MTIMES/SIZES: recheck.sh `unmoved`, BEFORE the checkpoint
+# signal, which makes it write), else record relaunch:<k> rc 3 and leave it alone. Then per job:
 # the checkpoint signal + grace, the Requeue flag, the requeue (or scancel + command); finally
 # squeue is polled (bounded) until no requeued job is RUNNING or COMPLETING, and each `scontrol show job -o` is
 # recorded as after:<k> (its Restarts and BeginTime); record deps: ONE squeue of the user's PENDING
@@ -21,7 +23,9 @@ declare -A done_k=()
 k=0
 for id in ${IDS[@]+"${IDS[@]}"}; do
   nm=${NAMES[$k]}
-  if listed_as "$id" RUNNING "$nm"; then
+  if listed_as "$id" RUNNING "$nm" && ! unmoved "$k"; then
+    printf "moved since it was judged: left alone" >"$T/o"; : >"$T/e"; rec "relaunch:$k" 3
+  elif listed_as "$id" RUNNING "$nm"; then
     if [ -n "${SIGNALS[$k]}" ]; then
       run "signal:$k" scancel --signal="${SIGNALS[$k]}" --batch -u "$U" -n "$nm" -- "$id"
       sleep "${GRACES[$k]}"

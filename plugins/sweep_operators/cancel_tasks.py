@@ -42,11 +42,13 @@ def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     jobs = context["params"].get("jobs") or []
     ccfg, _ = _config(sweep_yaml)
     load = ops_loader(ops_dir)
-    decisions = validate_jobs(jobs, load, ssh_runner(limits, log), iris_lister())
-    relaunch_tasks.judge(decisions, ccfg, load, limits, sweep_yaml, str(context.get("run_id") or ""))
+    running: dict[str, int] = {}
+    decisions = validate_jobs(jobs, load, ssh_runner(limits, log), iris_lister(), running)
+    relaunch_tasks.judge(decisions, ccfg, load, limits, sweep_yaml, str(context.get("run_id") or ""),
+                         running=running, context=context)  # fmt: skip
     for d in decisions:
-        log.info("%s %s %s %s: %s %s", d.verdict.upper(), d.request.cluster, d.request.job_id, d.request.name,
-                 d.reasons, d.offer.get("why", ""))  # fmt: skip
+        log.info("%s %s %s %s: %s %s %s", d.verdict.upper(), d.request.cluster, d.request.job_id, d.request.name,
+                 d.reasons, d.offer.get("why", ""), d.offer.get("brake", ""))  # fmt: skip
     return {"decisions": [d.to_dict() for d in decisions]}
 
 
@@ -59,17 +61,17 @@ def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[st
     for d in mine:
         log.warning("STANDING PERMISSION (%s): %s %s %s, no human asked", d.offer["standing"],
                     d.request.cluster, d.request.job_id, d.request.name)  # fmt: skip
-    return _act(mine, True, ops_dir, sweep_yaml, context)
+    return _act(mine, True, ops_dir, sweep_yaml, context, "standing permission")
 
 
 def _act(
-    decisions: list[CancelDecision], relaunch: bool, ops_dir: str, sweep_yaml: str, context: dict[str, Any]
+    decisions: list[CancelDecision], relaunch: bool, ops_dir: str, sweep_yaml: str, context: dict[str, Any], by: str
 ) -> dict[str, dict[str, str]]:
-    """relaunch_tasks.act wired to this run's config, ops.md and dry_run param."""
+    """relaunch_tasks.act wired to this run's config, ops.md and dry_run param (``by``: who approved)."""
     ccfg, limits = _config(sweep_yaml)
     dry_run = bool(context["params"].get("dry_run", True))
     kw = {"ccfg": ccfg, "limits": limits, "load": ops_loader(ops_dir), "sweep_yaml": sweep_yaml, "context": context}
-    return relaunch_tasks.act(decisions, relaunch, dry_run=dry_run, **kw)
+    return relaunch_tasks.act(decisions, relaunch, dry_run=dry_run, by=by, **kw)
 
 
 def _decisions(context: dict[str, Any]) -> list[CancelDecision]:
@@ -147,7 +149,9 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
     if not approved(context):  # the approval operator skips this task on Reject; belt and braces
         raise AirflowSkipException("not approved: nothing cancelled")
     decisions = asked(_decisions(context))
-    results = _act(decisions, _answer(context).get("chosen_options") == [RELAUNCH], ops_dir, sweep_yaml, context)
+    answer = _answer(context)
+    chose = answer.get("chosen_options") == [RELAUNCH]
+    results = _act(decisions, chose, ops_dir, sweep_yaml, context, str(answer.get("responded_by") or ""))
     names = {(d.request.cluster, d.request.job_id): d.request.name for d in decisions}
     for cluster, per_job in results.items():
         for job_id, res in per_job.items():

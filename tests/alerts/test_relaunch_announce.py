@@ -129,7 +129,8 @@ def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(loca
     c.wait_log(jid)
     with smtp_server() as (port, mails):
         conf = yaml.safe_load(Path(_sweep_yaml(tmp_path, port, monkeypatch)).read_text())
-        conf["cancel"]["standing"] = [{"action": "relaunch", "rule": "liveness_stale", "name": f"^rl__{tag}_"}]
+        conf["cancel"]["standing"] = [{"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"],
+                                     "name": f"rl__{tag}_.*"}]  # fmt: skip
         (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
         ev = f"[liveness_stale] CRITICAL local RL {jid} {name}: no output for 185 min (cadence 30 min) → kill-approval"
         job = {"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval", "evidence": ev}

@@ -1,7 +1,9 @@
 """What sweep_cancel announces where people are (issue 20): an act a standing permission took with
-no human (to the channels that hear hand-offs) and a RECURRING job escalated (relaunched, wedged
-again at the same step: to the channels that hear critical). Each is told once: its ``key`` is
-what the ledger's told-once record (ledger/told.py) remembers, so a re-run tells nothing again.
+no human (to the channels that hear hand-offs), a RECURRING job escalated (relaunched, wedged
+again at the same step: to the channels that hear critical), a series at its relaunch cap (once
+per series, critical) and the circuit breaker suspending standing permissions on a cluster (once
+per cluster and day, critical). Each is told once: its ``key`` is what the ledger's told-once
+record (ledger/told.py) remembers, so a re-run tells nothing again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from sweep_core.alerts.layout import Message
 from sweep_core.safe_text import clean
 
-STANDING, ESCALATED = "standing", "escalated"
+STANDING, ESCALATED = "standing", "escalated"  # ESCALATED: every critical notice (the channels hearing critical)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,19 @@ def notices(
                 keys=[f"escalated|{r['cluster']}|{r['job_id']}|{step}"],
             )
             out.append(Notice(ESCALATED, f"escalated|{r['cluster']}|{r['job_id']}|{step}", msg))
+        if offer.get("capped"):
+            key = f"capped|{offer.get('series') or r['cluster'] + '|' + r['name']}"
+            msg = Message(
+                clean(f"ESCALATED (critical): {where}: relaunch cap reached, no relaunch offered", newlines=False),
+                [
+                    ("Why", [clean(str(offer.get("why") or ""), newlines=False)]),
+                    ("Evidence", _evidence(d)),
+                    ("What now", ["a person must look: the series was relaunched as often as allowed"]),
+                ],
+                list(links),
+                keys=[key],
+            )
+            out.append(Notice(ESCALATED, key, msg))
         res = results.get(r["cluster"], {}).get(r["job_id"], "")
         if offer.get("standing") and res:
             msg = Message(
@@ -90,3 +105,29 @@ def notices(
             )
             out.append(Notice(STANDING, f"standing|{r['cluster']}|{r['job_id']}|{run_id}", msg))
     return out
+
+
+def breaker_notices(trips: Iterable[Any], *, day: str, links: list[tuple[str, str]]) -> list[Notice]:
+    """ONE critical notice for every cluster the circuit breaker tripped on (handoffs.cancel.brakes.Trip),
+    told once per set of clusters and ``day`` (a fault that lasts hours is told once, not every sweep)."""
+    trips = sorted(trips, key=lambda t: t.cluster)
+    if not trips:
+        return []
+    keys = [f"breaker|{t.cluster}|{day}" for t in trips]
+    where = ", ".join(f"{t.cluster} ({t.flagged} of {t.running} RUNNING flagged [{t.rule}])" for t in trips)
+    msg = Message(
+        clean(f"CRITICAL: standing permissions suspended on {where}", newlines=False),
+        [
+            ("Why", [clean(t.why, newlines=False) for t in trips]),
+            (
+                "What now",
+                [
+                    "check the clusters' filesystems and controllers first; sweep_cancel asks a "
+                    "human for every one of these jobs (no standing act runs there today)"
+                ],
+            ),
+        ],  # fmt: skip
+        list(links),
+        keys=keys,
+    )
+    return [Notice(ESCALATED, "|".join(keys), msg)]

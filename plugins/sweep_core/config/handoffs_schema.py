@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from sweep_core.config.relaunch_schema import RelaunchConfig, StandingPermission
+from sweep_core.config.relaunch_schema import BreakerConfig, RelaunchConfig, StandingPermission
 from sweep_core.config.schema_base import StrictModel, Tup
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -96,6 +96,7 @@ class CancelConfig(StrictModel):
     confirm_timeout_s: Positive = Field(30, description="how long the scancel script waits for sacct to say CANCELLED")
     relaunch: RelaunchConfig = Field(RelaunchConfig(), description="Cancel and relaunch: which failures, how often")
     standing: Tup[StandingPermission] = Field((), description="acts that proceed without a human; default none")
+    breaker: BreakerConfig = Field(BreakerConfig(), description="suspends standing acts when many jobs flag at once")
 
 
 class ChainSeriesSpec(StrictModel):

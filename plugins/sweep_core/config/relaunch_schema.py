@@ -92,13 +92,31 @@ class RelaunchConfig(StrictModel):
 
 
 class StandingPermission(StrictModel):
-    """One standing permission: ``action`` on jobs whose flag and evidence meet every condition."""
+    """One standing permission: ``action`` on jobs whose flag and evidence meet every condition, on
+    the ``clusters`` it names (required: a permission scoped to nothing would be a config error, not
+    a permission for everything), within ``max_per_run`` / ``max_per_day`` acts (beyond: a human is
+    asked, the prompt says why). A circuit breaker (``cancel.breaker``) suspends every standing
+    permission on a cluster where many jobs are flagged at once."""
 
     action: Literal["relaunch", "cancel"]
     rule: NonEmpty = Field(description="the flag's rule, e.g. liveness_stale, rl_resume_overshoot")
-    name: Regex | None = Field(None, description="regex over job names (our own series); null = any")
+    clusters: Tup[NonEmpty] = Field(min_length=1, description="the clusters it covers (by name; required)")
+    name: Regex | None = Field(
+        None, description="regex that must match the WHOLE job name (fullmatch: '^rl__' matches nothing); null = any"
+    )
     min_silent_hours: float = Field(0.0, ge=0, description="the log silent at least this long (read right before)")
     min_nodes: Positive = 1
+    max_per_run: Positive = Field(3, description="acts under this permission in one sweep_cancel run; beyond: ask")
+    max_per_day: Positive = Field(10, description="acts under it in the last 24 h (the ledger's acts); beyond: ask")
+
+
+class BreakerConfig(StrictModel):
+    """sweep.yaml ``cancel.breaker``: when this many of one cluster's RUNNING jobs are flagged by the
+    same rule in one run (a filesystem or scheduler fault, not N independent wedges), no standing
+    permission acts on that cluster (every job asks a human) and one critical alert says why."""
+
+    min_share: float = Field(0.3, gt=0, le=1, description="flagged / RUNNING jobs of the cluster")
+    min_jobs: Positive = Field(3, description="and at least this many jobs flagged by one rule")
 
 
 class RelaunchCommand(StrictModel):

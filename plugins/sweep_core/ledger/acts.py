@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesRelaunches
 from sweep_core.ledger.given import release_given
 from sweep_core.ledger.store import load_ledger, update_ledger
 
@@ -36,6 +36,18 @@ def series_key(entry: LedgerEntry | None, cluster: str, name: str) -> str:
     return f"{cluster}|{name}"
 
 
+def relaunch_series(ledger: Ledger, cluster: str, job_id: str, name: str) -> str:
+    """The series a job's relaunches count against: the one a relaunch link gave it (an ops.md
+    command's new id, whatever its name), else series_key."""
+    e = ledger.jobs.get(f"{cluster}|{job_id}")
+    return e.relaunch_series if e is not None and e.relaunch_series else series_key(e, cluster, name)
+
+
+def series_record(ledger: Ledger, series: str) -> SeriesRelaunches:
+    """The series' own relaunch record (an empty one when it has none; not stored)."""
+    return ledger.relaunches.get(series) or SeriesRelaunches()
+
+
 def acts_of(ledger: Ledger, cluster: str, job_id: str, kind: str = "") -> list[dict[str, str]]:
     """The job's acts, oldest first (only ``kind`` when given)."""
     e = ledger.jobs.get(f"{cluster}|{job_id}")
@@ -55,7 +67,8 @@ def series_acts(ledger: Ledger, series: str, kind: str) -> list[dict[str, str]]:
 
 
 def add_act(ledger: Ledger, cluster: str, job_id: str, name: str, act: Mapping[str, Any]) -> Ledger:
-    """The act appended to the job's entry (created when the ledger does not know it; in place)."""
+    """The act appended to the job's entry (created when the ledger does not know it; in place); a
+    new relaunch also counts in its series' own record, a "cap reached" escalation is marked there."""
     key = f"{cluster}|{job_id}"
     e = ledger.jobs.get(key)
     if e is None:
@@ -63,7 +76,28 @@ def add_act(ledger: Ledger, cluster: str, job_id: str, name: str, act: Mapping[s
     rec = {k: str(v) for k, v in act.items() if v is not None}
     if rec not in e.acts:
         e.acts = [*e.acts, rec][-MAX_ACTS:]
+        _count(ledger, e, rec)
     return ledger
+
+
+def _count(ledger: Ledger, e: LedgerEntry, act: Mapping[str, str]) -> None:
+    """A relaunch counted in its series' record (the act's series, else the job's); a "cap reached"
+    escalation (``cap`` set) marks when it was told; a link's new id joins the old one's series."""
+    kind = act.get("kind")
+    if kind == ActKind.RELAUNCHED_FROM:
+        old = ledger.jobs.get(str(act.get("from")))
+        e.relaunch_series = act.get("series") or (
+            relaunch_series(ledger, old.cluster, old.job_id, old.name) if old else e.relaunch_series
+        )
+        return
+    if kind not in (ActKind.RELAUNCH, ActKind.ESCALATED):
+        return
+    series = act.get("series") or relaunch_series(ledger, e.cluster, e.job_id, e.name)
+    r = ledger.relaunches.setdefault(series, SeriesRelaunches())
+    if kind == ActKind.RELAUNCH:
+        r.count, r.last_at, r.last_step, r.last_job = r.count + 1, act.get("at", ""), act.get("step", ""), e.key
+    elif act.get("cap"):
+        r.escalated = r.escalated or act.get("at", "") or "yes"
 
 
 def relaunched_from(ledger: Ledger, cluster: str, job_id: str) -> str:

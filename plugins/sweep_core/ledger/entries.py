@@ -44,6 +44,7 @@ class LedgerEntry:
     counter_from: str = ""  # "cluster|job_id" of the earlier link whose counter this link continued
     samples: list[list[float]] = field(default_factory=list)  # [remote clock, counter value] per sweep, oldest first
     acts: list[dict[str, str]] = field(default_factory=list)  # what was done/answered (sweep_core.ledger.acts)
+    relaunch_series: str = ""  # the relaunch series it counts against (set on a relaunch's new id, across renames)
 
     @property
     def key(self) -> str:
@@ -60,6 +61,18 @@ class SeriesMax:
 
 
 @dataclass
+class SeriesRelaunches:
+    """A relaunch series' own count (never a sliding list): relaunches done, the last one's time,
+    step ("" = no readable step) and job, and when "cap reached" was escalated ("" = not yet)."""
+
+    count: int = 0
+    last_at: str = ""
+    last_step: str = ""
+    last_job: str = ""
+    escalated: str = ""
+
+
+@dataclass
 class Ledger:
     jobs: dict[str, LedgerEntry] = field(default_factory=dict)  # "cluster|job_id" -> entry
     series: dict[str, SeriesMax] = field(default_factory=dict)
@@ -72,6 +85,7 @@ class Ledger:
     told: dict[str, dict[str, str]] = field(default_factory=dict)  # run id -> channel -> hash of the digest sent
     failing: list[str] = field(default_factory=list)  # run ids of the sweep runs failed since the last success
     last_success: str = ""  # "<run id> <UTC time>" of the last sweep run that succeeded
+    relaunches: dict[str, SeriesRelaunches] = field(default_factory=dict)  # relaunch series -> its count
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +101,7 @@ class Ledger:
             "told": {k: dict(v) for k, v in self.told.items()},
             "failing": list(self.failing),
             "last_success": self.last_success,
+            "relaunches": {k: asdict(v) for k, v in self.relaunches.items()},
         }
 
     @classmethod
@@ -119,6 +134,7 @@ class Ledger:
             known=set(known),
             jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
             series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
+            relaunches={k: _record(SeriesRelaunches, k, v) for k, v in _obj(raw, "relaunches").items()},
             clusters=dict(clusters),
             read_until=dict(read_until),
             window_end=raw.get("window_end", ""),

@@ -53,11 +53,12 @@ def mark_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], ru
 def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) -> Ledger:
     """``ledger`` with every hand-off and act ``source`` records added (the earliest giver kept; in
     place), except for the jobs in ``dropped`` (pruned from ``ledger`` on purpose); every digest it
-    told, its record of the sweep runs' outcomes and each job's latest deep-dive verdict (not a
+    told, its record of the sweep runs' outcomes, each relaunch series' count and each job's latest deep-dive verdict (not a
     fold's business: a re-run's fold keeps them)."""
     for run_id, channels in source.told.items():
         ledger.told.setdefault(run_id, {}).update(channels)
     ledger.failing, ledger.last_success = list(source.failing), source.last_success
+    ledger.relaunches = {**ledger.relaunches, **source.relaunches}  # each series' own count (acts may be pruned)
     for key, src in source.jobs.items():
         if not (src.handoffs or src.deep_dive or src.acts) or key in dropped:
             continue
@@ -67,6 +68,7 @@ def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) ->
         for kind, by in src.handoffs.items():
             e.handoffs.setdefault(kind, by)
         e.deep_dive = src.deep_dive or e.deep_dive
+        e.relaunch_series = src.relaunch_series or e.relaunch_series
         e.acts += [a for a in src.acts if a not in e.acts]
     return ledger
 

@@ -27,7 +27,8 @@ def open_escalation(acts: list[dict[str, str]]) -> dict[str, str] | None:
 
 
 def rule_relaunch_escalated(ctx: RuleContext) -> list[Flag]:
-    """A live job whose ledger holds an open escalation (RECURRING) -> CRITICAL, investigate."""
+    """A live job whose ledger holds an open escalation (RECURRING, or its series' relaunch cap
+    reached) -> CRITICAL, investigate."""
     out = []
     for job in ctx.jobs():
         if base_state(job) not in LIVE:
@@ -36,8 +37,9 @@ def rule_relaunch_escalated(ctx: RuleContext) -> list[Flag]:
         esc = open_escalation(e.acts) if e is not None else None
         if esc is None:
             continue
+        what = "relaunch cap reached" if esc.get("cap") else "RECURRING"
         msg = (
-            f"RECURRING, escalated by sweep_cancel at {esc.get('at', '?')[:16]}: {esc.get('why') or '?'}; "
+            f"{what}, escalated by sweep_cancel at {esc.get('at', '?')[:16]}: {esc.get('why') or '?'}; "
             "no relaunch is offered again: a person must look (cancel it, or fix its setting)"
         )
         out.append(job_flag("relaunch_escalated", Severity.CRITICAL, job, msg, Action.INVESTIGATE))

@@ -130,7 +130,10 @@ def test_requeue_disabled_refused_by_config_is_cancelled_not_requeued(local_clus
 def test_a_standing_permission_relaunches_with_no_human(local_cluster, tag, tmp_path):
     c = local_cluster
     name, jid = _wedged(c, tag)
-    cfg = _sweep_yaml(tmp_path, f"  standing:\n    - {{action: relaunch, rule: liveness_stale, name: '^rl__{tag}_'}}\n")
+    cfg = _sweep_yaml(
+        tmp_path,
+        f"  standing:\n    - {{action: relaunch, rule: liveness_stale, clusters: [local], name: 'rl__{tag}_.*'}}\n",
+    )
     flagged = time.monotonic()
     conf = {"jobs": [_job(jid, name)], "dry_run": False, "approval_timeout_minutes": 5}
     run = run_dag("sweep_cancel", conf, tmp_path, SWEEP_CONFIG=cfg)  # nobody answers anything

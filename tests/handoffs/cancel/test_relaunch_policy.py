@@ -87,9 +87,11 @@ def test_attempt_cap_and_cooldown_per_series() -> None:
 
 
 def test_standing_permissions_default_to_none_and_need_every_condition() -> None:
-    kw = {"action": "relaunch", "rule": "liveness_stale", "name": "rl__a", "silent_s": 3 * 3600, "nodes": 2}
+    kw = {"action": "relaunch", "rule": "liveness_stale", "cluster": "local", "name": "rl__a", "silent_s": 3 * 3600,
+          "nodes": 2}  # fmt: skip
     assert standing_permission(_cfg().standing, **kw) == ""  # default: every act asks
-    perms = _cfg(standing=[{"action": "relaunch", "rule": "liveness_stale", "name": "^rl__", "min_silent_hours": 2}])
+    perms = _cfg(standing=[{"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"], "name": "rl__.*",
+                            "min_silent_hours": 2}])  # fmt: skip
     assert standing_permission(perms.standing, **kw) == "standing[0] relaunch liveness_stale silent>=2h"
     assert standing_permission(perms.standing, **{**kw, "silent_s": 3600}) == ""
     assert standing_permission(perms.standing, **{**kw, "name": "sft__a"}) == ""
@@ -136,7 +138,9 @@ def test_assess_refuses_a_requeue_disabled_job_when_configured_and_applies_a_sta
     d = [_decision()]
     assess(d, {("local", "11"): _ev("0")}, Ledger(), _cfg(), now=NOW, run_id="c1")  # default: set Requeue=1 first
     assert d[0].offer["relaunch"] and d[0].offer["standing"] == ""
-    stand = _cfg(standing=[{"action": "relaunch", "rule": "liveness_stale", "min_silent_hours": 2}])
+    stand = _cfg(
+        standing=[{"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"], "min_silent_hours": 2}]
+    )
     d = [_decision()]
     assess(d, {("local", "11"): _ev()}, Ledger(), stand, now=NOW, run_id="c1")
     assert d[0].offer["standing"].startswith("standing[0]")
@@ -166,7 +170,9 @@ def test_a_standing_cancel_covers_a_pending_chain_link_and_nothing_else() -> Non
         "local", "12", "rl__a", "cancel", "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps"
     )
     d = [CancelDecision(link, "cancel", state="PENDING", nodes="1"), _decision()]
-    stand = _cfg(standing=[{"action": "cancel", "rule": "rl_resume_overshoot", "name": "^rl__"}])
+    stand = _cfg(
+        standing=[{"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["local"], "name": "rl__.*"}]
+    )
     assess(d, {("local", "11"): _ev()}, Ledger(), stand, now=NOW, run_id="c1")
     assert d[0].offer["standing"] == "standing[0] cancel rl_resume_overshoot" and not d[0].offer["relaunch"]
     assert d[1].offer["standing"] == "" and d[1].offer["relaunch"]  # the wedge still asks a human

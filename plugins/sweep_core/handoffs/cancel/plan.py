@@ -138,6 +138,8 @@ def _relaunch_lines(d: CancelDecision) -> list[str]:
     if o:
         said = "**Cancel and relaunch** requeues it" if o.get("relaunch") else "relaunch NOT offered"
         lines.append(f"- {said}: {md_text(str(o.get('why', '')))}")
+    if o.get("brake"):
+        lines.append(f"- standing permission NOT used: {md_text(str(o['brake']))}")
     if ev:
         silent = ev.get("remote_now", 0) - ev["last_output"] if ev.get("last_output") and ev.get("remote_now") else None
         lines.append(
@@ -156,7 +158,7 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
     clusters = sorted({d.request.cluster for d in todo})
     verb = " / ".join(sorted({"iris job stop" if IRIS_JOB_ID_RE.match(d.request.job_id) else "scancel" for d in todo}))
     relaunch = sum(1 for d in todo if d.offer.get("relaunch"))
-    escalated = sum(1 for d in todo if d.offer.get("recurring"))
+    escalated = sum(1 for d in todo if d.offer.get("recurring") or d.offer.get("capped"))
     subject = f"{'[DRY RUN] ' if dry_run else ''}{'[ESCALATED] ' if escalated else ''}"
     subject += f"{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
     if relaunch:

@@ -1,7 +1,8 @@
 """sweep_cancel's relaunch steps as use-cases: read each RUNNING job's evidence (one session per
 cluster), judge it (relaunch_policy: offer, RECURRING, standing permission, a remembered Reject),
-and relaunch: fresh evidence saved (``save``: the ledger and the run log) BEFORE the requeue, then
-one session re-checks and requeues. I/O comes in as arguments (handoffs.ports).
+and relaunch: fresh evidence judged again (handoffs.cancel.fresh: a job that moved is left alone)
+and saved (``save``: the ledger and the run log) BEFORE the requeue, then one session re-checks
+(state, name, the log as saved) and requeues. I/O comes in as arguments (handoffs.ports).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
+from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence, rejudge
 from sweep_core.handoffs.cancel.iris_relaunch import NO_COMMAND, has_command, iris_offer_why
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
@@ -122,7 +124,7 @@ def assess(
             offer.relaunch = False
             offer.why = "Requeue=0 (sbatch --no-requeue): refused by cancel.relaunch.requeue_disabled: refuse"
         act = "relaunch" if offer.relaunch else "cancel"
-        offer.standing = "" if offer.recurring else _standing(ccfg, act, d, ev.silent_s)
+        offer.standing = "" if offer.recurring or offer.capped else _standing(ccfg, act, d, ev.silent_s)
         d.offer = offer.to_dict()
 
 
@@ -144,14 +146,16 @@ def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfi
     elif offer.relaunch:
         offer.why = iris_offer_why(offer.why)
     act = "relaunch" if offer.relaunch else "cancel"
-    offer.standing = "" if offer.recurring else _standing(ccfg, act, d, None)
+    offer.standing = "" if offer.recurring or offer.capped else _standing(ccfg, act, d, None)
     d.offer = offer.to_dict()
 
 
 def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | None) -> str:
     r = d.request
     rule = flag_rule(r.evidence)
-    return standing_permission(ccfg.standing, action=act, rule=rule, name=r.name, silent_s=silent_s, nodes=_nodes(d))
+    return standing_permission(
+        ccfg.standing, action=act, rule=rule, cluster=r.cluster, name=r.name, silent_s=silent_s, nodes=_nodes(d)
+    )
 
 
 def relaunch_plan(
@@ -193,27 +197,48 @@ def relaunch_jobs(
     save: SaveEvidence,
     step_patterns: Any = (),
     ledger: Ledger | None = None,
+    now: dt.datetime | None = None,
 ) -> dict[str, dict[str, str]]:
     """cluster -> job id -> result for the given (approved or standing) relaunches: per cluster,
-    fresh evidence (saved by ``save`` first), then ONE session re-checks and requeues."""
+    fresh evidence, judged again (a job that moved since it was judged, or no longer offered a
+    relaunch or covered by its standing permission, is left alone with why), saved by ``save``
+    first, then ONE session re-checks (the log as saved, handoffs.cancel.fresh) and requeues."""
     results: dict[str, dict[str, str]] = {}
+    led = ledger or Ledger()
     for cluster in sorted({d.request.cluster for d in decisions}):
         cfg = load_cluster(cluster)
         mine = [d for d in decisions if d.request.cluster == cluster]
         jobs = [(cluster, d.request.job_id, d.request.name) for d in mine]
         fresh = read_all_evidence(jobs, load_cluster, run_script, ccfg.relaunch.evidence_tail_bytes, step_patterns)
-        evs = [fresh[(cluster, d.request.job_id)] for d in mine]
-        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger) for d, ev in zip(mine, evs, strict=True)]
+        results[cluster] = {}
+        go: list[tuple[CancelDecision, Evidence]] = []
+        for d in mine:
+            ev = fresh[(cluster, d.request.job_id)]
+            why = rejudge(d, ev, led, ccfg, now=now or dt.datetime.now(dt.UTC), relaunch=True)
+            if why:
+                results[cluster][d.request.job_id] = f"{LEFT_ALONE}: {why}"
+                say(f"{cluster} {d.request.job_id} {d.request.name}: {LEFT_ALONE}: {why}")
+            else:
+                go.append((d, ev))
+        if not go:
+            continue
+        evs = [ev for _, ev in go]
+        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger) for d, ev in go]
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")
-            results[cluster] = {p.job_id: "would relaunch (dry run)" for p in plans}
+            results[cluster].update({p.job_id: "would relaunch (dry run)" for p in plans})
             continue
         save(cluster, evs)  # BEFORE the requeue: it truncates the log
         marker = new_marker()
-        script = build_requeue_script(cfg.user, plans, marker, ccfg.relaunch.confirm_timeout_s)
+        judged = [ev.to_dict() if on_silence(d) else {} for (d, _), ev in zip(go, evs, strict=True)]
+        tail = ccfg.relaunch.evidence_tail_bytes
+        script = build_requeue_script(cfg.user, plans, marker, ccfg.relaunch.confirm_timeout_s, judged, tail)
         out, problem = run_script(cfg, script, marker, "relaunch")
-        results[cluster] = read_requeue(out, plans, problem)
+        got = read_requeue(out, plans, problem)
+        for k, p in enumerate(plans):
+            how = moved_in_script(out, k, p.job_id, p.name, judged[k], step_patterns)
+            results[cluster][p.job_id] = f"{LEFT_ALONE}: {how}" if how else got[p.job_id]
     return results
 
 

@@ -1,7 +1,9 @@
 """The relaunch policy (pure): which failure a flag's evidence names, whether "Cancel and relaunch"
-is offered (a kind a relaunch can fix, under the series' attempt cap, out of its cooldown, not
-RECURRING: wedged again at the step of its last relaunch), whether a standing permission lets it
-proceed without a human, and whether a Rejected request may be asked again (its evidence grew).
+is offered (a kind a relaunch can fix, under the series' attempt cap counted in its own ledger
+record across renames, out of its cooldown, not RECURRING: wedged again at the step of its last
+relaunch, or with no readable step at all on its second wedge), whether a standing permission lets
+it proceed without a human (its rule, clusters, full-match name, silence, nodes; the caps and the
+circuit breaker are handoffs.cancel.brakes), and whether a Rejected request may be asked again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.relaunch_schema import RelaunchConfig, SeriesRelaunch, StandingPermission
-from sweep_core.ledger.acts import ActKind, acts_of, series_acts, series_key
+from sweep_core.ledger.acts import ActKind, acts_of, relaunch_series, series_acts, series_key, series_record
 from sweep_core.ledger.entries import Ledger
 
 RULE_RE = re.compile(r"^\[([a-z_]+)\]")
@@ -51,6 +53,8 @@ class Offer:
     signal: str = ""
     grace_s: int = 0
     standing: str = ""  # the standing permission that lets it proceed without a human ("" = ask)
+    capped: bool = False  # the series' attempt cap is reached: escalated (told once per series)
+    brake: str = ""  # why a standing permission that covers it was not used (caps, circuit breaker)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,14 +84,15 @@ def relaunch_offer(
     now: dt.datetime,
 ) -> Offer:
     """Whether "Cancel and relaunch" is offered for this job (RUNNING SLURM jobs only), and why."""
-    entry = ledger.jobs.get(f"{cluster}|{job_id}")
     kind = failure_kind(evidence, cfg) or "unknown"
-    series = series_key(entry, cluster, name)
+    series = relaunch_series(ledger, cluster, job_id, name)
     spec = series_spec(name, cfg)
     cap = (spec.max_attempts if spec else None) or cfg.max_attempts
     cool = spec.cooldown_minutes if spec and spec.cooldown_minutes is not None else cfg.cooldown_minutes
     done = series_acts(ledger, series, ActKind.RELAUNCH)
-    base = Offer(False, "", kind, series, len(done) + 1, False, spec.checkpoint_signal if spec else "", 0)
+    rec = series_record(ledger, series)
+    count = max(rec.count, len(done))  # its own record; the acts of a ledger from before it
+    base = Offer(False, "", kind, series, count + 1, False, spec.checkpoint_signal if spec else "", 0)
     base.grace_s = spec.grace_s if spec else 0
     if state != "RUNNING":
         base.why = f"{state or 'not listed'}: only a RUNNING job is relaunched"
@@ -97,17 +102,27 @@ def relaunch_offer(
         return base
     mine = acts_of(ledger, cluster, job_id, ActKind.RELAUNCH)
     last = (mine or done or [None])[-1]
-    if last is not None and step is not None and last.get("step") == str(step):
+    last_at = (last or {}).get("at") or rec.last_at or "?"
+    last_step = last.get("step") if last is not None else (rec.last_step if rec.count else None)
+    if last_step is not None and step is not None and last_step == str(step):
+        base.recurring = True
+        base.why = f"RECURRING: wedged again at step {step}, the step of its relaunch at {last_at}: escalated"
+        return base
+    if count and step is None:
         base.recurring = True
         base.why = (
-            f"RECURRING: wedged again at step {step}, the step of its relaunch at {last.get('at', '?')}: escalated"
+            f"RECURRING: wedged again with no readable step after {count} relaunch(es) of series {series} "
+            f"(the last at {last_at}): escalated"
         )
         return base
-    if len(done) >= cap:
-        base.why = f"attempt cap reached: {len(done)} relaunch(es) of series {series} (max {cap}): escalated"
+    if count >= cap:
+        base.capped = True
+        told = f" (escalated at {rec.escalated})" if rec.escalated else ": escalated"
+        base.why = f"attempt cap reached: {count} relaunch(es) of series {series} (max {cap}){told}"
         return base
-    if done and _ago_min(done[-1].get("at", ""), now) < cool:
-        base.why = f"cooldown: series {series} relaunched {_ago_min(done[-1]['at'], now):.0f} min ago (< {cool:g} min)"
+    last_any = (done[-1].get("at", "") if done else "") or rec.last_at
+    if count and _ago_min(last_any, now) < cool:
+        base.why = f"cooldown: series {series} relaunched {_ago_min(last_any, now):.0f} min ago (< {cool:g} min)"
         return base
     base.relaunch = True
     base.why = f"{kind}: a relaunch can fix it (attempt {base.attempt} of {cap})"
@@ -119,15 +134,17 @@ def standing_permission(
     *,
     action: str,
     rule: str,
+    cluster: str,
     name: str,
     silent_s: int | None,
     nodes: int,
 ) -> str:
-    """The first standing permission covering this act ("" = none: a human is asked)."""
+    """The first standing permission covering this act ("" = none: a human is asked): its action,
+    rule and clusters, its name pattern matching the WHOLE name, the silence and node count."""
     for i, p in enumerate(perms):
-        if p.action != action or p.rule != rule:
+        if p.action != action or p.rule != rule or cluster not in p.clusters:
             continue
-        if p.name is not None and not p.name.search(name):
+        if p.name is not None and not p.name.fullmatch(name):
             continue
         if p.min_silent_hours > 0 and (silent_s is None or silent_s < p.min_silent_hours * 3600):
             continue

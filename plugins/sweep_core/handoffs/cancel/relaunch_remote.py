@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from sweep_core.slurm.remote_scripts import compose
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
 NEW_ID_RE = re.compile(r"^(?:Submitted batch job )?(\d{1,12})(?:;[\w.-]+)?\s*$", re.M)  # sbatch [--parsable]
 AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12}\b|/[\w./-]{1,200})")  # Slurm or iris id
+COMMAND_FAILED = "cancelled; the ops.md relaunch command failed after the cancel"  # a relaunch attempt all the same
 HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
 
 
@@ -42,6 +44,8 @@ class Evidence:
     tail: str = ""
     problem: str = ""  # what could not be read
     exc_nodes: str = ""  # scontrol ExcNodeList ("(null)" = none)
+    size: int | None = None  # log size in bytes (with last_output: the act script checks the log did not move)
+    log_path: str = ""  # the log read (the act script stats it again right before acting)
 
     @property
     def silent_s(self) -> int | None:
@@ -58,7 +62,8 @@ class Evidence:
 
 
 def build_evidence_script(user: str, ids: list[str], marker: str, tail_bytes: int) -> str:
-    """One session: now, the logs' listing, and per job ``job:<k>``, ``mtime:<k>``, ``tail:<k>``."""
+    """One session: now, the logs' listing, and per job ``job:<k>``, ``mtime:<k>`` ("<mtime> <size>"),
+    ``path:<k>`` and ``tail:<k>``."""
     if not user:
         raise ValueError("user is required")
     for i in ids:
@@ -81,6 +86,14 @@ def last_step(tail: str, patterns: Any) -> int | None:
     return best[1] if best else None
 
 
+def stat_pair(text: str) -> tuple[int | None, int | None]:
+    """(mtime, size) of ``stat -c '%Y %s'`` output (None, None when it is not two numbers)."""
+    parts = text.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return int(parts[0]), int(parts[1])
+    return None, None
+
+
 def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_patterns: Any) -> dict[str, Evidence]:
     """Job id -> its evidence (``problem`` says what is missing) from the evidence script's records."""
     now_rec = out.get("now") if out else None
@@ -100,7 +113,8 @@ def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_pa
                 info = parse_scontrol_job(rec.stdout)
             except SlurmOutputError as exc:
                 problems.append(str(exc)[:160])
-        mtime = int(mt.stdout.strip()) if mt and mt.rc == 0 and mt.stdout.strip().isdigit() else None
+        mtime, size = stat_pair(mt.stdout if mt and mt.rc == 0 else "")
+        path = out.get(f"path:{k}")
         tail = tl.stdout if tl and tl.rc == 0 else ""
         if tl is None:
             problems.append("log not read (no StdOut listed, or not a regular file)")
@@ -114,6 +128,8 @@ def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_pa
             nodelist=info.get("NodeList", ""),
             exc_nodes=info.get("ExcNodeList", ""),
             last_output=mtime,
+            size=size,
+            log_path=path.stdout if path is not None and mtime is not None else "",
             step=last_step(tail, step_patterns),
             tail=tail,
             problem="; ".join(problems),
@@ -151,8 +167,19 @@ class RelaunchJob:
         return " ".join(shlex.quote(a) for a in self.command)
 
 
-def build_requeue_script(user: str, jobs: list[RelaunchJob], marker: str, confirm_timeout_s: int) -> str:
-    """Re-check + relaunch each job (record ``relaunch:<k>``), then ``after:<k>`` per job."""
+def build_requeue_script(
+    user: str,
+    jobs: list[RelaunchJob],
+    marker: str,
+    confirm_timeout_s: int,
+    judged: Sequence[Mapping[str, Any]] = (),
+    tail_bytes: int = 4096,
+) -> str:
+    """Re-check + relaunch each job (record ``relaunch:<k>``), then ``after:<k>`` per job. ``judged``:
+    per job the evidence saved before (an Evidence as a dict): a job whose log moved since is left
+    alone (record rc 3; handoffs.cancel.fresh)."""
+    from sweep_core.handoffs.cancel.fresh import guard_values  # fresh reads this module's Evidence
+
     if not user:
         raise ValueError("user is required")
     values = {
@@ -169,6 +196,7 @@ def build_requeue_script(user: str, jobs: list[RelaunchJob], marker: str, confir
         "PEND_NAMES": [n for j in jobs for _, n in j.pending],
         "PEND_OWNER": [str(k) for k, j in enumerate(jobs) for _ in j.pending],
         "CONFIRM_TIMEOUT_S": int(confirm_timeout_s),
+        **guard_values([(j.job_id, ev) for j, ev in zip(jobs, judged or [{}] * len(jobs), strict=True)], tail_bytes),
     }
     return compose(marker, values, ("recheck.sh", "relaunch_requeue.sh"))
 
@@ -244,6 +272,11 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
     text = (rec.stdout + rec.stderr).strip()
     if rec.rc == 2:
         return f"refused before relaunch: {text[:200]}"
+    if rec.rc == 3:
+        return f"left alone: {text[:200]}"
+    cancelled = out.get(f"scancel:{k}") if out and j.command else None
+    if rec.rc != 0 and cancelled is not None and cancelled.rc == 0:
+        return f"{COMMAND_FAILED} (exit {rec.rc}): {text[:200]}"
     if rec.rc != 0:
         return f"relaunch failed (exit {rec.rc}): {text[:200]}"
     if j.command:

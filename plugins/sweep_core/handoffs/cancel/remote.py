@@ -14,8 +14,11 @@ shlex-quoted; job ids and names are checked (sweep_core.handoffs.cancel.plan) fi
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from sweep_core.handoffs.cancel.fresh import guard_values
 from sweep_core.handoffs.cancel.plan import check_slurm_job
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_FORMAT, SacctRow, SlurmOutputError, parse_sacct, squeue_format
@@ -47,9 +50,17 @@ def build_validate_script(user: str, marker: str) -> str:
     return compose(marker, {"U": user}, (), run_line)
 
 
-def build_scancel_script(user: str, jobs: list[ApprovedJob], marker: str, confirm_timeout_s: int) -> str:
+def build_scancel_script(
+    user: str,
+    jobs: list[ApprovedJob],
+    marker: str,
+    confirm_timeout_s: int,
+    judged: Sequence[Mapping[str, Any]] = (),
+    tail_bytes: int = 4096,
+) -> str:
     """Re-check + scancel each job (record ``scancel:<k>``), then ``sacct`` until CANCELLED (``sacct``):
-    include/remote/cancel_scancel.sh."""
+    include/remote/cancel_scancel.sh. ``judged``: per job the evidence it was judged on (an Evidence
+    as a dict, {} = none): a job whose log moved since is left alone (record rc 3, handoffs.cancel.fresh)."""
     if not user:
         raise ValueError("user is required")
     if isinstance(confirm_timeout_s, bool) or not isinstance(confirm_timeout_s, int) or confirm_timeout_s < 0:
@@ -62,6 +73,7 @@ def build_scancel_script(user: str, jobs: list[ApprovedJob], marker: str, confir
         "CONFIRM_TIMEOUT_S": confirm_timeout_s,
         "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
         "SACCT_FORMAT": SACCT_FORMAT,
+        **guard_values([(j.job_id, ev) for j, ev in zip(jobs, judged or [{}] * len(jobs), strict=True)], tail_bytes),
     }
     return compose(marker, values, ("recheck.sh", "cancel_scancel.sh"))
 

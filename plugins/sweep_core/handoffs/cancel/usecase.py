@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
@@ -23,11 +24,16 @@ log = logging.getLogger(__name__)
 
 
 def validate_jobs(
-    raw_jobs: list[Any], load_cluster: LoadCluster, run_script: RunScript, list_iris: IrisList | None = None
+    raw_jobs: list[Any],
+    load_cluster: LoadCluster,
+    run_script: RunScript,
+    list_iris: IrisList | None = None,
+    running: dict[str, int] | None = None,
 ) -> list[CancelDecision]:
     """A decision per requested job: malformed entries and jobs of a cluster that is not active are
     blocked; every SLURM cluster is asked ONE squeue, every iris cluster (with ``list_iris``) ONE
-    controller list (UNKNOWN blocks all its jobs)."""
+    controller list (UNKNOWN blocks all its jobs). ``running`` gets each SLURM cluster's RUNNING
+    jobs in that squeue (the circuit breaker's denominator)."""
     decisions: list[CancelDecision] = []
     by_cluster: dict[str, list[CancelRequest]] = defaultdict(list)
     for raw in raw_jobs:
@@ -57,6 +63,8 @@ def validate_jobs(
                 problem = "" if sq is not None else "no squeue record"
             except SlurmOutputError as exc:
                 problem = str(exc)
+        if rows is not None and running is not None:
+            running[cluster] = sum(1 for row in rows if row.state == "RUNNING")
         decisions += validate(reqs, rows, problem)
     return decisions
 
@@ -96,10 +104,14 @@ def scancel_approved(
     run_script: RunScript,
     say: Say,
     stop_iris: IrisStop | None = None,
+    step_patterns: Any = (),
+    tail_bytes: int = 4096,
 ) -> dict[str, dict[str, str]]:
     """cluster -> job id -> result for every ``cancel`` decision (call only after approval):
-    one SSH session per cluster re-checks, scancels and waits for sacct (an iris cluster: one
-    ``stop_iris`` call re-checks, stops and waits for KILLED); dry run: ``say`` each line."""
+    one SSH session per cluster re-checks (state, name, and for a RUNNING job flagged for its
+    silence its log as judged at validation: one that moved since is left alone, handoffs.cancel.fresh),
+    scancels and waits for sacct (an iris cluster: one ``stop_iris`` call re-checks, stops and waits
+    for KILLED); dry run: ``say`` each line."""
     todo = [d for d in decisions if d.verdict == "cancel"]
     results: dict[str, dict[str, str]] = {}
     for cluster in sorted({d.request.cluster for d in todo}):
@@ -115,13 +127,17 @@ def scancel_approved(
             results[cluster] = {j.job_id: "would scancel (dry run)" for j in jobs}
             continue
         marker = new_marker()
-        script = build_scancel_script(cfg.user, jobs, marker, confirm_timeout_s)
+        judged = [d.evidence if d.state == "RUNNING" and on_silence(d) else {} for d in mine]
+        script = build_scancel_script(cfg.user, jobs, marker, confirm_timeout_s, judged, tail_bytes)
         out, problem = run_script(cfg, script, marker, "scancel")
         per_job, sacct, sacct_problem = read_scancel(out, jobs) if out else ([(None, "")] * len(jobs), {}, "")
         results[cluster] = {}
-        for d, (rc, text) in zip(mine, per_job, strict=True):
+        for k, (d, (rc, text)) in enumerate(zip(mine, per_job, strict=True)):
             res = outcome(d, rc, text, sacct)
-            if rc is None and problem:
+            how = moved_in_script(out, k, d.request.job_id, d.request.name, judged[k], step_patterns)
+            if how:
+                res = f"{LEFT_ALONE}: {how}"
+            elif rc is None and problem:
                 res = f"not run: {problem}"
             elif res.startswith("scancel sent") and sacct_problem:
                 res += f" (sacct: {sacct_problem[:120]})"
