@@ -28,6 +28,7 @@ from sweep_core.handoffs.cancel.relaunch_remote import (
     RelaunchJob,
     build_evidence_script,
     build_requeue_script,
+    command_argv,
     read_evidence,
     read_requeue,
     requeue_line,
@@ -166,7 +167,7 @@ def relaunch_plan(
     cmd = next((c for c in commands if c.match.search(r.name)), None)
     array, _, task = r.job_id.partition("_")
     fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task, "exclude": ",".join(bad.nodes)}
-    argv = tuple(a.format(**fill) for a in cmd.argv) if cmd else ()
+    argv = command_argv(cmd.argv, fill) if cmd else ()  # ValueError: a name that is not plain
     pending = series_pending(ledger, r.cluster, r.job_id, r.name, rcfg.max_pending_excluded) if bad.nodes else []
     return RelaunchJob(
         r.job_id,
@@ -203,17 +204,25 @@ def relaunch_jobs(
         jobs = [(cluster, d.request.job_id, d.request.name) for d in mine]
         fresh = read_all_evidence(jobs, load_cluster, run_script, ccfg.relaunch.evidence_tail_bytes, step_patterns)
         evs = [fresh[(cluster, d.request.job_id)] for d in mine]
-        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger) for d, ev in zip(mine, evs, strict=True)]
+        plans, refused = [], {}
+        for d, ev in zip(mine, evs, strict=True):
+            try:
+                plans.append(relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger))
+            except ValueError as exc:  # the name may not fill the ops.md command: nothing sent
+                refused[d.request.job_id] = f"not relaunched: {exc}"
+        results[cluster] = dict(refused)
+        if not plans:
+            continue
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")
-            results[cluster] = {p.job_id: "would relaunch (dry run)" for p in plans}
+            results[cluster].update({p.job_id: "would relaunch (dry run)" for p in plans})
             continue
         save(cluster, evs)  # BEFORE the requeue: it truncates the log
         marker = new_marker()
         script = build_requeue_script(cfg.user, plans, marker, ccfg.relaunch.confirm_timeout_s)
         out, problem = run_script(cfg, script, marker, "relaunch")
-        results[cluster] = read_requeue(out, plans, problem)
+        results[cluster].update(read_requeue(out, plans, problem))
     return results
 
 

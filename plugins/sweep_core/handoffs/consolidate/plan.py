@@ -24,9 +24,10 @@ from sweep_core.config.consolidate_schema import ConsolidateCommand, Consolidate
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, _done_signal
+from sweep_core.safe_names import CONSOLIDATE_PLACEHOLDERS
 
 WAITING = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
-_PLACEHOLDER = re.compile(r"\{(name|job_id|cluster|root|org|job_name)\}")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(CONSOLIDATE_PLACEHOLDERS) + r")\}")
 
 
 class ConsolidateConfigError(ValueError):

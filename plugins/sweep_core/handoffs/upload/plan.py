@@ -14,12 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.safe_names import UPLOAD_PLACEHOLDERS
+
 UPLOAD = "upload"
 UPLOAD_STATE = "upload_state"
 GAVE_UP = "upload_gave_up"
 SALVAGE = "salvage"
 LIVE_STATES = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING")
-_PLACEHOLDER = re.compile(r"\{(name|job_id|cluster|root|org|hub_repo|artifact_dir|step)\}")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(UPLOAD_PLACEHOLDERS) + r")\}")
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 
