@@ -272,3 +272,38 @@ def test_the_sweep_triggers_cleanup_while_a_consolidation_is_in_flight(tmp_path)
 def test_a_consolidate_command_must_be_an_sbatch_with_parsable(argv, why) -> None:
     with pytest.raises(ValidationError, match=why):
         ConsolidateSection.model_validate({"flavors": {"datagen-job-cleanup": {"argv": argv}}})
+
+
+def _commit_all(repo: Path, msg: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", msg], check=True
+    )
+
+
+@pytest.mark.parametrize("link", ["file", "dir"])
+def test_a_tracker_symlink_committed_in_the_clone_is_refused_and_the_outside_file_untouched(
+    tmp_path, tracker_repo, link
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "TRACKER.md"
+    victim.write_text("my notes, not a tracker\n")
+    if link == "file":  # datagen/TRACKER.md -> a file outside the clone
+        (tracker_repo / "datagen" / "TRACKER.md").unlink()
+        (tracker_repo / "datagen" / "TRACKER.md").symlink_to(victim)
+    else:  # datagen -> a dir outside the clone
+        subprocess.run(["rm", "-r", str(tracker_repo / "datagen")], check=True)
+        (tracker_repo / "datagen").symlink_to(outside)
+    _commit_all(tracker_repo, "a colleague's symlink")
+    head = subprocess.run(["git", "-C", str(tracker_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
+    hub = FakeHub({f"org/{NAME}": True})
+    got = _run(FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"})}), hub, tmp_path, repo=tracker_repo)
+    s = _step(got)
+    assert s["action"] == "blocked" and "is a symlink" in s["reasons"][-1] and "not followed" in s["reasons"][-1]
+    assert victim.read_text() == "my notes, not a tracker\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["TRACKER.md"]
+    after = subprocess.run(["git", "-C", str(tracker_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert after == head  # nothing committed
+    assert got["release"] == []  # cleanup's trees stay held: the row was not advanced

@@ -15,6 +15,7 @@ from typing import Any
 
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.fanin.render import box_table
+from sweep_core.fanin.report import write_run_log
 from sweep_core.handoffs.chain.plan import build_submit_script, parse_job_id
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupTarget, candidate_paths, hub_repo_id
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
@@ -34,6 +35,7 @@ from sweep_core.handoffs.consolidate.remote import (
     log_path,
     read_consolidate_probe,
 )
+from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import TrackerSettings
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
@@ -230,7 +232,18 @@ def _advance(run: _Run) -> None:
     todo = [s for s in run.steps if s.action == "advance"]
     if not todo:
         return
-    path = Path(run.trackers.repo).resolve() / run.cons.tracker if run.trackers and run.cons.tracker else None
+    path, refused = None, ""
+    if run.trackers and run.cons.tracker:
+        try:
+            path = clone_file(run.trackers.repo, run.cons.tracker)
+        except OutsideClone as exc:
+            refused = f"datagen tracker refused: {exc}"
+    if refused:
+        for s in todo:
+            s.action = "blocked"
+            s.reasons.append(refused)
+        run.notes.append(refused)
+        return
     if run.dry_run:
         for s in todo:
             where = f"{path} row of array {s.target.array_id}" if path else "no tracker configured"
@@ -252,8 +265,7 @@ def _advance(run: _Run) -> None:
                 continue
             written = True
         if written:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_run_log(path, text)  # temp file + rename: never writes through a link made since
             repo = Path(run.trackers.repo).resolve()
             commit = "not committed (trackers.commit false)"
             if run.trackers.commit:

@@ -22,6 +22,7 @@ from typing import Any
 from sweep_core.config.handoffs_schema import TrackersSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
+from sweep_core.handoffs.harvest.clone_path import in_clone
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_edit import fill_row, mark_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError, TrackerRow
@@ -70,8 +71,8 @@ def tracker_files(s: TrackerSettings) -> list[Path]:
     out = set()
     for g in s.globs:
         for p in glob.glob(str(root / g), recursive=True):
-            rp = Path(p).resolve()
-            if rp.is_file() and root in rp.parents:
+            rp = in_clone(root, p)
+            if rp is not None and rp.is_file():
                 out.add(rp)
     return sorted(out)
 
