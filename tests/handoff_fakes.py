@@ -85,12 +85,13 @@ class FakeSsh:
 
 @dataclass
 class FakeHub:
-    """HubCheck: ``ok`` per repo id (absent: not on the hub); records every question."""
+    """HubCheck: ``ok`` per repo id, or ``<repo id>@<commit>`` (absent: not on the hub); records every question."""
 
     ok: dict[str, bool | None] = field(default_factory=dict)
-    asked: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    asked: list[tuple] = field(default_factory=list)  # (repo, type, expected[, revision])
 
-    def __call__(self, repo_id: str, repo_type: str, expected: Sequence[str]) -> HubEvidence:
-        self.asked.append((repo_id, repo_type, tuple(expected)))
-        got = self.ok.get(repo_id, False)
+    def __call__(self, repo_id: str, repo_type: str, expected: Sequence[str], revision: str = "main") -> HubEvidence:
+        """A revision other than main is answered from ``ok["<repo>@<sha>"]`` (absent: not there)."""
+        self.asked.append((repo_id, repo_type, tuple(expected)) + ((revision,) if revision != "main" else ()))
+        got = self.ok.get(repo_id, False) if revision == "main" else self.ok.get(f"{repo_id}@{revision}", False)
         return HubEvidence(got, f"{repo_type} {repo_id}: {'all present' if got else 'repo not on the hub'}")

@@ -18,7 +18,9 @@ Uploads (``HfApi.create_repo``, ``upload_folder``/``create_commit`` of small fil
 /api/repos/create`` → ``{"url"}`` (409 when it exists and ``exist_ok`` is not sent); ``POST
 /api/{type}s/{repo_id}/preupload/{rev}`` → every file ``uploadMode: regular`` (no LFS, no xet);
 ``POST /api/{type}s/{repo_id}/commit/{rev}`` (ndjson: header, then ``file`` lines, base64) → the
-repo is created if needed and holds those paths (``uploads`` keeps each commit's paths).
+repo is created if needed and holds those paths (``uploads`` keeps each commit's paths); the
+answer's ``commitOid`` (unique per commit) is then a revision: ``…/revision/<oid>`` lists the
+repo's tree as that commit left it (its parent's files and its own), as the hub does.
 
 ``fail_status`` makes every request answer that status (e.g. 500); ``require_token`` answers 401
 ``Invalid credentials in Authorization header`` unless ``Authorization: Bearer <token>`` is sent.
@@ -54,6 +56,7 @@ class HubStub:
         self.require_token: str | None = None
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.uploads: list[tuple[str, str, list[str]]] = []  # (repo_type, repo_id, paths) per commit
+        self.commits: dict[tuple[str, str, str], list[str]] = {}  # (type, repo, oid) -> its tree
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -131,6 +134,9 @@ class HubStub:
         if not rest:
             return 200, self._info(repo_id, files), {}
         if len(rest) >= 2 and rest[0] == "revision":
+            tree = self.commits.get((repo_type, repo_id, rest[1]))
+            if tree is not None:
+                return 200, self._info(repo_id, tree), {}
             return self._with_rev(rest[1], lambda: self._info(repo_id, files))
         if len(rest) >= 2 and rest[0] == "tree":
             query = parse_qs(url.query)
@@ -170,7 +176,8 @@ class HubStub:
                 have = self.repos.setdefault((repo_type, repo_id), [])
                 have += [p for p in paths if p not in have]
                 self.uploads.append((repo_type, repo_id, paths))
-            oid = _oid(repo_id + "".join(paths))
+                oid = _oid(f"{repo_id}#{len(self.uploads)}" + "".join(paths))
+                self.commits[(repo_type, repo_id, oid)] = list(have)
             return 200, {"commitUrl": f"{self.url}/{repo_id}/commit/{oid}", "commitOid": oid}, {}
         return 404, {"error": "stub: no such endpoint"}, {}
 

@@ -2,7 +2,9 @@
 
 A job on the local cluster (a consolidate sbatch job) "uploads" with one HTTP PUT per file:
 ``PUT /{model|dataset}/{org}/{name}/{path}`` adds ``path`` to that repo of the read stub, so the
-sweep's hub check (huggingface_hub against the read stub's URL) sees it from then on. The real
+sweep's hub check (huggingface_hub against the read stub's URL) sees it from then on; each PUT is
+one commit, answered with its URL (``<hub>/[datasets/]<org>/<name>/commit/<oid>``, as
+huggingface_hub prints a commit) whose oid the read stub then serves as a revision. The real
 hub's upload API (preupload, LFS, commit) is not imitated: production consolidate scripts use
 their own client; what the sweep relies on is only the hub's listing afterwards.
 """
@@ -16,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from hf_hub_stub import HubStub, Repos, hub_stub
+from hf_hub_stub import HubStub, Repos, _oid, hub_stub
 
 
 @contextmanager
@@ -31,14 +33,22 @@ def uploading_hub(repos: Repos) -> Iterator[tuple[HubStub, str]]:
                 self.rfile.read(size)
                 if len(parts) < 4 or parts[0] not in ("model", "dataset"):
                     self.send_response(404)
+                    body = b""
                 else:
-                    files = stub.repos.setdefault((parts[0], f"{parts[1]}/{parts[2]}"), [])
+                    repo = f"{parts[1]}/{parts[2]}"
+                    files = stub.repos.setdefault((parts[0], repo), [])
                     path = "/".join(parts[3:])
                     if path not in files:
                         files.append(path)
+                    stub.uploads.append((parts[0], repo, [path]))
+                    oid = _oid(f"{repo}#{len(stub.uploads)}{path}")
+                    stub.commits[(parts[0], repo, oid)] = list(files)
+                    kind = "datasets/" if parts[0] == "dataset" else ""
+                    body = f"{stub.url}/{kind}{repo}/commit/{oid}\n".encode()
                     self.send_response(200)
-                self.send_header("Content-Length", "0")
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:
                 pass

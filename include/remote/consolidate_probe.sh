@@ -5,7 +5,8 @@
 # DIRS (array: candidate chunk trees), CONS (array: tracked consolidate job ids), LOGS (array:
 # their log paths, same order) and TAIL_BYTES. Controller calls: ONE squeue, ONE sacct.
 # Records: squeue, sacct, dir:<k> for each chunk tree that is a directory, then for each
-# consolidate job sacct does not call COMPLETED or live: tail:<k>, notail:<k> or nolog:<k>.
+# consolidate job that ended (sacct neither live nor missing): tail:<k>, notail:<k> or nolog:<k>
+# (a failure's traceback; a COMPLETED one's hub commit URL, the evidence of its own upload).
 run squeue squeue -u "$U" -o "$SQUEUE_FORMAT"
 RO=$T/sacct run sacct sacct -j "$JOB_IDS" -X -P -n --delimiter="$M" -S "now-${LOOKBACK_DAYS}days" -o "$SACCT_JOBS_FORMAT"
 k=0
@@ -18,7 +19,7 @@ while IFS= read -r line; do
   case $line in *"$M"*"$M"*) ;; *) continue ;; esac
   jid=${line%%"$M"*}; state=${line#*"$M"}; state=${state%%"$M"*}
   case $state in
-    COMPLETED*|RUNNING*|PENDING*|REQUEUED*|RESIZING*|SUSPENDED*|COMPLETING*|CONFIGURING*) ;;
+    RUNNING*|PENDING*|REQUEUED*|RESIZING*|SUSPENDED*|COMPLETING*|CONFIGURING*) ;;
     *) ENDED[$jid]=1 ;;
   esac
 done <"$T/sacct"

@@ -22,7 +22,7 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.consolidate.plan import consolidate_config
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
-from sweep_core.handoffs.upload.salvage import salvaged, with_open
+from sweep_core.handoffs.upload.salvage import own_uploads, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.ledger.acts import read_ledger, record_acts
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
@@ -62,6 +62,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         run_script=ssh_runner(limits, log),
         hub_check=hub_check(),
         salvaged=frozenset(salvaged(ledger)),
+        own=own_uploads(ledger),
     )
     # a consolidated flavor's trees stay until its array is released (tracker row advanced)
     hold_back(got.decisions, consolidate_config(load_sweep_config(sweep_yaml).consolidate), consolidated)

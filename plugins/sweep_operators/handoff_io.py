@@ -41,13 +41,13 @@ def hub_check() -> HubCheck:
     that needs no hub evidence never builds it; huggingface_hub loads at run time only)."""
     checker: Any = None
 
-    def check(repo_id: str, repo_type: str, expected: Sequence[str]) -> HubEvidence:
+    def check(repo_id: str, repo_type: str, expected: Sequence[str], revision: str = "main") -> HubEvidence:
         nonlocal checker
         if checker is None:
             from sweep_operators.hf_hub import HubChecker
 
             checker = HubChecker.from_connection()
-        return checker.check(repo_id, repo_type=repo_type, expected=list(expected))
+        return checker.check(repo_id, repo_type=repo_type, expected=list(expected), revision=revision)
 
     return check
 

@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.safe_names import CONSOLIDATE_JOB_DERIVED, CONSOLIDATE_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -32,6 +33,7 @@ class ConsolidateCommand(StrictModel):
             raise ValueError("must start with sbatch (consolidate runs as a batch job, never on the login node)")
         if "--parsable" not in value:
             raise ValueError("must pass --parsable (the job id is read from sbatch's output)")
+        check_argv_template(value, CONSOLIDATE_PLACEHOLDERS, CONSOLIDATE_JOB_DERIVED, "argv", strict=False)
         return value
 
 

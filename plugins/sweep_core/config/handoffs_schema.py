@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sweep_core.config.relaunch_schema import BreakerConfig, RelaunchConfig, StandingPermission
 from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.safe_names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Positive = Annotated[int, Field(gt=0)]
@@ -35,6 +36,12 @@ class Flavor(StrictModel):
         description="argv of the upload job when the hub lacks the artifact (starts with sbatch; templates "
         "{name} {job_id} {cluster} {root} {org} {hub_repo} {artifact_dir} {step}); () = none",
     )
+
+    @field_validator("upload")
+    @classmethod
+    def _templates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        check_argv_template(value, UPLOAD_PLACEHOLDERS, UPLOAD_JOB_DERIVED, "upload", strict=False)
+        return value
 
 
 _MODEL = HubRepo(repo="{org}/{name}", type="model", expected=("config.json", "*.safetensors"))

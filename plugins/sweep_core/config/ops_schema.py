@@ -8,10 +8,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
+from sweep_core.safe_names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -65,6 +66,12 @@ class UploadCommand(StrictModel):
     argv: Tup[Annotated[str, Field(min_length=1)]] = Field(
         min_length=1, description="starts with sbatch; templates as cleanup.flavors.*.upload"
     )
+
+    @field_validator("argv")
+    @classmethod
+    def _templates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        check_argv_template(value, UPLOAD_PLACEHOLDERS, UPLOAD_JOB_DERIVED, "argv", strict=False)
+        return value
 
 
 class OpsFrontMatter(StrictModel):

@@ -8,12 +8,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from sweep_core.config.schema_base import Regex, StrictModel, Tup
+from sweep_core.safe_names import check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Positive = Annotated[int, Field(gt=0)]
+
+# ops.md relaunch_commands templates: every placeholder, and those whose value comes from the job
+# (its name, ids, the bad nodes its log named), never allowed inside shell code.
+RELAUNCH_PLACEHOLDERS = ("job_id", "name", "array_job", "task", "exclude", "controller")
+RELAUNCH_JOB_DERIVED = ("job_id", "name", "array_job", "task", "exclude")
 
 # Failure kinds read off a flag's evidence (sweep_core.handoffs.cancel.relaunch_policy).
 FIXABLE_KINDS = ("wedge", "nccl_timeout", "rpc_timeout", "node_fail", "preemption")
@@ -126,3 +132,9 @@ class RelaunchCommand(StrictModel):
 
     match: Regex = Field(description="regex over job names")
     argv: Tup[NonEmpty] = Field(min_length=1, description="e.g. [sbatch, --parsable, -J, '{name}', run.sbatch]")
+
+    @field_validator("argv")
+    @classmethod
+    def _templates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        check_argv_template(value, RELAUNCH_PLACEHOLDERS, RELAUNCH_JOB_DERIVED, "argv")
+        return value

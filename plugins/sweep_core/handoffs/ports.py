@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from sweep_core.config.ops import ClusterConfig, OpsConfigError
 from sweep_core.handoffs.hub_evidence import HubEvidence
@@ -18,8 +19,15 @@ from sweep_core.slurm.gather import GatherOutput
 RunScript = Callable[[ClusterConfig, str, str, str], tuple[GatherOutput | None, str]]
 # cluster name -> its ops.md, read now; raises OpsConfigError.
 LoadCluster = Callable[[str], ClusterConfig]
-# (repo id, repo type, expected globs) -> the evidence; never raises (UNKNOWN is ok=None).
-HubCheck = Callable[[str, str, Sequence[str]], HubEvidence]
+
+
+class HubCheck(Protocol):
+    """(repo id, repo type, expected globs[, revision]) -> the evidence; never raises (UNKNOWN is
+    ok=None). ``revision``: a commit sha (this job's own upload) instead of the branch head."""
+
+    def __call__(self, repo_id: str, repo_type: str, expected: Sequence[str], revision: str = ...) -> HubEvidence: ...
+
+
 # (repo, files, message) -> commit id, '' when not a git repo, or "commit failed: ...".
 CommitFiles = Callable[[Path, list[Path], str], str]
 # One line for the task log (the dry-run plan a person reads).

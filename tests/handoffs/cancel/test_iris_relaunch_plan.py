@@ -47,3 +47,20 @@ def test_a_failed_command_is_said_with_its_output() -> None:
     assert relaunch_outcome("/sweep/x", 1, "Traceback ...\nConnectError\n").startswith(
         "stopped (iris KILLED); relaunch command FAILED (exit 1): Traceback"
     )
+
+
+def test_a_name_that_is_not_plain_is_neither_stopped_nor_relaunched() -> None:
+    cfg = parse_ops_text(OPS, "cw/ops.md", "cw")
+    stopped: list[list[dict]] = []
+
+    def stop(_cfg, jobs, _t):
+        stopped.append(jobs)
+        return {}, ""
+
+    def run_local(_cfg, argv, _t):
+        raise AssertionError(f"ran {argv}")
+
+    out = relaunch_iris(cfg, [_d("/sweep/x", "rl__x; touch F #")], confirm_timeout_s=5, command_timeout_s=5,
+                        dry_run=False, stop_iris=stop, run_local=run_local, say=print)  # fmt: skip
+    assert out["/sweep/x"].startswith("not relaunched: job name 'rl__x; touch F #' is not a plain name")
+    assert stopped == []  # refused before the stop: the job keeps running

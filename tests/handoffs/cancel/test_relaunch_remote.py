@@ -35,13 +35,24 @@ def test_the_requeue_line_names_an_array_task_by_its_task_id_never_the_array() -
 
 def test_an_ops_md_command_is_used_instead_with_every_value_quoted() -> None:
     cmd = RelaunchCommand.model_validate({"match": "^rl__", "argv": ["sbatch", "-J", "{name}", "relaunch.sbatch"]})
-    req = CancelRequest("local", "12", "rl__$(touch /tmp/x)", "kill-approval", "[liveness_stale] x")
+    req = CancelRequest("local", "12", "rl__a=1+b.2", "kill-approval", "[liveness_stale] x")
     d = CancelDecision(req, "cancel", state="RUNNING")
     plan = relaunch_plan(d, Evidence("12", req.name, requeue="1"), CancelConfig(), [cmd])
-    assert plan.command == ("sbatch", "-J", "rl__$(touch /tmp/x)", "relaunch.sbatch")
+    assert plan.command == ("sbatch", "-J", "rl__a=1+b.2", "relaunch.sbatch")
     assert shlex.split(plan.command_line()) == list(plan.command)  # one word each, nothing expanded
     script = build_requeue_script("sweep", [plan], "MK", 30)
-    assert "CMDS=(" in script and "'\"'\"'" in script  # the quoted command line, quoted again as a value
+    assert "CMDS=(" in script and "sbatch -J rl__a=1+b.2 relaunch.sbatch" in script
+
+
+def test_a_job_name_that_is_not_plain_never_fills_an_ops_md_command() -> None:
+    cmd = RelaunchCommand.model_validate({"match": "^rl__", "argv": ["sbatch", "-J", "{name}", "relaunch.sbatch"]})
+    for name in ("rl__$(touch /tmp/x)", "rl__x; touch F #", "rl__../../etc", "rl__a b"):
+        d = CancelDecision(CancelRequest("local", "12", name, "kill-approval", "[liveness_stale] x"), "cancel")
+        with pytest.raises(ValueError, match="is not a plain name"):
+            relaunch_plan(d, Evidence("12", name, requeue="1"), CancelConfig(), [cmd])
+        with pytest.raises(ValueError, match="is not a plain name"):
+            RelaunchJob("12", name, command=("sbatch", "x.sbatch"))
+    assert RelaunchJob("12", "rl__x; touch F #").command == ()  # a plain requeue: the name is only quoted
 
 
 def _out(records: dict[str, CommandResult]) -> GatherOutput:

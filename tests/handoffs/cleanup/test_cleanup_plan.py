@@ -62,7 +62,7 @@ def test_candidate_paths_and_hub_repo() -> None:
 
 @pytest.mark.parametrize("name", ["../../etc", "a/b", "..", ".hidden", "x y", ""])
 def test_unsafe_job_name_builds_no_path(name: str) -> None:
-    with pytest.raises(ValueError, match="not a plain directory name"):
+    with pytest.raises(ValueError, match="is not a plain name"):
         candidate_paths(CleanupTarget("leo", "1", name or "?/", "sft-job-cleanup"), AGENTIC, ("/work/art",), CFG)
 
 

@@ -81,7 +81,7 @@ def test_each_guard_refuses_with_its_reason_and_nothing_is_probed(tmp_path) -> N
     assert why["?"][0] == "blocked" and "lacks flavor" in why["?"][1]
     assert why["2"] == ("blocked", "unknown cleanup flavor 'no-such-skill'")
     assert why["abc"] == ("blocked", "job id 'abc' is not a Slurm job id")
-    assert why["3"][0] == "blocked" and "not a plain directory name" in why["3"][1]
+    assert why["3"][0] == "blocked" and "is not a plain name" in why["3"][1]
     assert why["4"][0] == "blocked" and why["4"][1].startswith("ops.md: /ops/nowhere/ops.md")
     assert why["5"] == ("blocked", "coreweave is iris/active: no POSIX tree to reap")
     assert why["6"] == ("blocked", "bare: ops.md has no artifact_roots")

@@ -3,7 +3,8 @@ trees, a real git tracker clone): the sweep hands the finished array to sweep_cl
 consolidate step submits a REAL consolidate sbatch job once; that job fails once (a Python
 traceback: reported, retried), then writes the consolidated dataset and uploads it to the HF hub
 STUB (tests/hf_hub_stub.py + its upload side); the tracker row goes ⏳ -> ✅ in a commit, and only
-then cleanup removes the chunk trees and verifies the reclaim."""
+then cleanup removes the chunk trees and verifies the reclaim. The name is reused: the hub already
+holds an earlier dataset under it, which releases nothing; the commit the job printed does."""
 
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
     repo = _tracker(tmp_path, array, name)
     tracker = repo / "datagen" / "TRACKER.md"
 
-    with uploading_hub({}) as (hub, upload_url):
+    earlier = {("dataset", f"{ORG}/{name}"): ["data/train-00000-of-00001.parquet"]}  # a reused name
+    with uploading_hub(earlier) as (hub, upload_url):
         env = {"HF_ENDPOINT": hub.url, "SWEEP_CONFIG": str(_config(tmp_path, script, upload_url)),
                "SWEEP_TRACKER_REPO": str(repo)}  # fmt: skip
 
@@ -150,7 +152,7 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
         j1 = _step(first)["job"]
         assert _step(first)["action"] == "submitted"
         held = first.values["plan"]["decisions"][0]
-        assert held["action"] == "blocked" and "not on the hub" in held["reasons"][0]  # no dataset yet
+        assert held["action"] == "blocked" and held["paths"] == []  # not consolidated by this array yet
         assert _files(base / "chunks") == 3
         c.wait_finished(j1, "FAILED", timeout=90)
         assert _accounted(name, 1) == [j1]
@@ -171,12 +173,12 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
         assert s2["action"] == "submitted" and s2["job"] != j1
         assert "ValueError: chunk c2 has a different schema" in s2["reasons"][0]
         c.wait_finished(s2["job"], "COMPLETED", timeout=90)
-        assert ("dataset", f"{ORG}/{name}") in hub.repos  # the job uploaded to the STUB
+        assert hub.uploads and hub.uploads[-1][1] == f"{ORG}/{name}"  # the job uploaded to the STUB
 
         # COMPLETED + on the hub: the tracker row advances (a commit), then the chunk trees go
         done = run_dag("sweep_cleanup", {"jobs": [], "dry_run": False}, tmp_path, **env)
         assert done.state == "success", done.task_states
-        assert _step(done)["action"] == "advance"
+        assert _step(done)["action"] == "advance" and "at its commit" in _step(done)["hub"]
         deleted = done.values["plan"]["decisions"][0]
         assert deleted["action"] == "delete", deleted
         # re-run: nothing submitted or written twice

@@ -30,6 +30,8 @@ ARGV = ["sbatch", "--parsable", "-J", "{job_name}", "/opt/consolidate.sbatch", "
 CONS = ConsolidateSection.model_validate(
     {"flavors": {"datagen-job-cleanup": {"argv": ARGV, "max_retries": 1}}, "tracker": "datagen/TRACKER.md"}
 )
+SHA = "c0ffee" + "0" * 34
+LOG = f"consolidated 3 rows\nhttps://hub.example/datasets/org/{NAME}/commit/{SHA}\n"  # its own upload
 TRACEBACK = (
     'Traceback (most recent call last):\n  File "consolidate.py", line 9, in <module>\n'
     "pyarrow.lib.ArrowInvalid: chunk 7 has a different schema\n"
@@ -174,16 +176,21 @@ def test_submitted_once_then_tracked_with_one_sacct(tmp_path) -> None:
 
 def test_completed_on_the_hub_advances_the_tracker_row_and_releases_cleanup(tmp_path, tracker_repo) -> None:
     _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
-    hub = FakeHub({f"org/{NAME}": True})
+    hub = FakeHub({f"org/{NAME}@{SHA}": True})  # the commit its log names
     # COMPLETED but not on the hub yet: held
     got = _run(
-        FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"})}), FakeHub(), tmp_path, repo=tracker_repo
+        FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=LOG)}),
+        FakeHub(),
+        tmp_path,
+        repo=tracker_repo,
     )
     assert (
         _step(got)["action"] == "blocked" and "COMPLETED but the dataset is not on the hub" in _step(got)["reasons"][0]
     )
     assert got["release"] == []
-    got = _run(FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"})}), hub, tmp_path, repo=tracker_repo)
+    got = _run(
+        FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=LOG)}), hub, tmp_path, repo=tracker_repo
+    )
     s = _step(got)
     assert s["action"] == "advance" and got["release"] == [f"local|{ARRAY}"]
     text = (tracker_repo / "datagen" / "TRACKER.md").read_text()
@@ -202,15 +209,33 @@ def test_completed_on_the_hub_advances_the_tracker_row_and_releases_cleanup(tmp_
     assert [d.action for d in (d_ok, d_held, d_rl)] == ["delete", "blocked", "delete"]
     assert d_held.paths == [] and "consolidate not finished" in d_held.reasons[0]
     # a later run: done earlier, nothing submitted again, still released
-    again = _run(FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"})}), hub, tmp_path, repo=tracker_repo)
+    again = _run(
+        FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=LOG)}), hub, tmp_path, repo=tracker_repo
+    )
     assert _step(again)["action"] == "done" and again["release"] == [f"local|{ARRAY}"]
 
 
-def test_dataset_already_on_the_hub_needs_no_consolidate(tmp_path, tracker_repo) -> None:
-    ssh = FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit()})
-    got = _run(ssh, FakeHub({f"org/{NAME}": True}), tmp_path, repo=tracker_repo)
-    assert _step(got)["action"] == "advance" and ("local", "consolidate submit") not in ssh.whats()
-    assert f"| {ARRAY} |  | ✅ |" in (tracker_repo / "datagen" / "TRACKER.md").read_text()
+def test_a_dataset_of_the_same_name_already_on_the_hub_is_not_this_arrays(tmp_path, tracker_repo) -> None:
+    """A reused datagen name: the hub holds an earlier dataset under {org}/{name}. This array is
+    consolidated anyway, and its COMPLETED job advances only on the commit its own log names."""
+    earlier = FakeHub({f"org/{NAME}": True})
+    ssh = FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")})
+    got = _run(ssh, earlier, tmp_path, repo=tracker_repo)
+    assert _step(got)["action"] == "submitted" and got["release"] == []
+    assert earlier.asked == []  # never asked to skip a consolidation
+    # COMPLETED, but its log names no commit (or one of another repo): held, whatever the name holds
+    other = f"done\nhttps://hub.example/datasets/org/other/commit/{SHA}\n"
+    got = _run(FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=other)}), earlier, tmp_path,
+               repo=tracker_repo)  # fmt: skip
+    s = _step(got)
+    assert s["action"] == "blocked" and "names no commit to it" in s["reasons"][0] and got["release"] == []
+    assert "| ⏳ |" in (tracker_repo / "datagen" / "TRACKER.md").read_text()
+    # its own commit on the hub: advanced, cleanup released
+    own = FakeHub({f"org/{NAME}@{SHA}": True})
+    got = _run(FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=LOG)}), own, tmp_path,
+               repo=tracker_repo)  # fmt: skip
+    assert _step(got)["action"] == "advance" and got["release"] == [f"local|{ARRAY}"]
+    assert own.asked == [(f"org/{NAME}", "dataset", ("**/*.parquet",), SHA)]
 
 
 def test_failed_consolidate_reported_with_its_traceback_and_retried_at_most_n_times(tmp_path) -> None:
@@ -272,3 +297,40 @@ def test_the_sweep_triggers_cleanup_while_a_consolidation_is_in_flight(tmp_path)
 def test_a_consolidate_command_must_be_an_sbatch_with_parsable(argv, why) -> None:
     with pytest.raises(ValidationError, match=why):
         ConsolidateSection.model_validate({"flavors": {"datagen-job-cleanup": {"argv": argv}}})
+
+
+def _commit_all(repo: Path, msg: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", msg], check=True
+    )
+
+
+@pytest.mark.parametrize("link", ["file", "dir"])
+def test_a_tracker_symlink_committed_in_the_clone_is_refused_and_the_outside_file_untouched(
+    tmp_path, tracker_repo, link
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "TRACKER.md"
+    victim.write_text("my notes, not a tracker\n")
+    if link == "file":  # datagen/TRACKER.md -> a file outside the clone
+        (tracker_repo / "datagen" / "TRACKER.md").unlink()
+        (tracker_repo / "datagen" / "TRACKER.md").symlink_to(victim)
+    else:  # datagen -> a dir outside the clone
+        subprocess.run(["rm", "-r", str(tracker_repo / "datagen")], check=True)
+        (tracker_repo / "datagen").symlink_to(outside)
+    _commit_all(tracker_repo, "a colleague's symlink")
+    head = subprocess.run(["git", "-C", str(tracker_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
+    hub = FakeHub({f"org/{NAME}@{SHA}": True})
+    got = _run(
+        FakeSsh({"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=LOG)}), hub, tmp_path, repo=tracker_repo
+    )
+    s = _step(got)
+    assert s["action"] == "blocked" and "is a symlink" in s["reasons"][-1] and "not followed" in s["reasons"][-1]
+    assert victim.read_text() == "my notes, not a tracker\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["TRACKER.md"]
+    after = subprocess.run(["git", "-C", str(tracker_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert after == head  # nothing committed
+    assert got["release"] == []  # cleanup's trees stay held: the row was not advanced

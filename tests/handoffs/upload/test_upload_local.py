@@ -3,7 +3,8 @@ is a real sbatch job (tests/fixtures/upload/hf_upload_job.py, huggingface_hub's 
 that uploads to the HF hub STUB (tests/hf_hub_stub.py, reached through HF_ENDPOINT in the job's
 environment); the next sweep_cleanup run sees it on the stub, deletes the trees and verifies the
 reclaim. A failing upload is reported with its traceback, retried, then given up. A collapse
-cancelled through the real approval is salvaged at the step before the collapse."""
+cancelled through the real approval is salvaged at the step before the collapse: an earlier upload
+under the same name does not release the rm, the commit its own upload job printed does."""
 
 from __future__ import annotations
 
@@ -114,7 +115,10 @@ def test_a_missing_upload_is_submitted_once_then_cleaned(local_cluster, tag, tmp
         c.wait_finished(up, "COMPLETED", timeout=120)
         assert hub.uploads and hub.uploads[0][1] == f"{ORG}/{name}"
 
-        # a run by hand with no jobs: the ledger's open upload is planned by itself
+        # a run by hand with no jobs: the ledger's open upload is planned by itself; its log's
+        # commit is read after the plan asked the hub, so the hub is asked for it next run
+        wait = _cleanup(logs, [], cfg, hub.url)
+        assert wait.task_states["delete"] == "skipped" and "COMPLETED with commit" in _row(wait, jid)[6]
         two = _cleanup(logs, [], cfg, hub.url)
         assert two.task_states["delete"] == "success" and two.task_states["verify"] == "success"
         assert _row(two, jid)[5] == "VERIFIED" and "landed" in _row(two, jid)[6]
@@ -166,7 +170,8 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
     logs = tmp_path / "logs"
     ev = f"[rl_collapse] CRITICAL local RL {jid} {name}: step 42: reward drop 0.61→0.02, entropy 0.1 → cancel+salvage"
     flavor = "rl-agentic-job-cleanup"
-    with hub_stub({}) as hub:
+    earlier = {("model", f"{ORG}/{name}"): ["config.json", "model-old.safetensors"]}  # another run, same name
+    with hub_stub(earlier) as hub:
         cfg = _config(tmp_path, hub.url, flavor)
         conf = {"jobs": [{"cluster": "local", "job_id": jid, "name": name, "action": "cancel+salvage", "evidence": ev}]}
         with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
@@ -178,6 +183,7 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
         assert len(salvage) == 1 and salvage[0]["step"] == "41" and salvage[0]["flavor"] == flavor
 
         one = _cleanup(logs, [], cfg, hub.url)  # nothing handed: the ledger's salvage is planned
+        assert one.task_states["delete"] == "skipped" and (tree / "checkpoints" / "step_41").exists()
         row = _row(one, jid)
         assert row[3] == "salvage step 41" and row[5] == "submitted"
         up = row[4]
@@ -185,8 +191,10 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
         assert hub.repos[("model", f"{ORG}/{name}")] and any(
             f == "config.json" for f in hub.repos[("model", f"{ORG}/{name}")]
         )
+        wait = _cleanup(logs, [], cfg, hub.url)  # its commit read: asked of the hub next run
+        assert wait.task_states["delete"] == "skipped" and "COMPLETED with commit" in _row(wait, jid)[6]
         two = _cleanup(logs, [], cfg, hub.url)
-        assert _row(two, jid)[5] == "VERIFIED"
+        assert _row(two, jid)[5] == "VERIFIED" and "/revision/" in str(hub.requests)
         assert two.values["verify"]["local"]["left"] == [] and not (tree / "checkpoints").exists()
         log = Path(two.values["record"]).read_text()
         assert "salvage step 41" in log and "deleted" in log

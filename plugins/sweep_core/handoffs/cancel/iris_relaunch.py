@@ -14,6 +14,7 @@ from typing import Any
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.handoffs.cancel.iris import IrisStop, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.plan import CancelDecision
+from sweep_core.handoffs.cancel.relaunch_remote import command_argv
 from sweep_core.handoffs.ports import Say
 
 IRIS_ID_RE = re.compile(r"^(/[\w.-]+(?:/[\w.-]+)+)\s*$", re.M)
@@ -24,12 +25,13 @@ RunLocal = Callable[[ClusterConfig, Sequence[str], int], tuple[int, str]]
 
 
 def iris_command(cfg: ClusterConfig, job_id: str, name: str) -> tuple[str, ...]:
-    """The ops.md relaunch argv for this iris job, templates filled (() = none matches)."""
+    """The ops.md relaunch argv for this iris job, templates filled (() = none matches); ValueError
+    for a job name that is not plain (relaunch_remote.command_argv)."""
     cmd = next((c for c in cfg.relaunch_commands if c.match.search(name)), None)
     if cmd is None:
         return ()
     fill = {"job_id": job_id, "name": name, "controller": cfg.controller_url, "exclude": ""}
-    return tuple(a.format(**fill) for a in cmd.argv)
+    return command_argv(cmd.argv, fill)
 
 
 def relaunch_iris(
@@ -45,10 +47,15 @@ def relaunch_iris(
 ) -> dict[str, str]:
     """Job id -> outcome: ONE stop call for all (re-check, terminate, wait for KILLED), then per job
     that is KILLED its ops.md command; a job not stopped is never relaunched."""
-    cmds = {d.request.job_id: iris_command(cfg, d.request.job_id, d.request.name) for d in decisions}
+    cmds: dict[str, tuple[str, ...]] = {}
     out: dict[str, str] = {}
     todo = []
     for d in decisions:
+        try:
+            cmds[d.request.job_id] = iris_command(cfg, d.request.job_id, d.request.name)
+        except ValueError as exc:
+            out[d.request.job_id] = f"not relaunched: {exc}"
+            continue
         if not cmds[d.request.job_id]:
             out[d.request.job_id] = f"not relaunched: {NO_COMMAND}"
         else:

@@ -20,21 +20,13 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.schema_base import section
+from sweep_core.safe_names import JOB_ID_RE, MAX_NAME, check_job_line
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
 from sweep_core.vocab import CANCEL_ACTIONS, Action
 
-JOB_ID_RE = re.compile(r"^\d{1,12}(_\d{1,9})?$")
 IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # /<user>/<job>[/...]
-MAX_NAME = 200  # Slurm job names are at most 200 characters
-
-
-def check_slurm_job(job_id: str, name: str) -> None:
-    """ValueError unless ``job_id`` is a Slurm job id and ``name`` a one-line job name (before any script)."""
-    if not JOB_ID_RE.match(job_id):
-        raise ValueError(f"job id {job_id!r} is not a Slurm job id")
-    if not name or len(name) > MAX_NAME or any(c in name for c in "\n\r\0"):
-        raise ValueError(f"job name {name[:80]!r} is empty, too long or not one line")
+check_slurm_job = check_job_line  # the quoted identity check (safe_names); paths and templates: plain_name
 
 
 class CancelConfigError(ValueError):

@@ -30,6 +30,7 @@ from sweep_core.handoffs.cancel.relaunch_remote import (
     RelaunchJob,
     build_evidence_script,
     build_requeue_script,
+    command_argv,
     read_evidence,
     read_requeue,
     requeue_line,
@@ -170,7 +171,7 @@ def relaunch_plan(
     cmd = next((c for c in commands if c.match.search(r.name)), None)
     array, _, task = r.job_id.partition("_")
     fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task, "exclude": ",".join(bad.nodes)}
-    argv = tuple(a.format(**fill) for a in cmd.argv) if cmd else ()
+    argv = command_argv(cmd.argv, fill) if cmd else ()  # ValueError: a name that is not plain
     pending = series_pending(ledger, r.cluster, r.job_id, r.name, rcfg.max_pending_excluded) if bad.nodes else []
     return RelaunchJob(
         r.job_id,
@@ -220,10 +221,17 @@ def relaunch_jobs(
                 say(f"{cluster} {d.request.job_id} {d.request.name}: {LEFT_ALONE}: {why}")
             else:
                 go.append((d, ev))
-        if not go:
+        plans, kept = [], []
+        for d, ev in go:
+            try:
+                plans.append(relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger))
+                kept.append((d, ev))
+            except ValueError as exc:  # the name may not fill the ops.md command: nothing sent
+                results[cluster][d.request.job_id] = f"not relaunched: {exc}"
+        go = kept
+        if not plans:
             continue
         evs = [ev for _, ev in go]
-        plans = [relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger) for d, ev in go]
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")

@@ -5,7 +5,8 @@ evidence: include/remote/relaunch_evidence.sh: ONE ``squeue -O`` listing for the
 requeue : include/remote/relaunch_requeue.sh: re-check in the same script (ONE squeue: RUNNING,
           same name), the checkpoint signal + grace, ``scontrol update Requeue=1`` where allowed,
           ``scontrol requeue <id>`` (array tasks by task id) or scancel + the ops.md command.
-Every value is shlex-quoted into the script's header; ids and names are checked first.
+Every value is shlex-quoted into the script's header; ids and names are checked first, and an
+ops.md relaunch command is filled only for a plain job name (sweep_core.safe_names).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
+from sweep_core.safe_names import check_plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
@@ -137,6 +139,14 @@ def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_pa
     return found
 
 
+def command_argv(argv: Sequence[str], values: Mapping[str, str]) -> tuple[str, ...]:
+    """An ops.md ``relaunch_commands`` argv with its placeholders filled (checked at load time by
+    the schema); ValueError, nothing filled, when the job's name is not a plain name: a name never
+    reaches a command that a template might hand to a shell."""
+    check_plain_name(values.get("name", ""), "job name")
+    return tuple(a.format(**values) for a in argv)
+
+
 @dataclass(frozen=True)
 class RelaunchJob:
     """An approved (or standing-permitted) relaunch, as the requeue script gets it."""
@@ -154,6 +164,8 @@ class RelaunchJob:
 
     def __post_init__(self) -> None:
         _check(self.job_id, self.name)
+        if self.command:
+            check_plain_name(self.name, "job name")
         if not SIGNAL_RE.match(self.signal):
             raise ValueError(f"signal {self.signal!r} is not a signal name or number")
         for v in (self.exclude, *self.bad):

@@ -27,6 +27,7 @@ from sweep_core.handoffs.chain.plan import (
     parse_job_id,
     view_from,
 )
+from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import TrackerSettings
 from sweep_core.handoffs.harvest.tracker_edit import fill_row
@@ -141,9 +142,14 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
     if view.jobs is None:
         run.notes.append(f"{series.name}: {series.cluster} {view.problem}: nothing advanced")
         return
-    tracker = Path(run.trackers.repo).resolve() / series.tracker if run.trackers else None
-    if tracker is None:
+    tracker = None
+    if run.trackers is None:
         run.notes.append(f"{series.name}: no tracker repo configured: leg 2 cannot record the eval")
+    else:
+        try:
+            tracker = clone_file(run.trackers.repo, series.tracker)
+        except OutsideClone as exc:
+            run.notes.append(f"{series.name}: tracker refused: {exc}: leg 2 cannot record the eval")
     done_sft = completed_cells(series, view)
     known = {k.split("/", 1)[1] for k in run.state if k.startswith(series.name + "/")}
     submissions: list[Step] = []

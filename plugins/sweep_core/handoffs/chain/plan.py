@@ -22,10 +22,10 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import HfChainSection
 from sweep_core.config.schema_base import section
+from sweep_core.safe_names import check_plain_name
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import END_RECORD, script_file, shell_header
 
-_CELL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 LEGS = ("sft", "upload", "eval", "done")
 
 
@@ -151,8 +151,7 @@ class Step:
 
 def cell_values(series: Series, cell: str, sft_job: str, org: str, artifact_dir: str) -> dict[str, str]:
     """Template values of one cell; the cell name must be a plain name (it comes from a job name)."""
-    if not _CELL.match(cell) or ".." in cell:
-        raise ValueError(f"cell {cell!r} is not a plain name")
+    check_plain_name(cell, "cell")
     return {
         "cell": cell,
         "sft_job": sft_job,

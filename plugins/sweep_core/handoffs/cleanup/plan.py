@@ -26,10 +26,10 @@ from typing import Any
 from sweep_core.config.handoffs_schema import CleanupSection
 from sweep_core.config.schema_base import default_of, section
 from sweep_core.models import Flag
+from sweep_core.safe_names import check_plain_name
 from sweep_core.vocab import cleanup_flavor
 
 DEFAULT_ARTIFACT_DIR: str = default_of(CleanupSection, "artifact_dir")  # the schema's, for the guards' callers
-_SANE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 _SANE_SUBDIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
 
 
@@ -146,8 +146,7 @@ def candidate_paths(target: CleanupTarget, spec: FlavorSpec, roots: tuple[str, .
     """The unresolved paths of the trees to delete: every delete subdir under every root.
 
     Raises ValueError for a job name that could climb out of the root (``/``, ``..``)."""
-    if not _SANE_NAME.match(target.name) or ".." in target.name:
-        raise ValueError(f"job name {target.name!r} is not a plain directory name: refusing to build a path")
+    check_plain_name(target.name)
     out = []
     for root in roots:
         base = cfg.artifact_dir.format(root=root.rstrip("/"), name=target.name, job_id=target.array_id)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from sweep_core.handoffs.cleanup.plan import (
     CleanupConfig,
     CleanupDecision,
     CleanupTarget,
+    HubArtifact,
     candidate_paths,
     decide,
     hub_repo_id,
@@ -90,6 +92,18 @@ def reclaim_texts(out: GatherOutput, cfg: ClusterConfig) -> dict[str, str]:
     return texts
 
 
+def own_evidence(hub_check: HubCheck, repo: str, art: HubArtifact, revision: str) -> dict[str, Any]:
+    """The hub entry of a job the sweep salvaged or uploaded for: the expected files at the commit
+    its own upload wrote; none recorded yet = not on the hub (an earlier upload under the same
+    name is never its evidence, and the upload step submits or waits for its own)."""
+    entry: dict[str, Any] = {"repo_id": repo, "repo_type": art.repo_type, "revision": revision}
+    if not revision:
+        why = "this job's own upload has not landed (no commit of it recorded): a repo of the same name is not its evidence"
+        return {**entry, "ok": False, "reason": why}
+    ev = hub_check(repo, art.repo_type, list(art.expected), revision=revision)
+    return {**entry, "ok": ev.ok, "reason": f"its own upload's commit {revision[:12]}: {ev.reason}"}
+
+
 def plan_cluster(
     cluster: str,
     targets: list[CleanupTarget],
@@ -99,9 +113,12 @@ def plan_cluster(
     run_script: RunScript,
     hub_check: HubCheck,
     salvaged: frozenset[tuple[str, str]] = frozenset(),
+    own: Mapping[tuple[str, str], str] | None = None,
 ) -> None:
     """Decide every target of one cluster into ``plan``: the guards that need no cluster, one
-    read-only probe, the scheduler and path guards, then the hub for what is still deletable."""
+    read-only probe, the scheduler and path guards, then the hub for what is still deletable.
+    ``own``: (cluster, job id) -> its own upload's commit (upload.salvage.own_uploads)."""
+    own = own or {}
     cfg, why = active_slurm(load_cluster, cluster, "no POSIX tree to reap")
     if cfg is None:
         plan.decisions += [_blocked(t, why) for t in targets]
@@ -138,8 +155,12 @@ def plan_cluster(
             plan.decisions.append(pre)
             continue
         hub: list[dict[str, Any]] = []
-        for art in spec.hub:
+        for k, art in enumerate(spec.hub):
             repo = hub_repo_id(art, t, ccfg.hub_org)
+            key = (t.cluster, t.job_id)
+            if k == 0 and key in own:  # the repo its upload writes ({hub_repo}): that commit only
+                hub.append(own_evidence(hub_check, repo, art, own[key]))
+                continue
             ev = hub_check(repo, art.repo_type, list(art.expected))
             hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
         plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir, salvage))
@@ -156,11 +177,13 @@ def plan_cleanup(
     run_script: RunScript,
     hub_check: HubCheck,
     salvaged: frozenset[tuple[str, str]] = frozenset(),
+    own: Mapping[tuple[str, str], str] | None = None,
 ) -> CleanupPlan:
     """Apply every guard to the requested jobs and to the ``reclaim`` clusters' backlog.
 
     Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone).
-    ``salvaged``: (cluster, job id) of the jobs recorded for salvage (CANCELLED is their done-signal)."""
+    ``salvaged``: (cluster, job id) of the jobs recorded for salvage (CANCELLED is their done-signal);
+    ``own``: the jobs whose hub evidence is their own upload's commit (plan_cluster)."""
     held = load_backlog(backlog)
     raw_jobs = jobs_to_plan(jobs, held, reclaim)
     if not dry_run:
@@ -168,5 +191,5 @@ def plan_cleanup(
     by_cluster, bad = parse_targets(raw_jobs)
     plan = CleanupPlan(bad)
     for cluster, targets in by_cluster.items():
-        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, salvaged)
+        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, salvaged, own)
     return plan

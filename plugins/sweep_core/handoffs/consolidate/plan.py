@@ -6,11 +6,12 @@ Submitted only when ALL of these hold (each has its test):
   any destructive datagen consolidate+delete"), and no chunk of the array is listed by it;
 - ``sacct -j`` positively says COMPLETED for EVERY chunk (cleanup.plan's done-signal);
 - the chunk trees exist under an ops.md artifact root (that root is the command's ``{root}``);
-- the hub does not hold the dataset yet (it does: nothing to build, the row advances);
+- (a dataset of the same name already on the hub is NOT this array's: a reused name; the hub is
+  asked only for the commit this array's own consolidate job printed);
 - the ledger holds no submission in flight for the array (history.reserve re-checks under the lock).
 
-A tracked consolidate job: waiting while RUNNING/PENDING; COMPLETED + the dataset on the hub ->
-advance (the tracker row, then cleanup may delete); FAILED -> reported with its first real
+A tracked consolidate job: waiting while RUNNING/PENDING; COMPLETED + the dataset on the hub at
+the commit its log names (its own upload, consolidate.usecase) -> advance (the tracker row, then cleanup may delete); FAILED -> reported with its first real
 traceback and submitted again at most ``max_retries`` times, then given up (a person takes over).
 """
 
@@ -24,9 +25,10 @@ from sweep_core.config.consolidate_schema import ConsolidateCommand, Consolidate
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, _done_signal
+from sweep_core.safe_names import CONSOLIDATE_PLACEHOLDERS
 
 WAITING = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
-_PLACEHOLDER = re.compile(r"\{(name|job_id|cluster|root|org|job_name)\}")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(CONSOLIDATE_PLACEHOLDERS) + r")\}")
 
 
 class ConsolidateConfigError(ValueError):
@@ -169,18 +171,11 @@ def decide(
     if why:
         step.reasons.append(why)
         return step
-    if hub_ok is True:
-        step.action = "advance"
-        step.reasons.append(f"the dataset is on the hub already ({hub_reason}): nothing to consolidate")
-        return step
-    if hub_ok is None:
-        step.reasons.append(f"hub UNKNOWN ({hub_reason}): nothing submitted")
-        return step
     if not root:
         step.reasons.append("no chunk tree under any artifact root: nothing to consolidate")
         return step
     step.action, step.attempt = "submit", len(history.submissions) + 1
     step.argv = render_argv(cmd.argv, values)
     retry = f" (retry {history.failures}/{cmd.max_retries})" if history.failures else ""
-    step.reasons.append(f"every chunk COMPLETED, dataset not on the hub: consolidate{retry}")
+    step.reasons.append(f"every chunk COMPLETED, not consolidated by this array yet: consolidate{retry}")
     return step

@@ -15,6 +15,7 @@ from typing import Any
 
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.fanin.render import box_table
+from sweep_core.fanin.report import write_run_log
 from sweep_core.handoffs.chain.plan import build_submit_script, parse_job_id
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupTarget, candidate_paths, hub_repo_id
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
@@ -27,17 +28,19 @@ from sweep_core.handoffs.consolidate.history import (
     record,
     reserve,
 )
-from sweep_core.handoffs.consolidate.plan import Step, chunk_guard, decide, job_name
+from sweep_core.handoffs.consolidate.plan import Step, decide, job_name
 from sweep_core.handoffs.consolidate.remote import (
     ConsolidateProbe,
     build_probe_script,
     log_path,
     read_consolidate_probe,
 )
+from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import TrackerSettings
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
+from sweep_core.handoffs.upload.plan import commit_of
 from sweep_core.ledger.acts import read_ledger
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.remote_scripts import script_prelude
@@ -73,11 +76,26 @@ def consolidate_targets(jobs: list[Any], ccfg: CleanupConfig, cons: ConsolidateS
     return list(out.values())
 
 
-def _hub(run: _Run, t: CleanupTarget) -> tuple[bool | None, str]:
-    """Every hub repo of the flavor holds its files: True; False/None (UNKNOWN) with the reasons."""
+def _hub(run: _Run, t: CleanupTarget, job: str, tail: str) -> tuple[bool | None, str]:
+    """Every hub repo of the flavor holds its files: True; False/None (UNKNOWN) with the reasons.
+    The first repo (the one the consolidate job writes) is asked for the commit the job's log
+    names, never by its name alone: a reused datagen name finds an earlier dataset there."""
     oks, why = [], []
-    for art in run.ccfg.flavors[t.flavor].hub:
+    for k, art in enumerate(run.ccfg.flavors[t.flavor].hub):
         repo = hub_repo_id(art, t, run.ccfg.hub_org)
+        if k == 0:
+            rev = commit_of(tail, repo)
+            if not rev:
+                oks.append(False)
+                why.append(
+                    f"{art.repo_type} {repo}: the log of consolidate job {job} names no commit to it: "
+                    "a dataset of the same name is not this array's"
+                )
+                continue
+            ev = run.hub_check(repo, art.repo_type, list(art.expected), revision=rev)
+            oks.append(ev.ok)
+            why.append(f"{art.repo_type} {repo} at its commit {rev[:12]}: {ev.reason}")
+            continue
         ev = run.hub_check(repo, art.repo_type, list(art.expected))
         oks.append(ev.ok)
         why.append(f"{art.repo_type} {repo}: {ev.reason}")
@@ -128,12 +146,11 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
             (r.rstrip("/") for r in cfg.artifact_roots if found and found[0].startswith(r.rstrip("/") + "/")), ""
         )
         h = hist[t]
-        spec = run.ccfg.flavors[t.flavor]
         in_flight = bool(h.latest_job) and h.failed(h.latest_job) is None
         busy = h.done is not None or h.gave_up or not probe.state.squeue_ok or not probe.state.sacct_ok
-        # the hub is asked only when its answer can matter: a tracked job, or an array done
-        unasked = busy or (not in_flight and chunk_guard(t, spec, probe.state) is not None)
-        hub_ok, hub_why = (None, "not asked") if unasked else _hub(run, t)
+        # the hub is asked only for a tracked job's own commit (never to skip a consolidation)
+        tail = probe.tails.get(h.latest_job, "")
+        hub_ok, hub_why = (None, "not asked") if busy or not in_flight else _hub(run, t, h.latest_job, tail)
         values = {
             "name": t.name,
             "job_id": t.array_id,
@@ -142,7 +159,6 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
             "org": run.ccfg.hub_org,
             "job_name": job_name(cmd, t),
         }
-        tail = probe.tails.get(h.latest_job, "")
         step = decide(t, run.ccfg.flavors[t.flavor], cmd, probe.state, h, root, hub_ok, hub_why, values, tail)
         if step.action == "failed":
             if not tail and h.latest_job in probe.tail_problems:
@@ -230,7 +246,18 @@ def _advance(run: _Run) -> None:
     todo = [s for s in run.steps if s.action == "advance"]
     if not todo:
         return
-    path = Path(run.trackers.repo).resolve() / run.cons.tracker if run.trackers and run.cons.tracker else None
+    path, refused = None, ""
+    if run.trackers and run.cons.tracker:
+        try:
+            path = clone_file(run.trackers.repo, run.cons.tracker)
+        except OutsideClone as exc:
+            refused = f"datagen tracker refused: {exc}"
+    if refused:
+        for s in todo:
+            s.action = "blocked"
+            s.reasons.append(refused)
+        run.notes.append(refused)
+        return
     if run.dry_run:
         for s in todo:
             where = f"{path} row of array {s.target.array_id}" if path else "no tracker configured"
@@ -252,8 +279,7 @@ def _advance(run: _Run) -> None:
                 continue
             written = True
         if written:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_run_log(path, text)  # temp file + rename: never writes through a link made since
             repo = Path(run.trackers.repo).resolve()
             commit = "not committed (trackers.commit false)"
             if run.trackers.commit:

@@ -8,7 +8,6 @@ is shlex-quoted; ids and names are checked first; paths stay inside the ops.md r
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass, field
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
@@ -18,10 +17,9 @@ from sweep_core.gpu.probe import QUERY as GPU_QUERY
 from sweep_core.gpu.probe import parse_probe
 from sweep_core.handoffs.cancel.plan import check_slurm_job
 from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, GpuUtil
+from sweep_core.safe_names import plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
-
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
 
 
 @dataclass(frozen=True)
@@ -56,7 +54,7 @@ class Gathered:
 def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:
     """The candidate trace dirs of ``job``: sweep.yaml ``deep_dive.trace_dir`` under every artifact
     root ([] for a name that could climb out of a root: ``/``, ``..``)."""
-    if not _PLAIN_NAME.match(job.name) or ".." in job.name:
+    if not plain_name(job.name):
         return []
     out = []
     for root in roots:

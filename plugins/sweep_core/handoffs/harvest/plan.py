@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,15 @@ from typing import Any
 from sweep_core.config.handoffs_schema import TrackersSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
+from sweep_core.handoffs.harvest.clone_path import in_clone
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_edit import fill_row, mark_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError, TrackerRow
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows, rows_without_job
+from sweep_core.safe_names import plain_name
 
 FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
 WAITING_STATES = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
-_SAFE_RUN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$")
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,8 @@ def tracker_files(s: TrackerSettings) -> list[Path]:
     out = set()
     for g in s.globs:
         for p in glob.glob(str(root / g), recursive=True):
-            rp = Path(p).resolve()
-            if rp.is_file() and root in rp.parents:
+            rp = in_clone(root, p)
+            if rp is not None and rp.is_file():
                 out.add(rp)
     return sorted(out)
 
@@ -136,7 +136,7 @@ class RowOutcome:
 def run_dir_name(p: PendingRow) -> str:
     """The ``<RUN>/`` dir next to the tracker: the row's run/cell name when safe, else the job id."""
     run = (p.row.run or "").strip("` ")
-    return run if _SAFE_RUN.match(run) and ".." not in run else f"job_{p.row.job_id}"
+    return run if plain_name(run) else f"job_{p.row.job_id}"
 
 
 def decide_row(p: PendingRow, rep: JobReport, spec: ScoreSpec | None = None) -> RowOutcome:

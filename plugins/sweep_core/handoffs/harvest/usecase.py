@@ -12,6 +12,7 @@ from typing import Any
 
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import write_run_log
+from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import (
     JobReport,
@@ -65,7 +66,11 @@ def _write(tracker: Path, items: list[tuple[PendingRow, RowOutcome]], written: l
             if not _RESULTS_NAME.match(Path(rel).name):
                 o.note += f"; results file {Path(rel).name!r} skipped (unsafe name)"
                 continue
-            dest = tracker.parent / rel
+            try:
+                dest = clone_file(tracker.parent, rel)
+            except OutsideClone as exc:
+                o.note += f"; results file not written: {exc}"
+                continue
             if not dest.exists() or dest.read_text(encoding="utf-8") != text:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 write_run_log(dest, text)

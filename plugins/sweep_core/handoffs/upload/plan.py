@@ -2,9 +2,11 @@
 the ledger's acts say a job's upload is at: submit, wait, retry, give up, or nothing to do.
 
 A job's upload story is a list of acts in its ledger entry (sweep_core.ledger.acts):
-``upload`` (an attempt: its Slurm id, attempt number, log, step), ``upload_state`` (a state sacct
-read for that id, a failure's traceback), ``upload_gave_up`` and ``salvage`` (a collapse-cancel:
-the step to salvage). Nothing here touches a cluster.
+``upload`` (an attempt: its Slurm id, attempt number, log, step, hub repo), ``upload_state`` (a
+state sacct read for that id, a failure's traceback, the hub commit a COMPLETED one's log names),
+``upload_gave_up`` and ``salvage`` (a collapse-cancel: the step to salvage). A job with a salvage
+or an attempt is cleaned only on its OWN upload: the hub asked for that commit, never the repo's
+name alone. Nothing here touches a cluster.
 """
 
 from __future__ import annotations
@@ -14,13 +16,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.safe_names import UPLOAD_PLACEHOLDERS
+
 UPLOAD = "upload"
 UPLOAD_STATE = "upload_state"
 GAVE_UP = "upload_gave_up"
 SALVAGE = "salvage"
 LIVE_STATES = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING")
-_PLACEHOLDER = re.compile(r"\{(name|job_id|cluster|root|org|hub_repo|artifact_dir|step)\}")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(UPLOAD_PLACEHOLDERS) + r")\}")
 _JOB_ID = re.compile(r"^\d+(_\d+)?$")
+# a hub commit URL as huggingface_hub prints it (`hf upload`, ``print(upload_folder(...))``):
+# <endpoint>/[datasets/|spaces/]<org>/<name>/commit/<40-hex sha>
+_COMMIT_URL = re.compile(r"(?:/(?:datasets|spaces))?/([\w.-]+/[\w.-]+)/commit/([0-9a-f]{40})\b")
 
 
 class UploadConfigError(ValueError):
@@ -152,6 +159,34 @@ def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
     if n > retries:
         return Move("give-up", f"{failed}; given up after {n} attempt(s)")
     return Move("submit", f"{failed}; retry {n} of {retries}", n + 1)
+
+
+def commits_in(text: str) -> dict[str, str]:
+    """Hub repo id -> the last commit sha the log's commit URLs name for it."""
+    return {m.group(1): m.group(2) for m in _COMMIT_URL.finditer(text or "")}
+
+
+def commit_of(text: str, hub_repo: str) -> str:
+    """The commit the upload log names for ``hub_repo`` ('' = none; any repo's last when the
+    attempt did not record its repo)."""
+    found = commits_in(text)
+    if hub_repo:
+        return found.get(hub_repo, "")
+    return list(found.values())[-1] if found else ""
+
+
+def needs_own_upload(story: Story) -> bool:
+    """A job the sweep salvaged or uploaded for: only its OWN upload, verified on the hub at the
+    commit that upload wrote, is evidence (never an earlier upload under the same name)."""
+    return story.salvage is not None or bool(story.attempts)
+
+
+def own_revision(story: Story) -> str:
+    """The hub commit the last upload attempt wrote, as its log named it ('' = none yet)."""
+    last = story.last
+    if last is None:
+        return ""
+    return (story.states.get(last["upload_job"]) or {}).get("revision", "")
 
 
 def salvage_step(evidence: str) -> int | None:

@@ -1,7 +1,7 @@
 """The upload's batched scripts (one SSH session each, per cluster) and their readers.
 
 track : include/remote/upload_track.sh: ONE ``sacct -j a,b,c`` for every upload in flight, the
-        bounded log tail of each one that ended other than COMPLETED (its traceback).
+        bounded log tail of each one that ended (a failure's traceback, a COMPLETED one's commit).
 submit: one ``sbatch --parsable --output=<log> ...`` per upload (record ``sub:<k>``), every value
         shlex-quoted.
 """
@@ -9,12 +9,12 @@ submit: one ``sbatch --parsable --output=<log> ...`` per upload (record ``sub:<k
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.chain.plan import parse_job_id
-from sweep_core.handoffs.upload.plan import valid_job_id
+from sweep_core.handoffs.upload.plan import commit_of, valid_job_id
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import compose
@@ -47,10 +47,14 @@ class UploadState:
     traceback: str = ""  # the first real traceback of a failed one's log
     tail: str = ""
     problem: str = ""  # why the state is unknown
+    revision: str = ""  # COMPLETED: the hub commit its log names for the attempt's repo
 
 
-def read_track(out: GatherOutput | None, ids: Sequence[str], problem: str) -> dict[str, UploadState]:
-    """Upload job id -> its state; a cluster-side problem makes every state unknown (never 'failed')."""
+def read_track(
+    out: GatherOutput | None, ids: Sequence[str], problem: str, repos: Mapping[str, str] | None = None
+) -> dict[str, UploadState]:
+    """Upload job id -> its state; a cluster-side problem makes every state unknown (never 'failed').
+    ``repos``: upload job id -> the hub repo it writes (the commit read from a COMPLETED one's log)."""
     sa = out.get("sacct") if out else None
     why = problem or ("" if sa else "no sacct record (script cut short)")
     if sa is not None and sa.rc != 0:
@@ -65,10 +69,12 @@ def read_track(out: GatherOutput | None, ids: Sequence[str], problem: str) -> di
             continue
         t = out.get(f"tail:{j}")
         tail = t.stdout if t is not None and t.rc == 0 else ""
-        tb = first_real_traceback(tail) if tail else ""
+        done = states[j].split(" ")[0] == "COMPLETED"
+        tb = first_real_traceback(tail) if tail and not done else ""
         if t is not None and t.rc != 0:
             tb = f"(log not read: {t.stderr.strip()[:160]})"
-        found[j] = UploadState(states[j], tb, tail[-2000:])
+        rev = commit_of(tail, (repos or {}).get(j, "")) if done else ""
+        found[j] = UploadState(states[j], tb, tail[-2000:], revision=rev)
     return found
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sweep_core.handoffs.upload.plan import SALVAGE, salvage_step, story_of
+from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, story_of
 from sweep_core.ledger.entries import Ledger
 from sweep_core.vocab import Action, Flavor
 
@@ -46,6 +46,17 @@ def open_jobs(ledger: Ledger) -> list[dict[str, str]]:
 def salvaged(ledger: Ledger) -> set[tuple[str, str]]:
     """(cluster, job id) of every job recorded for salvage: its CANCELLED is its done-signal."""
     return {(e.cluster, e.job_id) for e in ledger.jobs.values() if any(a.get("kind") == SALVAGE for a in e.acts)}
+
+
+def own_uploads(ledger: Ledger) -> dict[tuple[str, str], str]:
+    """(cluster, job id) -> the hub commit its own upload wrote ('' = none yet) for every job the
+    sweep salvaged or uploaded for: its hub evidence is that commit, never a name match."""
+    out = {}
+    for e in ledger.jobs.values():
+        story = story_of(e.acts)
+        if needs_own_upload(story):
+            out[(e.cluster, e.job_id)] = own_revision(story)
+    return out
 
 
 def with_open(jobs: list[Any], ledger: Ledger) -> list[Any]:

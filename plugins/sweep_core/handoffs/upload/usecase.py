@@ -27,6 +27,7 @@ from sweep_core.handoffs.upload.plan import (
     UploadConfigError,
     check_argv,
     next_move,
+    own_revision,
     render,
     story_of,
     submit_argv,
@@ -74,6 +75,7 @@ class _Job:
     upload_job: str = ""
     state: str = ""
     outcome: str = ""
+    hub_repo: str = ""
 
     @property
     def key(self) -> dict[str, str]:
@@ -136,10 +138,11 @@ def _track(cluster: str, jobs: list[_Job], cfg: Any, us: UploadSettings, run_scr
     if not flying:
         return []
     logs = {jid: j.story.last.get("log", "") for jid, j in flying.items() if j.story.last}
+    repos = {jid: j.story.last.get("hub_repo", "") for jid, j in flying.items() if j.story.last}
     marker = new_marker()
     out, problem = run_script(cfg, build_track_script(logs, marker, us.tail_bytes), marker, "upload track")
     acts = []
-    for jid, st in read_track(out, sorted(flying), problem).items():
+    for jid, st in read_track(out, sorted(flying), problem, repos).items():
         j = flying[jid]
         if st.problem or not st.state:
             continue
@@ -148,9 +151,25 @@ def _track(cluster: str, jobs: list[_Job], cfg: Any, us: UploadSettings, run_scr
         act = {"kind": UPLOAD_STATE, "upload_job": jid, "state": st.state, "at": now}
         if st.traceback:
             act["why"] = st.traceback
+        if st.revision:
+            act["revision"] = st.revision
         j.story.states[jid] = act
         acts.append((cluster, j.d.target.job_id, j.d.target.name, act))
     return acts
+
+
+def _unchecked_commit(j: _Job) -> Move | None:
+    """A wait when the last upload COMPLETED with a commit the plan did not ask the hub for yet
+    (its state was read after the plan): that commit is checked next run, never re-uploaded."""
+    rev = own_revision(j.story)
+    last = j.story.last
+    if j.hub != "missing" or not rev or last is None:
+        return None
+    if any(h.get("revision") == rev for h in j.d.hub):
+        return None
+    return Move(
+        "wait", f"upload job {last['upload_job']} COMPLETED with commit {rev[:12]}: checked on the hub next run"
+    )
 
 
 def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str) -> list[_Job]:
@@ -200,6 +219,7 @@ def _submit(cfg: Any, jobs: list[_Job], run_script: RunScript, now: str, run_id:
             "log": j.log.replace("%j", jid),
             "step": (j.story.salvage or {}).get("step", ""),
             "flavor": j.d.target.flavor,
+            "hub_repo": j.hub_repo,
             "command": submit_line(j.argv),
             "run": run_id,
             "at": now,
@@ -248,6 +268,7 @@ def run_uploads(
                 j.outcome = str(exc)
                 continue
             j.move = next_move(j.story, j.hub, us.retries, bool(argv))
+            j.move = _unchecked_commit(j) or j.move
             if j.move.move == "submit" and j.story.salvage is not None and not j.story.attempts:
                 step = j.story.salvage.get("step") or "?"
                 j.move = Move("submit", f"salvage of step {step} (cancelled at a collapse): upload submitted", 1)
@@ -263,6 +284,7 @@ def run_uploads(
                 act = {"kind": GAVE_UP, "why": j.move.why, "at": now}
             elif j.move.move == "submit":
                 values = _values(j, cfg, ccfg)
+                j.hub_repo = values["hub_repo"]
                 j.log = render(us.log, values)
                 j.argv = submit_argv(argv, values, j.log)
                 if dry_run:
