@@ -1,6 +1,7 @@
 """The "Sweeps" page inside the Airflow UI: an Airflow 3 plugin whose FastAPI app the api-server
 mounts at ``/sweeps`` (a navigation entry under Browse). Every request needs the UI's login (the
-same JWT the UI holds, as a bearer token or the ``_token`` cookie) and read access to DAGs. The page (one page of jobs) is
+same JWT the UI holds, as a bearer token or the ``_token`` cookie) and read access to the sweep
+DAG itself (monitor_cron_sweep: never a DAG named by the request). The page (one page of jobs) is
 built by sweep_core.history.page from the Parquet history, read-only, with no outside asset; a
 job's log tail is its own request (``tail``), made when its row is opened.
 """
@@ -18,6 +19,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.history.page import sweeps_page
 from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view
+from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
 _CACHE = PageCache()  # earlier sweeps' plot data, kept across requests (locked: requests run in threads)
@@ -35,9 +37,11 @@ def _store():  # noqa: ANN202 (HistoryStore; the import waits for the first requ
 
 
 def _auth() -> list[object]:
+    """Read access to the sweep DAG: the page shows every cluster's jobs and log tails, so the DAG
+    the permission is checked for is fixed here, never taken from the path or the query string."""
     from airflow.api_fastapi.core_api.security import requires_access_dag
 
-    return [Depends(requires_access_dag("GET"))]
+    return [Depends(requires_access_dag("GET", param_dag_id=DagId.SWEEP))]
 
 
 def create_app() -> FastAPI:
