@@ -8,7 +8,9 @@ that the run log, the DAG-run note and the approval prompt would otherwise rende
 - :func:`clean` strips control characters and escape sequences (newline and tab kept if asked);
 - :func:`md_text` makes one line of plain Markdown text that renders literally;
 - :func:`md_code` is an inline code span that no backtick in the value can close;
-- :func:`md_fence` is a fenced block that no line of the value can close.
+- :func:`md_fence` is a fenced block that no line of the value can close;
+- :func:`delink` defangs what a chat or mail client would turn into a live link (``https[:]//``,
+  ``evil[.]example``), so a log line cannot place an "approve here" link in a message.
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ _SPACE = {"\n": " ", "\t": " ", "\r": "", "\u2028": " ", "\u2029": " "}
 _MD_ANY = re.compile(r"([\\`*\[\]<>|&~!])|((?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_]))")
 _MD_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)]))")
 _BACKTICKS = re.compile(r"`+")
+
+# What Slack and mail clients link by themselves: a scheme (``https://``, ``ftp://``), ``mailto:``
+# and the like, a dotted host name ending in letters (``evil.example``, ``www.x.io``, ``README.md``:
+# .md is a country's domain), a dotted IPv4 address.
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(//|(?=[^\s/]+@))")
+_HOST = re.compile(r"(?i)(?<![\w-])(?:[a-z0-9_-]+\.)+[a-z][a-z0-9-]*[a-z](?![\w-])|\b\d{1,3}(?:\.\d{1,3}){3}\b")
 
 
 def _space(m: re.Match[str]) -> str:
@@ -93,3 +101,10 @@ def md_fence(text: object, info: str = "") -> str:
     body = clean(text).replace("\t", "    ")
     ticks = "`" * max(3, max((len(r) for r in _BACKTICKS.findall(body)), default=0) + 1)
     return f"{ticks}{info}\n{body}\n{ticks}"
+
+
+def delink(text: object) -> str:
+    """``text`` with no part a chat or mail client would link: schemes as ``https[:]//``, dots of
+    host names and IPv4 addresses as ``[.]`` (still readable; ``0.5`` and ``v1.2.3`` unchanged)."""
+    s = _SCHEME.sub(lambda m: f"{m.group(1)}[:]{m.group(2)}", text if isinstance(text, str) else str(text))
+    return _HOST.sub(lambda m: m.group(0).replace(".", "[.]"), s)
