@@ -49,6 +49,7 @@ _BACKTICKS = re.compile(r"`+")
 # and the like, a dotted host name ending in letters (``evil.example``, ``www.x.io``, ``README.md``:
 # .md is a country's domain), a dotted IPv4 address.
 _SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(//|(?=[^\s/]+@))")
+_MD_AUTOLINK = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(//)|\b(www)\.")  # what GFM links bare
 _HOST = re.compile(r"(?i)(?<![\w-])(?:[a-z0-9_-]+\.)+[a-z][a-z0-9-]*[a-z](?![\w-])|\b\d{1,3}(?:\.\d{1,3}){3}\b")
 
 
@@ -80,9 +81,14 @@ def _md_start(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(3)}\\{m.group(4)}"  # ordered list: 1\. item
 
 
+def _defang_md(m: re.Match[str]) -> str:
+    return f"{m.group(1)}[:]{m.group(2)}" if m.group(1) else f"{m.group(3)}[.]"
+
+
 def md_text(text: object) -> str:
-    """One line of Markdown that renders as the literal text: no HTML, links, code or tables."""
-    s = _MD_ANY.sub(_md_escape, clean(text, newlines=False))
+    """One line of Markdown that renders as the literal text: no HTML, links (a GFM renderer's
+    bare-URL links too: schemes and ``www.`` defanged), code or tables."""
+    s = _MD_ANY.sub(_md_escape, _MD_AUTOLINK.sub(_defang_md, clean(text, newlines=False)))
     return _MD_START.sub(_md_start, s, count=1)
 
 
