@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fan_in import snapshots  # noqa: E402
 
 from sweep_core.alerts.digest import COLUMNS, build_digest  # noqa: E402
-from sweep_core.history.page import Summary, page_data, sweeps_page  # noqa: E402
+from sweep_core.history.page import sweeps_page  # noqa: E402
+from sweep_core.history.page_view import PageCache, load_view  # noqa: E402
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, sweep_frame  # noqa: E402
 from sweep_core.history.store import HistoryStore, read_sweep  # noqa: E402
 from sweep_core.models import Flag  # noqa: E402
@@ -58,12 +59,12 @@ def main() -> None:
         t0 = time.perf_counter()
         digest = build_digest(cur, earlier, run_id="x", cooldown_hours=24)
         digest_s = time.perf_counter() - t0
-        cache: dict[str, Summary] = {}
+        cache = PageCache()
         t0 = time.perf_counter()
-        sweeps_page(*page_data(store, cache))
+        sweeps_page(load_view(store, cache))
         cold_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        page = sweeps_page(*page_data(store, cache))
+        page = sweeps_page(load_view(store, cache))
         page_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         every = store.read(records=(JOB,), columns=("window_end", "bucket", "state", "m.step", "m.reward"))

@@ -8,7 +8,9 @@ that the run log, the DAG-run note and the approval prompt would otherwise rende
 - :func:`clean` strips control characters and escape sequences (newline and tab kept if asked);
 - :func:`md_text` makes one line of plain Markdown text that renders literally;
 - :func:`md_code` is an inline code span that no backtick in the value can close;
-- :func:`md_fence` is a fenced block that no line of the value can close.
+- :func:`md_fence` is a fenced block that no line of the value can close;
+- :func:`delink` defangs what a chat or mail client would turn into a live link (``https[:]//``,
+  ``evil[.]example``), so a log line cannot place an "approve here" link in a message.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ _MD_ANY = re.compile(r"([\\`*\[\]<>|&~!])|((?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_]
 _MD_START = re.compile(r"^(\s*)(?:([#>+=-])|(\d+)([.)]))")
 _BACKTICKS = re.compile(r"`+")
 
+# What Slack and mail clients link by themselves: a scheme (``https://``, ``ftp://``), ``mailto:``
+# and the like, a dotted host name ending in letters (``evil.example``, ``www.x.io``, ``README.md``:
+# .md is a country's domain), a dotted IPv4 address.
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(//|(?=[^\s/]+@))")
+_MD_AUTOLINK = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(//)|\b(www)\.")  # what GFM links bare
+_HOST = re.compile(r"(?i)(?<![\w-])(?:[a-z0-9_-]+\.)+[a-z][a-z0-9-]*[a-z](?![\w-])|\b\d{1,3}(?:\.\d{1,3}){3}\b")
+
 
 def _space(m: re.Match[str]) -> str:
     return _SPACE.get(m.group(0), "")
@@ -72,9 +81,14 @@ def _md_start(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(3)}\\{m.group(4)}"  # ordered list: 1\. item
 
 
+def _defang_md(m: re.Match[str]) -> str:
+    return f"{m.group(1)}[:]{m.group(2)}" if m.group(1) else f"{m.group(3)}[.]"
+
+
 def md_text(text: object) -> str:
-    """One line of Markdown that renders as the literal text: no HTML, links, code or tables."""
-    s = _MD_ANY.sub(_md_escape, clean(text, newlines=False))
+    """One line of Markdown that renders as the literal text: no HTML, links (a GFM renderer's
+    bare-URL links too: schemes and ``www.`` defanged), code or tables."""
+    s = _MD_ANY.sub(_md_escape, _MD_AUTOLINK.sub(_defang_md, clean(text, newlines=False)))
     return _MD_START.sub(_md_start, s, count=1)
 
 
@@ -93,3 +107,10 @@ def md_fence(text: object, info: str = "") -> str:
     body = clean(text).replace("\t", "    ")
     ticks = "`" * max(3, max((len(r) for r in _BACKTICKS.findall(body)), default=0) + 1)
     return f"{ticks}{info}\n{body}\n{ticks}"
+
+
+def delink(text: object) -> str:
+    """``text`` with no part a chat or mail client would link: schemes as ``https[:]//``, dots of
+    host names and IPv4 addresses as ``[.]`` (still readable; ``0.5`` and ``v1.2.3`` unchanged)."""
+    s = _SCHEME.sub(lambda m: f"{m.group(1)}[:]{m.group(2)}", text if isinstance(text, str) else str(text))
+    return _HOST.sub(lambda m: m.group(0).replace(".", "[.]"), s)

@@ -13,7 +13,7 @@ from urllib.parse import quote
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.digest import COLUMNS, build_digest
-from sweep_core.alerts.layout import Message, email_html, handoff_lines, route, slack_blocks, slack_text
+from sweep_core.alerts.layout import Message, email_html, handoff_lines, plain_title, route, slack_blocks, slack_text
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.triggers import Handoff
@@ -69,7 +69,7 @@ def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 
         SmtpNotifier(
-            to=list(channel.to), subject=msg.title, html_content=email_html(msg), smtp_conn_id=channel.conn_id
+            to=list(channel.to), subject=plain_title(msg), html_content=email_html(msg), smtp_conn_id=channel.conn_id
         ).notify(context)
 
 

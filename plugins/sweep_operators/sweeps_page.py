@@ -1,7 +1,9 @@
 """The "Sweeps" page inside the Airflow UI: an Airflow 3 plugin whose FastAPI app the api-server
 mounts at ``/sweeps`` (a navigation entry under Browse). Every request needs the UI's login (the
-same JWT the UI holds, as a bearer token or the ``_token`` cookie) and read access to DAGs; the
-page is built by sweep_core.history.page from the Parquet history, with no outside asset.
+same JWT the UI holds, as a bearer token or the ``_token`` cookie) and read access to the sweep
+DAG itself (monitor_cron_sweep: never a DAG named by the request). The page (one page of jobs) is
+built by sweep_core.history.page from the Parquet history, read-only, with no outside asset; a
+job's log tail is its own request (``tail``), made when its row is opened.
 """
 
 from __future__ import annotations
@@ -11,24 +13,35 @@ import time
 from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import Depends, FastAPI
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, HTTPException
+from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.history.page import Summary, page_data, sweeps_page
+from sweep_core.history.page import sweeps_page
+from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view
+from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
-_SUMMARIES: dict[str, Summary] = {}  # earlier sweeps' plot data, kept across requests
+_CACHE = PageCache()  # earlier sweeps' plot data, kept across requests (locked: requests run in threads)
+_TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
 def _sweep_yaml() -> str:
     return os.environ.get("SWEEP_CONFIG", str(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml"))
 
 
+def _store():  # noqa: ANN202 (HistoryStore; the import waits for the first request)
+    from sweep_operators.history_location import history_store
+
+    return history_store(load_sweep_config(_sweep_yaml()))
+
+
 def _auth() -> list[object]:
+    """Read access to the sweep DAG: the page shows every cluster's jobs and log tails, so the DAG
+    the permission is checked for is fixed here, never taken from the path or the query string."""
     from airflow.api_fastapi.core_api.security import requires_access_dag
 
-    return [Depends(requires_access_dag("GET"))]
+    return [Depends(requires_access_dag("GET", param_dag_id=DagId.SWEEP))]
 
 
 def create_app() -> FastAPI:
@@ -36,13 +49,17 @@ def create_app() -> FastAPI:
     app = FastAPI(title="Sweeps", dependencies=_auth(), docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/", response_class=HTMLResponse)
-    def index() -> HTMLResponse:
-        from sweep_operators.history_location import history_store
-
+    def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
         t0 = time.perf_counter()
-        latest, earlier = page_data(history_store(load_sweep_config(_sweep_yaml())), _SUMMARIES)
-        body = sweeps_page(latest, earlier)
+        body = sweeps_page(load_view(_store(), _CACHE, PageQuery(page, per, q)))
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
+
+    @app.get("/tail", response_class=PlainTextResponse)
+    def tail(sweep: str, cluster: str, job_id: str) -> PlainTextResponse:
+        text = job_tail(_store(), sweep, cluster, job_id)
+        if text is None:
+            raise HTTPException(404, "no such job in that sweep's history")
+        return PlainTextResponse(text, headers=_TEXT_HEADERS)
 
     return app
 

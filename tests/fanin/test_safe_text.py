@@ -59,7 +59,14 @@ def test_md_text_renders_literally(text: str) -> None:
     visible = re.sub(r"<[^>]+>", "", html).strip()  # what a reader sees: the text, controls gone
     assert visible.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&quot;", '"') == clean(
         text, newlines=False
-    )
+    ).replace("://", "[:]//")  # a bare URL defanged: a GFM renderer would link it
+
+
+def test_md_text_leaves_no_bare_url_a_gfm_renderer_links() -> None:
+    line = "approve here: https://airflow.evil.example/approve or www.evil.example/x (HTTP://EVIL.example)"
+    out = md_text(line)
+    assert "<a " not in MarkdownIt("gfm-like").render(out) and "<a " in MarkdownIt("gfm-like").render(line)
+    assert "https[:]//airflow.evil.example/approve" in _html(out) and "www[.]evil.example/x" in _html(out)
 
 
 def test_clean_strips_ansi_osc_and_bidi_keeps_text() -> None:

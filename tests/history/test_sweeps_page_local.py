@@ -1,8 +1,8 @@
 """The Sweeps page (issue 13) in a real browser: two real sweeps of the bundled cluster write the
 Parquet history; a real api-server mounts the page plugin; an unauthenticated request is refused;
 Debian's chromium (playwright, executable_path=/usr/bin/chromium) logged in with the UI's token sees
-the overview and the SFT table with the jobs, opens a row's flag evidence, sorts and filters, and
-sees non-empty plots. Screenshots of the page and of the Slack digest (the payload a local STUB of
+the overview and the SFT table with the jobs, opens a row's flag evidence and its log tail (not in
+the page: fetched by its own request when the row opens), sorts and filters, and sees non-empty plots. Screenshots of the page and of the Slack digest (the payload a local STUB of
 Slack's webhook received, drawn as HTML) are written to SWEEP_SCREENSHOTS (a temp dir by default;
 `SWEEP_SCREENSHOTS=docs` refreshes the README's images), so a test run leaves the checkout unchanged.
 """
@@ -45,14 +45,16 @@ def _slack_html(payload: dict) -> str:
 
 
 def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
     from receivers import slack_webhook_stub
 
     shots = (ROOT / SHOTS) if SHOTS else tmp_path / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     c = local_cluster
     names = {k: f"sft__{tag}_{k}" for k in ("quiet", "busy")}
-    ids = {k: c.submit(n, "echo 'Step 3/10 ['; sleep 900") for k, n in names.items()}
+    early = f"early-line-{tag}"  # in the tail, not quoted by a flag (they quote the last lines)
+    script = f"echo {early}; echo a; echo b; echo c; echo 'Step 3/10 ['; sleep 900"
+    ids = {k: c.submit(n, script) for k, n in names.items()}
     c.wait_running(*ids.values())
     subprocess.run(["touch", "-d", "3 hours ago", str(c.wait_log(ids["quiet"]))], check=True)
     with slack_webhook_stub() as (hook_url, posts):
@@ -78,13 +80,15 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
         token = login_token(base, tmp_path / "api-server.log")
         r = httpx.get(f"{base}/sweeps/", headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert r.status_code == 200 and "Server-Timing" in r.headers
+        assert early not in r.text  # no log tail travels with the page
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=False)
             ctx.add_cookies([{"name": "_token", "value": token, "url": base}])
             page = ctx.new_page()
-            outside = []
+            outside, tails = [], []
             page.on("request", lambda req: outside.append(req.url) if not req.url.startswith(base) else None)
+            page.on("request", lambda req: tails.append(req.url) if "/sweeps/tail?" in req.url else None)
             page.goto(f"{base}/sweeps/")
             assert "2 sweep(s) in the history" in page.inner_text("body")
             sft = page.locator("table[data-bucket='SFT']")
@@ -96,10 +100,12 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
             row = sft.locator("tr.job", has_text=names["quiet"])
             assert "liveness_stale" in row.inner_text() and "stale" in row.inner_text()
             detail = row.locator("xpath=following-sibling::tr[1]")
-            assert not detail.is_visible()
+            assert not detail.is_visible() and not tails
             row.click()
             assert detail.is_visible() and "no output for" in detail.inner_text()
-            assert "Step 3/10 [" in detail.locator("pre.tail").inner_text()  # its log tail
+            expect(detail.locator("pre.tail")).to_contain_text("Step 3/10 [")  # its log tail, fetched now
+            assert early in detail.locator("pre.tail").inner_text()
+            assert len(tails) == 1 and f"job_id={ids['quiet']}" in tails[0]
             page.fill("#filter", names["busy"])
             assert not row.is_visible() and sft.locator("tr.job", has_text=names["busy"]).is_visible()
             page.fill("#filter", "")

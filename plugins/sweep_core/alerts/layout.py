@@ -1,16 +1,19 @@
 """A digest routed to one channel (its severities), and laid out: plain text, Slack blocks within
 Slack's limits (50 blocks, 3,000 characters a section, 150 a header; the rest "N more"), and an
-HTML e-mail. Cluster text is escaped for each medium: no Slack mention, no HTML, no control codes.
+HTML e-mail. Everything but the links the sweep makes (``Message.links``) is text that may hold
+cluster text (job names, log lines), escaped for each medium: no Slack mention, formatting or link,
+no HTML, no link a mail client would make, no control codes.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sweep_core.alerts.digest import Digest
-from sweep_core.safe_text import clean
+from sweep_core.safe_text import clean, delink
 
 MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
 
@@ -75,23 +78,44 @@ def route(
     return Message(clean(title, newlines=False), sections, list(links), keys)
 
 
+# Slack mrkdwn has no escape for its formatting marks: each becomes a look-alike that formats nothing
+# (`_` only at a word's edge: inside a word, as in rl__a2_qwen, Slack does not italicise).
+_SLACK_MARKS = {"*": "\u2217", "~": "\u223c", "`": "\u02cb", "_": "\uff3f"}
+_SLACK_FORMAT = re.compile(r"[*~`]|(?<![0-9A-Za-z_])_+|_+(?![0-9A-Za-z_])")
+
+
 def slack_escape(text: str) -> str:
-    """Text Slack shows as written: ``&``, ``<`` and ``>`` escaped (no ``<!channel>``, no links)."""
-    return clean(text, newlines=False).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text Slack shows as written: ``&``, ``<``, ``>`` escaped (no ``<!channel>``, no ``<url|x>``),
+    ``*``/``_``/``~``/backticks made look-alikes (no bold, italics, strike or code), URLs defanged."""
+    s = delink(clean(text, newlines=False)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SLACK_FORMAT.sub(lambda m: "".join(_SLACK_MARKS[c] for c in m.group(0)), s)
+
+
+def plain_title(msg: Message) -> str:
+    """The title where it is shown as plain text (the e-mail subject, Slack's header): defanged."""
+    return delink(clean(msg.title, newlines=False))
+
+
+def _header(msg: Message) -> str:
+    """Slack's plain-text header: the title, ``<``/``>`` as look-alikes (no ``<!channel>`` to parse)."""
+    return plain_title(msg).replace("<", "\u2039").replace(">", "\u203a")[: MAX_HEADER - 1]
 
 
 def slack_text(msg: Message) -> str:
-    """The message's notification text (Slack parses it too: escaped line by line), within 3,000."""
-    text = "\n".join(slack_escape(ln) for ln in msg.text().splitlines())
+    """The message's notification text (Slack parses it too: escaped line by line, the sweep's
+    own links as Slack links), within 3,000."""
+    lines = [slack_escape(msg.title)]
+    for head, body in msg.sections:
+        lines += ["", f"{slack_escape(head)}:", *(f"- {slack_escape(ln)}" for ln in body)]
+    lines += ["", *(f"<{url}|{slack_escape(label)}>" for label, url in msg.links)] if msg.links else []
+    text = "\n".join(lines)
     return text if len(text) <= MAX_SECTION else text[: MAX_SECTION - 40] + "\n… (see the run)"
 
 
 def slack_blocks(msg: Message) -> list[dict[str, object]]:
     """Block Kit blocks: a header, one section per part (split at 3,000 characters), links; at most
     50 blocks, the lines that do not fit told as "N more"."""
-    blocks: list[dict[str, object]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": msg.title[: MAX_HEADER - 1]}}
-    ]
+    blocks: list[dict[str, object]] = [{"type": "header", "text": {"type": "plain_text", "text": _header(msg)}}]
     tail = [f"<{url}|{slack_escape(label)}>" for label, url in msg.links]
     budget = MAX_BLOCKS - 1 - (1 if tail else 0)
     for head, lines in msg.sections:
@@ -117,8 +141,8 @@ def slack_blocks(msg: Message) -> list[dict[str, object]]:
 
 
 def email_html(msg: Message) -> str:
-    """The HTML body of the e-mail: escaped text, one list per section, the links."""
-    esc = lambda s: html.escape(clean(s, newlines=False))  # noqa: E731
+    """The HTML body of the e-mail: escaped, defanged text, one list per section, the sweep's links."""
+    esc = lambda s: html.escape(delink(clean(s, newlines=False)))  # noqa: E731
     parts = [f"<h3>{esc(msg.title)}</h3>"]
     for head, lines in msg.sections:
         parts.append(f"<h4>{esc(head)}</h4><ul>" + "".join(f"<li>{esc(ln)}</li>" for ln in lines) + "</ul>")

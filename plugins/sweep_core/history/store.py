@@ -97,8 +97,9 @@ class HistoryStore:
             log.info("history retention (%s days): deleted %s", self.retention_days, ", ".join(gone))
         return gone
 
-    def files(self, notes: list[str] | None = None) -> list[SweepFile]:
-        """Every sweep's file, oldest first; a ``.parquet`` not named by the store is moved aside."""
+    def files(self, notes: list[str] | None = None, *, read_only: bool = False) -> list[SweepFile]:
+        """Every sweep's file, oldest first; a ``.parquet`` not named by the store is moved aside
+        (only skipped when ``read_only``: a reader such as the Sweeps page never moves a file)."""
         try:
             entries = list(self.root.iterdir())
         except (FileNotFoundError, NotADirectoryError):
@@ -108,7 +109,7 @@ class HistoryStore:
             m = _NAME.match(p.name)
             if m:
                 out.append(SweepFile(m["key"], m["run"], p))
-            elif p.name.endswith(".parquet"):
+            elif p.name.endswith(".parquet") and not read_only:
                 move_aside(p, "not a file this history writes (foreign name)", notes)
         return sorted(out, key=lambda f: (f.key, f.run))
 
@@ -157,19 +158,35 @@ def read_file(
     records: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
     notes: list[str] | None = None,
+    read_only: bool = False,
 ) -> pd.DataFrame | None:
-    """The rows of one sweep's file (None when gone or unusable: then moved aside, noted)."""
-    return _read_file(path, records, columns, notes)
+    """The rows of one sweep's file (None when gone or unusable: then moved aside unless
+    ``read_only``, noted)."""
+    return _read_file(path, records, columns, notes, read_only=read_only)
+
+
+def _skip(path: Any, why: str, notes: list[str] | None) -> None:
+    """A read-only reader's answer to an unusable file: skipped with a note, left where it is."""
+    note = f"sweep history {path} is unusable ({why}): skipped (left in place)"
+    log.warning("%s", note)
+    if notes is not None:
+        notes.append(note)
 
 
 def _read_file(
-    path: Any, records: Sequence[str] | None, columns: Sequence[str] | None, notes: list[str] | None
+    path: Any,
+    records: Sequence[str] | None,
+    columns: Sequence[str] | None,
+    notes: list[str] | None,
+    *,
+    read_only: bool = False,
 ) -> pd.DataFrame | None:
+    aside = _skip if read_only else move_aside
     try:
         pf = pq.ParquetFile(io.BytesIO(path.read_bytes()))
         meta = pf.schema_arrow.metadata or {}
         if meta.get(META_KEY) != SCHEMA_VERSION.encode():
-            move_aside(path, "a Parquet file without this history's schema (foreign)", notes)
+            aside(path, "a Parquet file without this history's schema (foreign)", notes)
             return None
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in dict.fromkeys(["record", *columns]) if c in names]
@@ -177,7 +194,7 @@ def _read_file(
     except FileNotFoundError:
         return None  # pruned or moved aside by a concurrent reader
     except (pa.ArrowException, OSError, ValueError) as exc:
-        move_aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
+        aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
         return None
     frame = table.to_pandas()
     if records is not None:

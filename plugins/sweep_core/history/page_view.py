@@ -1,0 +1,182 @@
+"""What one request of the Sweeps page reads from the history, read-only (a page view never moves a
+file aside): the latest sweep's cluster rows and one page of its job rows (filtered by text, flagged
+jobs first in each bucket) with their flags, but not their log tails (:func:`job_tail` reads one
+job's tail, on demand); and the earlier sweeps' plot summaries, kept across requests in a
+:class:`PageCache` that concurrent requests share under a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from sweep_core.history.plots import PLOT_COLUMNS, Summary, summarize
+from sweep_core.history.rows import CLUSTER, FLAG, JOB
+from sweep_core.history.store import HistoryStore, SweepFile, read_file
+from sweep_core.safe_text import clean
+
+PER_PAGE, MAX_PER_PAGE = 200, 1000
+TAIL_COLUMN = "tail"
+SEARCHED = ("cluster", "bucket", "job_id", "name", "state", "job_flags")
+
+
+class PageCache:
+    """The earlier sweeps' summaries by file name (a sweep's file changes only when it is re-run),
+    shared by the api-server's request threads: every read and write holds the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._summaries: dict[str, Summary | None] = {}
+
+    def summaries(self, names: Sequence[str], load: Callable[[str], Summary | None]) -> list[Summary]:
+        """The summary of each of ``names`` (``load`` reads a missing one, outside the lock); every
+        other name is forgotten (pruned, moved aside, or now the latest)."""
+        with self._lock:
+            known = {n: self._summaries[n] for n in names if n in self._summaries}
+        loaded = {n: load(n) for n in names if n not in known}
+        with self._lock:
+            self._summaries.update(loaded)
+            for gone in set(self._summaries) - set(names):
+                del self._summaries[gone]
+        got = {**known, **loaded}
+        return [s for n in names if (s := got[n]) is not None]
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._summaries)
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """One page of the job rows: 1-based ``page`` of ``per`` rows matching the text ``q``."""
+
+    page: int = 1
+    per: int = PER_PAGE
+    q: str = ""
+
+    def bounded(self) -> PageQuery:
+        """Within bounds: page >= 1, 1 <= per <= MAX_PER_PAGE, q one clean line of <= 200 chars."""
+        return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), clean(self.q, newlines=False)[:200])
+
+
+@dataclass
+class PageView:
+    """What the page shows: the latest sweep (its file name, run, window end), its cluster rows, one
+    page of job rows with the flags of those jobs, and the earlier sweeps' summaries."""
+
+    sweep: str = ""
+    run_id: str = ""
+    window_end: pd.Timestamp | None = None
+    clusters: pd.DataFrame = field(default_factory=pd.DataFrame)
+    jobs: pd.DataFrame = field(default_factory=pd.DataFrame)  # this page's rows
+    flags: pd.DataFrame = field(default_factory=pd.DataFrame)  # the flags of this page's jobs
+    matched: int = 0  # job rows matching the query (all pages)
+    total: int = 0  # job rows of the sweep
+    query: PageQuery = field(default_factory=PageQuery)
+    latest: Summary | None = None
+    earlier: list[Summary] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.matched // self.query.per))
+
+
+def _columns_but_tail(path: object) -> list[str] | None:
+    try:
+        with path.open("rb") as fh:  # type: ignore[attr-defined]
+            return [c for c in pq.read_schema(fh).names if c != TAIL_COLUMN]
+    except Exception:  # noqa: BLE001 (unreadable: read_file says why, read-only)
+        return None
+
+
+def _keys(frame: pd.DataFrame) -> pd.Series:
+    return frame["cluster"].astype("string").fillna("") + "|" + frame["job_id"].astype("string").fillna("")
+
+
+def _ordered(jobs: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
+    """Jobs by bucket, flagged ones first, then cluster and job id."""
+    if jobs.empty:
+        return jobs
+    flagged = set(_keys(flags)) if not flags.empty and "job_id" in flags else set()
+    keys = pd.DataFrame({
+        "bucket": jobs["bucket"].astype("string").fillna("") if "bucket" in jobs else "",
+        "quiet": ~_keys(jobs).isin(flagged),
+        "cluster": jobs["cluster"].astype("string").fillna(""),
+        "job_id": jobs["job_id"].astype("string").fillna(""),
+    }, index=jobs.index)  # fmt: skip
+    return jobs.loc[keys.sort_values(["bucket", "quiet", "cluster", "job_id"], kind="stable").index]
+
+
+def _matching(jobs: pd.DataFrame, flags: pd.DataFrame, q: str) -> pd.DataFrame:
+    """The jobs whose cluster, bucket, id, name, state, flag rules or flag messages hold ``q``."""
+    if not q or jobs.empty:
+        return jobs
+    hay = pd.Series("", index=jobs.index, dtype="string")
+    for col in SEARCHED:
+        if col in jobs:
+            hay = hay + " " + jobs[col].astype("string").fillna("")
+    if not flags.empty and "message" in flags:
+        said = flags.assign(key=_keys(flags))
+        by_job = said.groupby("key")["message"].apply(lambda m: " ".join(m.astype("string").fillna("")))
+        hay = hay + " " + _keys(jobs).map(by_job).fillna("").astype("string")
+    return jobs[hay.str.lower().str.contains(q.lower(), regex=False)]
+
+
+def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuery()) -> PageView:
+    """The page's data for ``query``: read-only, never the log tails, earlier summaries cached."""
+    query = query.bounded()
+    view = PageView(query=query)
+    files = store.files(view.notes, read_only=True)
+    if not files:
+        return view
+    latest = files[-1]
+    frame = read_file(latest.path, columns=_columns_but_tail(latest.path), notes=view.notes, read_only=True)
+    by_name = {f.path.name: f for f in files[:-1]}
+
+    def load(name: str) -> Summary | None:
+        rows = read_file(by_name[name].path, columns=PLOT_COLUMNS, notes=view.notes, read_only=True)
+        sums = summarize(rows) if rows is not None else []
+        return sums[0] if sums else None
+
+    view.earlier = cache.summaries(list(by_name), load)
+    view.sweep = latest.path.name
+    if frame is None or frame.empty or "record" not in frame:
+        return view
+    sums = summarize(frame)
+    view.latest = sums[-1] if sums else None
+    view.run_id = str(frame["run_id"].iloc[0]) if "run_id" in frame else ""
+    view.window_end = pd.Timestamp(frame["window_end"].iloc[0]) if "window_end" in frame else None
+    jobs, flags = frame[frame["record"] == JOB], frame[frame["record"] == FLAG]
+    view.clusters = frame[frame["record"] == CLUSTER]
+    view.total = len(jobs)
+    hits = _ordered(_matching(jobs, flags, query.q), flags)
+    view.matched = len(hits)
+    view.query = query = PageQuery(min(query.page, view.pages), query.per, query.q)
+    start = (query.page - 1) * query.per
+    view.jobs = hits.iloc[start : start + query.per]
+    if not flags.empty and not view.jobs.empty:
+        view.flags = flags[_keys(flags).isin(set(_keys(view.jobs)))]
+    return view
+
+
+def job_tail(store: HistoryStore, sweep: str, cluster: str, job_id: str, notes: list[str] | None = None) -> str | None:
+    """The log tail the sweep ``sweep`` (a file name of the store) kept for one job, controls
+    stripped; "" when it kept none; None when there is no such sweep or job. Read-only."""
+    found: SweepFile | None = next((f for f in store.files(notes, read_only=True) if f.path.name == sweep), None)
+    if found is None:
+        return None
+    rows = read_file(
+        found.path, records=(JOB,), columns=("cluster", "job_id", TAIL_COLUMN), notes=notes, read_only=True
+    )
+    if rows is None:
+        return None
+    hit = rows[(rows["cluster"] == cluster) & (rows["job_id"] == job_id)] if "cluster" in rows else rows.iloc[:0]
+    if hit.empty:
+        return None
+    tail = hit[TAIL_COLUMN].iloc[0]
+    return clean(tail) if isinstance(tail, str) else ""
