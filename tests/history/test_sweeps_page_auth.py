@@ -18,11 +18,14 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from browser import api_server, passwords_file
 
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+
+pytestmark = pytest.mark.slow  # a real api-server: not in scripts/test.sh --fast
 
 SWEEP_DAG, OTHER_DAG = "monitor_cron_sweep", "research_dag"
 TEAMS = """
