@@ -164,7 +164,7 @@ def remember(
         if d.offer.get("recurring"):
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"]}))
         by = "standing permission" if d.offer.get("standing") else str(answer.get("responded_by") or "")
-        if res.startswith("requeued") or res.startswith("cancelled and relaunched"):
+        if res.startswith(("requeued", "cancelled and relaunched", "UNKNOWN")):  # UNKNOWN: counted, never re-sent
             new_id = relaunched_as(res)
             act_ = {**base, "kind": ActKind.RELAUNCH, "by": by, "result": res, "new_job_id": new_id or None}
             acts.append((r.cluster, r.job_id, r.name, act_))

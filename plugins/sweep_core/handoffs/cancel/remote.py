@@ -63,7 +63,7 @@ def build_scancel_script(user: str, jobs: list[ApprovedJob], marker: str, confir
         "LOOKBACK_DAYS": SACCT_LOOKBACK_DAYS,
         "SACCT_FORMAT": SACCT_FORMAT,
     }
-    return compose(marker, values, ("recheck.sh", "cancel_scancel.sh"))
+    return compose(marker, values, ("recheck.sh", "cancel_scancel.sh"), act=True)
 
 
 def read_scancel(
