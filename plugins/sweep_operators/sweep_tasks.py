@@ -37,6 +37,7 @@ from sweep_core.fanin.steps import (
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.history.rules_history import load_rules_history
+from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
 from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
 from sweep_core.ledger.store import ledger_for_run, load_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
@@ -149,6 +150,12 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     run_id = run_id_of(context)
     changes = fold_sweep_run(log_dir, result.snapshots, run_id=run_id, window_end=end, notes=notes)
     result.changes = notes + [c.line for c in changes]
+    if context["params"].get(CONFIRM_PARAM):  # a person checked the cluster after a ledger recovery
+        cleared = confirm_reset(log_dir, f"run {run_id}")
+        result.changes.insert(0, cleared or f"{CONFIRM_PARAM}: the ledger held no acts: nothing to confirm")
+    if hold := held(log_dir):
+        log.error("%s", held_line(hold))
+        result.changes.insert(0, held_line(hold))
     laps.lap("ledger")
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()

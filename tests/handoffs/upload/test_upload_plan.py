@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from handoff_fakes import Call, FakeSsh, cluster, ok, ops
+from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops
 
 from sweep_core.config.ops_schema import UploadCommand
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
@@ -30,7 +30,6 @@ from sweep_core.handoffs.upload.salvage import open_jobs, salvage_acts, salvaged
 from sweep_core.handoffs.upload.usecase import hub_status, run_uploads, upload_settings
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
-from sweep_core.slurm.failover import OUTCOME_UNKNOWN
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import CommandResult
 
@@ -287,27 +286,16 @@ def test_a_sweep_hands_cleanup_an_open_upload_only_when_cleanup_has_no_work(tmp_
     assert follow_open(empty, load_ledger(tmp_path), dry_run=False, run_log="x") == empty
 
 
-def _lost(ssh: FakeSsh):
-    """RunScript: the submit session drops after the script was sent (outcome unknown); others as ``ssh``."""
-
-    def run(cfg, script, marker, what):
-        if what == "upload submit":
-            ssh.calls.append(Call(cfg.name, what, script))
-            return None, f"{OUTCOME_UNKNOWN}: sent to login01 (127.0.0.1:22), then session failed: EOFError"
-        return ssh(cfg, script, marker, what)
-
-    return run
-
-
 def test_a_submission_whose_answer_was_lost_is_unknown_then_found_by_its_name_never_resent(tmp_path) -> None:
     first = FakeSsh()
-    rep, _ = _run(tmp_path, [_decision()], _lost(first))
+    rep, _ = _run(tmp_path, [_decision()], lost_after_send(first, "upload submit"))
     assert rep.rows[0][5] == "UNKNOWN" and "not sent again" in rep.rows[0][6]
     (act,) = acts_of(load_ledger(tmp_path), "local", "4242", UPLOAD)
     assert act["outcome"] == "UNKNOWN" and act["job_name"] == "upload__sft__cell_a" and act["upload_job"] == ""
     # the next run (another id) submits nothing: it finds the job sbatch made by its name in sacct
     at = int(act["claimed_at"]) + 2
-    found = FakeSsh({"upload find": lambda m, s: {"find": ok(f"905{m}{at}{m}PENDING{m}upload__sft__cell_a\n")}})
+    row = f"905{{m}}{at}{{m}}PENDING{{m}}upload__sft__cell_a\n"  # squeue only: held by --begin
+    found = FakeSsh({"upload find": lambda m, s: {"find": ok(""), "findq": ok(row.replace("{m}", m))}})
     rep2, _ = _run(tmp_path, [_decision()], found, run_id="r2")
     assert [c.what for c in found.calls] == ["upload find"]
     assert "--name upload__sft__cell_a" in found.calls[0].script and rep2.rows[0][4] == "905"
@@ -319,15 +307,18 @@ def test_a_submission_whose_answer_was_lost_is_unknown_then_found_by_its_name_ne
 
 
 def test_an_unknown_submission_sacct_never_saw_frees_its_attempt(tmp_path, monkeypatch) -> None:
-    _run(tmp_path, [_decision()], _lost(FakeSsh()))
-    none = FakeSsh({"upload find": lambda m, s: {"find": ok("")}})
+    _run(tmp_path, [_decision()], lost_after_send(FakeSsh(), "upload submit"))
+    none = FakeSsh({"upload find": lambda m, s: {"find": ok(""), "findq": ok("")}})
     rep, _ = _run(tmp_path, [_decision()], none, run_id="r2")  # too soon: sacct may lag
     assert [c.what for c in none.calls] == ["upload find"] and "sacct lists none yet" in rep.rows[0][6]
     import sweep_core.handoffs.upload.usecase as usecase
 
     monkeypatch.setattr(usecase, "UNSENT_AFTER_S", -1)
     again = FakeSsh(
-        {"upload find": lambda m, s: {"find": ok("")}, "upload submit": lambda m, s: {"sub:0": ok("907\n")}}
+        {
+            "upload find": lambda m, s: {"find": ok(""), "findq": ok("")},
+            "upload submit": lambda m, s: {"sub:0": ok("907\n")},
+        }
     )
     rep2, _ = _run(tmp_path, [_decision()], again, run_id="r3")
     assert [c.what for c in again.calls] == ["upload find", "upload submit"] and rep2.rows[0][4] == "907"

@@ -4,8 +4,8 @@ track : include/remote/upload_track.sh: ONE ``sacct -j a,b,c`` for every upload 
         bounded log tail of each one that ended other than COMPLETED (its traceback).
 submit: one ``sbatch --parsable --output=<log> ...`` per upload (record ``sub:<k>``), every value
         shlex-quoted; an act (bounded on the node, never re-sent once sent).
-find  : ONE ``sacct --name`` for the job names of submissions whose answer was lost (UNKNOWN):
-        which upload job each became, if any.
+find  : ONE ``sacct --name`` and ONE ``squeue -n`` (a job held by ``--begin`` is not in sacct yet)
+        for the job names of submissions whose answer was lost (UNKNOWN): which job each became.
 """
 
 from __future__ import annotations
@@ -109,14 +109,17 @@ FIND_FORMAT = "JobID,Submit,State,JobName"  # JobName last: it may hold the deli
 
 
 def build_find_script(user: str, names: Sequence[str], marker: str) -> str:
-    """ONE ``sacct --name`` of the user's jobs with these names (record ``find``), Submit in epoch
-    seconds (SLURM_TIME_FORMAT=%s), fields split by the marker."""
+    """ONE ``sacct --name`` (record ``find``) and ONE ``squeue -n`` (record ``findq``) of the user's
+    jobs with these names: id, submit time in epoch seconds (SLURM_TIME_FORMAT=%s), state, name,
+    fields split by the marker."""
     for n in names:
         if not n or "," in n or "\n" in n:
             raise ValueError(f"job name {n!r} cannot be looked up with sacct --name")
+    joined = shlex.quote(",".join(sorted(set(names))))
     cmd = (
         f'run find env SLURM_TIME_FORMAT=%s sacct -X -P -n -u "$U" --delimiter="$M" '
-        f"-S now-{SACCT_LOOKBACK_DAYS}days -o {FIND_FORMAT} --name {shlex.quote(','.join(sorted(set(names))))}\n"
+        f"-S now-{SACCT_LOOKBACK_DAYS}days -o {FIND_FORMAT} --name {joined}\n"
+        f'run findq env SLURM_TIME_FORMAT=%s squeue -h -t all -u "$U" -n {joined} -o "%i$M%V$M%T$M%j"\n'
     )
     return compose(marker, {"U": user}, (), trailer=cmd)
 
@@ -130,14 +133,15 @@ class FoundJob:
 
 
 def read_find(out: GatherOutput | None, problem: str) -> tuple[list[FoundJob] | None, str]:
-    """The jobs sacct listed (None and why when it did not answer)."""
-    rec = out.get("find") if out else None
-    if rec is None or rec.rc != 0:
-        why = problem or ("no find record" if rec is None else f"sacct exited {rec.rc}: {rec.stderr.strip()[:200]}")
-        return None, why
-    found = []
-    for line in rec.stdout.splitlines():
-        parts = line.split(out.marker, 3) if out else []
-        if len(parts) == 4 and parts[1].isdigit() and valid_job_id(parts[0]):
-            found.append(FoundJob(parts[0], int(parts[1]), parts[2].split(" ")[0], parts[3]))
-    return found, ""
+    """The jobs sacct or squeue listed, once each (None and why when either did not answer)."""
+    found: dict[str, FoundJob] = {}
+    for name, tool in (("find", "sacct"), ("findq", "squeue")):
+        rec = out.get(name) if out else None
+        if out is None or rec is None or rec.rc != 0:
+            why = f"{tool} exited {rec.rc}: {rec.stderr.strip()[:200]}" if rec is not None else f"no {name} record"
+            return None, problem or why
+        for line in rec.stdout.splitlines():
+            parts = line.split(out.marker, 3)
+            if len(parts) == 4 and parts[1].isdigit() and valid_job_id(parts[0]):
+                found.setdefault(parts[0], FoundJob(parts[0], int(parts[1]), parts[2].split(" ")[0], parts[3]))
+    return list(found.values()), ""
