@@ -20,8 +20,8 @@ from sweep_core.fanin.report import (
     render_run_log,
     run_log_path,
     run_note,
+    update_run_log,
     upsert_section,
-    write_run_log,
 )
 from sweep_core.fanin.steps import (
     Laps,
@@ -171,8 +171,7 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
         window_start=start.isoformat(),
         window_end=end.isoformat(),
     )
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    write_run_log(path, keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
+    update_run_log(path, lambda old: keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
     log.info("run log written: %s", path)
     laps.lap("run log")
     set_dag_run_note(context, run_note(result, path))
@@ -264,8 +263,7 @@ def _tell_paused(run_log: str, run_id: str, dag_ids: list[str]) -> None:
         body = "## Hand-offs waiting: DAG paused\n\n" + "\n".join(
             f"- `{d}` is paused: the run this sweep triggered waits until someone unpauses it" for d in paused
         )
-        old = Path(run_log).read_text(encoding="utf-8")
-        write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
+        update_run_log(Path(run_log), lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
 
 
 def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
@@ -274,8 +272,7 @@ def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str,
         log.info("%s", clean(line))
     if run_log and Path(run_log).is_file():
         body = "## Already handed off (not handed off again)\n\n" + "\n".join(f"- {md_text(g)}" for g in given)
-        old = Path(run_log).read_text(encoding="utf-8")
-        write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
+        update_run_log(Path(run_log), lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
     note = run_note(_result(context, config), Path(run_log) if run_log else None)
     set_dag_run_note(context, note + f"\n\nAlready handed off: {len(given)} (see run log)")
 

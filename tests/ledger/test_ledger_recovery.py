@@ -9,8 +9,8 @@ import json
 import os
 from types import SimpleNamespace
 
+from sweep_core import durable
 from sweep_core.handoffs.upload.remote import build_submit_script
-from sweep_core.ledger import store
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import given_by, mark_given
 from sweep_core.ledger.hold import confirm_reset, held
@@ -105,9 +105,9 @@ def test_a_write_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, mon
         calls.append("fsync dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
         real_fsync(fd)
 
-    monkeypatch.setattr(store.os, "fsync", fsync)
+    monkeypatch.setattr(durable.os, "fsync", fsync)
     monkeypatch.setattr(
-        store.Path, "replace", lambda self, target: calls.append("rename") or real_replace(self, target)
+        durable.Path, "replace", lambda self, target: calls.append("rename") or real_replace(self, target)
     )
     save_ledger(tmp_path, Ledger())
     assert calls == ["fsync file", "rename", "fsync dir"]

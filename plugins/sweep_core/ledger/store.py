@@ -13,14 +13,13 @@ read that fails for another reason (EIO, a permission) raises: never read as an 
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sweep_core.durable import locked, write_atomic
 from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, SeriesMax, _record
 from sweep_core.ledger.given import merge_given
 from sweep_core.state_dir import STATE_DIR, move_aside
@@ -50,19 +49,7 @@ def _write(path: Path, obj: Any) -> Path:
     """Write atomically and durably: a reader never sees half a file, and a crash or power loss
     right after leaves the old file or the new one (the data fsynced before the rename, the
     folder's entry after it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("wb") as fh:
-        fh.write(json.dumps(obj, sort_keys=True).encode("utf-8"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return path
+    return write_atomic(path, json.dumps(obj, sort_keys=True).encode("utf-8"))
 
 
 def _load(run_log_dir: str | Path, notes: list[str] | None) -> Ledger:
@@ -184,16 +171,8 @@ def _before(raw: Any) -> tuple[str, str, Ledger]:
     return raw["run_id"], raw["window_end"], Ledger.from_dict(raw.get("ledger"))
 
 
-@contextmanager
-def _locked(run_log_dir: str | Path) -> Iterator[None]:
-    lock = ledger_path(run_log_dir).with_name(".ledger.lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _locked(run_log_dir: str | Path) -> AbstractContextManager[None]:
+    return locked(ledger_path(run_log_dir).with_name(".ledger.lock"))
 
 
 def update_ledger(
