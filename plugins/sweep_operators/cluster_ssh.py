@@ -105,7 +105,7 @@ def run_checked(
     if result.unknown:
         if log:
             log.error("%s %s: %s: %s (not sent again)", what, cfg.name, OUTCOME_UNKNOWN, result.unknown)
-        return result.output, f"{OUTCOME_UNKNOWN}: {result.unknown}"
+        return result.output, f"{OUTCOME_UNKNOWN}: {what} {result.unknown}"
     if result.output is None:
         return None, "unreachable: " + " | ".join(result.attempts)
     if not result.output.complete:

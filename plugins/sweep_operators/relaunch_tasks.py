@@ -164,7 +164,8 @@ def remember(
         if d.offer.get("recurring"):
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"]}))
         by = "standing permission" if d.offer.get("standing") else str(answer.get("responded_by") or "")
-        if res.startswith(("requeued", "cancelled and relaunched", "UNKNOWN")):  # UNKNOWN: counted, never re-sent
+        unknown = res.startswith("UNKNOWN")  # sent, its answer lost: recorded (counted), never re-sent
+        if res.startswith(("requeued", "cancelled and relaunched")) or (unknown and "relaunch sent" in res):
             new_id = relaunched_as(res)
             act_ = {**base, "kind": ActKind.RELAUNCH, "by": by, "result": res, "new_job_id": new_id or None}
             acts.append((r.cluster, r.job_id, r.name, act_))
@@ -173,7 +174,7 @@ def remember(
             ):  # an ops.md relaunch command: the next sweep knows the new id as the same run
                 acts += link_acts(r.cluster, r.job_id, new_id, r.name, base)
             release.append(item)
-        elif res.startswith(("cancelled", "stopped")):
+        elif res.startswith(("cancelled", "stopped")) or unknown:
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL, "by": by, "result": res}))
         elif d.offer.get("standing"):
             continue
