@@ -74,9 +74,11 @@ def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str
             rc, stdout, stderr = run(node)
         except SessionLost as exc:
             attempts.append(f"{where}: {exc}")
+            out = parse_gather_output(exc.stdout, marker)
             if act:
-                out = parse_gather_output(exc.stdout, marker)
                 return FailoverResult(out, node, attempts, unknown=f"sent to {where}, then {exc}")
+            if out.records:
+                partial = (out, node)
             continue
         except NodeUnreachable as exc:
             attempts.append(f"{where}: {exc}")
