@@ -118,26 +118,28 @@ def _recover(
     damaged file moved aside, the result saved with ``hold``; a note names what was lost."""
     path = ledger_path(run_log_dir)
     lost = list(lost or [])
-    if partial is None and data is not None:
-        partial, more = _salvage(data)
-        lost += more
     kept = _read(_before_path(run_log_dir), notes, _before)
-    ledger = kept[2] if kept is not None else Ledger()
-    if partial is not None:
-        ledger.jobs.update(partial.jobs)
-        ledger.series.update(partial.series)
-        for attr in ("clusters", "read_until", "told"):
-            getattr(ledger, attr).update(getattr(partial, attr))
-        ledger.known |= partial.known
-        ledger.window_end = max(ledger.window_end, partial.window_end)
-        ledger.windows = sorted({*ledger.windows, *partial.windows})
+    before = kept[2] if kept is not None else Ledger()
+    if partial is not None:  # it parsed but for some entries: it is the ledger, the one before fills gaps
+        ledger, salvaged = partial, len(partial.jobs)
+        for key, entry in before.jobs.items():
+            ledger.jobs.setdefault(key, entry)
+        for key, smax in before.series.items():
+            ledger.series.setdefault(key, smax)
+    else:  # not JSON (truncated) or gone: the one before, then every entry of the file that still reads
+        ledger, salvaged = before, 0
+        if data is not None:
+            got, more = _salvage(data)
+            lost += more
+            ledger.jobs.update(got.jobs)
+            ledger.series.update(got.series)
+            salvaged = len(got.jobs)
     ledger.run_id = ""  # no re-run folds against a ledger before this recovery
     base = (
         f"ledger.before.json (the ledger before run {kept[0]})"
         if kept is not None
         else "nothing (no ledger.before.json)"
     )
-    salvaged = len(partial.jobs) if partial is not None else 0
     lost_text = "; ".join(lost) or "entries the damaged file alone held are unknown"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     ledger.hold = (
