@@ -7,6 +7,9 @@ sacct and follows it to the hub, and sacct shows exactly one upload job. Two rea
   on the node, below the SSH command timeout) ends the script; the reader sees it cut short.
 - the SSH session cut mid-act: the login node's sshd process of this session is killed once the
   upload job shows in squeue (sbatch ran, its answer not read yet).
+
+And a truncated ledger (its claims possibly lost) holds the submission until a person triggers the
+sweep with ``confirm_ledger_reset``; the sweep's run log says ACTS HELD meanwhile.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ import pytest
 import yaml
 from conftest import CLUSTER_DIR, sh
 from hf_hub_stub import hub_stub
-from sweep_runner import run_dag
+from sweep_runner import run_dag, run_sweep
 from test_upload_local import JOB_PY, ORG, SITE, _row, _tree
+from test_upload_local import _config as _plain_config
+
+from sweep_core.ledger.store import fold_run, ledger_path
 
 pytestmark = pytest.mark.cluster
 FLAVOR = "sft-job-cleanup"
@@ -179,3 +185,29 @@ def test_a_session_cut_after_sbatch_ran_is_unknown_not_retried_then_found(local_
         assert _row(two, jid)[4] == up
         assert [a["upload_job"] for a in _upload_acts(logs, jid)] == ["", up]
     assert _uploads(name, expect=1) == [up]
+
+
+def test_a_truncated_ledger_holds_the_upload_until_a_person_confirms(local_cluster, tag, tmp_path) -> None:
+    c = local_cluster
+    name = f"sft__{tag}_held"
+    jid = c.submit(name, "echo done")
+    c.wait_finished(jid, "COMPLETED")
+    _tree(name)
+    logs = tmp_path / "logs"
+    job = [{"cluster": "local", "job_id": jid, "name": name, "flavor": FLAVOR}]
+    for run, end in (("r1", "2026-12-04T00:00:00+00:00"), ("r2", "2026-12-04T03:00:00+00:00")):
+        fold_run(logs, run, end, lambda led: (led, None))
+    ledger = ledger_path(logs)
+    ledger.write_text(ledger.read_text()[:25])  # cut mid-file (a crash, a full disk)
+    with hub_stub({}) as hub:
+        cfg = _plain_config(tmp_path, hub.url, FLAVOR)
+        held = _cleanup(logs, job, cfg, hub.url)
+        assert "held: the ledger was recovered with loss" in _row(held, jid)[6]
+        assert _uploads(name, expect=0, settle=3) == []  # nothing submitted
+        sweep = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, logs)
+        assert "ACTS HELD" in sweep.report and "recovered with loss" in sweep.report
+        confirm = run_sweep({"clusters": ["local"], "lookback_hours": 0.25, "confirm_ledger_reset": True}, logs)
+        assert "ledger hold cleared by run" in confirm.report and "ACTS HELD" not in confirm.report
+        after = _cleanup(logs, job, cfg, hub.url)
+        assert _row(after, jid)[5] == "submitted"
+    assert _uploads(name, expect=1) == [_row(after, jid)[4]]
