@@ -79,6 +79,12 @@ with DAG(
             title="Dry run",
             description="Hand-offs print their plan only; nothing destructive runs",
         ),
+        "confirm_ledger_reset": Param(
+            False,
+            type="boolean",
+            title="Confirm ledger reset",
+            description="After a ledger recovery (the run log says ACTS HELD): I checked the cluster; acts may run again",
+        ),
     },
 ) as dag:
     gathers = []

@@ -95,3 +95,17 @@ class FakeHub:
         self.asked.append((repo_id, repo_type, tuple(expected)) + ((revision,) if revision != "main" else ()))
         got = self.ok.get(repo_id, False) if revision == "main" else self.ok.get(f"{repo_id}@{revision}", False)
         return HubEvidence(got, f"{repo_type} {repo_id}: {'all present' if got else 'repo not on the hub'}")
+
+
+def lost_after_send(ssh: FakeSsh, *whats: str) -> Callable[[ClusterConfig, str, str, str], tuple[None, str]]:
+    """RunScript: a script named in ``whats`` is sent and its session drops (its outcome unknown,
+    as cluster_ssh.run_checked says it); any other goes to ``ssh``. Every call is recorded in ``ssh``."""
+    from sweep_core.slurm.failover import OUTCOME_UNKNOWN
+
+    def run(cfg: ClusterConfig, script: str, marker: str, what: str):  # type: ignore[no-untyped-def]
+        if what in whats:
+            ssh.calls.append(Call(cfg.name, what, script))
+            return None, f"{OUTCOME_UNKNOWN}: sent to login1 (127.0.0.1:22), then session failed: EOFError"
+        return ssh(cfg, script, marker, what)
+
+    return run

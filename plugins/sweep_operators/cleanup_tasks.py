@@ -16,7 +16,7 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cleanup.backlog import backlog_path, forget, load_backlog, save_backlog
+from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, backlog_path, forget, update_backlog
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
@@ -144,7 +144,13 @@ def record(sweep_yaml: str, **context: Any) -> str:
     if uploads.rows:
         text += "\n\nUploads (hub lacked the artifact, or a salvage):\n" + uploads.table()
     print(text)
+    notes = _plan(context).notes
+    if notes:
+        text = "\n".join(f"UNKNOWN: {n}" for n in notes) + "\n\n" + text
     if not dry:
-        path = _backlog(sweep_yaml)
-        save_backlog(path, forget(load_backlog(path), finished))
+        try:
+            update_backlog(_backlog(sweep_yaml), lambda items: forget(items, finished))
+        except BacklogUnreadable as exc:
+            log.error("%s", exc)
+            text += f"\n\nUNKNOWN: {exc}"
     return str(append_record(context, sweep_yaml, DagId.CLEANUP, text))

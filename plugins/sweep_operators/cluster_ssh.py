@@ -2,7 +2,9 @@
 
 Every remote step of the sweep and its hand-offs (gather, cleanup probe, rm, harvest) is ONE
 script sent to ``bash -s`` over ONE SSH connection; a login node that refuses, times out or
-cannot fork is retried on the next one (sweep_core.slurm.failover).
+cannot fork is retried on the next one (sweep_core.slurm.failover). A script that acts
+(remote_scripts.is_act) is retried only when nothing of it was sent, and runs under
+``timeout`` on the node, ending before this reader gives up (act_bound_s).
 """
 
 from __future__ import annotations
@@ -10,8 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sweep_core.config.ops import ClusterConfig, LoginNode
-from sweep_core.slurm.failover import FailoverResult, NodeUnreachable, gather_with_failover
+from sweep_core.slurm.failover import (
+    OUTCOME_UNKNOWN,
+    FailoverResult,
+    NodeUnreachable,
+    SessionLost,
+    gather_with_failover,
+)
 from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.remote_scripts import act_bound_s, bound_line, is_act
 
 if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
     from airflow.providers.ssh.hooks.ssh import SSHHook
@@ -32,6 +41,11 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
         raise NodeUnreachable(f"connect failed: {type(exc).__name__}: {exc}") from exc
     try:
         stdin, stdout, stderr = client.exec_command("bash -s", timeout=timeout_s)
+    except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:  # no command started
+        client.close()
+        raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
+    out = b""
+    try:  # from here on some of the script may have run
         stdin.write(script)
         stdin.flush()
         stdin.channel.shutdown_write()
@@ -39,9 +53,11 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
         err = stderr.read()
         rc = stdout.channel.recv_exit_status()
     except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
-        raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
+        raise SessionLost(f"session failed: {type(exc).__name__}: {exc}", out.decode("utf-8", "replace")) from exc
     finally:
         client.close()
+    if rc == -1:  # paramiko: the session closed with no exit status (the connection was cut)
+        raise SessionLost("session closed with no exit status (connection cut)", out.decode("utf-8", "replace"))
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
@@ -54,8 +70,13 @@ def run_batch(
     log: Any = None,
     what: str = "batch",
 ) -> FailoverResult:
-    """Run ``script`` on the first login node (ops.md order) that completes it."""
+    """Run ``script`` on the first login node (ops.md order) that completes it; an act only on
+    the first that took it (then bounded on the node below ``command_timeout_s``)."""
     from airflow.providers.ssh.hooks.ssh import SSHHook
+
+    act = is_act(script)
+    if act:
+        script = bound_line(act_bound_s(int(command_timeout_s))) + script
 
     def run(node: LoginNode) -> tuple[int, str, str]:
         hook = SSHHook(
@@ -71,15 +92,20 @@ def run_batch(
             log.info("%s %s via %s (%s:%s)", what, cfg.name, node.name, node.host, node.port)
         return run_script_over_ssh(hook, script, command_timeout_s)
 
-    return gather_with_failover(cfg.login_nodes, run, marker)
+    return gather_with_failover(cfg.login_nodes, run, marker, act=act)
 
 
 def run_checked(
     cfg: ClusterConfig, limits: Any, log: Any, script: str, marker: str, what: str
 ) -> tuple[GatherOutput | None, str]:
     """``run_batch`` with ``limits`` (sweep.yaml gather); (output, problem): problem is '' only
-    when the script ran to its end record, else it says why (unreachable, stopped early)."""
+    when the script ran to its end record, else it says why (unreachable, stopped early, or for an
+    act sent and cut short: ``outcome UNKNOWN: ...``, sweep_core.slurm.failover.outcome_unknown)."""
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what)
+    if result.unknown:
+        if log:
+            log.error("%s %s: %s: %s (not sent again)", what, cfg.name, OUTCOME_UNKNOWN, result.unknown)
+        return result.output, f"{OUTCOME_UNKNOWN}: {what} {result.unknown}"
     if result.output is None:
         return None, "unreachable: " + " | ".join(result.attempts)
     if not result.output.complete:

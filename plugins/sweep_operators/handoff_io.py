@@ -14,7 +14,9 @@ from sweep_core.handoffs.cancel.iris import IrisList, IrisStop
 from sweep_core.handoffs.cancel.iris_relaunch import RunLocal
 from sweep_core.handoffs.hub_evidence import HubEvidence
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript
+from sweep_core.ledger.hold import held_problem
 from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.remote_scripts import is_act
 from sweep_operators.cluster_ssh import run_checked
 
 
@@ -27,10 +29,25 @@ def ops_loader(ops_dir: str) -> LoadCluster:
     return load
 
 
+def _hold() -> str:
+    """Why acts are held now ('' = not held): the ledger of the run-log dir of the sweep.yaml the
+    DAGs were parsed with (SWEEP_CONFIG) was recovered with loss (sweep_core.ledger.hold)."""
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_core.ledger.hold import held
+    from sweep_operators.dag_common import config_paths
+    from sweep_operators.handoff_record import run_log_dir
+
+    return held(run_log_dir(load_sweep_config(config_paths()[1])))
+
+
 def ssh_runner(limits: Any, log: logging.Logger) -> RunScript:
-    """Run one script per call over SSH within sweep.yaml's gather ``limits`` (cluster_ssh.run_checked)."""
+    """Run one script per call over SSH within sweep.yaml's gather ``limits`` (cluster_ssh.run_checked);
+    a script that acts is refused, not sent, while the ledger holds acts."""
 
     def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+        if is_act(script) and (hold := _hold()):
+            log.error("%s %s not sent: %s", what, cfg.name, held_problem(hold))
+            return None, held_problem(hold)
         return run_checked(cfg, limits, log, script, marker, what)
 
     return run
@@ -70,6 +87,8 @@ def iris_stopper() -> IrisStop:
     from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 
     def stop(cfg: ClusterConfig, jobs: list[dict[str, str]], confirm_timeout_s: int) -> Any:
+        if hold := _hold():
+            return None, held_problem(hold)
         try:
             return IrisHook.for_cluster(cfg).stop(jobs, confirm_timeout_s), ""
         except IrisUnavailable as exc:
@@ -85,6 +104,8 @@ def local_runner(log: logging.Logger) -> RunLocal:
     import subprocess
 
     def run(cfg: ClusterConfig, argv: Sequence[str], timeout_s: int) -> tuple[int, str]:
+        if hold := _hold():
+            return 125, held_problem(hold)
         env = dict(os.environ)
         if cfg.iris_home:
             env["HOME"] = cfg.iris_home

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.fanin.report import upsert_section, write_run_log
+from sweep_core.fanin.report import update_run_log, upsert_section
 from sweep_core.safe_text import md_code, md_fence
 
 
@@ -32,10 +32,9 @@ def append_record(context: dict[str, Any], sweep_yaml: str, dag_id: str, text: s
     if path is None or log_dir not in path.parents or path.suffix != ".md":
         path = log_dir / f"{dt.datetime.now(dt.UTC):%Y-%m-%d}_{dag_id}.md"
     run_id = context.get("run_id") or getattr(context.get("dag_run"), "run_id", "manual")
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
     what = f"{section} saved" if section else "actions taken"
     title = f"## Hand-off {dag_id} ({md_code(run_id)}): {what}"
     key = f"{dag_id}:{run_id}" + (f":{section}" if section else "")
     # cluster text inside: a fence no line of it can close, control characters stripped
-    write_run_log(path, upsert_section(old, key, f"{title}\n\n{md_fence(text)}\n"))
-    return path
+    section_text = f"{title}\n\n{md_fence(text)}\n"
+    return update_run_log(path, lambda old: upsert_section(old, key, section_text))  # locked: hand-offs at once

@@ -222,14 +222,17 @@ def outcome_acts(
         r, res = d.request, done.get(d.request.job_id, "")
         who = "standing permission" if d.offer.get("standing") else by
         base = {**_base(d, run_id, at), "by": who, "result": res, "standing": str(d.offer.get("standing") or "")}
-        if res.startswith(("requeued", "cancelled and relaunched", COMMAND_FAILED)):
+        unknown = res.startswith("UNKNOWN")  # sent, its answer lost: recorded (counted), never re-sent
+        if res.startswith(("requeued", "cancelled and relaunched", COMMAND_FAILED)) or (
+            unknown and "relaunch sent" in res
+        ):
             new_id = relaunched_as(res)
             act_ = {**base, "kind": ActKind.RELAUNCH, "new_job_id": new_id or None}  # None: not stored
             acts.append((r.cluster, r.job_id, r.name, act_))
             if new_id and new_id != r.job_id:  # an ops.md command's new id: the next sweep knows it as the same run
                 acts += link_acts(r.cluster, r.job_id, new_id, r.name, base)
             release.append({"cluster": r.cluster, "job_id": r.job_id, "name": r.name})
-        elif res.startswith(("cancelled", "stopped")):
+        elif res.startswith(("cancelled", "stopped")) or unknown:
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL}))
     return acts, release
 

@@ -20,8 +20,8 @@ from sweep_core.fanin.report import (
     render_run_log,
     run_log_path,
     run_note,
+    update_run_log,
     upsert_section,
-    write_run_log,
 )
 from sweep_core.fanin.steps import (
     Laps,
@@ -37,6 +37,7 @@ from sweep_core.fanin.steps import (
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.history.rules_history import load_rules_history
+from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
 from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
 from sweep_core.ledger.store import ledger_for_run, load_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
@@ -149,6 +150,12 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     run_id = run_id_of(context)
     changes = fold_sweep_run(log_dir, result.snapshots, run_id=run_id, window_end=end, notes=notes)
     result.changes = notes + [c.line for c in changes]
+    if context["params"].get(CONFIRM_PARAM):  # a person checked the cluster after a ledger recovery
+        cleared = confirm_reset(log_dir, f"run {run_id}")
+        result.changes.insert(0, cleared or f"{CONFIRM_PARAM}: the ledger held no acts: nothing to confirm")
+    if hold := held(log_dir):
+        log.error("%s", held_line(hold))
+        result.changes.insert(0, held_line(hold))
     laps.lap("ledger")
     text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
     text += "\n\n" + result.rendered.text()
@@ -164,8 +171,7 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
         window_start=start.isoformat(),
         window_end=end.isoformat(),
     )
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    write_run_log(path, keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
+    update_run_log(path, lambda old: keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
     log.info("run log written: %s", path)
     laps.lap("run log")
     set_dag_run_note(context, run_note(result, path))
@@ -257,8 +263,7 @@ def _tell_paused(run_log: str, run_id: str, dag_ids: list[str]) -> None:
         body = "## Hand-offs waiting: DAG paused\n\n" + "\n".join(
             f"- `{d}` is paused: the run this sweep triggered waits until someone unpauses it" for d in paused
         )
-        old = Path(run_log).read_text(encoding="utf-8")
-        write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
+        update_run_log(Path(run_log), lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
 
 
 def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
@@ -267,8 +272,7 @@ def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str,
         log.info("%s", clean(line))
     if run_log and Path(run_log).is_file():
         body = "## Already handed off (not handed off again)\n\n" + "\n".join(f"- {md_text(g)}" for g in given)
-        old = Path(run_log).read_text(encoding="utf-8")
-        write_run_log(Path(run_log), upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
+        update_run_log(Path(run_log), lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
     note = run_note(_result(context, config), Path(run_log) if run_log else None)
     set_dag_run_note(context, note + f"\n\nAlready handed off: {len(given)} (see run log)")
 

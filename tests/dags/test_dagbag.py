@@ -40,7 +40,8 @@ def test_one_group_per_cluster_and_fan_in(dag) -> None:
 
 
 def test_params_and_run_policy(dag) -> None:
-    assert set(dag.params) == {"clusters", "lookback_hours", "dry_run"}
+    assert set(dag.params) == {"clusters", "lookback_hours", "dry_run", "confirm_ledger_reset"}
+    assert dag.params["confirm_ledger_reset"] is False  # acts held after a ledger recovery until set
     assert dag.params["dry_run"] is False
     assert dag.max_active_runs == 1
     assert dag.catchup is False

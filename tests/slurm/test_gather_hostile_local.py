@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import table_rows
 from sweep_runner import ROOT, run_sweep
 
@@ -55,10 +56,12 @@ def _left_behind(before: dict[int, str], wait_s: float = 10) -> dict[int, str]:
 
 def _short_timeout_config(tmp_path: Path, seconds: int) -> Path:
     """sweep.yaml with a short SSH command timeout (so the old behaviour fails in a minute)."""
-    text = (ROOT / "include" / "sweep.yaml").read_text()
-    text = re.sub(r"command_timeout_s: \d+", f"command_timeout_s: {seconds}", text)
+    cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    cfg["gather"]["command_timeout_s"] = seconds
+    cfg["cancel"]["confirm_timeout_s"] = 10  # an act's waits stay below its bound (config-checked)
+    cfg["cancel"].setdefault("relaunch", {})["confirm_timeout_s"] = 10
     path = tmp_path / "sweep.yaml"
-    path.write_text(text)
+    path.write_text(yaml.safe_dump(cfg))
     return path
 
 

@@ -15,6 +15,7 @@ from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSe
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
+from sweep_core.slurm.remote_scripts import ACT_BOUND_MARGIN_S, ACT_MIN_WAIT_S, max_act_wait_s
 
 Positive = Annotated[int, Field(gt=0)]
 
@@ -109,6 +110,32 @@ class SweepConfig(StrictModel):
         ]
         if both:
             raise CrossFieldErrors(both)
+        return self
+
+    @model_validator(mode="after")
+    def _waits_inside_the_act_bound(self) -> SweepConfig:
+        """An act script's waits (checkpoint grace, confirm polls) end before its bound on the node,
+        which ends before the reader's ``gather.command_timeout_s``: a wait longer than that would
+        keep acting after the sweep gave up on it."""
+        limit = max_act_wait_s(self.gather.command_timeout_s)
+        timeout = f"gather.command_timeout_s ({self.gather.command_timeout_s})"
+        rel = self.cancel.relaunch
+        waits = [
+            ("cancel.confirm_timeout_s", f"{self.cancel.confirm_timeout_s} s", self.cancel.confirm_timeout_s),
+            ("cancel.relaunch.confirm_timeout_s", f"{rel.confirm_timeout_s} s", rel.confirm_timeout_s),
+        ]
+        for k, ser in enumerate(rel.series):
+            what = f"{ser.grace_s} s + cancel.relaunch.confirm_timeout_s {rel.confirm_timeout_s} s"
+            waits.append((f"cancel.relaunch.series[{k}].grace_s", what, ser.grace_s + rel.confirm_timeout_s))
+        margin = ACT_BOUND_MARGIN_S + ACT_MIN_WAIT_S
+        errors = [
+            (key, f"{what} must be at most {limit} s ({timeout} minus {margin} s): the act is cut off on the "
+             "node before the sweep stops reading it; lower it or raise gather.command_timeout_s")
+            for key, what, total in waits
+            if total > limit
+        ]  # fmt: skip
+        if errors:
+            raise CrossFieldErrors(errors)
         return self
 
     @property

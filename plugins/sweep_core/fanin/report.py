@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
 
+from sweep_core.durable import locked, write_atomic
 from sweep_core.fanin.steps import SweepResult
 from sweep_core.models import ClusterStatus
 from sweep_core.safe_text import clean, md_code, md_fence, md_text
@@ -95,12 +95,16 @@ def render_run_log(
 
 
 def write_run_log(path: Path, text: str) -> Path:
-    """Write atomically (temp file + rename): a re-run of the same window replaces its log."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Write atomically (a temp file of this writer + rename): a re-run of the same window replaces its log."""
+    return write_atomic(path, text.encode("utf-8"))
+
+
+def update_run_log(path: Path, change: Callable[[str], str]) -> Path:
+    """Read the run log ('' when none yet), ``change`` it, write it, under the run log's lock: the
+    sweep and its hand-offs (several at once) each add their section, none lost."""
+    with locked(path.with_name(f".{path.name}.lock")):
+        old = path.read_text(encoding="utf-8") if path.exists() else ""
+        return write_run_log(path, change(old))
 
 
 def run_note(result: SweepResult, log_path: Path | None) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,9 +15,11 @@ import pandas as pd
 
 from sweep_core.fanin.fingerprint import merge_fingerprints
 from sweep_core.history.rows import JOB, METRIC_PREFIX
-from sweep_core.history.store import HistoryStore
+from sweep_core.history.store import HistoryStore, HistoryUnavailable
 from sweep_core.rules.context import History
 from sweep_core.vocab import Bucket
+
+log = logging.getLogger(__name__)
 
 SIGNATURE, FINGERPRINT = METRIC_PREFIX + "failure_signature", METRIC_PREFIX + "fingerprint"
 COLUMNS = ("window_end", "cluster", "job_id", "name", "bucket", "source", "run_series", SIGNATURE, FINGERPRINT)
@@ -73,6 +76,14 @@ def load_rules_history(
     store: HistoryStore, window_end: dt.datetime, depth: int = 8, notes: list[str] | None = None
 ) -> History:
     """History over the ``depth`` sweeps whose window ended before ``window_end`` (a re-run does not
-    read itself; a backfill reads the sweeps before its own window); unusable files moved aside, noted."""
-    frame = store.read(records=(JOB,), columns=COLUMNS, before=window_end, last=depth, notes=notes)
+    read itself; a backfill reads the sweeps before its own window); unusable files moved aside, noted.
+    History that cannot be read now (HistoryUnavailable) is UNKNOWN this run (``known`` False), noted."""
+    try:
+        frame = store.read(records=(JOB,), columns=COLUMNS, before=window_end, last=depth, notes=notes)
+    except HistoryUnavailable as exc:
+        note = f"sweep history UNKNOWN for this run: not readable now ({exc}); nothing moved aside"
+        log.warning("%s", note)
+        if notes is not None:
+            notes.append(note)
+        return History()
     return history_from(states_from_frame(frame))

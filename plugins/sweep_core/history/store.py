@@ -3,8 +3,10 @@ root that is an Airflow ObjectStoragePath in production (``s3://``, ``gs://``, `
 pathlib.Path (anything with ``iterdir``/``read_bytes``/``write_bytes``/``rename``/``unlink``).
 
 A sweep's file is written to a dot-name and renamed: readers never see half of it; a re-run of the
-same run writes the same name and so replaces its own rows. A file that cannot be read, or a Parquet
-file that is not ours, is moved aside as ``<name>.corrupt-<stamp>`` with a warning and a note.
+same run writes the same name and so replaces its own rows. A file that does not parse, or a Parquet
+file that is not ours, is moved aside as ``<name>.corrupt-<stamp>`` with a warning and a note. A file
+or folder that cannot be READ (EIO, a permission, an expired object-store token: it may pass) is
+never moved: HistoryUnavailable is raised and the caller says the history is UNKNOWN this run.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ from sweep_core.state_dir import move_aside
 log = logging.getLogger(__name__)
 META_KEY = b"sweep_history"
 _NAME = re.compile(r"^(?P<key>\d{8}T\d{6}Z)_(?P<run>[0-9a-f]{12})\.parquet$")
+
+
+class HistoryUnavailable(OSError):
+    """The history could not be read for a reason that may pass (I/O error, permission, an expired
+    token): nothing was moved aside; this run's history is UNKNOWN."""
+
+
+def _read_bytes(path: Any) -> bytes | None:
+    """The file's bytes; None when it is gone; HistoryUnavailable on any other read failure."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None  # pruned or moved aside by a concurrent reader
+    except Exception as exc:  # noqa: BLE001 - object stores raise their own kinds (an expired token)
+        raise HistoryUnavailable(f"{path}: {type(exc).__name__}: {str(exc)[:160]}") from exc
 
 
 class StoragePath(Protocol):
@@ -104,6 +121,8 @@ class HistoryStore:
             entries = list(self.root.iterdir())
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except Exception as exc:  # noqa: BLE001 - as _read_bytes: may pass, nothing moved
+            raise HistoryUnavailable(f"{self.root}: {type(exc).__name__}: {str(exc)[:160]}") from exc
         out = []
         for p in entries:
             m = _NAME.match(p.name)
@@ -183,7 +202,16 @@ def _read_file(
 ) -> pd.DataFrame | None:
     aside = _skip if read_only else move_aside
     try:
-        pf = pq.ParquetFile(io.BytesIO(path.read_bytes()))
+        data = _read_bytes(path)
+    except HistoryUnavailable as exc:
+        if not read_only:
+            raise
+        _skip(path, f"not readable now: {exc}", notes)  # a page view: skipped, never moved
+        return None
+    if data is None:
+        return None
+    try:  # the bytes are here: whatever fails now is the file itself (moved aside)
+        pf = pq.ParquetFile(io.BytesIO(data))
         meta = pf.schema_arrow.metadata or {}
         if meta.get(META_KEY) != SCHEMA_VERSION.encode():
             aside(path, "a Parquet file without this history's schema (foreign)", notes)
@@ -191,8 +219,6 @@ def _read_file(
         names = pf.schema_arrow.names
         cols = None if columns is None else [c for c in dict.fromkeys(["record", *columns]) if c in names]
         table = pf.read(columns=cols)
-    except FileNotFoundError:
-        return None  # pruned or moved aside by a concurrent reader
     except (pa.ArrowException, OSError, ValueError) as exc:
         aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
         return None

@@ -86,6 +86,7 @@ class Ledger:
     failing: list[str] = field(default_factory=list)  # run ids of the sweep runs failed since the last success
     last_success: str = ""  # "<run id> <UTC time>" of the last sweep run that succeeded
     relaunches: dict[str, SeriesRelaunches] = field(default_factory=dict)  # relaunch series -> its count
+    hold: str = ""  # set when the ledger was recovered with loss: why; acts wait for a person (ledger.hold)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,16 +103,18 @@ class Ledger:
             "failing": list(self.failing),
             "last_success": self.last_success,
             "relaunches": {k: asdict(v) for k, v in self.relaunches.items()},
+            "hold": self.hold,
         }
 
     @classmethod
-    def from_dict(cls, raw: Any) -> Ledger:
-        """The ledger in ``raw`` (decoded JSON); LedgerError naming the first bad part."""
+    def from_dict(cls, raw: Any, lost: list[str] | None = None) -> Ledger:
+        """The ledger in ``raw`` (decoded JSON); LedgerError naming the first bad part. With ``lost``,
+        a bad job or series entry is left out and named there instead (the rest is kept)."""
         if not isinstance(raw, dict):
             raise LedgerError(f"top level is {type(raw).__name__}, not an object")
         if raw.get("version") != LEDGER_VERSION:
             raise LedgerError(f"version {str(raw.get('version'))[:20]!r} is not {LEDGER_VERSION}")
-        for key in ("window_end", "run_id", "last_success"):
+        for key in ("window_end", "run_id", "last_success", "hold"):
             if not isinstance(raw.get(key, ""), str):
                 raise LedgerError(f"'{key}' is not a string")
         clusters = raw.get("clusters", {})
@@ -132,15 +135,29 @@ class Ledger:
             failing=list(failing),
             last_success=raw.get("last_success", ""),
             known=set(known),
-            jobs={k: _record(LedgerEntry, k, v) for k, v in _obj(raw, "jobs").items()},
-            series={k: _record(SeriesMax, k, v) for k, v in _obj(raw, "series").items()},
-            relaunches={k: _record(SeriesRelaunches, k, v) for k, v in _obj(raw, "relaunches").items()},
+            jobs=_records(LedgerEntry, _obj(raw, "jobs"), lost, "job"),
+            series=_records(SeriesMax, _obj(raw, "series"), lost, "series"),
+            relaunches=_records(SeriesRelaunches, _obj(raw, "relaunches"), lost, "relaunch series"),
             clusters=dict(clusters),
             read_until=dict(read_until),
             window_end=raw.get("window_end", ""),
             windows=sorted(windows),
             run_id=raw.get("run_id", ""),
+            hold=raw.get("hold", ""),
         )
+
+
+def _records(cls: type, raw: dict[str, Any], lost: list[str] | None, what: str) -> dict[str, Any]:
+    """Each entry of ``raw`` as ``cls``; a bad one raises, or with ``lost`` is left out and named."""
+    out = {}
+    for k, v in raw.items():
+        try:
+            out[k] = _record(cls, k, v)
+        except LedgerError as exc:
+            if lost is None:
+                raise
+            lost.append(f"{what} {exc}")
+    return out
 
 
 def _obj(raw: dict[str, Any], key: str) -> dict[str, Any]:

@@ -1,20 +1,26 @@
 """Where the ledger lives: ``<run_log_dir>/.sweep-state/ledger.json`` beside the per-sweep history,
-written atomically under an exclusive lock (backfills and a run by hand may fold at once), with
-``ledger.before.json``: the ledger as it stood before the latest run folded, so that a re-run of
-that run folds against it again. A file that cannot be used is moved aside with a note, never deleted.
+written atomically under an exclusive lock (backfills and a run by hand may fold at once; the file
+fsynced before the rename, the folder after), with ``ledger.before.json``: the ledger as it stood
+before the latest run folded, so that a re-run of that run folds against it again.
+
+A damaged ledger (not JSON, truncated, a bad entry, or gone while ``ledger.before.json`` is there)
+is moved aside, never deleted, and recovered: ``ledger.before.json`` plus every entry of the damaged
+file that still reads, with a note naming what was lost. A ledger recovered so carries ``hold``:
+every submission and destructive act waits until a person confirms (sweep_core.ledger.hold). A
+read that fails for another reason (EIO, a permission) raises: never read as an empty ledger.
 """
 
 from __future__ import annotations
 
-import fcntl
+import datetime as dt
 import json
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweep_core.ledger.entries import Ledger, LedgerError
+from sweep_core.durable import locked, write_atomic
+from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, SeriesMax, _record
 from sweep_core.ledger.given import merge_given
 from sweep_core.state_dir import STATE_DIR, move_aside
 
@@ -40,21 +46,123 @@ def _read(path: Path, notes: list[str] | None, parse: Callable[[Any], T]) -> T |
 
 
 def _write(path: Path, obj: Any) -> Path:
-    """Write atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Write atomically and durably: a reader never sees half a file, and a crash or power loss
+    right after leaves the old file or the new one (the data fsynced before the rename, the
+    folder's entry after it)."""
+    return write_atomic(path, json.dumps(obj, sort_keys=True).encode("utf-8"))
+
+
+def _load(run_log_dir: str | Path, notes: list[str] | None) -> Ledger:
+    """The stored ledger (call under the lock): empty when none was ever written; recovered (and
+    saved, with ``hold``) when damaged; an OSError other than a missing file raises."""
+    path = ledger_path(run_log_dir)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if _before_path(run_log_dir).exists():
+            return _recover(run_log_dir, notes, None, "missing while ledger.before.json is there")
+        return Ledger()
+    lost: list[str] = []
+    try:
+        ledger = Ledger.from_dict(json.loads(data.decode("utf-8")), lost)
+    except (ValueError, RecursionError) as exc:  # LedgerError, not UTF-8, not JSON, huge number
+        why = str(exc)[:160] if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {str(exc)[:160]}"
+        return _recover(run_log_dir, notes, data, why)
+    if lost:
+        return _recover(run_log_dir, notes, data, f"{len(lost)} bad entr{'y' if len(lost) == 1 else 'ies'} ({lost[0][:160]})",
+                        partial=ledger, lost=lost)  # fmt: skip
+    return ledger
+
+
+def _salvage(data: bytes) -> tuple[Ledger, list[str]]:
+    """The job and series entries that still read in a damaged ledger's text (a truncated file
+    keeps every entry before the cut), and what was not read."""
+    text = data.decode("utf-8", "replace")
+    dec = json.JSONDecoder()
+    got, lost = Ledger(), []
+    for section, cls, into in (("jobs", LedgerEntry, got.jobs), ("series", SeriesMax, got.series)):
+        head = f'"{section}": {{'
+        at = text.find(head)
+        if at < 0:
+            lost.append(f"the '{section}' object (not found)")
+            continue
+        i, last = at + len(head), ""
+        while i < len(text) and text[i] != "}":
+            try:
+                key, i = dec.raw_decode(text, i)
+                i = text.index(":", i) + 1
+                while text[i] == " ":
+                    i += 1
+                value, i = dec.raw_decode(text, i)
+                into[key] = _record(cls, str(key), value)
+                last = str(key)
+            except (ValueError, IndexError, RecursionError) as exc:  # LedgerError is a ValueError
+                lost.append(
+                    f"'{section}' after entry {last[:80]!r}: {len(text) - i} characters unreadable ({str(exc)[:80]})"
+                )
+                break
+            while i < len(text) and text[i] in ", ":
+                i += 1
+    return got, lost
+
+
+def _recover(
+    run_log_dir: str | Path,
+    notes: list[str] | None,
+    data: bytes | None,
+    why: str,
+    partial: Ledger | None = None,
+    lost: list[str] | None = None,
+) -> Ledger:
+    """``ledger.before.json`` plus the entries of the damaged file that read (they are newer), the
+    damaged file moved aside, the result saved with ``hold``; a note names what was lost."""
+    path = ledger_path(run_log_dir)
+    lost = list(lost or [])
+    kept = _read(_before_path(run_log_dir), notes, _before)
+    before = kept[2] if kept is not None else Ledger()
+    if partial is not None:  # it parsed but for some entries: it is the ledger, the one before fills gaps
+        ledger, salvaged = partial, len(partial.jobs)
+        for key, entry in before.jobs.items():
+            ledger.jobs.setdefault(key, entry)
+        for key, smax in before.series.items():
+            ledger.series.setdefault(key, smax)
+    else:  # not JSON (truncated) or gone: the one before, then every entry of the file that still reads
+        ledger, salvaged = before, 0
+        if data is not None:
+            got, more = _salvage(data)
+            lost += more
+            ledger.jobs.update(got.jobs)
+            ledger.series.update(got.series)
+            salvaged = len(got.jobs)
+    ledger.run_id = ""  # no re-run folds against a ledger before this recovery
+    base = (
+        f"ledger.before.json (the ledger before run {kept[0]})"
+        if kept is not None
+        else "nothing (no ledger.before.json)"
+    )
+    lost_text = "; ".join(lost) or "entries the damaged file alone held are unknown"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    ledger.hold = (
+        f"{stamp}: ledger.json unusable ({why}): recovered from {base} and {salvaged} job entries of the damaged file; "
+        f"lost: {lost_text}"
+    )
+    if data is not None:
+        move_aside(path, why, notes)
+    save_ledger(run_log_dir, ledger)
+    if notes is not None:
+        notes.append(f"LEDGER RECOVERED WITH LOSS: {ledger.hold}. Every submission and destructive act is held "
+                     "until a person confirms (trigger monitor_cron_sweep with confirm_ledger_reset=true)")  # fmt: skip
+    return ledger
 
 
 def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
-    """The stored ledger, or an empty one (none yet, or unusable: moved aside, noted)."""
-    return _read(ledger_path(run_log_dir), notes, Ledger.from_dict) or Ledger()
+    """The stored ledger: empty when none was ever written, recovered when damaged (module docstring)."""
+    with _locked(run_log_dir):
+        return _load(run_log_dir, notes)
 
 
 def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> Path:
-    """Write atomically (a reader never sees half a ledger)."""
+    """Write atomically and durably (a reader never sees half a ledger)."""
     return _write(ledger_path(run_log_dir), ledger.to_dict())
 
 
@@ -65,16 +173,8 @@ def _before(raw: Any) -> tuple[str, str, Ledger]:
     return raw["run_id"], raw["window_end"], Ledger.from_dict(raw.get("ledger"))
 
 
-@contextmanager
-def _locked(run_log_dir: str | Path) -> Iterator[None]:
-    lock = ledger_path(run_log_dir).with_name(".ledger.lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _locked(run_log_dir: str | Path) -> AbstractContextManager[None]:
+    return locked(ledger_path(run_log_dir).with_name(".ledger.lock"))
 
 
 def update_ledger(
@@ -82,7 +182,7 @@ def update_ledger(
 ) -> T:
     """Load, apply ``change`` (returns the new ledger and a result), save — under one lock."""
     with _locked(run_log_dir):
-        ledger, result = change(load_ledger(run_log_dir, notes))
+        ledger, result = change(_load(run_log_dir, notes))
         save_ledger(run_log_dir, ledger)
     return result
 
@@ -117,7 +217,7 @@ def _fold_into_before(
 def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
     """The ledger run ``run_id`` (window ending ``window_end``, ISO UTC) will fold against, read-only."""
     with _locked(run_log_dir):
-        return _base(run_log_dir, load_ledger(run_log_dir, notes), run_id, window_end, notes)
+        return _base(run_log_dir, _load(run_log_dir, notes), run_id, window_end, notes)
 
 
 def fold_run(
@@ -135,7 +235,7 @@ def fold_run(
     ledger before too, so a re-run of the latest run folds against what it folded against plus
     what the backfill learned (nothing the backfill saw is lost to the re-run)."""
     with _locked(run_log_dir):
-        current = load_ledger(run_log_dir, notes)
+        current = _load(run_log_dir, notes)
         base = _base(run_log_dir, current, run_id, window_end, notes)
         older = bool(current.window_end) and window_end < current.window_end and base is current
         if not older:

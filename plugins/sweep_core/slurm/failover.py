@@ -1,8 +1,12 @@
-"""Login-node failover for one SLURM gather: try each login node in ops.md order.
+"""Login-node failover for one SLURM script: try each login node in ops.md order.
 
-A node that refuses the connection, times out, or cannot fork (login01 fork saturation: the
-script dies before its end record) is retried on the next one. The transport is a callable so
-this policy stays free of SSH and Airflow.
+A read-only script (a gather, a probe) on a node that refuses the connection, times out, or cannot
+fork (login01 fork saturation: the script dies before its end record) is retried on the next one.
+A script that ACTS (remote_scripts.is_act) moves on only when nothing of it was sent (connect or
+login failed): once sent, a dropped session, a reader timeout or a script cut short leaves its
+outcome UNKNOWN (``FailoverResult.unknown``) and it is never sent again, here or elsewhere: the
+use-case records UNKNOWN and reconciles from sacct/squeue next sweep. The transport is a callable
+so this policy stays free of SSH and Airflow.
 """
 
 from __future__ import annotations
@@ -15,7 +19,32 @@ from sweep_core.slurm.gather import GatherOutput, looks_like_fork_failure, parse
 
 
 class NodeUnreachable(Exception):
-    """The transport could not reach or log in to a login node."""
+    """The transport could not reach or log in to a login node: nothing of the script was sent."""
+
+
+class SessionLost(NodeUnreachable):
+    """The session broke (or the reader timed out) after the script was sent: some of it may have
+    run. ``stdout`` holds what was read before."""
+
+    def __init__(self, message: str, stdout: str = "") -> None:
+        super().__init__(message)
+        self.stdout = stdout
+
+
+OUTCOME_UNKNOWN = "outcome UNKNOWN"  # how a RunScript problem starts when an act's outcome is unknown
+
+
+def outcome_unknown(problem: str) -> bool:
+    """Whether a RunScript ``problem`` says the act was sent and its outcome is unknown."""
+    return problem.startswith(OUTCOME_UNKNOWN)
+
+
+def not_done(problem: str) -> str:
+    """What an act with no record of its own came to: ``UNKNOWN: <why>`` when the script was sent
+    (never sent again: the next sweep reads what became of it), else ``not run: <why>``."""
+    if outcome_unknown(problem):
+        return f"UNKNOWN: {problem}: not sent again; the next sweep's squeue/sacct reconciles it"
+    return f"not run: {problem or 'script cut short'}"
 
 
 # (node) -> (exit code, stdout, stderr) of the gather script; raises NodeUnreachable.
@@ -27,26 +56,41 @@ class FailoverResult:
     output: GatherOutput | None
     node: LoginNode | None
     attempts: list[str] = field(default_factory=list)
+    unknown: str = ""  # an act sent whose outcome is unknown: why (then never sent again)
 
     @property
     def reached(self) -> bool:
         return self.output is not None
 
 
-def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str) -> FailoverResult:
-    """The first complete gather; else the last partial one; else nothing, with every attempt noted."""
+def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str, act: bool = False) -> FailoverResult:
+    """The first complete run; else the last partial one; else nothing, with every attempt noted.
+    ``act``: the next node is tried only when nothing was sent to this one (module docstring)."""
     partial: tuple[GatherOutput, LoginNode] | None = None
     attempts: list[str] = []
     for node in nodes:
         where = f"{node.name} ({node.host}:{node.port})"
         try:
             rc, stdout, stderr = run(node)
+        except SessionLost as exc:
+            attempts.append(f"{where}: {exc}")
+            out = parse_gather_output(exc.stdout, marker)
+            if act:
+                return FailoverResult(out, node, attempts, unknown=f"sent to {where}, then {exc}")
+            if out.records:
+                partial = (out, node)
+            continue
         except NodeUnreachable as exc:
             attempts.append(f"{where}: {exc}")
             continue
         output = parse_gather_output(stdout, marker)
         if output.complete:
             return FailoverResult(output, node, attempts)
+        if act and not _prelude_failed(output, stderr):
+            tail = (stderr.strip().splitlines()[-1:] or [""])[0][:200]
+            why = f"sent to {where}, then it stopped before its end record (exit {rc}{': ' + tail if tail else ''})"
+            attempts.append(f"{where}: {why}")
+            return FailoverResult(output, node, attempts, unknown=why)
         if looks_like_fork_failure(stderr):
             why = "cannot fork (fork saturation)"
         else:
@@ -58,3 +102,9 @@ def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str
     if partial is not None:
         return FailoverResult(partial[0], partial[1], attempts)
     return FailoverResult(None, None, attempts)
+
+
+def _prelude_failed(output: GatherOutput, stderr: str) -> bool:
+    """The script could not fork before its first act: no record but the prelude's ``mktemp``
+    failure (or none at all) and a fork failure on stderr. Nothing of an act ran: fail over."""
+    return not (set(output.records) - {"mktemp"}) and (looks_like_fork_failure(stderr) or "mktemp" in output.records)

@@ -16,6 +16,10 @@ from pathlib import Path
 # plugins/sweep_core/slurm/ -> the project, where include/ sits beside plugins/ and dags/
 DEFAULT_DIR = Path(__file__).resolve().parents[3] / "include" / "remote"
 END_RECORD = 'echo "$M end 0 - -"\n'
+# The first line of a script that ACTS (submits, cancels, requeues, deletes): the runner fails it
+# over to another login node only when nothing of it was sent, and bounds its run on the node
+# below the reader's timeout (sweep_operators.cluster_ssh).
+ACT_HEAD = "# sweep act: never re-sent once sent; bounded on the node\n"
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 HeaderValue = str | int | Sequence[str]
@@ -95,6 +99,39 @@ def heredoc_function(name: str, command: str, file: str) -> str:
     return f'{name}() {{\n"${command}" - "$@" <<\'{delim}\'\n{text}{delim}\n}}\n'
 
 
+def act_script(script: str) -> str:
+    """``script`` marked as an act (ACT_HEAD first; a bound, when added, goes before it)."""
+    return script if is_act(script) else ACT_HEAD + script
+
+
+def is_act(script: str) -> bool:
+    """Whether ``script`` acts on the cluster (its first line, or the line after its bound, is ACT_HEAD)."""
+    first, _, rest = script.partition("\n")
+    return script.startswith(ACT_HEAD) or (first.startswith("exec timeout ") and rest.startswith(ACT_HEAD))
+
+
+ACT_BOUND_MARGIN_S = 10  # an act's bound ends this long before the reader's timeout (+5 s to kill)
+ACT_MIN_WAIT_S = 10  # what an act needs besides its waits (grace, confirm) within its bound
+
+
+def act_bound_s(command_timeout_s: int) -> int:
+    """How long an act may run on the node: it ends (killed 5 s later at most) before the reader
+    gives up after ``command_timeout_s``."""
+    return max(5, int(command_timeout_s) - ACT_BOUND_MARGIN_S)
+
+
+def max_act_wait_s(command_timeout_s: int) -> int:
+    """The longest wait (grace + confirm) an act script may hold within its bound."""
+    return act_bound_s(command_timeout_s) - ACT_MIN_WAIT_S
+
+
+def bound_line(bound_s: int) -> str:
+    """``exec timeout -k 5 <bound_s> bash -s``: the rest of the script runs at most that long."""
+    # bash reads a piped script line by line, so the bounded bash reads the rest of stdin;
+    # timeout (not --foreground) kills its whole process group when the bound is hit.
+    return f"exec timeout -k 5 {int(bound_s)} bash -s\n"
+
+
 def compose(
     marker: str,
     values: Mapping[str, HeaderValue],
@@ -102,12 +139,12 @@ def compose(
     trailer: str = "",
     bound_s: int = 0,
     functions: str = "",
+    act: bool = False,
 ) -> str:
-    """One script for ``bash -s``: [``exec timeout -k 5 <bound_s> bash -s``] + prelude + header +
-    ``functions`` + ``files`` (helpers first, the script last) + ``trailer`` (``run`` lines) + the
-    end record."""
-    # bash reads a piped script line by line, so the bounded bash reads the rest of stdin;
-    # timeout (not --foreground) kills its whole process group when the bound is hit.
-    bound = f"exec timeout -k 5 {int(bound_s)} bash -s\n" if bound_s else ""
+    """One script for ``bash -s``: [``exec timeout -k 5 <bound_s> bash -s``] + [ACT_HEAD when it
+    ``act``s] + prelude + header + ``functions`` + ``files`` (helpers first, the script last) +
+    ``trailer`` (``run`` lines) + the end record."""
+    bound = bound_line(bound_s) if bound_s else ""
     body = "".join(script_file(name) for name in files)
-    return bound + script_prelude(marker) + shell_header(values) + functions + body + trailer + END_RECORD
+    head = ACT_HEAD if act else ""
+    return bound + head + script_prelude(marker) + shell_header(values) + functions + body + trailer + END_RECORD

@@ -4,7 +4,7 @@ scancel; a dry run prints the scancel and contacts nothing; the outcome table.""
 
 from __future__ import annotations
 
-from handoff_fakes import FakeSsh, cluster, ok, ops, squeue
+from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops, squeue
 
 from sweep_core.handoffs.cancel.plan import CancelDecision, approval_prompt
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
@@ -115,3 +115,9 @@ def test_an_iris_job_is_validated_by_its_controller_and_stopped_through_the_clie
     done = scancel_approved(decisions, dry_run=False, say=lines.append, **kw)
     assert done == {"cw": {"/sweep/rl__a": "stopped (iris KILLED)"}}
     assert sent == [[{"job_id": "/sweep/rl__a", "name": "rl__a", "state": "RUNNING"}]]
+
+
+def test_a_scancel_whose_session_dropped_after_it_was_sent_is_unknown_not_not_run() -> None:
+    kw = {"confirm_timeout_s": 5, "dry_run": False, "load_cluster": ops(cluster()), "say": print}
+    lost = scancel_approved(_validated(), run_script=lost_after_send(FakeSsh(), "scancel"), **kw)
+    assert lost["local"]["11"].startswith("UNKNOWN: outcome UNKNOWN") and "not sent again" in lost["local"]["11"]

@@ -4,12 +4,12 @@ targets the probe cleared, the backlog, the rm and verify bookkeeping, the outco
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import pytest
 from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, ok, ops, squeue
 
-from sweep_core.handoffs.cleanup.backlog import load_backlog
+from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
@@ -145,9 +145,12 @@ def test_backlog_joins_only_when_not_a_dry_run_and_a_reclaim_replans_it(tmp_path
     assert [d.target.job_id for d in again.decisions] == ["4242"]
     assert _plan([], ssh, hub, tmp_path, reclaim=["other"]).decisions == []
     (tmp_path / "backlog.json").write_text("{not json")
-    assert load_backlog(tmp_path / "backlog.json") == []  # unreadable: a new one, never a crash
-    _plan([_job()], ssh, hub, tmp_path, dry_run=False)
-    assert json.loads((tmp_path / "backlog.json").read_text()) == [_job()]
+    with pytest.raises(BacklogUnreadable, match="unreadable"):  # never read as empty
+        load_backlog(tmp_path / "backlog.json")
+    plan = _plan([_job()], ssh, hub, tmp_path, dry_run=False, reclaim=["local"])
+    assert [d.target.job_id for d in plan.decisions] == ["4242"]  # the requested job is still planned
+    assert "unreadable" in plan.notes[0] and "the reclaim of local plans no backlog" in plan.notes[0]
+    assert (tmp_path / "backlog.json").read_text() == "{not json"  # never overwritten
 
 
 def _delete(paths=TREES) -> CleanupDecision:

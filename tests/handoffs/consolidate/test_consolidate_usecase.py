@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, ok, ops, squeue
+from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, lost_after_send, ok, ops, squeue
 from pydantic import ValidationError
 
 from sweep_core.config.consolidate_schema import ConsolidateSection
@@ -263,7 +263,10 @@ def test_sbatch_refusal_is_a_failed_attempt_and_a_lost_session_is_never_resubmit
     refused = lambda m, s: {"sub:0": CommandResult(1, "", "sbatch: error: invalid partition")}  # noqa: E731
     s = _step(_run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": refused}), FakeHub(), tmp_path))
     assert s["action"] == "failed" and "invalid partition" in s["reasons"][-1]
-    lost = FakeSsh({"consolidate probe": _probe()})  # the submit session never reached a node
+    unreached = FakeSsh({"consolidate probe": _probe()})  # no login node took the submit: nothing sent
+    s = _step(_run(unreached, FakeHub(), tmp_path))
+    assert s["action"] == "blocked" and "not submitted: unreachable" in s["reasons"][-1]
+    lost = lost_after_send(FakeSsh({"consolidate probe": _probe()}), "consolidate submit")  # sent, then dropped
     s = _step(_run(lost, FakeHub(), tmp_path))
     assert s["action"] == "blocked" and "outcome unknown" in s["reasons"][-1]
     s = _step(_run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit()}), FakeHub(), tmp_path))

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from handoff_fakes import FakeSsh, cluster, ok, ops
+from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops
 
 from sweep_core.config.ops_schema import UploadCommand
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
@@ -284,3 +284,41 @@ def test_a_sweep_hands_cleanup_an_open_upload_only_when_cleanup_has_no_work(tmp_
     assert follow_open(busy, ledger, dry_run=False, run_log="x") == busy
     record_acts(tmp_path, [("local", "4242", NAME, {"kind": GAVE_UP, "why": "x"})])
     assert follow_open(empty, load_ledger(tmp_path), dry_run=False, run_log="x") == empty
+
+
+def test_a_submission_whose_answer_was_lost_is_unknown_then_found_by_its_name_never_resent(tmp_path) -> None:
+    first = FakeSsh()
+    rep, _ = _run(tmp_path, [_decision()], lost_after_send(first, "upload submit"))
+    assert rep.rows[0][5] == "UNKNOWN" and "not sent again" in rep.rows[0][6]
+    (act,) = acts_of(load_ledger(tmp_path), "local", "4242", UPLOAD)
+    assert act["outcome"] == "UNKNOWN" and act["job_name"] == "upload__sft__cell_a" and act["upload_job"] == ""
+    # the next run (another id) submits nothing: it finds the job sbatch made by its name in sacct
+    at = int(act["claimed_at"]) + 2
+    row = f"905{{m}}{at}{{m}}PENDING{{m}}upload__sft__cell_a\n"  # squeue only: held by --begin
+    found = FakeSsh({"upload find": lambda m, s: {"find": ok(""), "findq": ok(row.replace("{m}", m))}})
+    rep2, _ = _run(tmp_path, [_decision()], found, run_id="r2")
+    assert [c.what for c in found.calls] == ["upload find"]
+    assert "--name upload__sft__cell_a" in found.calls[0].script and rep2.rows[0][4] == "905"
+    ups = acts_of(load_ledger(tmp_path), "local", "4242", UPLOAD)
+    assert [a["upload_job"] for a in ups] == ["", "905"] and "found by its job name" in ups[1]["found"]
+    track = FakeSsh({"upload track": lambda m, s: {"sacct": ok(f"905{m}RUNNING{m}upload\n")}})
+    rep3, _ = _run(tmp_path, [_decision()], track, run_id="r3")
+    assert [c.what for c in track.calls] == ["upload track"] and rep3.rows[0][5] == "RUNNING"
+
+
+def test_an_unknown_submission_sacct_never_saw_frees_its_attempt(tmp_path, monkeypatch) -> None:
+    _run(tmp_path, [_decision()], lost_after_send(FakeSsh(), "upload submit"))
+    none = FakeSsh({"upload find": lambda m, s: {"find": ok(""), "findq": ok("")}})
+    rep, _ = _run(tmp_path, [_decision()], none, run_id="r2")  # too soon: sacct may lag
+    assert [c.what for c in none.calls] == ["upload find"] and "sacct lists none yet" in rep.rows[0][6]
+    import sweep_core.handoffs.upload.usecase as usecase
+
+    monkeypatch.setattr(usecase, "UNSENT_AFTER_S", -1)
+    again = FakeSsh(
+        {
+            "upload find": lambda m, s: {"find": ok(""), "findq": ok("")},
+            "upload submit": lambda m, s: {"sub:0": ok("907\n")},
+        }
+    )
+    rep2, _ = _run(tmp_path, [_decision()], again, run_id="r3")
+    assert [c.what for c in again.calls] == ["upload find", "upload submit"] and rep2.rows[0][4] == "907"

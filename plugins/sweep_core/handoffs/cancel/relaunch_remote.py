@@ -19,6 +19,7 @@ from typing import Any
 
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
 from sweep_core.safe_names import check_plain_name
+from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
@@ -210,7 +211,7 @@ def build_requeue_script(
         "CONFIRM_TIMEOUT_S": int(confirm_timeout_s),
         **guard_values([(j.job_id, ev) for j, ev in zip(jobs, judged or [{}] * len(jobs), strict=True)], tail_bytes),
     }
-    return compose(marker, values, ("recheck.sh", "relaunch_requeue.sh"))
+    return compose(marker, values, ("recheck.sh", "relaunch_requeue.sh"), act=True)
 
 
 def requeue_line(user: str, j: RelaunchJob) -> str:
@@ -280,7 +281,7 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
         setreq = out.get(f"setreq:{k}") if out else None
         if setreq is not None and setreq.rc != 0:
             return f"Requeue=1 refused: {(setreq.stdout + setreq.stderr).strip()[:200]}"
-        return f"not run: {problem}" if problem else "not run (script cut short)"
+        return not_done(problem)
     text = (rec.stdout + rec.stderr).strip()
     if rec.rc == 2:
         return f"refused before relaunch: {text[:200]}"

@@ -75,7 +75,7 @@ def build_scancel_script(
         "SACCT_FORMAT": SACCT_FORMAT,
         **guard_values([(j.job_id, ev) for j, ev in zip(jobs, judged or [{}] * len(jobs), strict=True)], tail_bytes),
     }
-    return compose(marker, values, ("recheck.sh", "cancel_scancel.sh"))
+    return compose(marker, values, ("recheck.sh", "cancel_scancel.sh"), act=True)
 
 
 def read_scancel(

@@ -16,6 +16,7 @@ from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
+from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
 from sweep_core.vocab import Action, Flavor
@@ -138,7 +139,7 @@ def scancel_approved(
             if how:
                 res = f"{LEFT_ALONE}: {how}"
             elif rc is None and problem:
-                res = f"not run: {problem}"
+                res = not_done(problem)
             elif res.startswith("scancel sent") and sacct_problem:
                 res += f" (sacct: {sacct_problem[:120]})"
             results[cluster][d.request.job_id] = res

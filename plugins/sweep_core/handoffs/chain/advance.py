@@ -34,6 +34,7 @@ from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say
+from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
 from sweep_core.slurm.remote_scripts import script_prelude
@@ -79,15 +80,17 @@ def _submit(
     """ONE session submits every leg; a step whose job id did not come back keeps its old state."""
     marker = new_marker()
     script = build_submit_script(script_prelude(marker), [(s.submit, s.argv) for s in submissions])
-    out, _ = run_script(cfg, script, marker, "hf-chain submit")
+    out, problem = run_script(cfg, script, marker, "hf-chain submit")
     for k, step in enumerate(submissions):
         rec = out.get(f"sub:{k}") if out else None
         jid = parse_job_id(rec.stdout) if rec is not None and rec.rc == 0 else ""
         key = f"{series.name}/{step.cell}"
         if not jid:
-            why = rec.stderr.strip()[:200] if rec is not None else "submission did not run"
-            step.note += f"; submission FAILED: {why}"
-            step.state = CellState.from_dict(state.get(key))  # not advanced: retried next sweep
+            if rec is None:  # UNKNOWN (sent, answer lost): the next probe adopts a job of the leg's name
+                step.note += f"; submission {not_done(problem)}"
+            else:
+                step.note += f"; submission FAILED: {rec.stderr.strip()[:200]}"
+            step.state = CellState.from_dict(state.get(key))  # not advanced: adopted or retried next sweep
             continue
         if step.submit == "upload":
             step.state.upload_job = jid

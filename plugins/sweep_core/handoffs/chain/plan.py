@@ -24,7 +24,7 @@ from sweep_core.config.handoffs_schema import HfChainSection
 from sweep_core.config.schema_base import section
 from sweep_core.safe_names import check_plain_name
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
-from sweep_core.slurm.remote_scripts import END_RECORD, script_file, shell_header
+from sweep_core.slurm.remote_scripts import END_RECORD, act_script, script_file, shell_header
 
 LEGS = ("sft", "upload", "eval", "done")
 
@@ -247,7 +247,7 @@ def advance(
 def build_submit_script(prelude: str, submissions: list[tuple[str, tuple[str, ...]]]) -> str:
     """One ``sub:<k>`` record per submission (``sbatch --parsable`` prints the job id)."""
     lines = [f"run sub:{k} " + " ".join(shlex.quote(a) for a in argv) for k, (_, argv) in enumerate(submissions)]
-    return prelude + "\n".join(lines) + '\necho "$M end 0 - -"\n'
+    return act_script(prelude + "\n".join(lines) + '\necho "$M end 0 - -"\n')
 
 
 def parse_job_id(stdout: str) -> str:

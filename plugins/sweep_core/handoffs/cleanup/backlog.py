@@ -1,15 +1,19 @@
 """The cleanup backlog: completed jobs handed to sweep_cleanup whose trees are not yet confirmed
 removed (``<run_log_dir>/.sweep-state/cleanup_backlog.json``). An inode reclaim of a cluster plans
-its backlog again; a job whose trees are gone (or were already) leaves it.
+its backlog again; a job whose trees are gone (or were already) leaves it. Each change is made under
+a lock (two cleanup runs may end at once); a backlog that cannot be read is BacklogUnreadable: never
+read as empty, never overwritten.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from sweep_core.durable import locked, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -24,24 +28,34 @@ def job_key(d: dict[str, Any]) -> tuple[str, str]:
     return (str(d.get("cluster")), str(d.get("job_id")))
 
 
+class BacklogUnreadable(Exception):
+    """The backlog exists but cannot be read or parsed: which jobs it holds is UNKNOWN."""
+
+
 def load_backlog(path: Path) -> list[dict[str, str]]:
-    """The backlog's entries; an unreadable file is warned about and read as empty."""
-    if not path.exists():
-        return []
+    """The backlog's entries ([] when none yet); BacklogUnreadable when it cannot be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        log.warning("cleanup backlog %s unreadable (%s): starting a new one", path, exc)
+    except FileNotFoundError:
         return []
+    except (OSError, ValueError) as exc:
+        raise BacklogUnreadable(
+            f"cleanup backlog {path} unreadable ({type(exc).__name__}: {str(exc)[:160]}): left as it is, not replanned"
+        ) from exc
+    if not isinstance(data, list):
+        raise BacklogUnreadable(f"cleanup backlog {path} is a {type(data).__name__}, not a list: left as it is")
     return [d for d in data if isinstance(d, dict)]
 
 
 def save_backlog(path: Path, items: list[dict[str, str]]) -> None:
-    """Replace the backlog (written aside, then renamed over it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(items, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
+    """Replace the backlog (written aside, fsynced, then renamed over it)."""
+    write_atomic(path, json.dumps(items, indent=1, sort_keys=True).encode("utf-8"))
+
+
+def update_backlog(path: Path, change: Callable[[list[dict[str, str]]], list[dict[str, str]]]) -> None:
+    """Load, ``change``, save, under the backlog's lock; BacklogUnreadable leaves the file untouched."""
+    with locked(path.with_name(f".{path.name}.lock")):
+        save_backlog(path, change(load_backlog(path)))
 
 
 def jobs_to_plan(requested: list[Any], backlog: list[dict[str, str]], reclaim: Iterable[str]) -> list[Any]:

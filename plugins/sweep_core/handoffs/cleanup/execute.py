@@ -15,6 +15,7 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision
 from sweep_core.handoffs.cleanup.remote import RmItem, build_rm_script, build_verify_script, reclaim_lines
 from sweep_core.handoffs.cleanup.usecase import reclaim_texts
 from sweep_core.handoffs.ports import LoadCluster, RunScript
+from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import GatherOutput, new_marker
 
 
@@ -37,7 +38,7 @@ def start_deletes(
         results = {}
         for k, path in enumerate(sorted(it.path for it in items)):
             r = out.get(f"rm:{k}") if out else None
-            results[path] = (r.stdout if r.rc == 0 else f"REFUSED: {r.stdout}") if r else f"not run: {problem}"
+            results[path] = (r.stdout if r.rc == 0 else f"REFUSED: {r.stdout}") if r else not_done(problem)
         started[cluster] = results
     return started
 
@@ -56,7 +57,7 @@ def verify_removed(
     report: dict[str, Any] = {}
     for cluster, results in started.items():
         cfg = load_cluster(cluster)
-        paths = [p for p, r in results.items() if r.startswith("started") or r == "gone"]
+        paths = [p for p, r in results.items() if r.startswith(("started", "UNKNOWN")) or r == "gone"]
         deadline = clock() + ccfg.verify_timeout_s
         left: list[str] = paths
         out: GatherOutput | None = None

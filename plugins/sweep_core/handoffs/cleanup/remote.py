@@ -157,7 +157,7 @@ def build_rm_script(user: str, items: list[RmItem], marker: str) -> str:
         "RM_NAMES": [it.name for it in ordered],
         "RM_ARRAYS": [it.array_id for it in ordered],
     }
-    return compose(marker, values, ("cleanup_rm.sh",))
+    return compose(marker, values, ("cleanup_rm.sh",), act=True)
 
 
 def build_verify_script(paths: list[str], roots: list[str], quota_command: str, marker: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.handoffs.cleanup.backlog import jobs_to_plan, load_backlog, remember, save_backlog
+from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, jobs_to_plan, load_backlog, remember, update_backlog
 from sweep_core.handoffs.cleanup.plan import (
     CleanupConfig,
     CleanupDecision,
@@ -37,14 +37,16 @@ class CleanupPlan:
 
     decisions: list[CleanupDecision] = field(default_factory=list)
     before: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what could not be planned (an unreadable backlog)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"decisions": [d.to_dict() for d in self.decisions], "before": self.before}
+        return {"decisions": [d.to_dict() for d in self.decisions], "before": self.before, "notes": self.notes}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> CleanupPlan:
         raw = raw or {}
-        return cls([CleanupDecision.from_dict(d) for d in raw.get("decisions", [])], raw.get("before", {}))
+        decisions = [CleanupDecision.from_dict(d) for d in raw.get("decisions", [])]
+        return cls(decisions, raw.get("before", {}), list(raw.get("notes", [])))
 
 
 def _blocked(t: CleanupTarget, why: str) -> CleanupDecision:
@@ -184,12 +186,17 @@ def plan_cleanup(
     Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone).
     ``salvaged``: (cluster, job id) of the jobs recorded for salvage (CANCELLED is their done-signal);
     ``own``: the jobs whose hub evidence is their own upload's commit (plan_cluster)."""
-    held = load_backlog(backlog)
+    notes = []
+    try:
+        held = load_backlog(backlog)
+    except BacklogUnreadable as exc:  # UNKNOWN: the requested jobs only, the file left as it is
+        held = []
+        notes.append(f"{exc}{': the reclaim of ' + ', '.join(reclaim) + ' plans no backlog' if reclaim else ''}")
     raw_jobs = jobs_to_plan(jobs, held, reclaim)
-    if not dry_run:
-        save_backlog(backlog, remember(held, jobs))
+    if not dry_run and not notes:
+        update_backlog(backlog, lambda items: remember(items, jobs))
     by_cluster, bad = parse_targets(raw_jobs)
-    plan = CleanupPlan(bad)
+    plan = CleanupPlan(bad, notes=notes)
     for cluster, targets in by_cluster.items():
         plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, salvaged, own)
     return plan

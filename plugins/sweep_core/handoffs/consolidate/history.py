@@ -159,3 +159,22 @@ def fill_reservation(run_log_dir: str | Path, cluster: str, array_id: str, attem
         return ledger, None
 
     update_ledger(run_log_dir, change)
+
+
+def drop_reservation(run_log_dir: str | Path, cluster: str, array_id: str, attempt: int) -> None:
+    """Free the reserved submission ``attempt``: nothing of it was sent (no login node took the
+    script, or acts are held), so the next run may reserve it again."""
+
+    def change(ledger: Ledger) -> tuple[Ledger, None]:
+        e = ledger.jobs.get(f"{cluster}|{array_id}")
+        if e is not None:
+            e.acts = [
+                a
+                for a in e.acts
+                if not (
+                    a.get("kind") == ConsolidateAct.SUBMITTED and a.get("attempt") == str(attempt) and not a.get("job")
+                )
+            ]
+        return ledger, None
+
+    update_ledger(run_log_dir, change)

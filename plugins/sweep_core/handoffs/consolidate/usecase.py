@@ -22,6 +22,7 @@ from sweep_core.handoffs.consolidate import tracker as datagen_tracker
 from sweep_core.handoffs.consolidate.history import (
     ConsolidateAct,
     History,
+    drop_reservation,
     fill_reservation,
     history_of,
     open_consolidations,
@@ -42,6 +43,7 @@ from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import commit_of
 from sweep_core.ledger.acts import read_ledger
+from sweep_core.slurm.failover import outcome_unknown
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.remote_scripts import script_prelude
 
@@ -235,6 +237,10 @@ def _submit(cluster: str, cfg: Any, steps: list[Step], run: _Run) -> None:
             )
             s.action = "failed"
             s.reasons.append(f"sbatch refused the consolidate job: {why}")
+        elif out is None and not outcome_unknown(problem):  # nothing was sent (unreachable, held): freed
+            drop_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt)
+            s.action = "blocked"
+            s.reasons.append(f"not submitted: {problem or 'no login node took the script'}")
         else:  # the session died: whether sbatch ran is unknown, the reservation stays
             fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, "", problem or "no record")
             s.action = "blocked"

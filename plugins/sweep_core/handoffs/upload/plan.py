@@ -2,11 +2,14 @@
 the ledger's acts say a job's upload is at: submit, wait, retry, give up, or nothing to do.
 
 A job's upload story is a list of acts in its ledger entry (sweep_core.ledger.acts):
-``upload`` (an attempt: its Slurm id, attempt number, log, step, hub repo), ``upload_state`` (a
-state sacct read for that id, a failure's traceback, the hub commit a COMPLETED one's log names),
-``upload_gave_up`` and ``salvage`` (a collapse-cancel: the step to salvage). A job with a salvage
-or an attempt is cleaned only on its OWN upload: the hub asked for that commit, never the repo's
-name alone. Nothing here touches a cluster.
+``upload`` (an attempt: its Slurm id, attempt number, log, step, hub repo; or, with ``outcome:
+UNKNOWN`` and no id, a submission sent whose answer never came back: found next run by its job
+name in sacct, never sent again blind), ``upload_unsent`` (sacct showed that UNKNOWN submission
+never ran: the attempt may be made), ``upload_state`` (a state sacct read for that id, a failure's
+traceback, the hub commit a COMPLETED one's log names), ``upload_gave_up`` and ``salvage`` (a
+collapse-cancel: the step to salvage). A job with a salvage or an attempt is cleaned only on its
+OWN upload: the hub asked for that commit, never the repo's name alone. Nothing here touches a
+cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from sweep_core.safe_names import UPLOAD_PLACEHOLDERS
 
 UPLOAD = "upload"
 UPLOAD_STATE = "upload_state"
+UNSENT = "upload_unsent"
+UNKNOWN = "UNKNOWN"
 GAVE_UP = "upload_gave_up"
 SALVAGE = "salvage"
 LIVE_STATES = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING")
@@ -59,10 +64,26 @@ def render(template: str, values: Mapping[str, str]) -> str:
 
 
 def submit_argv(argv: Sequence[str], values: Mapping[str, str], log: str) -> tuple[str, ...]:
-    """The filled argv with ``--parsable`` (its job id comes back) and ``--output=<log>`` (its
-    traceback is read there) right after ``sbatch``. Quoting happens when the script is built."""
+    """The filled argv with ``--parsable`` (its job id comes back), ``--output=<log>`` (its
+    traceback is read there) and ``--job-name=upload__<name>`` when the argv names no job (the name
+    a submission whose answer was lost is found by in sacct) right after ``sbatch``.
+    Quoting happens when the script is built."""
     filled = [render(a, values) for a in argv]
-    return (filled[0], "--parsable", f"--output={log}", *filled[1:])
+    named = () if job_name_of(filled) else (f"--job-name=upload__{values['name']}",)
+    return (filled[0], "--parsable", f"--output={log}", *named, *filled[1:])
+
+
+def job_name_of(argv: Sequence[str]) -> str:
+    """The job name sbatch gives ``argv`` (its last ``-J``/``--job-name``; '' when none)."""
+    name = ""
+    for k, a in enumerate(argv):
+        if a in ("-J", "--job-name") and k + 1 < len(argv):
+            name = argv[k + 1]
+        elif a.startswith("--job-name="):
+            name = a.split("=", 1)[1]
+        elif a.startswith("-J") and len(a) > 2:
+            name = a[2:]
+    return name
 
 
 @dataclass
@@ -73,6 +94,7 @@ class Story:
     states: dict[str, dict[str, str]] = field(default_factory=dict)  # upload job id -> latest state act
     gave_up: dict[str, str] | None = None
     salvage: dict[str, str] | None = None
+    unknown: dict[str, str] | None = None  # a submission sent whose outcome is unknown, not reconciled yet
 
     @property
     def last(self) -> dict[str, str] | None:
@@ -86,6 +108,8 @@ class Story:
         """Still to be followed: a salvage or an attempt, not given up, not verified on the hub."""
         if self.gave_up is not None:
             return False
+        if self.unknown is not None:
+            return True
         last = self.last
         if last is not None and self.state_of(last["upload_job"]) == "VERIFIED":
             return False
@@ -97,8 +121,14 @@ def story_of(acts: Sequence[Mapping[str, str]]) -> Story:
     s = Story()
     for a in acts:
         kind = a.get("kind")
-        if kind == UPLOAD and a.get("upload_job"):
+        if kind == UPLOAD and not a.get("upload_job") and a.get("outcome") == UNKNOWN:
+            s.unknown = dict(a)
+        elif kind == UNSENT and s.unknown is not None and a.get("attempt") == s.unknown.get("attempt"):
+            s.unknown = None
+        elif kind == UPLOAD and a.get("upload_job"):
             s.attempts.append(dict(a))
+            if s.unknown is not None and a.get("attempt") == s.unknown.get("attempt"):
+                s.unknown = None
         elif kind == UPLOAD_STATE and a.get("upload_job"):
             s.states[a["upload_job"]] = dict(a)
         elif kind == GAVE_UP:
@@ -131,6 +161,14 @@ def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
     last = story.last
     if story.gave_up is not None:
         return Move("none", f"upload given up: {story.gave_up.get('why', '')}")
+    if story.unknown is not None:
+        u = story.unknown
+        return Move(
+            "wait",
+            f"upload attempt {u.get('attempt', '?')} outcome UNKNOWN ({u.get('why', '')[:160]}): looked up in sacct "
+            f"by its job name {u.get('job_name', '')!r}, never submitted again blind"
+            + (f"; {u['note']}" if u.get("note") else ""),
+        )
     if hub == "ok":
         if last is not None and story.state_of(last["upload_job"]) != "VERIFIED":
             return Move("verified", f"upload job {last['upload_job']} landed: the hub holds the artifact")

@@ -3,7 +3,9 @@
 track : include/remote/upload_track.sh: ONE ``sacct -j a,b,c`` for every upload in flight, the
         bounded log tail of each one that ended (a failure's traceback, a COMPLETED one's commit).
 submit: one ``sbatch --parsable --output=<log> ...`` per upload (record ``sub:<k>``), every value
-        shlex-quoted.
+        shlex-quoted; an act (bounded on the node, never re-sent once sent).
+find  : ONE ``sacct --name`` and ONE ``squeue -n`` (a job held by ``--begin`` is not in sacct yet)
+        for the job names of submissions whose answer was lost (UNKNOWN): which job each became.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.chain.plan import parse_job_id
 from sweep_core.handoffs.upload.plan import commit_of, valid_job_id
+from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import compose
@@ -89,11 +92,12 @@ def build_submit_script(argvs: Sequence[Sequence[str]], marker: str) -> str:
         if not argv or argv[0] != "sbatch":
             raise ValueError(f"{list(argv)!r}: an upload is submitted with sbatch, never run on the login node")
     trailer = "".join(f"run sub:{k} {submit_line(a)}\n" for k, a in enumerate(argvs))
-    return compose(marker, {}, (), trailer=trailer)
+    return compose(marker, {}, (), trailer=trailer, act=True)
 
 
 def read_submit(out: GatherOutput | None, n: int, problem: str) -> list[tuple[str, str]]:
-    """(job id, '') per submission, or ('', why it was not submitted)."""
+    """(job id, '') per submission, or ('', why it was not submitted: ``UNKNOWN: ...`` when it was
+    sent and its answer lost, failover.not_done)."""
     res = []
     for k in range(n):
         rec = out.get(f"sub:{k}") if out else None
@@ -101,7 +105,49 @@ def read_submit(out: GatherOutput | None, n: int, problem: str) -> list[tuple[st
         if jid:
             res.append((jid, ""))
         elif rec is None:
-            res.append(("", f"not run: {problem or 'script cut short'}"))
+            res.append(("", not_done(problem)))
         else:
             res.append(("", f"sbatch exited {rec.rc}: {(rec.stderr or rec.stdout).strip()[:200]}"))
     return res
+
+
+FIND_FORMAT = "JobID,Submit,State,JobName"  # JobName last: it may hold the delimiter
+
+
+def build_find_script(user: str, names: Sequence[str], marker: str) -> str:
+    """ONE ``sacct --name`` (record ``find``) and ONE ``squeue -n`` (record ``findq``) of the user's
+    jobs with these names: id, submit time in epoch seconds (SLURM_TIME_FORMAT=%s), state, name,
+    fields split by the marker."""
+    for n in names:
+        if not n or "," in n or "\n" in n:
+            raise ValueError(f"job name {n!r} cannot be looked up with sacct --name")
+    joined = shlex.quote(",".join(sorted(set(names))))
+    cmd = (
+        f'run find env SLURM_TIME_FORMAT=%s sacct -X -P -n -u "$U" --delimiter="$M" '
+        f"-S now-{SACCT_LOOKBACK_DAYS}days -o {FIND_FORMAT} --name {joined}\n"
+        f'run findq env SLURM_TIME_FORMAT=%s squeue -h -t all -u "$U" -n {joined} -o "%i$M%V$M%T$M%j"\n'
+    )
+    return compose(marker, {"U": user}, (), trailer=cmd)
+
+
+@dataclass(frozen=True)
+class FoundJob:
+    job_id: str
+    submit: int  # epoch seconds (remote clock)
+    state: str
+    name: str
+
+
+def read_find(out: GatherOutput | None, problem: str) -> tuple[list[FoundJob] | None, str]:
+    """The jobs sacct or squeue listed, once each (None and why when either did not answer)."""
+    found: dict[str, FoundJob] = {}
+    for name, tool in (("find", "sacct"), ("findq", "squeue")):
+        rec = out.get(name) if out else None
+        if out is None or rec is None or rec.rc != 0:
+            why = f"{tool} exited {rec.rc}: {rec.stderr.strip()[:200]}" if rec is not None else f"no {name} record"
+            return None, problem or why
+        for line in rec.stdout.splitlines():
+            parts = line.split(out.marker, 3)
+            if len(parts) == 4 and parts[1].isdigit() and valid_job_id(parts[0]):
+                found.setdefault(parts[0], FoundJob(parts[0], int(parts[1]), parts[2].split(" ")[0], parts[3]))
+    return list(found.values()), ""

@@ -2,11 +2,16 @@
 missing (or that has an upload or a salvage in flight): ONE track session per cluster (``sacct -j``
 for every upload in flight, the tails of failed ones), then the moves of upload.plan.next_move, the
 submissions in ONE session per cluster, each claimed in the ledger first (given once per attempt,
-whatever runs overlap). Nothing is submitted on a dry run. Its I/O comes in as arguments.
+whatever runs overlap). A submission sent whose answer was lost (the session dropped, the reader
+timed out) is recorded UNKNOWN with its claim kept, never sent again blind: the next run finds it
+by its job name in sacct (``find``) and follows that job, or, when sacct shows none submitted
+after the claim, records it unsent and frees the attempt. Nothing is submitted on a dry run. Its
+I/O comes in as arguments.
 """
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,12 +25,15 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, hub
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
+    UNKNOWN,
+    UNSENT,
     UPLOAD,
     UPLOAD_STATE,
     Move,
     Story,
     UploadConfigError,
     check_argv,
+    job_name_of,
     next_move,
     own_revision,
     render,
@@ -35,8 +43,10 @@ from sweep_core.handoffs.upload.plan import (
     upload_argv,
 )
 from sweep_core.handoffs.upload.remote import (
+    build_find_script,
     build_submit_script,
     build_track_script,
+    read_find,
     read_submit,
     read_track,
     submit_line,
@@ -45,7 +55,13 @@ from sweep_core.ledger.acts import acts_of
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import given_by, mark_given, release_given
 from sweep_core.ledger.store import load_ledger, update_ledger
+from sweep_core.slurm.failover import outcome_unknown
 from sweep_core.slurm.gather import new_marker
+
+# An UNKNOWN submission that sacct has not listed this long after its claim never ran.
+UNSENT_AFTER_S = 120
+# How far before its claim (clock skew between here and the cluster) its job may have been submitted.
+CLOCK_SLACK_S = 300
 
 
 @dataclass(frozen=True)
@@ -172,6 +188,45 @@ def _unchecked_commit(j: _Job) -> Move | None:
     )
 
 
+def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScript, now: str, clock: float) -> list:
+    """ONE session: the upload job each UNKNOWN submission became (by its job name, submitted after
+    its claim, not an attempt the ledger knows); acts for what was found. A job whose submission
+    sacct shows never ran gets ``upload_unsent`` (its attempt claim is released by the caller)."""
+    lost = [j for j in jobs if j.story.unknown is not None and j.story.unknown.get("job_name")]
+    if not lost:
+        return []
+    marker = new_marker()
+    script = build_find_script(cfg.user, [j.story.unknown["job_name"] for j in lost], marker)  # type: ignore[index]
+    found, why = read_find(*run_script(cfg, script, marker, "upload find"))
+    acts = []
+    for j in lost:
+        u = j.story.unknown or {}
+        t = j.d.target
+        if found is None:
+            j.story.unknown = {**u, "note": f"sacct not read ({why[:160]}): asked again next run"}
+            continue
+        known = {a["upload_job"] for a in j.story.attempts}
+        since = float(u.get("claimed_at") or 0) - CLOCK_SLACK_S
+        mine = [f for f in found if f.name == u["job_name"] and f.submit >= since and f.job_id not in known]
+        if len(mine) == 1:
+            f = mine[0]
+            act = {**u, "upload_job": f.job_id, "log": u.get("log", "").replace("%j", f.job_id), "at": now}
+            act.pop("outcome", None)
+            act["found"] = f"outcome was UNKNOWN ({u.get('why', '')[:120]}); found by its job name in sacct"
+        elif not mine and clock - float(u.get("claimed_at") or clock) > UNSENT_AFTER_S:
+            act = {"kind": UNSENT, "attempt": u.get("attempt", ""), "at": now, "why": "sacct lists no such job"}
+        else:
+            ids = ", ".join(f.job_id for f in mine)
+            note = f"sacct lists {ids}: a person decides which" if ids else "sacct lists none yet: asked again next run"
+            j.story.unknown = {**u, "note": note}
+            continue
+        if act["kind"] == UPLOAD:
+            j.story.attempts.append(act)
+        j.story.unknown = None
+        acts.append((cluster, t.job_id, t.name, act))
+    return acts
+
+
 def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str) -> list[_Job]:
     """The submissions this run may make: each (job, attempt) given once, under the ledger lock."""
 
@@ -190,6 +245,22 @@ def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str) -> list[_Job]:
     return update_ledger(ledger_dir, change)
 
 
+def _key(act: tuple[str, str, str, dict[str, str]]) -> dict[str, str]:
+    return {"cluster": act[0], "job_id": act[1], "name": act[2]}
+
+
+def _release_attempts(ledger_dir: str | Path, items: list[tuple[dict[str, str], str]]) -> None:
+    """Free each (job, attempt) claim: sacct showed its UNKNOWN submission never ran."""
+
+    def change(ledger: Ledger) -> tuple[Ledger, None]:
+        for key, attempt in items:
+            release_given(ledger, f"{UPLOAD}#{attempt}", [key])
+        return ledger, None
+
+    if items:
+        update_ledger(ledger_dir, change)
+
+
 def _release(ledger_dir: str | Path, failed: list[_Job]) -> None:
     def change(ledger: Ledger) -> tuple[Ledger, None]:
         for j in failed:
@@ -201,11 +272,32 @@ def _release(ledger_dir: str | Path, failed: list[_Job]) -> None:
 
 
 def _submit(cfg: Any, jobs: list[_Job], run_script: RunScript, now: str, run_id: str) -> tuple[list, list[_Job]]:
-    """ONE session submits every upload of a cluster; (acts, the jobs not submitted)."""
+    """ONE session submits every upload of a cluster; (acts, the jobs surely not submitted). A
+    submission whose outcome is unknown keeps its claim and is recorded UNKNOWN (module docstring)."""
     marker = new_marker()
+    claimed_at = time.time()
     out, problem = run_script(cfg, build_submit_script([j.argv for j in jobs], marker), marker, "upload submit")
     acts, failed = [], []
     for j, (jid, why) in zip(jobs, read_submit(out, len(jobs), problem), strict=True):
+        if not jid and outcome_unknown(problem) and why.startswith(UNKNOWN):
+            j.state, j.outcome = UNKNOWN, f"{j.move.why}; submission {why}"
+            act = {
+                "kind": UPLOAD,
+                "upload_job": "",
+                "outcome": UNKNOWN,
+                "attempt": str(j.move.attempt),
+                "job_name": job_name_of(j.argv),
+                "claimed_at": f"{claimed_at:.0f}",
+                "log": j.log,
+                "step": (j.story.salvage or {}).get("step", ""),
+                "flavor": j.d.target.flavor,
+                "command": submit_line(j.argv),
+                "why": problem[:300],
+                "run": run_id,
+                "at": now,
+            }
+            acts.append((j.d.target.cluster, j.d.target.job_id, j.d.target.name, act))
+            continue
         if not jid:
             j.outcome = f"{j.move.why}; submission FAILED: {why}"
             failed.append(j)
@@ -259,6 +351,9 @@ def run_uploads(
             continue
         if not dry_run:
             report.acts += _track(cluster, jobs, cfg, us, run_script, now)
+            found = _find_unknown(cluster, jobs, cfg, run_script, now, time.time())
+            report.acts += found
+            _release_attempts(ledger_dir, [(_key(a), a[3]["attempt"]) for a in found if a[3]["kind"] == UNSENT])
         todo = []
         for j in jobs:
             t = j.d.target
