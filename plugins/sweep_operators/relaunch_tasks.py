@@ -139,22 +139,24 @@ def remember(
     context: dict[str, Any],
     decisions: list[CancelDecision],
     done: dict[str, dict[str, str]],
-    answer: dict[str, Any],
+    answers: dict[str, dict[str, Any]],
     standing: dict[str, dict[str, str]],
     dry_run: bool,
 ) -> None:
     """What the ledger keeps of this run: relaunches and cancels done, a Reject (asked again when the
     evidence grows), an unanswered request (asked again next sweep), an escalation. A relaunched,
-    rejected or unanswered job's cancel hand-off is released so the next sweep may hand it again."""
+    rejected or unanswered job's cancel hand-off is released so the next sweep may hand it again.
+    ``answers``: job key ("cluster|job_id") -> that job's own answer."""
     if dry_run:
         return
     run_id, at = _run_id(context), _now().isoformat()
     acts, release = [], []
-    chosen = (answer.get("chosen_options") or [""])[0]
     for d in decisions:
         if d.verdict != "cancel":
             continue
         r = d.request
+        answer = answers.get(f"{r.cluster}|{r.job_id}") or {}
+        chosen = (answer.get("chosen_options") or [""])[0]
         item = {"cluster": r.cluster, "job_id": r.job_id, "name": r.name}
         ev = d.evidence or {}
         base = {"run": run_id, "at": at, "step": str(ev.get("step") if ev.get("step") is not None else ""),
@@ -177,7 +179,7 @@ def remember(
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL, "by": by, "result": res}))
         elif d.offer.get("standing"):
             continue
-        elif answer.get("timed_out") or not answer:
+        elif answer.get("timed_out") or answer.get("refused") or not answer:
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.UNANSWERED}))
             release.append(item)
         elif chosen == "Reject":
