@@ -51,13 +51,13 @@ class HITLResponder:
         self,
         dag_id: str,
         task_id: str,
-        answer: str,
+        answer: str | Callable[[dict[str, Any]], str],
         *,
         user: str = "ops-tester",
         wait_s: float = 240,
         before_answer: Callable[[], None] | None = None,
     ):
-        assert answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
+        assert callable(answer) or answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
         self.before_answer = before_answer  # runs while the request waits: the world changes meanwhile
         self.dag_id, self.task_id, self.answer, self.user, self.wait_s = dag_id, task_id, answer, user, wait_s
         self.detail: dict[str, Any] = {}  # what the human saw: subject, body, options, defaults, deadline
@@ -126,8 +126,8 @@ class HITLResponder:
             if self.answer == TIMEOUT:
                 self._time_out(run_id, end)
             else:
-                for m, _ in parked:
-                    self._patch(run_id, self.answer, m)
+                for m, d in parked:  # ``answer`` may pick per job: a function of what that task shows
+                    self._patch(run_id, self.answer(d) if callable(self.answer) else self.answer, m)
         except Exception as exc:  # reported by the test, never left hanging
             self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
