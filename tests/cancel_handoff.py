@@ -22,7 +22,7 @@ def hand_off(run_log_dir: Path, jobs: list[dict[str, Any]], *, sweep_run: str = 
     """(the sweep_cancel run id the sweep would trigger, its conf jobs) for ``jobs`` ({cluster,
     job_id, name, action}, optionally their own rule and message) flagged ``[rule] message`` by the
     sweep ``sweep_run``, recorded in ``run_log_dir``."""
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    now = dt.datetime.now(dt.UTC)
     sweep_run = sweep_run or f"manual__{now.isoformat()}"
     flags = [Flag(rule=j.get("rule") or rule, severity="critical", cluster=j["cluster"], job_id=j["job_id"],
                   job_name=j["name"], bucket="RL", message=j.get("message") or message, action=j["action"])

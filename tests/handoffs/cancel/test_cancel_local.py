@@ -176,6 +176,8 @@ def test_sweep_hands_a_spurious_chain_link_to_cancel(local_cluster, tag, tmp_pat
     assert mine and mine[0]["action"] == "cancel" and mine[0]["name"] == name
     assert "rl_resume_overshoot" in mine[0]["evidence"]
     conf = {**conf, "jobs": mine, "approval_timeout_minutes": 5}
+    with create_session() as s:  # no scheduler here: dag.test runs the queued run the sweep triggered, by its id
+        s.query(DagRun).filter(DagRun.dag_id == "sweep_cancel", DagRun.run_id == f"{sweep.run_id}__cancel").delete()
     with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:  # the run the sweep triggered
         run = run_dag("sweep_cancel", conf, tmp_path, run_id=f"{sweep.run_id}__cancel")
     assert responder.errors == [] and "rl_resume_overshoot" in responder.detail["body"]

@@ -40,9 +40,12 @@ def _acts(tmp_path: Path, job_id: str) -> list[dict]:
 
 
 def _relaunch(tmp_path: Path, jobs: list[dict], answer: str = RELAUNCH, **env: str):
+    """sweep_cancel as the hand-off run of a sweep that flagged ``jobs`` (its ledger and history
+    records written first): the relaunch policy judges the sweep's flag line."""
+    run_id, _ = hand_off(tmp_path, jobs, message="no output for 185 min (cadence 30 min)")
     conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
     with HITLResponder("sweep_cancel", "approve", answer) as responder:
-        run = run_dag("sweep_cancel", conf, tmp_path, **env)
+        run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id, **env)
     assert responder.errors == [], responder.errors
     return run, responder
 
