@@ -7,13 +7,17 @@ Triggered by monitor_cron_sweep with the flagged jobs in ``conf``, or by hand (d
               the relaunch policy: offered or not, RECURRING, a standing permission, a remembered Reject)
       -> standing (beside approve: jobs a sweep.yaml cancel.standing permission covers, acted on
                    now, no human asked)
-      -> approve (human-in-the-loop Cancel / Cancel and relaunch / Reject with the evidence;
-                  Reject or timeout -> nothing done)
+      -> approve (mapped: ONE human-in-the-loop task per job, Cancel / Cancel and relaunch / Reject
+                  with the evidence; only sweep.yaml notify.approver_users of its cluster may answer,
+                  never the user who triggered a by-hand request; Reject or timeout -> nothing done)
       -> scancel (re-checked in the same script: scancel + sacct confirms CANCELLED, or the evidence
                   saved in the ledger and run log, then scontrol requeue; dry_run prints)
       -> record (table + the dated run log's actions section + the ledger's acts)
 
 Without a standing permission every job needs approval: see plugins/sweep_core/handoffs/cancel/plan.py.
+The conf only names jobs: a job is the sweep's request only when the ledger's hand-off record, this
+run's id and the sweep's history flag row agree (its evidence is the ledger's); anything else is a
+BY-HAND request, which always asks (plugins/sweep_core/handoffs/cancel/authority.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, TriggerRule
 
+from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.vocab import CANCEL_ACTIONS
 from sweep_operators import cancel_tasks
 from sweep_operators.approval_notify import ApprovalNotifier
@@ -50,12 +55,15 @@ with DAG(
                 },
             },
             title="Jobs",
-            description='Flagged jobs: [{"cluster", "job_id", "name", "action", "evidence"}]',
+            description='Jobs: [{"cluster", "job_id", "name", "action", "evidence"}]. A job the sweep did not '
+            "hand off to this run is a by-hand request: a human is always asked, never by you, and "
+            "the evidence you type is shown as such, never used",
         ),
         approval_timeout_minutes=Param(
             None,
             type=["null", "number"],
             exclusiveMinimum=0,
+            maximum=MAX_APPROVAL_MINUTES,
             title="Approval timeout (minutes)",
             description="No answer by then = Reject; empty = sweep.yaml cancel.approval_timeout_minutes",
         ),
@@ -63,11 +71,20 @@ with DAG(
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
     validate = PythonOperator(task_id=Cancel.VALIDATE, python_callable=cancel_tasks.validate, op_kwargs=common)
+    to_ask = PythonOperator(task_id=Cancel.TO_ASK, python_callable=cancel_tasks.to_ask)
     standing = PythonOperator(task_id=Cancel.STANDING, python_callable=cancel_tasks.standing, op_kwargs=common)
-    approve = cancel_tasks.CancelApprovalOperator(
-        task_id=Cancel.APPROVE, sweep_yaml=SWEEP_YAML, notifiers=[ApprovalNotifier(sweep_yaml=SWEEP_YAML)]
+    approve = cancel_tasks.CancelApprovalOperator.partial(
+        task_id=Cancel.APPROVE,
+        sweep_yaml=SWEEP_YAML,
+        notifiers=[ApprovalNotifier(sweep_yaml=SWEEP_YAML)],
+        map_index_template="{{ task.job_key }}",
+    ).expand(job_key=to_ask.output)  # one answer per job
+    scancel = PythonOperator(
+        task_id=Cancel.SCANCEL,
+        python_callable=cancel_tasks.scancel,
+        op_kwargs=common,
+        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,  # the jobs approved, whatever the others got
     )
-    scancel = PythonOperator(task_id=Cancel.SCANCEL, python_callable=cancel_tasks.scancel, op_kwargs=common)
     record = PythonOperator(
         task_id=Cancel.RECORD,
         python_callable=cancel_tasks.record,
@@ -75,4 +92,4 @@ with DAG(
         trigger_rule=TriggerRule.ALL_DONE,
     )
     validate >> standing >> record  # a standing permission waits for no human
-    validate >> approve >> scancel >> record
+    validate >> to_ask >> approve >> scancel >> record

@@ -51,30 +51,31 @@ class HITLResponder:
         self,
         dag_id: str,
         task_id: str,
-        answer: str,
+        answer: str | Callable[[dict[str, Any]], str],
         *,
         user: str = "ops-tester",
         wait_s: float = 240,
         before_answer: Callable[[], None] | None = None,
     ):
-        assert answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
+        assert callable(answer) or answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
         self.before_answer = before_answer  # runs while the request waits: the world changes meanwhile
         self.dag_id, self.task_id, self.answer, self.user, self.wait_s = dag_id, task_id, answer, user, wait_s
         self.detail: dict[str, Any] = {}  # what the human saw: subject, body, options, defaults, deadline
+        self.details: dict[int, dict[str, Any]] = {}  # per map index (a mapped approval: one task per job)
         self.status: int | None = None  # HTTP status of the PATCH
         self.errors: list[str] = []
         self._old: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="hitl-responder", daemon=True)
 
     def __enter__(self) -> HITLResponder:
-        self._old = {run_id for run_id, _ in self._parked()}
+        self._old = {run_id for run_id, _, _ in self._parked()}
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._thread.join(timeout=60)
 
-    def _parked(self) -> list[tuple[str, Any]]:
+    def _parked(self) -> list[tuple[str, int, Any]]:
         from airflow.models.taskinstance import TaskInstance as TI
         from airflow.utils.session import create_session
         from airflow.utils.state import TaskInstanceState
@@ -101,7 +102,7 @@ class HITLResponder:
                     "defaults": h.defaults if h else None,
                     "deadline": ti.trigger_timeout,
                 }
-                out.append((ti.run_id, seen))
+                out.append((ti.run_id, ti.map_index, seen))
             return out
 
     def _run(self) -> None:
@@ -109,33 +110,39 @@ class HITLResponder:
         run_id = None
         try:
             while run_id is None and time.monotonic() < end:
-                new = [(r, d) for r, d in self._parked() if r not in self._old]
+                new = [(r, m, d) for r, m, d in self._parked() if r not in self._old]
                 if new:
-                    run_id, self.detail = new[0]
+                    run_id, _, self.detail = new[0]
                 else:
                     time.sleep(0.5)
             if run_id is None:
                 self.errors.append(f"no {self.task_id} task parked in AWAITING_INPUT within {self.wait_s}s")
                 return
+            time.sleep(2)  # a mapped approval: every job's task parks (and an answer within ~1 s fails it)
+            parked = sorted((m, d) for r, m, d in self._parked() if r == run_id)
+            self.details = dict(parked)
             if self.before_answer:
                 self.before_answer()
             if self.answer == TIMEOUT:
                 self._time_out(run_id, end)
             else:
-                self._patch(run_id, self.answer)
+                for m, d in parked:  # ``answer`` may pick per job: a function of what that task shows
+                    self._patch(run_id, self.answer(d) if callable(self.answer) else self.answer, m)
         except Exception as exc:  # reported by the test, never left hanging
             self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             try:
-                if run_id is not None and any(r == run_id for r, _ in self._parked()):
+                left = [m for r, m, _ in self._parked() if r == run_id] if run_id is not None else []
+                if left:
                     self.errors.append("still AWAITING_INPUT after answering: rejecting to end dag.test()")
-                    self._patch(run_id, REJECT)
+                    for m in left:
+                        self._patch(run_id, REJECT, m)
             except Exception as exc:
                 self.errors.append(f"could not reject to end dag.test(): {type(exc).__name__}: {exc}")
 
-    def _patch(self, run_id: str, option: str) -> None:
-        client, headers = _client_and_headers(self.user)
-        url = f"/api/v2/dags/{self.dag_id}/dagRuns/{run_id}/taskInstances/{self.task_id}/-1/hitlDetails"
+    def _patch(self, run_id: str, option: str, map_index: int = -1, as_user: str = "") -> None:
+        client, headers = _client_and_headers(as_user or self.user)
+        url = f"/api/v2/dags/{self.dag_id}/dagRuns/{run_id}/taskInstances/{self.task_id}/{map_index}/hitlDetails"
         res = client.patch(url, json={"chosen_options": [option], "params_input": {}}, headers=headers)
         self.status = res.status_code
         if res.status_code != 200:
@@ -152,6 +159,6 @@ class HITLResponder:
         while dt.datetime.now(dt.UTC) <= deadline and time.monotonic() < end:
             time.sleep(0.5)
         runner = SchedulerJobRunner(job=Job())
-        while time.monotonic() < end and any(r == run_id for r, _ in self._parked()):
+        while time.monotonic() < end and any(r == run_id for r, _, _ in self._parked()):
             runner.check_awaiting_input_timeouts()
             time.sleep(0.5)

@@ -78,12 +78,15 @@ def run_dag(
     ops_dir: Path | None = None,
     logical_date: Any = None,
     run_after: Any = None,
+    run_id: str = "",
     **env: str,
 ) -> DagRun:
     """dag.test() any DAG of the project with ``conf``; its return-value XComs by task id.
     ``logical_date`` sets the data interval (dag.test replaces an earlier run of the same logical
     date); the run id is ``manual__<run_after>`` (now by default: the same run_after again = the
-    same run id, as an Airflow "clear" re-runs it)."""
+    same run id, as an Airflow "clear" re-runs it), or ``run_id`` (e.g. the ``<sweep run>__cancel``
+    a sweep's TriggerDagRunOperator names its hand-off run: dag.test takes no run id, so Airflow's
+    run-id naming is replaced for this one call)."""
     from airflow.dag_processing.dagbag import DagBag
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
@@ -97,7 +100,16 @@ def run_dag(
         bag = DagBag(str(ROOT / "dags"))
         assert bag.import_errors == {}, bag.import_errors
         kwargs = {k: v for k, v in (("logical_date", logical_date), ("run_after", run_after)) if v is not None}
-        dr = bag.get_dag(dag_id).test(run_conf=conf, **kwargs)
+        if run_id:
+            from airflow.models.dagrun import DagRun as AirflowDagRun
+
+            naming = AirflowDagRun.generate_run_id
+            AirflowDagRun.generate_run_id = staticmethod(lambda **_: run_id)  # type: ignore[method-assign]
+        try:
+            dr = bag.get_dag(dag_id).test(run_conf=conf, **kwargs)
+        finally:
+            if run_id:
+                AirflowDagRun.generate_run_id = naming  # type: ignore[method-assign]
     finally:
         for k, v in saved.items():
             if v is None:

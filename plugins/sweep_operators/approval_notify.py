@@ -33,7 +33,8 @@ def _base_url() -> str:
 
 
 class ApprovalNotifier(BaseNotifier):
-    """Tell the approvers of the validated jobs' clusters that a kill waits for them.
+    """Tell the approvers of the job's cluster (each approval task asks about one job) that a kill
+    waits for them.
 
     No template fields: the prompt carries cluster text, which is never Jinja-rendered."""
 
@@ -47,9 +48,14 @@ class ApprovalNotifier(BaseNotifier):
         from airflow.providers.standard.operators.hitl import HITLOperator
 
         cfg = load_sweep_config(self.sweep_yaml).notify
-        raw = context["ti"].xcom_pull(task_ids=Cancel.VALIDATE) or {}
+        raw = context["ti"].xcom_pull(task_ids=Cancel.VALIDATE, key="return_value", map_indexes=-1) or {}
         decisions = [CancelDecision.from_dict(d) for d in raw.get("decisions", [])]
-        clusters = {d.request.cluster for d in decisions if d.verdict == "cancel"}
+        key = str(getattr(context["task"], "job_key", "") or "")  # one job per approval task
+        clusters = {
+            d.request.cluster
+            for d in decisions
+            if d.verdict == "cancel" and (not key or key.startswith(f"{d.request.cluster}|"))
+        }
         link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=_base_url())
         task = context["task"]
         msg = approval_message(str(task.subject), str(task.body or ""), link, clusters)

@@ -3,9 +3,11 @@ scancel, record.
 
 Airflow-facing wiring only: params, XCom and the human's answer in, ops.md and SSH wired into the
 use-cases (sweep_core.handoffs.cancel.usecase and .relaunch; the guards are .plan and
-.relaunch_policy), log lines out. Nothing is cancelled or relaunched unless validate said ``cancel``
-for the job, a human chose Cancel / Cancel and relaunch (a timeout means Reject) or a standing
-permission covers it, the job still looks the same right before, and ``dry_run`` is false.
+.relaunch_policy; whose request a job is, .authority), log lines out. Nothing is cancelled or
+relaunched unless validate said ``cancel`` for the job, an approver chose Cancel / Cancel and
+relaunch for THAT job (a timeout means Reject; the by-hand requester's answer does not count) or a
+standing permission covers it (the sweep's own requests only), the job still looks the same right
+before, and ``dry_run`` is false.
 """
 
 from __future__ import annotations
@@ -14,16 +16,27 @@ import datetime as dt
 import logging
 from typing import Any
 
-from airflow.providers.common.compat.sdk import SkipMixin
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from sweep_core.alerts.approvals import answer_counts, may_answer
+from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cancel.plan import CancelConfig, CancelDecision, approval_prompt, asked, cancel_config
+from sweep_core.handoffs.cancel.plan import (
+    CancelConfig,
+    CancelDecision,
+    approval_prompt,
+    asked,
+    cancel_config,
+    job_key,
+    standing_acts,
+)
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, validate_jobs
 from sweep_core.handoffs.upload.salvage import salvage_acts
 from sweep_core.ledger.acts import record_acts
+from sweep_core.safe_text import md_text
 from sweep_operators import relaunch_tasks
+from sweep_operators.cancel_authority import authorize_decisions, requester
 from sweep_operators.handoff_io import iris_lister, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
 from sweep_operators.task_ids import Cancel, DagId
@@ -37,25 +50,39 @@ def _config(sweep_yaml: str) -> tuple[CancelConfig, Any]:
 
 
 def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """One squeue per cluster (one SSH session); a decision per requested job, as XCom."""
-    _, limits = _config(sweep_yaml)
-    jobs = context["params"].get("jobs") or []
-    ccfg, _ = _config(sweep_yaml)
+    """One squeue per cluster (one SSH session); whose request each job is (the sweep's records,
+    never the conf); a decision per requested job, the jobs to ask about one by one, and who
+    triggered the run, as XCom."""
+    ccfg, limits = _config(sweep_yaml)
+    params = context["params"]
+    jobs = params.get("jobs") or []
     load = ops_loader(ops_dir)
     running: dict[str, int] = {}
     decisions = validate_jobs(jobs, load, ssh_runner(limits, log), iris_lister(), running)
-    relaunch_tasks.judge(decisions, ccfg, load, limits, sweep_yaml, str(context.get("run_id") or ""),
-                         running=running, context=context)  # fmt: skip
+    run_id, who = str(context.get("run_id") or ""), requester(context)
+    authorize_decisions(decisions, sweep_yaml, run_id, dry_run=bool(params.get("dry_run", True)))
+    relaunch_tasks.judge(decisions, ccfg, load, limits, sweep_yaml, run_id, running=running, context=context)
     for d in decisions:
         log.info("%s %s %s %s: %s %s %s", d.verdict.upper(), d.request.cluster, d.request.job_id, d.request.name,
                  d.reasons, d.offer.get("why", ""), d.offer.get("brake", ""))  # fmt: skip
-    return {"decisions": [d.to_dict() for d in decisions]}
+        if d.by_hand and d.request.cluster != "?":
+            log.warning("BY HAND (requested by %s) %s %s %s: %s; evidence given by hand, not used: %r",
+                        who or "?", d.request.cluster, d.request.job_id, d.request.name, d.authority,
+                        d.request.asked_evidence[:200])  # fmt: skip
+    keys = [job_key(d.request.cluster, d.request.job_id) for d in asked(decisions)]
+    return {"decisions": [d.to_dict() for d in decisions], "asked": keys, "requested_by": who}
+
+
+def to_ask(**context: Any) -> list[str]:
+    """The job keys the approval task is mapped over: one human answer per job."""
+    return list(_validated(context).get("asked") or [])
 
 
 def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
-    """The jobs a standing permission covers: relaunched or cancelled now, without waiting for a
-    human (re-checked right before in the same script), announced in the task log and the record."""
-    mine = [d for d in _decisions(context) if d.verdict == "cancel" and d.offer.get("standing")]
+    """The jobs a standing permission covers (the sweep's requests only, never by hand): relaunched
+    or cancelled now, without waiting for a human (re-checked right before in the same script),
+    announced in the task log and the record."""
+    mine = standing_acts(_decisions(context))
     if not mine:
         return {}
     for d in mine:
@@ -74,84 +101,128 @@ def _act(
     return relaunch_tasks.act(decisions, relaunch, dry_run=dry_run, by=by, **kw)
 
 
-def _decisions(context: dict[str, Any]) -> list[CancelDecision]:
-    raw = context["ti"].xcom_pull(task_ids=Cancel.VALIDATE) or {}
-    return [CancelDecision.from_dict(d) for d in raw.get("decisions", [])]
-
-
 CANCEL, RELAUNCH, REJECT = "Cancel", "Cancel and relaunch", "Reject"
 
 
-class CancelApprovalOperator(HITLOperator, SkipMixin):
-    """Cancel / Cancel and relaunch / Reject of the validated jobs no standing permission covers;
-    subject and body carry the evidence (Cancel and relaunch is left out when no job may be relaunched).
+def _validated(context: dict[str, Any]) -> dict[str, Any]:
+    return context["ti"].xcom_pull(task_ids=Cancel.VALIDATE, key="return_value", map_indexes=-1) or {}
+
+
+def _decisions(context: dict[str, Any]) -> list[CancelDecision]:
+    return [CancelDecision.from_dict(d) for d in _validated(context).get("decisions", [])]
+
+
+class CancelApprovalOperator(HITLOperator):
+    """Cancel / Cancel and relaunch / Reject of ONE validated job (mapped: one answer per job) no
+    standing permission covers; subject and body carry its evidence and whose request it is
+    (Cancel and relaunch is left out when it may not be relaunched).
 
     Both are built in ``execute`` from validate's XCom (never Jinja-rendered: job names and log
-    lines come from the cluster). ``response_timeout`` comes from the ``approval_timeout_minutes``
-    param, else sweep.yaml ``cancel.approval_timeout_minutes``; the default on timeout is Reject,
-    which skips the act (as Airflow's ApprovalOperator does).
+    lines come from the cluster). Who may answer: sweep.yaml ``notify.approver_users`` for its
+    cluster (HITL ``assigned_users``, enforced by Airflow), never the user who triggered a by-hand
+    request (left out of them, and an answer from them is not counted). ``response_timeout``: the
+    ``approval_timeout_minutes`` param, else sweep.yaml ``cancel.approval_timeout_minutes`` (at most
+    MAX_APPROVAL_MINUTES); no answer = Reject. The answer is XCom ``answer`` (per map index).
     """
 
-    inherits_from_skipmixin = True
     CANCEL, RELAUNCH, REJECT = CANCEL, RELAUNCH, REJECT
 
-    def __init__(self, *, sweep_yaml: str, **kwargs: Any) -> None:
+    def __init__(self, *, sweep_yaml: str, job_key: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("subject", "sweep_cancel: approve scancel?")
         super().__init__(options=[CANCEL, RELAUNCH, REJECT], defaults=REJECT, multiple=False, **kwargs)
         self.sweep_yaml = sweep_yaml
+        self.job_key = job_key
+
+    def _mine(self, context: Any) -> tuple[CancelDecision | None, str, list[str] | None]:
+        """(this job's decision, the run's requester, the user ids that may answer; None = any)."""
+        raw = _validated(context)
+        who = str(raw.get("requested_by") or "")
+        mine = [d for d in asked(_decisions(context)) if job_key(d.request.cluster, d.request.job_id) == self.job_key]
+        if not mine:
+            return None, who, None
+        users = load_sweep_config(self.sweep_yaml).notify.approver_users
+        return mine[0], who, may_answer(mine[0].request.cluster, users, requester=who, by_hand=mine[0].by_hand)
 
     def execute(self, context: Any) -> Any:
-        decisions = _decisions(context)
-        todo = asked(decisions)
-        if not todo:
-            raise AirflowSkipException("no job to ask about (none passed validation, or a standing permission acted)")
+        d, who, users = self._mine(context)
+        if d is None:
+            raise AirflowSkipException(f"{self.job_key}: not a job to ask about")
+        if users == []:
+            why = f"no approver of {d.request.cluster} other than {who}, who requested it by hand: nothing done"
+            context["ti"].xcom_push(key=Cancel.ANSWER_KEY, value={"job": self.job_key, "refused": why})
+            raise AirflowSkipException(why)
         ccfg, _ = _config(self.sweep_yaml)
-        minutes = float(context["params"].get("approval_timeout_minutes") or ccfg.approval_timeout_minutes)
+        minutes = min(float(context["params"].get("approval_timeout_minutes") or ccfg.approval_timeout_minutes),
+                      float(MAX_APPROVAL_MINUTES))  # fmt: skip
         self.response_timeout = dt.timedelta(minutes=minutes)
+        self.assigned_users = [{"id": u, "name": u} for u in users] if users else None
         dry = bool(context["params"].get("dry_run", True))
-        self.subject, self.body = approval_prompt(decisions, dry_run=dry, timeout_minutes=minutes)
-        if not any(d.offer.get("relaunch") for d in todo):
+        self.subject, body = approval_prompt([d], dry_run=dry, timeout_minutes=minutes, requester=who)
+        may = (
+            ", ".join(users)
+            if users
+            else "anyone allowed to answer in Airflow" + (f" except {who}" if d.by_hand and who else "")
+        )
+        self.body = body + f"\nWho may answer: {md_text(may)}.\n"
+        if not d.offer.get("relaunch"):
             self.options = [CANCEL, REJECT]
-        log.info("asking for approval (timeout %s min): %s\n%s", minutes, self.subject, self.body)
+        log.info("asking for approval of %s (timeout %s min, answered by %s): %s\n%s", self.job_key, minutes, may,
+                 self.subject, self.body)  # fmt: skip
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        """Keep the answer as XCom ``answer`` first; on Reject (or the timeout default) skip the act."""
+        """Keep the answer as XCom ``answer`` first: whether it counts (the by-hand requester's, or a
+        user's not allowed to answer, does not: it acts on nothing)."""
         if "error" not in event:
-            who = event.get("responded_by_user") or {}
+            d, who, users = self._mine(context)
+            responder = event.get("responded_by_user") or {}
+            rid = str(responder.get("id") or "") if isinstance(responder, dict) else ""
+            timed_out = bool(event.get("timedout"))
+            ok, why = answer_counts(rid, users, requester=who, by_hand=bool(d and d.by_hand), timed_out=timed_out)
             answer = {
+                "job": self.job_key,
                 "chosen_options": list(event.get("chosen_options") or []),
-                "responded_by": who.get("name") if isinstance(who, dict) else None,
-                "timed_out": bool(event.get("timedout")),
+                "responded_by": responder.get("name") if isinstance(responder, dict) else None,
+                "timed_out": timed_out,
+                "refused": why,
             }
+            if why:
+                log.error("%s: %s", self.job_key, why)
             context["ti"].xcom_push(key=Cancel.ANSWER_KEY, value=answer)
-        ret = super().execute_complete(context, event)
-        if ret["chosen_options"][0] == REJECT:
-            tasks = [t for t in context["task"].get_direct_relatives(upstream=False) if not t.is_teardown]
-            self.log.info("Rejected: skipping %s", [t.task_id for t in tasks])
-            self.skip(ti=context["ti"], tasks=tasks)
-        return ret
+        return super().execute_complete(context, event)
 
 
-def _answer(context: dict[str, Any]) -> dict[str, Any]:
-    return context["ti"].xcom_pull(task_ids=Cancel.APPROVE, key=Cancel.ANSWER_KEY) or {}
+def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Job key -> the answer its approval task kept."""
+    got = context["ti"].xcom_pull(task_ids=Cancel.APPROVE, key=Cancel.ANSWER_KEY)
+    got = [got] if isinstance(got, dict) else list(got or [])
+    return {str(a["job"]): a for a in got if isinstance(a, dict) and a.get("job")}
 
 
-def approved(context: dict[str, Any]) -> bool:
-    """Whether a human chose Cancel or Cancel and relaunch (not the timeout default)."""
-    answer = _answer(context)
-    return answer.get("chosen_options") in ([CANCEL], [RELAUNCH]) and not answer.get("timed_out")
+def approved(answer: dict[str, Any] | None) -> bool:
+    """Whether a human allowed to answer chose Cancel or Cancel and relaunch (not the timeout default)."""
+    a = answer or {}
+    return a.get("chosen_options") in ([CANCEL], [RELAUNCH]) and not a.get("timed_out") and not a.get("refused")
 
 
 def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
-    """After approval: re-check + scancel + sacct confirm (or, on Cancel and relaunch, evidence saved
-    + re-check + requeue for the jobs offered it), one SSH session per cluster; dry_run prints."""
-    if not approved(context):  # the approval operator skips this task on Reject; belt and braces
-        raise AirflowSkipException("not approved: nothing cancelled")
-    decisions = asked(_decisions(context))
-    answer = _answer(context)
-    chose = answer.get("chosen_options") == [RELAUNCH]
-    results = _act(decisions, chose, ops_dir, sweep_yaml, context, str(answer.get("responded_by") or ""))
+    """After approval, per job: re-check + scancel + sacct confirm (or, on Cancel and relaunch,
+    evidence saved + re-check + requeue for the jobs offered it), one SSH session per cluster;
+    dry_run prints. A job whose answer was Reject, timed out or did not count is left alone."""
+    answers = _answers(context)
+    decisions = [
+        d for d in asked(_decisions(context)) if approved(answers.get(job_key(d.request.cluster, d.request.job_id)))
+    ]
+    if not decisions:
+        raise AirflowSkipException("no job approved: nothing cancelled")
+    batches: dict[tuple[bool, str], list[CancelDecision]] = {}
+    for d in decisions:  # one act call per (answer, approver): each job's act records who approved it
+        a = answers[job_key(d.request.cluster, d.request.job_id)]
+        batches.setdefault((a["chosen_options"] == [RELAUNCH], str(a.get("responded_by") or "")), []).append(d)
+    results: dict[str, dict[str, str]] = {}
+    for (relaunch, by), batch in batches.items():
+        for cluster, per in _act(batch, relaunch, ops_dir, sweep_yaml, context, by).items():
+            results.setdefault(cluster, {}).update(per)
     names = {(d.request.cluster, d.request.job_id): d.request.name for d in decisions}
     for cluster, per_job in results.items():
         for job_id, res in per_job.items():
@@ -161,16 +232,17 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
 
 def record(sweep_yaml: str, **context: Any) -> str:
     """Print the outcome table, append it to the dated run log's actions section, and tell the
-    ledger what was done or answered."""
+    ledger what was done or answered (per job)."""
     ti = context["ti"]
     done = ti.xcom_pull(task_ids=Cancel.SCANCEL) or {}
     stood = ti.xcom_pull(task_ids=Cancel.STANDING) or {}
-    decisions, answer = _decisions(context), _answer(context)
+    decisions, answers = _decisions(context), _answers(context)
     both = {c: {**done.get(c, {}), **stood.get(c, {})} for c in {*done, *stood}}
-    table = cancel_record(decisions, both, approval_text(answer, approved(context)))
+    said = {k: a.get("refused") or approval_text(a, approved(a)) for k, a in answers.items()}
+    table = cancel_record(decisions, both, said)
     print(table)
     dry = bool(context["params"].get("dry_run", True))
-    relaunch_tasks.remember(sweep_yaml, context, decisions, done, answer, stood, dry)
+    relaunch_tasks.remember(sweep_yaml, context, decisions, done, answers, stood, dry)
     salvage = salvage_acts(decisions, both, dt.datetime.now(dt.UTC).isoformat())
     if salvage and not dry:  # sweep_cleanup uploads the last healthy step, then cleans up
         record_acts(relaunch_tasks.ledger_dir(sweep_yaml), salvage)

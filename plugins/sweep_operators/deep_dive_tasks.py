@@ -13,7 +13,9 @@ from typing import Any
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.handoffs.cancel.authority import give_kills
 from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, note_verdicts
+from sweep_core.ledger.store import update_ledger
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import DagId, DeepDive
@@ -46,6 +48,12 @@ def verdict(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     jobs = kill_requests(got.get("verdicts", []))
     params = context["params"]
     base = {"dry_run": bool(params.get("dry_run", True)), "run_log": params.get("run_log") or ""}
+    if jobs:  # the KILL evidence sweep_cancel trusts: in the ledger, never only in its conf
+        run_id = str(context["run_id"])
+        said = update_ledger(run_log_dir(load_sweep_config(sweep_yaml)),
+                             lambda led: (led, give_kills(led, jobs, run_id, dry_run=base["dry_run"])))  # fmt: skip
+        for line in said:
+            log.info("hand-off: %s", line)
     return {"cancel": {**base, "jobs": jobs} if jobs else None, "cancel_run_id": f"{context['run_id']}__cancel"}
 
 

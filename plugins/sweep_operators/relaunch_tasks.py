@@ -242,7 +242,7 @@ def remember(
     context: dict[str, Any],
     decisions: list[CancelDecision],
     done: dict[str, dict[str, str]],
-    answer: dict[str, Any],
+    answers: dict[str, dict[str, Any]],
     standing: dict[str, dict[str, str]],
     dry_run: bool,
 ) -> None:
@@ -250,18 +250,20 @@ def remember(
     here only if it did not): a Reject (asked again when the evidence grows), an unanswered request
     (asked again next sweep), a RECURRING escalation, a series' "cap reached" escalation (once per
     series). A rejected or unanswered job's cancel hand-off is released so the next sweep may hand
-    it again."""
+    it again.
+    ``answers``: job key ("cluster|job_id") -> that job's own answer."""
     if dry_run:
         return
     run_id, at = _run_id(context), _now().isoformat()
     ledger = read_ledger(ledger_dir(sweep_yaml))
     acts, release = [], []
-    chosen = (answer.get("chosen_options") or [""])[0]
-    by = str(answer.get("responded_by") or "")
     for d in decisions:
         if d.verdict != "cancel":
             continue
         r = d.request
+        answer = answers.get(f"{r.cluster}|{r.job_id}") or {}
+        chosen = (answer.get("chosen_options") or [""])[0]
+        by = str(answer.get("responded_by") or "")
         item = {"cluster": r.cluster, "job_id": r.job_id, "name": r.name}
         base = _base(d, run_id, at)
         if d.offer.get("recurring"):
@@ -282,7 +284,7 @@ def remember(
             release.append(item)
         elif d.offer.get("standing"):
             continue
-        elif answer.get("timed_out") or not answer:
+        elif answer.get("timed_out") or answer.get("refused") or not answer:
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.UNANSWERED}))
             release.append(item)
         elif chosen == "Reject":

@@ -63,9 +63,11 @@ class Cleanup:
 
 
 class Cancel:
-    """sweep_cancel: validate -> standing (no human) -> approve (human) -> scancel -> record."""
+    """sweep_cancel: validate -> standing (no human) | to_ask -> approve (a human, one task per job)
+    -> scancel -> record."""
 
     VALIDATE, STANDING, APPROVE, SCANCEL, RECORD = "validate", "standing", "approve", "scancel", "record"
+    TO_ASK: Final = "to_ask"  # the jobs approve is mapped over
     ANSWER_KEY: Final = "answer"  # the approval task's XCom with the human's answer
 
 

@@ -48,12 +48,12 @@ def test_approval_notifier_tells_the_clusters_approvers_with_evidence_and_link(t
     with slack_webhook_stub() as (hook_url, posts), smtp_server() as (port, mails):
         sweep_yaml = _config(tmp_path, port, hook_url, monkeypatch)
         req = CancelRequest("local", "42", "rl__x{{ 7*7 }}<!channel>", "cancel+salvage", "reward fell 0.9 -> 0.1")
-        decisions = [CancelDecision(req, "cancel", state="RUNNING", elapsed="01:00:00", nodes="2")]
+        decisions = [CancelDecision(req, "cancel", state="RUNNING", elapsed="01:00:00", nodes="2", by_hand=False)]
         op = CancelApprovalOperator(task_id="approve", sweep_yaml=sweep_yaml,
                                     notifiers=[ApprovalNotifier(sweep_yaml=sweep_yaml)])  # fmt: skip
         op.subject, op.body = approval_prompt(decisions, dry_run=False, timeout_minutes=60)
         ti = SimpleNamespace(dag_id="sweep_cancel", run_id="r1", task_id="approve", map_index=-1,
-                             xcom_pull=lambda task_ids: {"decisions": [d.to_dict() for d in decisions]})  # fmt: skip
+                             xcom_pull=lambda task_ids, **_: {"decisions": [d.to_dict() for d in decisions]})  # fmt: skip
         for notifier in op.notifiers:  # as HITLOperator.execute calls them
             notifier({"task": op, "ti": ti, "task_instance": ti})
         assert [m["X-Envelope-To"] for m in mails] == ["lead@x.org"]

@@ -120,6 +120,7 @@ def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(loca
     """The whole sweep_cancel run on the real local Slurm: no human answers, the standing permission
     requeues the wedged job, and the team channel gets the mail (the pager, which hears no hand-offs,
     none); the run log's record says it was announced."""
+    from cancel_handoff import hand_off
     from sweep_runner import run_dag
 
     c = local_cluster
@@ -132,10 +133,10 @@ def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(loca
         conf["cancel"]["standing"] = [{"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"],
                                      "name": f"rl__{tag}_.*"}]  # fmt: skip
         (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        ev = f"[liveness_stale] CRITICAL local RL {jid} {name}: no output for 185 min (cadence 30 min) → kill-approval"
-        job = {"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval", "evidence": ev}
-        run = run_dag("sweep_cancel", {"jobs": [job], "dry_run": False, "approval_timeout_minutes": 5},
-                      tmp_path / "logs", SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
+        job = {"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval"}
+        run_id, jobs = hand_off(tmp_path / "logs", [job])  # the sweep's own hand-off: its records agree
+        run = run_dag("sweep_cancel", {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5},
+                      tmp_path / "logs", run_id=run_id, SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
         assert run.task_states["approve"] == "skipped" and run.values["standing"]["local"][jid].startswith("requeued")
         (mail,) = mails
         assert mail["X-Envelope-To"] == "team@x.org"

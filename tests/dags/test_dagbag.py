@@ -95,17 +95,17 @@ def test_sweep_cancel_scancels_only_downstream_of_the_approval() -> None:
     bag = DagBag(str(ROOT / "dags"))
     assert bag.import_errors == {}
     dag = bag.get_dag("sweep_cancel")
-    approve = dag.get_task("approve")
-    assert isinstance(approve, HITLOperator)
-    assert approve.options == ["Cancel", "Cancel and relaunch", "Reject"] and not approve.multiple
-    assert approve.defaults == ["Reject"]  # a timeout means reject
-    assert approve.upstream_task_ids == {"validate"}
+    approve = dag.get_task("approve")  # mapped over the jobs to ask: one answer per job
+    assert issubclass(approve.operator_class, HITLOperator)
+    assert approve.partial_kwargs["sweep_yaml"] and "job_key" in approve.expand_input.value
+    assert approve.upstream_task_ids == {"to_ask"} and dag.get_task("to_ask").upstream_task_ids == {"validate"}
     assert dag.get_task("standing").upstream_task_ids == {"validate"}  # waits for no human
     scancel = dag.get_task("scancel")
-    assert scancel.upstream_task_ids == {"approve"} and scancel.trigger_rule == "all_success"
-    assert "scancel" in approve.get_direct_relative_ids(upstream=False)  # what Reject skips
+    assert scancel.upstream_task_ids == {"approve"} and scancel.trigger_rule == "none_failed_min_one_success"
     assert dag.get_task("record").upstream_task_ids == {"scancel", "standing"}
     assert dag.get_task("record").trigger_rule == "all_done"
+    assert dag.params["approval_timeout_minutes"] is None
+    assert dag.params.get_param("approval_timeout_minutes").schema["maximum"] == 720  # never blocks forever
     assert dag.params["dry_run"] is True and dag.max_active_runs == 1
 
 

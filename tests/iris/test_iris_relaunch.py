@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from hitl_responder import RELAUNCH, HITLResponder
+from cancel_handoff import hand_off
+from hitl_responder import CANCEL, RELAUNCH, HITLResponder
 from iris_local import HERE, IRIS_PY, iris_ops, needs_iris, stop_all, submit, wait_states
 from sweep_runner import run_dag
 
@@ -24,17 +25,19 @@ def test_an_iris_job_is_relaunched_only_by_the_ops_md_command_after_its_stop(con
         argv = [IRIS_PY, str(HERE / "iris_submit.py"), "{controller}", "sweep", "{name}-r1", "sleep 600"]
         extra = f"relaunch_commands:\n  - match: '^rl__'\n    argv: {json.dumps(argv)}\n"
         iris_ops(tmp_path / "ops", "cw", url, run, extra)
-        jobs = [
-            {"cluster": "cw", "job_id": j, "name": n, "action": "kill-approval",
-             "evidence": f"[wedged] CRITICAL cw RL {j} {n}: iris RUNNING, 0 pods → kill-approval"}
+        flagged = [
+            {"cluster": "cw", "job_id": j, "name": n, "action": "kill-approval", "rule": "wedged",
+             "message": "iris RUNNING, 0 pods"}
             for j, n in ((job, name), (job2, other))
         ]  # fmt: skip
+        run_id, jobs = hand_off(tmp_path, flagged)  # the sweep's own hand-off: its evidence offers the relaunch
         conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
-        with HITLResponder("sweep_cancel", "approve", RELAUNCH) as responder:
-            result = run_dag("sweep_cancel", conf, tmp_path, ops_dir=tmp_path / "ops")
+        pick = lambda d: RELAUNCH if RELAUNCH in d["options"] else CANCEL  # noqa: E731  # one answer per job
+        with HITLResponder("sweep_cancel", "approve", pick) as responder:
+            result = run_dag("sweep_cancel", conf, tmp_path, ops_dir=tmp_path / "ops", run_id=run_id)
         assert responder.errors == [], responder.errors
         assert responder.detail["options"] == ["Cancel", "Cancel and relaunch", "Reject"]
-        body = responder.detail["body"]
+        body = "".join(d["body"] for d in responder.details.values())
         assert "iris: iris job stop, then the ops.md relaunch command" in body
         assert "iris has no requeue: relaunched only through an ops.md relaunch_commands entry" in body
         done = result.values["scancel"]["cw"]

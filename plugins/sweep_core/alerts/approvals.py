@@ -21,6 +21,34 @@ def approvers_for(clusters: Iterable[str], approvers: Mapping[str, Sequence[str]
     return out
 
 
+def may_answer(cluster: str, users: Mapping[str, Sequence[str]], *, requester: str, by_hand: bool) -> list[str] | None:
+    """The Airflow user ids that may answer one job's approval (HITL ``assigned_users``): the
+    cluster's ``notify.approver_users`` without the user who triggered a by-hand request. None = no
+    approver users configured at all (anyone Airflow lets answer, still never that requester);
+    [] = nobody may (it is then not asked: nothing is done)."""
+    if not users:
+        return None
+    named = approvers_for([cluster], users)
+    return [u for u in named if not (by_hand and requester and u == requester)]
+
+
+def answer_counts(
+    responder: str, allowed: Sequence[str] | None, *, requester: str, by_hand: bool, timed_out: bool
+) -> tuple[bool, str]:
+    """(whether the answer counts, why not): the requester of a by-hand request never approves it,
+    and only the allowed users do (Airflow enforces ``assigned_users`` too; this is checked again)."""
+    if timed_out:
+        return True, ""
+    if by_hand and requester and responder == requester:
+        return False, f"answered by {responder}, who requested it by hand: not counted"
+    if allowed is not None and responder not in allowed:
+        return (
+            False,
+            f"answered by {responder}, not an approver of this job ({', '.join(allowed) or 'none'}): not counted",
+        )
+    return True, ""
+
+
 def approval_message(subject: str, body: str, link: str, clusters: Iterable[str]) -> Message:
     """The approvers' message: the prompt's subject, its evidence lines, where to answer."""
     where = ", ".join(sorted(set(clusters))) or "?"

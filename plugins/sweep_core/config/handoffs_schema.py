@@ -96,10 +96,19 @@ class TrackersSection(StrictModel):
     max_results_bytes: Positive = 4 * 1024 * 1024
 
 
+MAX_APPROVAL_MINUTES = 720  # sweep_cancel's max_active_runs=1: later hand-offs wait behind an approval
+
+
 class CancelConfig(StrictModel):
     """sweep.yaml ``cancel:`` (scancel of a flagged job after a human's approval)."""
 
-    approval_timeout_minutes: float = Field(60.0, gt=0, description="no answer by then = reject")
+    approval_timeout_minutes: float = Field(
+        60.0,
+        gt=0,
+        le=MAX_APPROVAL_MINUTES,
+        description="no answer by then = reject; at most 12 h: sweep_cancel runs one at a time, so a waiting "
+        "approval holds every later hand-off",
+    )
     confirm_timeout_s: Positive = Field(30, description="how long the scancel script waits for sacct to say CANCELLED")
     relaunch: RelaunchConfig = Field(RelaunchConfig(), description="Cancel and relaunch: which failures, how often")
     standing: Tup[StandingPermission] = Field((), description="acts that proceed without a human; default none")

@@ -228,3 +228,17 @@ def _read_file(
     if columns is not None:
         frame = frame.reindex(columns=list(dict.fromkeys(["record", *columns])))
     return frame
+
+
+def read_run(
+    store: HistoryStore,
+    run_id: str,
+    *,
+    records: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
+    notes: list[str] | None = None,
+) -> pd.DataFrame | None:
+    """The rows of the sweep run ``run_id`` whatever its window (found by its run hash); None when
+    the store holds no file of it."""
+    mine = [f for f in store.files(notes) if f.run == run_hash(run_id)]
+    return _read_file(mine[-1].path, records, columns, notes) if mine else None

@@ -36,6 +36,9 @@ class LedgerEntry:
     since: str = ""  # ISO window end of the first sweep that saw its current state (WEDGED since when)
     last_run: str = ""  # run id of that sweep
     handoffs: dict[str, str] = field(default_factory=dict)  # hand-off kind -> run id that gave it
+    # the cancel hand-off as the run that gave it wrote it (sweep_core.handoffs.cancel.authority):
+    # run, flag_run, rule, action, flag_action, name, evidence, dry_run; sweep_cancel trusts only this
+    cancel_handoff: dict[str, str] = field(default_factory=dict)
     deep_dive: str = ""  # the latest RL deep-dive verdict: "2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05"
     counter: str = ""  # the progress counter last read (step, chunks_done, results, done)
     counter_value: int | None = None

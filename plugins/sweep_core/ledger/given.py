@@ -60,13 +60,14 @@ def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) ->
     ledger.failing, ledger.last_success = list(source.failing), source.last_success
     ledger.relaunches = {**ledger.relaunches, **source.relaunches}  # each series' own count (acts may be pruned)
     for key, src in source.jobs.items():
-        if not (src.handoffs or src.deep_dive or src.acts) or key in dropped:
+        if not (src.handoffs or src.cancel_handoff or src.deep_dive or src.acts) or key in dropped:
             continue
         e = ledger.jobs.get(key)
         if e is None:
             e = ledger.jobs[key] = LedgerEntry(src.cluster, src.job_id, src.name)
         for kind, by in src.handoffs.items():
             e.handoffs.setdefault(kind, by)
+        e.cancel_handoff = e.cancel_handoff or dict(src.cancel_handoff)
         e.deep_dive = src.deep_dive or e.deep_dive
         e.relaunch_series = src.relaunch_series or e.relaunch_series
         e.acts += [a for a in src.acts if a not in e.acts]
@@ -80,4 +81,6 @@ def release_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]])
         e = ledger.jobs.get(_key(item))
         if e is not None:
             e.handoffs.pop(kind, None)
+            if kind == "cancel":
+                e.cancel_handoff = {}
     return ledger

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweep_core.handoffs.cancel.authority import KIND as CANCEL
+from sweep_core.handoffs.cancel.authority import record_handoffs
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
@@ -69,6 +71,8 @@ def give_once(
                 ]
             if not dry_run:
                 mark_given(ledger, kind, todo, run_id)
+            if kind == CANCEL:  # what sweep_cancel trusts: this run's own flag line, not its conf
+                record_handoffs(ledger, todo, run_id, dry_run=dry_run)
             rest = {**conf, "jobs": list(todo)}
             keep = todo or (rest.get("reclaim_clusters") and not handed.get(kind))
             out[kind] = rest if keep else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cancel_handoff import hand_off
 from conftest import USER, sh
 from hitl_responder import CANCEL, REJECT, TIMEOUT, HITLResponder
 from sweep_runner import run_dag
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.cluster
 
 
 def _answer(run) -> dict | None:
-    """The approve task's ``answer`` XCom (the HITL response as the DAG saw it)."""
+    """One approve task's ``answer`` XCom (the HITL response as the DAG saw it), without its job key."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
     from sqlalchemy import select
@@ -29,7 +30,8 @@ def _answer(run) -> dict | None:
                 XComModel.key == "answer",
             )
         ).first()
-        return XComModel.deserialize_value(row) if row else None
+        got = XComModel.deserialize_value(row) if row else None
+        return {k: got[k] for k in ("chosen_options", "responded_by", "timed_out", "refused")} if got else None
 
 
 def _job(job_id: str, name: str, action: str = "kill-approval", evidence: str = "") -> dict:
@@ -37,10 +39,26 @@ def _job(job_id: str, name: str, action: str = "kill-approval", evidence: str = 
     return {"cluster": "local", "job_id": job_id, "name": name, "action": action, "evidence": ev}
 
 
-def _cancel(tmp_path: Path, jobs: list[dict], answer: str, *, dry_run: bool = False, minutes: float = 5, **kw):
+def _cancel(
+    tmp_path: Path,
+    jobs: list[dict],
+    answer: str,
+    *,
+    dry_run: bool = False,
+    minutes: float = 5,
+    sweep: bool = True,
+    **kw,
+):
+    """sweep_cancel run as the hand-off a sweep gave (``sweep``: its ledger and history records
+    written first, the run id it triggers), else as a person's by-hand request."""
+    run_id = ""
+    if sweep:
+        flagged = [{**j, "rule": j["evidence"][1:].split("]")[0], "message": j["evidence"].split(": ", 1)[1]}
+                   for j in jobs]  # fmt: skip
+        run_id, _ = hand_off(tmp_path, flagged)
     conf = {"jobs": jobs, "dry_run": dry_run, "approval_timeout_minutes": minutes}
     with HITLResponder("sweep_cancel", "approve", answer, **kw) as responder:
-        run = run_dag("sweep_cancel", conf, tmp_path)
+        run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id)
     assert responder.errors == [], responder.errors
     return run, responder
 
@@ -70,11 +88,14 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     assert run.task_states["approve"] == "success" and run.task_states["scancel"] == "success"
     # the prompt carried the evidence
     assert responder.status == 200 and responder.detail["defaults"] == [REJECT]
-    body = responder.detail["body"]
+    body = "".join(d["body"] for d in responder.details.values())  # one approval task per job
     for text in (ids[wedged], wedged, "no output for 185 min", "localhost", link, "past max_steps", "PENDING"):
         assert text in body, text
-    assert "scancel 3 job(s) on local? (2 may be relaunched)" == responder.detail["subject"]
-    assert "reused" in body  # the blocked one is listed as not asked
+    assert "BY HAND" not in body and body.count("evidence (the sweep's flag)") == 3
+    assert sorted(d["subject"] for d in responder.details.values()) == [
+        "scancel 1 job(s) on local?",
+        *["scancel 1 job(s) on local? (1 may be relaunched)"] * 2,
+    ]
     c.wait_finished(ids[wedged], "CANCELLED")
     c.wait_finished(ids[link], "CANCELLED")
     assert c.squeue_state(ids[reused]) == "RUNNING"
@@ -84,7 +105,7 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     assert done[ids[renamed]].startswith("refused before scancel") and f"{renamed}_v2" in done[ids[renamed]]
     assert _decisions(run)[f"rl__{tag}_the_old_job"]["verdict"] == "blocked"
     log = Path(run.values["record"]).read_text()
-    assert _answer(run) == {"chosen_options": [CANCEL], "responded_by": "ops-tester", "timed_out": False}
+    assert _answer(run) == {"chosen_options": [CANCEL], "responded_by": "ops-tester", "timed_out": False, "refused": ""}
     assert "Hand-off sweep_cancel" in log and "approved by ops-tester" in log and "cancelled" in log
 
 
@@ -98,9 +119,9 @@ def test_rejected_or_timed_out_cancels_nothing(local_cluster, tag, tmp_path, ans
     by = None if answer == TIMEOUT else "ops-tester"
     assert run.state == "success", run.task_states
     assert run.task_states["approve"] == "success"  # a response (or the default) is a success
-    assert run.task_states["scancel"] == "skipped" and run.task_states["record"] == "success"
-    assert "approve" not in run.values  # Reject skips downstream before a return value is pushed
-    assert _answer(run) == {"chosen_options": [REJECT], "responded_by": by, "timed_out": answer == TIMEOUT}
+    assert run.task_states["scancel"] == "skipped" and run.task_states["record"] == "success"  # none approved
+    assert _answer(run) == {"chosen_options": [REJECT], "responded_by": by, "timed_out": answer == TIMEOUT,
+                            "refused": ""}  # fmt: skip
     assert c.squeue_state(jid) == "RUNNING"
     log = Path(run.values["record"]).read_text()
     assert ("approval timed out: rejected" if answer == TIMEOUT else "rejected by ops-tester") in log
@@ -112,8 +133,8 @@ def test_dry_run_cancels_nothing_even_when_approved(local_cluster, tag, tmp_path
     name = f"rl__{tag}_wedged"
     jid = c.submit(name, "sleep 600")
     c.wait_running(jid)
-    run, responder = _cancel(tmp_path, [_job(jid, name)], CANCEL, dry_run=True)
-    assert responder.detail["subject"].startswith("[DRY RUN]")
+    run, responder = _cancel(tmp_path, [_job(jid, name)], CANCEL, dry_run=True, sweep=False)
+    assert responder.detail["subject"].startswith("[DRY RUN] [BY HAND]")  # a person's request: asked
     assert run.values["scancel"]["local"][jid] == "would scancel (dry run)"
     assert c.squeue_state(jid) == "RUNNING"
     assert "would scancel (dry run)" in Path(run.values["record"]).read_text()
@@ -155,9 +176,14 @@ def test_sweep_hands_a_spurious_chain_link_to_cancel(local_cluster, tag, tmp_pat
     assert mine and mine[0]["action"] == "cancel" and mine[0]["name"] == name
     assert "rl_resume_overshoot" in mine[0]["evidence"]
     conf = {**conf, "jobs": mine, "approval_timeout_minutes": 5}
-    with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
-        run = run_dag("sweep_cancel", conf, tmp_path)
+    with create_session() as s:  # no scheduler here: dag.test runs the queued run the sweep triggered, by its id
+        s.query(DagRun).filter(DagRun.dag_id == "sweep_cancel", DagRun.run_id == f"{sweep.run_id}__cancel").delete()
+    with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:  # the run the sweep triggered
+        run = run_dag("sweep_cancel", conf, tmp_path, run_id=f"{sweep.run_id}__cancel")
     assert responder.errors == [] and "rl_resume_overshoot" in responder.detail["body"]
+    d = _decisions(run)[name]  # the ledger's hand-off record, this run id and the history flag row agree
+    assert not d["by_hand"] and d["authority"].startswith(f"handed off by sweep {sweep.run_id} ([rl_resume_overshoot]")
+    assert d["request"]["evidence"].startswith("[rl_resume_overshoot]")
     assert run.values["scancel"]["local"][jid] == "cancelled"
     c.wait_finished(jid, "CANCELLED")
     assert Path(conf["run_log"]).read_text().count("Hand-off sweep_cancel") == 1

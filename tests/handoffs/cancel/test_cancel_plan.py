@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,14 @@ def _req(job_id: str = "4242", name: str = "rl__a2_harbor", action: str = "kill-
     return CancelRequest.from_dict(
         {"cluster": "leo", "job_id": job_id, "name": name, "action": action, "evidence": "no output for 190 min"}
     )
+
+
+def _sweeps(ds: list[CancelDecision]) -> list[CancelDecision]:
+    """The decisions as the sweep's own requests (authority.authorize found its records agree)."""
+    for d in ds:
+        d.request = replace(d.request, evidence=d.request.asked_evidence)
+        d.by_hand, d.authority = False, "handed off by sweep s1 ([liveness_stale] → kill-approval)"
+    return ds
 
 
 def _row(job_id: str, name: str, state: str = "RUNNING") -> SqueueRow:
@@ -76,7 +85,7 @@ def test_squeue_unknown_cancels_nothing() -> None:
 
 
 def test_prompt_carries_the_evidence_and_blocked_jobs() -> None:
-    ds = validate([_req("1", "rl__ok"), _req("2", "rl__old")], [_row("1", "rl__ok"), _row("2", "other")])
+    ds = _sweeps(validate([_req("1", "rl__ok"), _req("2", "rl__old")], [_row("1", "rl__ok"), _row("2", "other")]))
     subject, body = approval_prompt(ds, dry_run=True, timeout_minutes=30)
     assert subject == "[DRY RUN] scancel 1 job(s) on leo?"
     for text in ("`1`", "rl__ok", "kill-approval", "no output for 190 min", "lrdn[0001-0004]", "5:10:00", "30 min"):
@@ -98,13 +107,13 @@ def test_prompt_name_with_backticks_cannot_break_out_of_its_code_span() -> None:
         }
     )
     blocked = _req("8", "a`|`[b](https://evil)")
-    ds = validate([req, blocked], [_row("7", name, "PENDING"), _row("8", "other")])
+    ds = _sweeps(validate([req, blocked], [_row("7", name, "PENDING"), _row("8", "other")]))
     _, body = approval_prompt(ds, dry_run=False, timeout_minutes=30)
     assert "\x1b" not in body and "\u202e" not in body and "\x07" not in body
     head = next(line for line in body.splitlines() if line.startswith("### "))
     # the name sits in a code span whose delimiter (``) is longer than any backtick run inside it
     assert head.endswith(" ``rl__x` <img src=x onerror=alert(1)> [ok](https://evil) `y``")
-    assert "- evidence: ```` ``` `<b>x</b>` |  ````" in body
+    assert "- evidence (the sweep's flag): ```` ``` `<b>x</b>` |  ````" in body
     assert " ``a`|`[b](https://evil)``: " in body  # blocked jobs too
 
 

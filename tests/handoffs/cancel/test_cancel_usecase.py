@@ -75,7 +75,8 @@ def test_outcome_table_says_the_approval_and_leaves_blocked_jobs_alone() -> None
     assert approval_text({"timed_out": True}, False) == "approval timed out: rejected"
     assert approval_text({}, False) == "no approval (not asked, or the approval task failed)"
     table = cancel_record(ds, {"local": {"11": "cancelled"}}, approved)
-    assert "blocked: left alone" in table and "cancelled" in table and "evidence: stale 190 min" in table
+    assert "blocked: left alone" in table and "cancelled" in table
+    assert "requested by hand (not verified): stale 190 min" in " ".join(table.split())  # never as evidence
     rejected = cancel_record(ds, {}, approval_text({"responded_by": "bo"}, False))
     assert "not cancelled: rejected by bo" in rejected
 
@@ -103,7 +104,7 @@ def test_an_iris_job_is_validated_by_its_controller_and_stopped_through_the_clie
 
     decisions = validate_jobs(jobs[:1], load, FakeSsh(), lambda cfg: (listed, ""))
     subject, body = approval_prompt(decisions, dry_run=False, timeout_minutes=30)
-    assert subject == "iris job stop 1 job(s) on cw?" and "scancel" not in body
+    assert subject == "[BY HAND] iris job stop 1 job(s) on cw?" and "scancel" not in body  # no sweep hand-off
     kw = {"confirm_timeout_s": 5, "load_cluster": load, "run_script": FakeSsh(), "stop_iris": stop}
     lines: list[str] = []
     assert scancel_approved(decisions, dry_run=True, say=lines.append, **kw) == {

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cancel_handoff import hand_off
 from conftest import ROOT, sh
 from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
 from sweep_runner import run_dag
@@ -39,9 +40,12 @@ def _acts(tmp_path: Path, job_id: str) -> list[dict]:
 
 
 def _relaunch(tmp_path: Path, jobs: list[dict], answer: str = RELAUNCH, **env: str):
+    """sweep_cancel as the hand-off run of a sweep that flagged ``jobs`` (its ledger and history
+    records written first): the relaunch policy judges the sweep's flag line."""
+    run_id, _ = hand_off(tmp_path, jobs, message="no output for 185 min (cadence 30 min)")
     conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
     with HITLResponder("sweep_cancel", "approve", answer) as responder:
-        run = run_dag("sweep_cancel", conf, tmp_path, **env)
+        run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id, **env)
     assert responder.errors == [], responder.errors
     return run, responder
 
@@ -135,8 +139,9 @@ def test_a_standing_permission_relaunches_with_no_human(local_cluster, tag, tmp_
         f"  standing:\n    - {{action: relaunch, rule: liveness_stale, clusters: [local], name: 'rl__{tag}_.*'}}\n",
     )
     flagged = time.monotonic()
-    conf = {"jobs": [_job(jid, name)], "dry_run": False, "approval_timeout_minutes": 5}
-    run = run_dag("sweep_cancel", conf, tmp_path, SWEEP_CONFIG=cfg)  # nobody answers anything
+    run_id, jobs = hand_off(tmp_path, [{"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval"}])
+    conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}  # the sweep's own hand-off
+    run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id, SWEEP_CONFIG=cfg)  # nobody answers anything
     assert run.task_states["approve"] == "skipped" and run.task_states["standing"] == "success", run.task_states
     assert run.values["standing"]["local"][jid].startswith("requeued (PENDING, Restarts=1")
     log = Path(run.values["record"]).read_text()

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cancel_handoff import hand_off
 from conftest import ROOT
 from hitl_responder import RELAUNCH, HITLResponder
 from sweep_runner import run_dag
@@ -25,9 +26,10 @@ LOGS = Path("/home/sweep/jobs/logs")
 
 
 def _relaunch(tmp_path: Path, jobs: list[dict], **kw):
+    run_id, _ = hand_off(tmp_path, jobs, message="no output for 185 min (cadence 30 min)")  # the sweep's records
     conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
     with HITLResponder("sweep_cancel", "approve", RELAUNCH) as responder:
-        run = run_dag("sweep_cancel", conf, tmp_path, **kw)
+        run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id, **kw)
     assert responder.errors == [], responder.errors
     assert run.state == "success", run.task_states
     return run

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from sweep_core.config.handoffs_schema import CancelConfig
-from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, approval_prompt
+from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, approval_prompt, asked
 from sweep_core.handoffs.cancel.relaunch import assess
 from sweep_core.handoffs.cancel.relaunch_policy import asked_again, failure_kind, relaunch_offer, standing_permission
 from sweep_core.handoffs.cancel.relaunch_remote import Evidence
@@ -121,7 +121,8 @@ def test_acts_survive_the_ledger_round_trip_and_a_fold_and_release_their_hand_of
 
 def _decision(job_id: str = "11", nodes: str = "2") -> CancelDecision:
     req = CancelRequest("local", job_id, "rl__a", "kill-approval", WEDGE)
-    return CancelDecision(req, "cancel", state="RUNNING", elapsed="3:00:00", nodes=nodes, nodelist="node[1-2]")
+    return CancelDecision(req, "cancel", state="RUNNING", elapsed="3:00:00", nodes=nodes, nodelist="node[1-2]",
+                          by_hand=False)  # fmt: skip  # the sweep's own request (authority.authorize)
 
 
 def _ev(requeue: str = "1", silent: int = 3 * 3600) -> Evidence:
@@ -169,10 +170,13 @@ def test_a_standing_cancel_covers_a_pending_chain_link_and_nothing_else() -> Non
     link = CancelRequest(
         "local", "12", "rl__a", "cancel", "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps"
     )
-    d = [CancelDecision(link, "cancel", state="PENDING", nodes="1"), _decision()]
+    d = [CancelDecision(link, "cancel", state="PENDING", nodes="1", by_hand=False), _decision()]
     stand = _cfg(
         standing=[{"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["local"], "name": "rl__.*"}]
     )
     assess(d, {("local", "11"): _ev()}, Ledger(), stand, now=NOW, run_id="c1")
     assert d[0].offer["standing"] == "standing[0] cancel rl_resume_overshoot" and not d[0].offer["relaunch"]
     assert d[1].offer["standing"] == "" and d[1].offer["relaunch"]  # the wedge still asks a human
+    by_hand = [CancelDecision(link, "cancel", state="PENDING", nodes="1")]  # the default: nothing backs it
+    assess(by_hand, {}, Ledger(), stand, now=NOW, run_id="c1")
+    assert by_hand[0].offer["standing"] == "" and asked(by_hand) == by_hand  # never a standing act: asked

@@ -16,6 +16,7 @@ from pathlib import Path
 import huggingface_hub
 import pytest
 import yaml
+from cancel_handoff import hand_off
 from conftest import sh
 from hf_hub_stub import hub_stub
 from hitl_responder import CANCEL, HITLResponder
@@ -173,11 +174,13 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
     earlier = {("model", f"{ORG}/{name}"): ["config.json", "model-old.safetensors"]}  # another run, same name
     with hub_stub(earlier) as hub:
         cfg = _config(tmp_path, hub.url, flavor)
-        conf = {"jobs": [{"cluster": "local", "job_id": jid, "name": name, "action": "cancel+salvage", "evidence": ev}]}
+        flagged = {"cluster": "local", "job_id": jid, "name": name, "action": "cancel+salvage", "rule": "rl_collapse",
+                   "message": ev.split(": ", 1)[1]}  # fmt: skip
+        run_id, jobs = hand_off(logs, [flagged])  # the sweep's hand-off: the step comes from ITS flag line
+        conf = {"jobs": jobs}
         with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
-            cancel = run_dag(
-                "sweep_cancel", {**conf, "dry_run": False, "approval_timeout_minutes": 5}, logs, SWEEP_CONFIG=cfg
-            )
+            cancel = run_dag("sweep_cancel", {**conf, "dry_run": False, "approval_timeout_minutes": 5}, logs,
+                             run_id=run_id, SWEEP_CONFIG=cfg)  # fmt: skip
         assert responder.errors == [] and cancel.values["scancel"]["local"][jid] == "cancelled"
         salvage = [a for a in _acts(logs, jid) if a["kind"] == "salvage"]
         assert len(salvage) == 1 and salvage[0]["step"] == "41" and salvage[0]["flavor"] == flavor

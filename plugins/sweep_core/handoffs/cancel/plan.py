@@ -46,14 +46,17 @@ class CancelRequest:
     job_id: str
     name: str
     action: str  # one of vocab.CANCEL_ACTIONS (from_dict checks)
-    evidence: str = ""
+    evidence: str = ""  # the SWEEP's flag line from the ledger (authority.authorize), never the conf's
+    asked_evidence: str = ""  # the conf's evidence: shown as "given by hand, not verified", never used
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelRequest:
-        """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster."""
+        """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster.
+        The conf's ``evidence`` goes to ``asked_evidence`` only (the conf is not trusted)."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
-        req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action", "evidence")})
+        req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action")},
+                  asked_evidence=str(data.get("evidence") or "")[:2000])  # fmt: skip
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
             raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
         if not (JOB_ID_RE.match(req.job_id) or IRIS_JOB_ID_RE.match(req.job_id)):
@@ -78,6 +81,8 @@ class CancelDecision:
     nodelist: str = ""  # squeue %R: the node list, or the pending reason
     offer: dict[str, Any] = field(default_factory=dict)  # relaunch_policy.Offer (SLURM RUNNING jobs)
     evidence: dict[str, Any] = field(default_factory=dict)  # relaunch_remote.Evidence read at validation
+    by_hand: bool = True  # authority.authorize: False only when the sweep's own records back it
+    authority: str = ""  # why it is a sweep or a by-hand request
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,6 +90,11 @@ class CancelDecision:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelDecision:
         return cls(**{**data, "request": CancelRequest(**data["request"])})
+
+
+def job_key(cluster: str, job_id: str) -> str:
+    """One job of a request: what each per-job approval is keyed by."""
+    return f"{cluster}|{job_id}"
 
 
 def allowed_states(action: str) -> tuple[str, ...]:
@@ -119,8 +129,14 @@ def validate(
 
 
 def asked(decisions: list[CancelDecision]) -> list[CancelDecision]:
-    """The decisions a human is asked about: passed validation, no standing permission covers them."""
-    return [d for d in decisions if d.verdict == "cancel" and not d.offer.get("standing")]
+    """The decisions a human is asked about: passed validation, and by hand or no standing
+    permission covers them (a by-hand request always asks)."""
+    return [d for d in decisions if d.verdict == "cancel" and (d.by_hand or not d.offer.get("standing"))]
+
+
+def standing_acts(decisions: list[CancelDecision]) -> list[CancelDecision]:
+    """The decisions a standing permission acts on without a human: the sweep's requests only."""
+    return [d for d in decisions if d.verdict == "cancel" and not d.by_hand and d.offer.get("standing")]
 
 
 def _relaunch_lines(d: CancelDecision) -> list[str]:
@@ -144,14 +160,36 @@ def _relaunch_lines(d: CancelDecision) -> list[str]:
     return lines
 
 
-def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_minutes: float) -> tuple[str, str]:
-    """Subject and Markdown body of the approval request: everything the human decides from."""
+def _authority_lines(d: CancelDecision, requester: str) -> list[str]:
+    """Whose request it is, and the evidence: the sweep's (from the ledger), or what a person typed."""
+    r = d.request
+    if not d.by_hand:
+        return [
+            f"- {md_text(d.authority)}",
+            f"- evidence (the sweep's flag): {md_code(r.evidence) if r.evidence else '(none)'}",
+        ]
+    lines = [
+        f"- **BY HAND**, requested by {md_code(requester or '?')}: {md_text(d.authority.removeprefix('by hand: '))}. "
+        "No standing permission applies; the requester cannot approve it.",
+        "- evidence: none from the sweep",
+    ]
+    if r.asked_evidence:
+        lines.append(f"- requested by hand (not verified): {md_code(r.asked_evidence[:300])}")
+    return lines
+
+
+def approval_prompt(
+    decisions: list[CancelDecision], *, dry_run: bool, timeout_minutes: float, requester: str = ""
+) -> tuple[str, str]:
+    """Subject and Markdown body of the approval request: everything the human decides from
+    (sweep_cancel asks once per job: ``decisions`` then holds that one job)."""
     todo = asked(decisions)
     clusters = sorted({d.request.cluster for d in todo})
     verb = " / ".join(sorted({"iris job stop" if IRIS_JOB_ID_RE.match(d.request.job_id) else "scancel" for d in todo}))
     relaunch = sum(1 for d in todo if d.offer.get("relaunch"))
     escalated = sum(1 for d in todo if d.offer.get("recurring") or d.offer.get("capped"))
     subject = f"{'[DRY RUN] ' if dry_run else ''}{'[ESCALATED] ' if escalated else ''}"
+    subject += "[BY HAND] " if any(d.by_hand for d in todo) else ""
     subject += f"{verb} {len(todo)} job(s) on {', '.join(clusters)}?"
     if relaunch:
         subject += f" ({relaunch} may be relaunched)"
@@ -172,11 +210,11 @@ def approval_prompt(decisions: list[CancelDecision], *, dry_run: bool, timeout_m
             f"### {md_text(r.cluster)} job {md_code(r.job_id)} {md_code(r.name)}",
             f"- action: **{md_text(r.action)}**; now {md_text(d.state)}, elapsed {md_text(d.elapsed)}, "
             f"{md_text(d.nodes)} node(s), nodes/reason {md_code(d.nodelist)}",
-            f"- evidence: {md_code(r.evidence) if r.evidence else '(none given)'}",
+            *_authority_lines(d, requester),
             *_relaunch_lines(d),
             "",
         ]
-    standing = [d for d in decisions if d.verdict == "cancel" and d.offer.get("standing")]
+    standing = standing_acts(decisions)
     if standing:
         lines.append(f"Acted on under a standing permission (not asked): {len(standing)}")
         lines += [

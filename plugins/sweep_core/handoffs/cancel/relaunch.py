@@ -152,6 +152,9 @@ def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfi
 
 
 def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | None) -> str:
+    """The standing permission covering this act; never one for a by-hand request (it always asks)."""
+    if d.by_hand:
+        return ""
     r = d.request
     rule = flag_rule(r.evidence)
     return standing_permission(

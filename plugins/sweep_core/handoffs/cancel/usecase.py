@@ -8,12 +8,13 @@ from __future__ import annotations
 import logging
 import shlex
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_line, stop_outcome
-from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, outcome, validate
+from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, job_key, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.slurm.failover import not_done
@@ -157,19 +158,28 @@ def approval_text(answer: dict[str, Any], approved: bool) -> str:
     return f"rejected by {answer.get('responded_by') or '?'}"
 
 
-def cancel_record(decisions: list[CancelDecision], done: dict[str, dict[str, str]], approval: str) -> str:
-    """The outcome table: a row per requested job, blocked ones left alone with why."""
+def cancel_record(
+    decisions: list[CancelDecision], done: dict[str, dict[str, str]], approval: str | Mapping[str, str]
+) -> str:
+    """The outcome table: a row per requested job, blocked ones left alone with why. ``approval``:
+    the answer's text, or per job (``job_key``) when each job had its own answer."""
     rows = []
     for d in decisions:
         r = d.request
         if d.verdict != "cancel":
             result, why = "blocked: left alone", "; ".join(d.reasons)
         else:
-            said = f"standing permission: {d.offer['standing']}" if d.offer.get("standing") else approval
+            said = approval if isinstance(approval, str) else approval.get(job_key(r.cluster, r.job_id), "not asked")
+            if d.offer.get("standing") and not d.by_hand:
+                said = f"standing permission: {d.offer['standing']}"
             result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {said}"
             why = f"{said}; evidence: {r.evidence}" if r.evidence else said
             if d.offer.get("why"):
                 why += f"; relaunch: {d.offer['why']}"
+        if d.authority:
+            why += f"; {d.authority}"
+        if d.by_hand and r.asked_evidence:
+            why += f"; requested by hand (not verified): {r.asked_evidence}"
             if result == "cancelled" and r.action == Action.CANCEL_SALVAGE:
                 result += f"; salvage next ({Flavor.RL_AGENTIC})"
         rows.append([r.cluster, r.job_id, r.name, r.action, d.state or "-", result, why])

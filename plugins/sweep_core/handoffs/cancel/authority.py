@@ -1,0 +1,176 @@
+"""Who may ask sweep_cancel to act, and on what evidence (pure).
+
+A sweep_cancel run's ``conf`` is text anyone allowed to trigger the DAG can write, so nothing in it
+is trusted. A job is a SWEEP request only when every record the sweep itself wrote agrees:
+
+- the ledger entry's ``cancel_handoff`` (written by the run that handed it off, at hand-off time:
+  the run, the flag's rule and action, the flag line as evidence) is the ledger's current cancel
+  hand-off (``handoffs["cancel"]``; a dry-run sweep's record only backs a dry run);
+- this sweep_cancel run is the hand-off run that run triggered (``<run>__cancel[__<batch>]``);
+- the request names the job and action the hand-off named;
+- the Parquet history of the sweep that flagged it holds that flag row (cluster, job, rule, action).
+
+Its evidence is then the ledger's line, never the conf's. Anything else is a BY-HAND request: it
+always asks a human (no standing permission covers it), its conf evidence is only shown as "given
+by hand, not verified", and the user who triggered it cannot approve it (sweep_core.alerts.approvals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sweep_core.ledger.entries import Ledger
+
+SWEEP, BY_HAND = "sweep", "by-hand"
+KIND = "cancel"  # the per-job hand-off kind (ledger.runs.PER_JOB)
+FLAG_COLUMNS = ("cluster", "job_id", "name", "rule", "action")  # history flag rows read
+
+
+def handoff_record(
+    job: Mapping[str, Any], run_id: str, *, dry_run: bool, flag_run: str = "", flag_action: str = ""
+) -> dict[str, str]:
+    """The ledger's record of one cancel hand-off the run ``run_id`` gives (``job``: the conf entry
+    that run built from its own flag). ``flag_run``/``flag_action``: the sweep whose history flag
+    row backs it and that row's action, when they are not this run and this action (a deep-dive)."""
+    action = str(job.get("action") or "")
+    return {
+        "run": run_id,
+        "flag_run": flag_run or run_id,
+        "rule": str(job.get("rule") or ""),
+        "action": action,
+        "flag_action": flag_action or action,
+        "name": str(job.get("name") or ""),
+        "evidence": str(job.get("evidence") or ""),
+        "dry_run": "true" if dry_run else "",
+    }
+
+
+def record_handoffs(
+    ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool, **flag: str
+) -> Ledger:
+    """Each job's ``cancel_handoff`` set to what ``run_id`` hands off (in place). A dry run never
+    replaces the record of a real hand-off still held (``handoffs["cancel"]`` set)."""
+    from sweep_core.ledger.entries import LedgerEntry
+
+    for job in jobs:
+        key = f"{job['cluster']}|{job['job_id']}"
+        e = ledger.jobs.get(key)
+        if e is None:
+            e = ledger.jobs[key] = LedgerEntry(str(job["cluster"]), str(job["job_id"]), str(job.get("name") or ""))
+        if dry_run and e.handoffs.get(KIND) and e.cancel_handoff and not e.cancel_handoff.get("dry_run"):
+            continue
+        e.cancel_handoff = handoff_record(job, run_id, dry_run=dry_run, **flag)
+    return ledger
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Whose request a job is: ``SWEEP`` (with the sweep's evidence) or ``BY_HAND``, and why."""
+
+    kind: str
+    evidence: str
+    why: str
+
+    @property
+    def by_hand(self) -> bool:
+        return self.kind != SWEEP
+
+
+def _by_hand(why: str) -> Authority:
+    return Authority(BY_HAND, "", f"by hand: {why}")
+
+
+def judge(
+    cluster: str,
+    job_id: str,
+    name: str,
+    action: str,
+    ledger: Ledger,
+    flags_by_run: Mapping[str, Sequence[Mapping[str, Any]] | None],
+    *,
+    dry_run: bool,
+    is_hand_off_run: Callable[[str], bool],
+) -> Authority:
+    """The authority of one requested job (see the module doc). ``flags_by_run``: run id -> that
+    sweep's history flag rows (None = no history of it); ``is_hand_off_run(run)``: whether this
+    sweep_cancel run is the hand-off run ``run`` triggered."""
+    e = ledger.jobs.get(f"{cluster}|{job_id}")
+    rec = e.cancel_handoff if e else {}
+    if not rec:
+        return _by_hand("no sweep handed this job off (no hand-off record in the ledger)")
+    giver = rec.get("run", "")
+    if rec.get("dry_run") and not dry_run:
+        return _by_hand(f"handed off by the dry-run sweep {giver}: that backs a dry run only")
+    if not rec.get("dry_run") and e is not None and e.handoffs.get(KIND) != giver:
+        return _by_hand(f"the hand-off of {giver} is no longer held in the ledger (released or replaced)")
+    if not is_hand_off_run(giver):
+        return _by_hand(f"this run is not the hand-off run {giver} triggered")
+    if rec.get("name") != name or rec.get("action") != action:
+        return _by_hand(f"the request differs from the hand-off of {giver} (name {rec.get('name')!r}, "
+                        f"action {rec.get('action')!r})")  # fmt: skip
+    flag_run, rule, flag_action = rec.get("flag_run", ""), rec.get("rule", ""), rec.get("flag_action", "")
+    rows = flags_by_run.get(flag_run)
+    if rows is None:
+        return _by_hand(f"no history of the sweep {flag_run} that flagged it")
+    if not any(
+        str(r.get("cluster")) == cluster
+        and str(r.get("job_id")) == job_id
+        and str(r.get("action")) == flag_action
+        and (not rule or str(r.get("rule")) == rule)
+        for r in rows
+    ):
+        return _by_hand(f"the history of sweep {flag_run} has no [{rule or '?'}] → {flag_action} flag of this job")
+    via = f"; via {giver}" if giver != flag_run else ""
+    return Authority(SWEEP, rec.get("evidence", ""), f"handed off by sweep {flag_run} ([{rule}] → {flag_action}{via})")
+
+
+def flag_runs(ledger: Ledger, keys: Iterable[tuple[str, str]]) -> list[str]:
+    """The sweeps whose history flag rows back the hand-offs of these (cluster, job id) jobs."""
+    out: list[str] = []
+    for cluster, job_id in keys:
+        e = ledger.jobs.get(f"{cluster}|{job_id}")
+        run = (e.cancel_handoff.get("flag_run") or "") if e else ""
+        if run and run not in out:
+            out.append(run)
+    return out
+
+
+def authorize(
+    decisions: Sequence[Any],
+    ledger: Ledger,
+    flags_by_run: Mapping[str, Sequence[Mapping[str, Any]] | None],
+    *,
+    dry_run: bool,
+    is_hand_off_run: Callable[[str], bool],
+) -> None:
+    """Each plan.CancelDecision (in place): ``by_hand``, ``authority`` and the request's evidence
+    (the sweep's, "" by hand); the conf's evidence stays only in ``request.asked_evidence``."""
+    for d in decisions:
+        r = d.request
+        a = judge(r.cluster, r.job_id, r.name, r.action, ledger, flags_by_run, dry_run=dry_run,
+                  is_hand_off_run=is_hand_off_run)  # fmt: skip
+        d.request = replace(r, evidence=a.evidence)
+        d.by_hand, d.authority = a.by_hand, a.why
+
+
+def give_kills(ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool) -> list[str]:
+    """A deep-dive run's KILL requests as cancel hand-offs it gives (in place): backed by the sweep
+    that handed the job to the deep-dive (its ``deep-dive`` flag row). A job no sweep handed to
+    the deep-dive (a deep-dive run by hand) gets no record: its cancel is by hand. The lines said."""
+    from sweep_core.ledger.given import mark_given
+    from sweep_core.vocab import Action
+
+    said = []
+    for job in jobs:
+        e = ledger.jobs.get(f"{job['cluster']}|{job['job_id']}")
+        flag_run = e.handoffs.get("deep_dive", "") if e else ""
+        if not flag_run:
+            said.append(f"{job['cluster']} {job['job_id']}: no sweep handed it to the deep-dive: its cancel is by hand")
+            continue
+        if not dry_run:
+            mark_given(ledger, KIND, [job], run_id)
+        record_handoffs(ledger, [job], run_id, dry_run=dry_run, flag_run=flag_run, flag_action=Action.DEEP_DIVE.value)
+        said.append(f"{job['cluster']} {job['job_id']}: cancel handed off by {run_id} (flagged by sweep {flag_run})")
+    return said

@@ -1,0 +1,204 @@
+"""issue 30 item 1, as a colleague would try it: a NON-ADMIN user of a real Airflow (api-server,
+scheduler, dag-processor; the simple auth manager with users admin, bob, carol) triggers
+sweep_cancel through the REST API with a forged conf: two RUNNING jobs of the shared account the
+sweep never flagged, each with a made-up ``[liveness_stale]`` line, and sweep.yaml grants a
+standing permission for exactly that rule. Nothing acts without a human; each job gets its own
+approval, assigned to the approvers minus bob (who triggered it); bob's answer is refused; carol's
+Cancel of one job cancels it, her Reject of the other leaves it RUNNING. Real Slurm over real SSH."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from conftest import ROOT, USER, sh
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
+DAG = "sweep_cancel"
+USERS = "admin:admin,bob:user,carol:user"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _sweep_yaml(tmp_path: Path) -> Path:
+    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf.setdefault("notify", {})["approver_users"] = {"*": ["bob", "carol"]}
+    conf["cancel"] = {
+        **(conf.get("cancel") or {}),
+        "approval_timeout_minutes": 15,
+        "standing": [
+            {"action": "relaunch", "rule": "liveness_stale"},
+            {"action": "cancel", "rule": "liveness_stale"},
+        ],
+    }
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(conf))
+    return path
+
+
+@contextmanager
+def _airflow(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """api-server + scheduler + dag-processor (LocalExecutor, a fresh SQLite metadata DB) over a
+    dags folder holding only sweep_cancel; yields (base URL, env)."""
+    home = tmp_path / "airflow"
+    (home / "dags").mkdir(parents=True)
+    (home / "dags" / "sweep_cancel.py").symlink_to(ROOT / "dags" / "sweep_cancel.py")
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    (tmp_path / "logs").mkdir()
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": USERS,
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(16),
+        "AIRFLOW__API__BASE_URL": base,
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+        "SWEEP_CONFIG": str(_sweep_yaml(tmp_path)),
+        "SWEEP_OPS_DIR": str(ROOT / "include" / "ops"),
+        "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs"),
+        "SWEEP_HISTORY": str(tmp_path / "history"),
+    }
+    migrate = subprocess.run(["airflow", "db", "migrate"], env=env, capture_output=True, text=True, timeout=300)
+    assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-2000:]
+    with ExitStack() as stack:
+        procs = []
+        for name, args in (
+            ("api-server", ["api-server", "--host", "127.0.0.1", "--port", str(port)]),
+            ("scheduler", ["scheduler"]),
+            ("dag-processor", ["dag-processor"]),
+        ):
+            out = stack.enter_context((tmp_path / f"{name}.log").open("w"))
+            procs.append(subprocess.Popen(["airflow", *args], env=env, stdout=out, stderr=subprocess.STDOUT))
+        try:
+            _until("api-server up", 180, lambda: _up(base), procs, tmp_path)
+            yield base, env
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def _up(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/api/v2/version", timeout=2).status_code in (200, 401, 403)
+    except httpx.HTTPError:
+        return False
+
+
+def _until(what: str, timeout: float, probe: Any, procs: list[Any] | None = None, logs: Path | None = None) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = probe()
+        if got:
+            return got
+        for p in procs or []:
+            if p.poll() is not None and logs is not None:
+                tails = {f.name: f.read_text()[-2000:] for f in logs.glob("*.log")}
+                raise AssertionError(f"{p.args} exited: {tails}")
+        time.sleep(1)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def _client(base: str, home: Path, user: str) -> httpx.Client:
+    pw = json.loads((home / "passwords.json").read_text())[user]
+    token = httpx.post(f"{base}/auth/token", json={"username": user, "password": pw}, timeout=30)
+    token.raise_for_status()
+    return httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {token.json()['access_token']}"})
+
+
+def _squeue_state(job_id: str) -> str:
+    out = sh("runuser", "-u", USER, "--", "squeue", "-h", "-j", job_id, "-o", "%T", check=False).stdout
+    return out.strip()
+
+
+def test_a_forged_cancel_from_a_non_admin_user_asks_per_job_and_only_an_approver_may_answer(
+    local_cluster, tag, tmp_path
+) -> None:
+    c = local_cluster
+    a, b = f"rl__{tag}_theirs_a", f"rl__{tag}_theirs_b"
+    ids = {n: c.submit(n, "sleep 900") for n in (a, b)}
+    c.wait_running(*ids.values())
+    forged = [
+        {"cluster": "local", "job_id": ids[n], "name": n, "action": "kill-approval",
+         "evidence": f"[liveness_stale] CRITICAL local RL {ids[n]} {n}: no output for 600 min → kill-approval"}
+        for n in (a, b)
+    ]  # fmt: skip
+    with _airflow(tmp_path) as (base, env):
+        home = Path(env["AIRFLOW_HOME"])
+        admin, bob, carol = (_client(base, home, u) for u in ("admin", "bob", "carol"))
+        _until("sweep_cancel parsed", 180, lambda: admin.get(f"/api/v2/dags/{DAG}").status_code == 200)
+        trig = bob.post(f"/api/v2/dags/{DAG}/dagRuns",
+                        json={"logical_date": None, "conf": {"jobs": forged, "dry_run": False}})  # fmt: skip
+        assert trig.status_code == 200, trig.text  # bob (role "user") may trigger DAGs
+        run_id = trig.json()["dag_run_id"]
+        runs = f"/api/v2/dags/{DAG}/dagRuns/{run_id}"
+        assert admin.get(runs).json()["triggering_user_name"] == "bob"
+
+        def parked() -> list[dict[str, Any]] | None:
+            tis = admin.get(f"{runs}/taskInstances", params={"task_id": "approve"}).json()["task_instances"]
+            waiting = [t for t in tis if t["task_id"] == "approve" and t["state"] == "awaiting_input"]
+            return waiting if len(waiting) == 2 else None
+
+        _until("one approval task per job, waiting", 400, parked)
+        states = {t["task_id"]: t["state"] for t in admin.get(f"{runs}/taskInstances").json()["task_instances"]}
+        assert states["standing"] == "success"  # it ran and acted on nothing: by hand, never standing
+        assert _squeue_state(ids[a]) == "RUNNING" and _squeue_state(ids[b]) == "RUNNING"
+        by_job = {}
+        for m in (0, 1):
+            d = admin.get(f"{runs}/taskInstances/approve/{m}/hitlDetails").json()
+            job = next(n for n in (a, b) if n in d["body"])
+            by_job[job] = (m, d)
+            assert [u["id"] for u in d["assigned_users"]] == ["carol"]  # approvers minus the requester
+            assert d["subject"].startswith("[BY HAND] scancel 1 job(s) on local?")
+            assert "**BY HAND**, requested by `bob`" in d["body"]
+            assert "requested by hand (not verified)" in d["body"] and "no output for 600 min" in d["body"]
+            assert "evidence: none from the sweep" in d["body"]
+        time.sleep(3)  # an answer within ~1 s of the prompt fails the task
+        ma, mb = by_job[a][0], by_job[b][0]
+        refused = bob.patch(f"{runs}/taskInstances/approve/{ma}/hitlDetails",
+                            json={"chosen_options": ["Cancel"], "params_input": {}})  # fmt: skip
+        assert refused.status_code == 403, refused.text
+        for m, option in ((ma, "Cancel"), (mb, "Reject")):
+            ok = carol.patch(f"{runs}/taskInstances/approve/{m}/hitlDetails",
+                             json={"chosen_options": [option], "params_input": {}})  # fmt: skip
+            assert ok.status_code == 200, ok.text
+        done = _until("the run ends", 300, lambda: admin.get(runs).json()["state"] in ("success", "failed"))
+        assert done and admin.get(runs).json()["state"] == "success"
+        states = {t["task_id"]: t["state"] for t in admin.get(f"{runs}/taskInstances").json()["task_instances"]}
+        assert states["scancel"] == "success" and states["record"] == "success"
+    assert _squeue_state(ids[a]) == ""  # cancelled on carol's answer
+    assert _squeue_state(ids[b]) == "RUNNING"  # her Reject of this one job left it alone
+    log = " ".join("\n".join(p.read_text() for p in (tmp_path / "logs").glob("*.md")).replace("│", " ").split())
+    assert "by hand: no sweep handed this job off" in log and "requested by hand (not verified)" in log
+    assert "approved by carol" in log and "rejected by carol" in log and "cancelled" in log
+    validate_log = "\n".join(p.read_text() for p in (tmp_path / "airflow" / "logs").rglob("*.log")
+                             if "task_id=validate" in str(p))  # fmt: skip
+    assert "BY HAND (requested by bob)" in validate_log
