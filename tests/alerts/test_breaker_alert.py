@@ -59,6 +59,7 @@ def test_on_the_real_cluster_every_running_job_flagged_at_once_asks_a_human(loca
     flagged liveness_stale at once, a standing relaunch permission on, the breaker at 2 jobs: the
     standing task acts on nothing, the human is asked about both (the prompt says why), ONE critical
     mail goes to the pager, the run log keeps the trip; after Reject both are still RUNNING."""
+    from cancel_handoff import hand_off
     from hitl_responder import REJECT, HITLResponder
     from sweep_runner import run_dag
 
@@ -77,17 +78,18 @@ def test_on_the_real_cluster_every_running_job_flagged_at_once_asks_a_human(loca
                                      "name": f"rl__{tag}_.*"}]  # fmt: skip
         conf["cancel"]["breaker"] = {"min_jobs": 2}
         (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        ev = "[liveness_stale] CRITICAL local RL {} {}: no output for 185 min (cadence 30 min) → kill-approval"
-        conf_jobs = [{"cluster": "local", "job_id": j, "name": n, "action": "kill-approval", "evidence": ev.format(j, n)}
-                     for j, n in jobs]  # fmt: skip
+        wanted = [{"cluster": "local", "job_id": j, "name": n, "action": "kill-approval"} for j, n in jobs]
+        run_id, conf_jobs = hand_off(tmp_path / "logs", wanted)  # the sweep's own hand-off (ledger + history)
         with HITLResponder("sweep_cancel", "approve", REJECT) as responder:
             run = run_dag("sweep_cancel", {"jobs": conf_jobs, "dry_run": False, "approval_timeout_minutes": 5},
-                          tmp_path / "logs", SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
+                          tmp_path / "logs", run_id=run_id, SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
         assert responder.errors == [], responder.errors
         assert run.values.get("standing") in ({}, None), run.values.get("standing")
-        body = responder.detail["body"]
-        assert responder.detail["subject"].startswith("scancel 2 job(s)"), responder.detail["subject"]
-        assert body.count("standing permission NOT used: circuit breaker: 2 of 2 RUNNING jobs on local") == 2
+        prompts = list(responder.details.values()) or [responder.detail]
+        assert len(prompts) == 2, prompts  # one answer per job
+        for p in prompts:
+            assert p["subject"].startswith("scancel 1 job(s)"), p["subject"]
+            assert "standing permission NOT used: circuit breaker: 2 of 2 RUNNING jobs on local" in p["body"]
         (mail,) = mails
         assert mail["X-Envelope-To"] == "pager@x.org" and "standing permissions suspended on local" in mail["Subject"]
     assert all(c.squeue_state(j) == "RUNNING" for j, _ in jobs)
