@@ -42,8 +42,8 @@ def _sweep_yaml(tmp_path: Path) -> Path:
         **(conf.get("cancel") or {}),
         "approval_timeout_minutes": 15,
         "standing": [
-            {"action": "relaunch", "rule": "liveness_stale"},
-            {"action": "cancel", "rule": "liveness_stale"},
+            {"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"]},
+            {"action": "cancel", "rule": "liveness_stale", "clusters": ["local"]},
         ],
     }
     path = tmp_path / "sweep.yaml"

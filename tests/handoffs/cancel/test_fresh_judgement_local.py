@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cancel_handoff import hand_off
 from conftest import LOGS, sh
 from hitl_responder import CANCEL, RELAUNCH, HITLResponder
 from sweep_runner import run_dag
@@ -41,9 +42,10 @@ def _print_again(c, jid: str, go: Path) -> None:
 
 
 def _approve_after_it_moved(c, tmp_path: Path, jid: str, name: str, go: Path, answer: str):
+    run_id, _ = hand_off(tmp_path, [_job(jid, name)])  # the sweep's own hand-off: its evidence is judged
     conf = {"jobs": [_job(jid, name)], "dry_run": False, "approval_timeout_minutes": 5}
     with HITLResponder("sweep_cancel", "approve", answer, before_answer=lambda: _print_again(c, jid, go)) as resp:
-        run = run_dag("sweep_cancel", conf, tmp_path)
+        run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id)
     assert resp.errors == [], resp.errors
     assert run.state == "success", run.task_states
     assert "step 500" in resp.detail["body"]  # what the human approved on
