@@ -74,10 +74,5 @@ def past_window_grace_s() -> int:
 def is_past_window(window_end: Any, now: float | None) -> bool:
     """True when ``window_end`` (ISO text or datetime) ended more than past_window_grace_s() before
     ``now`` (the cluster's clock, epoch seconds); False when either is not known or not a time."""
-    if now is None or window_end in (None, ""):
-        return False
-    try:
-        end = _aware(window_end, "window_end").timestamp()
-    except ValueError:
-        return False
-    return now - end > past_window_grace_s()
+    end = epoch_of_time(window_end)
+    return now is not None and end is not None and now - end > past_window_grace_s()
