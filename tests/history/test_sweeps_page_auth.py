@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +60,13 @@ def _token(base: str, log: Path, user: str) -> str:
 
 def test_the_page_needs_read_access_to_the_sweep_dag_not_to_a_dag_the_query_names(tmp_path) -> None:
     db = tmp_path / "airflow.db"
-    shutil.copy(Path(os.environ["AIRFLOW_HOME"]) / "airflow.db", db)
+    # SQLite's backup API, never a file copy: opening and closing the live DB file in this process
+    # drops every POSIX lock SQLite holds on it here, and another process (an api-server) may then
+    # delete the WAL index under this process's open connections ("disk I/O error" ever after).
+    with sqlite3.connect(Path(os.environ["AIRFLOW_HOME"]) / "airflow.db") as live, sqlite3.connect(db) as copy:
+        live.backup(copy)
+    live.close()
+    copy.close()
     env = {
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{db}",
         "AIRFLOW__CORE__MULTI_TEAM": "True",

@@ -152,7 +152,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     sweep_yaml.write_text(yaml.safe_dump(conf))
     again = sweep(end)
     assert again.run_id == second.run_id and again.values["render"]["run_log"] == second.values["render"]["run_log"]
-    assert [ln for ln in _changes(again) if ids["late"] not in ln] == [ln for ln in told if ids["late"] not in ln]
+    assert [ln for ln in _changes(again) if names["late"] not in ln] == [ln for ln in told if names["late"] not in ln]
     assert [j["job_id"] for j in again.values["handoffs"]["cleanup"]["jobs"]] == [ids["late"]]
     assert again.values["handoffs"]["cleanup_run_id"] == f"{second.run_id}__cleanup__2"
     assert again.task_states["trigger_cleanup"] == "success", again.task_states
@@ -197,9 +197,9 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
         f"stall cleared: local {label['quiet']} (output again)",
         f"state: local {label['paused']} RUNNING → SUSPENDED",
     )
-    assert not any(ids["paused"] in ln and "stall" in ln for ln in told), told
-    assert not [ln for ln in _plain(third).splitlines() if "[liveness_stale]" in ln and ids["paused"] in ln]
-    assert not any(ids["cancel"] in ln or ids["done"] in ln for ln in told)  # each said once
+    assert not any(names["paused"] in ln and "stall" in ln for ln in told), told
+    assert not [ln for ln in _plain(third).splitlines() if "[liveness_stale]" in ln and names["paused"] in ln]
+    assert not any(names["cancel"] in ln or names["done"] in ln for ln in told)  # each said once
 
     # Window 4: the new job ends, then slurmctld is down for the sweep: the ledger's jobs are unchanged.
     _wait_until(end)
@@ -230,7 +230,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     # Nothing that ended was dropped: every ended job is told, with its state, in some sweep.
     every = [ln for r in runs.values() for ln in _changes(r)]
     for k in ("cancel", "timeout", "done", "fail", "new", "late"):
-        assert any(ids[k] in ln for ln in every), (k, every)
+        assert any(f"{ids[k]} {names[k]}" in ln for ln in every), (k, every)
 
     # A run by hand over the covered windows: the completion is not handed to sweep_cleanup again.
     by_hand = sweep(None, lookback_hours=0.2)
