@@ -28,7 +28,7 @@ def reference_dir() -> Path:
     if not (_REF_DIR / "gather.sh").exists():
         _REF_DIR.mkdir(parents=True, exist_ok=True)
         for name in ("prelude.sh", "log_helpers.sh", "gather.sh"):
-            cmd = ["git", "-C", str(ROOT), "show", f"{REF}:sweep_core/programs/{name}"]
+            cmd = ["git", "-C", str(ROOT), "show", f"{REF}:include/remote/{name}"]
             (_REF_DIR / name).write_bytes(subprocess.run(cmd, check=True, capture_output=True).stdout)
     return _REF_DIR
 
