@@ -10,7 +10,7 @@ if [ "${1:-}" = "--fast" ]; then
   source scripts/env.sh
   echo "[test --fast] ruff check"
   ruff check .
-  if command -v shellcheck >/dev/null; then shellcheck include/remote/*.sh; fi
+  if command -v shellcheck >/dev/null; then shellcheck plugins/sweep_core/programs/*.sh; fi
   echo "[test --fast] pytest -m 'not slow'"
   exec python -m pytest -q -p no:cacheprovider -m "not slow" "$@"
 fi
@@ -20,7 +20,7 @@ if ! command -v docker-compose >/dev/null; then
   echo "[test] apt-get install docker-compose"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
 fi
-# Debian's shellcheck lints the remote scripts (include/remote/*.sh) that go to the clusters.
+# Debian's shellcheck lints the remote scripts (plugins/sweep_core/programs/*.sh) that go to the clusters.
 if ! command -v shellcheck >/dev/null; then
   echo "[test] apt-get install shellcheck"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null
@@ -34,7 +34,7 @@ fi
 source scripts/env.sh
 echo "[test] ruff check"
 ruff check .
-echo "[test] shellcheck include/remote"
-shellcheck include/remote/*.sh
+echo "[test] shellcheck plugins/sweep_core/programs"
+shellcheck plugins/sweep_core/programs/*.sh
 echo "[test] pytest"
 python -m pytest -q -p no:cacheprovider "$@"

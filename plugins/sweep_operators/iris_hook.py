@@ -17,9 +17,10 @@ from typing import Any
 from sweep_core.config.ops_schema import OpsFrontMatter
 from sweep_core.config.schema_base import default_of
 from sweep_core.iris.state import IrisJob, IrisStateError, IrisTask, iris_state_name
+from sweep_core.programs import DIR as PROGRAMS_DIR
 
-POLL_SCRIPT = Path(__file__).with_name("iris_poll.py")
-STOP_SCRIPT = Path(__file__).with_name("iris_stop.py")
+POLL_SCRIPT = PROGRAMS_DIR / "iris_poll.py"
+STOP_SCRIPT = PROGRAMS_DIR / "iris_stop.py"
 
 
 # IrisHook argument -> its ops.md field

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REMOTE = Path(__file__).resolve().parents[2] / "include" / "remote"
+REMOTE = Path(__file__).resolve().parents[2] / "plugins" / "sweep_core" / "programs"
 spec = importlib.util.spec_from_file_location("read_logs", REMOTE / "read_logs.py")
 read_logs = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
 spec.loader.exec_module(read_logs)  # type: ignore[union-attr]

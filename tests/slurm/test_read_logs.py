@@ -1,4 +1,4 @@
-"""The login node's log reader (include/remote/read_logs.py) on its own: the StdOut listing read
+"""The login node's log reader (sweep_core/programs/read_logs.py) on its own: the StdOut listing read
 forge-proof, and patterns expanded as Slurm 22.05's scontrol prints them (observed on the bundled
 cluster: see the cases)."""
 
@@ -13,7 +13,7 @@ from sweep_core.slurm.gather import PATHS_FIELDS, GatherRequest, build_gather_sc
 from sweep_core.slurm.remote_scripts import heredoc_function
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("read_logs", ROOT / "include" / "remote" / "read_logs.py")
+_spec = importlib.util.spec_from_file_location("read_logs", ROOT / "plugins" / "sweep_core" / "programs" / "read_logs.py")
 assert _spec and _spec.loader
 rl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rl)

@@ -1,4 +1,4 @@
-"""The remote scripts as files (include/remote): the header Python writes hands every value to
+"""The remote scripts as files (sweep_core/programs): the header Python writes hands every value to
 bash unchanged (spaces, quotes, ``$(...)``, newlines: never run, never split), the pieces compose
 into one ``bash -s`` text, and the folder can be pointed elsewhere."""
 

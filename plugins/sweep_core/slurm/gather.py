@@ -1,6 +1,6 @@
 """The ONE batched script a SLURM gather runs over one SSH session, and the reader of its output.
 
-The script is include/remote/gather.sh (with log_helpers.sh; read_logs.py run by the login
+The script is sweep_core/programs/gather.sh (with log_helpers.sh; read_logs.py run by the login
 node's python3, or gather_shell.sh without one) under a header of quoted values
 (sweep_core.slurm.remote_scripts). Every command's exit code, stdout and stderr come back
 base64-encoded, one record per line, and are parsed locally.
@@ -181,7 +181,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
 
 
 def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
-    """The bash script for ``bash -s`` (include/remote/gather.sh under a header of req's values,
+    """The bash script for ``bash -s`` (sweep_core/programs/gather.sh under a header of req's values,
     read_logs.py and gather_shell.sh as its functions) and the record marker it prints."""
     marker = marker or new_marker()
     values = gather_values(req, marker)

@@ -1,4 +1,4 @@
-"""The remote scripts are files (include/remote/*.sh); this module turns one into the ONE text a
+"""The remote scripts are files (sweep_core/programs/*.sh); this module turns one into the ONE text a
 batched run feeds to ``bash -s`` over ONE SSH session: [bound] + ``M=<marker>`` + prelude.sh +
 a header of shell variables (every value shlex-quoted, lists as bash arrays) + helper files +
 the script + a trailer of ``run`` lines + the end record. SWEEP_REMOTE_DIR overrides the folder.
@@ -13,8 +13,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-# plugins/sweep_core/slurm/ -> the project, where include/ sits beside plugins/ and dags/
-DEFAULT_DIR = Path(__file__).resolve().parents[3] / "include" / "remote"
+from sweep_core.programs import DIR as PROGRAMS_DIR
+
+DEFAULT_DIR = PROGRAMS_DIR
 END_RECORD = 'echo "$M end 0 - -"\n'
 # The first line of a script that ACTS (submits, cancels, requeues, deletes): the runner fails it
 # over to another login node only when nothing of it was sent, and bounds its run on the node
@@ -26,7 +27,7 @@ HeaderValue = str | int | Sequence[str]
 
 
 def remote_dir() -> Path:
-    """Where the script files are read: $SWEEP_REMOTE_DIR, else the project's include/remote."""
+    """Where the script files are read: $SWEEP_REMOTE_DIR, else the package's ``sweep_core/programs``."""
     return Path(os.environ.get("SWEEP_REMOTE_DIR") or DEFAULT_DIR)
 
 

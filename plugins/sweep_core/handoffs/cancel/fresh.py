@@ -5,7 +5,7 @@ or its step advanced) is left alone, and the outcome says how it moved; the offe
 permission are judged again on the new evidence. (A collapsed or deep-dive-KILL job keeps logging:
 its log moving is no reason to spare it.)
 
-The act scripts repeat the log check in the session that acts (include/remote/recheck.sh
+The act scripts repeat the log check in the session that acts (sweep_core/programs/recheck.sh
 ``unmoved``: the log's mtime and size as judged, else record ``moved:<k>`` and ``fresh:<k>``), so
 nothing can move between this check and the act; ``moved_in_script`` reads those records.
 """

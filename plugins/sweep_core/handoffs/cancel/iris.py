@@ -1,7 +1,7 @@
 """sweep_cancel on an iris (CoreWeave) cluster, the pure part: the controller's job list read as the
 rows validate decides from (the same guards as squeue: listed under the user, the same name, an
 allowed state), the stop line a dry run prints, and what the stop step reported per job.
-The stop itself re-checks each job right before ``terminate`` (sweep_operators/iris_stop.py).
+The stop itself re-checks each job right before ``terminate`` (sweep_core/programs/iris_stop.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The batched scripts of a relaunch (one SSH session each) and the readers of their records.
 
-evidence: include/remote/relaunch_evidence.sh: ONE ``squeue -O`` listing for the logs, per job
+evidence: sweep_core/programs/relaunch_evidence.sh: ONE ``squeue -O`` listing for the logs, per job
           ``scontrol show job -o`` (Requeue, Restarts, NodeList), the log's mtime and bounded tail.
-requeue : include/remote/relaunch_requeue.sh: re-check in the same script (ONE squeue: RUNNING,
+requeue : sweep_core/programs/relaunch_requeue.sh: re-check in the same script (ONE squeue: RUNNING,
           same name), the checkpoint signal + grace, ``scontrol update Requeue=1`` where allowed,
           ``scontrol requeue <id>`` (array tasks by task id) or scancel + the ops.md command.
 Every value is shlex-quoted into the script's header; ids and names are checked first, and an

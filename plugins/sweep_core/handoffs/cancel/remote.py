@@ -7,7 +7,7 @@ scancel : right before the scancels and in the same script, ONE ``squeue -h -j <
           user, name and state too (``-u -n -t``). Then ONE ``sacct -j`` is polled (bounded)
           until every sent job reads CANCELLED.
 
-scancel is include/remote/recheck.sh + cancel_scancel.sh under a header of its values. Every value is
+scancel is sweep_core/programs/recheck.sh + cancel_scancel.sh under a header of its values. Every value is
 shlex-quoted; job ids and names are checked (sweep_core.handoffs.cancel.plan) first.
 """
 
@@ -59,7 +59,7 @@ def build_scancel_script(
     tail_bytes: int = 4096,
 ) -> str:
     """Re-check + scancel each job (record ``scancel:<k>``), then ``sacct`` until CANCELLED (``sacct``):
-    include/remote/cancel_scancel.sh. ``judged``: per job the evidence it was judged on (an Evidence
+    sweep_core/programs/cancel_scancel.sh. ``judged``: per job the evidence it was judged on (an Evidence
     as a dict, {} = none): a job whose log moved since is left alone (record rc 3, handoffs.cancel.fresh)."""
     if not user:
         raise ValueError("user is required")

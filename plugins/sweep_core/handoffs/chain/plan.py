@@ -265,7 +265,7 @@ class ChainRun:
 
 def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
     """squeue (validated by its header) + sacct over the lookback: every job of the user by name
-    (include/remote/chain_probe.sh under a header of these values)."""
+    (sweep_core/programs/chain_probe.sh under a header of these values)."""
     values = {
         "U": user,
         "SQUEUE_FORMAT": squeue_format,

@@ -1,4 +1,4 @@
-"""The batched scripts of sweep_cleanup (include/remote/cleanup_{probe,rm,verify}.sh, one SSH
+"""The batched scripts of sweep_cleanup (sweep_core/programs/cleanup_{probe,rm,verify}.sh, one SSH
 session each) and the readers of their records.
 
 probe  (read-only): squeue (validated), ``sacct -j`` done-signals, ``realpath -e`` + ``stat`` of
@@ -61,7 +61,7 @@ class ProbeRequest:
 
 
 def build_probe_script(req: ProbeRequest, marker: str) -> str:
-    """Read-only probe before any delete (include/remote/cleanup_probe.sh)."""
+    """Read-only probe before any delete (sweep_core/programs/cleanup_probe.sh)."""
     values = {
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
@@ -138,7 +138,7 @@ RM_SQUEUE_HEADER = "JOBID|NAME"
 
 def build_rm_script(user: str, items: list[RmItem], marker: str) -> str:
     """Detached ``rm -rf`` of each validated tree, re-checked on the cluster right before
-    (include/remote/cleanup_rm.sh).
+    (sweep_core/programs/cleanup_rm.sh).
 
     Records ``rm:<k>`` (items sorted by path): rc 0 + the rm PID when started, rc 0 + "gone"
     when already absent, rc 2 + the reason when the cluster-side check refuses it."""

@@ -1,4 +1,4 @@
-"""Datagen consolidate's cluster side: the read-only probe (include/remote/consolidate_probe.sh,
+"""Datagen consolidate's cluster side: the read-only probe (sweep_core/programs/consolidate_probe.sh,
 ONE SSH session per cluster: one validated squeue, ONE ``sacct -j`` for every array and every
 tracked consolidate job, a builtin ``[ -d ]`` per chunk tree, the log tail of a consolidate job
 that ended without COMPLETED) and its reader. The submission reuses the HF chain's submit script

@@ -1,4 +1,4 @@
-"""The deep-dive's batched script (include/remote/deep_dive.sh: ONE read-only SSH session per
+"""The deep-dive's batched script (sweep_core/programs/deep_dive.sh: ONE read-only SSH session per
 cluster) and its reader. Per job: its squeue state, the bounded tail of its log and of up to
 ``chain_logs`` earlier chain-link logs (same name, same dir), the log's mtime, and the newest
 rollout files (depth-1 ``ls -1t`` of its trace dir, each file's last ``file_bytes``). Every value

@@ -1,4 +1,4 @@
-"""The harvest's batched script (include/remote/harvest.sh: one SSH session per cluster,
+"""The harvest's batched script (sweep_core/programs/harvest.sh: one SSH session per cluster,
 read-only) and its reader.
 
 ``sacct -j <ids>`` for every pending row's eval job; for a COMPLETED job the ``results_*.json``

@@ -1,6 +1,6 @@
 """The upload's batched scripts (one SSH session each, per cluster) and their readers.
 
-track : include/remote/upload_track.sh: ONE ``sacct -j a,b,c`` for every upload in flight, the
+track : sweep_core/programs/upload_track.sh: ONE ``sacct -j a,b,c`` for every upload in flight, the
         bounded log tail of each one that ended (a failure's traceback, a COMPLETED one's commit).
 submit: one ``sbatch --parsable --output=<log> ...`` per upload (record ``sub:<k>``), every value
         shlex-quoted; an act (bounded on the node, never re-sent once sent).
