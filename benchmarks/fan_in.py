@@ -4,7 +4,7 @@ Jobs are spread over 3 clusters and all buckets, RUNNING and ended, with the fix
 (tests/fixtures/logs, 0.1-1.7 KB each). Prints wall time, per-stage time (run_fan_in's own
 timings) and peak traced memory per size, and the 10k/1k ratios (linear growth = time ratio near
 10). Measured on the 2-core machine (2026-12-03): ~0.4 s at 1,000 and 4-6 s at 10,000, most of it
-render (tabulate); the old "1 s at 10,000" target does not hold (README, Benchmarks).
+render (tabulate); the old "1 s at 10,000" target does not hold (docs/benchmarks.md).
 Usage: source scripts/env.sh && python benchmarks/fan_in.py
 """
 

@@ -1,4 +1,4 @@
-"""A real deployment, as the README's "Running it" says, command for command: scripts/deploy_local.sh
+"""A real deployment, as docs/running.md's "A real deployment" says, command for command: scripts/deploy_local.sh
 (Postgres, Redis, api-server, scheduler, dag-processor, triggerer, a Celery worker), then the REST
 API as the UI uses it and the airflow CLI: no import errors, a run triggered with conf, two cron
 runs whose windows tile, a backfill of two past windows one at a time, a hand-off the sweep
@@ -89,7 +89,7 @@ def test_every_dag_imports_and_the_hand_offs_are_not_paused(deployment: Deployme
     dags = deployment.wait_dags({SWEEP, *HANDOFF_DAGS})
     assert deployment.get("/api/v2/importErrors")["import_errors"] == []
     assert {d: dags[d]["is_paused"] for d in HANDOFF_DAGS} == dict.fromkeys(HANDOFF_DAGS, False)
-    assert dags[SWEEP]["is_paused"] is True  # a person unpauses the sweep (README)
+    assert dags[SWEEP]["is_paused"] is True  # a person unpauses the sweep (docs/running.md)
     clusters = deployment.get(f"/api/v2/dags/{SWEEP}/details")["params"]["clusters"]
     assert clusters["schema"]["examples"] == ["local"] and "null" in clusters["schema"]["type"]
 

@@ -4,7 +4,7 @@ Debian's chromium (playwright, executable_path=/usr/bin/chromium) logged in with
 the overview and the SFT table with the jobs, opens a row's flag evidence and its log tail (not in
 the page: fetched by its own request when the row opens), sorts and filters, and sees non-empty plots. Screenshots of the page and of the Slack digest (the payload a local STUB of
 Slack's webhook received, drawn as HTML) are written to SWEEP_SCREENSHOTS (a temp dir by default;
-`SWEEP_SCREENSHOTS=docs` refreshes the README's images), so a test run leaves the checkout unchanged.
+`SWEEP_SCREENSHOTS=docs` refreshes the docs' images), so a test run leaves the checkout unchanged.
 """
 
 from __future__ import annotations

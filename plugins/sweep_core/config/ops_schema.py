@@ -1,5 +1,5 @@
 """The schema of the ops.md front matter (include/ops/<cluster>/ops.md): every key, its type, its
-default and its meaning (the README's field table is generated from these descriptions). The
+default and its meaning (docs/configuration.md's field table is generated from these descriptions). The
 loader and the checks that need the file's place live in sweep_core.config.ops.
 """
 

@@ -1,5 +1,5 @@
 """The schema of include/sweep.yaml: one model per section, each key's type and its one default
-(the README's sweep.yaml table is generated from the descriptions below). The fan-in sections
+(docs/configuration.md's sweep.yaml table is generated from the descriptions below). The fan-in sections
 are in fanin_schema, the hand-off sections in handoffs_schema; the loader is config.sweep.
 """
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sweep_core.config.ops import ClusterConfig
 
-FILL_IN = "set it in the ops.md front matter (README: Adding a CoreWeave (iris) cluster)"
+FILL_IN = "set it in the ops.md front matter (docs/configuration.md: Adding a CoreWeave (iris) cluster)"
 
 
 @dataclass(frozen=True)
