@@ -1,4 +1,6 @@
-"""*** STUB *** — a fake Hugging Face hub for tests. NOT the hub.
+"""*** STUB *** — a fake Hugging Face hub for tests. NOT the hub. The tests' ONE hub stub: every
+test that reads the hub (HubChecker, cleanup, the HF chain) or uploads to it (the upload and
+consolidate jobs on the local cluster, with huggingface_hub) talks to it.
 
 The real hub cannot be reached from the test machine (the project's other stub is the
 Kubernetes pod-list API, tests/k8s_stub.py; everything else in the tests is the real thing), so
@@ -19,7 +21,8 @@ Uploads (``HfApi.create_repo``, ``upload_folder``/``create_commit`` of small fil
 /api/{type}s/{repo_id}/preupload/{rev}`` → every file ``uploadMode: regular`` (no LFS, no xet);
 ``POST /api/{type}s/{repo_id}/commit/{rev}`` (ndjson: header, then ``file`` lines, base64) → the
 repo is created if needed and holds those paths (``uploads`` keeps each commit's paths); the
-answer's ``commitOid`` (unique per commit) is then a revision: ``…/revision/<oid>`` lists the
+answer's ``commitUrl`` is ``<stub>/[datasets/|spaces/]<repo_id>/commit/<oid>`` (what
+``print(upload_file(...))`` shows, as the hub's does) and its ``commitOid`` (unique per commit) is then a revision: ``…/revision/<oid>`` lists the
 repo's tree as that commit left it (its parent's files and its own), as the hub does.
 
 ``fail_status`` makes every request answer that status (e.g. 500); ``require_token`` answers 401
@@ -178,7 +181,8 @@ class HubStub:
                 self.uploads.append((repo_type, repo_id, paths))
                 oid = _oid(f"{repo_id}#{len(self.uploads)}" + "".join(paths))
                 self.commits[(repo_type, repo_id, oid)] = list(have)
-            return 200, {"commitUrl": f"{self.url}/{repo_id}/commit/{oid}", "commitOid": oid}, {}
+            kind = "" if repo_type == "model" else f"{repo_type}s/"
+            return 200, {"commitUrl": f"{self.url}/{kind}{repo_id}/commit/{oid}", "commitOid": oid}, {}
         return 404, {"error": "stub: no such endpoint"}, {}
 
     def _with_rev(self, rev: str, make: Any) -> tuple[int, Any, dict[str, str]]:

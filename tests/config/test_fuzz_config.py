@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 
 from sweep_core.config.ops import OpsConfigError, parse_ops_text
 from sweep_core.config.sweep import SweepConfigError, parse_sweep_config
+from sweep_core.config.sweep_schema import SweepConfig
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.history.store import HistoryStore
 from sweep_core.ledger.store import ledger_path, load_ledger
@@ -32,9 +34,11 @@ SWEEP = [(ROOT / "include" / "sweep.yaml").read_text()]
 @given(any_text(OPS))
 def test_ops_md_raises_only_ops_config_error(text: str) -> None:
     try:
-        parse_ops_text(text, "fuzz/ops.md", "fuzz")
+        cfg = parse_ops_text(text, "fuzz/ops.md", "fuzz")
     except OpsConfigError as exc:
-        assert "fuzz/ops.md" in str(exc)
+        assert str(exc).startswith("fuzz/ops.md: field '") and exc.field  # the file and the field
+        return
+    assert cfg.name == "fuzz" and cfg.path == "fuzz/ops.md" and cfg.body.strip() in text  # its own prose
 
 
 @FUZZ
@@ -81,7 +85,9 @@ def test_sweep_yaml_tree_mutations_raise_only_sweep_config_error_naming_the_file
     try:
         parse_sweep_config(yaml.safe_dump(tree), "fuzz.yaml")
     except SweepConfigError as exc:
-        assert all(line.startswith("fuzz.yaml: ") for line in str(exc).split("\n"))
+        assert exc.errors and str(exc).split("\n") == [f"fuzz.yaml: {k}: {m}" for k, m in exc.errors]
+        for key_path, _ in exc.errors:  # each names a key path into the file: a key it has, or one the schema needs
+            assert re.split(r"[.\[]", key_path)[0] in set(tree) | set(SweepConfig.model_fields), key_path
 
 
 @FUZZ

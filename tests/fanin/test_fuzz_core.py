@@ -22,9 +22,10 @@ import math
 from pathlib import Path
 
 import pytest
-from fuzzing import FUZZ, any_text
+from fuzzing import FUZZ, any_text, check_extracted
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from wcwidth import wcswidth
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.fingerprint import fingerprint_config, launch_fingerprint, series_of
@@ -42,6 +43,7 @@ from sweep_core.handoffs.harvest.tracker_md import read_tables
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, rows_without_job
 from sweep_core.handoffs.hub_evidence import judge_hub_listing
 from sweep_core.health.headroom import quota_verdict
+from sweep_core.health.quota import KINDS
 from sweep_core.health.quota_parsers import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
 from sweep_core.iris.state import IRIS_STATES, IrisStateError, iris_state_name, pod_count_from_list
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
@@ -67,26 +69,35 @@ TRACKERS = _texts("trackers/*.md")
 
 @FUZZ
 @given(any_text(LOGS), st.lists(any_text(LOGS), max_size=2))
-def test_extractors_never_raise(tail: str, chain: list[str]) -> None:
-    for ex in (
-        extract_rl(tail, chain, MCFG),
-        extract_sft(tail, MCFG),
-        extract_datagen(tail, MCFG, (1, 2)),
-        extract_eval(tail, MCFG),
+def test_extractors_read_only_what_the_log_holds(tail: str, chain: list[str]) -> None:
+    for kind, texts, ex in (
+        ("rl", [tail, *chain], extract_rl(tail, chain, MCFG)),
+        ("sft", [tail], extract_sft(tail, MCFG)),
+        ("datagen", [tail], extract_datagen(tail, MCFG, (1, 2))),
+        ("eval", [tail], extract_eval(tail, MCFG)),
     ):
         json.dumps(ex.values, default=str)  # plain data
-        for v in ex.values.values():
-            assert not isinstance(v, int) or abs(v) < 10**15  # a count is a real counter or None
-    hang_evidence(tail, MCFG)
+        check_extracted(kind, texts, ex.values, ex.problems)
+    last, near = hang_evidence(tail, MCFG)
+    assert last in tail and len(last) <= 200 and "\n" not in last  # the log's own last line
+    assert len(near) <= 3 and all(n in tail for n in near)
 
 
 @FUZZ
 @given(any_text(LOGS))
 def test_parse_metric_dict_raises_only_value_error(text: str) -> None:
     try:
-        assert isinstance(parse_metric_dict(text), dict)
-    except ValueError:
-        pass
+        got = parse_metric_dict(text)
+    except ValueError as exc:
+        assert str(exc)  # says why
+        return
+    assert isinstance(got, dict) and "{" in text and "}" in text
+    body = text[text.find("{") : text.rfind("}") + 1]
+    try:
+        as_json = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    assert json.dumps(got) == json.dumps(as_json)  # a JSON dict reads as JSON (dumped: NaN equals NaN)
 
 
 # --- eval_results ------------------------------------------------------------------------------
@@ -115,8 +126,13 @@ def test_eval_results_raise_only_eval_results_error(text: str) -> None:
 def test_quota_parsers_never_raise(text: str) -> None:
     for parse in (parse_df_inodes, parse_jutil_dataquota, parse_cindata, parse_lfs_quota):
         got = parse(text)
+        assert got.readings or got.problems  # nothing read is a problem with a reason, never an empty OK
+        assert all(p.reason and isinstance(p.line, str) for p in got.problems)
         for r in got.readings:
             assert all(v is None or (isinstance(v, int) and v >= 0) for v in (r.used, r.soft, r.hard))
+            assert r.kind in KINDS
+            if parse in (parse_df_inodes, parse_lfs_quota):  # plain columns (no JSON/CSV quoting)
+                assert r.target and r.target in text  # a filesystem the output names
 
 
 @FUZZ
@@ -215,8 +231,14 @@ FP = fingerprint_config(CONFIG.rules.fingerprint)
 @given(any_text(LOGS), st.text(max_size=40))
 def test_fingerprint_never_raises(tail: str, name: str) -> None:
     job = Job("c", "1", name, "RUNNING", "squeue", log_tail=tail, nodes=name, partition=name[:5])
-    json.dumps(launch_fingerprint(job, FP), allow_nan=False)
-    assert isinstance(series_of(name, FP), str)
+    fp = launch_fingerprint(job, FP)
+    json.dumps(fp, allow_nan=False)
+    assert set(fp) <= {"nodes", "partition", *FP.patterns}
+    assert fp.get("partition") == (name[:5] or None)
+    assert all(isinstance(v, str) and v and v in tail for k, v in fp.items() if k in FP.patterns)  # the log's own
+    series = series_of(name, FP)
+    assert bool(series) == bool(name) and len(series) <= len(name)
+    assert series_of(series, FP) == series  # every chain/restart suffix stripped at once
 
 
 @FUZZ
@@ -229,6 +251,11 @@ def test_hf_chain_readers_never_raise(stdout: str, sacct: str | None) -> None:
         assert view.jobs is None and view.problem  # UNKNOWN, never an empty queue
     else:
         assert view.jobs is not None and ("1", "RUNNING") in view.jobs.get(stdout[:10], [])
+        for name, ids in view.jobs.items():
+            nums = [int(j.split("_", 1)[0]) for j, _ in ids]
+            assert nums == sorted(nums, reverse=True)  # newest first
+            for jid, state in ids:  # every other job is one sacct printed, under the name it printed
+                assert (jid, state, name) == ("1", "RUNNING", stdout[:10]) or (jid in sacct and name in sacct and state)
 
 
 # --- the fan-in as a whole: XCom JSON ----------------------------------------------------------
@@ -242,11 +269,11 @@ def test_every_fan_in_step_output_is_json_without_nan(jobs: list[tuple[int, str,
     now = 1_764_680_000.0
     snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, remote_now=now, running=[], finished=[])
     for i, (kind, tail, running) in enumerate(jobs):
-        name = NAMES[kind].format(i=i)
+        name, jid = NAMES[kind].format(i=i), f"77{i}31"
         if running:
-            snap.running.append(Job("c1", str(i), name, "RUNNING", "squeue", log_tail=tail, log_mtime=now - 60))  # type: ignore[union-attr]
+            snap.running.append(Job("c1", jid, name, "RUNNING", "squeue", log_tail=tail, log_mtime=now - 60))  # type: ignore[union-attr]
         else:
-            snap.finished.append(Job("c1", str(i), name, "FAILED", "sacct", log_tail=tail, exit_code="1:0"))  # type: ignore[union-attr]
+            snap.finished.append(Job("c1", jid, name, "FAILED", "sacct", log_tail=tail, exit_code="1:0"))  # type: ignore[union-attr]
     result = run_fan_in([snap], CONFIG)
     wire = json.dumps(
         {
@@ -262,6 +289,12 @@ def test_every_fan_in_step_output_is_json_without_nan(jobs: list[tuple[int, str,
             w = b.metrics[k]
             assert (isinstance(v, float) and math.isnan(v) and math.isnan(w)) or k == "series" or v == w
     assert all(j.errors == [] for j in snap.all_jobs()), [j.errors for j in snap.all_jobs()]
+    assert back.to_dict() == json.loads(wire)["snapshots"][0]  # from_dict(to_dict) is the identity on the wire
+    tables = "\n".join(result.rendered.tables.values())
+    assert all(f"77{i}31" in tables for i in range(len(jobs)))  # every job has its row, whatever its log
+    for table in [result.rendered.overview, *result.rendered.tables.values()]:
+        widths = {wcswidth(line) for line in table.splitlines()}
+        assert len(widths) == 1 and -1 not in widths, widths  # a rectangular box on a terminal
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (FIX / "logs").glob("*.out")))

@@ -6,8 +6,9 @@ import json
 import math
 
 import pytest
+from fuzzing import check_extracted
 from helpers import FIXTURES
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sweep_core.config.sweep import load_sweep_config
@@ -110,20 +111,18 @@ def test_bad_regex_in_config_is_a_clear_error() -> None:
 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.text(max_size=400))
+@example("pass_rate=" + "9" * 400 + "\navg_turns=" + "9" * 400)  # inf to float(): unknown, never a number
+@example('WANDB_MIRROR {"trainer/global_step": -3, "trainer/max_steps": -7}')  # a negative count is no count
 def test_extractors_never_raise_on_arbitrary_text(text: str) -> None:
-    for fn in (
-        lambda t: extract_rl(t, [t], CFG),
-        lambda t: extract_sft(t, CFG),
-        lambda t: extract_datagen(t, CFG, None),
-        lambda t: extract_eval(t, CFG),
+    for kind, fn in (
+        ("rl", lambda t: extract_rl(t, [t], CFG)),
+        ("sft", lambda t: extract_sft(t, CFG)),
+        ("datagen", lambda t: extract_datagen(t, CFG, None)),
+        ("eval", lambda t: extract_eval(t, CFG)),
     ):
-        got = fn(text)
-        for key, value in got.values.items():  # a number is finite; an unknown one is None with a reason
-            assert value is None or not isinstance(value, float) or math.isfinite(value), (key, value)
-        if any(v is None for v in got.values.values()):
-            assert got.problems, got.values
-        fn("WANDB_MIRROR " + text)
-        fn("{'loss': " + text)
+        for t in (text, "WANDB_MIRROR " + text, "{'loss': " + text):
+            got = fn(t)  # the declared keys; a count or a metric the text holds, or None with a reason
+            check_extracted(kind, [t], got.values, got.problems)
 
 
 def test_parse_metric_dict_rejects_non_dicts() -> None:

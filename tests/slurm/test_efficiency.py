@@ -3,12 +3,15 @@ the per-bucket line, and "?" with a reason (never 0 %) for what accounting did n
 
 from __future__ import annotations
 
-from hypothesis import given
+import json
+import math
+
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sweep_core.fanin.usage import bucket_summary, efficiency_cell, usage_notes
 from sweep_core.models import Job
-from sweep_core.slurm.efficiency import duration_s, gpu_count, size_bytes
+from sweep_core.slurm.efficiency import USAGE_FIELDS, duration_s, gpu_count, job_efficiency, size_bytes
 from sweep_core.slurm.parse import SACCT_WINDOW_FIELDS, CommandResult, parse_sacct_window
 
 D = "@@M@@"
@@ -107,13 +110,40 @@ def test_duration_round_trip(d: int, h: int, m: int, s: int, ms: int) -> None:
 
 
 @given(st.text(max_size=12))
+@example("9" * 400 + "-00:00:00")  # int + float of 400 digits overflowed; of 5,000 int() raised
+@example("00:" + "9" * 5000)
+@example("9" * 400 + "K")  # float() of it is inf
+@example("gres/gpu=²")  # a digit to str.isdigit, not to int()
 def test_size_and_duration_never_raise(text: str) -> None:
     size = size_bytes(text)
-    assert size is None or (size[0] >= 0 and size[1] in ("", "n", "c"))
+    assert size is None or (0 <= size[0] < math.inf and size[1] in ("", "n", "c"))  # a size, never inf
     secs = duration_s(text)
-    assert secs is None or secs >= 0
+    assert secs is None or 0 <= secs < math.inf
     gpus = gpu_count(text)
     assert gpus is None or (isinstance(gpus, int) and gpus >= 0)
+    for got in (size and size[0], secs, gpus):
+        assert got is None or any(c.isdigit() for c in text)  # read from the text, never a default
+
+
+FIELD = st.one_of(
+    st.sampled_from(["", "0", "2", "01:00:00", "1-00:00:00", "00:00.004", "512G", "4000Mn", "2000Mc", "80K"]),
+    st.sampled_from(["gres/gpu=8", "cpu=2,gres/gpu:h100=4", "mem=10436K", "UNLIMITED", "9" * 400, "²", "-1"]),
+    st.text(max_size=12),
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(USAGE_FIELDS + ("Elapsed",)), FIELD),
+    st.lists(st.dictionaries(st.sampled_from(USAGE_FIELDS), FIELD), max_size=3),
+)
+def test_efficiency_figures_are_finite_percentages_or_unknown_with_a_reason(job: dict, steps: list[dict]) -> None:
+    e = job_efficiency(job, steps)
+    for key, value in (("cpu", e.cpu_pct), ("mem", e.mem_pct), ("time", e.time_pct), ("gpu", e.gpu_hours)):
+        if value is None:
+            assert e.why.get(key), (key, e.why)  # "?" with the reason, never 0 %
+        else:
+            assert 0 <= value < math.inf, (key, value)  # a real figure (a job may run over its request)
+    json.dumps(e.to_dict(), allow_nan=False)
 
 
 def test_gpu_count_typed_gres() -> None:

@@ -23,8 +23,9 @@ USAGE_FIELDS: tuple[str, ...] = (
     "AllocTRES",
 )
 
-_DURATION = re.compile(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)")
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)([nc]?)", re.I)
+# Bounded digit runs: a longer one is no Slurm figure (and int()/float() of it raises or is inf).
+_DURATION = re.compile(r"(?:(\d{1,9})-)?(?:(\d{1,9}):)?(\d{1,9}):(\d{1,9}(?:\.\d{1,9})?)")
+_SIZE = re.compile(r"(\d{1,20}(?:\.\d{1,20})?)([KMGTP]?)([nc]?)", re.I)
 _UNIT = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 
 
@@ -62,9 +63,9 @@ def gpu_count(alloc_tres: str) -> int | None:
     """GPUs of an allocation: ``gres/gpu=N``, else the sum of typed ``gres/gpu:<type>=N``; None
     when AllocTRES names no GPU."""
     t = tres(alloc_tres)
-    if t.get("gres/gpu", "").isdigit():
-        return int(t["gres/gpu"])
-    typed = [int(v) for k, v in t.items() if k.startswith("gres/gpu:") and v.isdigit()]
+    if (n := _int(t.get("gres/gpu", ""))) is not None:
+        return n
+    typed = [n for k, v in t.items() if k.startswith("gres/gpu:") and (n := _int(v)) is not None]
     return sum(typed) if typed else None
 
 
@@ -124,7 +125,9 @@ def _used_mem(steps: Sequence[Mapping[str, str]]) -> tuple[float | None, str]:
 
 
 def _int(text: str) -> int | None:
-    return int(text) if text.strip().isdigit() else None
+    """A count Slurm prints (ASCII digits, at most 9); None otherwise (``²`` is a digit to isdigit)."""
+    t = text.strip()
+    return int(t) if t.isascii() and t.isdigit() and len(t) <= 9 else None
 
 
 def job_efficiency(job: Mapping[str, str], steps: Sequence[Mapping[str, str]]) -> Efficiency:

@@ -2,7 +2,7 @@
 trees, a real git tracker clone): the sweep hands the finished array to sweep_cleanup, whose
 consolidate step submits a REAL consolidate sbatch job once; that job fails once (a Python
 traceback: reported, retried), then writes the consolidated dataset and uploads it to the HF hub
-STUB (tests/hf_hub_stub.py + its upload side); the tracker row goes ⏳ -> ✅ in a commit, and only
+STUB (tests/hf_hub_stub.py) with huggingface_hub; the tracker row goes ⏳ -> ✅ in a commit, and only
 then cleanup removes the chunk trees and verifies the reclaim. The name is reused: the hub already
 holds an earlier dataset under it, which releases nothing; the commit the job printed does."""
 
@@ -12,33 +12,42 @@ import subprocess
 import time
 from pathlib import Path
 
+import huggingface_hub
 import pytest
 import yaml
-from hf_hub_upload_stub import uploading_hub
+from hf_hub_stub import hub_stub
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
 ART = Path("/home/sweep/jobs/artifacts")
 JOBS = Path("/home/sweep/jobs")
 ORG = "sweep-local"
+SITE = Path(huggingface_hub.__file__).resolve().parents[1]  # readable by the cluster user
 
 CONSOLIDATE_SH = """#!/bin/bash
-# a consolidate job: the chunks' rows into one dataset file, uploaded to the hub (here: the STUB)
+# a consolidate job: the chunks' rows into one dataset file, uploaded with huggingface_hub to
+# HF_ENDPOINT (here: the STUB); the commit URL it prints is the upload's evidence
 set -euo pipefail
-dir=$1; repo=$2; up=$3
+dir=$1; repo=$2
 if [ -e "$dir/.fail-once" ]; then
   rm -f -- "$dir/.fail-once"
   python3 -c 'raise ValueError("chunk c2 has a different schema")'
 fi
 mkdir -p "$dir/consolidated"
 cat "$dir"/chunks/*/rows.jsonl > "$dir/consolidated/train-00000-of-00001.parquet"
-curl -sf -X PUT --data-binary @"$dir/consolidated/train-00000-of-00001.parquet" \\
-  "$up/dataset/$repo/data/train-00000-of-00001.parquet"
+/usr/bin/python3 - "$dir/consolidated/train-00000-of-00001.parquet" "$repo" <<'PY'
+import sys
+from huggingface_hub import HfApi
+api = HfApi()
+api.create_repo(sys.argv[2], repo_type="dataset", exist_ok=True)
+print(api.upload_file(path_or_fileobj=sys.argv[1], path_in_repo="data/train-00000-of-00001.parquet",
+                      repo_id=sys.argv[2], repo_type="dataset"), flush=True)
+PY
 echo "consolidated $(wc -l < "$dir/consolidated/train-00000-of-00001.parquet") rows"
 """
 
 
-def _config(tmp_path: Path, script: Path, upload_url: str) -> Path:
+def _config(tmp_path: Path, script: Path, hub_url: str) -> Path:
     cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
     cfg["consolidate"] = {
         "flavors": {
@@ -50,10 +59,10 @@ def _config(tmp_path: Path, script: Path, upload_url: str) -> Path:
                     "{job_name}",
                     "-o",
                     "/home/sweep/jobs/logs/%x-%j.out",
+                    f"--export=ALL,HF_ENDPOINT={hub_url},PYTHONPATH={SITE},HF_HUB_DISABLE_TELEMETRY=1",
                     str(script),
                     "{root}/{name}",
                     "{org}/{name}",
-                    upload_url,
                 ],  # fmt: skip
                 "max_retries": 1,
             }
@@ -127,8 +136,8 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
     tracker = repo / "datagen" / "TRACKER.md"
 
     earlier = {("dataset", f"{ORG}/{name}"): ["data/train-00000-of-00001.parquet"]}  # a reused name
-    with uploading_hub(earlier) as (hub, upload_url):
-        env = {"HF_ENDPOINT": hub.url, "SWEEP_CONFIG": str(_config(tmp_path, script, upload_url)),
+    with hub_stub(earlier) as hub:
+        env = {"HF_ENDPOINT": hub.url, "SWEEP_CONFIG": str(_config(tmp_path, script, hub.url)),
                "SWEEP_TRACKER_REPO": str(repo)}  # fmt: skip
 
         # the sweep hands the finished array to sweep_cleanup (with ALL its chunks COMPLETED)

@@ -35,7 +35,7 @@ MAX_COUNT = 10**15  # a step/count/total beyond this is not a real counter: unkn
 
 
 def as_count(value: str | float | None, what: str, problems: list[str]) -> int | None:
-    """A step or count as int; None (and a problem saying why) when it is NaN, inf or absurdly large.
+    """A step or count as int; None (and a problem saying why) when it is NaN, inf, negative or absurdly large.
 
     ``int()`` of a digit run longer than 4,300 characters raises, and ``int(nan)`` does too.
     """
@@ -47,10 +47,20 @@ def as_count(value: str | float | None, what: str, problems: list[str]) -> int |
             problems.append(f"{what} {value[:20]}{'…' if len(value) > 20 else ''} is not a usable number")
             return None
         return int(digits)
-    if not math.isfinite(value) or abs(value) >= MAX_COUNT:
+    if not math.isfinite(value) or not 0 <= value < MAX_COUNT:
         problems.append(f"{what} {value:.3g} is not a usable number")
         return None
     return int(value)
+
+
+def as_reading(text: str, what: str, problems: list[str]) -> float | None:
+    """A number a pattern read (a rate, an average) as a finite float; None (and a problem saying why)
+    when it is not a number or overflows (a 400-digit run is inf to ``float``)."""
+    value = as_number(text)
+    if value is None or not math.isfinite(value):
+        problems.append(f"{what} {text[:20]}{'…' if len(text) > 20 else ''} is not a usable number")
+        return None
+    return value
 
 
 JSON_DECODER = json.JSONDecoder()

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from sweep_core.fanin.metrics.common import Extracted, as_count, as_number
+from sweep_core.fanin.metrics.common import Extracted, as_count, as_number, as_reading
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import last_match
 from sweep_core.slurm.parse import base_state_of
@@ -58,12 +58,12 @@ def extract_datagen(tail: str, cfg: MetricsConfig, chunks: tuple[int, int] | Non
         "chunks_done": chunks[0] if chunks else None,
         "chunks_total": chunks[1] if chunks else None,
         "results": as_count(res.group(1), "result.json count", out.problems) if res else None,
-        "avg_turns": as_number(turns.group(1)) if turns else None,
+        "avg_turns": as_reading(turns.group(1), "avg_turns", out.problems) if turns else None,
         "exc_pct": exc_pct,
     }
     if chunks is None:
         out.problems.append("chunk counts unknown (not an array job, or sacct -j gave nothing)")
-    for key, what in (("results", "result.json count"), ("avg_turns", "avg_turns")):
-        if out.values[key] is None:
+    for match, what in ((res, "result.json count"), (turns, "avg_turns")):
+        if match is None:  # a line that did not read says so above
             out.problems.append(f"no {what} line in the log tail")
     return out

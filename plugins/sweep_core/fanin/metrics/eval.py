@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from operator import itemgetter
 
-from sweep_core.fanin.metrics.common import Extracted, as_count, as_number
+from sweep_core.fanin.metrics.common import Extracted, as_count, as_reading
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import findall, last_match, search
 
@@ -29,7 +29,7 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
     blamed = [(k, v) for k, v in names.items() if k not in cfg.ev_passthrough]
     top = [max(blamed, key=itemgetter(1))] if blamed else []  # Counter.most_common(1): first of the max
     checks = {c.name: ("FAIL" if search(c.pattern, tail) else "ok") for c in cfg.ev_checks}
-    pass_rate = as_number(rate.group(1)) if rate else None
+    pass_rate = as_reading(rate.group(1), "pass rate", out.problems) if rate else None
     if pass_rate is not None and pass_rate > 1:
         pass_rate /= 100.0
     out.values = {
@@ -42,6 +42,6 @@ def extract_eval(tail: str, cfg: MetricsConfig) -> Extracted:
     }
     if prog is None:
         out.problems.append("no trial progress line (N/M trials) in the log tail")
-    if pass_rate is None:
+    if rate is None:
         out.problems.append("no pass-rate line in the log tail")
     return out
