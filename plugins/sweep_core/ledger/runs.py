@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweep_core.handoffs.cancel.authority import KIND as CANCEL
-from sweep_core.handoffs.cancel.authority import record_handoffs
+from sweep_core.ledger.cancel_handoff import KIND as CANCEL
+from sweep_core.ledger.cancel_handoff import record_handoffs
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
