@@ -59,6 +59,11 @@ class ClusterStatus(StrEnum):
     NOT_GATHERED = "NOT_GATHERED"  # scheduler kind whose gather is not implemented yet
 
 
+def base_state_of(state: str) -> str:
+    """A job state without its ``by <uid>`` suffix or the ``+`` of a requeue: ``CANCELLED by 1001`` -> ``CANCELLED``."""
+    return state.split(" ", 1)[0].rstrip("+")
+
+
 @dataclass
 class Job:
     """One job as the sweep sees it, from squeue (running) or sacct (finished in window)."""
@@ -96,6 +101,11 @@ class Job:
     metric_problems: list[str] = field(default_factory=list)
     flags: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # a fan-in step that failed on this job, and why
+
+    @property
+    def base_state(self) -> str:
+        """The state without its reason suffix or a requeue's ``+`` (``CANCELLED by 1`` -> ``CANCELLED``)."""
+        return base_state_of(self.state)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Job:

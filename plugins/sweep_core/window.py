@@ -11,6 +11,8 @@ DEFAULT_LOOKBACK_HOURS = 3.0
 # backfill, a late re-run): squeue and log ages tell about now, not about that window.
 # $SWEEP_PAST_WINDOW_GRACE_S overrides it (the tests' short windows).
 PAST_WINDOW_GRACE_S = 15 * 60
+# A job RUNNING at a past window's end: its log is not read (today it tells about now).
+PAST_RUNNING_LOG_NOTE = "log not read: a past window (its log today tells about now, not about that window)"
 PAST_WINDOW_NOTE = "past window: liveness cannot be judged for a past window (no stall marks, no cancel hand-off)"
 
 

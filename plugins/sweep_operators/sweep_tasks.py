@@ -23,7 +23,14 @@ from sweep_core.fanin.report import (
     update_run_log,
     upsert_section,
 )
-from sweep_core.fanin.steps import (
+from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
+from sweep_core.handoffs.upload.salvage import follow_open
+from sweep_core.history.rules_history import load_rules_history
+from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
+from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
+from sweep_core.ledger.store import ledger_for_run, load_ledger
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.pipeline import (
     Laps,
     SweepResult,
     bucket_stages,
@@ -34,13 +41,6 @@ from sweep_core.fanin.steps import (
     render_step,
     skip_snapshot,
 )
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
-from sweep_core.handoffs.upload.salvage import follow_open
-from sweep_core.history.rules_history import load_rules_history
-from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
-from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
-from sweep_core.ledger.store import ledger_for_run, load_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.history_location import history_store

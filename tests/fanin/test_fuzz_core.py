@@ -36,7 +36,6 @@ from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.hang import hang_evidence
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
-from sweep_core.fanin.steps import run_fan_in
 from sweep_core.handoffs.chain.plan import parse_job_id, view_from
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_md import read_tables
@@ -47,6 +46,7 @@ from sweep_core.health.quota import KINDS
 from sweep_core.health.quota_parsers import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
 from sweep_core.iris.state import IRIS_STATES, IrisStateError, iris_state_name, pod_count_from_list
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.pipeline import run_fan_in
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sweep_core.fanin.steps import liveness_step
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.pipeline import liveness_step
 from sweep_core.rules.context import job_flag
 from sweep_core.vocab import Action, Bucket, Severity
 from sweep_core.window import PAST_WINDOW_GRACE_S, PAST_WINDOW_NOTE, is_past_window

@@ -13,7 +13,6 @@ from sweep_core.ledger.fold import FIRST_SWEEP, fold_sweep
 from sweep_core.ledger.given import mark_given, split_given
 from sweep_core.ledger.store import ledger_path, load_ledger, save_ledger, update_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.rules.context import base_state
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 
@@ -41,7 +40,6 @@ def fold(ledger: Ledger, snaps: list[ClusterSnapshot], hours: int, run: str = ""
         snaps,
         run_id=run or f"scheduled__{hours}",
         window_end=T0 + dt.timedelta(hours=hours),
-        base_state=base_state,
     )
     return new, [c.line for c in changes]
 

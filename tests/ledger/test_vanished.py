@@ -9,12 +9,12 @@ import datetime as dt
 import pytest
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.fanin.steps import rules_step
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.ledger.vanished import vanished_jobs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.rules.context import History, base_state
+from sweep_core.pipeline import rules_step
+from sweep_core.rules.context import History
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
@@ -40,7 +40,7 @@ def snap(cluster: str, scheduler: str, hours: int, running=(), status=ClusterSta
 
 
 def fold(ledger: Ledger, snaps: list[ClusterSnapshot], hours: int) -> tuple[Ledger, list[str]]:
-    new, changes = fold_sweep(ledger, snaps, run_id=f"run{hours}", window_end=at(hours), base_state=base_state)
+    new, changes = fold_sweep(ledger, snaps, run_id=f"run{hours}", window_end=at(hours))
     return new, [c.line for c in changes]
 
 
@@ -115,7 +115,7 @@ def test_a_rerun_of_the_sweep_that_told_a_vanish_tells_it_again(tmp_path) -> Non
         s.finished = rows
 
         def folded(base: Ledger):
-            new, changes = fold_sweep(base, [s], run_id=run, window_end=at(hours), base_state=base_state)
+            new, changes = fold_sweep(base, [s], run_id=run, window_end=at(hours))
             return new, [c.line for c in changes]
 
         return [r.job_id for r in rows] + fold_run(tmp_path, run, at(hours).isoformat(), folded)

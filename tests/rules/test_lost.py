@@ -7,11 +7,11 @@ import datetime as dt
 from pathlib import Path
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.fanin.steps import rules_step
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.rules.context import History, base_state
+from sweep_core.pipeline import rules_step
+from sweep_core.rules.context import History
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
@@ -34,7 +34,7 @@ def test_a_wedge_is_dated_from_the_first_sweep_that_saw_it() -> None:
         s = _snap(hours, Job("cw", "/sweep/rl__w", "rl__w", state, "squeue" if state == "RUNNING" else "sacct"))
         flags = [f for f in rules_step([s], config, {}, history=History(ledger=ledger)) if f.rule == "wedged"]
         end = T0 + dt.timedelta(hours=hours)
-        ledger, _ = fold_sweep(ledger, [s], run_id=f"r{hours}", window_end=end, base_state=base_state)
+        ledger, _ = fold_sweep(ledger, [s], run_id=f"r{hours}", window_end=end)
         return flags
 
     assert sweep(3, "RUNNING") == []

@@ -8,11 +8,11 @@ import datetime as dt
 
 from rules.test_rules import CONFIG, ended
 
-from sweep_core.fanin.steps import run_fan_in
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.ledger.store import load_ledger, save_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.rules.context import History, base_state
+from sweep_core.pipeline import run_fan_in
+from sweep_core.rules.context import History
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 BEAT = "heartbeat: waiting for rollout workers\n"
@@ -40,7 +40,7 @@ def sweep_result(tmp_path, n: int, running=(), finished=()):
         pending=[],
     )  # fmt: skip
     result = run_fan_in([snap], CONFIG, history=History(known=True, ledger=load_ledger(tmp_path)))
-    ledger, _ = fold_sweep(load_ledger(tmp_path), [snap], run_id=f"s{n}", window_end=end, base_state=base_state)
+    ledger, _ = fold_sweep(load_ledger(tmp_path), [snap], run_id=f"s{n}", window_end=end)
     save_ledger(tmp_path, ledger)
     return result
 

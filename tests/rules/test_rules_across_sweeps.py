@@ -8,11 +8,11 @@ import datetime as dt
 from helpers import table_rows
 from rules.test_rules import CONFIG, NOW, ended, run
 
-from sweep_core.fanin.steps import run_fan_in
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.ledger.store import load_ledger, save_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.rules.context import History, base_state
+from sweep_core.pipeline import run_fan_in
+from sweep_core.rules.context import History
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 STEP_ONLY = 'WANDB_MIRROR {{"trainer/global_step": {step}, "reward/mean": 0.4}}\n'  # no max steps in this log
@@ -27,7 +27,6 @@ def sweep_and_fold(tmp_path, hours: int, running=(), finished=(), pending=()):
     result = run_fan_in([snap], CONFIG, history=History(known=True, ledger=load_ledger(tmp_path)))
     ledger, _ = fold_sweep(
         load_ledger(tmp_path), [snap], run_id=f"scheduled__{hours}", window_end=T0 + dt.timedelta(hours=hours),
-        base_state=base_state,
     )  # fmt: skip
     save_ledger(tmp_path, ledger)
     return result, {(f.rule, f.job_id): f for f in result.flags}

@@ -7,13 +7,13 @@ import subprocess
 import pytest
 from helpers import gather_stdout, record, slurm_fixture
 
+from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import (
     GatherRequest,
     build_gather_script,
     looks_like_fork_failure,
     parse_gather_output,
 )
-from sweep_core.slurm.parse import CommandResult
 
 
 def test_script_is_valid_bash_and_quotes_the_user(tmp_path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from helpers import gather_stdout, slurm_fixture
 
 from sweep_core.models import ClusterStatus
+from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import parse_gather_output
-from sweep_core.slurm.parse import CommandResult
 from sweep_core.slurm.snapshot import snapshot_from_output
 
 M = "@@SWEEP-t@@"

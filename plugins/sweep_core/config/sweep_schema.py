@@ -9,13 +9,13 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from sweep_core.act_bounds import ACT_BOUND_MARGIN_S, ACT_MIN_WAIT_S, max_act_wait_s
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
-from sweep_core.slurm.remote_scripts import ACT_BOUND_MARGIN_S, ACT_MIN_WAIT_S, max_act_wait_s
 
 Positive = Annotated[int, Field(gt=0)]
 

@@ -6,7 +6,6 @@ import datetime as dt
 import re
 
 from sweep_core.models import ClusterSnapshot, Job
-from sweep_core.slurm.parse import base_state_of
 
 # A log older than its job by more than this (minutes; squeue's elapsed and the gather's clock
 # are read a moment apart) was last written before the job started.
@@ -83,7 +82,7 @@ def job_liveness(job: Job, now: float | None, cadence_for: dict[str, int]) -> No
         return
     minutes = max(0.0, (now - job.log_mtime) / 60.0)
     job.minutes_since_output = minutes
-    if base_state_of(job.state) == "SUSPENDED":  # stopped by Slurm: silence is expected, not a hang
+    if job.base_state == "SUSPENDED":  # stopped by Slurm: silence is expected, not a hang
         note = "suspended: its silence is not judged"
         job.log_note = f"{job.log_note}; {note}" if job.log_note else note
         return

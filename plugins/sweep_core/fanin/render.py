@@ -13,10 +13,10 @@ from tabulate import tabulate
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import age_text, elapsed_text, epoch_of, last_output_text, pending_minutes, utc_text
 from sweep_core.fanin.usage import USAGE_HEADER, bucket_summary, usage_cell, usage_notes
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.safe_text import clean
-from sweep_core.slurm.past_window import PAST_RUNNING_LOG_NOTE
 from sweep_core.vocab import Bucket
+from sweep_core.window import PAST_RUNNING_LOG_NOTE
 
 NOTE_WIDTH = 60
 
@@ -102,6 +102,20 @@ class RenderedSweep:
         parts = [f"Clusters\n{self.overview}"]
         parts += [f"{name}\n{table}" for name, table in self.tables.items()]
         return "\n\n".join(parts)
+
+
+@dataclass
+class SweepResult:
+    """One sweep's fan-in: the snapshots, the jobs by bucket, the rendered tables, flags and changes."""
+
+    snapshots: list[ClusterSnapshot]
+    grouped: dict[str, list[Job]]
+    rendered: RenderedSweep
+    flags: list[Flag] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {bucket: len(jobs) for bucket, jobs in self.grouped.items()}
 
 
 def prepare_cell(text: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 
 from sweep_core.durable import locked, write_atomic
-from sweep_core.fanin.steps import SweepResult
+from sweep_core.fanin.render import SweepResult
 from sweep_core.models import ClusterStatus
 from sweep_core.safe_text import clean, md_code, md_fence, md_text
 from sweep_core.vocab import Severity

@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sweep_core.slurm.parse import CommandResult
+from sweep_core.remote_result import CommandResult
 from sweep_core.vocab import Bucket
 
 QUERY_FIELDS: tuple[str, ...] = ("index", "utilization.gpu", "memory.used", "memory.total", "power.draw")

@@ -60,7 +60,7 @@ def _job_row(job: Job) -> dict[str, Any]:
         "stale": job.stale,
         "job_flags": " ".join(sorted({str(f.get("rule", "")) for f in job.flags})),
         "run_series": str(job.metrics.get("run_series") or ""),
-        "tail": job.log_tail or None,  # the last lines the fan-in kept (fanin.steps.drop_tails)
+        "tail": job.log_tail or None,  # the last lines the fan-in kept (pipeline.drop_tails)
     }
     for key, value in sorted(job.metrics.items()):
         v = _scalar(value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
@@ -148,7 +148,6 @@ def fold_sweep(
     *,
     run_id: str,
     window_end: dt.datetime,
-    base_state: Callable[[Job], str],
 ) -> tuple[Ledger, list[Change]]:
     """The ledger after this sweep, and what changed (the input ledger is not modified)."""
     new = copy.deepcopy(ledger)
@@ -179,7 +178,7 @@ def fold_sweep(
         running = {f"{j.cluster}|{j.job_id}" for j in s.running or []}
         for key, job in sorted(seen.items()):
             e = new.jobs.get(key)
-            state = base_state(job)
+            state = job.base_state
             label = f"{job.cluster} {job.bucket or (e.bucket if e else '')} {job.job_id} {job.name}"
             if older and not quiet and state != VANISHED:  # told against the window before, whatever later sweeps saw
                 then = as_it_stood(ledger.jobs.get(key), before, state)

@@ -10,14 +10,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweep_core.handoffs.cancel.authority import KIND as CANCEL
-from sweep_core.handoffs.cancel.authority import record_handoffs
+from sweep_core.ledger.cancel_handoff import KIND as CANCEL
+from sweep_core.ledger.cancel_handoff import record_handoffs
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
 from sweep_core.ledger.store import fold_run, update_ledger
 from sweep_core.models import ClusterSnapshot
-from sweep_core.rules.context import base_state
 
 PER_JOB = ("cleanup", "cancel", "deep_dive")  # hand-offs given once per job (conf key "jobs")
 
@@ -33,7 +32,7 @@ def fold_sweep_run(
     """Fold this sweep into the stored ledger; the changes since the last sweep that knew each cluster."""
 
     def fold(ledger: Ledger) -> tuple[Ledger, list[Change]]:
-        return fold_sweep(ledger, snaps, run_id=run_id, window_end=window_end, base_state=base_state)
+        return fold_sweep(ledger, snaps, run_id=run_id, window_end=window_end)
 
     return fold_run(run_log_dir, run_id, window_end.astimezone(dt.UTC).isoformat(), fold, notes)
 

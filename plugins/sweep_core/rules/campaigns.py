@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sweep_core.ledger.fold import ACTIVE
 from sweep_core.models import Flag, Job
-from sweep_core.rules.context import RuleContext, base_state, job_flag
+from sweep_core.rules.context import RuleContext, job_flag
 from sweep_core.vocab import Severity
 
 
@@ -41,7 +41,7 @@ def rule_campaign_drift(ctx: RuleContext) -> list[Flag]:
                 continue  # not a job any sweep knows ended (a step count, a date): no claim to check
             job = ended[job_id]
             said = c.mentions(job_id)[:120]
-            msg = f"campaign {c.name}: STATE.md calls {job_id} running, the cluster says {base_state(job)}: {said!r}"
+            msg = f"campaign {c.name}: STATE.md calls {job_id} running, the cluster says {job.base_state}: {said!r}"
             out.append(job_flag("campaign_drift", Severity.WARN, job, msg))
         for job in running:
             if c.pattern.search(job.name) and not c.mentions(job.job_id):

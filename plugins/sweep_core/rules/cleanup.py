@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from sweep_core.models import Flag, Job
-from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
+from sweep_core.rules.context import RuleContext, has_tag, job_flag
 from sweep_core.vocab import Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 
 
@@ -39,7 +39,7 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
     by_name = _live_by_name(ctx)
     live = {name for _, name in by_name}
     for job in ctx.jobs(source="sacct"):
-        if base_state(job) != "COMPLETED":
+        if job.base_state != "COMPLETED":
             continue
         if job.bucket == Bucket.RL:
             tag = has_tag(job.name, ctx.cfg.agentic_tags)

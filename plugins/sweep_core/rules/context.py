@@ -1,5 +1,5 @@
 """What every flag rule reads: the RuleContext (the sweep's snapshots, configs, caps, history), the
-History of earlier sweeps, and the small helpers rules share (job_flag, has_tag, base_state).
+History of earlier sweeps, and the small helpers rules share (job_flag, has_tag).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.ledger.entries import Ledger
 from sweep_core.models import ClusterSnapshot, Flag, Job
 from sweep_core.rules.config import RulesConfig
-from sweep_core.slurm.parse import base_state_of
 from sweep_core.vocab import Action, Bucket, Severity
 
 
@@ -84,11 +83,6 @@ def has_tag(name: str, tags: Iterable[str]) -> str:
         if pattern.search(low):
             return tag
     return ""
-
-
-def base_state(job: Job) -> str:
-    """The job state without its reason suffix or the ``+`` of a requeue (``CANCELLED by 1`` -> ``CANCELLED``)."""
-    return base_state_of(job.state)
 
 
 def is_calibration(ctx: RuleContext, job: Job) -> bool:

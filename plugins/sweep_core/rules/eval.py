@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sweep_core.fanin.liveness import elapsed_minutes
 from sweep_core.models import Flag
-from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
+from sweep_core.rules.context import RuleContext, is_calibration, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
 
 
@@ -22,7 +22,7 @@ def rule_eval_health(ctx: RuleContext) -> list[Flag]:
                 problem = "stall: no trial output past cadence"
             elif done is not None and total and done >= total:
                 problem = f"zombie: {done}/{total} trials done but still RUNNING"
-        elif base_state(job) in ctx.cfg.failure_states:
+        elif job.base_state in ctx.cfg.failure_states:
             mins = elapsed_minutes(job.elapsed)
             if mins is not None and mins < ctx.cfg.instant_fail_minutes:
                 problem = f"instant-fail after {job.elapsed}"

@@ -8,7 +8,7 @@ import re
 
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.models import Flag, Job
-from sweep_core.rules.context import RuleContext, base_state, job_flag
+from sweep_core.rules.context import RuleContext, job_flag
 from sweep_core.vocab import Action, Severity
 
 
@@ -26,7 +26,7 @@ def rule_chain_timeout(ctx: RuleContext) -> list[Flag]:
     for s in ctx.snaps:
         successors = {j.name: j for j in [*(s.running or []), *(s.pending or [])]}
         for job in s.finished or []:
-            if base_state(job) != "TIMEOUT":
+            if job.base_state != "TIMEOUT":
                 continue
             nxt = successors.get(job.name)
             if nxt is not None:
@@ -52,7 +52,7 @@ def rule_genuine_failure(ctx: RuleContext) -> list[Flag]:
     """FAILED (exit != 0, not a wall TIMEOUT): the first real traceback; recurring vs transient."""
     out = []
     for job in ctx.jobs(source="sacct"):
-        if base_state(job) not in ctx.cfg.failure_states:
+        if job.base_state not in ctx.cfg.failure_states:
             continue
         exc = first_real_traceback(job.log_tail) if job.log_tail else ""
         why = exc or (
@@ -62,7 +62,7 @@ def rule_genuine_failure(ctx: RuleContext) -> list[Flag]:
             if job.log_tail
             else "log not found"
         )
-        sig = failure_signature(job, exc or base_state(job))
+        sig = failure_signature(job, exc or job.base_state)
         # Recurring = the same failure on ANOTHER job (a relaunch), not this job seen again.
         recurring = bool(ctx.history.failure_signatures.get(sig, set()) - {f"{job.cluster}|{job.job_id}"})
         job.metrics["failure_signature"] = sig
@@ -72,7 +72,7 @@ def rule_genuine_failure(ctx: RuleContext) -> list[Flag]:
                 "genuine_failure",
                 Severity.CRITICAL,
                 job,
-                f"{base_state(job)} exit {job.exit_code}: {why} [{kind}]",
+                f"{job.base_state} exit {job.exit_code}: {why} [{kind}]",
                 Action.DIAGNOSE,
             )
         )

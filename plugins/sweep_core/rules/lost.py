@@ -8,7 +8,7 @@ from __future__ import annotations
 from sweep_core.iris.state import WEDGED
 from sweep_core.ledger.fold import VANISHED
 from sweep_core.models import Flag
-from sweep_core.rules.context import RuleContext, base_state, job_flag
+from sweep_core.rules.context import RuleContext, job_flag
 from sweep_core.vocab import Action, Severity
 
 
@@ -17,7 +17,7 @@ def rule_wedged(ctx: RuleContext) -> list[Flag]:
     out = []
     for s in ctx.snaps:
         for job in s.finished or []:
-            if base_state(job) != WEDGED:
+            if job.base_state != WEDGED:
                 continue
             e = ctx.history.ledger.jobs.get(f"{job.cluster}|{job.job_id}")
             if e is not None and e.state == WEDGED and e.since:
@@ -34,7 +34,7 @@ def rule_vanished(ctx: RuleContext) -> list[Flag]:
     """A VANISHED row (sweep_core.ledger.vanished): find out how it ended (relaunch if it was lost)."""
     out = []
     for job in ctx.jobs(source="sacct"):
-        if base_state(job) == VANISHED:
+        if job.base_state == VANISHED:
             msg = f"vanished, last seen {job.end}: find how it ended before relaunching"
             out.append(job_flag("vanished", Severity.CRITICAL, job, msg, Action.INVESTIGATE))
     return out

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from sweep_core.fanin.fingerprint import series_of
 from sweep_core.fanin.liveness import age_text, elapsed_minutes, utc_text
-from sweep_core.fanin.metrics.progress import PROGRESS_KEYS, progress_counter
 from sweep_core.ledger.progress import counter_run, earlier_counter, link_index, rate_intervals, series_samples
 from sweep_core.models import Flag, Job
-from sweep_core.rules.context import RuleContext, base_state, is_calibration, job_flag
+from sweep_core.progress_counter import PROGRESS_KEYS, progress_counter
+from sweep_core.rules.context import RuleContext, is_calibration, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
 from sweep_core.window import is_past_window
 
@@ -33,7 +33,7 @@ def rule_progress_unreadable(ctx: RuleContext) -> list[Flag]:
     out = []
     past = {s.cluster for s in ctx.snaps if is_past_window(s.window_end, s.remote_now)}  # no log read then
     for job in ctx.jobs(source="squeue"):
-        if base_state(job) != "RUNNING" or job.cluster in past:
+        if job.base_state != "RUNNING" or job.cluster in past:
             continue
         why = progress_unreadable(job)
         ran = elapsed_minutes(job.elapsed)

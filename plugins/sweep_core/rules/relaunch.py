@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sweep_core.ledger.acts import ActKind
 from sweep_core.models import Flag
-from sweep_core.rules.context import RuleContext, base_state, job_flag
+from sweep_core.rules.context import RuleContext, job_flag
 from sweep_core.vocab import Action, Severity
 
 LIVE = frozenset({"RUNNING", "PENDING"})
@@ -31,7 +31,7 @@ def rule_relaunch_escalated(ctx: RuleContext) -> list[Flag]:
     reached) -> CRITICAL, investigate."""
     out = []
     for job in ctx.jobs():
-        if base_state(job) not in LIVE:
+        if job.base_state not in LIVE:
             continue
         e = ctx.history.ledger.jobs.get(f"{job.cluster}|{job.job_id}")
         esc = open_escalation(e.acts) if e is not None else None

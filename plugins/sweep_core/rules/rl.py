@@ -13,7 +13,7 @@ from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, launch_fi
 from sweep_core.ledger.acts import relaunched_from
 from sweep_core.models import Flag, Job
 from sweep_core.rules.config import RulesConfig
-from sweep_core.rules.context import RuleContext, base_state, has_tag, job_flag
+from sweep_core.rules.context import RuleContext, has_tag, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
 
 
@@ -34,7 +34,7 @@ def fill_series_max(ctx: RuleContext, job: Job, series: str) -> None:
     """A RUNNING link whose log printed no max steps takes its series' from the ledger (whichever
     link printed it), with ``max_steps_from`` saying which (the Note column shows it)."""
     known = ctx.history.ledger.series.get(series)
-    if known is None or base_state(job) != "RUNNING" or job.metrics.get("max_steps") is not None:
+    if known is None or job.base_state != "RUNNING" or job.metrics.get("max_steps") is not None:
         return
     job.metrics["max_steps"] = known.max_steps
     job.metrics["max_steps_from"] = _link_text(known.source_job, job)
@@ -53,7 +53,7 @@ def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
     window, or in any earlier sweep the ledger knows (``History.ledger``)."""
     out = []
     fcfg = ctx.cfg.fingerprint
-    done_names = {j.name for j in ctx.jobs(Bucket.RL, "sacct") if base_state(j) == "COMPLETED" and _rl_done(j)}
+    done_names = {j.name for j in ctx.jobs(Bucket.RL, "sacct") if j.base_state == "COMPLETED" and _rl_done(j)}
     for job in ctx.jobs(Bucket.RL, "squeue"):
         series = series_of(job.name, fcfg)
         fill_series_max(ctx, job, series)

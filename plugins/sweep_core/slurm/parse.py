@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from sweep_core.models import base_state_of
+from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.efficiency import USAGE_FIELDS, Efficiency, job_efficiency
 
 # squeue -o fields. JobName goes LAST: it may contain the delimiter.
@@ -100,15 +102,6 @@ class SlurmOutputError(ValueError):
     """A Slurm command's output cannot be trusted; the message says why (with its stderr)."""
 
 
-@dataclass(frozen=True)
-class CommandResult:
-    """One remote command: its exit code and both streams, decoded."""
-
-    rc: int
-    stdout: str
-    stderr: str
-
-
 def _check(tool: str, result: CommandResult) -> None:
     err = result.stderr.strip()
     if result.rc != 0:
@@ -182,11 +175,6 @@ def read_records(text: str, delim: str, n: int, odd: list[str] | None = None) ->
     if lines and lines[-1] == "":
         lines.pop()
     return _records("", lines, delim, n, _SACCT_ID, strict=False, odd=odd)
-
-
-def base_state_of(state: str) -> str:
-    """A sacct state without its ``by <uid>`` suffix: ``CANCELLED by 1001`` -> ``CANCELLED``."""
-    return state.split(" ", 1)[0].rstrip("+")
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ finished set's (the terminal-state sacct). An odd line is an UNKNOWN row that sa
 
 from __future__ import annotations
 
-from sweep_core.models import Job
-from sweep_core.slurm.parse import base_state_of, read_records
+from sweep_core.models import Job, base_state_of
+from sweep_core.slurm.parse import read_records
+from sweep_core.window import PAST_RUNNING_LOG_NOTE
 
 # Read with SLURM_TIME_FORMAT=%s (Start/End as epoch seconds; End "Unknown" while it runs),
 # -X -P -n --delimiter=<the run's marker>: the name LAST (it may hold the marker's neighbours).
@@ -23,7 +24,6 @@ PAST_RUNNING_FIELDS: tuple[str, ...] = (
     "JobName",
 )
 PAST_RUNNING_FORMAT = ",".join(PAST_RUNNING_FIELDS)
-PAST_RUNNING_LOG_NOTE = "log not read: a past window (its log today tells about now, not about that window)"
 
 
 def elapsed_between(start: int, end: int) -> str:

@@ -111,21 +111,6 @@ def is_act(script: str) -> bool:
     return script.startswith(ACT_HEAD) or (first.startswith("exec timeout ") and rest.startswith(ACT_HEAD))
 
 
-ACT_BOUND_MARGIN_S = 10  # an act's bound ends this long before the reader's timeout (+5 s to kill)
-ACT_MIN_WAIT_S = 10  # what an act needs besides its waits (grace, confirm) within its bound
-
-
-def act_bound_s(command_timeout_s: int) -> int:
-    """How long an act may run on the node: it ends (killed 5 s later at most) before the reader
-    gives up after ``command_timeout_s``."""
-    return max(5, int(command_timeout_s) - ACT_BOUND_MARGIN_S)
-
-
-def max_act_wait_s(command_timeout_s: int) -> int:
-    """The longest wait (grace + confirm) an act script may hold within its bound."""
-    return act_bound_s(command_timeout_s) - ACT_MIN_WAIT_S
-
-
 def bound_line(bound_s: int) -> str:
     """``exec timeout -k 5 <bound_s> bash -s``: the rest of the script runs at most that long."""
     # bash reads a piped script line by line, so the bounded bash reads the rest of stdin;

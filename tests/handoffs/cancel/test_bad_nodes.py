@@ -13,8 +13,8 @@ from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
 from sweep_core.handoffs.cancel.relaunch import relaunch_plan
 from sweep_core.handoffs.cancel.relaunch_remote import Evidence, build_requeue_script, read_requeue, requeue_line
 from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
-from sweep_core.slurm.parse import CommandResult
 
 PATTERNS = RelaunchConfig().bad_nodes
 NCCL = "gpu-a03:1234:99 [2] NCCL WARN NET/IB : Got completion with error 12, host gpu-a03.\n"

@@ -164,7 +164,7 @@ def test_a_deep_dive_kill_is_backed_by_the_sweep_that_handed_it_the_job(tmp_path
 def test_the_record_survives_a_round_trip_and_goes_with_its_release() -> None:
     led = Ledger()
     conf = {"cluster": "leo", "job_id": "5", "name": "a", "action": "cancel", "evidence": "[r] x"}
-    from sweep_core.handoffs.cancel.authority import record_handoffs
+    from sweep_core.ledger.cancel_handoff import record_handoffs
 
     mark_given(led, "cancel", [conf], "s1")
     record_handoffs(led, [conf], "s1", dry_run=False)

@@ -8,7 +8,7 @@ from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops, squeue
 
 from sweep_core.handoffs.cancel.plan import CancelDecision, approval_prompt
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
-from sweep_core.slurm.parse import CommandResult
+from sweep_core.remote_result import CommandResult
 
 SACCT_HEAD = "JobID|JobIDRaw|State|ExitCode|Start|End|Elapsed|Partition|NodeList|JobName"
 

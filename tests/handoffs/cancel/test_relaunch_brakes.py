@@ -25,8 +25,8 @@ from sweep_core.handoffs.cancel.relaunch_remote import Evidence, RelaunchJob, re
 from sweep_core.ledger.acts import MAX_ACTS, ActKind, add_act, link_acts, record_acts
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import load_ledger
+from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
-from sweep_core.slurm.parse import CommandResult
 
 # --- scope: clusters, full-match names -------------------------------------------------------------
 
@@ -233,7 +233,9 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
     from sweep_core.handoffs.cancel.usecase import scancel_approved
 
     req = CancelRequest("a", "11", "rl__x", "cancel-salvage", "[rl_collapse] CRITICAL a RL 11 rl__x: reward collapsed")
-    d = CancelDecision(req, "cancel", state="RUNNING", nodes="2", by_hand=False, evidence=silent_evidence("11", "rl__x").to_dict())
+    d = CancelDecision(
+        req, "cancel", state="RUNNING", nodes="2", by_hand=False, evidence=silent_evidence("11", "rl__x").to_dict()
+    )
     printing = silent_evidence("11", "rl__x", silent=5, step=520, size=4400)
     assert rejudge(d, printing, Ledger(), cancel_cfg(), now=NOW, relaunch=False) == ""
     assert "state PENDING" in rejudge(d, Evidence(**{**printing.to_dict(), "state": "PENDING"}), Ledger(), cancel_cfg(),

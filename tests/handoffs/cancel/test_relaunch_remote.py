@@ -18,8 +18,8 @@ from sweep_core.handoffs.cancel.relaunch_remote import (
     read_requeue,
     requeue_line,
 )
+from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
-from sweep_core.slurm.parse import CommandResult
 
 
 def test_the_requeue_line_names_an_array_task_by_its_task_id_never_the_array() -> None:

@@ -11,7 +11,7 @@ from handoff_fakes import FakeHub, FakeSsh, cluster, ok, ops, squeue
 from sweep_core.handoffs.chain.advance import advance_chain, chain_record
 from sweep_core.handoffs.chain.plan import chain_series
 from sweep_core.handoffs.harvest.plan import tracker_settings
-from sweep_core.slurm.parse import CommandResult
+from sweep_core.remote_result import CommandResult
 
 CELL = "delphi_q8b_tulu3"
 SERIES = chain_series(

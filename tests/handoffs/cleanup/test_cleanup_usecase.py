@@ -13,7 +13,7 @@ from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
-from sweep_core.slurm.parse import CommandResult
+from sweep_core.remote_result import CommandResult
 
 CCFG = cleanup_config({"hub_org": "org", "verify_timeout_s": 60, "verify_poll_s": 5})
 NAME = "sft__qwen_tulu3"

@@ -21,7 +21,7 @@ from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_bac
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.ledger.acts import read_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.slurm.parse import CommandResult
+from sweep_core.remote_result import CommandResult
 
 NAME = "datagen__mix_v3"
 ARRAY = "500"

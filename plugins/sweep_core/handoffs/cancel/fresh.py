@@ -100,18 +100,6 @@ def rejudge(
     return ""
 
 
-def guard_values(jobs: list[tuple[str, Mapping[str, Any]]], tail_bytes: int) -> dict[str, Any]:
-    """The header of recheck.sh ``unmoved``: per job (its log path, the mtime and size it was judged
-    on); a job with no readable log judged ('' path) is not checked."""
-    logs, mtimes, sizes = [], [], []
-    for _, ev in jobs:
-        ok = ev.get("log_path") and ev.get("last_output") is not None and ev.get("size") is not None
-        logs.append(str(ev["log_path"]) if ok else "")
-        mtimes.append(str(ev["last_output"]) if ok else "")
-        sizes.append(str(ev["size"]) if ok else "")
-    return {"LOGS": logs, "MTIMES": mtimes, "SIZES": sizes, "TAIL_BYTES": int(tail_bytes)}
-
-
 def moved_in_script(out: GatherOutput | None, k: int, job_id: str, name: str, before: Mapping[str, Any],
                     step_patterns: Any) -> str:  # fmt: skip
     """How job ``k`` moved, from the act script's ``moved:<k>`` / ``fresh:<k>`` records ("" = it did not)."""

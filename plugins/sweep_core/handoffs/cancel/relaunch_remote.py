@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
+from sweep_core.handoffs.cancel.recheck import guard_values
 from sweep_core.safe_names import check_plain_name
 from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import GatherOutput, paths_format
@@ -191,7 +192,6 @@ def build_requeue_script(
     """Re-check + relaunch each job (record ``relaunch:<k>``), then ``after:<k>`` per job. ``judged``:
     per job the evidence saved before (an Evidence as a dict): a job whose log moved since is left
     alone (record rc 3; handoffs.cancel.fresh)."""
-    from sweep_core.handoffs.cancel.fresh import guard_values  # fresh reads this module's Evidence
 
     if not user:
         raise ValueError("user is required")

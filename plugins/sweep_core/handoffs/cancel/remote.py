@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweep_core.handoffs.cancel.fresh import guard_values
 from sweep_core.handoffs.cancel.plan import check_slurm_job
+from sweep_core.handoffs.cancel.recheck import guard_values
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_FORMAT, SacctRow, SlurmOutputError, parse_sacct, squeue_format
 from sweep_core.slurm.remote_scripts import compose

@@ -249,7 +249,7 @@ def live_same_dir(target: CleanupTarget, state: ClusterState, template: str = DE
     return [f"{jid} ({st})" for jid, name, st in state.live_jobs if artifact_key(template, name, jid) == key]
 
 
-def _done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState, salvage: bool = False) -> str | None:
+def done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState, salvage: bool = False) -> str | None:
     """Why sacct does not positively say the job (every chunk, for datagen) is COMPLETED (a
     salvage: CANCELLED, as its cancel confirmed)."""
     if not state.sacct_ok:
@@ -301,7 +301,7 @@ def _local_guards(
             "its trees are never deleted while it is listed by squeue"
         )
         return False
-    why = _done_signal(target, spec, state, salvage)
+    why = done_signal(target, spec, state, salvage)
     if why:
         d.reasons.append(why)
         return False

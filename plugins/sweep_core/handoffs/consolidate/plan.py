@@ -24,7 +24,7 @@ from typing import Any
 from sweep_core.config.consolidate_schema import ConsolidateCommand, ConsolidateSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
-from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, _done_signal
+from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, done_signal
 from sweep_core.safe_names import CONSOLIDATE_PLACEHOLDERS
 
 WAITING = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
@@ -89,7 +89,7 @@ def chunk_guard(target: CleanupTarget, spec: FlavorSpec, state: ClusterState) ->
     live = state.live.get(target.array_id) or state.live.get(target.job_id)
     if live:
         return f"array {target.array_id} still has a chunk {live} in squeue"
-    return _done_signal(target, FlavorSpec(spec.name, spec.hub, spec.delete, True), state)
+    return done_signal(target, FlavorSpec(spec.name, spec.hub, spec.delete, True), state)
 
 
 def tracked_state(job: str, state: ClusterState) -> str:

@@ -1,4 +1,4 @@
-"""The fan-in of one sweep as pure steps: bucket -> liveness -> metrics -> rules -> render. The DAG
+"""The pipeline of one sweep, above the rules it runs: bucket -> liveness -> metrics -> rules -> render. The DAG
 runs them in two tasks: ``bucket`` (bucket_stages, then drop_tails) and ``render`` (render_step and
 the run log); Laps times each stage for the task log."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep_core.campaigns.docs import load_campaigns
@@ -23,7 +22,7 @@ from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 from sweep_core.fanin.recent_window import judge_at_end, trim_recent
-from sweep_core.fanin.render import RenderedSweep, render_sweep
+from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
@@ -100,18 +99,6 @@ def group_by_bucket(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> di
         for job in s.all_jobs():
             grouped[job.bucket or config.bucket_names[-1]].append(job)
     return grouped
-
-
-@dataclass
-class SweepResult:
-    snapshots: list[ClusterSnapshot]
-    grouped: dict[str, list[Job]]
-    rendered: RenderedSweep
-    flags: list[Flag] = field(default_factory=list)
-    changes: list[str] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        return {bucket: len(jobs) for bucket, jobs in self.grouped.items()}
 
 
 def render_step(

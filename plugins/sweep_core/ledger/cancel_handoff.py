@@ -1,0 +1,46 @@
+"""The ledger's record of each cancel hand-off a sweep gives: the run, the flag it came from and the
+evidence it was judged on. ``sweep_cancel`` trusts this record, never a conf (handoffs.cancel.authority)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sweep_core.ledger.entries import Ledger, LedgerEntry
+
+KIND = "cancel"  # the per-job hand-off kind (ledger.runs.PER_JOB)
+
+
+def handoff_record(
+    job: Mapping[str, Any], run_id: str, *, dry_run: bool, flag_run: str = "", flag_action: str = ""
+) -> dict[str, str]:
+    """The ledger's record of one cancel hand-off the run ``run_id`` gives (``job``: the conf entry
+    that run built from its own flag). ``flag_run``/``flag_action``: the sweep whose history flag
+    row backs it and that row's action, when they are not this run and this action (a deep-dive)."""
+    action = str(job.get("action") or "")
+    return {
+        "run": run_id,
+        "flag_run": flag_run or run_id,
+        "rule": str(job.get("rule") or ""),
+        "action": action,
+        "flag_action": flag_action or action,
+        "name": str(job.get("name") or ""),
+        "evidence": str(job.get("evidence") or ""),
+        "dry_run": "true" if dry_run else "",
+    }
+
+
+def record_handoffs(
+    ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool, **flag: str
+) -> Ledger:
+    """Each job's ``cancel_handoff`` set to what ``run_id`` hands off (in place). A dry run never
+    replaces the record of a real hand-off still held (``handoffs["cancel"]`` set)."""
+    for job in jobs:
+        key = f"{job['cluster']}|{job['job_id']}"
+        e = ledger.jobs.get(key)
+        if e is None:
+            e = ledger.jobs[key] = LedgerEntry(str(job["cluster"]), str(job["job_id"]), str(job.get("name") or ""))
+        if dry_run and e.handoffs.get(KIND) and e.cancel_handoff and not e.cancel_handoff.get("dry_run"):
+            continue
+        e.cancel_handoff = handoff_record(job, run_id, dry_run=dry_run, **flag)
+    return ledger
