@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, TypeAdapter, field_validator, model_validator
+from pydantic import BeforeValidator, Field, GetJsonSchemaHandler, TypeAdapter, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
@@ -33,6 +35,16 @@ class LoginNode(StrictModel):
         if isinstance(data, dict) and not data.get("name") and isinstance(data.get("host"), str):
             return {**data, "name": data["host"]}
         return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """For editors: a bare host string, or the mapping (its ``name`` optional: the host)."""
+        ref = handler(core)
+        mapping = handler.resolve_ref_schema(ref)
+        obj = {**mapping, "required": ["host"]}
+        mapping.clear()
+        mapping["anyOf"] = [{"type": "string", "minLength": 1, "description": "the host (and the name)"}, obj]
+        return ref
 
 
 class QuotaConfig(StrictModel):
