@@ -180,9 +180,9 @@ def _flat(annotation: object) -> list[object]:
 
 
 def test_every_schema_model_forbids_unknown_keys() -> None:
-    from sweep_core.config.ops_schema import OpsFrontMatter
+    from sweep_core.config.ops_schema import IrisOps, OpsFrontMatter, SlurmOps
 
-    models = _models(SweepConfig, set()) | _models(OpsFrontMatter, set())
+    models = _models(SweepConfig, set()) | _models(OpsFrontMatter, set()) | {SlurmOps, IrisOps}
     assert len(models) >= 20
     for model in models:
         assert issubclass(model, StrictModel) and model.model_config["extra"] == "forbid", model

@@ -1,8 +1,9 @@
 """The project as a package: the wheel ``pip`` builds from pyproject.toml carries sweep_core and
 sweep_operators with the programs another interpreter runs, requires exactly the runtime pins of
 requirements.txt (test and dev tools as extras), and names the Sweeps page as an
-``airflow.plugins`` entry point. Installed on its own (no plugins/ folder, no source tree on the
-path) beside the DAG files, Airflow parses every DAG and loads the page with no import error."""
+``airflow.plugins`` entry point and ``check-config`` as a console script. Installed on its own (no
+plugins/ folder, no source tree on the path) beside the DAG files, Airflow parses every DAG and
+loads the page with no import error, and check-config validates the shipped include/."""
 
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def test_the_wheel_holds_the_packages_the_programs_and_the_runtime_pins(wheel) -
     points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(points).decode()
     assert "[airflow.plugins]" in text and "sweeps_page = sweep_operators.sweeps_page:SweepsPagePlugin" in text
+    assert "[console_scripts]" in text and "check-config = sweep_core.check_config:main" in text
 
 
 def test_installed_alone_beside_the_dag_files_airflow_imports_everything(wheel, tmp_path) -> None:
@@ -99,3 +101,8 @@ def test_installed_alone_beside_the_dag_files_airflow_imports_everything(wheel, 
     assert got["dag_errors"] == {} and got["dags"] == sorted(p.stem for p in (ROOT / "dags").glob("*.py")), got
     assert got["plugins"] == ["sweeps_page"] and got["plugin_errors"] == {}, got
     assert got["programs"].startswith(str(site)) and got["gather"], got  # the installed copy, not the checkout's
+    # check-config, the installed console script, validates the shipped include/ from outside the checkout
+    res = subprocess.run([str(site / "bin" / "check-config"), str(ROOT / "include")], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "sweep.yaml: " in res.stdout and "\nleonardo: slurm, active\n" in res.stdout, res.stdout

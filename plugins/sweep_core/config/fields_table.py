@@ -1,11 +1,13 @@
 """The field tables of docs/configuration.md, drawn from the schema: one row per field of a model
-(its name, its default, its Field description). ``scripts/docs_tables.py`` writes them into the
-page between markers; tests/config/test_schema_docs.py fails when the page and the schema disagree.
+(its name, its default, its Field description; the ops.md table also the scheduler each key is
+for). ``scripts/docs_tables.py`` writes them into the page between markers;
+tests/config/test_schema_docs.py fails when the page and the schema disagree.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,7 +15,7 @@ from pydantic import BaseModel
 from sweep_core.config.consolidate_schema import ConsolidateCommand, ConsolidateSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
-from sweep_core.config.ops_schema import OpsFrontMatter
+from sweep_core.config.ops_schema import OpsFrontMatter, scheduler_of
 from sweep_core.config.sweep_schema import SweepConfig
 
 # marker name -> (model, indent): the tables docs/configuration.md carries
@@ -28,6 +30,9 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml consolidate": (ConsolidateSection, ""),
     "sweep.yaml consolidate flavor": (ConsolidateCommand, ""),
 }
+
+# model -> (column, value per field name): a column a table has besides field, default, meaning
+EXTRA_COLUMN: dict[type[BaseModel], tuple[str, Callable[[str], str]]] = {OpsFrontMatter: ("scheduler", scheduler_of)}
 
 
 def _default(value: Any) -> str:
@@ -58,8 +63,12 @@ def field_rows(model: type[BaseModel]) -> list[tuple[str, str, str]]:
 
 def markdown_table(model: type[BaseModel], indent: str = "") -> list[str]:
     """The table's lines (no trailing newlines)."""
-    lines = ["| field | default | meaning |", "| --- | --- | --- |"]
-    lines += [f"| `{name}` | {default} | {meaning} |" for name, default, meaning in field_rows(model)]
+    column, value = EXTRA_COLUMN.get(model, ("", lambda _: ""))
+    head = f" {column} |" if column else ""
+    lines = [f"| field |{head} default | meaning |", "| --- |" + (" --- |" if column else "") + " --- | --- |"]
+    for name, default, meaning in field_rows(model):
+        cell = f" {value(name)} |" if column else ""
+        lines.append(f"| `{name}` |{cell} {default} | {meaning} |")
     return [indent + line for line in lines]
 
 

@@ -1,8 +1,9 @@
 """Cluster particulars: the YAML front matter of ``include/ops/<cluster>/ops.md``.
 
 ops.md is the one home of a cluster's particulars; this module reads it (strict YAML) and
-validates it against config.ops_schema (every key, its type, its default). A malformed file
-raises :class:`OpsConfigError` naming the file and each bad key path.
+validates it against config.ops_schema: the model its ``scheduler`` names (every key, its type,
+its default; a key of the other scheduler is an error). A malformed file raises
+:class:`OpsConfigError` naming the file and each bad key path.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ import frontmatter
 import yaml
 from pydantic import ValidationError
 
-from sweep_core.config.ops_schema import LoginNode, OpsFrontMatter, QuotaConfig
+from sweep_core.config.ops_schema import (
+    FRONT_MATTER,
+    SCHEDULER_KEYS,
+    LoginNode,
+    OpsFrontMatter,
+    QuotaConfig,
+    scheduler_of,
+)
 from sweep_core.config.schema_base import schema_errors
 from sweep_core.config.strict_yaml import DuplicateKeyError, strict_load
 
@@ -48,7 +56,8 @@ class OpsConfigError(ValueError):
 
 
 class ClusterConfig(OpsFrontMatter):
-    """Validated front matter of one cluster's ops.md, with the file's path and its prose body."""
+    """Validated front matter of one cluster's ops.md, with the file's path and its prose body
+    (the other scheduler's keys at their defaults)."""
 
     name: str  # the directory's name (the front matter may repeat it)
     path: str
@@ -90,13 +99,24 @@ def parse_ops_text(text: str, path: Path | str, name: str) -> ClusterConfig:
     if not _NAME_RE.match(name):
         raise OpsConfigError(path, "name", f"cluster directory name {name!r} must match {_NAME_RE.pattern}")
     try:
-        front = OpsFrontMatter.model_validate(meta)
+        front = FRONT_MATTER.validate_python(meta)
     except ValidationError as exc:
-        errors = schema_errors(exc)
+        errors = _other_scheduler(schema_errors(exc, tagged=True), meta)
         raise OpsConfigError(path, errors[0][0] or "front matter", errors[0][1], errors[1:]) from None
     if front.name not in (None, name):
         raise OpsConfigError(path, "name", f"is {front.name!r} but the directory is {name!r}")
     return ClusterConfig.model_construct(**{**dict(front), "name": name}, path=str(path), body=post.content)
+
+
+def _other_scheduler(errors: list[tuple[str, str]], meta: Any) -> list[tuple[str, str]]:
+    """An unknown key that the other scheduler reads, said so (``controller_url`` on a slurm cluster)."""
+    scheduler = meta.get("scheduler") if isinstance(meta, dict) else None
+    return [
+        (key, f"is a key of {owner} clusters only, not allowed with scheduler: {scheduler}")
+        if msg == "unknown key" and (owner := scheduler_of(key)) in SCHEDULER_KEYS and owner != scheduler
+        else (key, msg)
+        for key, msg in errors
+    ]
 
 
 def load_cluster(ops_dir: Path | str, name: str) -> ClusterConfig:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, GetJsonSchemaHandler, TypeAdapter, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
@@ -33,6 +35,16 @@ class LoginNode(StrictModel):
         if isinstance(data, dict) and not data.get("name") and isinstance(data.get("host"), str):
             return {**data, "name": data["host"]}
         return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """For editors: a bare host string, or the mapping (its ``name`` optional: the host)."""
+        ref = handler(core)
+        mapping = handler.resolve_ref_schema(ref)
+        obj = {**mapping, "required": ["host"]}
+        mapping.clear()
+        mapping["anyOf"] = [{"type": "string", "minLength": 1, "description": "the host (and the name)"}, obj]
+        return ref
 
 
 class QuotaConfig(StrictModel):
@@ -74,8 +86,8 @@ class UploadCommand(StrictModel):
         return value
 
 
-class OpsFrontMatter(StrictModel):
-    """The YAML front matter of one ops.md: the machine-read particulars of one cluster."""
+class OpsCommon(StrictModel):
+    """The keys every cluster's front matter may carry, whatever its scheduler."""
 
     name: str | None = Field(None, description="the cluster; must equal its directory name (optional)")
     scheduler: Literal["slurm", "iris"] = Field(description="`slurm` or `iris`")
@@ -85,19 +97,53 @@ class OpsFrontMatter(StrictModel):
     skip_until: Annotated[dt.date | None, BeforeValidator(_date)] = Field(
         None, description="`YYYY-MM-DD`: a skipped cluster is swept again from this date by itself"
     )
+    user: str = Field("", description="the account whose jobs are swept (`squeue -u`, `sacct -u`; iris `/<user>/`)")
+    rl_concurrency_cap: int | None = Field(None, ge=0, description="standing constraint: RL jobs at once, reported")
+    gpu_mem_ceiling: float | None = Field(
+        None, gt=0, le=1, description="standing constraint: GPU memory fraction; a probed GPU above it is flagged"
+    )
+    quota: QuotaConfig = Field(
+        QuotaConfig(),
+        description="`{kind: inodes|bytes|none, command, dormant, soft_limit, warn_fraction}`: the binding "
+        "constraint, the command the sweep runs (jutil / cindata / lfs quota / df -i), a soft limit where "
+        "the command prints none",
+    )
+    cadence_minutes: dict[BucketName, Annotated[int, Field(gt=0)]] = Field(
+        {}, description="per-bucket overrides of the stale thresholds in sweep.yaml"
+    )
+    relaunch_commands: Tup[RelaunchCommand] = Field(
+        (),
+        description="`{match, argv}`: relaunch by scancel (iris: `iris job stop`) + this argv instead of "
+        "`scontrol requeue` (templates `{job_id}` `{name}` `{array_job}` `{task}`, `{exclude}`: the bad nodes "
+        "found, iris `{controller}`); the only relaunch of an iris job; the new id in its output is linked "
+        "in the ledger",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OpsCommon:
+        errors = self._problems()
+        if errors:
+            raise CrossFieldErrors(errors)
+        return self
+
+    def _problems(self) -> list[tuple[str, str]]:
+        """``(key, message)`` for each cross-field rule broken; a scheduler's model adds its own."""
+        if self.status == "skipped" and self.skip_until is None:
+            return [("skip_until", "is required when status is skipped")]
+        return []
+
+
+class _SlurmKeys(StrictModel):
+    """The keys only a Slurm cluster reads (its login nodes, its POSIX trees, its batch jobs)."""
+
     connection_id: str = Field("", description="the Airflow SSH Connection for this cluster (slurm: required)")
     login_nodes: Tup[LoginNode] = Field(
         (), description="ordered list of `{name, host, port?, connection_id?}`; tried in order (slurm: at least one)"
     )
-    user: str = Field("", description="the account whose jobs are swept (`squeue -u`, `sacct -u`; iris `/<user>/`)")
     log_roots: Tup[NonEmpty] = Field((), description="where the job logs live")
     artifact_roots: Tup[NonEmpty] = Field((), description="where artifacts live; they bound every later delete")
     log_pattern: str = Field(
         "", description="absolute sbatch `-o` pattern (`%j %x %A %a %u`) that finds a finished job's log"
-    )
-    rl_concurrency_cap: int | None = Field(None, ge=0, description="standing constraint: RL jobs at once, reported")
-    gpu_mem_ceiling: float | None = Field(
-        None, gt=0, le=1, description="standing constraint: GPU memory fraction; a probed GPU above it is flagged"
     )
     gpu_probe: Literal["srun-overlap", "accounting", "none"] = Field(
         "none",
@@ -107,12 +153,6 @@ class OpsFrontMatter(StrictModel):
     )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
-    quota: QuotaConfig = Field(
-        QuotaConfig(),
-        description="`{kind: inodes|bytes|none, command, dormant, soft_limit, warn_fraction}`: the binding "
-        "constraint, the command the sweep runs (jutil / cindata / lfs quota / df -i), a soft limit where "
-        "the command prints none",
-    )
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
     login_python: str = Field(
         "python3",
@@ -122,9 +162,14 @@ class OpsFrontMatter(StrictModel):
     eval_results_dir: str = Field(
         "", description="where an eval job writes `results_*.json` (`%j` = job id), for the tracker harvest"
     )
-    cadence_minutes: dict[BucketName, Annotated[int, Field(gt=0)]] = Field(
-        {}, description="per-bucket overrides of the stale thresholds in sweep.yaml"
+    upload_commands: Tup[UploadCommand] = Field(
+        (), description="`{flavor, argv}`: this cluster's upload job for a cleanup flavor (overrides sweep.yaml's)"
     )
+
+
+class _IrisKeys(StrictModel):
+    """The keys only an iris cluster reads (its controller, its client, its pod count)."""
+
     controller_url: str = Field("", description="iris: the controller's URL for the client poll (tunnel/port-forward)")
     iris_cluster: str = Field("", description="iris: the CLI's `--cluster=` (needed if no controller_url)")
     iris_python: str = Field("", description="iris: a python that imports the iris client")
@@ -140,40 +185,37 @@ class OpsFrontMatter(StrictModel):
     kube_context: str = Field("", description="iris: its context (never the process default kubeconfig)")
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
-    relaunch_commands: Tup[RelaunchCommand] = Field(
-        (),
-        description="`{match, argv}`: relaunch by scancel (iris: `iris job stop`) + this argv instead of "
-        "`scontrol requeue` (templates `{job_id}` `{name}` `{array_job}` `{task}`, `{exclude}`: the bad nodes "
-        "found, iris `{controller}`); the only relaunch of an iris job; the new id in its output is linked "
-        "in the ledger",
-    )
-    upload_commands: Tup[UploadCommand] = Field(
-        (), description="`{flavor, argv}`: this cluster's upload job for a cleanup flavor (overrides sweep.yaml's)"
-    )
 
-    @model_validator(mode="after")
-    def _consistent(self) -> OpsFrontMatter:
-        errors: list[tuple[str, str]] = []
-        if self.status == "skipped" and self.skip_until is None:
-            errors.append(("skip_until", "is required when status is skipped"))
+
+class SlurmOps(_SlurmKeys, OpsCommon):
+    """The front matter of a ``scheduler: slurm`` cluster (an iris key is an unknown key here)."""
+
+    scheduler: Literal["slurm"] = Field(description="`slurm` or `iris`")
+
+    def _problems(self) -> list[tuple[str, str]]:
+        errors = super()._problems()
         if self.log_pattern and not self.log_pattern.startswith("/"):
             errors.append(("log_pattern", f"must be an absolute path pattern, got {self.log_pattern!r}"))
-        if self.scheduler == "slurm" and self.status != "dropped":
+        if self.status != "dropped":
             errors += [
                 (k, "is required for a slurm cluster") for k in ("connection_id", "user") if not getattr(self, k)
             ]
             if not self.login_nodes:
                 errors.append(("login_nodes", "needs at least one login node for a slurm cluster"))
-        if self.scheduler == "iris" and self.status != "dropped":
-            errors += self._iris_problems()
-        if errors:
-            raise CrossFieldErrors(errors)
-        return self
+        return errors
 
-    def _iris_problems(self) -> list[tuple[str, str]]:
+
+class IrisOps(_IrisKeys, OpsCommon):
+    """The front matter of a ``scheduler: iris`` cluster (a Slurm key is an unknown key here)."""
+
+    scheduler: Literal["iris"] = Field(description="`slurm` or `iris`")
+
+    def _problems(self) -> list[tuple[str, str]]:
         """Malformed iris fields; the ones a user fills in (controller, client) are checked per
         cluster at gather time (sweep_core.iris.setup): unset there is UNCONFIGURED, not an error."""
-        errors = []
+        errors = super()._problems()
+        if self.status == "dropped":
+            return errors
         if not self.user:
             errors.append(("user", "is required for an iris cluster (jobs are /<user>/<name>)"))
         if bool(self.kubeconfig) != bool(self.kube_context):
@@ -181,3 +223,24 @@ class OpsFrontMatter(StrictModel):
                 ("kube_context", "kubeconfig and kube_context go together: never the process default kubeconfig")
             )
         return errors
+
+
+# What validates an ops.md front matter: the model its ``scheduler`` names.
+FrontMatter = Annotated[SlurmOps | IrisOps, Field(discriminator="scheduler")]
+FRONT_MATTER: TypeAdapter[SlurmOps | IrisOps] = TypeAdapter(FrontMatter)
+
+# The keys only one scheduler reads, by scheduler.
+SCHEDULER_KEYS: dict[str, frozenset[str]] = {
+    "slurm": frozenset(_SlurmKeys.model_fields),
+    "iris": frozenset(_IrisKeys.model_fields),
+}
+
+
+def scheduler_of(key: str) -> str:
+    """The scheduler a front-matter key belongs to: ``slurm``, ``iris``, or ``both``."""
+    return next((s for s, keys in SCHEDULER_KEYS.items() if key in keys), "both")
+
+
+class OpsFrontMatter(_IrisKeys, _SlurmKeys, OpsCommon):
+    """Every key of either scheduler, as the sweep reads a cluster (the other scheduler's keys at
+    their defaults). Not a validator: an ops.md is validated by ``FRONT_MATTER``."""

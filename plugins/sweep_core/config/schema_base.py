@@ -117,6 +117,12 @@ def _message(err: Any) -> list[tuple[str, str]]:
         return [(_join(key_path(err["loc"][:-1]), str(err["loc"][-1])), "unknown key")]
     if kind == "missing":
         return [(where, "is required")]
+    if kind in ("union_tag_invalid", "union_tag_not_found"):  # a discriminated union's tag key
+        ctx = err.get("ctx", {})
+        key = _join(where, str(ctx.get("discriminator", "")).strip("'"))
+        if kind == "union_tag_not_found":
+            return [(key, "is required")]
+        return [(key, f"must be one of {ctx.get('expected_tags')}, got {_got(ctx.get('tag'))}")]
     msg = re.sub(r"^Input should", "must", str(err["msg"]))
     if kind in ("model_type", "dict_type"):
         msg = "must be a mapping"
@@ -128,10 +134,13 @@ def _message(err: Any) -> list[tuple[str, str]]:
     return [(where, f"{msg}, got {_got(err.get('input'))}")]
 
 
-def schema_errors(exc: ValidationError) -> list[tuple[str, str]]:
-    """Every error of one validation as ``(key path, message)``, in the schema's field order."""
+def schema_errors(exc: ValidationError, tagged: bool = False) -> list[tuple[str, str]]:
+    """Every error of one validation as ``(key path, message)``, in the schema's field order.
+    ``tagged``: ``exc`` is a discriminated union's, whose key paths start with the tag (dropped)."""
     out: list[tuple[str, str]] = []
     for err in exc.errors(include_url=False):
+        if tagged and err["type"] not in ("union_tag_invalid", "union_tag_not_found"):
+            err = {**err, "loc": err["loc"][1:]}
         out += _message(err)
     return out
 

@@ -1,0 +1,101 @@
+"""``check-config [INCLUDE]``: validate sweep.yaml and every ops.md, and say per cluster its
+scheduler, whether it is swept, and which hand-offs its config turns on and why.
+
+INCLUDE (default: ``$SWEEP_OPS_DIR`` / ``$SWEEP_CONFIG`` as the DAG reads them, else ``./include``)
+holds ``ops/<cluster>/ops.md`` and ``sweep.yaml``. Exit 0 when every file is valid, 1 with each
+error (the file and the key path) on stderr otherwise. Also ``python -m sweep_core.check_config``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from sweep_core.config.ops import ClusterConfig, OpsConfigError, cluster_names, load_cluster
+from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
+from sweep_core.handoffs.harvest.plan import TrackerSettings, tracker_settings
+from sweep_core.handoffs.switches import cluster_switches
+
+
+def config_paths(include: str | None, env: Mapping[str, str]) -> tuple[Path, Path]:
+    """(ops dir, sweep.yaml): INCLUDE's when given, else the DAG's environment, else ./include."""
+    if include is not None:
+        return Path(include) / "ops", Path(include) / "sweep.yaml"
+    return Path(env.get("SWEEP_OPS_DIR", "include/ops")), Path(env.get("SWEEP_CONFIG", "include/sweep.yaml"))
+
+
+def _sweep(path: Path, env: Mapping[str, str]) -> tuple[SweepConfig | None, TrackerSettings | None, str]:
+    """The validated sweep.yaml and its tracker settings, or the error naming the file."""
+    try:
+        config = load_sweep_config(path)
+        return config, tracker_settings(config.trackers, dict(env)), ""
+    except SweepConfigError as exc:
+        return None, None, str(exc)
+    except ValueError as exc:  # trackers.globs outside the repo (tracker_settings)
+        return None, None, f"{path}: {exc}"
+    except OSError as exc:
+        return None, None, f"{path}: cannot be read: {exc}"
+
+
+def _status(cfg: ClusterConfig, on: dt.date) -> str:
+    swept, why = cfg.activity(on)
+    if cfg.status == "skipped" and swept:
+        return f"skipped until {cfg.skip_until}: past, swept again"
+    return "active" if swept else why.removeprefix(f"{cfg.name}: ")
+
+
+def report(ops_dir: Path, sweep_yaml: Path, on: dt.date, env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """(lines to print, errors): every cluster's scheduler, status and hand-off switches."""
+    config, trackers, problem = _sweep(sweep_yaml, env)
+    errors = [problem] if problem else []
+    lines = [f"sweep.yaml: {sweep_yaml}: {'invalid' if problem else 'valid'}"]
+    names = cluster_names(ops_dir)
+    if not names:
+        errors.append(f"{ops_dir}: no <cluster>/ops.md")
+    for name in names:
+        try:
+            cfg = load_cluster(ops_dir, name)
+        except OpsConfigError as exc:
+            errors.append(str(exc))
+            lines.append(f"\n{name}: invalid ({exc.path})")
+            continue
+        lines.append(f"\n{name}: {cfg.scheduler}, {_status(cfg, on)}")
+        if config is None:
+            lines.append("  hand-offs: unknown (sweep.yaml is invalid)")
+            continue
+        lines += [
+            f"  {s.handoff:<12} {'on ' if s.on else 'off'}  {s.why}" for s in cluster_switches(cfg, config, trackers)
+        ]
+    if config is not None:
+        lines += _dangling(config, set(names))
+    return lines, errors
+
+
+def _dangling(config: SweepConfig, clusters: set[str]) -> list[str]:
+    """sweep.yaml naming a cluster that has no ops.md (said, not an error: its hand-off notes it)."""
+    named = [(f"hf_chain series {s.name!r}", s.cluster) for s in config.hf_chain.series]
+    named += [(f"cancel.standing {p.rule!r}", c) for p in config.cancel.standing for c in p.clusters]
+    return [f"\nwarning: {what} names cluster {c!r}, which has no ops.md" for what, c in named if c not in clusters]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console entry point."""
+    parser = argparse.ArgumentParser(prog="check-config", description=__doc__.split("\n\n")[0])
+    parser.add_argument("include", nargs="?", help="dir holding ops/ and sweep.yaml (default: see above)")
+    parser.add_argument("--on", type=dt.date.fromisoformat, default=None, help="date of the status (YYYY-MM-DD)")
+    args = parser.parse_args(argv)
+    ops_dir, sweep_yaml = config_paths(args.include, os.environ)
+    lines, errors = report(ops_dir, sweep_yaml, args.on or dt.datetime.now(dt.UTC).date(), os.environ)
+    print("\n".join(lines))
+    if errors:
+        print("\n" + "\n".join(f"error: {e}" for e in errors), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Which hand-offs the config turns on for one cluster, and why (``check-config`` prints them).
+
+The same gates the hand-offs apply (``ports.active_slurm``, the sweep.yaml sections, the ops.md
+keys); what a sweep then finds (flags, a trusted snapshot) decides whether one gets work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep_core.config.ops import ClusterConfig
+from sweep_core.config.sweep_schema import SweepConfig
+from sweep_core.handoffs.harvest.plan import TrackerSettings
+
+HANDOFFS = ("cleanup", "upload", "consolidate", "hf_chain", "harvest", "cancel", "relaunch", "deep_dive")
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One hand-off for one cluster: on or off, and why."""
+
+    handoff: str
+    on: bool
+    why: str
+
+
+def cluster_switches(cfg: ClusterConfig, config: SweepConfig, trackers: TrackerSettings | None) -> list[Switch]:
+    """A switch per hand-off (``HANDOFFS`` order) for the cluster ``cfg`` under ``config``."""
+    chain = _chain(cfg, config)
+    if cfg.status != "active":
+        why = f"status {cfg.status} in ops.md: hand-offs act on active clusters only"
+        return [chain if h == "hf_chain" else Switch(h, False, why) for h in HANDOFFS]
+    if cfg.scheduler == "iris":
+        return _iris(cfg, chain)
+    return _slurm(cfg, config, trackers, chain)
+
+
+def _chain(cfg: ClusterConfig, config: SweepConfig) -> Switch:
+    """hf_chain probes a series' cluster over SSH whatever its ops.md status or scheduler says."""
+    series = [s.name for s in config.hf_chain.series if s.cluster == cfg.name]
+    if not series:
+        return Switch("hf_chain", False, "no hf_chain series names this cluster")
+    warn = "" if (cfg.scheduler, cfg.status) == ("slurm", "active") else f" (probed although {_kind(cfg)})"
+    return Switch("hf_chain", True, f"series {', '.join(series)}{warn}")
+
+
+def _kind(cfg: ClusterConfig) -> str:
+    return f"{cfg.scheduler}/{cfg.status}"
+
+
+def _iris(cfg: ClusterConfig, chain: Switch) -> list[Switch]:
+    client = cfg.iris_python and cfg.controller_url
+    unset = " and ".join(k for k in ("controller_url", "iris_python") if not getattr(cfg, k))
+    cancel = (
+        Switch("cancel", True, "iris job stop through the client, after a human's approval")
+        if client
+        else Switch("cancel", False, f"stopping needs the iris client: {unset} unset in ops.md")
+    )
+    if not cfg.relaunch_commands:
+        relaunch = Switch("relaunch", False, "iris has no requeue and ops.md names no relaunch_commands")
+    elif not cancel.on:
+        relaunch = Switch("relaunch", False, f"relaunch_commands given, but {cancel.why}")
+    else:
+        relaunch = Switch("relaunch", True, f"{len(cfg.relaunch_commands)} relaunch_commands, run after the stop")
+    return [
+        Switch("cleanup", False, "iris: no POSIX tree to reap (artifacts go to the hub)"),
+        Switch("upload", False, "iris: no sbatch upload job"),
+        Switch("consolidate", False, "iris: no chunk trees to consolidate"),
+        chain,
+        Switch("harvest", False, "iris: its tracker rows stay unknown (results are read over SSH)"),
+        cancel,
+        relaunch,
+        Switch("deep_dive", False, "iris: the probe runs on a Slurm login node"),
+    ]
+
+
+def _slurm(cfg: ClusterConfig, config: SweepConfig, trackers: TrackerSettings | None, chain: Switch) -> list[Switch]:
+    roots = ", ".join(cfg.artifact_roots)
+    if roots:
+        cleanup = Switch("cleanup", True, f"completed jobs' subtrees under {roots}, once the hub holds them")
+    else:
+        cleanup = Switch("cleanup", False, "ops.md has no artifact_roots")
+    uploads = sorted(
+        {name for name, f in config.cleanup.flavors.items() if f.upload} | {c.flavor for c in cfg.upload_commands}
+    )
+    if not uploads:
+        upload = Switch(
+            "upload", False, "no upload command (sweep.yaml cleanup.flavors.*.upload, ops.md upload_commands)"
+        )
+    else:
+        upload = Switch("upload", cleanup.on, f"flavors {', '.join(uploads)}" if cleanup.on else cleanup.why)
+    flavors = sorted(config.consolidate.flavors)
+    if not flavors:
+        consolidate = Switch("consolidate", False, "sweep.yaml consolidate.flavors is empty")
+    else:
+        consolidate = Switch("consolidate", cleanup.on, f"flavors {', '.join(flavors)}" if cleanup.on else cleanup.why)
+    if trackers is None:
+        harvest = Switch("harvest", False, "no tracker repo (sweep.yaml trackers.repo, SWEEP_TRACKER_REPO)")
+    else:
+        results = cfg.eval_results_dir or "none in ops.md (eval_results_dir): a failed job's log only"
+        harvest = Switch("harvest", True, f"tracker rows under {trackers.repo}; results from {results}")
+    return [
+        cleanup,
+        upload,
+        consolidate,
+        chain,
+        harvest,
+        Switch("cancel", True, "scancel after a human's approval" + _standing(config, cfg.name, "cancel")),
+        Switch("relaunch", True, _requeue(cfg) + _standing(config, cfg.name, "relaunch")),
+        Switch("deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe})"),
+    ]
+
+
+def _requeue(cfg: ClusterConfig) -> str:
+    if cfg.relaunch_commands:
+        return f"scancel + {len(cfg.relaunch_commands)} relaunch_commands, else scontrol requeue, after approval"
+    return "scontrol requeue after a human's approval"
+
+
+def _standing(config: SweepConfig, cluster: str, action: str) -> str:
+    rules = [p.rule for p in config.cancel.standing if p.action == action and cluster in p.clusters]
+    return f"; standing permission without a human: {', '.join(rules)}" if rules else ""

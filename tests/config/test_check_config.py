@@ -1,0 +1,150 @@
+"""``check-config``: validates include/ (sweep.yaml and every ops.md) and says per cluster its
+scheduler, whether it is swept, and each hand-off on or off with why; exit 1 naming the file and
+the key when something is malformed (all of it, not just the first file)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweep_core.check_config import main
+from sweep_core.config.ops import cluster_names, load_cluster
+from sweep_core.handoffs.switches import HANDOFFS
+
+ROOT = Path(__file__).resolve().parents[2]
+INCLUDE = ROOT / "include"
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def _clusters(out: str) -> dict[str, tuple[str, dict[str, tuple[str, str]]]]:
+    """cluster -> (its header, hand-off -> (on|off, why)) as printed."""
+    got: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {}
+    for block in out.split("\n\n")[1:]:
+        head, *rows = block.strip().split("\n")
+        name, _, rest = head.partition(": ")
+        switches = {}
+        for row in rows:
+            if m := re.match(r"^  (\w+) +(on|off) +(.*)$", row):
+                switches[m.group(1)] = (m.group(2), m.group(3))
+        got[name] = (rest, switches)
+    return got
+
+
+@pytest.fixture
+def include(tmp_path: Path) -> Path:
+    """A copy of the shipped include/ to break."""
+    shutil.copytree(INCLUDE, tmp_path / "include", ignore=shutil.ignore_patterns("templates", "schema"))
+    return tmp_path / "include"
+
+
+def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys, monkeypatch) -> None:
+    monkeypatch.delenv("SWEEP_TRACKER_REPO", raising=False)
+    rc, out, err = _run(capsys, str(INCLUDE), "--on", "2026-07-01")
+    assert rc == 0 and err == ""
+    got = _clusters(out)
+    assert sorted(got) == cluster_names(INCLUDE / "ops")
+    for name, (head, switches) in got.items():
+        cfg = load_cluster(INCLUDE / "ops", name)
+        assert head.startswith(f"{cfg.scheduler}, ")
+        assert list(switches) == list(HANDOFFS)  # every hand-off, on or off, with a reason
+        assert all(why for _, why in switches.values())
+        if cfg.status != "active":  # skipped / dropped: no hand-off acts there
+            assert {s for h, (s, _) in switches.items() if h != "hf_chain"} == {"off"}
+            assert switches["cleanup"][1] == f"status {cfg.status} in ops.md: hand-offs act on active clusters only"
+    assert got["jupiter"][0] == "slurm, skipped until 2026-07-12"
+    assert got["perlmutter"][0] == "slurm, dropped in ops.md, never contacted"
+    leonardo = got["leonardo"][1]
+    assert leonardo["cleanup"] == ("on", "completed jobs' subtrees under /leonardo_work/EUHPC_E03_068/experiments, "
+                                   "once the hub holds them")  # fmt: skip
+    assert leonardo["cancel"][0] == leonardo["relaunch"][0] == leonardo["deep_dive"][0] == "on"
+    assert leonardo["harvest"] == ("off", "no tracker repo (sweep.yaml trackers.repo, SWEEP_TRACKER_REPO)")
+    assert leonardo["consolidate"] == ("off", "sweep.yaml consolidate.flavors is empty")
+    coreweave = got["coreweave"][1]  # iris, its client not filled in yet: nothing it could stop
+    assert coreweave["cancel"] == (
+        "off",
+        "stopping needs the iris client: controller_url and iris_python unset in ops.md",
+    )
+    assert coreweave["cleanup"][0] == coreweave["deep_dive"][0] == coreweave["upload"][0] == "off"
+
+
+def test_a_past_skip_until_is_swept_again_but_its_handoffs_still_wait_for_active(capsys) -> None:
+    rc, out, _ = _run(capsys, str(INCLUDE), "--on", "2026-07-12")
+    head, switches = _clusters(out)["jupiter"]
+    assert rc == 0 and head == "slurm, skipped until 2026-07-12: past, swept again"
+    assert switches["cleanup"][0] == "off"
+
+
+def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("SWEEP_TRACKER_REPO", str(tmp_path / "trackers"))
+    with (include / "sweep.yaml").open("a") as f:
+        f.write(
+            "hf_chain:\n  series:\n    - {name: cells, cluster: tacc, match: '^sft__(?P<cell>c\\d+)$', "
+            "hub_repo: '{org}/{cell}', upload: [sbatch, up.sbatch], eval: [sbatch, ev.sbatch], tracker: t.md}\n"
+        )
+    cw = include / "ops" / "coreweave" / "ops.md"
+    cw.write_text(cw.read_text().replace('controller_url: ""', "controller_url: http://127.0.0.1:1").replace(
+        'iris_python: ""', "iris_python: /opt/iris-venv/bin/python"))  # fmt: skip
+    rc, out, _ = _run(capsys, str(include), "--on", "2026-07-01")
+    got = _clusters(out)
+    assert rc == 0
+    assert got["tacc"][1]["hf_chain"] == ("on", "series cells")
+    assert got["leonardo"][1]["hf_chain"][0] == "off"
+    assert got["local"][1]["harvest"] == (
+        "on",
+        f"tracker rows under {tmp_path / 'trackers'}; results from /home/sweep/jobs/eval/%j",
+    )
+    assert got["coreweave"][1]["cancel"][0] == "on"
+    assert got["coreweave"][1]["relaunch"] == ("off", "iris has no requeue and ops.md names no relaunch_commands")
+
+
+def test_an_iris_key_on_a_slurm_cluster_fails_naming_the_file_and_the_key(capsys, include) -> None:
+    local = include / "ops" / "local" / "ops.md"
+    local.write_text(local.read_text().replace("user: sweep\n", "user: sweep\niris_python: /opt/iris/bin/python\n"))
+    rc, out, err = _run(capsys, str(include))
+    assert rc == 1
+    assert f"{local}: field 'iris_python': is a key of iris clusters only, not allowed with scheduler: slurm" in err
+    assert f"local: invalid ({local})" in out
+    assert _clusters(out)["leonardo"][0] == "slurm, active"  # the others are still checked and said
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("gather:\n  max_jobz: 5\n", "sweep.yaml: gather.max_jobz: unknown key"),
+        ("gather: [1\n", "sweep.yaml: not valid YAML"),
+        ("trackers: {repo: /r, globs: [/etc/*.md]}\n", "sweep.yaml: trackers.globs: '/etc/*.md' must be relative"),
+    ],
+)
+def test_a_malformed_sweep_yaml_fails_naming_the_file_and_key(capsys, include, text: str, says: str) -> None:
+    sweep = include / "sweep.yaml"
+    sweep.write_text("buckets: [{name: Catch-all}]\n" + text)
+    rc, out, err = _run(capsys, str(include))
+    assert rc == 1 and says in err
+    assert out.startswith(f"sweep.yaml: {sweep}: invalid")
+    assert "hand-offs: unknown (sweep.yaml is invalid)" in out
+
+
+def test_python_m_from_the_checkout_reads_the_dags_environment(include) -> None:
+    """As the DAG: SWEEP_OPS_DIR / SWEEP_CONFIG name the files when no include dir is given."""
+    (include / "ops" / "perlmutter" / "ops.md").write_text(
+        "---\nscheduler: slurm\nstatus: dropped\nkubeconfig: k\n---\n"
+    )
+    env = {**os.environ, "SWEEP_OPS_DIR": str(include / "ops"), "SWEEP_CONFIG": str(include / "sweep.yaml"),
+           "PYTHONPATH": str(ROOT / "plugins")}  # fmt: skip
+    res = subprocess.run([sys.executable, "-m", "sweep_core.check_config", "--on", dt.date.today().isoformat()],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
+    assert res.returncode == 1
+    assert f"{include / 'ops' / 'perlmutter' / 'ops.md'}: field 'kubeconfig'" in res.stderr
+    assert f"sweep.yaml: {include / 'sweep.yaml'}: valid" in res.stdout

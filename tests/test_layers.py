@@ -1,0 +1,31 @@
+"""The house's floors, from the code's own imports (scripts/house.py draws them): no import runs
+back up (no cycle between rooms), the pipeline stands above the rules it runs, the rules above the
+fan-in helpers they borrow, and the ledger, which both remember into, imports neither."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("house", ROOT / "scripts" / "house.py")
+house = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(house)  # type: ignore[union-attr]
+
+
+def test_no_import_runs_back_up() -> None:
+    assert house.cycles(house.rooms()) == []
+
+
+def test_the_pipeline_above_the_rules_above_the_fan_in_and_the_ledger_below_them() -> None:
+    edges = house.rooms()
+    floor = house.floors(edges)
+    assert floor["sweep_core.pipeline"] > floor["sweep_core.rules"] > floor["sweep_core.fanin"]
+    assert not {"sweep_core.rules", "sweep_core.fanin", "sweep_core.handoffs"} & edges["sweep_core.ledger"]
+    assert "sweep_core.slurm" not in edges["sweep_core.iris"] | edges["sweep_core.gpu"]
+    assert "sweep_core" not in str(edges["sweep_core.models"] - {"sweep_core.vocab"})
+
+
+def test_a_cycle_is_found(tmp_path) -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert house.cycles(edges) == [["a", "b", "c"]]
