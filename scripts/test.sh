@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test, from nothing: venv + Airflow metadata DB, the real local Slurm cluster, ruff, pytest.
 # Usage: scripts/test.sh [--fast] [pytest args]     (as root on Debian 12)
+#   no args: two pytest lanes at once, the local-cluster tests and all the others (own metadata DB);
+#   pytest args: one pytest with them.
 #   --fast: the inner loop's tier: ruff + the tests that start no real service (unit, DagBag, the
 #           config and remote-script checks); no cluster, no apt. Every test runs without it.
 set -euo pipefail
@@ -36,5 +38,32 @@ echo "[test] ruff check"
 ruff check .
 echo "[test] shellcheck plugins/sweep_core/programs"
 shellcheck plugins/sweep_core/programs/*.sh
-echo "[test] pytest"
-python -m pytest -q -p no:cacheprovider "$@"
+if [ $# -gt 0 ]; then
+  echo "[test] pytest $*"
+  exec python -m pytest -q -p no:cacheprovider "$@"
+fi
+# Two lanes at once: the tests on the local Slurm cluster (one at a time: they share its queue, and
+# some stop its daemons) and every other test (unit, DagBag, iris controller, api-server) beside
+# them, with its own Airflow metadata DB (a copy of the migrated one, by SQLite's backup API).
+LANE2_HOME=$PROJECT/.airflow-lane2
+rm -rf "$LANE2_HOME" && mkdir -p "$LANE2_HOME"
+python - "$AIRFLOW_HOME/airflow.db" "$LANE2_HOME/airflow.db" <<'PY'
+import sqlite3, sys
+with sqlite3.connect(sys.argv[1]) as src, sqlite3.connect(sys.argv[2]) as dst:
+    src.backup(dst)
+PY
+LANE2_LOG=$LANE2_HOME/pytest.log
+echo "[test] pytest -m 'not cluster' (beside the cluster lane; its output follows the cluster lane's)"
+AIRFLOW_HOME=$LANE2_HOME python -m pytest -q -p no:cacheprovider -m "not cluster" --durations=15 >"$LANE2_LOG" 2>&1 &
+lane2=$!
+start=$SECONDS
+echo "[test] pytest -m cluster"
+rc1=0
+python -m pytest -q -p no:cacheprovider -m cluster --durations=30 || rc1=$?
+echo "[test] cluster lane: exit $rc1 after $((SECONDS - start)) s"
+rc2=0
+wait "$lane2" || rc2=$?
+echo "[test] the other lane (exit $rc2):"
+cat "$LANE2_LOG"
+echo "[test] both lanes done after $((SECONDS - start)) s (cluster lane exit $rc1, other lane exit $rc2)"
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ]

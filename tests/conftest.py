@@ -111,9 +111,13 @@ SLOW_FIXTURES = frozenset({"local_cluster", "_local_cluster_session", "controlle
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``slow`` every test that needs the cluster, a deployment or a real iris controller."""
+    """Mark ``slow`` every test that needs the cluster, a deployment or a real iris controller, and
+    ``cluster`` every test that uses the local Slurm cluster (its fixture, even through another):
+    scripts/test.sh runs the ``cluster`` tests in one lane and every other test beside them."""
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
+        if "_local_cluster_session" in uses and not item.get_closest_marker("cluster"):
+            item.add_marker(pytest.mark.cluster)
         if uses & SLOW_FIXTURES or item.get_closest_marker("cluster") or item.get_closest_marker("deploy"):
             item.add_marker(pytest.mark.slow)
 

@@ -101,6 +101,7 @@ class HITLResponder:
                     "options": h.options if h else None,
                     "defaults": h.defaults if h else None,
                     "deadline": ti.trigger_timeout,
+                    "answered": bool(h and h.response_received),
                 }
                 out.append((ti.run_id, ti.map_index, seen))
             return out
@@ -132,7 +133,16 @@ class HITLResponder:
             self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             try:
-                left = [m for r, m, _ in self._parked() if r == run_id] if run_id is not None else []
+                # An answered task leaves AWAITING_INPUT when dag.test() next polls (once a second):
+                # only a task still unanswered then is rejected (a second answer is refused).
+                settle = time.monotonic() + 15
+                left = []
+                while run_id is not None:
+                    mine = [(m, d) for r, m, d in self._parked() if r == run_id]
+                    left = [m for m, d in mine if not d["answered"]]
+                    if left or not mine or time.monotonic() > settle:
+                        break
+                    time.sleep(0.5)
                 if left:
                     self.errors.append("still AWAITING_INPUT after answering: rejecting to end dag.test()")
                     for m in left:

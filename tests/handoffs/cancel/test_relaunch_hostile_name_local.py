@@ -36,14 +36,9 @@ def _ops(tmp_path: Path, match: str, argv: list[str]) -> Path:
             ["sbatch", "--parsable", "-o", str(JOBS / "logs" / "rel-%j.out"), "--wrap=true resume.py --run {name}"],
             "relaunch_commands[0].argv",  # refused when ops.md is read: field named
         ),
-        pytest.param(
+        (
             ["sbatch", "--parsable", "-o", str(JOBS / "logs" / "rel-%j.out"), "-J", "{name}", "--wrap", "sleep 5"],
             "is not a plain name",  # refused when the command would be filled
-            marks=pytest.mark.xfail(
-                reason="after the h-auth merge the HITL responder's second PATCH on the mapped approval is "
-                "refused ('not allowed to write again'); open: see the session note",
-                strict=False,
-            ),
         ),
     ],
     ids=["name-in-wrap", "name-as-argv"],
