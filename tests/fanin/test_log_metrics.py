@@ -329,3 +329,44 @@ def test_default_patterns_are_linear_on_long_digit_runs(bucket: str) -> None:
     t0 = time.perf_counter()
     fn()
     assert time.perf_counter() - t0 < 0.1  # was 1.6-1.8 s per pattern (quadratic backtracking)
+
+
+# ---- never a wrong step (issue: read the logs people actually write) -------------------------------
+
+
+def test_sft_dataset_save_bar_right_after_launch_is_not_the_step() -> None:
+    ex = extract_sft(log("sft_launch_save_bar.out"), CFG)
+    assert ex.values["step"] is None and ex.values["total"] == 97  # never "50000 of 97"
+    assert any("Saving the dataset" in p for p in ex.problems)
+
+
+def test_sft_eval_bar_mid_training_is_not_the_step() -> None:
+    ex = extract_sft(log("sft_eval_bar.out"), CFG)
+    assert ex.values["step"] == 50 and ex.values["total"] == 6000  # not the eval bar's 3 of 3
+
+
+def test_sft_eval_bar_without_banner_is_ambiguous_not_a_number() -> None:
+    text = log("sft_eval_bar.out").split("  Total optimization steps = 6,000\n", 1)[1]
+    ex = extract_sft(text, CFG)
+    assert ex.values["step"] is None and any("different totals" in p for p in ex.problems)
+
+
+def test_step_above_the_total_is_unknown_with_the_reason() -> None:
+    ex = extract_sft("  Total optimization steps = 100\n 100%|█| 120/120 [00:10<00:00, 1it/s]\n", CFG)
+    assert ex.values["step"] is None and any("120" in p for p in ex.problems)
+    tail = 'Training Step Progress: 101/100\nWANDB_MIRROR {"trainer/global_step": 101, "trainer/max_steps": 100}\n'
+    rl = extract_rl(tail, [], CFG)
+    assert rl.values["step"] is None and any("above the total 100" in p for p in rl.problems)
+
+
+def test_rl_bar_with_another_total_than_max_steps_is_not_the_step() -> None:
+    tail = 'Training Step Progress: 7/9\nWANDB_MIRROR {"trainer/global_step": 40, "trainer/max_steps": 100, "reward/mean": 0.5}\n'
+    ex = extract_rl(tail, [], CFG)
+    assert ex.values["step"] is None and ex.values["max_steps"] == 100
+    assert any("total 9" in p for p in ex.problems)
+
+
+def test_unknown_metric_names_give_a_reason_naming_what_was_seen() -> None:
+    ex = extract_rl('Training Step Progress: 3/10\nWANDB_MIRROR {"my/reward": 0.5, "gn": 1.0}\n', [], CFG)
+    assert ex.values["reward"] is None
+    assert any("no reward" in p and "my/reward" in p for p in ex.problems)
