@@ -21,7 +21,8 @@ from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 
 ROOT = FIXTURES.parents[1]
-CFG = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").metrics)
+CFG_RAW = load_sweep_config(ROOT / "include" / "sweep.yaml").metrics.model_dump()
+CFG = metrics_config(CFG_RAW)
 
 
 def log(name: str) -> str:
@@ -370,3 +371,58 @@ def test_unknown_metric_names_give_a_reason_naming_what_was_seen() -> None:
     ex = extract_rl('Training Step Progress: 3/10\nWANDB_MIRROR {"my/reward": 0.5, "gn": 1.0}\n', [], CFG)
     assert ex.values["reward"] is None
     assert any("no reward" in p and "my/reward" in p for p in ex.problems)
+
+
+# ---- log profiles (include/sweep.yaml metrics.profiles; fixtures cite the printing code) -----------
+
+PROFILED = {  # fixture: (bucket, profile, the values the Step/metric columns show)
+    "verl.out": ("rl", "verl", {"step": 12, "max_steps": 300, "reward": 0.43, "entropy": 0.5031, "tis": 1.0012}),
+    "openrlhf.out": ("rl", "openrlhf", {"step": 7, "max_steps": None, "reward": 0.3125, "grad_norm": 0.731}),
+    "trl.out": ("rl", "trl", {"step": 14, "max_steps": 1868, "reward": 0.25, "grad_norm": 0.3711, "entropy": 0.4412}),
+    "megatron.out": ("sft", "megatron", {"step": 5428, "total": 250000, "loss": 2.341002}),
+    "mmengine.out": ("sft", "mmengine", {"step": 580, "total": 2046, "loss": 0.6011}),
+    "lightning.out": ("sft", "lightning", {"step": 450, "total": None, "loss": 2.571}),
+}
+
+
+@pytest.mark.parametrize("name", PROFILED)
+def test_profiles_read_each_framework_as_it_prints(name: str) -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    bucket, profile, want = PROFILED[name]
+    text = (FIXTURES / "logs" / "profiles" / name).read_text()
+    ex = extract_training(bucket, "job", text, [], CFG)
+    assert ex.values["log_profile"] == profile
+    assert {k: ex.values[k] for k in want} == want
+    check_extracted(bucket, [text], ex.values, ex.problems)
+    for key, value in ex.values.items():  # every unknown says why
+        if value is None:
+            assert any(key.split("_")[0] in p or "step" in p for p in ex.problems), (key, ex.problems)
+
+
+def test_nan_grad_norms_are_read_as_nan() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    for name, bucket in (("verl.out", "rl"), ("megatron.out", "sft"), ("mmengine.out", "sft")):
+        ex = extract_training(bucket, "j", (FIXTURES / "logs" / "profiles" / name).read_text(), [], CFG)
+        assert math.isnan(ex.values["grad_norm"]), name
+
+
+def test_runbook_format_stays_the_default_and_a_pin_forces_a_profile() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    ex = extract_training("rl", "rl__a2", log("rl_healthy.out"), [], CFG)
+    assert "log_profile" not in ex.values and ex.values["step"] == 45
+    pinned = metrics_config({**CFG_RAW, "pins": [{"match": "^verl_", "profile": "verl"}]})
+    text = (FIXTURES / "logs" / "profiles" / "verl.out").read_text() + "\nTraining Step Progress: 1/2\n"
+    assert "log_profile" not in extract_training("rl", "other", text, [], pinned).values  # the default's line
+    assert extract_training("rl", "verl_run", text, [], pinned).values["log_profile"] == "verl"
+    with pytest.raises(MetricsConfigError, match="no profile 'nope'"):
+        metrics_config({**CFG_RAW, "pins": [{"match": "x", "profile": "nope"}]})
+
+
+def test_a_log_in_no_known_format_says_so() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    ex = extract_training("rl", "j", "loading model\nstarting\n", [], CFG)
+    assert ex.values["step"] is None and any("no known log format" in p for p in ex.problems)

@@ -86,10 +86,10 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[d
     for line in _LINES.split(text):
         for p in prof.dict_line:
             m = p.search(line)
-            if m is None or "{" not in line[m.end() :]:
+            if m is None or "{" not in line[m.start() :]:
                 continue
             try:
-                d = parse_metric_dict(line[m.end() :])
+                d = parse_metric_dict(line[m.start() :])
             except ValueError as exc:
                 problems.append(f"{prof.name} metric line unparseable ({exc})")
                 break
@@ -153,6 +153,8 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
         out.values = {"step": step, "max_steps": total, **values}
         if lines and source != "this log":
             out.values["metrics_from"] = source
+        if total is None and not any("total" in p for p in out.problems):
+            out.problems.append(f"no max steps ({prof.name} total) in the log tail")
     else:
         out.values = {"step": step, "total": total, **values}
         if total is None and not any("total" in p for p in out.problems):
