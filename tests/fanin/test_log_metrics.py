@@ -395,8 +395,8 @@ def test_profiles_read_each_framework_as_it_prints(name: str) -> None:
     assert ex.values["log_profile"] == profile
     assert {k: ex.values[k] for k in want} == want
     check_extracted(bucket, [text], ex.values, ex.problems)
-    for key, value in ex.values.items():  # every unknown says why
-        if value is None:
+    for key, value in ex.values.items():  # every unknown says why (past_max_steps: None = not past)
+        if value is None and key != "past_max_steps":
             assert any(key.split("_")[0] in p or "step" in p for p in ex.problems), (key, ex.problems)
 
 

@@ -157,6 +157,7 @@ def training_step(
     text: str,
     total: int | None,
     problems: list[str],
+    past_total: list[int] | None = None,
 ) -> tuple[int | None, int | None]:
     """(step, total) from the last training-progress match: group 1 = step, group 2 (if any) = total.
 
@@ -164,6 +165,8 @@ def training_step(
     known (a banner, the trainer's own max steps) a bar with another total is not the training bar;
     when it is not, bars with different totals are ambiguous. A step above the total is unknown.
     Every unknown leaves a problem saying why; never a number that is not the training step.
+    ``past_total`` receives a step read above its total (not shown as the step, but the fact that a
+    run reports itself past its end is what the RL overshoot rule acts on).
     """
     last = last_match(steps, text)
     if last is None:
@@ -210,5 +213,7 @@ def training_step(
         total = as_count(chosen.group(2), "total steps", problems)
     if step is not None and total is not None and step > total:
         problems.append(f"step unknown: {step} is above the total {total}, not the training step")
+        if past_total is not None:
+            past_total.append(step)
         return None, total
     return step, total

@@ -124,11 +124,13 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
     last, seen = lines[-1] if lines else ({}, [])
     if total is None and last.get("max_steps") is not None and source == "this log":
         total = as_count(last["max_steps"], "max steps", out.problems)
-    step, total = training_step(prof.step, prof.not_training, text, total, out.problems)
+    past: list[int] = []
+    step, total = training_step(prof.step, prof.not_training, text, total, out.problems, past)
     if step is None and prof.step == () and last.get("step") is not None and source == "this log":
         step = as_count(last["step"], "step", out.problems)
         if step is not None and total is not None and step > total:
             out.problems.append(f"step unknown: {step} is above the total {total}, not the training step")
+            past.append(step)
             step = None
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append(f"no step line ({prof.name} training progress) in the log tail")
@@ -150,7 +152,7 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
         else [{k: v for k, v in p.items() if k in ("loss", "grad_norm")} for p, _ in lines]
     )
     if prof.bucket == "rl":
-        out.values = {"step": step, "max_steps": total, **values}
+        out.values = {"step": step, "max_steps": total, **values, "past_max_steps": past[-1] if past else None}
         if lines and source != "this log":
             out.values["metrics_from"] = source
         if total is None and not any("total" in p for p in out.problems):

@@ -154,11 +154,13 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
             break
     last = out.series[-1] if out.series else {}
     known = as_count(last["max_steps"], "max steps", out.problems) if "max_steps" in last else None
-    step, max_steps = training_step(cfg.rl_step, cfg.rl_not_training, tail, known, out.problems)
+    past: list[int] = []
+    step, max_steps = training_step(cfg.rl_step, cfg.rl_not_training, tail, known, out.problems, past)
     if step is None and "step" in last and not any("step unknown" in p for p in out.problems):
         step = as_count(last["step"], "trainer/global_step", out.problems)
         if step is not None and max_steps is not None and step > max_steps:
             out.problems.append(f"step unknown: {step} is above the total {max_steps}, not the training step")
+            past.append(step)
             step = None
     out.values = {
         "step": step,
@@ -167,6 +169,7 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
         "grad_norm": last.get("grad_norm"),
         "entropy": last.get("entropy"),
         "tis": last.get("tis"),
+        "past_max_steps": past[-1] if past else None,  # a step read above max_steps (rl_resume_overshoot)
     }
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step line (Training Step Progress / trainer/global_step) in the log tail")
