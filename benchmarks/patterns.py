@@ -86,9 +86,15 @@ def patterns() -> list[tuple[str, re.Pattern[str], str]]:
             "eval.exception": cfg.ev_exception,
             "hang_signals": cfg.hang_each,
             "eval.infra_checks": tuple(c.pattern for c in cfg.ev_checks),
+            "rl.not_training": cfg.rl_not_training,
+            "sft.not_training": cfg.sft_not_training,
         }
+        for prof in cfg.profiles:  # every log profile's patterns (metrics.profiles)
+            for part in ("signature", "step", "total", "not_training", "dict_line", "pairs_line"):
+                groups[f"profile {prof.name}.{part}"] = getattr(prof, part)
+            groups[f"profile {prof.name}.pair (findall)"] = (prof.pair,) if prof.pair else ()
         for name, pats in groups.items():
-            how = "findall" if name == "eval.exception" else "last"
+            how = "findall" if name == "eval.exception" or name.endswith("(findall)") else "last"
             for p in pats:
                 seen.setdefault(p.pattern, (f"{where}:{name}", p, how))
     return list(seen.values())

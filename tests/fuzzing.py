@@ -61,7 +61,7 @@ def any_text(seeds: list[str]) -> st.SearchStrategy[str]:
 
 # The keys each extractor always returns (RL adds metrics_from when the dicts came from a chain log).
 EXTRACTED_KEYS = {
-    "rl": {"step", "max_steps", "reward", "grad_norm", "entropy", "tis"},
+    "rl": {"step", "max_steps", "reward", "grad_norm", "entropy", "tis", "past_max_steps"},
     "sft": {"step", "total", "loss", "grad_norm"},
     "datagen": {"chunks_done", "chunks_total", "results", "avg_turns", "exc_pct"},
     "eval": {"done", "total", "pass_rate", "top_exception", "passthrough", "checks"},
@@ -101,7 +101,7 @@ def check_extracted(kind: str, texts: list[str], values: dict, problems: list[st
     is an int >= 0 the text holds (or None, with a problem when the docstring promises one); a metric is
     a float the text holds (or NaN/inf only when the text can say so), never a made-up number."""
     whole = "\n".join(texts)
-    keys = set(values) - ({"metrics_from"} if kind == "rl" else set())
+    keys = set(values) - {"log_profile"} - ({"metrics_from"} if kind == "rl" else set())
     assert keys == EXTRACTED_KEYS[kind], (kind, sorted(values))
     assert all(isinstance(p, str) and p for p in problems)
     nums = numbers_in(whole)
@@ -131,7 +131,7 @@ def check_extracted(kind: str, texts: list[str], values: dict, problems: list[st
     if kind == "rl":
         if values.get("metrics_from") is not None:
             assert values["metrics_from"].startswith("earlier chain log #")
-        if not any("WANDB_MIRROR" in t for t in texts):
+        if not any("WANDB_MIRROR" in t for t in texts) and "log_profile" not in values:
             assert all(values[k] is None for k in READINGS["rl"]) and any("WANDB_MIRROR" in p for p in problems)
     if kind == "eval":
         assert isinstance(values["top_exception"], str) and all(v in ("ok", "FAIL") for v in values["checks"].values())

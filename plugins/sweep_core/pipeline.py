@@ -19,8 +19,7 @@ from sweep_core.fanin.metrics.common import Extracted
 from sweep_core.fanin.metrics.config import MetricsConfig, metrics_config
 from sweep_core.fanin.metrics.datagen import chunk_counts, extract_datagen
 from sweep_core.fanin.metrics.eval import extract_eval
-from sweep_core.fanin.metrics.rl import extract_rl
-from sweep_core.fanin.metrics.sft import extract_sft
+from sweep_core.fanin.metrics.select import extract_training
 from sweep_core.fanin.recent_window import judge_at_end, trim_recent
 from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
@@ -227,9 +226,9 @@ def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
 def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
     """The bucket's extractor over the job's log tail; None for Catch-all."""
     if job.bucket == Bucket.RL:
-        return extract_rl(job.log_tail, job.chain_tails, mcfg)
+        return extract_training("rl", job.name, job.log_tail, job.chain_tails, mcfg)
     if job.bucket == Bucket.SFT:
-        return extract_sft(job.log_tail, mcfg)
+        return extract_training("sft", job.name, job.log_tail, [], mcfg)
     if job.bucket == Bucket.DATAGEN:
         chunks = None
         if job.chunks:

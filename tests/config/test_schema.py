@@ -194,6 +194,7 @@ DEPLOYMENT = {
     ("cleanup", "hub_org"),
     ("trackers", "globs"),
     ("trackers", "default_cluster"),
+    ("metrics", "profiles"),  # the frameworks' log profiles live in sweep.yaml only (schema default: none)
 }
 
 

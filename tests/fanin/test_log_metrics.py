@@ -21,7 +21,8 @@ from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 
 ROOT = FIXTURES.parents[1]
-CFG = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").metrics)
+CFG_RAW = load_sweep_config(ROOT / "include" / "sweep.yaml").metrics.model_dump()
+CFG = metrics_config(CFG_RAW)
 
 
 def log(name: str) -> str:
@@ -329,3 +330,99 @@ def test_default_patterns_are_linear_on_long_digit_runs(bucket: str) -> None:
     t0 = time.perf_counter()
     fn()
     assert time.perf_counter() - t0 < 0.1  # was 1.6-1.8 s per pattern (quadratic backtracking)
+
+
+# ---- never a wrong step (issue: read the logs people actually write) -------------------------------
+
+
+def test_sft_dataset_save_bar_right_after_launch_is_not_the_step() -> None:
+    ex = extract_sft(log("sft_launch_save_bar.out"), CFG)
+    assert ex.values["step"] is None and ex.values["total"] == 97  # never "50000 of 97"
+    assert any("Saving the dataset" in p for p in ex.problems)
+
+
+def test_sft_eval_bar_mid_training_is_not_the_step() -> None:
+    ex = extract_sft(log("sft_eval_bar.out"), CFG)
+    assert ex.values["step"] == 50 and ex.values["total"] == 6000  # not the eval bar's 3 of 3
+
+
+def test_sft_eval_bar_without_banner_is_ambiguous_not_a_number() -> None:
+    text = log("sft_eval_bar.out").split("  Total optimization steps = 6,000\n", 1)[1]
+    ex = extract_sft(text, CFG)
+    assert ex.values["step"] is None and any("different totals" in p for p in ex.problems)
+
+
+def test_step_above_the_total_is_unknown_with_the_reason() -> None:
+    ex = extract_sft("  Total optimization steps = 100\n 100%|█| 120/120 [00:10<00:00, 1it/s]\n", CFG)
+    assert ex.values["step"] is None and any("120" in p for p in ex.problems)
+    tail = 'Training Step Progress: 101/100\nWANDB_MIRROR {"trainer/global_step": 101, "trainer/max_steps": 100}\n'
+    rl = extract_rl(tail, [], CFG)
+    assert rl.values["step"] is None and any("above the total 100" in p for p in rl.problems)
+
+
+def test_rl_bar_with_another_total_than_max_steps_is_not_the_step() -> None:
+    tail = 'Training Step Progress: 7/9\nWANDB_MIRROR {"trainer/global_step": 40, "trainer/max_steps": 100, "reward/mean": 0.5}\n'
+    ex = extract_rl(tail, [], CFG)
+    assert ex.values["step"] is None and ex.values["max_steps"] == 100
+    assert any("total 9" in p for p in ex.problems)
+
+
+def test_unknown_metric_names_give_a_reason_naming_what_was_seen() -> None:
+    ex = extract_rl('Training Step Progress: 3/10\nWANDB_MIRROR {"my/reward": 0.5, "gn": 1.0}\n', [], CFG)
+    assert ex.values["reward"] is None
+    assert any("no reward" in p and "my/reward" in p for p in ex.problems)
+
+
+# ---- log profiles (include/sweep.yaml metrics.profiles; fixtures cite the printing code) -----------
+
+PROFILED = {  # fixture: (bucket, profile, the values the Step/metric columns show)
+    "verl.out": ("rl", "verl", {"step": 12, "max_steps": 300, "reward": 0.43, "entropy": 0.5031, "tis": 1.0012}),
+    "openrlhf.out": ("rl", "openrlhf", {"step": 7, "max_steps": None, "reward": 0.3125, "grad_norm": 0.731}),
+    "trl.out": ("rl", "trl", {"step": 14, "max_steps": 1868, "reward": 0.25, "grad_norm": 0.3711, "entropy": 0.4412}),
+    "megatron.out": ("sft", "megatron", {"step": 5428, "total": 250000, "loss": 2.341002}),
+    "mmengine.out": ("sft", "mmengine", {"step": 580, "total": 2046, "loss": 0.6011}),
+    "lightning.out": ("sft", "lightning", {"step": 450, "total": None, "loss": 2.571}),
+}
+
+
+@pytest.mark.parametrize("name", PROFILED)
+def test_profiles_read_each_framework_as_it_prints(name: str) -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    bucket, profile, want = PROFILED[name]
+    text = (FIXTURES / "logs" / "profiles" / name).read_text()
+    ex = extract_training(bucket, "job", text, [], CFG)
+    assert ex.values["log_profile"] == profile
+    assert {k: ex.values[k] for k in want} == want
+    check_extracted(bucket, [text], ex.values, ex.problems)
+    for key, value in ex.values.items():  # every unknown says why (past_max_steps: None = not past)
+        if value is None and key != "past_max_steps":
+            assert any(key.split("_")[0] in p or "step" in p for p in ex.problems), (key, ex.problems)
+
+
+def test_nan_grad_norms_are_read_as_nan() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    for name, bucket in (("verl.out", "rl"), ("megatron.out", "sft"), ("mmengine.out", "sft")):
+        ex = extract_training(bucket, "j", (FIXTURES / "logs" / "profiles" / name).read_text(), [], CFG)
+        assert math.isnan(ex.values["grad_norm"]), name
+
+
+def test_runbook_format_stays_the_default_and_a_pin_forces_a_profile() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    ex = extract_training("rl", "rl__a2", log("rl_healthy.out"), [], CFG)
+    assert "log_profile" not in ex.values and ex.values["step"] == 45
+    pinned = metrics_config({**CFG_RAW, "pins": [{"match": "^verl_", "profile": "verl"}]})
+    text = (FIXTURES / "logs" / "profiles" / "verl.out").read_text() + "\nTraining Step Progress: 1/2\n"
+    assert "log_profile" not in extract_training("rl", "other", text, [], pinned).values  # the default's line
+    assert extract_training("rl", "verl_run", text, [], pinned).values["log_profile"] == "verl"
+    with pytest.raises(MetricsConfigError, match="no profile 'nope'"):
+        metrics_config({**CFG_RAW, "pins": [{"match": "x", "profile": "nope"}]})
+
+
+def test_a_log_in_no_known_format_says_so() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    ex = extract_training("rl", "j", "loading model\nstarting\n", [], CFG)
+    assert ex.values["step"] is None and any("no known log format" in p for p in ex.problems)

@@ -104,6 +104,18 @@ def test_resume_overshoot_and_completion_at_max() -> None:
     assert flags[("completion_cleanup", "rl__a2_cell5")].action == "cleanup:rl-standard-job-cleanup"
 
 
+def test_a_running_link_that_reports_a_step_past_max_steps_is_an_overshoot_with_the_step_unknown() -> None:
+    """A resumed link past its end (``101/100``): the Step column is ``?`` with the reason (never a
+    step above the total), and the overshoot rule still sees the link past max_steps and acts."""
+    tail = 'Training Step Progress: 101/100\nWANDB_MIRROR {"trainer/global_step": 101, "trainer/max_steps": 100}\n'
+    result, flags = sweep([run("rl__a2_cell6", tail)])
+    job = result.snapshots[0].running[0]
+    assert job.metrics["step"] is None and job.metrics["past_max_steps"] == 101
+    assert any("101 is above the total 100" in p for p in job.metric_problems), job.metric_problems
+    f = flags[("rl_resume_overshoot", "rl__a2_cell6")]
+    assert f.action == "cancel" and "RUNNING at step 101/100: past max_steps" in f.message
+
+
 def test_agentic_rl_completion_goes_to_agentic_cleanup() -> None:
     _, flags = sweep([], [ended("rl__harbor_tb2_qwen", "COMPLETED")])
     assert flags[("completion_cleanup", "rl__harbor_tb2_qwen")].action == "cleanup:rl-agentic-job-cleanup"

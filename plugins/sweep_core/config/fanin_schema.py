@@ -5,6 +5,8 @@ sweep_core.fanin.metrics and sweep_core.rules compile what these models hold.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from sweep_core.config.schema_base import Regex, StrictModel, Tup
@@ -23,8 +25,18 @@ class RlMetricKeys(StrictModel):
     tis: Tup[str] = ("tis/ratio_mean", "actor/tis_ratio", "tis")
 
 
+# A progress bar that counts something else than training steps (datasets, downloads, checkpoint
+# shards, evaluation, generation): searched in the bar's own line (the text between \r / \n).
+NOT_TRAINING = (
+    r"^[^|]*?\b(?:Map|Filter|Saving|Loading|Downloading|Fetching|Generating|Resolving|Running tokenizer"
+    r"|Converting format|Tokeniz|Evaluat|Eval\b|Predict|Processed prompts|Validation|Sanity Checking|Testing)",
+    r"\b(?:examples|ba|files|B|kB|MB|GB|shards|prompts|toks)/s\b",
+)
+
+
 class RlMetrics(StrictModel):
     step: Patterns = (r"Training Step Progress:[^\n]*?(?<!\d)(\d++)/(\d++)",)
+    not_training: Patterns = Field(NOT_TRAINING, description="a bar matching one is never the training step")
     mirror_marker: str = Field("WANDB_MIRROR", min_length=1, description="prefix of a metric-dict line")
     keys: RlMetricKeys = RlMetricKeys()
 
@@ -32,6 +44,7 @@ class RlMetrics(StrictModel):
 class SftMetrics(StrictModel):
     total: Patterns = (r"Total optimization steps = ([\d,]+)", r"max_steps[=: ]++(\d++)")
     step: Patterns = (r"(?<!\d)(\d++)/(\d++) \[", r"Step (\d++)/(\d++)")
+    not_training: Patterns = Field(NOT_TRAINING, description="a bar matching one is never the training step")
 
 
 class DatagenMetrics(StrictModel):
@@ -69,6 +82,41 @@ class EvalMetrics(StrictModel):
     )
 
 
+class ProfileKeys(StrictModel):
+    """Names (dict keys or ``name: value`` names) that feed each column, by priority."""
+
+    step: Tup[str] = ()
+    max_steps: Tup[str] = ()
+    reward: Tup[str] = ()
+    grad_norm: Tup[str] = ()
+    entropy: Tup[str] = ()
+    tis: Tup[str] = ()
+    loss: Tup[str] = ()
+
+
+class LogProfile(StrictModel):
+    """One framework's log format (sweep_core/fanin/metrics/profiles.py reads it; adding one needs no code)."""
+
+    name: str = Field(min_length=1, pattern=r"^[\w.-]+$")
+    bucket: Literal["rl", "sft"]
+    signature: Patterns = Field(min_length=1, description="the tail is this format when one of these is found")
+    step: Patterns = Field((), description="training progress only: group 1 = step, group 2 (if any) = total")
+    total: Patterns = Field((), description="group 1 = the run's total steps (a banner)")
+    not_training: Patterns = Field(NOT_TRAINING, description="a step match in a bar matching one is skipped")
+    dict_line: Patterns = Field((), description="a line where one matches holds a {...} metric dict after it")
+    pairs_line: Patterns = Field((), description="a line where one matches holds name/value pairs after it")
+    pair: str = Field("", description="regex over a pairs line: group 1 = name, group 2 = value")
+    keys: ProfileKeys = ProfileKeys()
+    source: str = Field("", description="where the format comes from (file:line of the printing code)")
+
+
+class ProfilePin(StrictModel):
+    """Jobs whose name matches ``match`` are read with profile ``profile`` (no signature test)."""
+
+    match: Regex
+    profile: str = Field(min_length=1)
+
+
 class MetricsSection(StrictModel):
     """sweep.yaml ``metrics:``: per-bucket patterns over the bounded log tails (spec §3)."""
 
@@ -76,6 +124,10 @@ class MetricsSection(StrictModel):
     sft: SftMetrics = SftMetrics()
     datagen: DatagenMetrics = DatagenMetrics()
     eval: EvalMetrics = EvalMetrics()
+    profiles: Tup[LogProfile] = Field(
+        (), description="other frameworks' log formats, tried in order when the bucket's default is not found"
+    )
+    pins: Tup[ProfilePin] = Field((), description="job-name regex -> profile name: that series is read with it")
     hang_signals: Patterns = Field(
         ("EngineDead", r"NCCL[^\n]*[Tt]imeout", "[Ww]atchdog", r"RPC[^\n]*[Tt]imeout", "opCount"),
         min_length=1,

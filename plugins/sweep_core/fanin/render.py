@@ -194,6 +194,8 @@ def job_sort_key(job: Job) -> tuple[bool, str, tuple[int, ...], str]:
 def _job_note(job: Job) -> str:
     parts = [f"[{f['rule']}] {f['message']}" for f in job.flags]
     parts += [e for e in job.errors if not any(e in f["message"] for f in job.flags)]  # a flag may quote it
+    if job.metrics.get("log_profile"):  # read with a framework's log profile, not the runbook's formats
+        parts.append(f"log format: {job.metrics['log_profile']}")
     if job.metrics.get("metrics_from"):
         parts.append(f"metrics from {job.metrics['metrics_from']}")
     if job.metrics.get("max_steps_from"):  # filled by rl_resume_overshoot from the ledger

@@ -18,8 +18,9 @@ from sweep_core.vocab import Action, Bucket, Severity
 
 
 def _rl_done(job: Job) -> bool:
+    """At or past max_steps: the step reads the total, or the log reports a step above it."""
     step, top = job.metrics.get("step"), job.metrics.get("max_steps")
-    return step is not None and top is not None and step >= top
+    return (step is not None and top is not None and step >= top) or job.metrics.get("past_max_steps") is not None
 
 
 def _link_text(ref: str, job: Job) -> str:
@@ -59,7 +60,8 @@ def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
         fill_series_max(ctx, job, series)
         step, top = job.metrics.get("step"), job.metrics.get("max_steps")
         if _rl_done(job):
-            msg = f"RUNNING at step {step}/{top}: past max_steps, spurious chain link"
+            at = job.metrics.get("past_max_steps") or step
+            msg = f"RUNNING at step {at}/{top}: past max_steps, spurious chain link"
         elif job.name in done_names:
             msg = "an earlier link of this run already COMPLETED at max_steps"
         elif ref := _completed_before(ctx, job, series):

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.fanin.metrics.patterns import last_match
+
 
 @dataclass
 class Extracted:
@@ -140,3 +142,78 @@ def as_float(value: float) -> float | None:
         return float(value)
     except OverflowError:
         return None
+
+
+def _segment(text: str, start: int, end: int) -> str:
+    """The bar line around text[start:end]: from the \\r or \\n before it to the one after it."""
+    lo = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+    cuts = [i for i in (text.find("\n", end), text.find("\r", end)) if i >= 0]
+    return text[lo : min(cuts) if cuts else len(text)]
+
+
+def training_step(
+    steps: Sequence[re.Pattern[str]],
+    not_training: Sequence[re.Pattern[str]],
+    text: str,
+    total: int | None,
+    problems: list[str],
+    past_total: list[int] | None = None,
+) -> tuple[int | None, int | None]:
+    """(step, total) from the last training-progress match: group 1 = step, group 2 (if any) = total.
+
+    A match in a bar that counts something else (``not_training``) is skipped; when ``total`` is
+    known (a banner, the trainer's own max steps) a bar with another total is not the training bar;
+    when it is not, bars with different totals are ambiguous. A step above the total is unknown.
+    Every unknown leaves a problem saying why; never a number that is not the training step.
+    ``past_total`` receives a step read above its total (not shown as the step, but the fact that a
+    run reports itself past its end is what the RL overshoot rule acts on).
+    """
+    last = last_match(steps, text)
+    if last is None:
+        return None, total
+    skipped: list[str] = []
+    other_totals: set[str] = set()
+    chosen: re.Match[str] | None = None
+
+    def usable(m: re.Match[str]) -> bool:
+        seg = _segment(text, m.start(), m.end())
+        if any(p.search(seg) for p in not_training):
+            skipped.append(seg.strip()[:60])
+            return False
+        bar_total = m.group(2) if m.re.groups >= 2 else None
+        if total is not None and bar_total is not None and bar_total.replace(",", "") != str(total):
+            other_totals.add(bar_total)
+            return False
+        return True
+
+    two = last.re.groups >= 2
+    if usable(last) and (total is not None or not two):
+        chosen = last  # the usual case: the last bar is the training bar of the known total
+    else:  # walk every match, newest first
+        for m in sorted((m for p in steps for m in p.finditer(text)), key=lambda m: -m.end()):
+            if not usable(m):
+                continue
+            if chosen is None:
+                chosen = m
+                if total is not None or m.re.groups < 2:
+                    break
+            elif m.re.groups >= 2 and chosen.re.groups >= 2 and m.group(2) != chosen.group(2):
+                problems.append(
+                    f"step unknown: progress bars with different totals ({chosen.group(2)}, {m.group(2)}) and no banner"
+                    " total to tell the training bar"
+                )
+                return None, None
+    if chosen is None:
+        why = [f"a bar counting something else ({skipped[0]!r})"] if skipped else []
+        why += [f"bars of total {', '.join(sorted(other_totals))[:40]} (not the run's {total})"] if other_totals else []
+        problems.append("step unknown: no training progress line, only " + " and ".join(why or ["unreadable bars"]))
+        return None, total
+    step = as_count(chosen.group(1), "step", problems)
+    if total is None and chosen.re.groups >= 2:
+        total = as_count(chosen.group(2), "total steps", problems)
+    if step is not None and total is not None and step > total:
+        problems.append(f"step unknown: {step} is above the total {total}, not the training step")
+        if past_total is not None:
+            past_total.append(step)
+        return None, total
+    return step, total

@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep_core.config.fanin_schema import MetricsSection
+from sweep_core.config.fanin_schema import LogProfile, MetricsSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.metrics.patterns import required_literals
+from sweep_core.fanin.metrics.profiles import Profile
 
 
 class MetricsConfigError(ValueError):
@@ -44,9 +45,11 @@ class KeyPlan:
 @dataclass(frozen=True)
 class MetricsConfig:
     rl_step: tuple[re.Pattern[str], ...]
+    rl_not_training: tuple[re.Pattern[str], ...]
     rl_marker: str
     sft_total: tuple[re.Pattern[str], ...]
     sft_step: tuple[re.Pattern[str], ...]
+    sft_not_training: tuple[re.Pattern[str], ...]
     dg_results: tuple[re.Pattern[str], ...]
     dg_turns: tuple[re.Pattern[str], ...]
     dg_exc: tuple[re.Pattern[str], ...]
@@ -59,6 +62,8 @@ class MetricsConfig:
     hang_each: tuple[re.Pattern[str], ...]  # the same signals one by one: a cheaper "any of them?" test
     hang_literals: tuple[str, ...]  # one of these is in every signal's match; () when one has none
     rl_alias: dict[str, tuple[str, int]]  # dict key -> (metric, priority): one pass per dict
+    profiles: tuple[Profile, ...] = ()  # other frameworks' formats, tried in order (profiles.py)
+    pins: tuple[tuple[re.Pattern[str], Profile], ...] = ()  # job-name regex -> its profile
     # metric-dict key set -> (metric, its keys by priority): every step of a run logs the same keys
     rl_plans: dict[tuple[str, ...], KeyPlan] = field(default_factory=dict, compare=False, repr=False)
 
@@ -68,14 +73,20 @@ def metrics_config(raw: MetricsSection | dict[str, Any] | None) -> MetricsConfig
     sect = section(MetricsSection, raw, "metrics", MetricsConfigError)
     rl, sft, dg, ev = sect.rl, sect.sft, sect.datagen, sect.eval
     hang = _compile(sect.hang_signals, "hang_signals")
+    profiles = tuple(_profile(spec, i) for i, spec in enumerate(sect.profiles))
+    names = [p.name for p in profiles]
+    if len(set(names)) != len(names):
+        raise MetricsConfigError(f"metrics.profiles: names repeat ({', '.join(names)})")
     checks = tuple(
         InfraCheck(c.name, _compile([c.pattern], f"eval.infra_checks[{i}]")[0]) for i, c in enumerate(ev.infra_checks)
     )
     return MetricsConfig(
         rl_step=_compile(rl.step, "rl.step"),
+        rl_not_training=_compile(rl.not_training, "rl.not_training"),
         rl_marker=rl.mirror_marker,
         sft_total=_compile(sft.total, "sft.total"),
         sft_step=_compile(sft.step, "sft.step"),
+        sft_not_training=_compile(sft.not_training, "sft.not_training"),
         dg_results=_compile(dg.result_count, "datagen.result_count"),
         dg_turns=_compile(dg.avg_turns, "datagen.avg_turns"),
         dg_exc=_compile(dg.exceptions, "datagen.exceptions"),
@@ -92,7 +103,39 @@ def metrics_config(raw: MetricsSection | dict[str, Any] | None) -> MetricsConfig
             for metric, aliases in rl.keys.model_dump().items()
             for rank, alias in enumerate(aliases)
         },
+        profiles=profiles,
+        pins=tuple((pin.match, _pinned(pin.profile, profiles, i)) for i, pin in enumerate(sect.pins)),
     )
+
+
+def _profile(spec: LogProfile, i: int) -> Profile:
+    where = f"profiles[{i}] ({spec.name})"
+    pair = _compile([spec.pair], f"{where}.pair")[0] if spec.pair else None
+    if pair is not None and pair.groups < 2:
+        raise MetricsConfigError(f"metrics.{where}.pair: needs 2 groups (name, value)")
+    if spec.pairs_line and pair is None:
+        raise MetricsConfigError(f"metrics.{where}: pairs_line needs a pair regex")
+    return Profile(
+        name=spec.name,
+        bucket=spec.bucket,
+        signature=_compile(spec.signature, f"{where}.signature"),
+        step=_compile(spec.step, f"{where}.step"),
+        total=_compile(spec.total, f"{where}.total"),
+        not_training=_compile(spec.not_training, f"{where}.not_training"),
+        dict_line=_compile(spec.dict_line, f"{where}.dict_line"),
+        pairs_line=_compile(spec.pairs_line, f"{where}.pairs_line"),
+        pair=pair,
+        alias={name: (col, rank) for col, names in spec.keys.model_dump().items() for rank, name in enumerate(names)},
+        source=spec.source,
+    )
+
+
+def _pinned(name: str, profiles: Sequence[Profile], i: int) -> Profile:
+    for prof in profiles:
+        if prof.name == name:
+            return prof
+    known = ", ".join(p.name for p in profiles) or "none"
+    raise MetricsConfigError(f"metrics.pins[{i}]: no profile {name!r} (profiles: {known})")
 
 
 def _hang_literals(signals: Sequence[re.Pattern[str]]) -> tuple[str, ...]:

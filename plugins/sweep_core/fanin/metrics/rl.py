@@ -2,7 +2,8 @@
 ``metrics.rl`` in include/sweep.yaml, fixtures in tests/fixtures/logs/):
 
   ``Training Step Progress:  45%|████▌     | 45/100 [01:23<01:40]`` (tqdm) or
-  ``Training Step Progress: 45/100`` -> step 45 of 100.
+  ``Training Step Progress: 45/100`` -> step 45 of 100 (a bar whose total is not the dicts'
+  ``trainer/max_steps``, or a step above the total, is not the step: "?" with the reason).
   ``WANDB_MIRROR {"trainer/global_step": 45, "reward/mean": 0.31, "actor/grad_norm": 1.2,
   "actor/entropy": 0.8, "tis/ratio_mean": 1.01}`` -> the metric dict of one step; JSON or a
   Python dict literal (single quotes, nan/inf allowed). A chain-restarted run may carry the
@@ -17,9 +18,16 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-from sweep_core.fanin.metrics.common import JSON_DECODER, Extracted, as_count, as_float, as_number, parse_metric_dict
+from sweep_core.fanin.metrics.common import (
+    JSON_DECODER,
+    Extracted,
+    as_count,
+    as_float,
+    as_number,
+    parse_metric_dict,
+    training_step,
+)
 from sweep_core.fanin.metrics.config import KeyPlan, MetricsConfig
-from sweep_core.fanin.metrics.patterns import last_match
 
 _NUMBER_TYPES = frozenset({float, int})
 
@@ -111,12 +119,8 @@ def _pick_all_slow(d: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict
 def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Extracted:
     """Step N/M, reward, grad norm, entropy, TIS (+ the per-step series for the collapse rule)."""
     out = Extracted()
-    m = last_match(cfg.rl_step, tail)
-    step = max_steps = None
-    if m:
-        step = as_count(m.group(1), "step", out.problems)
-        max_steps = as_count(m.group(2), "max steps", out.problems)
     source = "this log"
+    last_keys: list[str] = []
     marker, alias, plans = cfg.rl_marker, cfg.rl_alias, cfg.rl_plans
     for i, text in enumerate([tail, *chain_tails]):
         series = []
@@ -135,6 +139,7 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
                     stop = -1
                 if stop == len(body) and type(d) is dict:
                     series.append(_pick_all(d, alias, plans))
+                    last_keys = list(d)
                     continue
             try:
                 d = parse_metric_dict(rest)
@@ -142,15 +147,21 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
                 out.problems.append(f"{marker} line {n} unparseable ({exc})")
                 continue
             series.append(_pick_all(d, alias, plans))
+            last_keys = [str(k) for k in d]
         if series:
             out.series = series
             source = "this log" if i == 0 else f"earlier chain log #{i}"
             break
     last = out.series[-1] if out.series else {}
-    if step is None and "step" in last:
+    known = as_count(last["max_steps"], "max steps", out.problems) if "max_steps" in last else None
+    past: list[int] = []
+    step, max_steps = training_step(cfg.rl_step, cfg.rl_not_training, tail, known, out.problems, past)
+    if step is None and "step" in last and not any("step unknown" in p for p in out.problems):
         step = as_count(last["step"], "trainer/global_step", out.problems)
-    if max_steps is None and "max_steps" in last:
-        max_steps = as_count(last["max_steps"], "max steps", out.problems)
+        if step is not None and max_steps is not None and step > max_steps:
+            out.problems.append(f"step unknown: {step} is above the total {max_steps}, not the training step")
+            past.append(step)
+            step = None
     out.values = {
         "step": step,
         "max_steps": max_steps,
@@ -158,11 +169,18 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
         "grad_norm": last.get("grad_norm"),
         "entropy": last.get("entropy"),
         "tis": last.get("tis"),
+        "past_max_steps": past[-1] if past else None,  # a step read above max_steps (rl_resume_overshoot)
     }
-    if step is None:
+    if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step line (Training Step Progress / trainer/global_step) in the log tail")
     if not out.series:
         out.problems.append(f"no {cfg.rl_marker} metric dict in this log or its chain logs")
-    elif source != "this log":
-        out.values["metrics_from"] = source
+    else:
+        saw = ", ".join(last_keys[:8]) + ("…" if len(last_keys) > 8 else "")
+        for col in ("reward", "grad_norm", "entropy", "tis"):
+            if out.values[col] is None:
+                names = ", ".join(k for k, (m, _) in alias.items() if m == col)
+                out.problems.append(f"no {col} in the last {cfg.rl_marker} dict (names: {names}; it holds: {saw})")
+        if source != "this log":
+            out.values["metrics_from"] = source
     return out

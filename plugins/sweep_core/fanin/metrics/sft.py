@@ -2,7 +2,9 @@
 in include/sweep.yaml, fixtures in tests/fixtures/logs/):
 
   ``  Total optimization steps = 1,000`` (HF Trainer banner) -> total;
-  `` 45/1000 [00:10<03:40, 4.3it/s]`` (tqdm) -> step;
+  `` 45/1000 [00:10<03:40, 4.3it/s]`` (tqdm) -> step; never a bar that counts something else
+  (``Map: 100%|…| 50000/50000``, ``metrics.sft.not_training``), nor one whose total is not the
+  banner's (the eval bar ``3/3`` of a 6000-step run), nor a step above the total;
   ``{'loss': 0.5123, 'grad_norm': 1.23, 'learning_rate': 1e-05, 'epoch': 0.12}`` -> loss, grad (the
   last line), and every such line of the tail, oldest first, as ``series`` (sft_divergence reads it).
 
@@ -11,7 +13,7 @@ A line that does not parse never raises: the metric is None (rendered "?") and `
 
 from __future__ import annotations
 
-from sweep_core.fanin.metrics.common import Extracted, as_count, parse_metric_dict, pick_number
+from sweep_core.fanin.metrics.common import Extracted, as_count, parse_metric_dict, pick_number, training_step
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import last_match
 
@@ -20,11 +22,8 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     """Step/total, the last {'loss', 'grad_norm'} dict, and every one in the tail (``series``)."""
     out = Extracted()
     total_m = last_match(cfg.sft_total, tail)
-    step_m = last_match(cfg.sft_step, tail)
     total = as_count(total_m.group(1), "total steps", out.problems) if total_m else None
-    step = as_count(step_m.group(1), "step", out.problems) if step_m else None
-    if total is None and step_m and step_m.lastindex and step_m.lastindex >= 2:
-        total = as_count(step_m.group(2), "total steps", out.problems)
+    step, total = training_step(cfg.sft_step, cfg.sft_not_training, tail, total, out.problems)
     loss = grad = None
     found = False
     for line in reversed(tail.splitlines()):
@@ -42,7 +41,7 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
                 out.series.append(point)
     out.series.reverse()  # oldest first: the sft_divergence rule compares the last with the earlier ones
     out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad}
-    if step is None:
+    if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step progress line in the log tail")
     if total is None:
         out.problems.append("no total steps (banner 'Total optimization steps' or N/M)")

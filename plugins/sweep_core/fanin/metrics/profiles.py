@@ -1,0 +1,168 @@
+"""Log profiles: other frameworks' log formats as data (sweep.yaml ``metrics.profiles``; the fixtures
+in tests/fixtures/logs/profiles/ cite each framework's printing code). A profile names its
+signature (the tail is in this format when one is found), its training-progress step and total
+sources, the bars that count something else, and its metric lines: ``{...}`` dicts after a
+``dict_line`` match, or ``name: value`` pairs (``pair``: group 1 name, group 2 value) after a
+``pairs_line`` match; ``keys`` maps those names to the columns.
+
+The bucket's own formats (``metrics.rl`` / ``metrics.sft``, the runbook's) stay the default: they
+are read by rl.py / sft.py; a profile is used when the default's lines are not in the tail and
+the profile's signature is, or when ``metrics.pins`` names it for the job.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sweep_core.fanin.metrics.common import Extracted, as_count, as_number, parse_metric_dict, training_step
+from sweep_core.fanin.metrics.patterns import last_match, search
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_LINES = re.compile(r"[\r\n]+")
+COLUMNS = {"rl": ("reward", "grad_norm", "entropy", "tis"), "sft": ("loss", "grad_norm")}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    bucket: str
+    signature: tuple[re.Pattern[str], ...]
+    step: tuple[re.Pattern[str], ...]
+    total: tuple[re.Pattern[str], ...]
+    not_training: tuple[re.Pattern[str], ...]
+    dict_line: tuple[re.Pattern[str], ...]
+    pairs_line: tuple[re.Pattern[str], ...]
+    pair: re.Pattern[str] | None
+    alias: dict[str, tuple[str, int]]  # name -> (column, priority)
+    source: str = ""
+
+    def matches(self, text: str) -> bool:
+        return any(search(p, text) for p in self.signature)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, str):
+        v = value.strip().rstrip(",|")
+        low = v.lower()
+        if low in ("nan", "-nan"):
+            return math.nan
+        if low in ("inf", "-inf", "+inf"):
+            return -math.inf if low.startswith("-") else math.inf
+        m = re.fullmatch(r"(?:np\.float\d+|tensor)\((.*?)\)", v)  # pformat of numpy 2 / torch scalars
+        return as_number(m.group(1) if m else v)
+    return None
+
+
+def _point(names: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict[str, float]:
+    """column -> value from one line's names; the earliest-listed name of a column wins."""
+    out: dict[str, float] = {}
+    rank: dict[str, int] = {}
+    for key, value in names.items():
+        hit = alias.get(key.strip())
+        if hit is None or (hit[0] in rank and rank[hit[0]] <= hit[1]):
+            continue
+        num = _number(value)
+        if num is not None:
+            out[hit[0]], rank[hit[0]] = num, hit[1]
+    return out
+
+
+def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[dict[str, float], list[str]]]:
+    """(point, names seen) of every metric line of ``text``, oldest first."""
+    out: list[tuple[dict[str, float], list[str]]] = []
+    if not any(search(p, text) for p in (*prof.dict_line, *prof.pairs_line)):
+        return out
+    for line in _LINES.split(text):
+        for p in prof.dict_line:
+            m = p.search(line)
+            if m is None or "{" not in line[m.start() :]:
+                continue
+            try:
+                d = parse_metric_dict(line[m.start() :])
+            except ValueError as exc:
+                problems.append(f"{prof.name} metric line unparseable ({exc})")
+                break
+            out.append((_point(d, prof.alias), [str(k) for k in d]))
+            break
+        else:
+            for p in prof.pairs_line:
+                m = p.search(line)
+                if m is None or prof.pair is None:
+                    continue
+                pairs = {k: v for k, v in prof.pair.findall(line, m.start())}
+                if pairs:
+                    out.append((_point(pairs, prof.alias), list(pairs)))
+                break
+    return out
+
+
+def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, default: bool) -> Extracted:
+    """The bucket's columns read with ``prof`` (RL: chain tails when this one has no metric line)."""
+    out = Extracted()
+    text = _ANSI.sub("", tail) if "\x1b" in tail else tail
+    total_m = last_match(prof.total, text)
+    total = as_count(total_m.group(1), "total steps", out.problems) if total_m else None
+    lines = _metric_lines(prof, text, out.problems)
+    source = "this log"
+    if not lines and prof.bucket == "rl":
+        for i, older in enumerate(chain_tails, start=1):
+            lines = _metric_lines(prof, _ANSI.sub("", older), out.problems)
+            if lines:
+                source = f"earlier chain log #{i}"
+                break
+    last, seen = lines[-1] if lines else ({}, [])
+    if total is None and last.get("max_steps") is not None and source == "this log":
+        total = as_count(last["max_steps"], "max steps", out.problems)
+    past: list[int] = []
+    step, total = training_step(prof.step, prof.not_training, text, total, out.problems, past)
+    if step is None and prof.step == () and last.get("step") is not None and source == "this log":
+        step = as_count(last["step"], "step", out.problems)
+        if step is not None and total is not None and step > total:
+            out.problems.append(f"step unknown: {step} is above the total {total}, not the training step")
+            past.append(step)
+            step = None
+    if step is None and not any("step" in p for p in out.problems):
+        out.problems.append(f"no step line ({prof.name} training progress) in the log tail")
+    cols = COLUMNS[prof.bucket]
+    values: dict[str, Any] = {c: last.get(c) for c in cols}
+    if not lines:
+        out.problems.append(
+            f"no {prof.name} metric line in the log tail" + (" or its chain logs" if chain_tails else "")
+        )
+    else:
+        for c in cols:
+            if values[c] is None:
+                names = ", ".join(n for n, (col, _) in prof.alias.items() if col == c) or "none configured"
+                saw = ", ".join(seen[:8]) + ("…" if len(seen) > 8 else "")
+                out.problems.append(f"no {c} in the last {prof.name} metric line (names: {names}; it holds: {saw})")
+    out.series = (
+        [p for p, _ in lines]
+        if prof.bucket == "rl"
+        else [{k: v for k, v in p.items() if k in ("loss", "grad_norm")} for p, _ in lines]
+    )
+    if prof.bucket == "rl":
+        out.values = {"step": step, "max_steps": total, **values, "past_max_steps": past[-1] if past else None}
+        if lines and source != "this log":
+            out.values["metrics_from"] = source
+        if total is None and not any("total" in p for p in out.problems):
+            out.problems.append(f"no max steps ({prof.name} total) in the log tail")
+    else:
+        out.values = {"step": step, "total": total, **values}
+        if total is None and not any("total" in p for p in out.problems):
+            out.problems.append(f"no total steps ({prof.name}) in the log tail")
+        if values["loss"] is None and not any("loss" in p for p in out.problems):
+            out.problems.append(f"no loss in the {prof.name} metric lines")
+    if not default:
+        out.values["log_profile"] = prof.name
+    return out

@@ -1,0 +1,46 @@
+"""Which reader a RL/SFT job's log gets: a profile ``metrics.pins`` names for the job; else the
+bucket's default (the runbook's formats: rl.py, sft.py) when its lines are in the tail; else the
+first ``metrics.profiles`` entry whose signature is; else the default, saying no format was found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sweep_core.fanin.metrics.common import Extracted
+from sweep_core.fanin.metrics.config import MetricsConfig
+from sweep_core.fanin.metrics.patterns import last_match
+from sweep_core.fanin.metrics.profiles import Profile, extract_profiled
+from sweep_core.fanin.metrics.rl import extract_rl
+from sweep_core.fanin.metrics.sft import extract_sft
+
+
+def _default_found(bucket: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> bool:
+    if bucket == "rl":
+        return last_match(cfg.rl_step, tail) is not None or any(cfg.rl_marker in t for t in (tail, *chain_tails))
+    return last_match(cfg.sft_total, tail) is not None or "'loss'" in tail or '"loss"' in tail
+
+
+def profile_for(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Profile | None:
+    """The profile that reads this job's log; None = the bucket's default (rl.py / sft.py)."""
+    for pattern, prof in cfg.pins:
+        if prof.bucket == bucket and pattern.search(name):
+            return prof
+    if _default_found(bucket, tail, chain_tails, cfg):
+        return None
+    for prof in cfg.profiles:
+        if prof.bucket == bucket and (prof.matches(tail) or any(prof.matches(t) for t in chain_tails[:1])):
+            return prof
+    return None
+
+
+def extract_training(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Extracted:
+    """RL or SFT columns of one job, read with its profile (a non-default one is named in the values)."""
+    prof = profile_for(bucket, name, tail, chain_tails, cfg)
+    if prof is not None:
+        return extract_profiled(prof, tail, chain_tails, default=False)
+    out = extract_rl(tail, chain_tails, cfg) if bucket == "rl" else extract_sft(tail, cfg)
+    if out.problems and not _default_found(bucket, tail, chain_tails, cfg):
+        tried = ", ".join(p.name for p in cfg.profiles if p.bucket == bucket)
+        out.problems.append(f"no known log format found in the tail (default and profiles: {tried or 'none'})")
+    return out
