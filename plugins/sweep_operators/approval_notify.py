@@ -15,11 +15,11 @@ from urllib.parse import quote
 from airflow.sdk import BaseNotifier
 
 from sweep_core.alerts.approvals import approval_message, approvers_for, failing_message, overrun_message
-from sweep_core.alerts.layout import NO_CHANNEL
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.ledger.outcomes import record_outcome, tells_failing
+from sweep_core.vocab import NO_CHANNEL
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.notify_tasks import send
 from sweep_operators.task_ids import Cancel

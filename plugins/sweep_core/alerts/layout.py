@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sweep_core.alerts.digest import Digest
 from sweep_core.safe_text import clean, delink
+from sweep_core.vocab import NO_CHANNEL
 
 MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
 
@@ -77,9 +78,6 @@ def route(
     title = f"{dag_id} {digest.window_end:%Y-%m-%d %H:%M}Z{first}: {counts}"
     return Message(clean(title, newlines=False), sections, list(links), keys)
 
-
-
-NO_CHANNEL = "no notify channel configured: add one in sweep.yaml notify.channels (docs/alerts.md)"
 
 
 def unrouted_lines(digest: Digest, severities: Sequence[str] = ("critical", "warn"), max_items: int = 30) -> list[str]:
