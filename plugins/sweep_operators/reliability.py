@@ -146,8 +146,14 @@ def sweep_limits(dag: Any, config: Any, ops_dir: str) -> None:
 
 
 def handoff_limits(dag: Any, sweep_yaml: str, ops_dir: str) -> None:
-    """A hand-off DAG's timeouts and retries: its remote steps sized over every ops.md cluster."""
-    from sweep_core.config.sweep import load_sweep_config
+    """A hand-off DAG's timeouts and retries: its remote steps sized over every ops.md cluster.
+    A sweep.yaml not readable at parse time sizes them from the schema's defaults (its tasks fail
+    at run time naming the file, as before)."""
+    from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
 
-    config = load_sweep_config(sweep_yaml)
+    try:
+        config = load_sweep_config(sweep_yaml)
+    except (SweepConfigError, OSError) as exc:
+        log.warning("%s: sized from the schema's defaults: %s", dag.dag_id, exc)
+        config = SweepConfig.model_construct()
     apply_limits(dag, config, handoff_needs(dag.dag_id, config), {"*": peek_clusters(ops_dir)})
