@@ -24,8 +24,9 @@ from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, Trigge
 from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import load_sweep_config
 from sweep_operators import notify_tasks, sweep_tasks
-from sweep_operators.approval_notify import overrun_deadline, sweep_outcome
+from sweep_operators.approval_notify import sweep_deadline, sweep_outcome
 from sweep_operators.iris_gather import IrisGatherOperator
+from sweep_operators.reliability import sweep_limits
 from sweep_operators.slurm_gather import SlurmGatherOperator
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
 
@@ -47,10 +48,9 @@ with DAG(
     default_args={"retries": 0},
     tags=["monitoring", "slurm", "iris"],
     doc_md=__doc__,
-    # a sweep still running notify.overrun_intervals schedule intervals after it was queued is told
-    deadline=overrun_deadline(SWEEP_YAML, CONFIG.schedule, CONFIG.notify.overrun_intervals)
-    if CONFIG.notify.overrun_intervals
-    else None,
+    # a sweep still running notify.overrun_intervals (default 1, 0 = off) schedule intervals after it
+    # was queued is told: its next run cannot start (max_active_runs=1)
+    deadline=sweep_deadline(SWEEP_YAML, CONFIG.schedule, CONFIG.notify.overrun_intervals),
     # every run's end is recorded; notify.failed_sweeps failed runs in a row are told (critical)
     on_success_callback=partial(sweep_outcome, sweep_yaml=SWEEP_YAML, ok=True),
     on_failure_callback=partial(sweep_outcome, sweep_yaml=SWEEP_YAML, ok=False),
@@ -157,3 +157,5 @@ with DAG(
             skip_when_already_exists=True,
             wait_for_completion=False,
         )
+    # every task's execution_timeout, and retries for the read-only ones (sweep.yaml tasks:)
+    sweep_limits(dag, CONFIG, OPS_DIR)

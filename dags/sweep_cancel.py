@@ -30,6 +30,7 @@ from sweep_core.vocab import CANCEL_ACTIONS
 from sweep_operators import cancel_tasks
 from sweep_operators.approval_notify import ApprovalNotifier
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import Cancel, DagId
 
 OPS_DIR, SWEEP_YAML = config_paths()
@@ -93,3 +94,4 @@ with DAG(
     )
     validate >> standing >> record  # a standing permission waits for no human
     validate >> to_ask >> approve >> scancel >> record
+    handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

@@ -22,6 +22,7 @@ from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_operators import cleanup_tasks, consolidate_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import Cleanup, DagId
 
 OPS_DIR, SWEEP_YAML = config_paths()
@@ -74,3 +75,4 @@ with DAG(
     consolidate >> plan >> [upload, delete]
     delete >> verify >> record
     upload >> record
+    handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

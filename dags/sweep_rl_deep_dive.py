@@ -16,6 +16,7 @@ from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_operators import deep_dive_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import DagId, DeepDive
 
 OPS_DIR, SWEEP_YAML = config_paths()
@@ -72,3 +73,4 @@ with DAG(
     )
     probe >> verdict >> branch >> [trigger, no_kill]
     [trigger, no_kill] >> record
+    handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

@@ -13,6 +13,7 @@ from airflow.sdk import DAG, TriggerRule
 
 from sweep_operators import harvest_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import DagId, Harvest
 
 OPS_DIR, SWEEP_YAML = config_paths()
@@ -34,3 +35,4 @@ with DAG(
         trigger_rule=TriggerRule.ALL_DONE,
     )
     harvest >> record
+    handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

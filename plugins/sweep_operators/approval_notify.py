@@ -19,6 +19,7 @@ from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.ledger.outcomes import record_outcome, tells_failing
+from sweep_core.vocab import NO_CHANNEL
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.notify_tasks import send
 from sweep_operators.task_ids import Cancel
@@ -86,10 +87,12 @@ def overrun_alert(*, sweep_yaml: str, intervals: int, context: dict[str, Any] | 
     msg = overrun_message(
         dag_id, run_id, intervals, f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
     )
-    for ch in cfg.channels:
-        if "critical" in ch.severities:
-            send(ch, msg, context or {})
-            log.info("overrun alert sent to %s", ch.name)
+    told = [ch for ch in cfg.channels if "critical" in ch.severities]
+    if not told:
+        log.warning("ALERT (%s) %s", NO_CHANNEL, msg.text().replace("\n", " | "))
+    for ch in told:
+        send(ch, msg, context or {})
+        log.info("overrun alert sent to %s", ch.name)
 
 
 def sweep_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
@@ -105,13 +108,15 @@ def sweep_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
     dag_id = str(getattr(context.get("dag"), "dag_id", "monitor_cron_sweep"))
     link = f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
     msg = failing_message(dag_id, streak, last_success, link)
-    for ch in config.notify.channels:
-        if "critical" in ch.severities:
-            try:
-                send(ch, msg, context)
-                log.info("failing-sweep alert (%d in a row) sent to %s", streak, ch.name)
-            except Exception as exc:
-                log.error("failing-sweep alert to %s failed: %s", ch.name, exc)
+    told = [ch for ch in config.notify.channels if "critical" in ch.severities]
+    if not told:
+        log.warning("ALERT (%s) %s", NO_CHANNEL, msg.text().replace("\n", " | "))
+    for ch in told:
+        try:
+            send(ch, msg, context)
+            log.info("failing-sweep alert (%d in a row) sent to %s", streak, ch.name)
+        except Exception as exc:
+            log.error("failing-sweep alert to %s failed: %s", ch.name, exc)
 
 
 def overrun_deadline(sweep_yaml: str, schedule: str, intervals: int) -> Any:
@@ -131,3 +136,17 @@ def overrun_deadline(sweep_yaml: str, schedule: str, intervals: int) -> Any:
         ),
         name="sweep_overrun",
     )
+
+
+OVERRUN_OFF_ENV = "SWEEP_OVERRUN_ALERT"
+
+
+def sweep_deadline(sweep_yaml: str, schedule: str, intervals: int) -> Any:
+    """The sweep DAG's ``deadline=``: on unless sweep.yaml ``notify.overrun_intervals`` is 0, or
+    ``SWEEP_OVERRUN_ALERT=off`` is set where the DAG is parsed (``airflow dags test`` / ``dag.test()``
+    cannot run a DAG with a deadline in Airflow 3.3.2: the tests and the demo set it)."""
+    import os
+
+    if not intervals or os.environ.get(OVERRUN_OFF_ENV, "").strip().lower() == "off":
+        return None
+    return overrun_deadline(sweep_yaml, schedule, intervals)

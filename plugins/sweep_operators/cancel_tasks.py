@@ -129,6 +129,9 @@ class CancelApprovalOperator(HITLOperator):
 
     def __init__(self, *, sweep_yaml: str, job_key: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("subject", "sweep_cancel: approve scancel?")
+        # set again in execute; given here so HITLOperator keeps the task's execution_timeout
+        # (without a response_timeout it would take the execution_timeout as one and clear it)
+        kwargs.setdefault("response_timeout", dt.timedelta(minutes=MAX_APPROVAL_MINUTES))
         super().__init__(options=[CANCEL, RELAUNCH, REJECT], defaults=REJECT, multiple=False, **kwargs)
         self.sweep_yaml = sweep_yaml
         self.job_key = job_key

@@ -17,6 +17,7 @@ from sweep_core.iris.state import PodCount, iris_snapshot
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.window import is_past_window
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
+from sweep_operators.reliability import transport_only
 from sweep_operators.window import catch_up_since, sweep_window
 
 
@@ -96,6 +97,7 @@ class IrisGatherOperator(BaseOperator):
         self.ops_dir = str(ops_dir)
         self.lookback_hours = lookback_hours
 
+    @transport_only  # a transport error is retried (sweep.yaml tasks.retries), anything else fails at once
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)

@@ -13,7 +13,16 @@ from urllib.parse import quote
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.digest import COLUMNS, build_digest
-from sweep_core.alerts.layout import Message, email_html, handoff_lines, plain_title, route, slack_blocks, slack_text
+from sweep_core.alerts.layout import (
+    Message,
+    email_html,
+    handoff_lines,
+    plain_title,
+    route,
+    slack_blocks,
+    slack_text,
+    unrouted_lines,
+)
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.triggers import Handoff
@@ -78,9 +87,6 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     channel with nothing new is sent nothing, nor one this run already told the same things (a
     re-run, a retry after another channel failed). Returns each channel's message (or None)."""
     config = load_sweep_config(sweep_yaml)
-    if not config.notify.channels:
-        log.info("notify: no channels in sweep.yaml notify.channels: nobody is told")
-        return {}
     _, end = sweep_window(context, context["params"].get("lookback_hours"))
     run_id, notes, log_dir = run_id_of(context), [], run_log_dir(config)
     store = history_store(config)
@@ -93,7 +99,13 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         current, earlier, run_id=run_id, cooldown_hours=config.notify.cooldown_hours, handoffs=handoff_lines(confs)
     )
     out: dict[str, Any] = {"notes": notes}
-    failed = []
+    if not config.notify.channels:  # nobody would hear: every alert a WARNING line of this task's log
+        lines = unrouted_lines(digest, max_items=config.notify.max_items)
+        for line in lines:
+            log.warning("%s", line)
+        out["unrouted"] = lines
+        return out
+    failed, errors = [], []
     for ch in config.notify.channels:
         msg = route(digest, ch.severities, handoffs=ch.handoffs, max_items=config.notify.max_items,
                     links=_links(config, context))  # fmt: skip
@@ -111,6 +123,7 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         except Exception as exc:  # one channel down does not silence the others
             log.error("notify %s (%s) failed: %s", ch.name, ch.kind, exc)
             failed.append(f"{ch.name}: {exc}")
-    if failed:
-        raise AirflowException("digest not delivered to " + " | ".join(failed))
+            errors.append(exc)
+    if failed:  # a retry (a transport error) tells only the channels not told yet
+        raise AirflowException("digest not delivered to " + " | ".join(failed)) from errors[0]
     return out

@@ -22,6 +22,7 @@ from sweep_core.slurm.gather import GatherRequest, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.reliability import transport_only
 from sweep_operators.window import catch_up_since, sweep_window
 
 
@@ -112,6 +113,7 @@ class SlurmGatherOperator(BaseOperator):
         self.sweep_config_path = str(sweep_config_path)
         self.lookback_hours = lookback_hours
 
+    @transport_only  # a transport error is retried (sweep.yaml tasks.retries), anything else fails at once
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         config = load_sweep_config(self.sweep_config_path)

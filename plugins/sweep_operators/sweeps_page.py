@@ -51,7 +51,9 @@ def create_app() -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
         t0 = time.perf_counter()
-        body = sweeps_page(load_view(_store(), _CACHE, PageQuery(page, per, q)))
+        view = load_view(_store(), _CACHE, PageQuery(page, per, q))
+        view.channels = len(load_sweep_config(_sweep_yaml()).notify.channels)
+        body = sweeps_page(view)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
 
     @app.get("/tail", response_class=PlainTextResponse)

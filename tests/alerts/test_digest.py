@@ -73,3 +73,15 @@ def test_routing_by_severity_and_slack_limits(tmp_path) -> None:
     assert "<!channel>" not in email_html(msg) and "&lt;!channel&gt;" in email_html(msg)
     capped = route(d, ["warn"], max_items=5)
     assert capped.sections[0][1][-1] == "… and 995 more"
+
+
+def test_with_no_channel_each_alert_is_one_line_saying_where_to_add_one(tmp_path) -> None:
+    from sweep_core.alerts.layout import unrouted_lines
+
+    store = HistoryStore(tmp_path)
+    info = Flag(rule="fyi", severity="info", cluster="c1", job_id="9", job_name="rl__c", message="just so")
+    lines = unrouted_lines(_digest(store, 0, [STALL, BOOM, info]))
+    assert len(lines) == 2  # warn and critical, not info
+    assert all("no notify channel configured: add one in sweep.yaml notify.channels" in ln for ln in lines)
+    assert any("collapse" in ln and "CRITICAL" in ln for ln in lines) and any("stall" in ln for ln in lines)
+    assert unrouted_lines(_digest(store, 1, [STALL, BOOM, info])) == []  # nothing new: nothing to say

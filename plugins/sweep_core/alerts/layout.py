@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sweep_core.alerts.digest import Digest
 from sweep_core.safe_text import clean, delink
+from sweep_core.vocab import NO_CHANNEL
 
 MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
 
@@ -77,6 +78,15 @@ def route(
     title = f"{dag_id} {digest.window_end:%Y-%m-%d %H:%M}Z{first}: {counts}"
     return Message(clean(title, newlines=False), sections, list(links), keys)
 
+
+
+def unrouted_lines(digest: Digest, severities: Sequence[str] = ("critical", "warn"), max_items: int = 30) -> list[str]:
+    """With no channel to tell: one line per alert (new, told again, resolved, hand-off) for the
+    task log, each saying where a channel is added; [] when there is nothing to tell."""
+    msg = route(digest, severities, max_items=max_items)
+    if msg is None:
+        return []
+    return [f"ALERT ({NO_CHANNEL}) {head}: {line}" for head, lines in msg.sections for line in lines]
 
 # Slack mrkdwn has no escape for its formatting marks: each becomes a look-alike that formats nothing
 # (`_` only at a word's edge: inside a word, as in rl__a2_qwen, Slack does not italicise).

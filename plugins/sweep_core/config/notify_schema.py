@@ -65,10 +65,10 @@ class NotifySection(StrictModel):
     )
     approval_conn_id: str | None = Field(None, description="the SMTP Connection approval mails go through")
     approval_slack_conn_id: str | None = Field(None, description="a Slack webhook told of each approval asked")
-    overrun_intervals: Positive | None = Field(
-        None,
+    overrun_intervals: Annotated[int, Field(ge=0)] = Field(
+        1,
         description="a sweep still running this many schedule intervals after it was queued raises an alert "
-        "(a Deadline Alert, told to the channels that hear critical); null = off",
+        "(a Deadline Alert, told to the channels that hear critical, else logged); 0 = off",
     )
     failed_sweeps: Positive | None = Field(
         2,

@@ -16,6 +16,7 @@ from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSe
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
+from sweep_core.config.tasks_schema import TasksSection
 
 Positive = Annotated[int, Field(gt=0)]
 
@@ -76,6 +77,9 @@ class SweepConfig(StrictModel):
     )
     history: HistorySection = Field(HistorySection(), description="the Parquet record of every sweep: where, how long")
     notify: NotifySection = Field(NotifySection(), description="digest channels (Slack, e-mail), cooldown, approvers")
+    tasks: TasksSection = Field(
+        TasksSection(), description="every task's execution_timeout margin; retries of the read-only steps"
+    )
 
     @field_validator("schedule")
     @classmethod

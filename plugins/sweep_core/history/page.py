@@ -19,6 +19,7 @@ from sweep_core.history.page_view import PageView
 from sweep_core.history.plots import plots
 from sweep_core.history.rows import METRIC_PREFIX
 from sweep_core.safe_text import clean
+from sweep_core.vocab import NO_CHANNEL
 
 METRICS = ("step", "max_steps", "reward", "loss", "grad_norm", "result_count", "pass_rate")
 STATE_CLASS = {"RUNNING": "run", "COMPLETED": "ok", "FAILED": "bad", "TIMEOUT": "bad", "OUT_OF_MEMORY": "bad",
@@ -99,6 +100,23 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str) ->
     return f'<h3>{_e(bucket)} ({len(rows)})</h3><table data-bucket="{_e(bucket)}"><thead><tr>{ths}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+def alert_panel(view: PageView, cap: int = 50) -> str:
+    """The latest sweep's alerts (flags of severity warn and above), and whether any notify channel
+    tells people about them: with none configured, the page says so and where to add one."""
+    rows = view.alerts.to_dict("records") if not view.alerts.empty else []
+    items = "".join(
+        f"<li><span class='badge {_e(r.get('severity'))}'>{_e(str(r.get('severity', '')).upper())}</span>"
+        f"{_e(r.get('cluster'))} {_e(r.get('job_id'))} {_e(r.get('name'))}: <b>{_e(r.get('rule'))}</b> "
+        f"{_e(r.get('message'))}</li>"
+        for r in rows[:cap]
+    )
+    more = f"<li>… and {len(rows) - cap} more</li>" if len(rows) > cap else ""
+    body = f"<ul>{items}{more}</ul>" if rows else "<p>No alert (warn or critical) in the latest sweep.</p>"
+    told = f"<p class='bad'>{_e(NO_CHANNEL)}: these alerts reach nobody but this page and the task log.</p>" if (
+        view.channels == 0) else ""  # fmt: skip
+    return f"<section id='alerts'><h2>Alerts ({len(rows)})</h2>{told}{body}</section>"
+
+
 def _pager(view: PageView) -> str:
     """Where this page is among the matching jobs, with links to the pages before and after."""
     q = view.query
@@ -115,7 +133,8 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
     """The whole page of ``view``: the latest sweep's clusters and one page of its jobs (tabled),
     the earlier sweeps' summaries plotted with it."""
     if not view.sweep:
-        return f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>No sweep in the history yet.</p>"
+        return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>No sweep in the history yet.</p>"
+                + alert_panel(view))  # fmt: skip
     if view.window_end is None:
         return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>The latest sweep's history file "
                 f"({_e(view.sweep)}) holds no rows or could not be read; {len(view.earlier)} earlier sweep(s).</p>"
@@ -141,7 +160,7 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{_e(title)}</h1><p>Latest sweep: run <code>{_e(view.run_id)}</code>, window ending {end}; "
-        f"{len(view.earlier) + 1} sweep(s) in the history.</p>{notes}"
+        f"{len(view.earlier) + 1} sweep(s) in the history.</p>{notes}{alert_panel(view)}"
         f"<h2>Clusters</h2>{overview}<h2>Jobs</h2>{search}{_pager(view)}"
         f'{tables}{_pager(view)}<h2>History</h2><div id="plots">{plots(sums)}</div><script>{JS}</script></body></html>'
     )

@@ -80,6 +80,8 @@ class PageView:
     latest: Summary | None = None
     earlier: list[Summary] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    alerts: pd.DataFrame = field(default_factory=pd.DataFrame)  # the sweep's flags of severity warn and above
+    channels: int | None = None  # notify channels configured (None: not known to the page)
 
     @property
     def pages(self) -> int:
@@ -127,6 +129,19 @@ def _matching(jobs: pd.DataFrame, flags: pd.DataFrame, q: str) -> pd.DataFrame:
     return jobs[hay.str.lower().str.contains(q.lower(), regex=False)]
 
 
+ALERT_SEVERITIES = ("critical", "warn")
+
+
+def alerts_of(flags: pd.DataFrame) -> pd.DataFrame:
+    """The flags of severity warn and above, critical first, then cluster and job."""
+    if flags.empty or "severity" not in flags:
+        return flags.iloc[0:0]
+    got = flags[flags["severity"].astype("string").isin(ALERT_SEVERITIES)]
+    rank = got["severity"].astype("string").map({s: i for i, s in enumerate(ALERT_SEVERITIES)})
+    keys = [c for c in ("cluster", "job_id") if c in got]
+    return got.assign(_rank=rank).sort_values(["_rank", *keys], kind="stable").drop(columns="_rank")
+
+
 def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuery()) -> PageView:
     """The page's data for ``query``: read-only, never the log tails, earlier summaries cached."""
     query = query.bounded()
@@ -153,6 +168,7 @@ def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuer
     view.window_end = pd.Timestamp(frame["window_end"].iloc[0]) if "window_end" in frame else None
     jobs, flags = frame[frame["record"] == JOB], frame[frame["record"] == FLAG]
     view.clusters = frame[frame["record"] == CLUSTER]
+    view.alerts = alerts_of(flags)
     view.total = len(jobs)
     hits = _ordered(_matching(jobs, flags, query.q), flags)
     view.matched = len(hits)

@@ -1,0 +1,94 @@
+"""Airflow's own reliability tools on every DAG: an execution_timeout on every task, never shorter
+than the waits the task owns; retries with backoff only for the read-only steps, only on transport
+errors; the overrun Deadline Alert on by default (0 = off)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ACTS = {  # every task that changes something: never retried (exactly-once is the ledger's claim)
+    ("monitor_cron_sweep", "handoffs"),
+    *(("monitor_cron_sweep", t) for t in ("trigger_cleanup", "trigger_cancel", "trigger_hf_chain",
+                                          "trigger_tracker_harvest", "trigger_deep_dive")),
+    ("sweep_cancel", "standing"), ("sweep_cancel", "scancel"), ("sweep_cancel", "approve"),
+    ("sweep_cleanup", "consolidate"), ("sweep_cleanup", "upload"), ("sweep_cleanup", "delete"),
+    ("sweep_hf_chain", "advance"), ("sweep_tracker_harvest", "harvest"), ("sweep_rl_deep_dive", "verdict"),
+    ("sweep_rl_deep_dive", "trigger_cancel"),
+}  # fmt: skip
+READS = {("monitor_cron_sweep", "history"), ("monitor_cron_sweep", "notify"), ("sweep_cleanup", "plan"),
+         ("sweep_cleanup", "verify"), ("sweep_rl_deep_dive", "probe")}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    got = DagBag(str(ROOT / "dags"))
+    assert got.import_errors == {}
+    return got
+
+
+def _tasks(bag):
+    return [(dag.dag_id, t) for dag in bag.dags.values() for t in dag.tasks]
+
+
+def test_every_task_of_every_dag_has_an_execution_timeout(bag) -> None:
+    assert len(bag.dags) == 6
+    missing = [(d, t.task_id) for d, t in _tasks(bag) if not t.execution_timeout]
+    assert missing == []
+
+
+def test_only_read_only_steps_retry_with_backoff(bag) -> None:
+    retrying = {(d, t.task_id) for d, t in _tasks(bag) if t.retries}
+    gathers = {("monitor_cron_sweep", t.task_id) for t in bag.get_dag("monitor_cron_sweep").tasks
+               if t.task_id.endswith(".gather")}  # fmt: skip
+    assert gathers and retrying == READS | gathers
+    for d, t in _tasks(bag):
+        if (d, t.task_id) in ACTS:
+            assert t.retries == 0, (d, t.task_id)
+        if t.retries:
+            assert t.retry_exponential_backoff and t.max_retry_delay, (d, t.task_id)
+
+
+def test_timeouts_cover_the_waits_the_tasks_own(bag) -> None:
+    from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
+    from sweep_core.config.ops import load_cluster
+    from sweep_core.config.sweep import load_sweep_config
+
+    config = load_sweep_config(ROOT / "include" / "sweep.yaml")
+    g = config.gather
+    sweep = bag.get_dag("monitor_cron_sweep")
+    leonardo = load_cluster(ROOT / "include" / "ops", "leonardo")
+    need = len(leonardo.login_nodes) * (g.connect_timeout_s + g.command_timeout_s)
+    assert sweep.get_task("leonardo.gather").execution_timeout >= dt.timedelta(seconds=need)
+    # an approval task is never killed before its own (largest) response timeout
+    approve = bag.get_dag("sweep_cancel").get_task("approve")
+    assert approve.execution_timeout > dt.timedelta(minutes=MAX_APPROVAL_MINUTES)
+    verify = bag.get_dag("sweep_cleanup").get_task("verify")
+    assert verify.execution_timeout > dt.timedelta(seconds=config.cleanup.verify_timeout_s)
+
+
+def test_the_approval_operator_keeps_its_execution_timeout() -> None:
+    """HITLOperator turns an execution_timeout given without a response_timeout into one, and clears it."""
+    from sweep_operators.cancel_tasks import CancelApprovalOperator
+
+    op = CancelApprovalOperator(task_id="a", sweep_yaml="x", subject="s", execution_timeout=dt.timedelta(hours=13))
+    assert op.execution_timeout == dt.timedelta(hours=13)
+
+
+def test_the_overrun_deadline_is_on_by_default_and_off_by_config(monkeypatch, tmp_path) -> None:
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_operators.approval_notify import sweep_deadline
+
+    config = load_sweep_config(ROOT / "include" / "sweep.yaml")
+    assert config.notify.overrun_intervals == 1
+    monkeypatch.delenv("SWEEP_OVERRUN_ALERT", raising=False)
+    alert = sweep_deadline("x.yaml", config.schedule, config.notify.overrun_intervals)
+    assert alert is not None and alert.interval == dt.timedelta(hours=3)
+    assert sweep_deadline("x.yaml", config.schedule, 0) is None
+    monkeypatch.setenv("SWEEP_OVERRUN_ALERT", "off")
+    assert sweep_deadline("x.yaml", config.schedule, 1) is None
