@@ -66,6 +66,10 @@ class HITLResponder:
         self.errors: list[str] = []
         self._old: set[str] = set()
         self._thread = threading.Thread(target=self._run, name="hitl-responder", daemon=True)
+        # Set when the ``with`` block ends: a responder whose run never asked stops looking, so it
+        # cannot answer the NEXT test's prompt (a leftover thread did: that answer came first, and
+        # the right responder's was refused as a second write).
+        self._stop = threading.Event()
 
     def __enter__(self) -> HITLResponder:
         self._old = {run_id for run_id, _, _ in self._parked()}
@@ -73,6 +77,7 @@ class HITLResponder:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
         self._thread.join(timeout=60)
 
     def _parked(self) -> list[tuple[str, int, Any]]:
@@ -110,14 +115,15 @@ class HITLResponder:
         end = time.monotonic() + self.wait_s
         run_id = None
         try:
-            while run_id is None and time.monotonic() < end:
+            while run_id is None and time.monotonic() < end and not self._stop.is_set():
                 new = [(r, m, d) for r, m, d in self._parked() if r not in self._old]
                 if new:
                     run_id, _, self.detail = new[0]
                 else:
                     time.sleep(0.5)
             if run_id is None:
-                self.errors.append(f"no {self.task_id} task parked in AWAITING_INPUT within {self.wait_s}s")
+                if not self._stop.is_set():
+                    self.errors.append(f"no {self.task_id} task parked in AWAITING_INPUT within {self.wait_s}s")
                 return
             time.sleep(2)  # a mapped approval: every job's task parks (and an answer within ~1 s fails it)
             parked = sorted((m, d) for r, m, d in self._parked() if r == run_id)
