@@ -36,12 +36,13 @@ def cluster_switches(cfg: ClusterConfig, config: SweepConfig, trackers: TrackerS
 
 
 def _chain(cfg: ClusterConfig, config: SweepConfig) -> Switch:
-    """hf_chain probes a series' cluster over SSH whatever its ops.md status or scheduler says."""
+    """hf_chain advances a series only on an active SLURM cluster (advance_chain contacts no other)."""
     series = [s.name for s in config.hf_chain.series if s.cluster == cfg.name]
     if not series:
         return Switch("hf_chain", False, "no hf_chain series names this cluster")
-    warn = "" if (cfg.scheduler, cfg.status) == ("slurm", "active") else f" (probed although {_kind(cfg)})"
-    return Switch("hf_chain", True, f"series {', '.join(series)}{warn}")
+    if (cfg.scheduler, cfg.status) != ("slurm", "active"):
+        return Switch("hf_chain", False, f"series {', '.join(series)} name it, but it is {_kind(cfg)}")
+    return Switch("hf_chain", True, f"series {', '.join(series)}")
 
 
 def _kind(cfg: ClusterConfig) -> str:

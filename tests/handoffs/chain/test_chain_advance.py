@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from handoff_fakes import FakeHub, FakeSsh, cluster, ok, ops, squeue
 
 from sweep_core.handoffs.chain.advance import advance_chain, chain_record
@@ -90,6 +91,25 @@ def test_no_ops_md_or_an_unknown_probe_advances_nothing() -> None:
     assert got["steps"] == [] and got["notes"][0].startswith("delphi: local unreachable: ")
     assert got["notes"][0].endswith(": nothing advanced") and ssh.whats() == [("local", "hf-chain probe")]
     assert state.value == {}
+
+
+@pytest.mark.parametrize(("scheduler", "status"), [("slurm", "dropped"), ("slurm", "skipped"), ("iris", "active")])
+def test_a_series_on_a_cluster_that_is_not_an_active_slurm_one_contacts_nothing(scheduler, status) -> None:
+    ssh, state = FakeSsh({"hf-chain probe": _probe()}), _State()
+    got = advance_chain(
+        SERIES,
+        org="org",
+        trackers=None,
+        dry_run=False,
+        load_cluster=ops(cluster(scheduler=scheduler, status=status)),
+        run_script=ssh,
+        hub_check=FakeHub(),
+        load_state=state.load,
+        save_state=state.save,
+        say=print,
+    )
+    assert ssh.whats() == [] and got["steps"] == []  # no SSH session at all
+    assert got["notes"] == [f"delphi: local is {scheduler}/{status}: nothing advanced, nothing contacted"]
 
 
 def test_dry_run_says_the_submission_and_keeps_no_state() -> None:

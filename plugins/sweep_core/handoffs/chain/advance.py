@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep_core.config.ops import ClusterConfig, OpsConfigError
+from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import write_run_log
 from sweep_core.handoffs.chain.plan import (
@@ -33,7 +33,7 @@ from sweep_core.handoffs.harvest.plan import TrackerSettings
 from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
-from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say
+from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
@@ -205,10 +205,12 @@ def advance_chain(
     run. Returns the steps (as dicts), the notes and ``dry_run``."""
     run = _Run(load_state(), dry_run, org, trackers, run_script, hub_check, say)
     for series in series_list:
-        try:
-            cfg = load_cluster(series.cluster)
-        except (OpsConfigError, FileNotFoundError) as exc:
-            run.notes.append(f"{series.name}: ops.md: {exc}")
+        try:  # only an active SLURM cluster is contacted (a dropped or skipped one never is)
+            cfg, why = active_slurm(load_cluster, series.cluster, "nothing advanced, nothing contacted")
+        except FileNotFoundError as exc:
+            cfg, why = None, f"ops.md: {exc}"
+        if cfg is None:
+            run.notes.append(f"{series.name}: {why}")
             continue
         _advance_series(series, cfg, run)
     if not dry_run:
