@@ -60,7 +60,7 @@ class HITLResponder:
         assert callable(answer) or answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
         self.before_answer = before_answer  # runs while the request waits: the world changes meanwhile
         self.dag_id, self.task_id, self.answer, self.user, self.wait_s = dag_id, task_id, answer, user, wait_s
-        self.detail: dict[str, Any] = {}  # what the human saw: subject, body, options, defaults, deadline
+        self.detail: dict[str, Any] = {}  # what the human saw of the first job: subject, body, options, defaults, deadline
         self.details: dict[int, dict[str, Any]] = {}  # per map index (a mapped approval: one task per job)
         self.status: int | None = None  # HTTP status of the PATCH
         self.errors: list[str] = []
@@ -126,8 +126,10 @@ class HITLResponder:
                     self.errors.append(f"no {self.task_id} task parked in AWAITING_INPUT within {self.wait_s}s")
                 return
             time.sleep(2)  # a mapped approval: every job's task parks (and an answer within ~1 s fails it)
-            parked = sorted((m, d) for r, m, d in self._parked() if r == run_id)
+            parked = sorted(((m, d) for r, m, d in self._parked() if r == run_id), key=lambda p: p[0])
             self.details = dict(parked)
+            if parked:  # the first job's prompt (map index 0), whichever task the DB listed first
+                self.detail = parked[0][1]
             if self.before_answer:
                 self.before_answer()
             if self.answer == TIMEOUT:
