@@ -144,6 +144,17 @@ def as_float(value: float) -> float | None:
         return None
 
 
+def within_total(step: int | None, total: int | None, problems: list[str], past_total: list[int] | None) -> int | None:
+    """``step`` when it is not above ``total``; else None with the reason, the step kept in
+    ``past_total`` (a run reporting itself past its end is what the RL overshoot rule acts on)."""
+    if step is None or total is None or step <= total:
+        return step
+    problems.append(f"step unknown: {step} is above the total {total}, not the training step")
+    if past_total is not None:
+        past_total.append(step)
+    return None
+
+
 def _segment(text: str, start: int, end: int) -> str:
     """The bar line around text[start:end]: from the \\r or \\n before it to the one after it."""
     lo = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
@@ -211,9 +222,4 @@ def training_step(
     step = as_count(chosen.group(1), "step", problems)
     if total is None and chosen.re.groups >= 2:
         total = as_count(chosen.group(2), "total steps", problems)
-    if step is not None and total is not None and step > total:
-        problems.append(f"step unknown: {step} is above the total {total}, not the training step")
-        if past_total is not None:
-            past_total.append(step)
-        return None, total
-    return step, total
+    return within_total(step, total, problems, past_total), total

@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweep_core.fanin.metrics.common import Extracted, as_count, as_number, parse_metric_dict, training_step
+from sweep_core.fanin.metrics.common import (
+    Extracted,
+    as_count,
+    as_number,
+    parse_metric_dict,
+    training_step,
+    within_total,
+)
 from sweep_core.fanin.metrics.patterns import last_match, search
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -127,11 +134,7 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
     past: list[int] = []
     step, total = training_step(prof.step, prof.not_training, text, total, out.problems, past)
     if step is None and prof.step == () and last.get("step") is not None and source == "this log":
-        step = as_count(last["step"], "step", out.problems)
-        if step is not None and total is not None and step > total:
-            out.problems.append(f"step unknown: {step} is above the total {total}, not the training step")
-            past.append(step)
-            step = None
+        step = within_total(as_count(last["step"], "step", out.problems), total, out.problems, past)
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append(f"no step line ({prof.name} training progress) in the log tail")
     cols = COLUMNS[prof.bucket]

@@ -26,6 +26,7 @@ from sweep_core.fanin.metrics.common import (
     as_number,
     parse_metric_dict,
     training_step,
+    within_total,
 )
 from sweep_core.fanin.metrics.config import KeyPlan, MetricsConfig
 
@@ -157,11 +158,7 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
     past: list[int] = []
     step, max_steps = training_step(cfg.rl_step, cfg.rl_not_training, tail, known, out.problems, past)
     if step is None and "step" in last and not any("step unknown" in p for p in out.problems):
-        step = as_count(last["step"], "trainer/global_step", out.problems)
-        if step is not None and max_steps is not None and step > max_steps:
-            out.problems.append(f"step unknown: {step} is above the total {max_steps}, not the training step")
-            past.append(step)
-            step = None
+        step = within_total(as_count(last["step"], "trainer/global_step", out.problems), max_steps, out.problems, past)
     out.values = {
         "step": step,
         "max_steps": max_steps,
