@@ -21,26 +21,33 @@ def _default_found(bucket: str, tail: str, chain_tails: Sequence[str], cfg: Metr
     return last_match(cfg.sft_total, tail) is not None or "'loss'" in tail or '"loss"' in tail
 
 
-def profile_for(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Profile | None:
-    """The profile that reads this job's log; None = the bucket's default (rl.py / sft.py)."""
+def _choose(
+    bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig
+) -> tuple[Profile | None, bool]:
+    """(the profile that reads this job's log, None = the bucket's default; whether the default's lines are in it)."""
     for pattern, prof in cfg.pins:
         if prof.bucket == bucket and pattern.search(name):
-            return prof
+            return prof, False
     if _default_found(bucket, tail, chain_tails, cfg):
-        return None
+        return None, True
     for prof in cfg.profiles:
         if prof.bucket == bucket and (prof.matches(tail) or any(prof.matches(t) for t in chain_tails[:1])):
-            return prof
-    return None
+            return prof, False
+    return None, False
+
+
+def profile_for(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Profile | None:
+    """The profile that reads this job's log; None = the bucket's default (rl.py / sft.py)."""
+    return _choose(bucket, name, tail, chain_tails, cfg)[0]
 
 
 def extract_training(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Extracted:
     """RL or SFT columns of one job, read with its profile (a non-default one is named in the values)."""
-    prof = profile_for(bucket, name, tail, chain_tails, cfg)
+    prof, default_found = _choose(bucket, name, tail, chain_tails, cfg)
     if prof is not None:
         return extract_profiled(prof, tail, chain_tails, default=False)
     out = extract_rl(tail, chain_tails, cfg) if bucket == "rl" else extract_sft(tail, cfg)
-    if out.problems and not _default_found(bucket, tail, chain_tails, cfg):
+    if out.problems and not default_found:
         tried = ", ".join(p.name for p in cfg.profiles if p.bucket == bucket)
         out.problems.append(f"no known log format found in the tail (default and profiles: {tried or 'none'})")
     return out
