@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -87,12 +88,17 @@ def overrun_alert(*, sweep_yaml: str, intervals: int, context: dict[str, Any] | 
     msg = overrun_message(
         dag_id, run_id, intervals, f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
     )
-    told = [ch for ch in cfg.channels if "critical" in ch.severities]
-    if not told:
-        log.warning("ALERT (%s) %s", NO_CHANNEL, msg.text().replace("\n", " | "))
-    for ch in told:
+    for ch in _hear_critical(cfg.channels, msg):
         send(ch, msg, context or {})
         log.info("overrun alert sent to %s", ch.name)
+
+
+def _hear_critical(channels: Sequence[Channel], msg: Any) -> list[Channel]:
+    """The channels that hear critical; with none, the alert is a WARNING line of this task's log."""
+    told = [ch for ch in channels if "critical" in ch.severities]
+    if not told:
+        log.warning("ALERT (%s) %s", NO_CHANNEL, msg.text().replace("\n", " | "))
+    return told
 
 
 def sweep_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
@@ -108,10 +114,7 @@ def sweep_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
     dag_id = str(getattr(context.get("dag"), "dag_id", "monitor_cron_sweep"))
     link = f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
     msg = failing_message(dag_id, streak, last_success, link)
-    told = [ch for ch in config.notify.channels if "critical" in ch.severities]
-    if not told:
-        log.warning("ALERT (%s) %s", NO_CHANNEL, msg.text().replace("\n", " | "))
-    for ch in told:
+    for ch in _hear_critical(config.notify.channels, msg):
         try:
             send(ch, msg, context)
             log.info("failing-sweep alert (%d in a row) sent to %s", streak, ch.name)
