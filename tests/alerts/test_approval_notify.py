@@ -75,3 +75,21 @@ def test_overrun_alert_goes_to_the_channels_that_hear_critical(tmp_path, monkeyp
         assert "scheduled__x has not finished 1 interval" in mails[0]["Subject"]
     alert = overrun_deadline(sweep_yaml, "0 */3 * * *", 2)
     assert alert.interval.total_seconds() == 6 * 3600
+
+
+def test_a_critical_alert_no_channel_hears_is_a_warning_line_of_the_task_log(monkeypatch) -> None:
+    """The overrun and failing-sweep alerts: with no channel hearing critical, the alert is still
+    written where a person sees it (the task log), whole, with how to add a channel."""
+    from sweep_core.alerts.approvals import failing_message
+    from sweep_core.config.notify_schema import Channel
+    from sweep_operators import approval_notify
+
+    warned: list[str] = []
+    monkeypatch.setattr(approval_notify.log, "warning", lambda fmt, *args: warned.append(fmt % args))
+    msg = failing_message("monitor_cron_sweep", 3, "", "http://airflow/x")
+    pager = Channel(name="pager", kind="slack", conn_id="c", severities=("critical",))
+    team = Channel(name="team", kind="slack", conn_id="c", severities=("warn",))
+    assert approval_notify._hear_critical([team, pager], msg) == [pager] and warned == []
+    assert approval_notify._hear_critical([team], msg) == []
+    assert len(warned) == 1 and warned[0].startswith("ALERT (no notify channel configured")
+    assert "3 sweeps in a row" in warned[0] and "\n" not in warned[0]
