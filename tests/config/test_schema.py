@@ -239,3 +239,14 @@ def test_a_flavor_with_both_a_consolidate_and_an_upload_command_is_rejected_nami
         parse_sweep_config(yaml.safe_dump(doc))
     assert "consolidate.flavors.datagen-job-cleanup" in str(err.value)
     assert "cleanup.flavors.datagen-job-cleanup also names an upload" in str(err.value)
+
+
+def test_a_null_key_takes_its_default_unless_null_is_a_value_of_the_key() -> None:
+    """``key:`` with no value is the default (max_items 30); where the docs say "null = off"
+    (failed_sweeps), null is off, not the default 2."""
+    shipped = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    shipped["notify"] = {"failed_sweeps": None, "max_items": None}
+    given = parse_sweep_config(yaml.safe_dump(shipped)).notify
+    assert given.failed_sweeps is None and given.max_items == 30
+    shipped["notify"] = {}
+    assert parse_sweep_config(yaml.safe_dump(shipped)).notify.failed_sweeps == 2

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 from sweep_core.vocab import Bucket
 
@@ -59,7 +60,7 @@ class CrossFieldErrors(ValueError):
 class StrictModel(BaseModel):
     """Every config model: unknown keys are errors, no type coercion ("5" is no int, true no 1),
     immutable. A key given as null takes the field's default (YAML ``key:`` with no value), unless
-    null is itself the field's default (``run_log_dir: null``)."""
+    null is itself a value of the field (``run_log_dir: null``; ``failed_sweeps: null`` = off)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -69,7 +70,12 @@ class StrictModel(BaseModel):
         if not isinstance(data, dict):
             return data
         fields = cls.model_fields
-        return {k: v for k, v in data.items() if v is not None or (k in fields and fields[k].default is None)}
+        return {k: v for k, v in data.items() if v is not None or (k in fields and _admits_none(fields[k]))}
+
+
+def _admits_none(field: FieldInfo) -> bool:
+    """Whether null is a value of the field (its type is ``X | None``, or its default is None)."""
+    return field.default is None or type(None) in get_args(field.annotation)
 
 
 def default_of(model: type[BaseModel], name: str) -> Any:
