@@ -45,6 +45,25 @@ def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> C
     return None
 
 
+def return_check(cfg: ClusterConfig | None, snap: ClusterSnapshot, at: dt.datetime) -> ClusterSnapshot:
+    """A cluster whose ops.md still says ``skipped`` but whose ``skip_until`` has passed is on trial:
+    this sweep's gather is its return check (ssh answered and squeue validated). Until it passes the
+    cluster stays SKIPPED, with the date and the check (no UNREACHABLE alarm for a cluster that is
+    meant to be away); once it passes it is swept, with a note to set ``status: active``."""
+    if cfg is None or cfg.status != "skipped" or cfg.skip_until is None or snap.status == ClusterStatus.SKIPPED:
+        return snap
+    when = at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%MZ")
+    if snap.status in (ClusterStatus.OK, ClusterStatus.PARTIAL):
+        snap.notes.insert(0, f"{cfg.name}: back after skip_until {cfg.skip_until.isoformat()}: ssh and squeue "
+                             f"answered ({when}); set status: active in {cfg.path}")  # fmt: skip
+        return snap
+    why = "; ".join(snap.notes)[:300] or str(snap.status)
+    note = (f"{cfg.name}: skipped until {cfg.skip_until.isoformat()} (past); return check {when}: "
+            f"{snap.status} ({why}): still skipped, checked again next sweep")  # fmt: skip
+    return ClusterSnapshot(cfg.name, cfg.scheduler, ClusterStatus.SKIPPED, window_start=snap.window_start,
+                           window_end=snap.window_end, notes=[note])  # fmt: skip
+
+
 def missing_snapshot(ops_dir: Path | str, cluster: str, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot:
     """Explain a cluster whose gather returned nothing: skipped, dropped, bad ops.md, or failed."""
     try:

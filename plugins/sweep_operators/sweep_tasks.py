@@ -39,6 +39,7 @@ from sweep_core.pipeline import (
     group_by_bucket,
     missing_snapshot,
     render_step,
+    return_check,
     skip_snapshot,
 )
 from sweep_core.safe_text import clean, md_text
@@ -109,6 +110,7 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
         else:
             snaps.append(missing_snapshot(ops_dir, name, end.date(), _selected(context)))
     ops = _ops(snaps, ops_dir)
+    snaps = [return_check(ops[s.cluster], s, dt.datetime.now(dt.UTC)) for s in snaps]
     history_notes: list[str] = []  # corrupt history files, moved aside (warned in this log)
     history = load_rules_history(history_store(config), end, notes=history_notes)
     ends = end.astimezone(dt.UTC).isoformat()  # read-only (the render task folds), as this run's fold will see it

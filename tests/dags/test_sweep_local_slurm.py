@@ -152,6 +152,36 @@ def test_unreachable_cluster_is_skipped_and_the_run_succeeds(local_cluster, tag,
     assert "deadhpc" in overview and "UNREACHABLE" in overview and "deadhpc" not in run.rendered["tables"]["Eval"]
 
 
+def test_a_cluster_back_from_its_skip_date_is_swept_only_once_ssh_and_squeue_answer(
+    local_cluster, tag, tmp_path
+) -> None:
+    """ops.md still says skipped, skip_until is past: this sweep's gather is the return check. The
+    one that answers is swept (with a note to set it active); the one that does not stays SKIPPED
+    with its date and the check, not an UNREACHABLE alarm."""
+    ops = _ops_copy(tmp_path)
+    local = ops / "local" / "ops.md"
+    local.write_text(local.read_text().replace("status: active", "status: skipped\nskip_until: 2026-07-12", 1))
+    port = _closed_port()
+    (ops / "awayhpc").mkdir()
+    (ops / "awayhpc" / "ops.md").write_text(
+        "---\nscheduler: slurm\nstatus: skipped\nskip_until: 2026-07-12\nconnection_id: ssh_local\nuser: sweep\n"
+        f"login_nodes:\n  - {{name: login01, host: 127.0.0.1, port: {port}}}\n---\nAway for maintenance.\n"
+    )
+    job = local_cluster.submit(f"eval-{tag}_back", LOOP)
+    local_cluster.wait_running(job)
+    run = run_sweep({"lookback_hours": 0.25}, tmp_path, ops_dir=ops)
+    assert run.state == "success", run.task_states
+    back = run.snapshots["local"]
+    assert back.status == ClusterStatus.OK and run.job(f"eval-{tag}_back").state == "RUNNING"
+    assert "back after skip_until 2026-07-12" in back.notes[0] and "status: active" in back.notes[0]
+    away = run.snapshots["awayhpc"]
+    assert away.status == ClusterStatus.SKIPPED and away.running is None
+    assert "skipped until 2026-07-12 (past); return check" in away.notes[0] and str(port) in away.notes[0]
+    row = next(line for line in run.rendered["overview"].splitlines() if "awayhpc" in line)
+    assert "SKIPPED" in row  # not an UNREACHABLE row: the digest's cluster-problem alert is for UNREACHABLE/ERROR
+    assert "return check" in run.report
+
+
 @pytest.mark.parametrize(
     ("front", "field"),
     [
