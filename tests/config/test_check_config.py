@@ -36,8 +36,8 @@ def _clusters(out: str) -> dict[str, tuple[str, dict[str, tuple[str, str]]]]:
         name, _, rest = head.partition(": ")
         switches = {}
         for row in rows:
-            if m := re.match(r"^  (\w+) +(on|off) +(.*)$", row):
-                switches[m.group(1)] = (m.group(2), m.group(3))
+            if m := re.match(r"^  (\w+) +(ON|OFF:) +(.*)$", row):
+                switches[m.group(1)] = (m.group(2).rstrip(":").lower(), m.group(3))
         got[name] = (rest, switches)
     return got
 
@@ -69,12 +69,20 @@ def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys
     assert leonardo["cleanup"] == ("on", "completed jobs' subtrees under /leonardo_work/EUHPC_E03_068/experiments, "
                                    "once the hub holds them")  # fmt: skip
     assert leonardo["cancel"][0] == leonardo["relaunch"][0] == leonardo["deep_dive"][0] == "on"
-    assert leonardo["harvest"] == ("off", "no tracker repo (sweep.yaml trackers.repo, SWEEP_TRACKER_REPO)")
-    assert leonardo["consolidate"] == ("off", "sweep.yaml consolidate.flavors is empty")
+    sweep = INCLUDE / "sweep.yaml"
+    assert leonardo["harvest"] == ("off", f"harvest needs trackers.repo in {sweep} (or SWEEP_TRACKER_REPO)")
+    assert leonardo["consolidate"] == ("off", f"consolidate needs consolidate.flavors in {sweep}")
+    assert leonardo["hf_chain"] == ("off", f"hf_chain needs hf_chain.series (cluster: leonardo) in {sweep}")
+    assert leonardo["upload"] == (
+        "off",
+        f"upload needs cleanup.flavors.<flavor>.upload in {sweep} or upload_commands in "
+        f"{INCLUDE / 'ops' / 'leonardo' / 'ops.md'}",
+    )
     coreweave = got["coreweave"][1]  # iris, its client not filled in yet: nothing it could stop
     assert coreweave["cancel"] == (
         "off",
-        "stopping needs the iris client: controller_url and iris_python unset in ops.md",
+        f"cancel needs controller_url and iris_python in {INCLUDE / 'ops' / 'coreweave' / 'ops.md'} "
+        "(the iris client stops jobs)",
     )
     assert coreweave["cleanup"][0] == coreweave["deep_dive"][0] == coreweave["upload"][0] == "off"
 
@@ -106,7 +114,10 @@ def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_p
         f"tracker rows under {tmp_path / 'trackers'}; results from /home/sweep/jobs/eval/%j",
     )
     assert got["coreweave"][1]["cancel"][0] == "on"
-    assert got["coreweave"][1]["relaunch"] == ("off", "iris has no requeue and ops.md names no relaunch_commands")
+    assert got["coreweave"][1]["relaunch"] == (
+        "off",
+        f"relaunch needs relaunch_commands in {include / 'ops' / 'coreweave' / 'ops.md'} (iris has no requeue)",
+    )
 
 
 def test_an_iris_key_on_a_slurm_cluster_fails_naming_the_file_and_the_key(capsys, include) -> None:
