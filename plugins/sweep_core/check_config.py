@@ -3,7 +3,10 @@ scheduler, whether it is swept, and which hand-offs its config turns on and why.
 
 INCLUDE (default: ``$SWEEP_OPS_DIR`` / ``$SWEEP_CONFIG`` as the DAG reads them, else ``./include``)
 holds ``ops/<cluster>/ops.md`` and ``sweep.yaml``. Exit 0 when every file is valid, 1 with each
-error (the file and the key path) on stderr otherwise. Also ``python -m sweep_core.check_config``.
+error (the file and the key path) on stderr otherwise. Each hand-off is ``ON <what it acts on>`` or
+``OFF: <handoff> needs <field> in <file>`` (or why it never runs there). ``--connect`` also tries
+each swept cluster once and the hub once (sweep_core.connect_check); any failure exits 1.
+Also ``python -m sweep_core.check_config``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, cluster_names, load_cluster
 from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
+from sweep_core.connect_check import Reach, hub_whoami, try_cluster
 from sweep_core.handoffs.harvest.plan import TrackerSettings, tracker_settings
 from sweep_core.handoffs.switches import cluster_switches
 
@@ -67,12 +71,26 @@ def report(ops_dir: Path, sweep_yaml: Path, on: dt.date, env: Mapping[str, str])
         if config is None:
             lines.append("  hand-offs: unknown (sweep.yaml is invalid)")
             continue
-        lines += [
-            f"  {s.handoff:<12} {'on ' if s.on else 'off'}  {s.why}" for s in cluster_switches(cfg, config, trackers)
-        ]
+        ops_file = str(ops_dir / name / "ops.md")
+        switches = cluster_switches(cfg, config, trackers, ops_file, str(sweep_yaml))
+        lines += [f"  {s.handoff:<12} {s.line()}" for s in switches]
     if config is not None:
         lines += _dangling(config, set(names))
     return lines, errors
+
+
+def connect(ops_dir: Path, on: dt.date, env: Mapping[str, str], timeout_s: int) -> list[Reach]:
+    """One try of every cluster swept on ``on`` (skipped/dropped ones said, not tried), then the hub."""
+    out = []
+    for name in cluster_names(ops_dir):
+        try:
+            cfg = load_cluster(ops_dir, name)
+        except OpsConfigError:
+            continue  # already an error of the report
+        swept, _ = cfg.activity(on)
+        out.append(try_cluster(cfg, env, timeout_s) if swept else Reach(name, True, f"not tried: {_status(cfg, on)}"))
+    out.append(hub_whoami(env, timeout_s))
+    return out
 
 
 def _dangling(config: SweepConfig, clusters: set[str]) -> list[str]:
@@ -87,10 +105,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="check-config", description=__doc__.split("\n\n")[0])
     parser.add_argument("include", nargs="?", help="dir holding ops/ and sweep.yaml (default: see above)")
     parser.add_argument("--on", type=dt.date.fromisoformat, default=None, help="date of the status (YYYY-MM-DD)")
+    parser.add_argument("--connect", action="store_true", help="try each swept cluster once and the hub once")
+    parser.add_argument("--timeout", type=int, default=10, help="seconds each --connect try may take to connect")
     args = parser.parse_args(argv)
     ops_dir, sweep_yaml = config_paths(args.include, os.environ)
-    lines, errors = report(ops_dir, sweep_yaml, args.on or dt.datetime.now(dt.UTC).date(), os.environ)
+    on = args.on or dt.datetime.now(dt.UTC).date()
+    lines, errors = report(ops_dir, sweep_yaml, on, os.environ)
     print("\n".join(lines))
+    if args.connect:
+        reaches = connect(ops_dir, on, os.environ, args.timeout)
+        print("\n" + "\n".join(r.line() for r in reaches))
+        errors += [r.line() for r in reaches if not r.ok]
     if errors:
         print("\n" + "\n".join(f"error: {e}" for e in errors), file=sys.stderr)
         return 1

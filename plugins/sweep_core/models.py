@@ -64,6 +64,11 @@ def base_state_of(state: str) -> str:
     return state.split(" ", 1)[0].rstrip("+")
 
 
+# Facts the gather reads on the cluster and puts in Job.metrics (kept when the fan-in fills the
+# metric columns): an RL completion's artifact dir and whether it holds trace_jobs/ (its flavor).
+GATHER_FACTS: tuple[str, ...] = ("artifact_dir", "trace_jobs")
+
+
 @dataclass
 class Job:
     """One job as the sweep sees it, from squeue (running) or sacct (finished in window)."""

@@ -24,7 +24,7 @@ from sweep_core.fanin.recent_window import judge_at_end, trim_recent
 from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.ledger.vanished import add_vanished_rows
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.models import GATHER_FACTS, ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import rules_config
 from sweep_core.rules.context import History, RuleContext
 from sweep_core.rules.registry import apply_rules
@@ -232,13 +232,15 @@ def run_fan_in(
 def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
     """Fill each job's metric columns from its log tail (bucketed jobs only; Catch-all has none).
 
-    A job whose log breaks its extractor keeps empty columns ("?") and a note naming the error."""
+    A job whose log breaks its extractor keeps empty columns ("?") and a note naming the error; the
+    facts the gather put in metrics (GATHER_FACTS: the artifact dir, trace_jobs/) are kept."""
     for s in snaps:
         for job in s.all_jobs():
             ex = guarded(job, "metrics", lambda j=job: extract_for(j, mcfg))
             if ex is None:
                 continue
-            job.metrics = {**ex.values, **({"series": ex.series} if ex.series else {})}
+            facts = {k: job.metrics[k] for k in GATHER_FACTS if k in job.metrics}
+            job.metrics = {**facts, **ex.values, **({"series": ex.series} if ex.series else {})}
             job.metric_problems = ex.problems
 
 

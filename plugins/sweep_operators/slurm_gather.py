@@ -18,7 +18,7 @@ from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
 from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.slurm.gather import GatherRequest, build_gather_script
+from sweep_core.slurm.gather import GatherRequest, build_gather_script, rl_patterns
 from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
@@ -40,9 +40,11 @@ def gather_slurm(
     window_end: dt.datetime,
     log: Any = None,
     gpu_patterns: tuple[str, ...] = (),
+    trace_patterns: tuple[str, ...] = (),
 ) -> ClusterSnapshot:
     """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status).
-    ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns)."""
+    ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns);
+    ``trace_patterns``: the RL bucket's (completions whose artifact dir is checked for trace_jobs/)."""
     req = GatherRequest(
         user=cfg.user,
         window_start=int(window_start.timestamp()),
@@ -59,6 +61,8 @@ def gather_slurm(
         gpu_max=cfg.gpu_probe_max,
         gpu_timeout_s=cfg.gpu_probe_timeout_s,
         gpu_patterns=gpu_patterns,
+        artifact_roots=tuple(cfg.artifact_roots),
+        trace_patterns=trace_patterns,
         **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)
@@ -86,6 +90,7 @@ def gather_slurm(
         cfg.gpu_mem_ceiling,
         cfg.gpu_probe_max,
         cfg.gpu_probe,
+        req.artifact_roots,
     )
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
@@ -122,7 +127,7 @@ class SlurmGatherOperator(BaseOperator):
         since, widened = catch_up_since(context, run_log_dir(config), cfg.name, start, end, limits.catch_up_hours)
         self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
         try:
-            snap = gather_slurm(cfg, limits, since, end, self.log, gpu_patterns(config.buckets))
+            snap = gather_slurm(cfg, limits, since, end, self.log, gpu_patterns(config.buckets), rl_patterns(config.buckets))
             snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
             if widened:
                 snap.notes.append(widened)

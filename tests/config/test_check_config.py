@@ -36,8 +36,8 @@ def _clusters(out: str) -> dict[str, tuple[str, dict[str, tuple[str, str]]]]:
         name, _, rest = head.partition(": ")
         switches = {}
         for row in rows:
-            if m := re.match(r"^  (\w+) +(on|off) +(.*)$", row):
-                switches[m.group(1)] = (m.group(2), m.group(3))
+            if m := re.match(r"^  (\w+) +(ON|OFF:) +(.*)$", row):
+                switches[m.group(1)] = (m.group(2).rstrip(":").lower(), m.group(3))
         got[name] = (rest, switches)
     return got
 
@@ -69,12 +69,20 @@ def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys
     assert leonardo["cleanup"] == ("on", "completed jobs' subtrees under /leonardo_work/EUHPC_E03_068/experiments, "
                                    "once the hub holds them")  # fmt: skip
     assert leonardo["cancel"][0] == leonardo["relaunch"][0] == leonardo["deep_dive"][0] == "on"
-    assert leonardo["harvest"] == ("off", "no tracker repo (sweep.yaml trackers.repo, SWEEP_TRACKER_REPO)")
-    assert leonardo["consolidate"] == ("off", "sweep.yaml consolidate.flavors is empty")
+    sweep = INCLUDE / "sweep.yaml"
+    assert leonardo["harvest"] == ("off", f"harvest needs trackers.repo in {sweep} (or SWEEP_TRACKER_REPO)")
+    assert leonardo["consolidate"] == ("off", f"consolidate needs consolidate.flavors in {sweep}")
+    assert leonardo["hf_chain"] == ("off", f"hf_chain needs hf_chain.series (cluster: leonardo) in {sweep}")
+    assert leonardo["upload"] == (
+        "off",
+        f"upload needs cleanup.flavors.<flavor>.upload in {sweep} or upload_commands in "
+        f"{INCLUDE / 'ops' / 'leonardo' / 'ops.md'}",
+    )
     coreweave = got["coreweave"][1]  # iris, its client not filled in yet: nothing it could stop
     assert coreweave["cancel"] == (
         "off",
-        "stopping needs the iris client: controller_url and iris_python unset in ops.md",
+        f"cancel needs controller_url and iris_python in {INCLUDE / 'ops' / 'coreweave' / 'ops.md'} "
+        "(the iris client stops jobs)",
     )
     assert coreweave["cleanup"][0] == coreweave["deep_dive"][0] == coreweave["upload"][0] == "off"
 
@@ -106,7 +114,10 @@ def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_p
         f"tracker rows under {tmp_path / 'trackers'}; results from /home/sweep/jobs/eval/%j",
     )
     assert got["coreweave"][1]["cancel"][0] == "on"
-    assert got["coreweave"][1]["relaunch"] == ("off", "iris has no requeue and ops.md names no relaunch_commands")
+    assert got["coreweave"][1]["relaunch"] == (
+        "off",
+        f"relaunch needs relaunch_commands in {include / 'ops' / 'coreweave' / 'ops.md'} (iris has no requeue)",
+    )
 
 
 def test_an_iris_key_on_a_slurm_cluster_fails_naming_the_file_and_the_key(capsys, include) -> None:
@@ -148,3 +159,93 @@ def test_python_m_from_the_checkout_reads_the_dags_environment(include) -> None:
     assert res.returncode == 1
     assert f"{include / 'ops' / 'perlmutter' / 'ops.md'}: field 'kubeconfig'" in res.stderr
     assert f"sweep.yaml: {include / 'sweep.yaml'}: valid" in res.stdout
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _only(include: Path, keep: dict[str, str]) -> None:
+    """Every cluster dropped except ``keep`` (name -> its ops.md front matter lines to add)."""
+    for name in cluster_names(include / "ops"):
+        md = include / "ops" / name / "ops.md"
+        text = md.read_text()
+        if name in keep:
+            md.write_text(text.replace("---\n", "---\n" + keep[name], 1))
+        else:
+            md.write_text(re.sub(r"(?m)^status: .*$", "status: dropped", text, count=1))
+
+
+def test_connect_tries_each_swept_cluster_and_the_hub_and_names_what_failed(capsys, include, monkeypatch) -> None:
+    """Nothing listens where the config points: each try fails with where it went and why, rc 1;
+    dropped clusters are not tried."""
+    port = _closed_port()
+    _only(include, {"local": "", "coreweave": ""})
+    local = include / "ops" / "local" / "ops.md"
+    local.write_text(re.sub(r"port: 2220\d", f"port: {port}", local.read_text()))
+    cw = include / "ops" / "coreweave" / "ops.md"
+    cw.write_text(cw.read_text().replace('controller_url: ""', f"controller_url: http://127.0.0.1:{port}"))
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    monkeypatch.delenv("AIRFLOW_CONN_SSH_LOCAL", raising=False)
+    rc, out, err = _run(capsys, str(include), "--on", "2026-07-01", "--connect", "--timeout", "3")
+    assert rc == 1
+    lines = {ln.split(":", 1)[0]: ln for ln in out.splitlines() if ln.startswith("connect ")}
+    assert f"ssh 127.0.0.1:{port} (login01): " in lines["connect local"] and "FAILED" in lines["connect local"]
+    assert "refused" in lines["connect local"].lower(), lines["connect local"]
+    assert f"iris controller http://127.0.0.1:{port}: " in lines["connect coreweave"]
+    assert "FAILED" in lines["connect coreweave"] and "refused" in lines["connect coreweave"].lower()
+    assert lines["connect hub"].startswith(f"connect hub: FAILED: http://127.0.0.1:{port}: ")
+    assert "not tried: dropped in ops.md" in lines["connect leonardo"] and "ok" in lines["connect leonardo"]
+    assert err.count("error: connect ") == 3  # each failure on stderr too
+
+
+def test_connect_without_the_needed_values_says_which_and_fails(capsys, include, monkeypatch) -> None:
+    _only(include, {"coreweave": ""})
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    rc, out, _ = _run(capsys, str(include), "--on", "2026-07-01", "--connect")
+    assert rc == 1
+    assert "connect coreweave: FAILED: iris ping needs controller_url in ops.md" in out
+    assert "whoami needs HF_TOKEN" in out
+
+
+def test_connect_reaches_a_listening_hub_and_an_iris_controller(capsys, include, monkeypatch) -> None:
+    """A real HTTP server on loopback answers both: ok, rc 0 (the only clusters left are iris)."""
+    import http.server
+    import json as _json
+    import threading
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            ok = self.path != "/api/whoami-v2" or self.headers.get("Authorization") == "Bearer hf_test"
+            body = _json.dumps({"name": "sweep-bot"}).encode()
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        _only(include, {"coreweave": ""})
+        cw = include / "ops" / "coreweave" / "ops.md"
+        cw.write_text(cw.read_text().replace('controller_url: ""', f"controller_url: {url}"))
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.setenv("HF_TOKEN", "hf_test")
+        rc, out, err = _run(capsys, str(include), "--on", "2026-07-01", "--connect")
+        assert rc == 0, err
+        assert f"connect coreweave: ok: iris controller {url} answered HTTP 200" in out
+        assert f"connect hub: ok: {url}: whoami = sweep-bot" in out
+        monkeypatch.setenv("HF_TOKEN", "wrong")
+        rc, out, _ = _run(capsys, str(include), "--on", "2026-07-01", "--connect")
+        assert rc == 1 and "whoami answered HTTP 401" in out
+    finally:
+        srv.shutdown()

@@ -21,25 +21,36 @@ class Switch:
 
     handoff: str
     on: bool
-    why: str
+    why: str  # ON: what it acts on; OFF: "<handoff> needs <field> in <file>" or why it never runs there
+
+    def line(self) -> str:
+        """``ON   <why>`` / ``OFF: <why>`` (check-config's column after the hand-off's name)."""
+        return f"{'ON  ' if self.on else 'OFF:'} {self.why}"
 
 
-def cluster_switches(cfg: ClusterConfig, config: SweepConfig, trackers: TrackerSettings | None) -> list[Switch]:
-    """A switch per hand-off (``HANDOFFS`` order) for the cluster ``cfg`` under ``config``."""
-    chain = _chain(cfg, config)
+def cluster_switches(
+    cfg: ClusterConfig,
+    config: SweepConfig,
+    trackers: TrackerSettings | None,
+    ops_file: str = "ops.md",
+    sweep_file: str = "sweep.yaml",
+) -> list[Switch]:
+    """A switch per hand-off (``HANDOFFS`` order) for the cluster ``cfg`` under ``config``; an OFF
+    that a config value would turn on says ``<handoff> needs <field> in <file>`` (the files as named)."""
+    chain = _chain(cfg, config, sweep_file)
     if cfg.status != "active":
         why = f"status {cfg.status} in ops.md: hand-offs act on active clusters only"
         return [chain if h == "hf_chain" else Switch(h, False, why) for h in HANDOFFS]
     if cfg.scheduler == "iris":
-        return _iris(cfg, chain)
-    return _slurm(cfg, config, trackers, chain)
+        return _iris(cfg, chain, ops_file)
+    return _slurm(cfg, config, trackers, chain, ops_file, sweep_file)
 
 
-def _chain(cfg: ClusterConfig, config: SweepConfig) -> Switch:
+def _chain(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
     """hf_chain advances a series only on an active SLURM cluster (advance_chain contacts no other)."""
     series = [s.name for s in config.hf_chain.series if s.cluster == cfg.name]
     if not series:
-        return Switch("hf_chain", False, "no hf_chain series names this cluster")
+        return Switch("hf_chain", False, f"hf_chain needs hf_chain.series (cluster: {cfg.name}) in {sweep_file}")
     if (cfg.scheduler, cfg.status) != ("slurm", "active"):
         return Switch("hf_chain", False, f"series {', '.join(series)} name it, but it is {_kind(cfg)}")
     return Switch("hf_chain", True, f"series {', '.join(series)}")
@@ -49,16 +60,16 @@ def _kind(cfg: ClusterConfig) -> str:
     return f"{cfg.scheduler}/{cfg.status}"
 
 
-def _iris(cfg: ClusterConfig, chain: Switch) -> list[Switch]:
+def _iris(cfg: ClusterConfig, chain: Switch, ops_file: str) -> list[Switch]:
     client = cfg.iris_python and cfg.controller_url
     unset = " and ".join(k for k in ("controller_url", "iris_python") if not getattr(cfg, k))
     cancel = (
         Switch("cancel", True, "iris job stop through the client, after a human's approval")
         if client
-        else Switch("cancel", False, f"stopping needs the iris client: {unset} unset in ops.md")
+        else Switch("cancel", False, f"cancel needs {unset} in {ops_file} (the iris client stops jobs)")
     )
     if not cfg.relaunch_commands:
-        relaunch = Switch("relaunch", False, "iris has no requeue and ops.md names no relaunch_commands")
+        relaunch = Switch("relaunch", False, f"relaunch needs relaunch_commands in {ops_file} (iris has no requeue)")
     elif not cancel.on:
         relaunch = Switch("relaunch", False, f"relaunch_commands given, but {cancel.why}")
     else:
@@ -75,28 +86,37 @@ def _iris(cfg: ClusterConfig, chain: Switch) -> list[Switch]:
     ]
 
 
-def _slurm(cfg: ClusterConfig, config: SweepConfig, trackers: TrackerSettings | None, chain: Switch) -> list[Switch]:
+def _slurm(
+    cfg: ClusterConfig,
+    config: SweepConfig,
+    trackers: TrackerSettings | None,
+    chain: Switch,
+    ops_file: str,
+    sweep_file: str,
+) -> list[Switch]:
     roots = ", ".join(cfg.artifact_roots)
     if roots:
         cleanup = Switch("cleanup", True, f"completed jobs' subtrees under {roots}, once the hub holds them")
     else:
-        cleanup = Switch("cleanup", False, "ops.md has no artifact_roots")
+        cleanup = Switch("cleanup", False, f"cleanup needs artifact_roots in {ops_file}")
     uploads = sorted(
         {name for name, f in config.cleanup.flavors.items() if f.upload} | {c.flavor for c in cfg.upload_commands}
     )
     if not uploads:
         upload = Switch(
-            "upload", False, "no upload command (sweep.yaml cleanup.flavors.*.upload, ops.md upload_commands)"
+            "upload",
+            False,
+            f"upload needs cleanup.flavors.<flavor>.upload in {sweep_file} or upload_commands in {ops_file}",
         )
     else:
         upload = Switch("upload", cleanup.on, f"flavors {', '.join(uploads)}" if cleanup.on else cleanup.why)
     flavors = sorted(config.consolidate.flavors)
     if not flavors:
-        consolidate = Switch("consolidate", False, "sweep.yaml consolidate.flavors is empty")
+        consolidate = Switch("consolidate", False, f"consolidate needs consolidate.flavors in {sweep_file}")
     else:
         consolidate = Switch("consolidate", cleanup.on, f"flavors {', '.join(flavors)}" if cleanup.on else cleanup.why)
     if trackers is None:
-        harvest = Switch("harvest", False, "no tracker repo (sweep.yaml trackers.repo, SWEEP_TRACKER_REPO)")
+        harvest = Switch("harvest", False, f"harvest needs trackers.repo in {sweep_file} (or SWEEP_TRACKER_REPO)")
     else:
         results = cfg.eval_results_dir or "none in ops.md (eval_results_dir): a failed job's log only"
         harvest = Switch("harvest", True, f"tracker rows under {trackers.repo}; results from {results}")

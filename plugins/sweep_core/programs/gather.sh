@@ -5,7 +5,7 @@
 # (a past window's running set), PAST_GRACE_S, WINDOW_START,
 # WINDOW_END, SETTLE_S, TAIL_BYTES, MAX_JOBS, CHAIN_PREFIXES (array), CHAIN_LOGS, LP (ops.md
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
-# PY (ops.md login_python; '' = none). Controller calls are constant in the number of jobs: two
+# PY (ops.md login_python; '' = none), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS. Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
 # --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk
 # counts of all arrays (sacct asks slurmdbd, not slurmctld). Every log is read by ONE process (PY,
@@ -50,6 +50,34 @@ if [ -n "$PY" ] && command -v "$PY" >/dev/null 2>&1; then
 else
   echo "$M reader:shell 0 - -"
   gather_in_shell
+fi
+# RL flavor facts (sweep_core.rules.cleanup): per job COMPLETED in the window whose name is an RL
+# bucket's (TRACE_PATTERNS, bash ERE), whether <root>/<name> is a directory under an artifact root
+# (ART_ROOTS, in order) and holds TRACE_SUB/: two stats each, builtins only (no listing, no walk,
+# no process). Record traces:<id>:<k> (k = the root's index) rc 0 = it holds TRACE_SUB/, rc 1 = it
+# does not; no record = no such dir under any root (the name decides).
+if [ "$sa" -eq 0 ] && [ "${#ART_ROOTS[@]}" -gt 0 ] && [ "${#TRACE_PATTERNS[@]}" -gt 0 ]; then
+  nt=0; : >"$T/o"; : >"$T/e"
+  while IFS= read -r line; do
+    case $line in *"$D"*) ;; *) continue ;; esac
+    jid=${line%%"$D"*}; ok_id "$jid" || continue
+    st=${line#*"$D"}; st=${st#*"$D"}; st=${st%%"$D"*}
+    case $st in COMPLETED*) ;; *) continue ;; esac
+    name=${line##*"$D"}
+    case $name in ''|.|..|*/*) continue ;; esac
+    hit=0
+    for p in "${TRACE_PATTERNS[@]}"; do if [[ $name =~ $p ]]; then hit=1; break; fi; done
+    [ "$hit" = 1 ] || continue
+    nt=$((nt + 1)); [ "$nt" -le "$MAX_FINISHED_LOGS" ] || break
+    k=0
+    for r in "${ART_ROOTS[@]}"; do
+      if [ -d "${r%/}/$name" ]; then
+        if [ -d "${r%/}/$name/$TRACE_SUB" ]; then rec "traces:$jid:$k" 0; else rec "traces:$jid:$k" 1; fi
+        break
+      fi
+      k=$((k + 1))
+    done
+  done <"$T/sacct"
 fi
 if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then
   cp "$T/o" "$T/git"

@@ -32,6 +32,23 @@ def _hold_for_live_namesake(flag: Flag, live: dict[tuple[str, str], list[Job]]) 
     return dataclasses.replace(flag, message=msg, action="")
 
 
+def rl_flavor(job: Job, agentic_tags: tuple[str, ...]) -> tuple[Flavor, str]:
+    """An RL completion's cleanup flavor and what decided it: the fact the gather read (its
+    artifact dir holds trace_jobs/ -> agentic, else standard), the name's agentic tag only when
+    no artifact dir of that name was found."""
+    tag = has_tag(job.name, agentic_tags)
+    has_traces, where = job.metrics.get("trace_jobs"), job.metrics.get("artifact_dir", "")
+    if isinstance(has_traces, bool):
+        skill = Flavor.RL_AGENTIC if has_traces else Flavor.RL_STANDARD
+        said = f"{where} holds trace_jobs/" if has_traces else f"{where} has no trace_jobs/"
+        if bool(tag) != has_traces:
+            said += f"; the name says {'agentic (' + tag + ')' if tag else 'standard'}, the dir decides"
+        return skill, f"{'agentic' if has_traces else 'standard'} ({said})"
+    if tag:
+        return Flavor.RL_AGENTIC, f"agentic (by name: {tag}; no artifact dir found to look for trace_jobs/)"
+    return Flavor.RL_STANDARD, "standard (by name: no agentic tag; no artifact dir found to look for trace_jobs/)"
+
+
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
     """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action); never
     while a RUNNING/PENDING job of the same name (a rerun, a chain successor) uses its dir."""
@@ -42,9 +59,7 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
         if job.base_state != "COMPLETED":
             continue
         if job.bucket == Bucket.RL:
-            tag = has_tag(job.name, ctx.cfg.agentic_tags)
-            skill = Flavor.RL_AGENTIC if tag else Flavor.RL_STANDARD
-            what = f"agentic ({tag})" if tag else "standard (no trace_jobs/)"
+            skill, what = rl_flavor(job, ctx.cfg.agentic_tags)
             out.append(
                 job_flag("completion_cleanup", Severity.INFO, job, f"RL {what} completed", cleanup_action(skill))
             )

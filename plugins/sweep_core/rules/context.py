@@ -1,5 +1,5 @@
 """What every flag rule reads: the RuleContext (the sweep's snapshots, configs, caps, history), the
-History of earlier sweeps, and the small helpers rules share (job_flag, has_tag).
+History of earlier sweeps, and the small helpers rules share (job_flag, has_tag, has_tag_within).
 """
 
 from __future__ import annotations
@@ -83,6 +83,26 @@ def has_tag(name: str, tags: Iterable[str]) -> str:
         if pattern.search(low):
             return tag
     return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _contained_patterns(tags: tuple[str, ...]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Per tag: its parts (split on _ - / .) joined by one optional separator, found anywhere."""
+    out = []
+    for t in tags:
+        parts = [re.escape(p) for p in re.split(r"[_\-/.]+", t.lower()) if p]
+        if parts:
+            out.append((t, re.compile(r"[_\-/.]?".join(parts))))
+    return tuple(out)
+
+
+def has_tag_within(name: str, tags: Iterable[str]) -> str:
+    """The first tag (list order) ``name`` contains, inside a token or with a number after it
+    (``_zclip2``, ``staleclip5``, ``shaped_entropy3``), its parts joined by _, -, /, . or nothing
+    (``stale_clip`` = ``staleclip`` = ``stale-clip``). The ablation tags' matching (the runbook:
+    "a job_name containing zclip/staleclip/...")."""
+    low = name.lower()
+    return next((tag for tag, pattern in _contained_patterns(tuple(tags)) if pattern.search(low)), "")
 
 
 def is_calibration(ctx: RuleContext, job: Job) -> bool:

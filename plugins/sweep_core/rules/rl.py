@@ -13,7 +13,7 @@ from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, launch_fi
 from sweep_core.ledger.acts import relaunched_from
 from sweep_core.models import Flag, Job
 from sweep_core.rules.config import RulesConfig
-from sweep_core.rules.context import RuleContext, has_tag, job_flag
+from sweep_core.rules.context import RuleContext, has_tag, has_tag_within, job_flag
 from sweep_core.vocab import Action, Bucket, Severity
 
 
@@ -128,7 +128,7 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
             continue
         step, signals = hits[-1]
         msg = f"step {step}: {', '.join(signals)}"
-        tag = has_tag(job.name, ctx.cfg.ablation_tags)
+        tag = has_tag_within(job.name, ctx.cfg.ablation_tags)  # zclip2, staleclip5: still the ablation
         if tag:
             out.append(
                 job_flag("rl_collapse", Severity.INFO, job, f"{msg} — ablation observation ({tag}), not actionable")

@@ -19,6 +19,7 @@ import base64
 import binascii
 import secrets
 from dataclasses import dataclass, field
+from typing import Any
 
 from sweep_core.config.sweep_schema import GatherLimits
 from sweep_core.gpu.probe import QUERY as GPU_QUERY
@@ -32,6 +33,7 @@ from sweep_core.slurm.parse import (
 )
 from sweep_core.slurm.past_window import PAST_RUNNING_FORMAT
 from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
+from sweep_core.vocab import Bucket
 from sweep_core.window import past_window_grace_s
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
@@ -119,6 +121,17 @@ class GatherRequest:
     gpu_max: int = 20
     gpu_timeout_s: int = 20
     gpu_patterns: tuple[str, ...] = ()
+    # RL flavor facts: each job COMPLETED in the window whose name matches trace_patterns (bash
+    # ERE: the RL bucket's) gets two stats: is <root>/<name> a dir under one of artifact_roots,
+    # and does it hold trace_subdir/ (record traces:<id>:<root index>, rc 0 yes / 1 no).
+    artifact_roots: tuple[str, ...] = ()
+    trace_subdir: str = "trace_jobs"
+    trace_patterns: tuple[str, ...] = ()
+
+
+def rl_patterns(buckets: Any) -> tuple[str, ...]:
+    """The RL bucket's name patterns (sweep.yaml ``buckets:``) for the gather's flavor facts (bash ERE)."""
+    return tuple(p.pattern for r in buckets if str(r.name) == Bucket.RL for p in r.patterns)
 
 
 def new_marker() -> str:
@@ -148,6 +161,8 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if not req.user:
         raise ValueError("user is required")
+    if not req.trace_subdir or "/" in req.trace_subdir or req.trace_subdir in (".", ".."):
+        raise ValueError(f"trace_subdir must be one plain directory name, got {req.trace_subdir!r}")
     return {
         "U": req.user,
         "SQUEUE_FORMAT": squeue_format(marker),
@@ -177,6 +192,9 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "GPU_TIMEOUT_S": max(1, req.gpu_timeout_s),
         "GPU_PATTERNS": list(req.gpu_patterns),
         "GPU_QUERY": GPU_QUERY,
+        "ART_ROOTS": list(req.artifact_roots),
+        "TRACE_SUB": req.trace_subdir,
+        "TRACE_PATTERNS": list(req.trace_patterns),
     }
 
 

@@ -120,6 +120,20 @@ def _attach_failed_log(job: Job, output: GatherOutput) -> None:
         job.log_note = f"log not readable: {tail.stderr.strip() or tail.rc}"
 
 
+def _attach_traces(job: Job, output: GatherOutput, roots: tuple[str, ...]) -> None:
+    """The RL flavor fact of a completed job (gather.sh ``traces:<id>:<k>``): its artifact dir
+    ``<root k>/<name>`` and whether it holds trace_jobs/, in metrics ``artifact_dir`` and
+    ``trace_jobs`` (True/False); nothing when no dir of that name was found (the name decides)."""
+    if "\n" in job.name:
+        return  # the script saw only the name's first line: its answer is about another dir
+    for k, root in enumerate(roots):
+        rec = output.get(f"traces:{job.job_id}:{k}")
+        if rec is not None and rec.rc in (0, 1):
+            job.metrics["artifact_dir"] = f"{root.rstrip('/')}/{job.name}"
+            job.metrics["trace_jobs"] = rec.rc == 0
+            return
+
+
 def _attach_chunks(job: Job, output: GatherOutput) -> None:
     """The chunk states of the job's array: from the ONE ``chunks`` record (sacct -j a,b,c: the
     rows of this array) or, from an older script, its own ``chunks:<array>`` record."""
@@ -230,6 +244,7 @@ def snapshot_from_output(
     gpu_ceiling: float | None = None,
     gpu_max: int | None = None,
     gpu_probe: str = "srun-overlap",
+    artifact_roots: tuple[str, ...] = (),
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -326,6 +341,7 @@ def snapshot_from_output(
                 _attach_failed_log(job, output)
                 job.note = row.note
                 _attach_chunks(job, output)
+                _attach_traces(job, output, artifact_roots)
                 finished.append(job)
             snap.finished = finished
         except SlurmOutputError as exc:
