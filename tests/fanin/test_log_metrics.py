@@ -382,6 +382,10 @@ PROFILED = {  # fixture: (bucket, profile, the values the Step/metric columns sh
     "megatron.out": ("sft", "megatron", {"step": 5428, "total": 250000, "loss": 2.341002}),
     "mmengine.out": ("sft", "mmengine", {"step": 580, "total": 2046, "loss": 0.6011}),
     "lightning.out": ("sft", "lightning", {"step": 450, "total": None, "loss": 2.571}),
+    # the exact global_step/max_steps of the last dict, not the Val bar 25/25 nor the half-written bar after it
+    "ms-swift.out": ("sft", "ms-swift", {"step": 205, "total": 1000, "loss": 0.98765432, "grad_norm": 1.2345}),
+    "ms-swift-grpo.out": ("rl", "ms-swift-rl", {"step": 30, "max_steps": 1200, "reward": 0.4688, "entropy": 0.5031}),
+    "llamafactory-ppo.out": ("rl", "llamafactory", {"step": 13, "max_steps": 1250, "reward": 0.2344}),
 }
 
 
@@ -393,7 +397,7 @@ def test_profiles_read_each_framework_as_it_prints(name: str) -> None:
     text = (FIXTURES / "logs" / "profiles" / name).read_text()
     ex = extract_training(bucket, "job", text, [], CFG)
     assert ex.values["log_profile"] == profile
-    assert {k: ex.values[k] for k in want} == want
+    assert {k: ex.values[k] for k in want} == pytest.approx(want)
     check_extracted(bucket, [text], ex.values, ex.problems)
     for key, value in ex.values.items():  # every unknown says why (past_max_steps: None = not past)
         if value is None and key != "past_max_steps":
@@ -403,7 +407,7 @@ def test_profiles_read_each_framework_as_it_prints(name: str) -> None:
 def test_nan_grad_norms_are_read_as_nan() -> None:
     from sweep_core.fanin.metrics.select import extract_training
 
-    for name, bucket in (("verl.out", "rl"), ("megatron.out", "sft"), ("mmengine.out", "sft")):
+    for name, bucket in (("verl.out", "rl"), ("megatron.out", "sft"), ("mmengine.out", "sft"), ("ms-swift-grpo.out", "rl")):
         ex = extract_training(bucket, "j", (FIXTURES / "logs" / "profiles" / name).read_text(), [], CFG)
         assert math.isnan(ex.values["grad_norm"]), name
 
@@ -426,3 +430,27 @@ def test_a_log_in_no_known_format_says_so() -> None:
 
     ex = extract_training("rl", "j", "loading model\nstarting\n", [], CFG)
     assert ex.values["step"] is None and any("no known log format" in p for p in ex.problems)
+
+
+def test_llamafactory_sft_is_the_hf_trainer_format_the_default_reads() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    text = (FIXTURES / "logs" / "profiles" / "llamafactory-sft.out").read_text()
+    ex = extract_training("sft", "job", text, [], CFG)
+    assert "log_profile" not in ex.values and ex.problems == []
+    # the eval bar 2/3 at the end is not the step: the banner's total (4,875) tells the training bar
+    assert ex.values == {"step": 610, "total": 4875, "loss": 1.0388, "grad_norm": 0.9123}
+
+
+def test_a_profile_signature_goes_before_a_bare_loss_dict_but_not_before_the_banner() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    swift = (FIXTURES / "logs" / "profiles" / "ms-swift.out").read_text()
+    assert extract_training("sft", "j", swift, [], CFG).values["log_profile"] == "ms-swift"
+    banner = "  Total optimization steps = 1,000\n" + swift
+    ex = extract_training("sft", "j", banner, [], CFG)
+    assert "log_profile" not in ex.values and ex.values["total"] == 1000
+    bare = "{'loss': 0.5, 'grad_norm': 1.0, 'epoch': 0.1}\n"  # HF Trainer with its banner scrolled out
+    ex = extract_training("sft", "j", bare, [], CFG)
+    assert "log_profile" not in ex.values and ex.values["loss"] == 0.5
+    assert not any("no known log format" in p for p in ex.problems)
