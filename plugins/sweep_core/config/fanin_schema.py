@@ -23,6 +23,7 @@ class RlMetricKeys(StrictModel):
     grad_norm: Tup[str] = ("actor/grad_norm", "train/grad_norm", "grad_norm")
     entropy: Tup[str] = ("actor/entropy", "train/entropy", "entropy")
     tis: Tup[str] = ("tis/ratio_mean", "actor/tis_ratio", "tis")
+    lr: Tup[str] = ("actor/lr", "train/learning_rate", "learning_rate", "lr")
 
 
 # A progress bar that counts something else than training steps (datasets, downloads, checkpoint
@@ -92,6 +93,7 @@ class ProfileKeys(StrictModel):
     entropy: Tup[str] = ()
     tis: Tup[str] = ()
     loss: Tup[str] = ()
+    lr: Tup[str] = Field((), description="learning rate: shown, no rule reads it ('—' when the log has none)")
 
 
 class LogProfile(StrictModel):
