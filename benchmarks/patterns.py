@@ -4,7 +4,8 @@ Every default pattern (the schema's, sweep_core/config/fanin_schema.py, and incl
 the extractor's own search (``last_match``, ``findall`` for the exception names) on tails built
 to make a backtracking regex go quadratic: long digit runs before a near-miss literal, long
 lines of the separators (``/``, ``=``, ``:``, spaces, ``,``), near-miss literals repeated.
-Prints the worst tail and its time per pattern; target <= 20 ms each.
+Prints the worst tail and its time per pattern; target <= 20 ms each, and <= 1 ms for a log
+profile's patterns (``metrics.profiles``, issue 31).
 Usage: source scripts/env.sh && python benchmarks/patterns.py
 """
 
@@ -24,6 +25,7 @@ from sweep_core.fanin.metrics.patterns import findall, last_match  # noqa: E402
 
 SIZE = 16384
 TARGET_MS = 20.0
+PROFILE_TARGET_MS = 1.0
 
 
 def tails(p: re.Pattern[str]) -> dict[str, str]:
@@ -45,6 +47,14 @@ def tails(p: re.Pattern[str]) -> dict[str, str]:
         "word chars": "A" * SIZE,
         "'Error'-ish words": ("AbcErro " * (SIZE // 8)),
         "newlines": "9\n" * (SIZE // 2),
+        # name/value pair lines (the profiles' ``pair``): separators before a name, a value that
+        # runs on and then misses its end (digits and commas, then spaces that do not end the line)
+        "' - a:'*n": " - a:" * (SIZE // 5),
+        "'a: 1'+','*n+spaces+'x'": "a: 1" + "," * (SIZE // 2) + " " * (SIZE // 2) + "x",
+        "' - a:1'+','*n+spaces+'x'": " - a:1" + "," * (SIZE // 2) + " " * (SIZE // 2) + "x",
+        "'| a: 1'+'.'*n+'x'": "| a: 1" + "." * SIZE + "x",
+        "'  a: '*n": "  a: " * (SIZE // 5),
+        "' a='*n": " a=" * (SIZE // 3),
     }
     for lit in re.findall(r"[A-Za-z_][A-Za-z_ ]{2,}", p.pattern):
         near = lit[:-1] + ("x" if lit[-1] != "x" else "y")
@@ -103,14 +113,20 @@ def patterns() -> list[tuple[str, re.Pattern[str], str]]:
 def main() -> int:
     worst_all = 0.0
     print(f"{'pattern':<60} {'worst ms':>9}  worst tail")
+    worst_profile, over = 0.0, 0
     for where, p, how in patterns():
         times = {name: min(time_one(p, text, how) for _ in range(3)) for name, text in tails(p).items()}
         name, ms = max(times.items(), key=lambda kv: kv[1])
+        profile = ":profile " in where
+        target = PROFILE_TARGET_MS if profile else TARGET_MS
         worst_all = max(worst_all, ms)
-        mark = "" if ms <= TARGET_MS else "  OVER TARGET"
+        worst_profile = max(worst_profile, ms) if profile else worst_profile
+        over += ms > target
+        mark = "" if ms <= target else "  OVER TARGET"
         print(f"{where + ' ' + p.pattern:<60.60} {ms:>9.2f}  {name}{mark}")
     print(f"worst of all: {worst_all:.2f} ms (target <= {TARGET_MS:g} ms)")
-    return 0 if worst_all <= TARGET_MS else 1
+    print(f"worst log-profile pattern: {worst_profile:.2f} ms (target <= {PROFILE_TARGET_MS:g} ms)")
+    return 0 if over == 0 else 1
 
 
 if __name__ == "__main__":

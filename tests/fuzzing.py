@@ -61,8 +61,8 @@ def any_text(seeds: list[str]) -> st.SearchStrategy[str]:
 
 # The keys each extractor always returns (RL adds metrics_from when the dicts came from a chain log).
 EXTRACTED_KEYS = {
-    "rl": {"step", "max_steps", "reward", "grad_norm", "entropy", "tis", "past_max_steps"},
-    "sft": {"step", "total", "loss", "grad_norm"},
+    "rl": {"step", "max_steps", "reward", "grad_norm", "entropy", "tis", "lr", "past_max_steps"},
+    "sft": {"step", "total", "loss", "grad_norm", "lr"},
     "datagen": {"chunks_done", "chunks_total", "results", "avg_turns", "exc_pct"},
     "eval": {"done", "total", "pass_rate", "top_exception", "passthrough", "checks"},
 }

@@ -58,7 +58,7 @@ def test_rl_malformed_lines_give_unknown_with_reasons() -> None:
 
 def test_sft_banner_tqdm_and_loss_dict() -> None:
     ex = extract_sft(log("sft_healthy.out"), CFG)
-    assert ex.values == {"step": 227, "total": 1875, "loss": 0.5987, "grad_norm": 1.521}
+    assert ex.values == {"step": 227, "total": 1875, "loss": 0.5987, "grad_norm": 1.521, "lr": 1.9e-05}
 
 
 def test_datagen_counts_and_realness_inputs() -> None:
@@ -376,12 +376,36 @@ def test_unknown_metric_names_give_a_reason_naming_what_was_seen() -> None:
 # ---- log profiles (include/sweep.yaml metrics.profiles; fixtures cite the printing code) -----------
 
 PROFILED = {  # fixture: (bucket, profile, the values the Step/metric columns show)
-    "verl.out": ("rl", "verl", {"step": 12, "max_steps": 300, "reward": 0.43, "entropy": 0.5031, "tis": 1.0012}),
-    "openrlhf.out": ("rl", "openrlhf", {"step": 7, "max_steps": None, "reward": 0.3125, "grad_norm": 0.731}),
-    "trl.out": ("rl", "trl", {"step": 14, "max_steps": 1868, "reward": 0.25, "grad_norm": 0.3711, "entropy": 0.4412}),
-    "megatron.out": ("sft", "megatron", {"step": 5428, "total": 250000, "loss": 2.341002}),
-    "mmengine.out": ("sft", "mmengine", {"step": 580, "total": 2046, "loss": 0.6011}),
+    "verl.out": (
+        "rl",
+        "verl",
+        {"step": 12, "max_steps": 300, "reward": 0.43, "entropy": 0.5031, "tis": 1.0012, "lr": None},
+    ),
+    "openrlhf.out": (
+        "rl",
+        "openrlhf",
+        {"step": 7, "max_steps": None, "reward": 0.3125, "grad_norm": 0.731, "lr": 5e-07},
+    ),
+    "trl.out": (
+        "rl",
+        "trl",
+        {"step": 14, "max_steps": 1868, "reward": 0.25, "grad_norm": 0.3711, "entropy": 0.4412, "lr": 9.9e-07},
+    ),
+    "megatron.out": ("sft", "megatron", {"step": 5428, "total": 250000, "loss": 2.341002, "lr": 2.999e-04}),
+    "mmengine.out": ("sft", "mmengine", {"step": 580, "total": 2046, "loss": 0.6011, "lr": 1.9986e-05}),
     "lightning.out": ("sft", "lightning", {"step": 450, "total": None, "loss": 2.571}),
+    # the exact global_step/max_steps of the last dict, not the Val bar 25/25 nor the half-written bar after it
+    "ms-swift.out": (
+        "sft",
+        "ms-swift",
+        {"step": 205, "total": 1000, "loss": 0.98765432, "grad_norm": 1.2345, "lr": 9.524e-05},
+    ),
+    "ms-swift-grpo.out": (
+        "rl",
+        "ms-swift-rl",
+        {"step": 30, "max_steps": 1200, "reward": 0.4688, "entropy": 0.5031, "lr": 1e-06},
+    ),
+    "llamafactory-ppo.out": ("rl", "llamafactory", {"step": 13, "max_steps": 1250, "reward": 0.2344, "lr": 1e-05}),
 }
 
 
@@ -393,17 +417,22 @@ def test_profiles_read_each_framework_as_it_prints(name: str) -> None:
     text = (FIXTURES / "logs" / "profiles" / name).read_text()
     ex = extract_training(bucket, "job", text, [], CFG)
     assert ex.values["log_profile"] == profile
-    assert {k: ex.values[k] for k in want} == want
+    assert {k: ex.values[k] for k in want} == pytest.approx(want)
     check_extracted(bucket, [text], ex.values, ex.problems)
-    for key, value in ex.values.items():  # every unknown says why (past_max_steps: None = not past)
-        if value is None and key != "past_max_steps":
+    for key, value in ex.values.items():  # every unknown says why (past_max_steps: None = not past; lr: shown as —)
+        if value is None and key not in ("past_max_steps", "lr"):
             assert any(key.split("_")[0] in p or "step" in p for p in ex.problems), (key, ex.problems)
 
 
 def test_nan_grad_norms_are_read_as_nan() -> None:
     from sweep_core.fanin.metrics.select import extract_training
 
-    for name, bucket in (("verl.out", "rl"), ("megatron.out", "sft"), ("mmengine.out", "sft")):
+    for name, bucket in (
+        ("verl.out", "rl"),
+        ("megatron.out", "sft"),
+        ("mmengine.out", "sft"),
+        ("ms-swift-grpo.out", "rl"),
+    ):
         ex = extract_training(bucket, "j", (FIXTURES / "logs" / "profiles" / name).read_text(), [], CFG)
         assert math.isnan(ex.values["grad_norm"]), name
 
@@ -426,3 +455,27 @@ def test_a_log_in_no_known_format_says_so() -> None:
 
     ex = extract_training("rl", "j", "loading model\nstarting\n", [], CFG)
     assert ex.values["step"] is None and any("no known log format" in p for p in ex.problems)
+
+
+def test_llamafactory_sft_is_the_hf_trainer_format_the_default_reads() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    text = (FIXTURES / "logs" / "profiles" / "llamafactory-sft.out").read_text()
+    ex = extract_training("sft", "job", text, [], CFG)
+    assert "log_profile" not in ex.values and ex.problems == []
+    # the eval bar 2/3 at the end is not the step: the banner's total (4,875) tells the training bar
+    assert ex.values == {"step": 610, "total": 4875, "loss": 1.0388, "grad_norm": 0.9123, "lr": 4.8e-05}
+
+
+def test_a_profile_signature_goes_before_a_bare_loss_dict_but_not_before_the_banner() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    swift = (FIXTURES / "logs" / "profiles" / "ms-swift.out").read_text()
+    assert extract_training("sft", "j", swift, [], CFG).values["log_profile"] == "ms-swift"
+    banner = "  Total optimization steps = 1,000\n" + swift
+    ex = extract_training("sft", "j", banner, [], CFG)
+    assert "log_profile" not in ex.values and ex.values["total"] == 1000
+    bare = "{'loss': 0.5, 'grad_norm': 1.0, 'epoch': 0.1}\n"  # HF Trainer with its banner scrolled out
+    ex = extract_training("sft", "j", bare, [], CFG)
+    assert "log_profile" not in ex.values and ex.values["loss"] == 0.5
+    assert not any("no known log format" in p for p in ex.problems)

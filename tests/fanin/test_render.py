@@ -182,3 +182,21 @@ def test_table_rows_reads_a_wrapped_cell_as_one_text() -> None:
     rows = table_rows(table)
     assert [r["Job"] for r in rows] == ["1", "2"]
     assert "job name holds a newline" in rows[0]["Note"] and rows[1]["Note"] == "—"
+
+
+def test_lr_column_shows_the_rate_a_dash_when_the_log_has_none_and_unknown_when_unread() -> None:
+    from helpers import table_rows
+
+    from sweep_core.fanin.render import METRIC_COLUMNS
+    from sweep_core.vocab import Bucket
+
+    base = {"step": 5, "max_steps": 10, "reward": 0.5, "grad_norm": 1.0, "entropy": 0.4, "tis": 1.0}
+    with_lr = Job("c1", "1", "rl__a", "RUNNING", "squeue", bucket="RL", metrics={**base, "lr": 1e-06})
+    no_lr = Job("c1", "2", "rl__b", "RUNNING", "squeue", bucket="RL", metrics={**base, "lr": None})
+    unread = Job("c1", "3", "rl__c", "RUNNING", "squeue", bucket="RL")
+    table = render_bucket("RL", [with_lr, no_lr, unread], [], lambda c, b: 30, METRIC_COLUMNS[Bucket.RL])
+    rows = {r["Job ID"]: r for r in table_rows(table)}
+    assert (rows["1"]["LR"], rows["2"]["LR"], rows["3"]["LR"]) == ("1e-06", "—", "?")
+    sft = Job("c1", "4", "sft_a", "RUNNING", "squeue", bucket="SFT", metrics={"step": 1, "total": 2, "lr": 2.5e-05})
+    sft_rows = table_rows(render_bucket("SFT", [sft], [], lambda c, b: 30, METRIC_COLUMNS[Bucket.SFT]))
+    assert sft_rows[0]["LR"] == "2.5e-05" and sft_rows[0]["Grad"] == "?"

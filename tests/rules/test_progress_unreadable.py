@@ -22,7 +22,7 @@ def test_an_rl_job_with_no_step_after_its_cadence_is_flagged_with_why() -> None:
         "rl__a2_mute": "[progress_unreadable] WARN leo RL 41 rl__a2_mute: progress unreadable: no step line"
         " (Training Step Progress / trainer/global_step) in the log tail; no WANDB_MIRROR metric dict in this"
         " log or its chain logs; no known log format found in the tail (default and profiles: verl, openrlhf,"
-        " ms-swift-rl, trl) (running 70 min, cadence 30 min)"
+        " ms-swift-rl, llamafactory, trl) (running 70 min, cadence 30 min)"
     }
     table = result.rendered.tables["RL"]
     assert "[progress_unreadable]" in table and "?: no step line" not in table  # said once, in the flag

@@ -23,6 +23,7 @@ class RlMetricKeys(StrictModel):
     grad_norm: Tup[str] = ("actor/grad_norm", "train/grad_norm", "grad_norm")
     entropy: Tup[str] = ("actor/entropy", "train/entropy", "entropy")
     tis: Tup[str] = ("tis/ratio_mean", "actor/tis_ratio", "tis")
+    lr: Tup[str] = ("actor/lr", "train/learning_rate", "learning_rate", "lr")
 
 
 # A progress bar that counts something else than training steps (datasets, downloads, checkpoint
@@ -85,20 +86,21 @@ class EvalMetrics(StrictModel):
 class ProfileKeys(StrictModel):
     """Names (dict keys or ``name: value`` names) that feed each column, by priority."""
 
-    step: Tup[str] = ()
-    max_steps: Tup[str] = ()
-    reward: Tup[str] = ()
-    grad_norm: Tup[str] = ()
-    entropy: Tup[str] = ()
-    tis: Tup[str] = ()
-    loss: Tup[str] = ()
+    step: Tup[str] = Field((), description="the step, when the profile has no step pattern (RL)")
+    max_steps: Tup[str] = Field((), description="the run's total steps, when no total pattern matched (RL)")
+    reward: Tup[str] = Field((), description="the Reward column (RL)")
+    grad_norm: Tup[str] = Field((), description="the Grad column")
+    entropy: Tup[str] = Field((), description="the Entropy column (RL)")
+    tis: Tup[str] = Field((), description="the TIS column (RL)")
+    loss: Tup[str] = Field((), description="the Loss column (SFT)")
+    lr: Tup[str] = Field((), description="learning rate: shown, no rule reads it ('—' when the log has none)")
 
 
 class LogProfile(StrictModel):
     """One framework's log format (sweep_core/fanin/metrics/profiles.py reads it; adding one needs no code)."""
 
-    name: str = Field(min_length=1, pattern=r"^[\w.-]+$")
-    bucket: Literal["rl", "sft"]
+    name: str = Field(min_length=1, pattern=r"^[\w.-]+$", description="named in the Note and by metrics.pins")
+    bucket: Literal["rl", "sft"] = Field(description="the table whose jobs it may read: rl or sft")
     signature: Patterns = Field(min_length=1, description="the tail is this format when one of these is found")
     step: Patterns = Field((), description="training progress only: group 1 = step, group 2 (if any) = total")
     total: Patterns = Field((), description="group 1 = the run's total steps (a banner)")
@@ -106,26 +108,27 @@ class LogProfile(StrictModel):
     dict_line: Patterns = Field((), description="a line where one matches holds a {...} metric dict after it")
     pairs_line: Patterns = Field((), description="a line where one matches holds name/value pairs after it")
     pair: str = Field("", description="regex over a pairs line: group 1 = name, group 2 = value")
-    keys: ProfileKeys = ProfileKeys()
+    keys: ProfileKeys = Field(ProfileKeys(), description="metric names -> columns, by priority (table below)")
     source: str = Field("", description="where the format comes from (file:line of the printing code)")
 
 
 class ProfilePin(StrictModel):
     """Jobs whose name matches ``match`` are read with profile ``profile`` (no signature test)."""
 
-    match: Regex
-    profile: str = Field(min_length=1)
+    match: Regex = Field(description="regex searched in the job name")
+    profile: str = Field(min_length=1, description="the metrics.profiles name that reads those jobs")
 
 
 class MetricsSection(StrictModel):
     """sweep.yaml ``metrics:``: per-bucket patterns over the bounded log tails (spec §3)."""
 
-    rl: RlMetrics = RlMetrics()
-    sft: SftMetrics = SftMetrics()
-    datagen: DatagenMetrics = DatagenMetrics()
-    eval: EvalMetrics = EvalMetrics()
+    rl: RlMetrics = Field(RlMetrics(), description="the runbook's RL format: step bar, WANDB_MIRROR dict keys")
+    sft: SftMetrics = Field(SftMetrics(), description="the HF Trainer format: banner total, step bar")
+    datagen: DatagenMetrics = Field(DatagenMetrics(), description="result.json counts, avg turns, exceptions")
+    eval: EvalMetrics = Field(EvalMetrics(), description="trials done, pass rate, exceptions, the 4 infra checks")
     profiles: Tup[LogProfile] = Field(
-        (), description="other frameworks' log formats, tried in order when the bucket's default is not found"
+        (),
+        description="other frameworks' log formats, tried in order when the default's own lines (RL step bar or mirror, SFT banner) are not in the tail",
     )
     pins: Tup[ProfilePin] = Field((), description="job-name regex -> profile name: that series is read with it")
     hang_signals: Patterns = Field(

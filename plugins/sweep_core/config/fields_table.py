@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from sweep_core.config.consolidate_schema import ConsolidateCommand, ConsolidateSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
+from sweep_core.config.fanin_schema import LogProfile, MetricsSection, ProfileKeys, ProfilePin
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter, scheduler_of
 from sweep_core.config.sweep_schema import SweepConfig
@@ -31,6 +32,10 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml deep_dive serving_lut row": (LutRow, ""),
     "sweep.yaml consolidate": (ConsolidateSection, ""),
     "sweep.yaml consolidate flavor": (ConsolidateCommand, ""),
+    "sweep.yaml metrics": (MetricsSection, ""),
+    "sweep.yaml metrics profile": (LogProfile, ""),
+    "sweep.yaml metrics profile keys": (ProfileKeys, ""),
+    "sweep.yaml metrics pin": (ProfilePin, ""),
 }
 
 # model -> (column, value per field name): a column a table has besides field, default, meaning

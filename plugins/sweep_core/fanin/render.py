@@ -41,6 +41,11 @@ def _metric(key: str, digits: int = 3) -> Callable[[Job], str]:
     return lambda j: _fmt(j.metrics.get(key), digits) if j.metrics else "?"
 
 
+def _shown(key: str) -> Callable[[Job], str]:
+    """A column no rule reads (the learning rate): ``—`` when the log prints none, ``?`` when unreadable."""
+    return lambda j: ("—" if j.metrics.get(key) is None else _fmt(j.metrics[key])) if j.metrics else "?"
+
+
 def _infra(job: Job) -> str:
     checks = job.metrics.get("checks") or {}
     if not checks:
@@ -70,12 +75,14 @@ METRIC_COLUMNS: MetricColumns = {
         ("Grad", _metric("grad_norm")),
         ("Entropy", _metric("entropy")),
         ("TIS", _metric("tis")),
+        ("LR", _shown("lr")),
         ("Rate", _rate),
     ),
     Bucket.SFT: (
         ("Step", lambda j: _frac(j.metrics.get("step"), j.metrics.get("total")) if j.metrics else "?"),
         ("Loss", _metric("loss", 4)),
         ("Grad", _metric("grad_norm")),
+        ("LR", _shown("lr")),
         ("Rate", _rate),
     ),
     Bucket.DATAGEN: (

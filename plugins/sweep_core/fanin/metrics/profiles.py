@@ -30,7 +30,8 @@ from sweep_core.fanin.metrics.patterns import last_match, search
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LINES = re.compile(r"[\r\n]+")
-COLUMNS = {"rl": ("reward", "grad_norm", "entropy", "tis"), "sft": ("loss", "grad_norm")}
+COLUMNS = {"rl": ("reward", "grad_norm", "entropy", "tis", "lr"), "sft": ("loss", "grad_norm", "lr")}
+SHOWN_ONLY = ("lr",)  # a column no rule reads: '—' when the log has none, without a problem line
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
         )
     else:
         for c in cols:
-            if values[c] is None:
+            if values[c] is None and c not in SHOWN_ONLY:
                 names = ", ".join(n for n, (col, _) in prof.alias.items() if col == c) or "none configured"
                 saw = ", ".join(seen[:8]) + ("…" if len(seen) > 8 else "")
                 out.problems.append(f"no {c} in the last {prof.name} metric line (names: {names}; it holds: {saw})")

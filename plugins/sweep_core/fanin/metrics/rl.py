@@ -166,6 +166,7 @@ def extract_rl(tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Ext
         "grad_norm": last.get("grad_norm"),
         "entropy": last.get("entropy"),
         "tis": last.get("tis"),
+        "lr": last.get("lr"),  # shown only: '—' when the dict has none (no rule reads it, no problem line)
         "past_max_steps": past[-1] if past else None,  # a step read above max_steps (rl_resume_overshoot)
     }
     if step is None and not any("step" in p for p in out.problems):

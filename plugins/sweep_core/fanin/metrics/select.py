@@ -1,6 +1,9 @@
 """Which reader a RL/SFT job's log gets: a profile ``metrics.pins`` names for the job; else the
-bucket's default (the runbook's formats: rl.py, sft.py) when its lines are in the tail; else the
-first ``metrics.profiles`` entry whose signature is; else the default, saying no format was found.
+bucket's default (the runbook's formats: rl.py, sft.py) when its own lines are in the tail (RL:
+the step bar or the mirror marker; SFT: the HF Trainer banner); else the first ``metrics.profiles``
+entry whose signature is; else the default when a bare ``'loss'`` dict is (HF Trainer without its
+banner: ms-swift prints such dicts too, with its exact ``global_step/max_steps``); else the
+default, saying no format was found.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ from sweep_core.fanin.metrics.sft import extract_sft
 
 
 def _default_found(bucket: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> bool:
+    """The default's own lines are in the tail (a profile's signature is not looked for)."""
     if bucket == "rl":
         return last_match(cfg.rl_step, tail) is not None or any(cfg.rl_marker in t for t in (tail, *chain_tails))
-    return last_match(cfg.sft_total, tail) is not None or "'loss'" in tail or '"loss"' in tail
+    return last_match(cfg.sft_total, tail) is not None
+
+
+def _default_loose(bucket: str, tail: str) -> bool:
+    """A line the default reads but other formats print too (an SFT ``'loss'`` dict): a profile's signature goes first."""
+    return bucket == "sft" and ("'loss'" in tail or '"loss"' in tail)
 
 
 def _choose(
@@ -33,7 +42,7 @@ def _choose(
     for prof in cfg.profiles:
         if prof.bucket == bucket and (prof.matches(tail) or any(prof.matches(t) for t in chain_tails[:1])):
             return prof, False
-    return None, False
+    return None, _default_loose(bucket, tail)
 
 
 def profile_for(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Profile | None:

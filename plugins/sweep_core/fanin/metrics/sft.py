@@ -5,7 +5,7 @@ in include/sweep.yaml, fixtures in tests/fixtures/logs/):
   `` 45/1000 [00:10<03:40, 4.3it/s]`` (tqdm) -> step; never a bar that counts something else
   (``Map: 100%|…| 50000/50000``, ``metrics.sft.not_training``), nor one whose total is not the
   banner's (the eval bar ``3/3`` of a 6000-step run), nor a step above the total;
-  ``{'loss': 0.5123, 'grad_norm': 1.23, 'learning_rate': 1e-05, 'epoch': 0.12}`` -> loss, grad (the
+  ``{'loss': 0.5123, 'grad_norm': 1.23, 'learning_rate': 1e-05, 'epoch': 0.12}`` -> loss, grad, lr (the
   last line), and every such line of the tail, oldest first, as ``series`` (sft_divergence reads it).
 
 A line that does not parse never raises: the metric is None (rendered "?") and ``problems`` says why.
@@ -24,7 +24,7 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     total_m = last_match(cfg.sft_total, tail)
     total = as_count(total_m.group(1), "total steps", out.problems) if total_m else None
     step, total = training_step(cfg.sft_step, cfg.sft_not_training, tail, total, out.problems)
-    loss = grad = None
+    loss = grad = lr = None
     found = False
     for line in reversed(tail.splitlines()):
         if "'loss'" in line or '"loss"' in line:
@@ -37,10 +37,11 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
             point = {k: v for k in ("loss", "grad_norm") if (v := pick_number(d, [k])) is not None}
             if not found:
                 loss, grad, found = point.get("loss"), point.get("grad_norm"), True
+                lr = pick_number(d, ["learning_rate"])
             if point:
                 out.series.append(point)
     out.series.reverse()  # oldest first: the sft_divergence rule compares the last with the earlier ones
-    out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad}
+    out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad, "lr": lr}
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step progress line in the log tail")
     if total is None:
