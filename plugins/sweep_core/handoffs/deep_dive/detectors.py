@@ -255,12 +255,16 @@ def _stamp(line: str, year: int) -> dt.datetime | None:
 
 
 def detect_starvation(
-    log: str, idle_minutes: float, patterns: Sequence[re.Pattern[str]] = (), year: int = 2000
+    log: str, idle_minutes: float, patterns: Sequence[re.Pattern[str]] = (), year: int | None = None
 ) -> Finding | None:
     """An engine-starvation wedge in a log: no token generated for ``idle_minutes``+ (engines idle, or
     holding requests at 0 tokens/s, or silent) while the log is still written and no training step
     completes: strong. Else a line matching a configured starvation pattern: weak. None otherwise
-    (also when the log carries no timestamps: then only the patterns can speak)."""
+    (also when the log carries no timestamps: then only the patterns can speak). vLLM's stamps have
+    no year: ``year``, else the first dated line's, else 2000."""
+    if year is None:
+        first = _STAMP_ISO.search(log)
+        year = int(first.group(1)) if first else 2000
     last_gen: dt.datetime | None = None  # the last time tokens were generated (or a step completed)
     last_seen: dt.datetime | None = None
     engines = 0
