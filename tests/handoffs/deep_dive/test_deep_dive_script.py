@@ -114,7 +114,8 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
             "job_id": "12",
             "name": "rl__dead",
             "action": "kill-approval",
-            "evidence": "deep-dive KILL: " + "; ".join(dead["evidence"]),
+            "evidence": "deep-dive KILL on 3 strong signals (all-reward-0, empty-rollouts, weight-sync): "
+            + "; ".join(dead["evidence"]),
         }
     ]
     text = deep_dive_record(got)
