@@ -68,7 +68,17 @@ class DeepDiveSection(StrictModel):
         _compiled(DEFAULT_WEIGHT_SYNC), description="log regexes of weight-sync garbage (any match: KILL)"
     )
     starvation_patterns: Tup[Regex] = Field(
-        _compiled(DEFAULT_STARVATION), description="log regexes of an engine-starvation wedge (any match: KILL)"
+        _compiled(DEFAULT_STARVATION),
+        description="log regexes of an engine-starvation wedge (a match: a weak signal, KILL with one more)",
+    )
+    starvation_idle_minutes: Positive = Field(
+        20, description="no token generated this long while the log is written and no step completes: KILL"
+    )
+    garbage_strong_share: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.6, description="this share of the newest non-blank rollouts garbage text (weight-sync signature): KILL"
+    )
+    garbage_weak_share: Annotated[float, Field(gt=0, le=1)] = Field(
+        0.2, description="this share garbage: a weak signal (KILL with one more weak signal)"
     )
     zero_reward_steps: Positive = Field(10, description="reward exactly 0 on the last this many logged steps: KILL")
     idle_util_pct: Percent = Field(5.0, description="every GPU at or below this while the log advances: KILL")

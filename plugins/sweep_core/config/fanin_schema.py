@@ -132,7 +132,7 @@ class MetricsSection(StrictModel):
     )
     pins: Tup[ProfilePin] = Field((), description="job-name regex -> profile name: that series is read with it")
     hang_signals: Patterns = Field(
-        ("EngineDead", r"NCCL[^\n]*[Tt]imeout", "[Ww]atchdog", r"RPC[^\n]*[Tt]imeout", "opCount"),
+        ("EngineDead", r"NCCL[^\n]*[Tt]imeout", "[Ww]atchdog", r"RPC[^\n]*[Tt]imeout"),
         min_length=1,
         description="lines worth naming next to a silent hang",
     )

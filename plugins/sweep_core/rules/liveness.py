@@ -1,11 +1,12 @@
 """The liveness rule (spec §1 LIVENESS): a RUNNING job silent past its bucket cadence is a suspected
-silent hang, reported with the last lines of its log.
+silent hang, reported with the last lines of its log and the traps its log names (sig53, EDQUOT). A
+job whose log says Disk quota exceeded is never a kill: the quota cell and the cleanup backlog.
 """
 
 from __future__ import annotations
 
 from sweep_core.fanin.liveness import predates_job
-from sweep_core.fanin.metrics.hang import hang_evidence
+from sweep_core.fanin.metrics.hang import EDQUOT, hang_evidence, named_traps
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
 from sweep_core.vocab import Action, Severity
@@ -23,11 +24,14 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
         msg += f"; last line: {last!r}" if last else "; log empty"
         if near:
             msg += "; near the end: " + " | ".join(near)
+        traps = named_traps(job.log_tail[-8192:])
+        msg += "".join(f"; {t.evidence()}" for t in traps)
+        quota = any(t.name == EDQUOT for t in traps)
         multi = (job.num_nodes or 1) > 1
         ran = predates_job(job)
         if ran is not None:  # the silence predates the job: no evidence for a kill
             msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
-        if multi and mins >= 120 and ran is None:
+        if multi and mins >= 120 and ran is None and not quota:
             out.append(
                 job_flag(
                     "liveness_stale",

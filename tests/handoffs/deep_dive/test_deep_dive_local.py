@@ -71,7 +71,7 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
             "job_id": ids[dead],
             "name": dead,
             "action": "kill-approval",
-            "evidence": "deep-dive KILL: " + "; ".join(k["evidence"]),
+            "evidence": f"deep-dive KILL on {k['basis']}: " + "; ".join(k["evidence"]),
         }
     ]
 

@@ -114,7 +114,8 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
             "job_id": "12",
             "name": "rl__dead",
             "action": "kill-approval",
-            "evidence": "deep-dive KILL: " + "; ".join(dead["evidence"]),
+            "evidence": "deep-dive KILL on 3 strong signals (all-reward-0, empty-rollouts, weight-sync): "
+            + "; ".join(dead["evidence"]),
         }
     ]
     text = deep_dive_record(got)
@@ -130,3 +131,24 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
 
     folded = merge_given(Ledger(), ledger)
     assert folded.jobs["local|11"].deep_dive == ledger.jobs["local|11"].deep_dive
+
+
+def test_garbage_rollouts_and_a_disk_quota_line_reach_the_verdict_through_the_real_probe(tmp_path) -> None:
+    """The detectors and the named traps on what the real bash probe read (issue 28)."""
+    cfg = _layout(tmp_path)
+    logs, art = tmp_path / "logs", tmp_path / "art"
+    (logs / "rl__salad-21.out").write_text(
+        "".join(_wandb(s, 0.3) for s in range(1, 6)) + "OSError: [Errno 122] Disk quota exceeded: '/ckpt/s5'\n"
+    )
+    trace = art / "rl__salad" / "trace_jobs"
+    trace.mkdir(parents=True)
+    garbage = "Let's think step by step. " + "the answer is 5. " * 60
+    (trace / "rollouts_0001.jsonl").write_text("".join(json.dumps({"response": garbage}) + "\n" for _ in range(8)))
+    jobs = [{"cluster": "local", "job_id": "21", "name": "rl__salad"}]
+    (v,) = deep_dive(jobs, CFG, MCFG, load_cluster=ops(cfg), run_script=_bash(tmp_path))["verdicts"]
+    assert v["verdict"] == "KILL" and v["basis"] == "one strong signal (garbage-text)"
+    assert v["evidence"][0].startswith("garbage rollout text in 8/8 newest (#1: runaway repetition: ")
+    assert "the answer is 5' repeated 60 times" in v["evidence"][0]
+    assert any(e.startswith("EDQUOT (Disk quota exceeded: see the quota cell") for e in v["evidence"])
+    (req,) = kill_requests([v])
+    assert req["evidence"].startswith("deep-dive KILL on one strong signal (garbage-text): garbage rollout text")

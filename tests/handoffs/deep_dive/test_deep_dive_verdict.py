@@ -165,3 +165,67 @@ def test_an_accounting_reading_is_said_job_wide_and_idle_while_advancing_is_a_ki
         v.evidence[0]
         == "GPU util 3 % job-wide in accounting (sstat, the busiest step's maximum) while the log advances"
     )
+
+
+# --- the measured detectors in the verdict (issue 28): one strong signal or two weak ones ---------
+
+SALAD = "river \u2581con ing self Ġde lambda <0x0A> tree sea ##ed ask import every " * 3
+GOOD = "We add 2 and 3 to get 5, so the answer is $\\boxed{5}$."
+
+
+def test_garbage_rollout_text_in_most_rollouts_is_a_kill_on_one_strong_signal() -> None:
+    v = decide(_healthy(rollouts=["<|im_start|>assistant\n<|im_end|>"] * 14 + [GOOD] * 6), CFG)
+    assert v.verdict == KILL and v.basis == "one strong signal (garbage-text)"
+    assert v.evidence[0] == "garbage rollout text in 14/20 newest (#1: empty after the chat template)"
+    assert v.headline() == "KILL: garbage rollout text in 14/20 newest (#1: empty after the chat template)"
+
+
+def test_one_weak_signal_is_no_kill_but_said_and_a_second_makes_the_kill_naming_both() -> None:
+    some = [SALAD] * 5 + [GOOD] * 15
+    one = decide(_healthy(rollouts=some), CFG)
+    assert one.verdict == NO_KILL and one.basis == ""
+    assert one.evidence[0].startswith("weak signal: garbage rollout text in 5/20 newest (#1: token salad")
+    two = decide(_healthy(rollouts=some, series=_series([0.3, 0.2] + [0.0] * 6)), CFG)
+    assert two.verdict == KILL and two.basis == "two weak signals (all-reward-0, garbage-text)"
+    assert two.evidence[:2] == [
+        "weak signal: reward 0.0 on the last 6 logged steps since step 3 (< 10)",
+        one.evidence[0],
+    ]
+    assert two.headline().startswith("KILL on two weak signals (all-reward-0, garbage-text): weak signal: reward")
+
+
+def test_a_starvation_line_alone_is_weak_and_a_long_span_without_tokens_is_strong() -> None:
+    line = SignatureHit("engine-starvation", "this log", 40, "WARNING No available KV cache blocks")
+    v = decide(_healthy(signatures=[line]), CFG)
+    assert v.verdict == NO_KILL
+    assert "weak signal: engine-starvation signature at line 40 of this log: WARNING No available KV cache blocks" in (
+        v.evidence
+    )
+    stats = (
+        "Avg prompt throughput: {0} tokens/s, Avg generation throughput: {0} tokens/s, Running: 0 reqs, Pending: 0 reqs"
+    )
+    log = "\n".join(
+        [
+            f"INFO 12-03 10:00:00 {stats.format('812.0')}",
+            f"INFO 12-03 10:02:00 {stats.format('0.0')}",
+            "[2026-12-03 10:45:00] waiting for rollout batch (3/256 collected)",
+        ]
+    )
+    wedge = decide(_healthy(starvation_log=log), CFG)
+    assert wedge.verdict == KILL and wedge.basis == "one strong signal (starvation)"
+    assert wedge.evidence[0].startswith("no token generated for 45 min (since 12-03 10:00:00)")
+    both = decide(_healthy(starvation_log=log, signatures=[line]), CFG)
+    assert both.basis == "one strong signal (starvation)"  # the weak line beside it does not count twice
+
+
+def test_edquot_and_sig53_are_named_in_the_evidence_and_never_a_kill() -> None:
+    from sweep_core.fanin.metrics.hang import named_traps
+
+    log = "step 3\nOSError: [Errno 122] Disk quota exceeded: '/scratch/ckpt'\nsrun: error: task 0: Exited with exit code 53\n"
+    traps = [t.evidence() for t in named_traps(log)]
+    v = decide(_healthy(traps=traps), CFG)
+    assert v.verdict == NO_KILL
+    assert any(
+        e.startswith("EDQUOT (Disk quota exceeded: see the quota cell and the cleanup backlog") for e in v.evidence
+    )
+    assert any(e.startswith("sig53 (exit 0:53") for e in v.evidence)

@@ -47,6 +47,8 @@ class DeepDiveInput:
     signatures: list[SignatureHit] | None = None  # None = no log read
     rollouts: list[str] | None = None  # newest first; None = none read (rollout_note says why)
     rollout_note: str = ""
+    starvation_log: str | None = None  # this log's text for the starvation detector; None = not read
+    traps: list[str] | None = None  # named trap lines (EDQUOT, sig53) of this log; None = not read
     gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
     gpu_note: str = "not probed"
     problems: list[str] = field(default_factory=list)  # why an input is unknown

@@ -13,6 +13,7 @@ from typing import Any
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.fanin.metrics.config import MetricsConfig
+from sweep_core.fanin.metrics.hang import named_traps
 from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
@@ -48,6 +49,8 @@ def build_input(
         inp.problems += problems
         kinds = (("weight-sync", cfg.weight_sync_patterns), ("engine-starvation", cfg.starvation_patterns))
         inp.signatures = signature_hits(g.log, g.chains, kinds)
+        inp.starvation_log = g.log
+        inp.traps = [t.evidence() for t in named_traps(g.log)]
     if g.files:
         texts, missing = rollout_texts(g.files, cfg.text_field, cfg.max_rollouts)
         inp.rollouts = texts or None
@@ -104,7 +107,7 @@ def kill_requests(verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]
             "job_id": v["job_id"],
             "name": v["name"],
             "action": Action.KILL_APPROVAL.value,
-            "evidence": "deep-dive KILL: " + "; ".join(v["evidence"]),
+            "evidence": f"deep-dive KILL on {v.get('basis') or 'its evidence'}: " + "; ".join(v["evidence"]),
         }
         for v in verdicts
         if v["verdict"] == KILL
@@ -117,7 +120,7 @@ def deep_dive_record(got: Mapping[str, Any]) -> str:
     rows = [[v.cluster, v.job_id, v.name, v.verdict, v.headline()] for v in verdicts]
     text = box_table(["Cluster", "Job ID", "Name", "Verdict", "Why"], rows, [None, None, 30, None, 70])
     for v in verdicts:
-        text += f"\n\n{v.cluster} {v.job_id} {v.name}: {v.verdict}"
+        text += f"\n\n{v.cluster} {v.job_id} {v.name}: {v.verdict}" + (f" on {v.basis}" if v.basis else "")
         text += "".join(f"\n  evidence: {e}" for e in v.evidence)
         text += "".join(f"\n  {w}" for w in v.watch)
         text += "".join(f"\n  unknown: {u}" for u in v.unknown)

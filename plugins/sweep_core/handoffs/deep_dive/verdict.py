@@ -1,7 +1,11 @@
-"""The deep-dive verdict (pure): KILL when any strong signal holds (all-reward-0, idle GPUs while
-the log advances, empty rollouts, a weight-sync or engine-starvation signature), NO-KILL otherwise
-with the watch signals that would flip it. An input that was not read is said as unknown: never
-healthy, never zero. UNKNOWN when nothing at all could be read.
+"""The deep-dive verdict (pure): KILL on one strong signal or two weak ones, and the verdict says
+which (``basis``). Strong: all-reward-0, idle GPUs while the log advances, empty rollouts, garbage
+rollout text in most of the newest (the measured detectors, detectors.py), a weight-sync signature,
+no token generated for long with no step (starvation). Weak (their evidence line starts ``weak
+signal:``): reward 0 on half the all-reward-0 steps, garbage in some rollouts, half the rollouts
+empty, an engine-starvation log line. NO-KILL otherwise, with the watch signals that would flip it.
+EDQUOT and sig53 in the log are named, never a signal. An input that was not read is said as
+unknown: never healthy, never zero. UNKNOWN when nothing at all could be read.
 """
 
 from __future__ import annotations
@@ -11,9 +15,48 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
+from sweep_core.handoffs.deep_dive.detectors import (
+    STARVATION,
+    STRONG,
+    WEAK,
+    Finding,
+    detect_all_reward_0,
+    detect_garbage,
+    detect_starvation,
+)
 from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, DeepDiveInput, GpuUtil
 
 KILL, NO_KILL, UNKNOWN = "KILL", "NO-KILL", "UNKNOWN"
+WEAK_PREFIX = "weak signal: "
+
+
+class Signals:
+    """The strong and weak signals found (kind, evidence line) and the healthy evidence lines."""
+
+    def __init__(self) -> None:
+        self.strong: list[tuple[str, str]] = []
+        self.weak: list[tuple[str, str]] = []
+
+    def add(self, f: Finding) -> None:
+        (self.strong if f.strength == STRONG else self.weak).append((f.kind, f.detail))
+
+    def kill(self) -> bool:
+        return bool(self.strong) or len(self.weak) >= 2
+
+    def basis(self) -> str:
+        """``one strong signal (all-reward-0)`` / ``two weak signals (garbage-text, starvation)`` / ""."""
+        if self.strong:
+            kinds = [k for k, _ in self.strong]
+            n = "one strong signal" if len(kinds) == 1 else f"{len(kinds)} strong signals"
+            return f"{n} ({', '.join(kinds)})"
+        if len(self.weak) >= 2:
+            kinds = [k for k, _ in self.weak]
+            n = "two weak signals" if len(kinds) == 2 else f"{len(kinds)} weak signals"
+            return f"{n} ({', '.join(kinds)})"
+        return ""
+
+    def lines(self) -> list[str]:
+        return [d for _, d in self.strong] + [WEAK_PREFIX + d for _, d in self.weak]
 
 
 @dataclass
@@ -27,16 +70,20 @@ class Verdict:
     evidence: list[str] = field(default_factory=list)
     watch: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    basis: str = ""  # a KILL's: "one strong signal (all-reward-0)" / "two weak signals (...)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
-        return cls(**{k: d[k] for k in ("cluster", "job_id", "name", "verdict", "evidence", "watch", "unknown")})
+        fields = ("cluster", "job_id", "name", "verdict", "evidence", "watch", "unknown")
+        return cls(**{k: d[k] for k in fields}, basis=str(d.get("basis") or ""))
 
     def headline(self) -> str:
         """``KILL: <first evidence>`` / ``NO-KILL, watch <first watch>`` / ``UNKNOWN: <why>``."""
+        if self.verdict == KILL and self.basis.startswith(("two weak", "3 weak", "4 weak")):
+            return f"KILL on {self.basis}: {self.evidence[0]}"
         if self.verdict == KILL:
             return f"KILL: {self.evidence[0]}"
         if self.verdict == NO_KILL:
@@ -57,20 +104,17 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _reward(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: list[str], unknown: list[str]) -> None:
+def _reward(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
     rewards = [(int(d.get("step", i)), d["reward"]) for i, d in enumerate(inp.series or []) if "reward" in d]
     if not rewards:
         unknown.append("reward unknown: " + ("no log read" if inp.series is None else "no reward in any logged step"))
         return
-    zero = 0
-    for _, r in reversed(rewards):
-        if r != 0.0:
-            break
-        zero += 1
-    if zero >= cfg.zero_reward_steps:
-        whole = "all " if zero == len(rewards) else "the last "
-        kill.append(f"reward 0.0 on {whole}{zero} logged steps since step {rewards[-zero][0]}")
-    elif zero:
+    found = detect_all_reward_0(rewards, cfg.zero_reward_steps)
+    if found is not None:
+        sig.add(found)
+        return
+    zero = next((i for i, (_, r) in enumerate(reversed(rewards)) if r != 0.0), len(rewards))
+    if zero:
         ok.append(f"reward 0.0 on the last {zero} logged steps (< {cfg.zero_reward_steps}): not yet all-reward-0")
     else:
         ok.append(f"reward {_fmt(rewards[-1][1])} at step {rewards[-1][0]} ({len(rewards)} steps logged)")
@@ -82,7 +126,7 @@ def _advancing(inp: DeepDiveInput, cfg: DeepDiveSection) -> bool | None:
     return inp.log_age_s <= cfg.advancing_minutes * 60
 
 
-def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: list[str], unknown: list[str]) -> None:
+def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
     gpus: list[GpuUtil] = inp.gpus or []
     known = [g.util for g in gpus if g.util is not None]
     if inp.gpus is None or not known:
@@ -99,7 +143,7 @@ def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: list[st
         else f"on {len(idle)}/{len(gpus)} GPUs"
     )
     if len(idle) == len(gpus) and advancing:
-        kill.append(f"GPU util {shown} {where} while the log advances")
+        sig.add(Finding("idle-gpus", STRONG, f"GPU util {shown} {where} while the log advances"))
         return
     if len(idle) == len(gpus):
         state = "the log is not advancing either" if advancing is False else "log age unknown"
@@ -112,7 +156,7 @@ def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: list[st
         ok.append(f"GPU util {mean:.0f} % mean over {len(known)} GPUs")
 
 
-def _rollouts(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: list[str], unknown: list[str]) -> None:
+def _rollouts(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
     if inp.rollouts is None or not inp.rollouts:
         unknown.append(f"rollouts unknown ({inp.rollout_note or 'none read'})")
         return
@@ -120,20 +164,36 @@ def _rollouts(inp: DeepDiveInput, cfg: DeepDiveSection, kill: list[str], ok: lis
     empty = sum(1 for t in inp.rollouts if not t.strip())
     if n < cfg.min_rollouts:
         unknown.append(f"only {n} rollout(s) read (< {cfg.min_rollouts}): emptiness not judged")
-    elif empty == n:
-        kill.append(f"rollouts are empty strings ({empty}/{n} newest)")
+        return
+    if empty == n:
+        sig.add(Finding("empty-rollouts", STRONG, f"rollouts are empty strings ({empty}/{n} newest)"))
+        return
+    if empty * 2 >= n:
+        sig.add(Finding("empty-rollouts", WEAK, f"rollouts are empty strings ({empty}/{n} newest)"))
+    garbage = detect_garbage(inp.rollouts, cfg.min_rollouts, cfg.garbage_strong_share, cfg.garbage_weak_share)
+    if garbage is not None:
+        sig.add(garbage)
     else:
         ok.append(f"rollouts have text ({n - empty}/{n} newest non-empty)")
 
 
-def _signatures(inp: DeepDiveInput, kill: list[str], ok: list[str], unknown: list[str]) -> None:
+def _signatures(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
     if inp.signatures is None:
         unknown.append("log signatures unknown: no log read")
         return
     for h in inp.signatures:
-        kill.append(f"{h.kind} signature at line {h.line_no} of {h.where}: {h.line}")
-    if not inp.signatures:
+        strength = STRONG if h.kind == "weight-sync" else WEAK  # a starvation line alone is unmeasured
+        kind = STARVATION if h.kind == "engine-starvation" else h.kind
+        sig.add(Finding(kind, strength, f"{h.kind} signature at line {h.line_no} of {h.where}: {h.line}"))
+    wedge = None
+    if inp.starvation_log is not None:
+        wedge = detect_starvation(inp.starvation_log, cfg.starvation_idle_minutes)  # the time span only
+        if wedge is not None:
+            sig.add(wedge)
+    if not inp.signatures and wedge is None:
         ok.append("no weight-sync or engine-starvation signature in the log")
+    for t in inp.traps or []:
+        ok.append(t)
 
 
 def _watch(inp: DeepDiveInput, cfg: DeepDiveSection) -> list[str]:
@@ -146,21 +206,28 @@ def _watch(inp: DeepDiveInput, cfg: DeepDiveSection) -> list[str]:
         (rewards, f"watch reward_mean < {cfg.watch_reward_below:g}"),
         (gpus, f"watch GPU util below {floor}"),
         (bool(inp.rollouts), f"watch empty rollouts ({cfg.min_rollouts}+ newest all empty)"),
+        (bool(inp.rollouts), f"watch garbage rollout text ({cfg.garbage_weak_share:.0%}+ of the newest)"),
         (inp.signatures is not None, "watch weight-sync / engine-starvation lines in the log"),
+        (
+            inp.starvation_log is not None,
+            f"watch no token generated for {cfg.starvation_idle_minutes}+ min with no step (starvation)",
+        ),
     ]
     return [w for known, w in signals if known] + [w for known, w in signals if not known]
 
 
 def decide(inp: DeepDiveInput, cfg: DeepDiveSection) -> Verdict:
     """The verdict on one job from what was gathered (pure)."""
-    kill: list[str] = []
+    sig = Signals()
     ok: list[str] = []
     unknown: list[str] = list(inp.problems)
-    _reward(inp, cfg, kill, ok, unknown)
-    _gpus(inp, cfg, kill, ok, unknown)
-    _rollouts(inp, cfg, kill, ok, unknown)
-    _signatures(inp, kill, ok, unknown)
-    v = Verdict(inp.cluster, inp.job_id, inp.name, KILL if kill else NO_KILL, kill + ok, [], unknown)
+    _reward(inp, cfg, sig, ok, unknown)
+    _gpus(inp, cfg, sig, ok, unknown)
+    _rollouts(inp, cfg, sig, ok, unknown)
+    _signatures(inp, cfg, sig, ok, unknown)
+    kill = sig.kill()
+    v = Verdict(inp.cluster, inp.job_id, inp.name, KILL if kill else NO_KILL, sig.lines() + ok, [], unknown)
+    v.basis = sig.basis()
     if inp.state and inp.state != "RUNNING":
         v.evidence.append(f"job is {inp.state}, not RUNNING: sweep_cancel will not act on it")
     if not kill:
