@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 EXCERPT_LINES, EXCERPT_CHARS = 20, 2000
 FIELD_CHARS = 200  # one fingerprint value at most
+JOB_FIELDS = ("nodes", "partition")  # fingerprint fields from the job record, not its log
 DIGESTED = "tail_chars"  # the evidence key every digested job has
 DROPPED = "excerpt_dropped"  # evidence key: this job's excerpt fell to the cluster's cap
 
@@ -81,16 +82,24 @@ def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
 def tail_evidence(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str, Any]:
     """What the rules read from the job's raw tail (and chain tails), each part capped."""
     tail = job.log_tail
-    ev: dict[str, Any] = {DIGESTED: len(tail)}
-    if job.source == "squeue":
-        ev["hang_last"], ev["hang_near"] = hang_evidence(tail, mcfg)
+    ev: dict[str, Any] = {DIGESTED: len(tail)}  # a part left out is empty (no tail: all of them)
+    if tail and job.source == "squeue":
+        ev["hang_last"], near = hang_evidence(tail, mcfg)
+        ev |= {"hang_near": near} if near else {}
         ev["last_lines"] = last_lines(tail)
-    elif job.base_state in rcfg.failure_states:
-        ev["traceback"] = first_real_traceback(tail) if tail else ""
+    elif tail and job.base_state in rcfg.failure_states:
+        ev |= {"traceback": tb} if (tb := first_real_traceback(tail)) else {}
     if job.bucket == Bucket.RL:
         fp = launch_fingerprint(job, rcfg.fingerprint)
-        ev["fingerprint"] = {k: v[:FIELD_CHARS] if isinstance(v, str) else v for k, v in fp.items()}
+        ev["fingerprint"] = {k: v[:FIELD_CHARS] for k, v in fp.items() if k not in JOB_FIELDS}
     return ev
+
+
+def fingerprint_of(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str, Any]:
+    """The job's launch fingerprint: its node count and partition, and the log fields of its evidence."""
+    fields = {"nodes": job.num_nodes, "partition": job.partition}
+    logged = evidence_of(job, mcfg, rcfg).get("fingerprint") or {}
+    return {k: v for k, v in fields.items() if v is not None and v != ""} | logged
 
 
 def evidence_of(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str, Any]:
