@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from sweep_core.fanin.fingerprint import launch_fingerprint
+from sweep_core.fanin.fingerprint import FingerprintConfig, launch_fingerprint
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.metrics.common import Extracted
 from sweep_core.fanin.metrics.config import MetricsConfig
@@ -36,8 +36,16 @@ from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.models import ClusterSnapshot, Job
 from sweep_core.vocab import Bucket
 
-if TYPE_CHECKING:
-    from sweep_core.rules.config import RulesConfig
+
+class RulesConfig(Protocol):
+    """What the digest reads of the rules' config (sweep_core.rules.config.RulesConfig; the fan-in
+    helpers stand below the rules and do not import them)."""
+
+    @property
+    def failure_states(self) -> frozenset[str]: ...
+
+    @property
+    def fingerprint(self) -> FingerprintConfig: ...
 
 EXCERPT_LINES, EXCERPT_CHARS = 20, 2000
 FIELD_CHARS = 200  # one fingerprint value at most
