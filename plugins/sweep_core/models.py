@@ -90,7 +90,7 @@ class Job:
     reason: str = ""
     stdout_path: str = ""
     log_mtime: float | None = None  # epoch seconds, remote clock
-    log_tail: str = ""
+    log_tail: str = ""  # the raw tail until digested, then its excerpt (sweep_core.fanin.digest)
     log_note: str = ""  # why the log could not be read, if it could not
     note: str = ""  # what is odd about the row itself (a newline in the job name)
     bucket: Bucket | str = ""  # "" until bucketed
@@ -104,6 +104,8 @@ class Job:
     # A RUNNING job: its GPU probe (sweep_core.gpu.probe.GpuReading.to_dict), {} when not probed
     gpu: dict[str, Any] = field(default_factory=dict)
     metric_problems: list[str] = field(default_factory=list)
+    # What the rules read from the raw tail, each part capped (sweep_core.fanin.digest); {} = not digested
+    evidence: dict[str, Any] = field(default_factory=dict)
     flags: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # a fan-in step that failed on this job, and why
 

@@ -1,6 +1,7 @@
 """The pipeline of one sweep, above the rules it runs: bucket -> liveness -> metrics -> rules -> render. The DAG
-runs them in two tasks: ``bucket`` (bucket_stages, then drop_tails) and ``render`` (render_step and
-the run log); Laps times each stage for the task log."""
+runs them in three places: each gather task digests its own cluster's log tails (digest_step: bucket,
+metrics, evidence, capped excerpts; fanin/digest.py), ``bucket`` (bucket_stages) and ``render``
+(render_step and the run log); Laps times each stage for the task log."""
 
 from __future__ import annotations
 
@@ -13,22 +14,18 @@ from sweep_core.campaigns.docs import load_campaigns
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.fanin.buckets import bucket_for
+from sweep_core.fanin.digest import digest_snapshot
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import job_liveness
-from sweep_core.fanin.metrics.common import Extracted
-from sweep_core.fanin.metrics.config import MetricsConfig, metrics_config
-from sweep_core.fanin.metrics.datagen import chunk_counts, extract_datagen
-from sweep_core.fanin.metrics.eval import extract_eval
-from sweep_core.fanin.metrics.select import extract_training
+from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.recent_window import judge_at_end, trim_recent
 from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.ledger.vanished import add_vanished_rows
-from sweep_core.models import GATHER_FACTS, ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import rules_config
 from sweep_core.rules.context import History, RuleContext
 from sweep_core.rules.registry import apply_rules
-from sweep_core.vocab import Bucket
 from sweep_core.window import PAST_WINDOW_NOTE, is_past_window
 
 
@@ -188,23 +185,25 @@ def bucket_stages(
     laps.lap("bucket")
     liveness_step(snaps, cadences)
     laps.lap("liveness")
-    metrics_step(snaps, metrics_config(config.metrics))
+    digest_tails(snaps, config)
     laps.lap("metrics")
     flags = rules_step(snaps, config, cadences, caps, history)
     laps.lap("rules")
     return flags
 
 
-TAIL_KEEP_LINES, TAIL_KEEP_CHARS = 20, 2000
+def digest_step(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
+    """Bucket every job, then turn its log tail into metric columns, evidence and a capped excerpt
+    (fanin/digest.py): the gather task runs it before its XCom push, the fan-in again for any job
+    not digested yet (a no-op for the others). Returns the excerpts the per-cluster cap dropped."""
+    bucket_step(snaps, config)
+    return digest_tails(snaps, config)
 
 
-def drop_tails(snaps: Sequence[ClusterSnapshot]) -> None:
-    """Forget the log tails metrics and rules have read, but the last ``TAIL_KEEP_LINES`` lines (at
-    most ``TAIL_KEEP_CHARS``) of each job's own log: the history keeps them for the Sweeps page."""
-    for s in snaps:
-        for job in s.all_jobs():
-            last = "\n".join(job.log_tail.splitlines()[-TAIL_KEEP_LINES:]) if job.log_tail else ""
-            job.log_tail, job.chain_tails = last[-TAIL_KEEP_CHARS:], []
+def digest_tails(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
+    """digest_step for jobs already bucketed."""
+    mcfg, rcfg = metrics_config(config.metrics), rules_config(config.rules)
+    return sum(digest_snapshot(s, mcfg, rcfg, config.gather.xcom_excerpt_bytes) for s in snaps)
 
 
 def run_fan_in(
@@ -227,35 +226,3 @@ def run_fan_in(
     laps.lap("render")
     result.flags = flags
     return result
-
-
-def metrics_step(snaps: Sequence[ClusterSnapshot], mcfg: MetricsConfig) -> None:
-    """Fill each job's metric columns from its log tail (bucketed jobs only; Catch-all has none).
-
-    A job whose log breaks its extractor keeps empty columns ("?") and a note naming the error; the
-    facts the gather put in metrics (GATHER_FACTS: the artifact dir, trace_jobs/) are kept."""
-    for s in snaps:
-        for job in s.all_jobs():
-            ex = guarded(job, "metrics", lambda j=job: extract_for(j, mcfg))
-            if ex is None:
-                continue
-            facts = {k: job.metrics[k] for k in GATHER_FACTS if k in job.metrics}
-            job.metrics = {**facts, **ex.values, **({"series": ex.series} if ex.series else {})}
-            job.metric_problems = ex.problems
-
-
-def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
-    """The bucket's extractor over the job's log tail; None for Catch-all."""
-    if job.bucket == Bucket.RL:
-        return extract_training("rl", job.name, job.log_tail, job.chain_tails, mcfg)
-    if job.bucket == Bucket.SFT:
-        return extract_training("sft", job.name, job.log_tail, [], mcfg)
-    if job.bucket == Bucket.DATAGEN:
-        chunks = None
-        if job.chunks:
-            done, total, _ = chunk_counts([(r[0], r[1]) for r in job.chunks if len(r) == 2])
-            chunks = (done, total)
-        return extract_datagen(job.log_tail, mcfg, chunks)
-    if job.bucket == Bucket.EVAL:
-        return extract_eval(job.log_tail, mcfg)
-    return None

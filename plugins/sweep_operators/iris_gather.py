@@ -12,6 +12,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.fanin.digest import payload_line
 from sweep_core.iris.setup import iris_setup_problems
 from sweep_core.iris.state import PodCount, iris_snapshot
 from sweep_core.models import ClusterSnapshot, ClusterStatus
@@ -102,8 +103,15 @@ class IrisGatherOperator(BaseOperator):
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
         snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up(start, end, context))
+        if self.sweep_config_path:  # XCom carries metrics, evidence and capped excerpts, not log tails
+            from sweep_core.config.sweep import load_sweep_config
+            from sweep_core.pipeline import digest_step
+
+            digest_step([snap], load_sweep_config(self.sweep_config_path))
         self.log.info("%s: %s; notes: %s", snap.cluster, snap.status, snap.notes)
-        return snap.to_dict()
+        data = snap.to_dict()
+        self.log.info("%s: XCom push %s", snap.cluster, payload_line(data))
+        return data
 
     def _catch_up(self, start: dt.datetime, end: dt.datetime, context: Any) -> dt.datetime | None:
         """Read ended jobs back to where the ledger last read this cluster (sweep_core.ledger.catch_up)."""

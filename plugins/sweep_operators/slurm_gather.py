@@ -16,8 +16,10 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
+from sweep_core.fanin.digest import payload_line
 from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.pipeline import digest_step
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, rl_patterns
 from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
@@ -140,5 +142,8 @@ class SlurmGatherOperator(BaseOperator):
                 window_end=end.isoformat(),
                 notes=[f"configuration error: {exc}"],
             )
+        digest_step([snap], config)  # XCom carries metrics, evidence and capped excerpts, not log tails
         self.log.info("%s: %s via %s; notes: %s", snap.cluster, snap.status, snap.login_node or "-", snap.notes)
-        return snap.to_dict()
+        data = snap.to_dict()
+        self.log.info("%s: XCom push %s", snap.cluster, payload_line(data))
+        return data

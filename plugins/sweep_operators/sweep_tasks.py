@@ -1,5 +1,6 @@
 """Task callables of the monitor_cron_sweep DAG: Airflow context in, sweep_core calls, XCom out.
-The fan-in is two tasks: ``bucket`` (the only one that reads log tails) and ``render``."""
+The fan-in is two tasks, ``bucket`` and ``render``; no log tail reaches them, only what each gather
+task made of its own (sweep_core.fanin.digest)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,6 @@ from sweep_core.pipeline import (
     SweepResult,
     bucket_stages,
     cadence_table,
-    drop_tails,
     group_by_bucket,
     missing_snapshot,
     render_step,
@@ -96,9 +96,9 @@ def _cadences(config: SweepConfig, ops: dict[str, ClusterConfig | None]) -> dict
 
 def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Fan-in, first half: every cluster's snapshot (or why there is none), each job bucketed by
-    name, liveness, metric columns from the log tails, every flag rule with earlier sweeps' history
-    (the Parquet history's job rows) and the ledger.
-    The log tails end here (dropped before the push); the task log tells each stage's wall time."""
+    name, liveness, every flag rule with earlier sweeps' history (the Parquet history's job rows) and
+    the ledger. The gathers pushed metric columns, evidence and capped excerpts, not log tails (a
+    snapshot that still has them is digested here); the task log tells each stage's wall time."""
     laps = Laps()
     config = load_sweep_config(sweep_yaml)
     _, end = _window(context)
@@ -118,7 +118,6 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
     laps.lap("collect")
     caps = {c: cfg.rl_concurrency_cap if cfg else None for c, cfg in ops.items()}
     flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history)
-    drop_tails(snaps)
     for f in flags:
         log.info("%s", clean(f.line()))
     log.info("fan-in stages: %s", laps)

@@ -34,6 +34,9 @@ class GatherLimits(StrictModel):
 
     tail_bytes: Positive = Field(16384, description="bytes of each RUNNING job's log brought back")
     max_jobs: Positive = Field(1000, description="running jobs whose logs are read per cluster per sweep")
+    xcom_excerpt_bytes: Positive = Field(
+        1048576, description="log excerpts one cluster's gather passes on (XCom); past it excerpts are dropped, noted"
+    )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")

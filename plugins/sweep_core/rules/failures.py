@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from sweep_core.fanin.tracebacks import first_real_traceback
+from sweep_core.fanin.digest import DIGESTED, evidence_of
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, job_flag
 from sweep_core.vocab import Action, Severity
@@ -54,12 +54,13 @@ def rule_genuine_failure(ctx: RuleContext) -> list[Flag]:
     for job in ctx.jobs(source="sacct"):
         if job.base_state not in ctx.cfg.failure_states:
             continue
-        exc = first_real_traceback(job.log_tail) if job.log_tail else ""
+        ev = evidence_of(job, ctx.mcfg, ctx.cfg)
+        exc = str(ev.get("traceback") or "")
         why = exc or (
             f"no traceback found ({job.log_note})"
             if job.log_note
             else "no traceback in the log tail"
-            if job.log_tail
+            if ev.get(DIGESTED)
             else "log not found"
         )
         sig = failure_signature(job, exc or job.base_state)

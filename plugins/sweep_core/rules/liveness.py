@@ -5,8 +5,9 @@ job whose log says Disk quota exceeded is never a kill: the quota cell and the c
 
 from __future__ import annotations
 
+from sweep_core.fanin.digest import evidence_of
 from sweep_core.fanin.liveness import predates_job
-from sweep_core.fanin.metrics.hang import EDQUOT, hang_evidence, named_traps
+from sweep_core.fanin.metrics.hang import EDQUOT, Trap
 from sweep_core.models import Flag
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
 from sweep_core.vocab import Action, Severity
@@ -18,13 +19,14 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
     for job in ctx.jobs(source="squeue"):
         if not job.stale or is_calibration(ctx, job):  # eval_health reports it as calibration
             continue
-        last, near = hang_evidence(job.log_tail, ctx.mcfg)
+        ev = evidence_of(job, ctx.mcfg, ctx.cfg)
+        last, near = ev.get("hang_last", ""), ev.get("hang_near") or []
         mins = int(job.minutes_since_output or 0)
         msg = f"no output for {mins} min (cadence {ctx.cadence(job.cluster, job.bucket)} min)"
         msg += f"; last line: {last!r}" if last else "; log empty"
         if near:
             msg += "; near the end: " + " | ".join(near)
-        traps = named_traps(job.log_tail[-8192:])
+        traps = [Trap(name, line) for name, line in ev.get("traps") or []]
         msg += "".join(f"; {t.evidence()}" for t in traps)
         quota = any(t.name == EDQUOT for t in traps)
         multi = (job.num_nodes or 1) > 1

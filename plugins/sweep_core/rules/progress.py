@@ -7,6 +7,7 @@ progress_rate (steps/hour of an RL/SFT series over its links, the ETA to max ste
 
 from __future__ import annotations
 
+from sweep_core.fanin.digest import evidence_of
 from sweep_core.fanin.fingerprint import series_of
 from sweep_core.fanin.liveness import age_text, elapsed_minutes, utc_text
 from sweep_core.ledger.progress import counter_run, earlier_counter, link_index, rate_intervals, series_samples
@@ -45,17 +46,6 @@ def rule_progress_unreadable(ctx: RuleContext) -> list[Flag]:
     return out
 
 
-def last_lines(tail: str, n: int = 3) -> str:
-    """The last ``n`` distinct non-empty lines of the tail, oldest first, a repeated one with its
-    count among the last 40 lines (``'heartbeat ok' ×12``): what kept the log fresh."""
-    rows = [t[:160] for ln in tail[-8192:].splitlines() if (t := ln.strip())][-40:]
-    seen: dict[str, int] = {}
-    for row in reversed(rows):
-        if row in seen or len(seen) < n:
-            seen[row] = seen.get(row, 0) + 1
-    return " | ".join(f"{row!r}" + (f" ×{k}" if k > 1 else "") for row, k in reversed(seen.items())) or "log empty"
-
-
 def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
     """RUNNING, its log written since the last sweep and not stale, but its progress counter read the
     same value in ``rules.progress.stall_sweeps`` consecutive sweeps (this one included) and at least
@@ -83,10 +73,11 @@ def rule_progress_stalled(ctx: RuleContext) -> list[Flag]:
             if not own and (elapsed_minutes(job.elapsed) or 0.0) < ctx.cadence(job.cluster, job.bucket):
                 continue
             carried = "" if own else f", carried from earlier link {prev.job_id}"
+            lines = evidence_of(job, ctx.mcfg, ctx.cfg).get("last_lines") or "log empty"
             msg = (
                 f"progress stalled: {read[0]} {read[1]} unchanged since {utc_text(since)} ({sweeps} sweeps,"
                 f" {int(minutes)} min{carried}) while the log kept being written (last output"
-                f" {int(job.minutes_since_output or 0)} min ago); last lines: {last_lines(job.log_tail)}"
+                f" {int(job.minutes_since_output or 0)} min ago); last lines: {lines}"
             )
             out.append(job_flag("progress_stalled", Severity.WARN, job, msg, Action.INVESTIGATE))
     return out

@@ -9,7 +9,8 @@ import math
 from itertools import chain
 from operator import ne
 
-from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, launch_fingerprint, series_of
+from sweep_core.fanin.digest import fingerprint_of
+from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, series_of
 from sweep_core.ledger.acts import relaunched_from
 from sweep_core.models import Flag, Job
 from sweep_core.rules.config import RulesConfig
@@ -173,7 +174,7 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
     fcfg = ctx.cfg.fingerprint
     for job in ctx.jobs(Bucket.RL):
         series = series_of(job.name, fcfg)
-        fp = launch_fingerprint(job, fcfg)
+        fp = fingerprint_of(job, ctx.mcfg, ctx.cfg)
         job.metrics["run_series"], job.metrics["fingerprint"] = series, fp
         if job.source != "squeue":
             continue
