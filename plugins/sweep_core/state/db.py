@@ -74,7 +74,9 @@ def new_engine(url: str) -> sa.Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_S, "check_same_thread": False})
+        engine = sa.create_engine(  # a connection per transaction: cheap, and no open file left per test dir
+            parsed, poolclass=sa.pool.NullPool, connect_args={"timeout": SQLITE_BUSY_S, "check_same_thread": False}
+        )
         _sqlite_immediate(engine)
         return engine
     if parsed.get_backend_name() == "postgresql":
