@@ -43,6 +43,17 @@ class Documents:
     def _key(self, name: str) -> sa.ColumnElement[bool]:
         return sa.and_(documents.c.space == self.space, documents.c.name == name)
 
+    def lock(self, name: str) -> None:
+        """Hold document ``name``'s lock until the transaction ends (SQLite: held already, the whole file)."""
+        if self.conn.dialect.name != "postgresql":
+            return
+        self.conn.execute(  # a row to lock even before the first write
+            postgresql.insert(documents)
+            .values(space=self.space, name=name, body=None, updated_at=_now())
+            .on_conflict_do_nothing(index_elements=[documents.c.space, documents.c.name])
+        )
+        self.conn.execute(sa.select(documents.c.name).where(self._key(name)).with_for_update())
+
     def read(self, name: str) -> str | None:
         """The document's JSON text; None when there is none."""
         return self.conn.execute(sa.select(documents.c.body).where(self._key(name))).scalar_one_or_none()
@@ -84,15 +95,9 @@ def locked(run_log_dir: str | Path, name: str, url: str | None = None) -> Iterat
     engine = engine_for(url or state_url(run_log_dir))
     space = space_of(run_log_dir)
     with engine.begin() as conn:  # SQLite: BEGIN IMMEDIATE
-        if conn.dialect.name == "postgresql":
-            conn.execute(
-                postgresql.insert(documents)
-                .values(space=space, name=name, body=None, updated_at=_now())
-                .on_conflict_do_nothing(index_elements=[documents.c.space, documents.c.name])
-            )
-            conn.execute(sa.select(documents.c.name).where(documents.c.space == space, documents.c.name == name)
-                         .with_for_update())  # fmt: skip
-        yield Documents(conn, space)
+        docs = Documents(conn, space)
+        docs.lock(name)
+        yield docs
 
 
 def read_document(run_log_dir: str | Path, name: str) -> str | None:
