@@ -17,9 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from sweep_core.state import migrate
+from sweep_core.state_dir import STATE_DIR
 
 ENV = "SWEEP_STATE_URL"
-STATE_DIR = ".sweep-state"
 DB_FILE = "state.db"
 SQLITE_BUSY_S = 600  # a writer waits this long for another's transaction (BEGIN IMMEDIATE)
 
