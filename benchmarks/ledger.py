@@ -1,6 +1,7 @@
-"""The ledger with 1,000 and 10,000 jobs in it: its size on disk (ledger.json and the copy kept
-for a re-run, ledger.before.json) and the time the render task adds to a sweep to fold the sweep
-in and save it (fold_sweep_run: load + fold + save under the lock), plus a cleanup hand-off of
+"""The ledger with 1,000 and 10,000 jobs in it: the size of its documents in the state database
+(ledger.json and the copy kept for a re-run, ledger.before.json; the default SQLite file) and the
+time the render task adds to a sweep to fold the sweep in and save it (fold_sweep_run: load + fold
++ save in one locked transaction), plus a cleanup hand-off of
 every completed job given once (give_once). Snapshots are those of benchmarks/fan_in.py (3
 clusters, every bucket, a quarter of the jobs ended); the ledger already holds the previous sweep.
 Usage: source scripts/env.sh && python benchmarks/ledger.py
@@ -19,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fan_in import snapshots  # noqa: E402
 
 from sweep_core.ledger.runs import fold_sweep_run, give_once  # noqa: E402
-from sweep_core.ledger.store import BEFORE_FILE, ledger_path  # noqa: E402
+from sweep_core.ledger.store import BEFORE_FILE, LEDGER_FILE  # noqa: E402
+from sweep_core.state.documents import read_document  # noqa: E402
 
 SIZES = (1_000, 10_000)
 END = dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC)
@@ -47,10 +49,9 @@ def measure(n: int) -> dict[str, float]:
         t0 = time.perf_counter()
         give_once(d, {"cleanup": {"jobs": done, "reclaim_clusters": []}}, run_id="scheduled__2", dry_run=False)
         give_s = time.perf_counter() - t0
-        path = ledger_path(d)
         return {
-            "ledger_kib": path.stat().st_size / 1024,
-            "before_kib": path.with_name(BEFORE_FILE).stat().st_size / 1024,
+            "ledger_kib": len(read_document(d, LEDGER_FILE) or "") / 1024,
+            "before_kib": len(read_document(d, BEFORE_FILE) or "") / 1024,
             "fold_s": fold_s,
             "rerun_s": rerun_s,
             "give_s": give_s,

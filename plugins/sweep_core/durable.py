@@ -1,5 +1,5 @@
-"""Files more than one writer updates (the ledger, the cleanup backlog, a run log that hand-offs
-append sections to): an exclusive lock around each read-modify-write, and atomic, durable writes
+"""Files more than one writer updates (a run log that hand-offs append sections to; the memory
+across sweeps is in the state database, sweep_core.state): an exclusive lock around each read-modify-write, and atomic, durable writes
 (a temp file unique to the writer, fsynced, renamed over the file, the folder fsynced after), so a
 reader never sees half a file and a crash leaves the old file or the new one.
 """

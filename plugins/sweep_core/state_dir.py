@@ -1,5 +1,5 @@
-"""The run-log directory's state folder (``.sweep-state``: the ledger, the cleanup backlog) and the
-one way an unusable memory file is handled: moved aside as ``<name>.corrupt-<UTC stamp>`` with a
+"""The run-log directory's state folder (``.sweep-state``: the default state database, sweep_core.state)
+and the one way an unusable history file is handled: moved aside as ``<name>.corrupt-<UTC stamp>`` with a
 warning and a note for the report, never deleted, never failing this sweep nor any later one.
 (The sweeps' own record is the Parquet history, sweep_core.history.)
 """

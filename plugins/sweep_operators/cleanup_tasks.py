@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, backlog_path, forget, update_backlog
+from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, update_backlog
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
@@ -38,10 +37,6 @@ def _config(sweep_yaml: str) -> tuple[CleanupConfig, Any]:
     return cleanup_config(config.cleanup), config.gather
 
 
-def _backlog(sweep_yaml: str) -> Path:
-    return backlog_path(run_log_dir(load_sweep_config(sweep_yaml)))
-
-
 def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Probe each cluster once (read-only), check the hub, apply every guard; the plan as XCom.
 
@@ -57,7 +52,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         list(params.get("reclaim_clusters") or []),
         dry_run=bool(params.get("dry_run", True)),
         ccfg=ccfg,
-        backlog=_backlog(sweep_yaml),
+        run_log_dir=run_log_dir(load_sweep_config(sweep_yaml)),
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(limits, log),
         hub_check=hub_check(),
@@ -149,7 +144,7 @@ def record(sweep_yaml: str, **context: Any) -> str:
         text = "\n".join(f"UNKNOWN: {n}" for n in notes) + "\n\n" + text
     if not dry:
         try:
-            update_backlog(_backlog(sweep_yaml), lambda items: forget(items, finished))
+            update_backlog(run_log_dir(load_sweep_config(sweep_yaml)), lambda items: forget(items, finished))
         except BacklogUnreadable as exc:
             log.error("%s", exc)
             text += f"\n\nUNKNOWN: {exc}"

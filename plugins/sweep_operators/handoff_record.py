@@ -10,10 +10,13 @@ from typing import Any
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.report import update_run_log, upsert_section
 from sweep_core.safe_text import md_code, md_fence
+from sweep_operators.state_db import use_state_db
 
 
 def run_log_dir(config: Any) -> str:
-    """SWEEP_RUN_LOG_DIR, else sweep.yaml run_log_dir, else $AIRFLOW_HOME/agent_logs."""
+    """SWEEP_RUN_LOG_DIR, else sweep.yaml run_log_dir, else $AIRFLOW_HOME/agent_logs. Every task finds
+    its memory through here: the state database of sweep.yaml ``state:`` is set for the process too."""
+    use_state_db(config)
     raw = (
         os.environ.get("SWEEP_RUN_LOG_DIR")
         or config.run_log_dir

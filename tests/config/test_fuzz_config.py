@@ -23,7 +23,8 @@ from sweep_core.config.sweep import SweepConfigError, parse_sweep_config
 from sweep_core.config.sweep_schema import SweepConfig
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.history.store import HistoryStore
-from sweep_core.ledger.store import ledger_path, load_ledger
+from sweep_core.ledger.store import LEDGER_FILE, load_ledger
+from sweep_core.state.documents import write_document
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = sorted(p.read_text() for p in (ROOT / "include" / "ops").glob("*/ops.md"))
@@ -110,8 +111,7 @@ def test_ops_md_tree_mutations_raise_only_ops_config_error_naming_the_file(data:
 )
 def test_history_readers_never_raise(tmp_path_factory, data: bytes) -> None:
     d = tmp_path_factory.mktemp("hist")
-    ledger_path(d).parent.mkdir(parents=True)
-    ledger_path(d).write_bytes(data)
+    write_document(d, LEDGER_FILE, data.decode("utf-8", "replace"))
     store = HistoryStore(d / "history")
     (d / "history").mkdir()
     (d / "history" / "20261201T000000Z_0123456789ab.parquet").write_bytes(data)

@@ -1,6 +1,6 @@
 """Many hand-offs writing one file at once lose nothing: 80 writers appending their section to one
 run log (threads of one worker, and processes) leave 80 sections; 40 cleanup runs adding a job to
-the backlog at once leave 40 jobs. (Unlocked, 51 of 80 sections were kept.)"""
+the backlog (one state database) at once leave 40 jobs. (Unlocked, 51 of 80 sections were kept.)"""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def _append(run_log: str, k: int) -> None:
     append_record(context, SWEEP_YAML, f"sweep_handoff_{k % 4}", f"hand-off {k} did its part\n" * 20)
 
 
-def _add_job(path: str, k: int) -> None:
-    update_backlog(Path(path), lambda items: remember(items, [{"cluster": "local", "job_id": str(k), "name": f"j{k}"}]))
+def _add_job(run_log_dir: str, k: int) -> None:
+    update_backlog(run_log_dir, lambda items: remember(items, [{"cluster": "local", "job_id": str(k), "name": f"j{k}"}]))
 
 
 @pytest.mark.parametrize("how", ["threads", "processes"])
@@ -48,7 +48,6 @@ def test_eighty_hand_offs_appending_to_one_run_log_keep_eighty_sections(tmp_path
 
 
 def test_forty_cleanup_runs_adding_to_the_backlog_at_once_keep_forty_jobs(tmp_path) -> None:
-    path = tmp_path / ".sweep-state" / "cleanup_backlog.json"
     with ProcessPoolExecutor(max_workers=8) as pool:
-        list(pool.map(_add_job, [str(path)] * 40, range(40)))
-    assert sorted(int(b["job_id"]) for b in load_backlog(path)) == list(range(40))
+        list(pool.map(_add_job, [str(tmp_path)] * 40, range(40)))
+    assert sorted(int(b["job_id"]) for b in load_backlog(tmp_path)) == list(range(40))

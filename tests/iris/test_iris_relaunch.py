@@ -13,6 +13,9 @@ from hitl_responder import CANCEL, RELAUNCH, HITLResponder
 from iris_local import HERE, IRIS_PY, iris_ops, needs_iris, stop_all, submit, wait_states
 from sweep_runner import run_dag
 
+from sweep_core.ledger.store import LEDGER_FILE
+from sweep_core.state.documents import read_document
+
 pytestmark = needs_iris
 
 
@@ -45,7 +48,7 @@ def test_an_iris_job_is_relaunched_only_by_the_ops_md_command_after_its_stop(con
         assert done[job] == f"cancelled and relaunched by the ops.md command as job {new} after iris job stop (KILLED)"
         assert done[job2] == "stopped (iris KILLED)"  # no command: cancelled, never relaunched
         wait_states(url, run, {job: "KILLED", job2: "KILLED", new: "RUNNING"})
-        ledger = json.loads((tmp_path / ".sweep-state" / "ledger.json").read_text())["jobs"]
+        ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
         assert [a["kind"] for a in ledger[f"cw|{job}"]["acts"]] == ["relaunch"]
         assert ledger[f"cw|{job}"]["acts"][0]["new_job_id"] == new
         assert ledger[f"cw|{new}"]["acts"][0] == {**ledger[f"cw|{new}"]["acts"][0], "kind": "relaunched_from",

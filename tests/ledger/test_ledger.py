@@ -11,8 +11,9 @@ import pytest
 from sweep_core.ledger.entries import Ledger, LedgerError
 from sweep_core.ledger.fold import FIRST_SWEEP, fold_sweep
 from sweep_core.ledger.given import mark_given, split_given
-from sweep_core.ledger.store import ledger_path, load_ledger, save_ledger, update_ledger
+from sweep_core.ledger.store import LEDGER_FILE, load_ledger, save_ledger, update_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.state.documents import document_names, write_document
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 
@@ -155,11 +156,11 @@ def test_the_ledger_round_trips_and_a_corrupt_one_is_moved_aside_with_a_note(tmp
     assert load_ledger(tmp_path).to_dict() == ledger.to_dict()
     got = update_ledger(tmp_path, lambda led: (led, len(led.jobs)))
     assert got == 1
-    ledger_path(tmp_path).write_text('{"version": 1, "jobs": {"leo|1": {"cluster": "leo", "job_id": 5}}}')
+    write_document(tmp_path, LEDGER_FILE, '{"version": 1, "jobs": {"leo|1": {"cluster": "leo", "job_id": 5}}}')
     notes: list[str] = []
     assert load_ledger(tmp_path, notes).jobs == {}
     assert notes and "'job_id' is not str" in notes[0] and "moved aside" in notes[0]
-    assert list(ledger_path(tmp_path).parent.glob("ledger.json.corrupt-*"))
+    assert document_names(tmp_path, "ledger.json.corrupt-")
 
 
 @pytest.mark.parametrize(

@@ -1,20 +1,21 @@
 """A damaged ledger is recovered, not reset: ``ledger.before.json`` plus every entry of the damaged
-file that still reads (a truncated file keeps the entries before the cut; one bad entry costs only
-itself), the damaged file moved aside, a note naming what was lost; the recovered ledger holds every
-submission and destructive act until a person confirms. Writes are fsynced before the rename."""
+document that still reads (a truncated one keeps the entries before the cut; one bad entry costs only
+itself), the damaged document moved aside, a note naming what was lost; the recovered ledger holds every
+submission and destructive act until a person confirms. An update that fails half-way writes nothing."""
 
 from __future__ import annotations
 
 import json
-import os
 from types import SimpleNamespace
 
-from sweep_core import durable
+import pytest
+
 from sweep_core.handoffs.upload.remote import build_submit_script
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import given_by, mark_given
 from sweep_core.ledger.hold import confirm_reset, held
-from sweep_core.ledger.store import fold_run, ledger_path, load_ledger, save_ledger, update_ledger
+from sweep_core.ledger.store import LEDGER_FILE, fold_run, load_ledger, update_ledger
+from sweep_core.state.documents import document_names, read_document, write_document
 
 ITEM = {"cluster": "leo", "job_id": "1", "name": "rl__a"}
 
@@ -37,10 +38,9 @@ def _two_runs(tmp_path) -> None:
 
 def test_a_truncated_ledger_is_recovered_from_before_plus_its_readable_entries_and_holds_acts(tmp_path) -> None:
     _two_runs(tmp_path)
-    path = ledger_path(tmp_path)
-    text = path.read_text()
+    text = read_document(tmp_path, LEDGER_FILE)
     cut = text.index('"leo|5"') + 40  # mid-way through job 5's entry
-    path.write_text(text[:cut])
+    write_document(tmp_path, LEDGER_FILE, text[:cut])
     notes: list[str] = []
     got = load_ledger(tmp_path, notes)
     assert set(got.jobs) == {f"leo|{i}" for i in range(1, 5)}  # 1 from ledger.before.json, 2..4 salvaged
@@ -48,16 +48,17 @@ def test_a_truncated_ledger_is_recovered_from_before_plus_its_readable_entries_a
     assert got.hold and "recovered from ledger.before.json (the ledger before run r2)" in got.hold
     assert "after entry 'leo|4'" in got.hold and "characters unreadable" in got.hold
     assert any("moved aside" in n for n in notes) and any(n.startswith("LEDGER RECOVERED WITH LOSS") for n in notes)
-    assert list(path.parent.glob("ledger.json.corrupt-*"))  # the damaged file is kept
-    assert json.loads(path.read_text())["hold"] == got.hold  # saved: a second read is not an empty ledger
+    (aside,) = document_names(tmp_path, "ledger.json.corrupt-")  # the damaged document is kept
+    assert read_document(tmp_path, aside) == text[:cut]
+    assert json.loads(read_document(tmp_path, LEDGER_FILE))["hold"] == got.hold  # saved: a second read is not an empty ledger
     assert held(tmp_path) == got.hold
 
 
 def test_one_bad_entry_costs_only_itself_and_is_named(tmp_path) -> None:
     _two_runs(tmp_path)
-    raw = json.loads(ledger_path(tmp_path).read_text())
+    raw = json.loads(read_document(tmp_path, LEDGER_FILE))
     raw["jobs"]["leo|3"]["step"] = "five hundred"
-    ledger_path(tmp_path).write_text(json.dumps(raw))
+    write_document(tmp_path, LEDGER_FILE, json.dumps(raw))
     notes: list[str] = []
     got = load_ledger(tmp_path, notes)
     assert set(got.jobs) == {f"leo|{i}" for i in range(1, 10)} - {"leo|3"}
@@ -66,7 +67,7 @@ def test_one_bad_entry_costs_only_itself_and_is_named(tmp_path) -> None:
 
 def test_a_ledger_gone_while_its_before_file_is_there_is_recovered_and_held(tmp_path) -> None:
     _two_runs(tmp_path)
-    ledger_path(tmp_path).unlink()
+    write_document(tmp_path, LEDGER_FILE, None)
     got = load_ledger(tmp_path)
     assert "leo|1" in got.jobs and "unusable (missing while ledger.before.json is there)" in got.hold
 
@@ -80,7 +81,7 @@ def test_acts_are_held_until_a_person_confirms(tmp_path, monkeypatch) -> None:
     from sweep_operators import handoff_io
 
     _two_runs(tmp_path)
-    ledger_path(tmp_path).write_text("{")
+    write_document(tmp_path, LEDGER_FILE, "{")
     monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))
     sent: list[str] = []
     monkeypatch.setattr(
@@ -97,17 +98,24 @@ def test_acts_are_held_until_a_person_confirms(tmp_path, monkeypatch) -> None:
     assert sent == ["upload track", "upload submit"] and not held(tmp_path)
 
 
-def test_a_write_is_fsynced_before_the_rename_and_the_folder_after(tmp_path, monkeypatch) -> None:
-    calls: list[str] = []
-    real_fsync, real_replace = os.fsync, os.replace
+def test_an_update_that_fails_half_way_writes_nothing(tmp_path) -> None:
+    """The change raises after editing the ledger: the stored ledger is the one before (one transaction)."""
+    _two_runs(tmp_path)
+    before = read_document(tmp_path, LEDGER_FILE)
 
-    def fsync(fd: int) -> None:
-        calls.append("fsync dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
-        real_fsync(fd)
+    def half(ledger: Ledger) -> tuple[Ledger, None]:
+        ledger.jobs.clear()
+        raise RuntimeError("the worker died")
 
-    monkeypatch.setattr(durable.os, "fsync", fsync)
-    monkeypatch.setattr(
-        durable.Path, "replace", lambda self, target: calls.append("rename") or real_replace(self, target)
-    )
-    save_ledger(tmp_path, Ledger())
-    assert calls == ["fsync file", "rename", "fsync dir"]
+    with pytest.raises(RuntimeError):
+        update_ledger(tmp_path, half)
+    assert read_document(tmp_path, LEDGER_FILE) == before and len(load_ledger(tmp_path).jobs) == 9
+
+
+def test_a_database_that_cannot_be_read_fails_never_an_empty_ledger(tmp_path, monkeypatch) -> None:
+    """An unreadable database (here: not a database at all) raises; nothing reads as an empty ledger."""
+    bad = tmp_path / "not-a.db"
+    bad.write_bytes(b"\x00garbage" * 100)
+    monkeypatch.setenv("SWEEP_STATE_URL", f"sqlite:///{bad}")
+    with pytest.raises(Exception, match="not a database"):
+        load_ledger(tmp_path)

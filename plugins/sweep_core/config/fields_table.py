@@ -17,7 +17,7 @@ from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.fanin_schema import LogProfile, MetricsSection, ProfileKeys, ProfilePin
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter, scheduler_of
-from sweep_core.config.sweep_schema import SweepConfig
+from sweep_core.config.sweep_schema import StateSection, SweepConfig
 from sweep_core.config.tasks_schema import TasksSection
 
 # marker name -> (model, indent): the tables docs/configuration.md carries
@@ -28,6 +28,7 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml notify": (NotifySection, ""),
     "sweep.yaml notify channel": (Channel, ""),
     "sweep.yaml tasks": (TasksSection, ""),
+    "sweep.yaml state": (StateSection, ""),
     "sweep.yaml deep_dive": (DeepDiveSection, ""),
     "sweep.yaml deep_dive serving_lut row": (LutRow, ""),
     "sweep.yaml consolidate": (ConsolidateSection, ""),

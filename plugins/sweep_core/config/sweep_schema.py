@@ -46,6 +46,17 @@ class GatherLimits(StrictModel):
     )
 
 
+class StateSection(StrictModel):
+    """sweep.yaml ``state:``: where the sweep's memory (the ledger, the cleanup backlog) is kept."""
+
+    conn_id: str | None = Field(
+        None,
+        min_length=1,
+        description="Airflow Connection of the state database (postgres; every worker reaches it); "
+        "null = an SQLite file `<run_log_dir>/.sweep-state/state.db` (one machine)",
+    )
+
+
 class SweepConfig(StrictModel):
     """The whole of include/sweep.yaml, validated."""
 
@@ -82,6 +93,9 @@ class SweepConfig(StrictModel):
     notify: NotifySection = Field(NotifySection(), description="digest channels (Slack, e-mail), cooldown, approvers")
     tasks: TasksSection = Field(
         TasksSection(), description="every task's execution_timeout margin; retries of the read-only steps"
+    )
+    state: StateSection = Field(
+        StateSection(), description="the state database of the ledger and cleanup backlog (`sweep-state` upgrades it)"
     )
 
     @field_validator("schedule")

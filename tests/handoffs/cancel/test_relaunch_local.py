@@ -16,6 +16,9 @@ from conftest import ROOT, sh
 from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
 from sweep_runner import run_dag
 
+from sweep_core.ledger.store import LEDGER_FILE
+from sweep_core.state.documents import read_document
+
 pytestmark = pytest.mark.cluster
 STEP = "echo 'Training Step Progress: 5/10'; sleep 900"  # prints, then wedges
 REQUEUE_WAIT_S = 240  # Slurm holds a requeued job ~120 s (BeginTime) before it may start again
@@ -32,7 +35,7 @@ def _scontrol(job_id: str) -> dict[str, str]:
 
 
 def _ledger(tmp_path: Path) -> dict:
-    return json.loads((tmp_path / ".sweep-state" / "ledger.json").read_text())
+    return json.loads(read_document(tmp_path, LEDGER_FILE))
 
 
 def _acts(tmp_path: Path, job_id: str) -> list[dict]:

@@ -19,7 +19,8 @@ from sweep_runner import run_dag
 from test_relaunch_local import _job, _scontrol
 
 from sweep_core.ledger.entries import LedgerEntry
-from sweep_core.ledger.store import update_ledger
+from sweep_core.ledger.store import LEDGER_FILE, update_ledger
+from sweep_core.state.documents import read_document
 
 pytestmark = pytest.mark.cluster
 LOGS = Path("/home/sweep/jobs/logs")
@@ -89,7 +90,7 @@ def test_an_ops_md_relaunch_command_gets_a_new_id_linked_in_the_ledger(local_clu
     c.wait_finished(jid, "CANCELLED")
     c.wait_running(new)
     assert _scontrol(new)["JobName"] == name
-    ledger = json.loads((tmp_path / ".sweep-state" / "ledger.json").read_text())["jobs"]
+    ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
     assert [a["kind"] for a in ledger[f"local|{jid}"]["acts"]][-1] == "relaunch"
     assert ledger[f"local|{jid}"]["acts"][-1]["new_job_id"] == new
     link = ledger[f"local|{new}"]["acts"][-1]

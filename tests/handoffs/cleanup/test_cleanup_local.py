@@ -14,6 +14,8 @@ import yaml
 from hf_hub_stub import hub_stub
 from sweep_runner import ROOT, run_dag
 
+from sweep_core.handoffs.cleanup.backlog import load_backlog
+
 pytestmark = pytest.mark.cluster
 ART = Path("/home/sweep/jobs/artifacts")
 ORG = "sweep-local"
@@ -144,8 +146,8 @@ def test_cleanup_reclaims_the_backlog_when_asked(local_cluster, tag, tmp_path) -
         )
     assert _outcomes(later)[name]["action"] == "delete"
     assert not (tree / "trace_jobs").exists()
-    backlog = (tmp_path / ".sweep-state" / "cleanup_backlog.json").read_text()
-    assert jid not in backlog
+    backlog = load_backlog(tmp_path)
+    assert [b["job_id"] for b in backlog if b["job_id"] == jid] == []
 
 
 def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> None:

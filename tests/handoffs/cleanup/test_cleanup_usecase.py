@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, ok, ops, squeue
 
-from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
+from sweep_core.handoffs.cleanup.backlog import BACKLOG, BacklogUnreadable, load_backlog
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.remote_result import CommandResult
+from sweep_core.state.documents import read_document, write_document
 
 CCFG = cleanup_config({"hub_org": "org", "verify_timeout_s": 60, "verify_poll_s": 5})
 NAME = "sft__qwen_tulu3"
@@ -49,7 +50,7 @@ def _plan(jobs, ssh: FakeSsh, hub: FakeHub, tmp_path: Path, *configs, dry_run=Tr
         list(reclaim),
         dry_run=dry_run,
         ccfg=CCFG,
-        backlog=tmp_path / "backlog.json",
+        run_log_dir=tmp_path,
         load_cluster=ops(*(configs or (cluster(),))),
         run_script=ssh,
         hub_check=hub,
@@ -138,19 +139,19 @@ def test_hub_missing_blocks_with_the_evidence(tmp_path) -> None:
 def test_backlog_joins_only_when_not_a_dry_run_and_a_reclaim_replans_it(tmp_path) -> None:
     ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
     _plan([_job()], ssh, hub, tmp_path, dry_run=True)
-    assert not (tmp_path / "backlog.json").exists()
+    assert read_document(tmp_path, BACKLOG) is None
     _plan([_job()], ssh, hub, tmp_path, dry_run=False)
-    assert load_backlog(tmp_path / "backlog.json") == [_job()]
+    assert load_backlog(tmp_path) == [_job()]
     again = _plan([], ssh, hub, tmp_path, reclaim=["local"])
     assert [d.target.job_id for d in again.decisions] == ["4242"]
     assert _plan([], ssh, hub, tmp_path, reclaim=["other"]).decisions == []
-    (tmp_path / "backlog.json").write_text("{not json")
+    write_document(tmp_path, BACKLOG, "{not json")
     with pytest.raises(BacklogUnreadable, match="unreadable"):  # never read as empty
-        load_backlog(tmp_path / "backlog.json")
+        load_backlog(tmp_path)
     plan = _plan([_job()], ssh, hub, tmp_path, dry_run=False, reclaim=["local"])
     assert [d.target.job_id for d in plan.decisions] == ["4242"]  # the requested job is still planned
     assert "unreadable" in plan.notes[0] and "the reclaim of local plans no backlog" in plan.notes[0]
-    assert (tmp_path / "backlog.json").read_text() == "{not json"  # never overwritten
+    assert read_document(tmp_path, BACKLOG) == "{not json"  # never overwritten
 
 
 def _delete(paths=TREES) -> CleanupDecision:

@@ -56,7 +56,7 @@ def _sweep_cleanup(tmp_path: Path, ssh: FakeSsh, hub: HubChecker) -> tuple[Clean
         [],
         dry_run=False,
         ccfg=CCFG,
-        backlog=tmp_path / "backlog.json",
+        run_log_dir=tmp_path,
         load_cluster=ops(cluster()),
         run_script=ssh,
         hub_check=hub.check,

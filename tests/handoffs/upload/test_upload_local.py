@@ -22,6 +22,9 @@ from hf_hub_stub import hub_stub
 from hitl_responder import CANCEL, HITLResponder
 from sweep_runner import ROOT, run_dag
 
+from sweep_core.ledger.store import LEDGER_FILE
+from sweep_core.state.documents import read_document
+
 pytestmark = pytest.mark.cluster
 ART = Path("/home/sweep/jobs/artifacts")
 ORG = "sweep-local"
@@ -80,7 +83,7 @@ def _uploads(name: str, expect: int = 0, settle: float = 20) -> list[str]:
 
 
 def _acts(logs: Path, job_id: str) -> list[dict]:
-    return json.loads((logs / ".sweep-state" / "ledger.json").read_text())["jobs"][f"local|{job_id}"]["acts"]
+    return json.loads(read_document(logs, LEDGER_FILE))["jobs"][f"local|{job_id}"]["acts"]
 
 
 def _row(run, job_id: str) -> list[str]:

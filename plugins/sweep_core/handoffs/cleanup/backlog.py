@@ -1,8 +1,9 @@
 """The cleanup backlog: completed jobs handed to sweep_cleanup whose trees are not yet confirmed
-removed (``<run_log_dir>/.sweep-state/cleanup_backlog.json``). An inode reclaim of a cluster plans
-its backlog again; a job whose trees are gone (or were already) leaves it. Each change is made under
-a lock (two cleanup runs may end at once); a backlog that cannot be read is BacklogUnreadable: never
-read as empty, never overwritten.
+removed (the document ``cleanup_backlog.json`` of the run-log directory's space in the state
+database, sweep_core.state). An inode reclaim of a cluster plans its backlog again; a job whose trees
+are gone (or were already) leaves it. Each change is one transaction under the document's lock (two
+cleanup runs may end at once, on two hosts); a backlog that cannot be read is BacklogUnreadable:
+never read as empty, never overwritten.
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from sweep_core.durable import locked, write_atomic
+from sweep_core.state.documents import Documents, locked
 
 log = logging.getLogger(__name__)
-
-
-def backlog_path(run_log_dir: str | Path) -> Path:
-    """Where the backlog of the sweep writing run logs to ``run_log_dir`` lives."""
-    return Path(run_log_dir) / ".sweep-state" / "cleanup_backlog.json"
+BACKLOG = "cleanup_backlog.json"
 
 
 def job_key(d: dict[str, Any]) -> tuple[str, str]:
@@ -29,33 +26,35 @@ def job_key(d: dict[str, Any]) -> tuple[str, str]:
 
 
 class BacklogUnreadable(Exception):
-    """The backlog exists but cannot be read or parsed: which jobs it holds is UNKNOWN."""
+    """The backlog exists but cannot be parsed: which jobs it holds is UNKNOWN."""
 
 
-def load_backlog(path: Path) -> list[dict[str, str]]:
-    """The backlog's entries ([] when none yet); BacklogUnreadable when it cannot be read."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def _parse(docs: Documents) -> list[dict[str, str]]:
+    text = docs.read(BACKLOG)
+    if text is None:
         return []
-    except (OSError, ValueError) as exc:
+    where = f"cleanup backlog {BACKLOG} (state of {docs.space})"
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise BacklogUnreadable(
-            f"cleanup backlog {path} unreadable ({type(exc).__name__}: {str(exc)[:160]}): left as it is, not replanned"
+            f"{where} unreadable ({type(exc).__name__}: {str(exc)[:160]}): left as it is, not replanned"
         ) from exc
     if not isinstance(data, list):
-        raise BacklogUnreadable(f"cleanup backlog {path} is a {type(data).__name__}, not a list: left as it is")
+        raise BacklogUnreadable(f"{where} is a {type(data).__name__}, not a list: left as it is")
     return [d for d in data if isinstance(d, dict)]
 
 
-def save_backlog(path: Path, items: list[dict[str, str]]) -> None:
-    """Replace the backlog (written aside, fsynced, then renamed over it)."""
-    write_atomic(path, json.dumps(items, indent=1, sort_keys=True).encode("utf-8"))
+def load_backlog(run_log_dir: str | Path) -> list[dict[str, str]]:
+    """The backlog's entries ([] when none yet); BacklogUnreadable when it cannot be parsed."""
+    with locked(run_log_dir, BACKLOG) as docs:
+        return _parse(docs)
 
 
-def update_backlog(path: Path, change: Callable[[list[dict[str, str]]], list[dict[str, str]]]) -> None:
-    """Load, ``change``, save, under the backlog's lock; BacklogUnreadable leaves the file untouched."""
-    with locked(path.with_name(f".{path.name}.lock")):
-        save_backlog(path, change(load_backlog(path)))
+def update_backlog(run_log_dir: str | Path, change: Callable[[list[dict[str, str]]], list[dict[str, str]]]) -> None:
+    """Load, ``change``, save, in one transaction under the backlog's lock; BacklogUnreadable leaves it untouched."""
+    with locked(run_log_dir, BACKLOG) as docs:
+        docs.write(BACKLOG, json.dumps(change(_parse(docs)), indent=1, sort_keys=True))
 
 
 def jobs_to_plan(requested: list[Any], backlog: list[dict[str, str]], reclaim: Iterable[str]) -> list[Any]:

@@ -174,7 +174,7 @@ def plan_cleanup(
     *,
     dry_run: bool,
     ccfg: CleanupConfig,
-    backlog: Path,
+    run_log_dir: str | Path,
     load_cluster: LoadCluster,
     run_script: RunScript,
     hub_check: HubCheck,
@@ -183,18 +183,19 @@ def plan_cleanup(
 ) -> CleanupPlan:
     """Apply every guard to the requested jobs and to the ``reclaim`` clusters' backlog.
 
+    ``run_log_dir``: whose cleanup backlog (sweep_core.handoffs.cleanup.backlog) is planned and kept.
     Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone).
     ``salvaged``: (cluster, job id) of the jobs recorded for salvage (CANCELLED is their done-signal);
     ``own``: the jobs whose hub evidence is their own upload's commit (plan_cluster)."""
     notes = []
     try:
-        held = load_backlog(backlog)
-    except BacklogUnreadable as exc:  # UNKNOWN: the requested jobs only, the file left as it is
+        held = load_backlog(run_log_dir)
+    except BacklogUnreadable as exc:  # UNKNOWN: the requested jobs only, the backlog left as it is
         held = []
         notes.append(f"{exc}{': the reclaim of ' + ', '.join(reclaim) + ' plans no backlog' if reclaim else ''}")
     raw_jobs = jobs_to_plan(jobs, held, reclaim)
     if not dry_run and not notes:
-        update_backlog(backlog, lambda items: remember(items, jobs))
+        update_backlog(run_log_dir, lambda items: remember(items, jobs))
     by_cluster, bad = parse_targets(raw_jobs)
     plan = CleanupPlan(bad, notes=notes)
     for cluster, targets in by_cluster.items():

@@ -1,0 +1,102 @@
+"""Which database holds the sweep's memory, and one engine per URL per process.
+
+The URL: the one the Airflow side set from sweep.yaml ``state.conn_id`` (``use_url``), else the
+environment's ``SWEEP_STATE_URL`` (the CLI, a run by hand), else an SQLite file
+``<run_log_dir>/.sweep-state/state.db`` (one machine needs no setup). An SQLite database is brought
+to the newest schema on first use; any other must be upgraded by ``sweep-state upgrade``
+(a store refuses a database whose schema is not the one it knows).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from sweep_core.state import migrate
+from sweep_core.state_dir import STATE_DIR
+
+ENV = "SWEEP_STATE_URL"
+DB_FILE = "state.db"
+SQLITE_BUSY_S = 600  # a writer waits this long for another's transaction (BEGIN IMMEDIATE)
+
+_configured: str | None = None
+_engines: dict[tuple[int, str], sa.Engine] = {}
+_guard = threading.Lock()
+
+
+class StateSchemaError(RuntimeError):
+    """The state database's schema is not the one this package knows: run ``sweep-state upgrade``."""
+
+
+def use_url(url: str | None) -> None:
+    """The database every store of this process uses (None: back to SWEEP_STATE_URL or the default)."""
+    global _configured
+    _configured = url or None
+
+
+def default_url(run_log_dir: str | Path) -> str:
+    return f"sqlite:///{Path(os.path.abspath(run_log_dir)) / STATE_DIR / DB_FILE}"
+
+
+def state_url(run_log_dir: str | Path) -> str:
+    return _configured or os.environ.get(ENV) or default_url(run_log_dir)
+
+
+def space_of(run_log_dir: str | Path) -> str:
+    """The documents' space: the run-log directory (two sweeps writing elsewhere never meet)."""
+    return os.path.abspath(run_log_dir)
+
+
+def redacted(url: str) -> str:
+    """The URL as it may be logged (no password)."""
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+def _sqlite_immediate(engine: sa.Engine) -> None:
+    """Every transaction takes SQLite's write lock at BEGIN: a read-modify-write never interleaves."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # the driver's own BEGIN off: ours below
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def new_engine(url: str) -> sa.Engine:
+    """An engine for ``url`` (SQLite or PostgreSQL), not checked against the schema."""
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(  # a connection per transaction: cheap, and no open file left per test dir
+            parsed, poolclass=sa.pool.NullPool, connect_args={"timeout": SQLITE_BUSY_S, "check_same_thread": False}
+        )
+        _sqlite_immediate(engine)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return sa.create_engine(parsed, pool_pre_ping=True)
+    raise ValueError(f"state database {redacted(url)}: only sqlite and postgresql are supported")
+
+
+def engine_for(url: str) -> sa.Engine:
+    """This process's engine for ``url``, its schema checked once (SQLite: upgraded)."""
+    key = (os.getpid(), url)  # a forked child makes its own: pooled connections are not shared
+    with _guard:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = new_engine(url)
+            if engine.dialect.name == "sqlite":
+                migrate.upgrade(engine)
+            elif (at := migrate.current(engine)) != migrate.head():
+                raise StateSchemaError(
+                    f"state database {redacted(url)} is at schema {at or 'none'}, this package needs "
+                    f"{migrate.head()}: run `sweep-state upgrade --url ...`"
+                )
+            _engines[key] = engine
+    return engine
