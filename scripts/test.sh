@@ -33,6 +33,12 @@ if ! command -v chromium >/dev/null; then
   echo "[test] apt-get install chromium"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# Debian's PostgreSQL 15: the state store's cross-process claims are tested on a throwaway server
+# (tests/state) as well as on the SQLite default; the deployment test runs its Postgres from it too.
+if [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
+  echo "[test] apt-get install postgresql-15"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null
+fi
 source scripts/env.sh
 echo "[test] ruff check"
 ruff check .
