@@ -117,18 +117,23 @@ def group_by_bucket(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> di
 
 
 def render_step(
-    snaps: Sequence[ClusterSnapshot], config: SweepConfig, cadences: dict[str, dict[str, int]]
+    snaps: Sequence[ClusterSnapshot],
+    config: SweepConfig,
+    cadences: dict[str, dict[str, int]],
+    off: dict[str, list[str]] | None = None,
 ) -> SweepResult:
-    """Group the (bucketed, liveness-checked) jobs and render every table."""
+    """Group the (bucketed, liveness-checked) jobs and render every table; ``off`` (cluster -> its
+    ``OFF: <handoff> needs <field> in <file>`` lines, handoffs.switches.off_lines) goes into the
+    Clusters table and the run log's head."""
     grouped = group_by_bucket(snaps, config)
 
     def cadence_for(cluster: str, bucket: str) -> int:
         return cadences.get(cluster, {}).get(bucket) or config.cadence(bucket)
 
-    rendered = render_sweep(snaps, grouped, cadence_for)
+    rendered = render_sweep(snaps, grouped, cadence_for, off=off)
     for docs in load_campaigns(config):  # read at run time, like ops.md; never edited
         rendered.tables[f"Campaign {docs.name}"] = render_campaign(docs, snaps)
-    return SweepResult(list(snaps), grouped, rendered)
+    return SweepResult(list(snaps), grouped, rendered, off=dict(off or {}))
 
 
 def rules_step(

@@ -95,8 +95,14 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         raise AirflowFailException(f"this sweep's history ({store.path_for(run_id, end)}) was not written: no digest")
     earlier = store.read(records=(FLAG, CLUSTER), columns=COLUMNS, before=end, notes=notes)
     confs = {h.value: context["ti"].xcom_pull(task_ids=Sweep.HANDOFFS, key=h.value) for h in Handoff}
+    off = (context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("off") or {}  # told by the first digest only
     digest = build_digest(
-        current, earlier, run_id=run_id, cooldown_hours=config.notify.cooldown_hours, handoffs=handoff_lines(confs)
+        current,
+        earlier,
+        run_id=run_id,
+        cooldown_hours=config.notify.cooldown_hours,
+        handoffs=handoff_lines(confs),
+        off=off,
     )
     out: dict[str, Any] = {"notes": notes}
     if not config.notify.channels:  # nobody would hear: every alert a WARNING line of this task's log

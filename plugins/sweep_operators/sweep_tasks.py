@@ -144,7 +144,12 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     snaps, flags, notes = _bucketed(context)
     start, end = _window(context)
     laps.lap("collect")
-    result = render_step(snaps, config, _cadences(config, _ops(snaps, ops_dir)))
+    from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
+    from sweep_core.handoffs.switches import off_lines
+
+    ops = _ops(snaps, ops_dir)
+    off = off_lines(ops, config, tracker_settings(config.trackers), ops_dir, sweep_yaml)  # never a silent no-op
+    result = render_step(snaps, config, _cadences(config, ops), off)
     result.flags = flags
     laps.lap("tables")
     log_dir = run_log_dir(config)
@@ -178,7 +183,12 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     set_dag_run_note(context, run_note(result, path))
     laps.lap("note")
     log.info("fan-in stages: %s", laps)
-    return {"overview": result.rendered.overview, "tables": result.rendered.tables, "run_log": str(Path(path))}
+    return {
+        "overview": result.rendered.overview,
+        "tables": result.rendered.tables,
+        "run_log": str(Path(path)),
+        "off": off,  # the first digest on record tells them (notify)
+    }
 
 
 def _result(context: dict[str, Any], config: SweepConfig) -> SweepResult:

@@ -94,10 +94,14 @@ def test_render_pushes_tables_and_run_log_that_verdict_and_handoffs_read(swept) 
 
     ti, context, _ = swept
     rendered = ti.xcom_pull("render")
-    assert set(rendered) == {"overview", "tables", "run_log"}
+    assert set(rendered) == {"overview", "tables", "run_log", "off"}
+    # the shipped sweep.yaml leaves the harvest off: said in the overview's row and the run log's head
+    assert any(line.startswith("OFF: harvest needs trackers.repo in ") for line in rendered["off"]["local"])
+    assert "OFF: harvest needs" in rendered["overview"]
     assert "rl__nan_run" in rendered["tables"]["RL"] and "local" in rendered["overview"]
     run_log = Path(rendered["run_log"]).read_text()
     assert "rl__nan_run" in run_log and "rl_collapse" in run_log
+    assert "- local: OFF: harvest needs trackers.repo in " in run_log.split("## Changes")[0]
     sweep_tasks.verdict(**context)  # no configuration error: does not raise
     confs = ti.run("handoffs", sweep_tasks.handoffs, context, sweep_yaml=str(ROOT / "include" / "sweep.yaml"))
     assert confs["cleanup"]["run_log"] == rendered["run_log"]  # the hand-off records into this run log

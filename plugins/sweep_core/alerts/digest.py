@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,9 +61,10 @@ class Digest:
     reminders: list[Told] = field(default_factory=list)
     resolved: list[Item] = field(default_factory=list)
     handoffs: list[str] = field(default_factory=list)
+    off: list[str] = field(default_factory=list)  # "<cluster>: OFF: <handoff> needs <field> in <file>", first only
 
     def empty(self) -> bool:
-        return not (self.new or self.reminders or self.resolved or self.handoffs)
+        return not (self.new or self.reminders or self.resolved or self.handoffs or self.off)
 
 
 def _text(row: dict[str, Any]) -> str:
@@ -140,12 +141,17 @@ def build_digest(
     run_id: str,
     cooldown_hours: float,
     handoffs: Iterable[str] = (),
+    off: Mapping[str, Sequence[str]] | None = None,
 ) -> Digest:
-    """The digest of the sweep whose rows are ``current``, against the ``earlier`` sweeps' rows."""
+    """The digest of the sweep whose rows are ``current``, against the ``earlier`` sweeps' rows.
+    ``off`` (cluster -> its ``OFF: <handoff> needs <field> in <file>`` lines) is told by the first
+    sweep on record only: the run log's head and the Clusters table say it every sweep."""
     cur_sweeps, past = sweeps_of(current), sweeps_of(earlier)
     end = cur_sweeps[-1].window_end if cur_sweeps else dt.datetime.now(dt.UTC)
     cur = cur_sweeps[-1] if cur_sweeps else Sweep(end, {}, set(), set())
     digest = Digest(run_id, end, first=not past, handoffs=list(handoffs))
+    if digest.first:
+        digest.off = [clean(f"{c}: {line}", newlines=False) for c, lines in (off or {}).items() for line in lines]
     prev = past[-1] if past else None
     cooldown = dt.timedelta(hours=cooldown_hours)
     for item in sorted(cur.items.values(), key=lambda i: (ORDER.get(i.severity, 3), i.signature)):

@@ -63,6 +63,7 @@ def route(
         ("Still open (told again after the cooldown)", told(digest.reminders)),
         ("Resolved", gone(digest.resolved)),
         ("Hand-offs", list(digest.handoffs) if handoffs else []),
+        ("Hand-offs OFF until configured", list(digest.off)),  # the first digest on record only
     ]
     sections = [(h, lines) for h, lines in sections if lines]
     if not sections:
@@ -71,7 +72,8 @@ def route(
             for t in ts if t.item.severity in keep]  # fmt: skip
     keys += [f"resolved|{i.signature}" for i in digest.resolved if i.severity in keep]
     keys += [f"hand-off|{ln}" for ln in (digest.handoffs if handoffs else [])]
-    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)"}
+    keys += [f"off|{ln}" for ln in digest.off]
+    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)", "Hand-offs OFF until configured": "off"}
     counts = ", ".join(f"{len(lines)} {short.get(h, 'still open')}" for h, lines in sections)
     sections = [(h, _capped(lines, max_items)) for h, lines in sections]
     first = " (first sweep on record)" if digest.first else ""

@@ -5,7 +5,7 @@ is made safe first (``safe_text.clean``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tabulate import tabulate
@@ -120,6 +120,7 @@ class SweepResult:
     rendered: RenderedSweep
     flags: list[Flag] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
+    off: dict[str, list[str]] = field(default_factory=dict)  # cluster -> "OFF: <handoff> needs <field> in <file>"
 
     def counts(self) -> dict[str, int]:
         return {bucket: len(jobs) for bucket, jobs in self.grouped.items()}
@@ -153,9 +154,11 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
     )
 
 
-def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
-    """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN), and
-    the INODE HEADROOM verdict (``—`` where ops.md says none or dormant)."""
+def render_overview(snaps: Sequence[ClusterSnapshot], off: Mapping[str, Sequence[str]] | None = None) -> str:
+    """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN), the
+    INODE HEADROOM verdict (``—`` where ops.md says none or dormant), and in its Note each hand-off
+    its config leaves off (``off``: cluster -> ``OFF: <handoff> needs <field> in <file>``), a line each."""
+    off = off or {}
     headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Quota", "Note"]
     rows = []
     for s in snaps:
@@ -168,7 +171,7 @@ def render_overview(snaps: Sequence[ClusterSnapshot]) -> str:
                 "?" if s.running is None else str(len(s.running)),
                 "?" if s.finished is None else str(len(s.finished)),
                 _quota_cell(s.quota),
-                _overview_note(s),
+                "\n".join([_overview_note(s), *off.get(s.cluster, ())]),
             ]
         )
     return box_table(headers, rows, [None, None, None, 24, None, None, 30, NOTE_WIDTH])
@@ -300,10 +303,11 @@ def render_sweep(
     grouped: dict[str, list[Job]],
     cadence_for: Callable[[str, str], int],
     metric_columns: MetricColumns | None = None,
+    off: Mapping[str, Sequence[str]] | None = None,
 ) -> RenderedSweep:
-    """Overview plus one table per bucket, in bucket order."""
+    """Overview (with the hand-offs ``off`` per cluster) plus one table per bucket, in bucket order."""
     metric_columns = METRIC_COLUMNS if metric_columns is None else metric_columns
-    out = RenderedSweep(overview=render_overview(snaps))
+    out = RenderedSweep(overview=render_overview(snaps, off))
     for bucket, jobs in grouped.items():
         out.tables[bucket] = render_bucket(bucket, jobs, snaps, cadence_for, metric_columns.get(bucket, ()))
     out.tables["Pending"] = render_pending(snaps)

@@ -87,6 +87,7 @@ def render_run_log(
         rendered=result.rendered,
         flagged=flagged_lines(result, md_text),
         changes=result.changes,
+        off=result.off,
         dag_id=dag_id,
         run_id=run_id,
         window_start=window_start,

@@ -6,7 +6,9 @@ keys); what a sweep then finds (flags, a trusted snapshot) decides whether one g
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.config.sweep_schema import SweepConfig
@@ -26,6 +28,32 @@ class Switch:
     def line(self) -> str:
         """``ON   <why>`` / ``OFF: <why>`` (check-config's column after the hand-off's name)."""
         return f"{'ON  ' if self.on else 'OFF:'} {self.why}"
+
+    @property
+    def needs_config(self) -> bool:
+        """OFF until a config value is set (``<handoff> needs <field> in <file>``), not off by nature
+        (an iris cluster has no tree to reap) or by status (skipped, dropped)."""
+        return not self.on and self.why.startswith(f"{self.handoff} needs ")
+
+
+def off_lines(
+    ops: Mapping[str, ClusterConfig | None],
+    config: SweepConfig,
+    trackers: TrackerSettings | None,
+    ops_dir: str | Path,
+    sweep_file: str,
+) -> dict[str, list[str]]:
+    """cluster -> its ``OFF: <handoff> needs <field> in <file>`` lines (the sweep shows them in the
+    Clusters table, the run log's head and the first digest): every swept cluster (status active in
+    its ops.md), the same switches check-config prints; a cluster whose ops.md did not load is left out."""
+    out: dict[str, list[str]] = {}
+    for name, cfg in ops.items():
+        if cfg is None or cfg.status != "active":
+            continue
+        got = cluster_switches(cfg, config, trackers, str(Path(ops_dir) / name / "ops.md"), sweep_file)
+        if lines := [s.line() for s in got if s.needs_config]:
+            out[name] = lines
+    return out
 
 
 def cluster_switches(
@@ -49,6 +77,8 @@ def cluster_switches(
 def _chain(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
     """hf_chain advances a series only on an active SLURM cluster (advance_chain contacts no other)."""
     series = [s.name for s in config.hf_chain.series if s.cluster == cfg.name]
+    if not series and cfg.scheduler != "slurm":
+        return Switch("hf_chain", False, f"{cfg.scheduler}: the chain's legs are sbatch jobs (a SLURM cluster's)")
     if not series:
         return Switch("hf_chain", False, f"hf_chain needs hf_chain.series (cluster: {cfg.name}) in {sweep_file}")
     if (cfg.scheduler, cfg.status) != ("slurm", "active"):
