@@ -224,7 +224,7 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         dry_run=dry_run,
         run_log=run_log,
         trackers=tracker_settings(config.trackers) is not None,
-        hf_chain=bool(config.hf_chain.series),
+        hf_chain=any(not s.unset() and not s.db_registration for s in config.hf_chain.series),
     )
     run_id = run_id_of(context)
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}

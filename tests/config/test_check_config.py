@@ -72,7 +72,11 @@ def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys
     sweep = INCLUDE / "sweep.yaml"
     assert leonardo["harvest"] == ("off", f"harvest needs trackers.repo in {sweep} (or SWEEP_TRACKER_REPO)")
     assert leonardo["consolidate"] == ("off", f"consolidate needs consolidate.flavors in {sweep}")
-    assert leonardo["hf_chain"] == ("off", f"hf_chain needs hf_chain.series (cluster: leonardo) in {sweep}")
+    assert leonardo["hf_chain"] == (  # the runbook's two grids, their commands left empty on purpose
+        "off",
+        "hf_chain needs hf_chain.series[0].match/hub_repo/upload/eval (main_sft_evals); "
+        f"hf_chain.series[1].match/hub_repo/upload/eval (base_sft_evals) in {sweep}",
+    )
     assert leonardo["upload"] == (
         "off",
         f"upload needs cleanup.flavors.<flavor>.upload in {sweep} or upload_commands in "
@@ -96,11 +100,12 @@ def test_a_past_skip_until_is_swept_again_but_its_handoffs_still_wait_for_active
 
 def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("SWEEP_TRACKER_REPO", str(tmp_path / "trackers"))
-    with (include / "sweep.yaml").open("a") as f:
-        f.write(
-            "hf_chain:\n  series:\n    - {name: cells, cluster: tacc, match: '^sft__(?P<cell>c\\d+)$', "
-            "hub_repo: '{org}/{cell}', upload: [sbatch, up.sbatch], eval: [sbatch, ev.sbatch], tracker: t.md}\n"
-        )
+    text = (include / "sweep.yaml").read_text()
+    (include / "sweep.yaml").write_text(text.replace(
+        "hf_chain:\n  series:\n",
+        "hf_chain:\n  series:\n    - {name: cells, cluster: tacc, match: '^sft__(?P<cell>c\\d+)$', "
+        "hub_repo: '{org}/{cell}', upload: [sbatch, up.sbatch], eval: [sbatch, ev.sbatch], tracker: t.md}\n",
+    ))  # fmt: skip
     cw = include / "ops" / "coreweave" / "ops.md"
     cw.write_text(cw.read_text().replace('controller_url: ""', "controller_url: http://127.0.0.1:1").replace(
         'iris_python: ""', "iris_python: /opt/iris-venv/bin/python"))  # fmt: skip

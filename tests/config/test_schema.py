@@ -195,6 +195,7 @@ DEPLOYMENT = {
     ("trackers", "globs"),
     ("trackers", "default_cluster"),
     ("metrics", "profiles"),  # the frameworks' log profiles live in sweep.yaml only (schema default: none)
+    ("hf_chain", "series"),  # the runbook's two HF-only grids (schema default: none)
 }
 
 

@@ -120,10 +120,10 @@ class ChainSeriesSpec(StrictModel):
 
     name: NonEmpty
     cluster: NonEmpty
-    match: NonEmpty = Field(description="regex over SFT job names; group `cell` names the cell")
-    hub_repo: NonEmpty = Field(description="template: {org} {cell}")
-    upload: Tup[str] = Field(description="argv of the upload job (starts with sbatch)")
-    eval: Tup[str] = Field(description="argv of the eval job (starts with sbatch)")
+    match: str = Field("", description="regex over SFT job names; group `cell` names the cell ('' = series OFF)")
+    hub_repo: str = Field("", description="template: {org} {cell} ('' = series OFF)")
+    upload: Tup[str] = Field((), description="argv of the upload job (starts with sbatch; none = series OFF)")
+    eval: Tup[str] = Field((), description="argv of the eval job (starts with sbatch; none = series OFF)")
     tracker: NonEmpty = Field(description="tracker markdown, relative to the tracker repo")
     db_registration: bool = Field(False, description="true: the series goes through sft-job-cleanup instead")
     repo_type: Literal["model", "dataset"] = "model"
@@ -133,6 +133,10 @@ class ChainSeriesSpec(StrictModel):
     eval_job_column: NonEmpty = "eval job"
     lookback_days: Positive = 30
     artifact_dir: str = Field("", description="template {cell} {sft_job}: the SFT output the upload reads")
+
+    def unset(self) -> list[str]:
+        """The fields left empty on purpose (the runbook names no value): the series stays OFF, said."""
+        return [k for k in ("match", "hub_repo", "upload", "eval") if not getattr(self, k)]
 
 
 class HfChainSection(StrictModel):

@@ -76,11 +76,15 @@ def cluster_switches(
 
 def _chain(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
     """hf_chain advances a series only on an active SLURM cluster (advance_chain contacts no other)."""
-    series = [s.name for s in config.hf_chain.series if s.cluster == cfg.name]
-    if not series and cfg.scheduler != "slurm":
+    named = [(i, s) for i, s in enumerate(config.hf_chain.series) if s.cluster == cfg.name and not s.db_registration]
+    series = [s.name for _, s in named if not s.unset()]
+    if not named and cfg.scheduler != "slurm":
         return Switch("hf_chain", False, f"{cfg.scheduler}: the chain's legs are sbatch jobs (a SLURM cluster's)")
-    if not series:
+    if not named:
         return Switch("hf_chain", False, f"hf_chain needs hf_chain.series (cluster: {cfg.name}) in {sweep_file}")
+    if not series:  # every series of the cluster left incomplete on purpose
+        needs = "; ".join(f"hf_chain.series[{i}].{'/'.join(s.unset())} ({s.name})" for i, s in named)
+        return Switch("hf_chain", False, f"hf_chain needs {needs} in {sweep_file}")
     if (cfg.scheduler, cfg.status) != ("slurm", "active"):
         return Switch("hf_chain", False, f"series {', '.join(series)} name it, but it is {_kind(cfg)}")
     return Switch("hf_chain", True, f"series {', '.join(series)}")

@@ -69,6 +69,8 @@ def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
         where = f"hf_chain.series[{i}]"
         if s.db_registration:
             continue  # DB-registered series go through sft-job-cleanup, not this chain
+        if s.unset():
+            continue  # left empty on purpose: OFF, said by check-config and the sweep (handoffs.switches)
         try:
             match = re.compile(s.match)
         except re.error as exc:
