@@ -5,6 +5,7 @@ metrics, evidence, capped excerpts; fanin/digest.py), ``bucket`` (bucket_stages)
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
-from sweep_core.rules.config import rules_config
+from sweep_core.rules.config import hf_only_series, rules_config
 from sweep_core.rules.context import History, RuleContext
 from sweep_core.rules.registry import apply_rules
 from sweep_core.window import PAST_WINDOW_NOTE, is_past_window
@@ -149,7 +150,7 @@ def rules_step(
     add_vanished_rows(snaps, (history or History()).ledger, config.bucket_names[-1], max_back)
     ctx = RuleContext(
         snaps=list(snaps),
-        cfg=rules_config(config.rules),
+        cfg=dataclasses.replace(rules_config(config.rules), hf_only=hf_only_series(config.hf_chain.series)),
         mcfg=metrics_config(config.metrics),
         cadence=lambda c, b: cadences.get(c, {}).get(b) or config.cadence(b),
         caps=caps or {},

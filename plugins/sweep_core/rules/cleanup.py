@@ -63,6 +63,9 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
             out.append(
                 job_flag("completion_cleanup", Severity.INFO, job, f"RL {what} completed", cleanup_action(skill))
             )
+        elif job.bucket == Bucket.SFT and (series := [n for n, m in ctx.cfg.hf_only if m.match(job.name)]):
+            msg = f"SFT completed: HF-only series {series[0]} (no DB registration): the HF chain uploads it, not {Flavor.SFT}"
+            out.append(job_flag("completion_cleanup", Severity.INFO, job, msg, ""))
         elif job.bucket == Bucket.SFT:
             out.append(
                 job_flag(

@@ -41,6 +41,8 @@ class RulesConfig:
     sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
     pending: PendingThresholds = PendingThresholds()
     gpu_idle_util_pct: float = 5.0
+    # HF-only series (sweep.yaml hf_chain.series with a match, db_registration false): (name, SFT job names)
+    hf_only: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
 
 def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
@@ -70,3 +72,10 @@ def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
         pending=sect.pending,
         gpu_idle_util_pct=float(sect.gpu_idle_util_pct),
     )
+
+
+def hf_only_series(series: Any) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(name, compiled match) of every listed HF-only series (``hf_chain.series``: db_registration
+    false, a match given): their SFT completions go to the HF chain, never to sft-job-cleanup.
+    A series whose commands are still unset is listed too: it is HF-only all the same."""
+    return tuple((s.name, re.compile(s.match)) for s in series if s.match and not s.db_registration)
