@@ -92,6 +92,9 @@ class Job:
     log_mtime: float | None = None  # epoch seconds, remote clock
     log_tail: str = ""  # the raw tail until digested, then its excerpt (sweep_core.fanin.digest)
     log_note: str = ""  # why the log could not be read, if it could not
+    # A RUNNING log read from its cursor (sweep_core.fanin.cursor): offset (the new cursor), ino, dev,
+    # start (where this read began), size, read (bytes read), why (first | cont | truncated | replaced)
+    log_cursor: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # what is odd about the row itself (a newline in the job name)
     bucket: Bucket | str = ""  # "" until bucketed
     minutes_since_output: float | None = None

@@ -16,8 +16,11 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
+from sweep_core.fanin.cursor import KEEP_LINES, before_digest, carry, cursors_for, prefilter
 from sweep_core.fanin.digest import payload_line
+from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.gpu.probe import gpu_patterns
+from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.pipeline import digest_step
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, rl_patterns
@@ -25,7 +28,7 @@ from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.reliability import transport_only
-from sweep_operators.window import catch_up_since, sweep_window
+from sweep_operators.window import catch_up_since, run_id_of, sweep_window
 
 
 def _headroom_request(cfg: ClusterConfig) -> dict[str, Any]:
@@ -43,6 +46,8 @@ def gather_slurm(
     log: Any = None,
     gpu_patterns: tuple[str, ...] = (),
     trace_patterns: tuple[str, ...] = (),
+    cursors: dict[str, tuple[int, int, int]] | None = None,
+    literals: tuple[str, ...] = (),
 ) -> ClusterSnapshot:
     """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status).
     ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns);
@@ -65,6 +70,10 @@ def gather_slurm(
         gpu_patterns=gpu_patterns,
         artifact_roots=tuple(cfg.artifact_roots),
         trace_patterns=trace_patterns,
+        incremental=cursors is not None,
+        cursors=cursors or {},
+        literals=literals,
+        keep_lines=KEEP_LINES,
         **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)
@@ -128,8 +137,22 @@ class SlurmGatherOperator(BaseOperator):
         start, end = sweep_window(context, self.lookback_hours)
         since, widened = catch_up_since(context, run_log_dir(config), cfg.name, start, end, limits.catch_up_hours)
         self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
+        # the cursors this run reads on from: the ledger as this run will fold against it (read-only;
+        # a re-run reads the same bytes again), the render task's fold stores the new ones
+        ledger = ledger_for_run(run_log_dir(config), run_id_of(context), end.astimezone(dt.UTC).isoformat())
+        literals, _ = prefilter(metrics_config(config.metrics))
         try:
-            snap = gather_slurm(cfg, limits, since, end, self.log, gpu_patterns(config.buckets), rl_patterns(config.buckets))
+            snap = gather_slurm(
+                cfg,
+                limits,
+                since,
+                end,
+                self.log,
+                gpu_patterns(config.buckets),
+                rl_patterns(config.buckets),
+                cursors_for(ledger, cfg.name),
+                literals,
+            )
             snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
             if widened:
                 snap.notes.append(widened)
@@ -142,7 +165,9 @@ class SlurmGatherOperator(BaseOperator):
                 window_end=end.isoformat(),
                 notes=[f"configuration error: {exc}"],
             )
+        before_digest(snap, ledger)  # a log read on from its cursor: the ledger's last lines before the new ones
         digest_step([snap], config)  # XCom carries metrics, evidence and capped excerpts, not log tails
+        carry(snap, ledger)  # a metric the new bytes did not show keeps the ledger's value, said so
         self.log.info("%s: %s via %s; notes: %s", snap.cluster, snap.status, snap.login_node or "-", snap.notes)
         data = snap.to_dict()
         self.log.info("%s: XCom push %s", snap.cluster, payload_line(data))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
+from sweep_core.ledger.metric_values import latest_values
 from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
@@ -107,7 +108,19 @@ def _update(e: LedgerEntry, job: Job, state: str, end: str, run_id: str) -> None
     e.step = step if step is not None else e.step
     e.max_steps = top if top is not None else e.max_steps
     e.last_output = job.log_mtime if job.log_mtime is not None else e.last_output
+    _remember_read(e, job)
     e.last_seen, e.last_run = max(e.last_seen, end), run_id
+
+
+def _remember_read(e: LedgerEntry, job: Job) -> None:
+    """A log read from its cursor: the new cursor, the latest value of every numeric metric (a
+    value the read did not show stays), the last lines read (kept when the excerpt was dropped)."""
+    c = job.log_cursor
+    if not c or not all(isinstance(c.get(k), int) for k in ("offset", "ino", "dev")):
+        return
+    e.cursor = {"offset": c["offset"], "ino": c["ino"], "dev": c["dev"]}
+    e.metrics = {**e.metrics, **latest_values(job.metrics)} if c.get("why") == "cont" else latest_values(job.metrics)
+    e.log_lines = job.log_tail or (e.log_lines if c.get("why") == "cont" else "")
 
 
 def _remember_series(ledger: Ledger, e: LedgerEntry) -> None:

@@ -8,6 +8,7 @@ empty), base64 made here, never by a process per record. Standard library only (
 
 import base64
 import bisect
+import collections
 import os
 import re
 import signal
@@ -140,6 +141,95 @@ def tail(path, n):
         os.close(fd)
 
 
+CHUNK = 1 << 20  # bytes per read: memory stays bounded whatever the log's size
+MAX_LINE = 16384  # a matched line is kept up to this many bytes
+MAX_CARRY = 1 << 20  # an unterminated line longer than this is passed over (the cursor moves on)
+
+
+def cursors_of(text):
+    """{job id: (offset, inode, dev)} of the request's cursor lines ``id offset inode dev``."""
+    cur = {}
+    for line in text.split(b"\n"):
+        f = line.split()
+        if len(f) == 4 and OK_ID.fullmatch(f[0]) and all(x.isdigit() for x in f[1:]):
+            cur[f[0]] = (int(f[1]), int(f[2]), int(f[3]))
+    return cur
+
+
+def _line_at(buf, i, end):
+    """The line (split on \\n and \\r) of ``buf[:end]`` holding offset i: (start, line)."""
+    s = max(buf.rfind(b"\n", 0, i), buf.rfind(b"\r", 0, i)) + 1
+    n, r = buf.find(b"\n", i, end), buf.find(b"\r", i, end)
+    e = min(x for x in (n, r, end) if x >= 0)
+    return s, buf[s : min(e, s + MAX_LINE)]
+
+
+def stream(path, cur, lits, keep, last_bytes):
+    """Read a RUNNING log from its cursor, streaming (CHUNK at a time, never the whole file): from 0
+    on first sight, when the inode changed (replaced) or the file is shorter than the cursor
+    (truncated). Returns (rc, text, stderr, cursor record): text = the lines of the new bytes
+    holding one of ``lits`` (the metric patterns' required literals; the last ``keep`` of each),
+    then the last ``last_bytes`` of the new bytes from a line start, in file order. The new cursor
+    stops after the last line end read (an unterminated last line is read again next time)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return 1, b"", b"read: cannot open '%s': %s\n" % (path, exc.strerror.encode()), b""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return 1, b"", b"read: not a regular file\n", b""
+        size, why, start = st.st_size, b"first", 0
+        if cur is not None:
+            off, ino, dev = cur
+            if (ino, dev) != (st.st_ino, st.st_dev):
+                why = b"replaced"
+            elif size < off:
+                why = b"truncated"
+            else:
+                why, start = b"cont", off
+        os.lseek(fd, start, os.SEEK_SET)
+        found = {lit: collections.deque(maxlen=keep) for lit in lits}
+        carry, at, pos, done = b"", start, start, start  # carry: the unterminated line from offset at
+        last = b""  # the last bytes read (new bytes only), at most max(last_bytes, CHUNK)
+        while pos < size:
+            b = os.read(fd, min(CHUNK, size - pos))
+            if not b:
+                break
+            pos += len(b)
+            buf = carry + b
+            end = max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1  # whole lines only
+            for lit in lits:
+                i = buf.find(lit, 0, end)
+                while i >= 0:
+                    s, line = _line_at(buf, i, end)
+                    found[lit].append((at + s, line))
+                    nl = min(x for x in (buf.find(b"\n", i, end), buf.find(b"\r", i, end), end) if x >= 0)
+                    i = buf.find(lit, nl + 1, end) if nl + 1 < end else -1
+            last = b if len(b) >= last_bytes else (last + b)[-last_bytes:]
+            if end:
+                done = at + end
+                carry, at = buf[end:], at + end
+            else:
+                carry = buf
+            if len(carry) > MAX_CARRY:  # a line this long holds no metric: passed over
+                at += len(carry)
+                done, carry = at, b""
+        last = last[-last_bytes:] if len(last) > last_bytes else last
+        cut = pos - len(last)
+        if cut > start and len(last) == last_bytes:
+            nl = last.find(b"\n")
+            last, cut = (last[nl + 1 :], cut + nl + 1) if nl >= 0 else (last, cut)
+        lines = sorted({o: ln for q in found.values() for o, ln in q if o < cut}.items())
+        text = b"".join(ln + b"\n" for _, ln in lines) + last
+        rec = b"%d %d %d %d %d %d %s\n" % (done, st.st_ino, st.st_dev, start, size, pos - start, why)
+        return 0, text, b"", rec
+    except OSError as exc:
+        return 1, b"", b"read: error reading '%s': %s\n" % (path, exc.strerror.encode()), b""
+    finally:
+        os.close(fd)
+
+
 def link_of(name, own, job_id):
     """Which file names are earlier links of the job whose log is ``own``: where ``own`` holds the
     job id after the name (``rl__a-123.out``), the same name with another id (``rl__a-98.out``, not
@@ -228,7 +318,13 @@ def running(out, a, listing, dirs, arrays, mtimes):
             continue
         out.rec(b"stat:" + job_id, 0, mtime)
         mtimes.append(job_id + b" " + mtime)
-        out.rec(b"tail:" + job_id, *tail(path, a["tail_bytes"]))
+        if a["cursors"] is None:
+            out.rec(b"tail:" + job_id, *tail(path, a["tail_bytes"]))
+        else:
+            rc, text, err, cur = stream(path, a["cursors"].get(job_id), a["lits"], a["keep"], a["tail_bytes"])
+            out.rec(b"tail:" + job_id, rc, text, err)
+            if rc == 0:
+                out.rec(b"cursor:" + job_id, 0, cur)
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
         d, _, own = path.rpartition(b"/")
@@ -314,6 +410,10 @@ def main(argv):
     out = Out(argv[1])
     signal.signal(signal.SIGTERM, lambda *_: (out.flush(), os._exit(143)))
     a["paths_err"] = read(a["T"] + b"/paths.e")
+    # incremental reads (gather.sh writes these files when the request carries cursors)
+    a["cursors"] = cursors_of(read(a["T"] + b"/cursors")) if os.path.exists(a["T"] + b"/cursors") else None
+    a["lits"] = [x for x in read(a["T"] + b"/literals").split(b"\n") if x]
+    a["keep"] = int(read(a["T"] + b"/keep") or b"50")
     listing = path_listing(read(a["T"] + b"/paths"), a["D"]) if a["paths_rc"] == 0 else None
     if a["paths_rc"] == 0 and listing is None:
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"

@@ -127,6 +127,34 @@ class GatherRequest:
     artifact_roots: tuple[str, ...] = ()
     trace_subdir: str = "trace_jobs"
     trace_patterns: tuple[str, ...] = ()
+    # Incremental log reads (python reader): each RUNNING log is read from its ledger cursor
+    # (job id -> (offset, inode, dev); from 0 on first sight, a new inode, or a file now shorter),
+    # streaming; only the new bytes' lines holding one of ``literals`` (the metric patterns'
+    # required literals, sweep_core.fanin.cursor) come back, the last ``keep_lines`` of each, then
+    # the last tail_bytes of the new bytes. False = the bounded tail of each log (as before).
+    incremental: bool = False
+    cursors: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    literals: tuple[str, ...] = ()
+    keep_lines: int = 50
+
+
+def cursor_lines(cursors: dict[str, tuple[int, int, int]]) -> str:
+    """The request's cursors as lines ``id offset inode dev`` (ids checked, numbers non-negative)."""
+    lines = []
+    for job_id, cur in sorted(cursors.items()):
+        if not job_id or not all(c.isdigit() or c in "_+" for c in job_id):
+            raise ValueError(f"cursor of job {job_id!r}: not a job id")
+        if len(cur) != 3 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in cur):
+            raise ValueError(f"cursor of job {job_id}: {cur!r} is not three non-negative integers")
+        lines.append(f"{job_id} {cur[0]} {cur[1]} {cur[2]}")
+    return "\n".join(lines)
+
+
+def literal_lines(literals: tuple[str, ...]) -> str:
+    """The literals one a line (a literal holding a line end cannot be searched line by line)."""
+    if any("\n" in lit or "\r" in lit or not lit for lit in literals):
+        raise ValueError("a literal is empty or holds a line end")
+    return "\n".join(literals)
 
 
 def rl_patterns(buckets: Any) -> tuple[str, ...]:
@@ -155,6 +183,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "max_git_files",
         "gpu_max",
         "gpu_timeout_s",
+        "keep_lines",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -195,6 +224,10 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "ART_ROOTS": list(req.artifact_roots),
         "TRACE_SUB": req.trace_subdir,
         "TRACE_PATTERNS": list(req.trace_patterns),
+        "INCREMENTAL": int(req.incremental),
+        "CURSORS": cursor_lines(req.cursors) if req.incremental else "",
+        "LITERALS": literal_lines(req.literals) if req.incremental else "",
+        "KEEP_LINES": req.keep_lines,
     }
 
 

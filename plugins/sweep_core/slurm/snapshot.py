@@ -65,6 +65,18 @@ def _stdout_path(job: Job, output: GatherOutput) -> str | None:
         return None
 
 
+CURSOR_FIELDS = ("offset", "ino", "dev", "start", "size", "read")
+CURSOR_WHY = ("first", "cont", "truncated", "replaced")
+
+
+def parse_cursor(text: str) -> dict[str, int | str]:
+    """read_logs.py's cursor record ``offset ino dev start size read why``; {} when not that shape."""
+    f = text.split()
+    if len(f) != 7 or not all(x.isdigit() for x in f[:6]) or f[6] not in CURSOR_WHY:
+        return {}
+    return {**{k: int(v) for k, v in zip(CURSOR_FIELDS, f[:6], strict=True)}, "why": f[6]}
+
+
 def _attach_log(job: Job, output: GatherOutput) -> None:
     """Fill StdOut path, mtime and tail from the per-job records; say why when missing."""
     stdout_path = _stdout_path(job, output)
@@ -93,6 +105,9 @@ def _attach_log(job: Job, output: GatherOutput) -> None:
         job.log_tail = tail.stdout
     else:
         job.log_note = "log tail could not be read"
+    cur = output.get(f"cursor:{job.job_id}")
+    if cur is not None and cur.rc == 0:
+        job.log_cursor = parse_cursor(cur.stdout)
     k = 1
     while (chain := output.get(f"chain:{job.job_id}:{k}")) is not None:
         if chain.rc == 0:

@@ -1,0 +1,178 @@
+"""RUNNING logs read whole and incrementally from the ledger's cursor: the real gather.sh and
+read_logs.py run by bash against real files in a tmp dir (squeue/sacct: the stand-ins of
+tests/fixtures/slurm_stub), the snapshot folded into a real ledger, the next gather reading on
+from the cursor the fold stored."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sweep_core.config.sweep import load_sweep_config
+from sweep_core.fanin.cursor import before_digest, carry, cursors_for, prefilter
+from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.fanin.render import _job_note
+from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.fold import fold_sweep
+from sweep_core.models import ClusterSnapshot
+from sweep_core.pipeline import digest_step
+from sweep_core.programs import DIR as PROGRAMS
+from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
+from sweep_core.slurm.snapshot import snapshot_from_output
+
+ROOT = Path(__file__).resolve().parents[2]
+STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
+CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
+LITERALS, _ = prefilter(metrics_config(CONFIG.metrics))
+NOISE = b"engine: rollout worker 3 heartbeat, queue depth 17, nothing to see here\n"
+
+
+def _dict_line(step: int, reward: float) -> bytes:
+    d = {"trainer/global_step": step, "trainer/max_steps": 100, "reward/mean": reward, "actor/grad_norm": 1.3}
+    return b"WANDB_MIRROR " + json.dumps(d).encode() + b"\n"
+
+
+def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int) -> ClusterSnapshot:
+    stub = tmp / "stub"
+    stub.mkdir(exist_ok=True)
+    rows = [
+        {"i": j, "A": j, "T": "RUNNING", "M": "5:00", "l": "UNLIMITED", "D": "1", "P": "debug", "R": "n1",
+         "j": f"rl__cursor{j}", "o": str(p)}
+        for j, p in logs.items()
+    ]  # fmt: skip
+    (stub / "squeue_RUNNING.json").write_text(json.dumps(rows))
+    (stub / "sacct.json").write_text("[]")
+    now = int(time.time())
+    req = GatherRequest(
+        user="sweep",
+        window_start=now - 3600,
+        window_end=now - 60,
+        settle_s=0,
+        incremental=True,
+        cursors=cursors_for(ledger, "c"),
+        literals=LITERALS,
+    )
+    script, marker = build_gather_script(req)
+    (tmp / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp / "tmp")}
+    proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=60)
+    output = parse_gather_output(proc.stdout, marker)
+    assert output.complete, proc.stderr
+    snap = snapshot_from_output("c", output, "login01", "s", f"2026-01-01T00:0{run}:00+00:00")
+    before_digest(snap, ledger)
+    digest_step([snap], CONFIG)
+    carry(snap, ledger)
+    return snap
+
+
+def _fold(ledger: Ledger, snap: ClusterSnapshot, run: int) -> Ledger:
+    end = dt.datetime(2026, 1, 1, 0, run, tzinfo=dt.UTC)
+    new, _ = fold_sweep(ledger, [snap], run_id=f"r{run}", window_end=end)
+    return new
+
+
+def _jobs(snap: ClusterSnapshot) -> dict[str, object]:
+    return {j.job_id: j for j in snap.running or []}
+
+
+def test_first_sight_reads_whole_log_then_only_appended_bytes_and_carries_metrics(tmp_path) -> None:
+    log = tmp_path / "rl.out"
+    head = _dict_line(7, 0.61) + NOISE * 40_000  # ~2.9 MB: the metric line far outside any bounded tail
+    log.write_bytes(head)
+    snap = _gather(tmp_path, {"101": log}, Ledger(), 1)
+    job = _jobs(snap)["101"]
+    assert job.log_cursor["why"] == "first" and job.log_cursor["start"] == 0
+    assert job.log_cursor["read"] == len(head) and job.log_cursor["offset"] == len(head)
+    assert job.metrics["reward"] == 0.61 and job.metrics["step"] == 7  # read from the log's first line
+    ledger = _fold(Ledger(), snap, 1)
+    entry = ledger.jobs["c|101"]
+    assert entry.cursor["offset"] == len(head) and entry.cursor["ino"] == os.stat(log).st_ino
+    assert entry.metrics["reward"] == 0.61 and "heartbeat" in entry.log_lines
+
+    more = NOISE * 30 + b"Training Step Progress: 9/100\n"
+    with open(log, "ab") as f:
+        f.write(more)
+    snap2 = _gather(tmp_path, {"101": log}, ledger, 2)
+    job2 = _jobs(snap2)["101"]
+    assert job2.log_cursor["why"] == "cont" and job2.log_cursor["start"] == len(head)
+    assert job2.log_cursor["read"] == len(more)  # only the appended bytes were read
+    assert job2.metrics["step"] == 9  # the new bytes' step
+    assert job2.metrics["reward"] == 0.61  # seen only in the first read: kept from the ledger
+    assert "reward" in job2.metrics["carried"] and "step" not in job2.metrics["carried"].split(" from")[0]
+    assert "carried: " in _job_note(job2)
+    assert not any("reward" in p for p in job2.metric_problems)
+    ledger2 = _fold(ledger, snap2, 2)
+    assert ledger2.jobs["c|101"].cursor["offset"] == len(head) + len(more)
+
+    snap3 = _gather(tmp_path, {"101": log}, ledger2, 3)  # nothing written since: nothing read
+    job3 = _jobs(snap3)["101"]
+    assert job3.log_cursor["read"] == 0 and job3.metrics["reward"] == 0.61
+    assert "Training Step Progress: 9/100" in job3.evidence["last_lines"]  # the ledger's last lines
+
+
+def test_truncated_and_replaced_logs_restart_from_zero_and_say_so(tmp_path) -> None:
+    trunc, repl = tmp_path / "t.out", tmp_path / "r.out"
+    for p in (trunc, repl):
+        p.write_bytes(_dict_line(5, 0.5) + NOISE * 100)
+    ledger = _fold(Ledger(), _gather(tmp_path, {"201": trunc, "202": repl}, Ledger(), 1), 1)
+    old_ino = os.stat(repl).st_ino
+    with open(trunc, "wb") as f:  # requeued without append: same file, shorter
+        f.write(_dict_line(1, 0.2))
+    keep = tmp_path / "keep.out"  # keeps the old inode in use, so the new file gets another one
+    os.rename(repl, keep)
+    repl.write_bytes(_dict_line(2, 0.3) + NOISE * 300)  # a new file at the path, longer than the cursor
+    assert os.stat(repl).st_ino != old_ino
+    snap = _gather(tmp_path, {"201": trunc, "202": repl}, ledger, 2)
+    t, r = _jobs(snap)["201"], _jobs(snap)["202"]
+    assert (t.log_cursor["why"], t.log_cursor["start"], t.log_cursor["read"]) == ("truncated", 0, trunc.stat().st_size)
+    assert (r.log_cursor["why"], r.log_cursor["start"], r.log_cursor["read"]) == ("replaced", 0, repl.stat().st_size)
+    assert t.metrics["reward"] == 0.2 and r.metrics["reward"] == 0.3  # the new file's, not carried
+    assert "carried" not in t.metrics and "carried" not in r.metrics
+    assert "log restarted: truncated" in _job_note(t) and "log restarted: replaced" in _job_note(r)
+    assert any("201 truncated" in n and "202 replaced" in n for n in snap.notes)
+    ledger2 = _fold(ledger, snap, 2)
+    assert ledger2.jobs["c|202"].cursor["ino"] == repl.stat().st_ino
+
+
+def test_unterminated_last_line_is_read_again_when_it_ends(tmp_path) -> None:
+    log = tmp_path / "u.out"
+    log.write_bytes(NOISE + b'WANDB_MIRROR {"trainer/global_step": 3, "reward/me')
+    ledger = _fold(Ledger(), _gather(tmp_path, {"301": log}, Ledger(), 1), 1)
+    assert ledger.jobs["c|301"].cursor["offset"] == len(NOISE)  # stops at the last line end
+    with open(log, "ab") as f:
+        f.write(b'an": 0.9}\n')
+    job = _jobs(_gather(tmp_path, {"301": log}, ledger, 2))["301"]
+    assert job.metrics["reward"] == 0.9 and job.metrics["step"] == 3
+
+
+def test_reading_a_100_mb_log_keeps_memory_bounded(tmp_path) -> None:
+    log = tmp_path / "big.out"
+    block = (NOISE * 15_000)[: 1 << 20]
+    with open(log, "wb") as f:
+        f.write(_dict_line(1, 0.1))
+        for _ in range(100):
+            f.write(block)
+        f.write(_dict_line(99, 0.9))
+    code = (
+        "import resource, sys; sys.path.insert(0, sys.argv[1]); import read_logs as r;"
+        "rc, text, err, cur = r.stream(sys.argv[2].encode(), None, [l.encode() for l in sys.argv[3:]], 50, 16384);"
+        "print(cur.decode().split()[5], len(text), text.count(b'WANDB_MIRROR'),"
+        " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(PROGRAMS), str(log), *LITERALS], capture_output=True, text=True, check=True
+    ).stdout.split()
+    read, text_len, dict_lines, rss_kb = map(int, out)
+    assert read == log.stat().st_size > 100 * (1 << 20)
+    assert text_len < 1 << 20  # the metric lines and the last bytes, not the log
+    assert dict_lines == 2  # the first line's metric dict and the last's, 100 MB apart
+    base = subprocess.run(
+        [sys.executable, "-c", "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert rss_kb - int(base) < 16 * 1024, (rss_kb, base)  # a few MiB of buffers, not the 100 MB read
