@@ -27,6 +27,7 @@ from sweep_core.handoffs.cancel.relaunch import (
 )
 from sweep_core.handoffs.cancel.relaunch_remote import COMMAND_FAILED, Evidence, relaunched_as
 from sweep_core.handoffs.cancel.usecase import scancel_approved
+from sweep_core.handoffs.deep_dive.follow_up import reject_fields
 from sweep_core.handoffs.ports import LoadCluster
 from sweep_core.ledger.acts import ActKind, acts_of, link_acts, read_ledger, record_acts, series_record
 from sweep_operators.handoff_io import iris_stopper, local_runner, ssh_runner
@@ -287,8 +288,9 @@ def remember(
         elif answer.get("timed_out") or answer.get("refused") or not answer:
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.UNANSWERED}))
             release.append(item)
-        elif chosen == "Reject":
-            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.REJECT, "by": by}))
+        elif chosen == "Reject":  # a deep-dive KILL's Reject keeps the evidence weight it rejected
+            extra = reject_fields(ledger, r.cluster, r.job_id, r.evidence)
+            acts.append((r.cluster, r.job_id, r.name, {**base, **extra, "kind": ActKind.REJECT, "by": by}))
             release.append(item)
     if acts or release:
         record_acts(ledger_dir(sweep_yaml), acts, release=release)

@@ -35,6 +35,7 @@ from sweep_core.handoffs.cancel.relaunch_remote import (
     read_requeue,
     requeue_line,
 )
+from sweep_core.handoffs.deep_dive.follow_up import DEEP_DIVE_KILL, latest_verdict, may_ask_kill
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say
 from sweep_core.ledger.acts import ActKind, acts_of
 from sweep_core.ledger.entries import Ledger
@@ -102,7 +103,7 @@ def assess(
             d.offer["standing"] = _standing(ccfg, "cancel", d, None)
             continue
         d.evidence = ev.to_dict()
-        ok, why = asked_again(ledger, r.cluster, r.job_id, ev.silent_s, rcfg.reask_factor)
+        ok, why = _may_ask(ledger, r.cluster, r.job_id, r.evidence, ev.silent_s, rcfg.reask_factor)
         if not ok:
             d.verdict, d.reasons = "blocked", [why]
             continue
@@ -129,11 +130,22 @@ def assess(
         d.offer = offer.to_dict()
 
 
+def _may_ask(
+    ledger: Ledger, cluster: str, job_id: str, evidence: str, silent_s: int | None, factor: float
+) -> tuple[bool, str]:
+    """(may ask, why not) after a Reject: a deep-dive KILL once a probe weighs more than the KILL
+    rejected (deep_dive.follow_up), any other request once its silence grew ``factor`` times."""
+    if flag_rule(evidence) == DEEP_DIVE_KILL:
+        v = latest_verdict(ledger.jobs.get(f"{cluster}|{job_id}"))
+        return may_ask_kill(ledger.jobs.get(f"{cluster}|{job_id}"), int((v or {}).get("weight") or 0))
+    return asked_again(ledger, cluster, job_id, silent_s, factor)
+
+
 def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfig, now: dt.datetime) -> None:
     """An iris RUNNING job: the same policy (its step from the ledger), offered only where an ops.md
     relaunch command matches its name (iris has no requeue)."""
     r = d.request
-    ok, why = asked_again(ledger, r.cluster, r.job_id, None, ccfg.relaunch.reask_factor)
+    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.evidence, None, ccfg.relaunch.reask_factor)
     if not ok:
         d.verdict, d.reasons = "blocked", [why]
         return
