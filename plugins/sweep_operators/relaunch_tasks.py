@@ -64,18 +64,19 @@ def judge(
     policy per job (in place), then the brakes on standing permissions (caps, circuit breaker: a
     trip is logged, written to the run log and told once as a critical alert)."""
     cfg = load_sweep_config(sweep_yaml)
-    jobs, iris = [], {}
+    jobs, iris, commands = [], {}, {}
     for d in decisions:
         if d.verdict != "cancel" or d.state != "RUNNING":
             continue
         ops = load(d.request.cluster)
+        commands[d.request.cluster] = ops.relaunch_commands
         if ops.scheduler == "slurm":
             jobs.append((d.request.cluster, d.request.job_id, d.request.name))
         elif ops.scheduler == "iris":
             iris[d.request.cluster] = ops
     ev = read_all_evidence(jobs, load, ssh_runner(limits, log), ccfg.relaunch.evidence_tail_bytes, cfg.metrics.rl.step)
     ledger = read_ledger(ledger_dir(sweep_yaml))
-    assess(decisions, ev, ledger, ccfg, now=_now(), run_id=run_id, iris=iris)
+    assess(decisions, ev, ledger, ccfg, now=_now(), run_id=run_id, iris=iris, commands=commands)
     brake(decisions, ledger, ccfg, running or {}, sweep_yaml, context or {"run_id": run_id})
 
 
