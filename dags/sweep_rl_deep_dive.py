@@ -2,8 +2,10 @@
 table row). Triggered by monitor_cron_sweep for every rl_new_untested job, or by hand with a job id.
 
     probe (ONE read-only SSH session per cluster: the job's log and chain logs, bounded, the newest
-           rollout files of its trace dir, log signatures) -> verdict (KILL / NO-KILL into the ledger)
-      -> kill_branch -> trigger_cancel (sweep_cancel with the evidence: a human approves) | no_kill
+           rollout files of its trace dir, log signatures) -> verdict (KILL / NO-KILL / UNKNOWN settled
+           in the ledger: a KILL is a deep_dive_kill cancel hand-off, an UNKNOWN over the cap escalated)
+      -> kill_branch -> trigger_cancel (sweep_cancel with the evidence: a human approves, or a
+           standing permission naming deep_dive_kill acts) | no_kill
       -> record (table + the dated run log's section)
 """
 

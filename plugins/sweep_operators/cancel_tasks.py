@@ -23,12 +23,19 @@ from sweep_core.alerts.approvals import answer_counts, may_answer
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import (
+    CANCEL,
+    OVERRIDES_FIELD,
+    REJECT,
+    RELAUNCH,
+    RELAUNCH_WITH,
     CancelConfig,
     CancelDecision,
+    approval_options,
     approval_prompt,
     asked,
     cancel_config,
     job_key,
+    override_answer,
     standing_acts,
 )
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, validate_jobs
@@ -101,9 +108,6 @@ def _act(
     return relaunch_tasks.act(decisions, relaunch, dry_run=dry_run, by=by, **kw)
 
 
-CANCEL, RELAUNCH, REJECT = "Cancel", "Cancel and relaunch", "Reject"
-
-
 def _validated(context: dict[str, Any]) -> dict[str, Any]:
     return context["ti"].xcom_pull(task_ids=Cancel.VALIDATE, key="return_value", map_indexes=-1) or {}
 
@@ -125,14 +129,14 @@ class CancelApprovalOperator(HITLOperator):
     MAX_APPROVAL_MINUTES); no answer = Reject. The answer is XCom ``answer`` (per map index).
     """
 
-    CANCEL, RELAUNCH, REJECT = CANCEL, RELAUNCH, REJECT
+    CANCEL, RELAUNCH, RELAUNCH_WITH, REJECT = CANCEL, RELAUNCH, RELAUNCH_WITH, REJECT
 
     def __init__(self, *, sweep_yaml: str, job_key: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("subject", "sweep_cancel: approve scancel?")
         # set again in execute; given here so HITLOperator keeps the task's execution_timeout
         # (without a response_timeout it would take the execution_timeout as one and clear it)
         kwargs.setdefault("response_timeout", dt.timedelta(minutes=MAX_APPROVAL_MINUTES))
-        super().__init__(options=[CANCEL, RELAUNCH, REJECT], defaults=REJECT, multiple=False, **kwargs)
+        super().__init__(options=[CANCEL, RELAUNCH, RELAUNCH_WITH, REJECT], defaults=REJECT, multiple=False, **kwargs)
         self.sweep_yaml = sweep_yaml
         self.job_key = job_key
 
@@ -167,8 +171,15 @@ class CancelApprovalOperator(HITLOperator):
             else "anyone allowed to answer in Airflow" + (f" except {who}" if d.by_hand and who else "")
         )
         self.body = body + f"\nWho may answer: {md_text(may)}.\n"
-        if not d.offer.get("relaunch"):
-            self.options = [CANCEL, REJECT]
+        self.options = approval_options(d)
+        if RELAUNCH_WITH in self.options:  # the corrected setting, validated when answered (never a shell)
+            from airflow.sdk import Param
+            from airflow.sdk.definitions.param import ParamsDict
+
+            field = Param("", type="string", maxLength=4000, title="Corrected setting (for Cancel and relaunch with …)",
+                          description="overrides for the ops.md relaunch command: key=value ..., e.g. "
+                          "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done")  # fmt: skip
+            self.params = ParamsDict({OVERRIDES_FIELD: field})
         log.info("asking for approval of %s (timeout %s min, answered by %s): %s\n%s", self.job_key, minutes, may,
                  self.subject, self.body)  # fmt: skip
         return super().execute(context)
@@ -182,9 +193,13 @@ class CancelApprovalOperator(HITLOperator):
             rid = str(responder.get("id") or "") if isinstance(responder, dict) else ""
             timed_out = bool(event.get("timedout"))
             ok, why = answer_counts(rid, users, requester=who, by_hand=bool(d and d.by_hand), timed_out=timed_out)
+            chosen = list(event.get("chosen_options") or [])
+            overrides, bad = override_answer(chosen, event.get("params_input"))
+            why = why or bad
             answer = {
                 "job": self.job_key,
-                "chosen_options": list(event.get("chosen_options") or []),
+                "chosen_options": chosen,
+                "overrides": list(overrides),
                 "responded_by": responder.get("name") if isinstance(responder, dict) else None,
                 "timed_out": timed_out,
                 "refused": why,
@@ -205,7 +220,9 @@ def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def approved(answer: dict[str, Any] | None) -> bool:
     """Whether a human allowed to answer chose Cancel or Cancel and relaunch (not the timeout default)."""
     a = answer or {}
-    return a.get("chosen_options") in ([CANCEL], [RELAUNCH]) and not a.get("timed_out") and not a.get("refused")
+    chosen = a.get("chosen_options")
+    ok = chosen in ([CANCEL], [RELAUNCH]) or (chosen == [RELAUNCH_WITH] and bool(a.get("overrides")))
+    return ok and not a.get("timed_out") and not a.get("refused")
 
 
 def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
@@ -221,7 +238,10 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
     batches: dict[tuple[bool, str], list[CancelDecision]] = {}
     for d in decisions:  # one act call per (answer, approver): each job's act records who approved it
         a = answers[job_key(d.request.cluster, d.request.job_id)]
-        batches.setdefault((a["chosen_options"] == [RELAUNCH], str(a.get("responded_by") or "")), []).append(d)
+        if a["chosen_options"] == [RELAUNCH_WITH]:  # validated in execute_complete; command_argv checks again
+            d.offer = {**d.offer, "relaunch": True, "with": list(a.get("overrides") or [])}
+        relaunch = a["chosen_options"] in ([RELAUNCH], [RELAUNCH_WITH])
+        batches.setdefault((relaunch, str(a.get("responded_by") or "")), []).append(d)
     results: dict[str, dict[str, str]] = {}
     for (relaunch, by), batch in batches.items():
         for cluster, per in _act(batch, relaunch, ops_dir, sweep_yaml, context, by).items():

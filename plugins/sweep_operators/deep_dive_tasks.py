@@ -13,9 +13,7 @@ from typing import Any
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
-from sweep_core.handoffs.cancel.authority import give_kills
-from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, note_verdicts
-from sweep_core.ledger.store import update_ledger
+from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, settle
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import DagId, DeepDive
@@ -39,22 +37,19 @@ def probe(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 
 def verdict(sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Each verdict into the per-job ledger (the next sweep's row shows it); sweep_cancel's conf
-    for the KILL jobs (``cancel``: None when there is none). dry_run travels to sweep_cancel."""
+    """Each verdict settled in the per-job ledger (the next sweep's row shows it; a KILL becomes a
+    deep_dive_kill cancel hand-off, an UNKNOWN over the cap an escalation); sweep_cancel's conf for
+    the KILL jobs (``cancel``: None when there is none). dry_run travels to sweep_cancel."""
+    config = load_sweep_config(sweep_yaml)
     got = context["ti"].xcom_pull(task_ids=DeepDive.PROBE) or {}
-    lines = note_verdicts(run_log_dir(load_sweep_config(sweep_yaml)), got.get("verdicts", []), dt.datetime.now(dt.UTC))
-    for line in lines:
-        log.info("ledger: %s", line)
-    jobs = kill_requests(got.get("verdicts", []))
     params = context["params"]
     base = {"dry_run": bool(params.get("dry_run", True)), "run_log": params.get("run_log") or ""}
-    if jobs:  # the KILL evidence sweep_cancel trusts: in the ledger, never only in its conf
-        run_id = str(context["run_id"])
-        said = update_ledger(run_log_dir(load_sweep_config(sweep_yaml)),
-                             lambda led: (led, give_kills(led, jobs, run_id, dry_run=base["dry_run"])))  # fmt: skip
-        for line in said:
-            log.info("hand-off: %s", line)
-    return {"cancel": {**base, "jobs": jobs} if jobs else None, "cancel_run_id": f"{context['run_id']}__cancel"}
+    jobs, acts = settle(run_log_dir(config), got.get("verdicts", []), str(context["run_id"]), dt.datetime.now(dt.UTC),
+                        dry_run=base["dry_run"], unknown_reprobes=config.deep_dive.unknown_reprobes)  # fmt: skip
+    for line in acts:
+        log.info("ledger: %s", line)
+    cancel = {**base, "jobs": jobs} if jobs else None
+    return {"cancel": cancel, "cancel_run_id": f"{context['run_id']}__cancel", "acts": acts}
 
 
 def kill_branch(**context: Any) -> str:
@@ -66,6 +61,7 @@ def kill_branch(**context: Any) -> str:
 def record(sweep_yaml: str, **context: Any) -> str:
     """The verdict table, printed and appended to the dated run log."""
     got = dict(context["ti"].xcom_pull(task_ids=DeepDive.PROBE) or {})
+    got["acts"] = context["ti"].xcom_pull(task_ids=DeepDive.VERDICT, key="acts") or []
     if context["ti"].xcom_pull(task_ids=DeepDive.VERDICT, key="cancel"):
         got["cancel_run_id"] = context["ti"].xcom_pull(task_ids=DeepDive.VERDICT, key="cancel_run_id")
     text = deep_dive_record(got)

@@ -27,6 +27,7 @@ from sweep_core.handoffs.cancel.relaunch import (
 )
 from sweep_core.handoffs.cancel.relaunch_remote import COMMAND_FAILED, Evidence, relaunched_as
 from sweep_core.handoffs.cancel.usecase import scancel_approved
+from sweep_core.handoffs.deep_dive.follow_up import reject_fields
 from sweep_core.handoffs.ports import LoadCluster
 from sweep_core.ledger.acts import ActKind, acts_of, link_acts, read_ledger, record_acts, series_record
 from sweep_operators.handoff_io import iris_stopper, local_runner, ssh_runner
@@ -63,18 +64,19 @@ def judge(
     policy per job (in place), then the brakes on standing permissions (caps, circuit breaker: a
     trip is logged, written to the run log and told once as a critical alert)."""
     cfg = load_sweep_config(sweep_yaml)
-    jobs, iris = [], {}
+    jobs, iris, commands = [], {}, {}
     for d in decisions:
         if d.verdict != "cancel" or d.state != "RUNNING":
             continue
         ops = load(d.request.cluster)
+        commands[d.request.cluster] = ops.relaunch_commands
         if ops.scheduler == "slurm":
             jobs.append((d.request.cluster, d.request.job_id, d.request.name))
         elif ops.scheduler == "iris":
             iris[d.request.cluster] = ops
     ev = read_all_evidence(jobs, load, ssh_runner(limits, log), ccfg.relaunch.evidence_tail_bytes, cfg.metrics.rl.step)
     ledger = read_ledger(ledger_dir(sweep_yaml))
-    assess(decisions, ev, ledger, ccfg, now=_now(), run_id=run_id, iris=iris)
+    assess(decisions, ev, ledger, ccfg, now=_now(), run_id=run_id, iris=iris, commands=commands)
     brake(decisions, ledger, ccfg, running or {}, sweep_yaml, context or {"run_id": run_id})
 
 
@@ -287,8 +289,9 @@ def remember(
         elif answer.get("timed_out") or answer.get("refused") or not answer:
             acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.UNANSWERED}))
             release.append(item)
-        elif chosen == "Reject":
-            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.REJECT, "by": by}))
+        elif chosen == "Reject":  # a deep-dive KILL's Reject keeps the evidence weight it rejected
+            extra = reject_fields(ledger, r.cluster, r.job_id, r.evidence)
+            acts.append((r.cluster, r.job_id, r.name, {**base, **extra, "kind": ActKind.REJECT, "by": by}))
             release.append(item)
     if acts or release:
         record_acts(ledger_dir(sweep_yaml), acts, release=release)

@@ -84,6 +84,9 @@ class DeepDiveSection(StrictModel):
     idle_util_pct: Percent = Field(5.0, description="every GPU at or below this while the log advances: KILL")
     advancing_minutes: Positive = Field(30, description="the log advances when written within this many minutes")
     watch_reward_below: float = Field(0.05, description="the watch signal of a NO-KILL: reward_mean below this")
+    unknown_reprobes: Positive = Field(
+        3, description="UNKNOWN verdicts in a row before the job is escalated (once) instead of probed again"
+    )
     serving_lut: Tup[LutRow] = Field(
         (), description="`{match, util_min, util_max, note}`: expected GPU util per setting"
     )

@@ -18,8 +18,11 @@ Positive = Annotated[int, Field(gt=0)]
 
 # ops.md relaunch_commands templates: every placeholder, and those whose value comes from the job
 # (its name, ids, the bad nodes its log named), never allowed inside shell code.
-RELAUNCH_PLACEHOLDERS = ("job_id", "name", "array_job", "task", "exclude", "controller")
-RELAUNCH_JOB_DERIVED = ("job_id", "name", "array_job", "task", "exclude")
+# {overrides}: the corrected setting a human gives with "Cancel and relaunch with …" (a deep-dive
+# KILL), an element of its own expanding to one element per validated key=value
+# (sweep_core.handoffs.cancel.overrides); without an answer it expands to nothing.
+RELAUNCH_PLACEHOLDERS = ("job_id", "name", "array_job", "task", "exclude", "controller", "overrides")
+RELAUNCH_JOB_DERIVED = ("job_id", "name", "array_job", "task", "exclude", "overrides")
 
 # Failure kinds read off a flag's evidence (sweep_core.handoffs.cancel.relaunch_policy).
 FIXABLE_KINDS = ("wedge", "nccl_timeout", "rpc_timeout", "node_fail", "preemption")
@@ -127,8 +130,10 @@ class BreakerConfig(StrictModel):
 
 class RelaunchCommand(StrictModel):
     """ops.md ``relaunch_commands``: for job names matching ``match``, relaunch by scancel then this
-    argv (each value shell-quoted; templates {job_id} {name} {array_job} {task}, and {exclude}: the
-    bad nodes found, comma-separated, maybe '') instead of a requeue."""
+    argv (each value shell-quoted; templates {job_id} {name} {array_job} {task}, {exclude}: the
+    bad nodes found, comma-separated, maybe '', and {overrides} as an element of its own: the
+    validated key=value overrides of "Cancel and relaunch with …", one element each) instead of a
+    requeue."""
 
     match: Regex = Field(description="regex over job names")
     argv: Tup[NonEmpty] = Field(min_length=1, description="e.g. [sbatch, --parsable, -J, '{name}', run.sbatch]")
@@ -137,4 +142,7 @@ class RelaunchCommand(StrictModel):
     @classmethod
     def _templates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         check_argv_template(value, RELAUNCH_PLACEHOLDERS, RELAUNCH_JOB_DERIVED, "argv")
+        for i, a in enumerate(value):
+            if "{overrides}" in a and a != "{overrides}":
+                raise ValueError(f"argv[{i}] {a!r}: {{overrides}} must be an argv element of its own (it expands)")
         return value

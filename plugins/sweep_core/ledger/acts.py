@@ -27,6 +27,7 @@ class ActKind(StrEnum):
     UNANSWERED = "unanswered"
     ESCALATED = "escalated"
     RELAUNCHED_FROM = "relaunched_from"  # on a new id an ops.md relaunch command submitted: "from" = old key
+    VERDICT = "verdict"  # an RL deep-dive verdict: its evidence, watch signals, signal count (handoffs.deep_dive)
 
 
 def series_key(entry: LedgerEntry | None, cluster: str, name: str) -> str:

@@ -12,13 +12,21 @@ KIND = "cancel"  # the per-job hand-off kind (ledger.runs.PER_JOB)
 
 
 def handoff_record(
-    job: Mapping[str, Any], run_id: str, *, dry_run: bool, flag_run: str = "", flag_action: str = ""
+    job: Mapping[str, Any],
+    run_id: str,
+    *,
+    dry_run: bool,
+    flag_run: str = "",
+    flag_action: str = "",
+    flag_rule: str | None = None,
 ) -> dict[str, str]:
     """The ledger's record of one cancel hand-off the run ``run_id`` gives (``job``: the conf entry
     that run built from its own flag). ``flag_run``/``flag_action``: the sweep whose history flag
-    row backs it and that row's action, when they are not this run and this action (a deep-dive)."""
+    row backs it and that row's action, when they are not this run and this action (a deep-dive);
+    ``flag_rule``: that row's rule when it is not the job's ("" = any rule with that action)."""
     action = str(job.get("action") or "")
-    return {
+    extra = {} if flag_rule is None else {"flag_rule": flag_rule}
+    return extra | {
         "run": run_id,
         "flag_run": flag_run or run_id,
         "rule": str(job.get("rule") or ""),
@@ -31,7 +39,7 @@ def handoff_record(
 
 
 def record_handoffs(
-    ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool, **flag: str
+    ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool, **flag: Any
 ) -> Ledger:
     """Each job's ``cancel_handoff`` set to what ``run_id`` hands off (in place). A dry run never
     replaces the record of a real hand-off still held (``handoffs["cancel"]`` set)."""

@@ -13,6 +13,7 @@ from sweep_core.rules.cleanup import rule_completion_cleanup
 from sweep_core.rules.constraints import rule_inode_headroom, rule_tree_hygiene
 from sweep_core.rules.context import RuleContext
 from sweep_core.rules.datagen import rule_datagen_realness
+from sweep_core.rules.deep_dive import rule_deep_dive_follow_up
 from sweep_core.rules.eval import rule_eval_health
 from sweep_core.rules.failures import rule_chain_timeout, rule_genuine_failure
 from sweep_core.rules.gpu import rule_gpu_idle, rule_gpu_mem_ceiling
@@ -49,6 +50,7 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "rl_collapse": rule_rl_collapse,
     "sft_divergence": rule_sft_divergence,
     "rl_new_untested": rule_rl_new_untested,
+    "deep_dive_follow_up": rule_deep_dive_follow_up,  # after rl_new_untested: the verdict's note, its act
     "eval_health": rule_eval_health,
     "rl_concurrency_cap": rule_rl_concurrency_cap,
     "concluded_series": rule_concluded_series,

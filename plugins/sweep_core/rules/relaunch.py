@@ -19,7 +19,7 @@ def open_escalation(acts: list[dict[str, str]]) -> dict[str, str] | None:
     """The latest ``escalated`` act not followed by a relaunch or a cancel (None = none open)."""
     latest = None
     for a in acts:
-        if a.get("kind") == ActKind.ESCALATED:
+        if a.get("kind") == ActKind.ESCALATED and not a.get("deep_dive"):  # a deep-dive's: rules.deep_dive
             latest = a
         elif a.get("kind") in SETTLED:
             latest = None

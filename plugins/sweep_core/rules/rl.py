@@ -203,7 +203,7 @@ def rule_rl_new_untested(ctx: RuleContext) -> list[Flag]:
                 continue
         on_record = _deep_dive_on_record(ctx, job)
         if reasons and on_record:
-            kill = on_record.split(" ", 3)[2:3] == ["KILL:"]
+            kill = on_record.split(" ", 3)[2:3] in (["KILL:"], ["KILL"])  # "KILL: …" / "KILL on two weak …"
             sev = Severity.WARN if kill else Severity.INFO
             msg = f"{'; '.join(reasons)}: deep-dive on record, not asked again (see note)"
             out.append(job_flag("rl_new_untested", sev, job, msg))

@@ -71,7 +71,8 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
             "job_id": ids[dead],
             "name": dead,
             "action": "kill-approval",
-            "evidence": f"deep-dive KILL on {k['basis']}: " + "; ".join(k["evidence"]),
+            "rule": "deep_dive_kill",
+            "evidence": f"[deep_dive_kill] KILL verdict on {k['basis']}: " + "; ".join(k["evidence"]),
         }
     ]
 
@@ -87,7 +88,7 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
     # the next sweep: each verdict in its row's Note and in that sweep's Parquet history rows
     sweep = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     assert sweep.state == "success", sweep.task_states
-    assert sweep.job(dead).metrics["deep_dive"] == ledger.jobs[f"local|{ids[dead]}"].deep_dive
+    assert sweep.job(dead).metrics["deep_dive"].startswith(ledger.jobs[f"local|{ids[dead]}"].deep_dive)
     assert "deep-dive" in sweep.rendered["tables"]["RL"]
     rows = HistoryStore(tmp_path / "history").read(records=[JOB])
     said = dict(zip(rows["name"], rows["m.deep_dive"], strict=True))

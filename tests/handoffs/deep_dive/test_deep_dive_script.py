@@ -17,7 +17,7 @@ from handoff_fakes import cluster, ops
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.metrics.config import metrics_config
-from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, note_verdicts
+from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, settle
 from sweep_core.ledger.given import merge_given
 from sweep_core.ledger.store import load_ledger
 from sweep_core.slurm.gather import GatherOutput, parse_gather_output
@@ -114,7 +114,8 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
             "job_id": "12",
             "name": "rl__dead",
             "action": "kill-approval",
-            "evidence": "deep-dive KILL on 3 strong signals (all-reward-0, empty-rollouts, weight-sync): "
+            "rule": "deep_dive_kill",
+            "evidence": "[deep_dive_kill] KILL verdict on 3 strong signals (all-reward-0, empty-rollouts, weight-sync): "
             + "; ".join(dead["evidence"]),
         }
     ]
@@ -122,7 +123,7 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
     assert "rl__dead" in text and "KILL: reward 0.0 on all 12 logged steps since step 1" in text
 
     at = dt.datetime(2026, 12, 3, 14, 5, tzinfo=dt.UTC)
-    lines = note_verdicts(tmp_path / "runlogs", got["verdicts"], at)
+    _, lines = settle(tmp_path / "runlogs", got["verdicts"], "dd1", at, dry_run=False, unknown_reprobes=3)
     assert "local|11: 2026-12-03 14:05Z NO-KILL, watch reward_mean < 0.05" in lines
     ledger = load_ledger(tmp_path / "runlogs")
     assert ledger.jobs["local|12"].deep_dive.startswith("2026-12-03 14:05Z KILL: reward 0.0 on all 12")
@@ -151,4 +152,6 @@ def test_garbage_rollouts_and_a_disk_quota_line_reach_the_verdict_through_the_re
     assert "the answer is 5' repeated 60 times" in v["evidence"][0]
     assert any(e.startswith("EDQUOT (Disk quota exceeded: see the quota cell") for e in v["evidence"])
     (req,) = kill_requests([v])
-    assert req["evidence"].startswith("deep-dive KILL on one strong signal (garbage-text): garbage rollout text")
+    assert req["evidence"].startswith(
+        "[deep_dive_kill] KILL verdict on one strong signal (garbage-text): garbage rollout text"
+    )

@@ -74,6 +74,7 @@ def judge(
         return _by_hand(f"the request differs from the hand-off of {giver} (name {rec.get('name')!r}, "
                         f"action {rec.get('action')!r})")  # fmt: skip
     flag_run, rule, flag_action = rec.get("flag_run", ""), rec.get("rule", ""), rec.get("flag_action", "")
+    row_rule = rec.get("flag_rule", rule)  # a deep-dive KILL: its rule is not the flag row's ("" = any)
     rows = flags_by_run.get(flag_run)
     if rows is None:
         return _by_hand(f"no history of the sweep {flag_run} that flagged it")
@@ -81,10 +82,10 @@ def judge(
         str(r.get("cluster")) == cluster
         and str(r.get("job_id")) == job_id
         and str(r.get("action")) == flag_action
-        and (not rule or str(r.get("rule")) == rule)
+        and (not row_rule or str(r.get("rule")) == row_rule)
         for r in rows
     ):
-        return _by_hand(f"the history of sweep {flag_run} has no [{rule or '?'}] → {flag_action} flag of this job")
+        return _by_hand(f"the history of sweep {flag_run} has no [{row_rule or '?'}] → {flag_action} flag of this job")
     via = f"; via {giver}" if giver != flag_run else ""
     return Authority(SWEEP, rec.get("evidence", ""), f"handed off by sweep {flag_run} ([{rule}] → {flag_action}{via})")
 
@@ -118,22 +119,31 @@ def authorize(
         d.by_hand, d.authority = a.by_hand, a.why
 
 
-def give_kills(ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool) -> list[str]:
+def give_kills(
+    ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool, flag_run: str | None = None
+) -> list[str]:
     """A deep-dive run's KILL requests as cancel hand-offs it gives (in place): backed by the sweep
-    that handed the job to the deep-dive (its ``deep-dive`` flag row). A job no sweep handed to
-    the deep-dive (a deep-dive run by hand) gets no record: its cancel is by hand. The lines said."""
-    from sweep_core.ledger.given import mark_given
+    that handed the job to the deep-dive (its ``deep-dive`` flag row, whichever rule; ``flag_run``:
+    that sweep, read off the ledger when None). A job no sweep handed to the deep-dive (a deep-dive
+    run by hand) gets no record: its cancel is by hand. A job whose cancel request another run
+    gave and no answer released yet is not given again. The lines said."""
+    from sweep_core.ledger.given import mark_given, split_given
     from sweep_core.vocab import Action
 
     said = []
     for job in jobs:
         e = ledger.jobs.get(f"{job['cluster']}|{job['job_id']}")
-        flag_run = e.handoffs.get("deep_dive", "") if e else ""
-        if not flag_run:
+        run = flag_run if flag_run is not None else (e.handoffs.get("deep_dive", "") if e else "")
+        if not run:
             said.append(f"{job['cluster']} {job['job_id']}: no sweep handed it to the deep-dive: its cancel is by hand")
+            continue
+        todo, given = split_given(ledger, KIND, [job], run_id)
+        if not todo:
+            said += given
             continue
         if not dry_run:
             mark_given(ledger, KIND, [job], run_id)
-        record_handoffs(ledger, [job], run_id, dry_run=dry_run, flag_run=flag_run, flag_action=Action.DEEP_DIVE.value)
-        said.append(f"{job['cluster']} {job['job_id']}: cancel handed off by {run_id} (flagged by sweep {flag_run})")
+        record_handoffs(ledger, [job], run_id, dry_run=dry_run, flag_run=run, flag_action=Action.DEEP_DIVE.value,
+                        flag_rule="")  # fmt: skip
+        said.append(f"{job['cluster']} {job['job_id']}: cancel handed off by {run_id} (flagged by sweep {run})")
     return said

@@ -80,7 +80,7 @@ def rejudge(
     if why:
         return why
     r = d.request
-    if relaunch:
+    if relaunch and not d.offer.get("with"):  # a relaunch with a human's corrected setting: not the policy's
         entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
         step = fresh.step if fresh.step is not None else (entry.step if entry else None)  # as assess judged
         offer = relaunch_offer(cluster=r.cluster, job_id=r.job_id, name=r.name, evidence=r.evidence,

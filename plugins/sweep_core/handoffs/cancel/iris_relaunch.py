@@ -24,14 +24,14 @@ NO_COMMAND = "iris has no requeue: relaunched only through an ops.md relaunch_co
 RunLocal = Callable[[ClusterConfig, Sequence[str], int], tuple[int, str]]
 
 
-def iris_command(cfg: ClusterConfig, job_id: str, name: str) -> tuple[str, ...]:
+def iris_command(cfg: ClusterConfig, job_id: str, name: str, overrides: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The ops.md relaunch argv for this iris job, templates filled (() = none matches); ValueError
-    for a job name that is not plain (relaunch_remote.command_argv)."""
+    for a job name or an override that is not plain (relaunch_remote.command_argv)."""
     cmd = next((c for c in cfg.relaunch_commands if c.match.search(name)), None)
     if cmd is None:
         return ()
     fill = {"job_id": job_id, "name": name, "controller": cfg.controller_url, "exclude": ""}
-    return command_argv(cmd.argv, fill)
+    return command_argv(cmd.argv, fill, overrides)
 
 
 def relaunch_iris(
@@ -52,7 +52,8 @@ def relaunch_iris(
     todo = []
     for d in decisions:
         try:
-            cmds[d.request.job_id] = iris_command(cfg, d.request.job_id, d.request.name)
+            given = tuple(d.offer.get("with") or ())
+            cmds[d.request.job_id] = iris_command(cfg, d.request.job_id, d.request.name, given)
         except ValueError as exc:
             out[d.request.job_id] = f"not relaunched: {exc}"
             continue

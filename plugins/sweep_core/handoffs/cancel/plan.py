@@ -20,6 +20,7 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.schema_base import section
+from sweep_core.handoffs.cancel.overrides import parse_overrides
 from sweep_core.safe_names import JOB_ID_RE, MAX_NAME, check_job_line
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
@@ -139,6 +140,34 @@ def standing_acts(decisions: list[CancelDecision]) -> list[CancelDecision]:
     return [d for d in decisions if d.verdict == "cancel" and not d.by_hand and d.offer.get("standing")]
 
 
+CANCEL, RELAUNCH, RELAUNCH_WITH, REJECT = "Cancel", "Cancel and relaunch", "Cancel and relaunch with …", "Reject"
+OVERRIDES_FIELD = "overrides"  # the approval form's field for RELAUNCH_WITH
+
+
+def approval_options(d: CancelDecision) -> list[str]:
+    """The answers the approval form offers for one job: Cancel, Cancel and relaunch (a relaunch
+    offered), Cancel and relaunch with … (a deep-dive KILL whose ops.md command takes {overrides}),
+    Reject."""
+    return [
+        CANCEL,
+        *([RELAUNCH] if d.offer.get("relaunch") else []),
+        *([RELAUNCH_WITH] if d.offer.get("overrides") else []),
+        REJECT,
+    ]
+
+
+def override_answer(chosen: list[str], params_input: Any) -> tuple[tuple[str, ...], str]:
+    """(the validated overrides, why the answer is refused: "" = it counts) of one form answer;
+    only RELAUNCH_WITH takes overrides, and they must parse (handoffs.cancel.overrides)."""
+    if chosen != [RELAUNCH_WITH]:
+        return (), ""
+    raw = (params_input or {}).get(OVERRIDES_FIELD) if isinstance(params_input, dict) else None
+    try:
+        return parse_overrides(raw if raw is not None else ""), ""
+    except ValueError as exc:
+        return (), f"{RELAUNCH_WITH} refused, nothing done: {exc}"
+
+
 def _relaunch_lines(d: CancelDecision) -> list[str]:
     """The relaunch offer and the evidence read at validation, for the prompt."""
     o, ev = d.offer, d.evidence
@@ -146,6 +175,12 @@ def _relaunch_lines(d: CancelDecision) -> list[str]:
     if o:
         said = "**Cancel and relaunch** requeues it" if o.get("relaunch") else "relaunch NOT offered"
         lines.append(f"- {said}: {md_text(str(o.get('why', '')))}")
+    if o.get("overrides"):
+        lines.append(
+            f"- **{RELAUNCH_WITH}** cancels it, then runs its ops.md relaunch command with the corrected setting "
+            f"you type in the form's `{OVERRIDES_FIELD}` field (key=value ..., each validated; a bad one is "
+            "refused and nothing is done)"
+        )
     if o.get("brake"):
         lines.append(f"- standing permission NOT used: {md_text(str(o['brake']))}")
     if ev:

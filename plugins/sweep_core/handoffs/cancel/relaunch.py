@@ -15,6 +15,7 @@ from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
 from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence, rejudge
 from sweep_core.handoffs.cancel.iris_relaunch import NO_COMMAND, has_command, iris_offer_why
+from sweep_core.handoffs.cancel.overrides import takes_overrides
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
     Offer,
@@ -35,6 +36,7 @@ from sweep_core.handoffs.cancel.relaunch_remote import (
     read_requeue,
     requeue_line,
 )
+from sweep_core.handoffs.deep_dive.follow_up import DEEP_DIVE_KILL, latest_verdict, may_ask_kill
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say
 from sweep_core.ledger.acts import ActKind, acts_of
 from sweep_core.ledger.entries import Ledger
@@ -80,60 +82,93 @@ def assess(
     now: dt.datetime,
     run_id: str,
     iris: Mapping[str, Any] | None = None,
+    commands: Mapping[str, Sequence[Any]] | None = None,
 ) -> None:
     """Per ``cancel`` decision (in place): its evidence and relaunch offer, the standing permission
     that covers it, or ``blocked`` when a Reject is remembered or this run already acted on it.
-    ``iris``: cluster -> ops.md of the iris clusters (relaunched only through an ops.md command)."""
-    rcfg = ccfg.relaunch
+    ``iris``: cluster -> ops.md of the iris clusters (relaunched only through an ops.md command);
+    ``commands``: cluster -> its ops.md relaunch_commands (a deep-dive KILL is offered "Cancel and
+    relaunch with …" where one matching its name takes ``{overrides}``)."""
     for d in decisions:
-        if d.verdict != "cancel":
-            continue
-        r = d.request
-        if any(a.get("run") == run_id for a in acts_of(ledger, r.cluster, r.job_id) if a.get("kind") != "evidence"):
-            d.verdict, d.reasons = "blocked", [f"already acted on by this run ({run_id})"]
-            continue
-        ev = evidence.get((r.cluster, r.job_id))
-        icfg = (iris or {}).get(r.cluster)
-        if ev is None and icfg is not None and d.state == "RUNNING":
-            _assess_iris(d, icfg, ledger, ccfg, now)
-            continue
-        if ev is None:  # a PENDING chain link (or iris not RUNNING): cancel only
-            d.offer = Offer(False, "no relaunch here (iris, or not RUNNING)").to_dict()
-            d.offer["standing"] = _standing(ccfg, "cancel", d, None)
-            continue
-        d.evidence = ev.to_dict()
-        ok, why = asked_again(ledger, r.cluster, r.job_id, ev.silent_s, rcfg.reask_factor)
-        if not ok:
-            d.verdict, d.reasons = "blocked", [why]
-            continue
-        entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
-        step = ev.step if ev.step is not None else (entry.step if entry else None)
-        offer = relaunch_offer(
-            cluster=r.cluster,
-            job_id=r.job_id,
-            name=r.name,
-            evidence=r.evidence,
-            state=d.state,
-            step=step,
-            ledger=ledger,
-            cfg=rcfg,
-            now=now,
-        )
-        if r.action != Action.KILL_APPROVAL and offer.relaunch:
-            offer.relaunch, offer.why = False, f"action {r.action}: cancel only"
-        if offer.relaunch and ev.requeue == "0" and rcfg.requeue_disabled == "refuse":
-            offer.relaunch = False
-            offer.why = "Requeue=0 (sbatch --no-requeue): refused by cancel.relaunch.requeue_disabled: refuse"
-        act = "relaunch" if offer.relaunch else "cancel"
-        offer.standing = "" if offer.recurring or offer.capped else _standing(ccfg, act, d, ev.silent_s)
-        d.offer = offer.to_dict()
+        _assess_one(d, evidence, ledger, ccfg, now=now, run_id=run_id, iris=iris)
+        if d.verdict == "cancel" and d.state == "RUNNING" and flag_rule(d.request.evidence) == DEEP_DIVE_KILL:
+            cmds = (commands or {}).get(d.request.cluster) or ()
+            cmd = next((c for c in cmds if c.match.search(d.request.name)), None)
+            if cmd is not None and takes_overrides(cmd.argv):
+                d.offer["overrides"] = "the corrected setting through the ops.md relaunch command's {overrides}"
+
+
+def _assess_one(
+    d: CancelDecision,
+    evidence: dict[tuple[str, str], Evidence],
+    ledger: Ledger,
+    ccfg: CancelConfig,
+    *,
+    now: dt.datetime,
+    run_id: str,
+    iris: Mapping[str, Any] | None,
+) -> None:
+    """assess for one decision (see assess)."""
+    rcfg = ccfg.relaunch
+    if d.verdict != "cancel":
+        return
+    r = d.request
+    if any(a.get("run") == run_id for a in acts_of(ledger, r.cluster, r.job_id) if a.get("kind") != "evidence"):
+        d.verdict, d.reasons = "blocked", [f"already acted on by this run ({run_id})"]
+        return
+    ev = evidence.get((r.cluster, r.job_id))
+    icfg = (iris or {}).get(r.cluster)
+    if ev is None and icfg is not None and d.state == "RUNNING":
+        _assess_iris(d, icfg, ledger, ccfg, now)
+        return
+    if ev is None:  # a PENDING chain link (or iris not RUNNING): cancel only
+        d.offer = Offer(False, "no relaunch here (iris, or not RUNNING)").to_dict()
+        d.offer["standing"] = _standing(ccfg, "cancel", d, None)
+        return
+    d.evidence = ev.to_dict()
+    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.evidence, ev.silent_s, rcfg.reask_factor)
+    if not ok:
+        d.verdict, d.reasons = "blocked", [why]
+        return
+    entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
+    step = ev.step if ev.step is not None else (entry.step if entry else None)
+    offer = relaunch_offer(
+        cluster=r.cluster,
+        job_id=r.job_id,
+        name=r.name,
+        evidence=r.evidence,
+        state=d.state,
+        step=step,
+        ledger=ledger,
+        cfg=rcfg,
+        now=now,
+    )
+    if r.action != Action.KILL_APPROVAL and offer.relaunch:
+        offer.relaunch, offer.why = False, f"action {r.action}: cancel only"
+    if offer.relaunch and ev.requeue == "0" and rcfg.requeue_disabled == "refuse":
+        offer.relaunch = False
+        offer.why = "Requeue=0 (sbatch --no-requeue): refused by cancel.relaunch.requeue_disabled: refuse"
+    act = "relaunch" if offer.relaunch else "cancel"
+    offer.standing = "" if offer.recurring or offer.capped else _standing(ccfg, act, d, ev.silent_s)
+    d.offer = offer.to_dict()
+
+
+def _may_ask(
+    ledger: Ledger, cluster: str, job_id: str, evidence: str, silent_s: int | None, factor: float
+) -> tuple[bool, str]:
+    """(may ask, why not) after a Reject: a deep-dive KILL once a probe weighs more than the KILL
+    rejected (deep_dive.follow_up), any other request once its silence grew ``factor`` times."""
+    if flag_rule(evidence) == DEEP_DIVE_KILL:
+        v = latest_verdict(ledger.jobs.get(f"{cluster}|{job_id}"))
+        return may_ask_kill(ledger.jobs.get(f"{cluster}|{job_id}"), int((v or {}).get("weight") or 0))
+    return asked_again(ledger, cluster, job_id, silent_s, factor)
 
 
 def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfig, now: dt.datetime) -> None:
     """An iris RUNNING job: the same policy (its step from the ledger), offered only where an ops.md
     relaunch command matches its name (iris has no requeue)."""
     r = d.request
-    ok, why = asked_again(ledger, r.cluster, r.job_id, None, ccfg.relaunch.reask_factor)
+    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.evidence, None, ccfg.relaunch.reask_factor)
     if not ok:
         d.verdict, d.reasons = "blocked", [why]
         return
@@ -174,7 +209,10 @@ def relaunch_plan(
     cmd = next((c for c in commands if c.match.search(r.name)), None)
     array, _, task = r.job_id.partition("_")
     fill = {"job_id": r.job_id, "name": r.name, "array_job": array, "task": task, "exclude": ",".join(bad.nodes)}
-    argv = command_argv(cmd.argv, fill) if cmd else ()  # ValueError: a name that is not plain
+    given = tuple(d.offer.get("with") or ())  # "Cancel and relaunch with …": the corrected setting
+    if given and cmd is None:
+        raise ValueError("no ops.md relaunch command matches it: the corrected setting cannot be passed")
+    argv = command_argv(cmd.argv, fill, given) if cmd else ()  # ValueError: a name or an override not plain
     pending = series_pending(ledger, r.cluster, r.job_id, r.name, rcfg.max_pending_excluded) if bad.nodes else []
     return RelaunchJob(
         r.job_id,

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sweep_core.handoffs.cancel.overrides import ELEMENT, parse_overrides, takes_overrides
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
 from sweep_core.handoffs.cancel.recheck import guard_values
 from sweep_core.safe_names import check_plain_name
@@ -141,12 +142,23 @@ def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_pa
     return found
 
 
-def command_argv(argv: Sequence[str], values: Mapping[str, str]) -> tuple[str, ...]:
+def command_argv(argv: Sequence[str], values: Mapping[str, str], overrides: Sequence[str] = ()) -> tuple[str, ...]:
     """An ops.md ``relaunch_commands`` argv with its placeholders filled (checked at load time by
-    the schema); ValueError, nothing filled, when the job's name is not a plain name: a name never
-    reaches a command that a template might hand to a shell."""
+    the schema), its ``{overrides}`` element replaced by the overrides, each validated again
+    (handoffs.cancel.overrides); ValueError, nothing filled, when the job's name is not a plain
+    name (a name never reaches a command that a template might hand to a shell) or an override is
+    not plain ``key=value``, or overrides are given to a command without ``{overrides}``."""
     check_plain_name(values.get("name", ""), "job name")
-    return tuple(a.format(**values) for a in argv)
+    if overrides:
+        overrides = parse_overrides(" ".join(overrides))
+        if not takes_overrides(argv):
+            raise ValueError(
+                "the ops.md relaunch command for it has no {overrides} element: the setting cannot be passed"
+            )
+    out: list[str] = []
+    for a in argv:
+        out += list(overrides) if a == ELEMENT else [a.format(**{**values, "overrides": ""})]
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """sweep_rl_deep_dive's steps as use-cases: probe every cluster's jobs in ONE read-only SSH
 session, build each job's inputs (metric history, signatures, rollouts; GPU readings when given)
-and decide; the KILL requests for sweep_cancel; the record table; the verdicts into the ledger.
+and decide; the verdicts settled in the ledger (follow_up: KILL -> a deep_dive_kill cancel request,
+UNKNOWN re-probed up to a cap, then escalated); the record table.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.hang import named_traps
 from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.deep_dive.follow_up import kill_request, settle_verdicts
 from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
 from sweep_core.handoffs.deep_dive.remote import Gathered, ProbeJob, build_deep_dive_script, read_deep_dive
 from sweep_core.handoffs.deep_dive.rollouts import rollout_texts
 from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
 from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
-from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
 from sweep_core.slurm.gather import new_marker
-from sweep_core.vocab import Action
 
 # (cluster, job id) -> the job's GPU readings (None = not probed, and why); optional
 GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
@@ -100,18 +101,31 @@ def deep_dive(
 
 
 def kill_requests(verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """sweep_cancel's conf jobs for every KILL verdict (action kill-approval, the evidence joined)."""
-    return [
-        {
-            "cluster": v["cluster"],
-            "job_id": v["job_id"],
-            "name": v["name"],
-            "action": Action.KILL_APPROVAL.value,
-            "evidence": f"deep-dive KILL on {v.get('basis') or 'its evidence'}: " + "; ".join(v["evidence"]),
-        }
-        for v in verdicts
-        if v["verdict"] == KILL
-    ]
+    """sweep_cancel's conf jobs for every KILL verdict (rule deep_dive_kill, action kill-approval,
+    the evidence joined), whether or not the ledger lets them be asked (see settle)."""
+    return [kill_request(Verdict.from_dict(dict(v))) for v in verdicts if v["verdict"] == KILL]
+
+
+def settle(
+    run_log_dir: str | Path,
+    verdicts: Sequence[Mapping[str, Any]],
+    run_id: str,
+    at: dt.datetime,
+    *,
+    dry_run: bool,
+    unknown_reprobes: int,
+) -> tuple[list[dict[str, str]], list[str]]:
+    """The verdicts into the ledger under its lock (follow_up.settle_verdicts): (the KILL jobs to
+    hand to sweep_cancel now, the lines said)."""
+    if not verdicts:
+        return [], []
+    stamp = at.astimezone(dt.UTC).isoformat()
+
+    def change(ledger: Ledger) -> tuple[Ledger, tuple[list[dict[str, str]], list[str]]]:
+        got = settle_verdicts(ledger, verdicts, run_id, stamp, dry_run=dry_run, unknown_reprobes=unknown_reprobes)
+        return ledger, got
+
+    return update_ledger(run_log_dir, change)
 
 
 def deep_dive_record(got: Mapping[str, Any]) -> str:
@@ -125,23 +139,11 @@ def deep_dive_record(got: Mapping[str, Any]) -> str:
         text += "".join(f"\n  {w}" for w in v.watch)
         text += "".join(f"\n  unknown: {u}" for u in v.unknown)
     text += "".join(f"\n- {n}" for n in got.get("notes", []))
+    if got.get("acts"):
+        text += "\n\nWhat followed each verdict:" + "".join(f"\n- {a}" for a in got["acts"])
     if got.get("cancel_run_id"):
-        text += f"\nKILL -> sweep_cancel run {got['cancel_run_id']} (waits for a human's approval)"
+        text += (
+            f"\nKILL -> sweep_cancel run {got['cancel_run_id']} (a standing permission naming deep_dive_kill "
+            "acts at once; else a human is asked)"
+        )
     return text
-
-
-def note_verdicts(run_log_dir: str | Path, verdicts: Sequence[Mapping[str, Any]], at: dt.datetime) -> list[str]:
-    """Each verdict onto its job's ledger entry (``deep_dive``: the next sweep's row shows it); the lines."""
-
-    def change(ledger: Ledger) -> tuple[Ledger, list[str]]:
-        lines = []
-        for raw in verdicts:
-            v = Verdict.from_dict(dict(raw))
-            key = f"{v.cluster}|{v.job_id}"
-            e = ledger.jobs.get(key) or LedgerEntry(v.cluster, v.job_id, v.name)
-            e.deep_dive = v.record(at)
-            ledger.jobs[key] = e
-            lines.append(f"{key}: {e.deep_dive}")
-        return ledger, lines
-
-    return update_ledger(run_log_dir, change) if verdicts else []

@@ -55,6 +55,11 @@ class Signals:
             return f"{n} ({', '.join(kinds)})"
         return ""
 
+    def weight(self) -> int:
+        """How much evidence: 2 per strong signal, 1 per weak one (a Rejected KILL is asked again
+        only when a later probe weighs more)."""
+        return 2 * len(self.strong) + len(self.weak)
+
     def lines(self) -> list[str]:
         return [d for _, d in self.strong] + [WEAK_PREFIX + d for _, d in self.weak]
 
@@ -71,6 +76,7 @@ class Verdict:
     watch: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     basis: str = ""  # a KILL's: "one strong signal (all-reward-0)" / "two weak signals (...)"
+    weight: int = 0  # Signals.weight: 2 per strong signal, 1 per weak one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,7 +84,7 @@ class Verdict:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Verdict:
         fields = ("cluster", "job_id", "name", "verdict", "evidence", "watch", "unknown")
-        return cls(**{k: d[k] for k in fields}, basis=str(d.get("basis") or ""))
+        return cls(**{k: d[k] for k in fields}, basis=str(d.get("basis") or ""), weight=int(d.get("weight") or 0))
 
     def headline(self) -> str:
         """``KILL: <first evidence>`` / ``NO-KILL, watch <first watch>`` / ``UNKNOWN: <why>``."""
@@ -227,7 +233,7 @@ def decide(inp: DeepDiveInput, cfg: DeepDiveSection) -> Verdict:
     _signatures(inp, cfg, sig, ok, unknown)
     kill = sig.kill()
     v = Verdict(inp.cluster, inp.job_id, inp.name, KILL if kill else NO_KILL, sig.lines() + ok, [], unknown)
-    v.basis = sig.basis()
+    v.basis, v.weight = sig.basis(), sig.weight()
     if inp.state and inp.state != "RUNNING":
         v.evidence.append(f"job is {inp.state}, not RUNNING: sweep_cancel will not act on it")
     if not kill:
