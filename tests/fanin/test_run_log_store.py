@@ -106,3 +106,10 @@ def test_two_processes_appending_sections_to_one_object_keep_both(tmp_path, stat
         f"{k:03d}" for k in range(16)
     ]
     assert not (tmp_path / "logs" / f".{NAME}.lock").exists()  # no flock: the database's lock
+
+
+def test_the_memory_of_an_object_store_run_log_dir_is_one_space_wherever_it_is_named(tmp_path) -> None:
+    from sweep_core.state.db import space_of
+
+    assert space_of("s3://ops/run-logs/") == space_of("s3://ops/run-logs") == "s3://ops/run-logs"
+    assert space_of(f"file://{tmp_path}") == space_of(tmp_path) == str(tmp_path)  # file:// is this disk
