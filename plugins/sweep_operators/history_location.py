@@ -5,6 +5,7 @@ default, s3://… or gs://… through a Connection): one answer for the rules, h
 from __future__ import annotations
 
 import os
+import posixpath
 
 from airflow.sdk import ObjectStoragePath
 
@@ -14,9 +15,11 @@ from sweep_operators.handoff_record import run_log_dir
 
 
 def history_store(config: SweepConfig) -> HistoryStore:
-    """SWEEP_HISTORY, else sweep.yaml ``history.location``, else ``<run_log_dir>/history``."""
-    where = os.environ.get("SWEEP_HISTORY") or config.history.location or os.path.join(run_log_dir(config), "history")
-    root = (
-        ObjectStoragePath(where, conn_id=config.history.conn_id) if config.history.conn_id else ObjectStoragePath(where)
-    )
+    """SWEEP_HISTORY, else sweep.yaml ``history.location``, else ``<run_log_dir>/history`` (then opened
+    with ``run_log_conn_id`` unless ``history.conn_id`` names another Connection)."""
+    where = os.environ.get("SWEEP_HISTORY") or config.history.location
+    conn_id = config.history.conn_id
+    if not where:
+        where, conn_id = posixpath.join(run_log_dir(config), "history"), conn_id or config.run_log_conn_id
+    root = ObjectStoragePath(where, conn_id=conn_id) if conn_id else ObjectStoragePath(where)
     return HistoryStore(root, config.history.retention_days)

@@ -30,7 +30,7 @@ from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import read_sweep
 from sweep_core.ledger.told import mark_told, told_before
 from sweep_core.models import ClusterSnapshot, Flag
-from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store
 from sweep_operators.task_ids import DagId, Sweep
 from sweep_operators.window import run_id_of, sweep_window
@@ -48,7 +48,9 @@ def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     flags = [Flag.from_dict(d) for d in raw.get("flags", [])]
     start, end = sweep_window(context, context["params"].get("lookback_hours"))
     run_id = run_id_of(context)
-    frame = sweep_frame(snaps, flags, run_id=run_id, window_start=start, window_end=end)
+    rendered = context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}
+    run_log = run_log_store(config).name_of(str(rendered.get("run_log") or "")) or ""  # its name: any reader's store
+    frame = sweep_frame(snaps, flags, run_id=run_id, window_start=start, window_end=end, run_log=run_log)
     path = history_store(config).append(frame, run_id=run_id, window_end=end)
     log.info("history: %d rows (%d jobs, %d flags) -> %s", len(frame), sum(len(s.all_jobs()) for s in snaps),
              len(flags), path)  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -16,14 +15,14 @@ from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.fanin.render import RenderedSweep
 from sweep_core.fanin.report import (
     flagged_lines,
+    is_run_of,
     keep_sections,
-    own_run_log,
     render_run_log,
-    run_log_path,
+    run_log_name,
     run_note,
-    update_run_log,
     upsert_section,
 )
+from sweep_core.fanin.run_logs import RunLogStore
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.history.rules_history import load_rules_history
@@ -43,7 +42,7 @@ from sweep_core.pipeline import (
     skip_snapshot,
 )
 from sweep_core.safe_text import clean, md_text
-from sweep_operators.handoff_record import run_log_dir
+from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store
 from sweep_operators.run_note import paused_dags, set_dag_run_note
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice, trigger_run_id
@@ -167,7 +166,8 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     text += "\n\n" + result.rendered.text()
     text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
     print(clean(text))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
-    path = own_run_log(run_log_path(log_dir, end, config.topic), run_id, start.isoformat(), end.isoformat())
+    store = run_log_store(config)
+    name = store.own(run_log_name(end, config.topic), is_run_of(run_id, start.isoformat(), end.isoformat()))
     dag_run = context.get("dag_run")
     markdown = render_run_log(
         result,
@@ -177,7 +177,9 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
         window_start=start.isoformat(),
         window_end=end.isoformat(),
     )
-    update_run_log(path, lambda old: keep_sections(old, markdown, run_id))  # a re-run keeps its hand-offs' sections
+    path = store.update(
+        name, lambda old: keep_sections(old, markdown, run_id)
+    )  # a re-run keeps its hand-offs' sections
     log.info("run log written: %s", path)
     laps.lap("run log")
     set_dag_run_note(context, run_note(result, path))
@@ -186,7 +188,7 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     return {
         "overview": result.rendered.overview,
         "tables": result.rendered.tables,
-        "run_log": str(Path(path)),
+        "run_log": path,
         "off": off,  # the first digest on record tells them (notify)
     }
 
@@ -244,7 +246,7 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:
         _tell_given(context, config, run_log, run_id, given)
-    _tell_paused(run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
+    _tell_paused(config, run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
     return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
 
 
@@ -264,27 +266,36 @@ def _free_trigger_run_id(context: dict[str, Any], run_id: str, handoff: Handoff)
     return trigger_run_id(run_id, handoff, batch)
 
 
-def _tell_paused(run_log: str, run_id: str, dag_ids: list[str]) -> None:
+def _own_run_log(config: Any, run_log: str) -> tuple[RunLogStore, str | None]:
+    """The run-log store and the name of this sweep's run log in it (None: none written there)."""
+    store = run_log_store(config)
+    name = store.name_of(run_log) if run_log else None
+    return store, (name if name and store.exists(name) else None)
+
+
+def _tell_paused(config: Any, run_log: str, run_id: str, dag_ids: list[str]) -> None:
     """Say loudly which triggered hand-off DAG is paused (its run waits, queued, until a person
     unpauses it): a warning in this log and a section of the run log. Needs sweep_airflow_api."""
     paused = paused_dags(dag_ids) or []
     for dag_id in paused:
         log.warning("hand-off %s is PAUSED: the run this sweep triggers waits until someone unpauses it", dag_id)
-    if paused and run_log and Path(run_log).is_file():
+    store, name = _own_run_log(config, run_log) if paused else (None, None)
+    if store is not None and name:
         body = "## Hand-offs waiting: DAG paused\n\n" + "\n".join(
             f"- `{d}` is paused: the run this sweep triggered waits until someone unpauses it" for d in paused
         )
-        update_run_log(Path(run_log), lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
+        store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
 
 
 def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
     """The "already handed off" notes: task log, a section of the run log, the DAG run note."""
     for line in given:
         log.info("%s", clean(line))
-    if run_log and Path(run_log).is_file():
+    store, name = _own_run_log(config, run_log)
+    if name:
         body = "## Already handed off (not handed off again)\n\n" + "\n".join(f"- {md_text(g)}" for g in given)
-        update_run_log(Path(run_log), lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
-    note = run_note(_result(context, config), Path(run_log) if run_log else None)
+        store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
+    note = run_note(_result(context, config), run_log or None)
     set_dag_run_note(context, note + f"\n\nAlready handed off: {len(given)} (see run log)")
 
 

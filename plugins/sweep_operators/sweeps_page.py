@@ -3,7 +3,9 @@ mounts at ``/sweeps`` (a navigation entry under Browse). Every request needs the
 same JWT the UI holds, as a bearer token or the ``_token`` cookie) and read access to the sweep
 DAG itself (monitor_cron_sweep: never a DAG named by the request). The page (one page of jobs) is
 built by sweep_core.history.page from the Parquet history, read-only, with no outside asset; a
-job's log tail is its own request (``tail``), made when its row is opened.
+job's log tail is its own request (``tail``), made when its row is opened; a run's log is served
+from the run-log store (``runlog?name=…``: a file name of the store, nothing else), the same store
+every worker writes to (a local folder, or ``s3://``/``gs://``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.history.page import sweeps_page
-from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view
+from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view, run_log_text
 from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
@@ -34,6 +36,12 @@ def _store():  # noqa: ANN202 (HistoryStore; the import waits for the first requ
     from sweep_operators.history_location import history_store
 
     return history_store(load_sweep_config(_sweep_yaml()))
+
+
+def _run_logs():  # noqa: ANN202 (RunLogStore: the page reads the store every worker writes, never a worker's disk)
+    from sweep_operators.handoff_record import run_log_store
+
+    return run_log_store(load_sweep_config(_sweep_yaml()))
 
 
 def _auth() -> list[object]:
@@ -55,6 +63,17 @@ def create_app() -> FastAPI:
         view.channels = len(load_sweep_config(_sweep_yaml()).notify.channels)
         body = sweeps_page(view)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
+
+    @app.get("/runlog", response_class=PlainTextResponse)
+    def runlog(name: str) -> PlainTextResponse:
+        """A run log of the run-log store, by its file name (the runs table links each run's)."""
+        try:
+            text = run_log_text(_run_logs(), name)
+        except (OSError, ValueError) as exc:  # the store unreachable (a token, the network): may pass
+            raise HTTPException(503, f"the run-log store is not readable now ({type(exc).__name__})") from exc
+        if text is None:
+            raise HTTPException(404, "no such run log in the run-log store")
+        return PlainTextResponse(text, headers=_TEXT_HEADERS)
 
     @app.get("/tail", response_class=PlainTextResponse)
     def tail(sweep: str, cluster: str, job_id: str) -> PlainTextResponse:

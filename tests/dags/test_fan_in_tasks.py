@@ -107,3 +107,37 @@ def test_render_pushes_tables_and_run_log_that_verdict_and_handoffs_read(swept) 
     assert confs["cleanup"]["run_log"] == rendered["run_log"]  # the hand-off records into this run log
     assert confs["cleanup"]["jobs"][0]["name"] == "sft__done"
     assert sweep_tasks.handoff_branch(**context) == ["trigger_cleanup"]
+
+
+def test_render_and_handoffs_write_the_run_log_on_an_object_store(tmp_path, monkeypatch) -> None:
+    """run_log_dir a URL (memory:// attached as a provider attaches s3://): render writes the run log
+    there (no local file), XCom carries its URL, the hand-offs' own section is added to that object,
+    and a re-run of the same run rewrites it keeping that section."""
+    import uuid
+
+    from airflow.sdk.io import attach
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from sweep_operators import sweep_tasks
+    from sweep_operators.handoff_record import append_record
+
+    fs = MemoryFileSystem()
+    attach("memory", fs=fs)
+    where = f"memory://sweeps-{uuid.uuid4().hex[:8]}/logs"
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", where)
+    monkeypatch.setenv("SWEEP_STATE_URL", f"sqlite:///{tmp_path / 'state.db'}")
+    monkeypatch.chdir(tmp_path)
+    sweep_yaml = str(ROOT / "include" / "sweep.yaml")
+    ti = TaskInstance({"local.gather": _gathered().to_dict()})
+    context = {"ti": ti, "params": {"clusters": ["local"], "dry_run": True}, "run_id": "manual__fanin"}
+    context |= {"data_interval_start": END - dt.timedelta(hours=3), "data_interval_end": END}
+    paths = {"ops_dir": str(ROOT / "include" / "ops"), "sweep_yaml": sweep_yaml}
+    ti.run("bucket", sweep_tasks.bucket, context, clusters=["local"], **paths)
+    template_dir = str(ROOT / "include" / "templates")
+    ref = ti.run("render", sweep_tasks.render, context, template_dir=template_dir, **paths)["run_log"]
+    assert ref.startswith("memory://") and ref.endswith(".md")
+    assert "rl__nan_run" in fs.cat_file(ref).decode() and not list(tmp_path.rglob("*.md"))
+    append_record({"run_id": "manual__fanin__cleanup", "params": {"run_log": ref}}, sweep_yaml, "sweep_cleanup", "rm x")
+    again = ti.run("render", sweep_tasks.render, context, template_dir=template_dir, **paths)["run_log"]
+    text = fs.cat_file(again).decode()
+    assert again == ref and "## Hand-off sweep_cleanup" in text and text.count("rl__nan_run") >= 1

@@ -3,7 +3,8 @@ real api-server: its Airflow auth manager (SimpleAuthManager in multi-team mode,
 is its bundle's) lets ``rita`` (viewer, team research) read ``research_dag`` and not
 ``monitor_cron_sweep``; ``otto`` (viewer, team ops) reads the sweep DAG. Before, the page checked the
 DAG named by the request's own ``?dag_id=`` (or none at all): rita read every cluster's jobs and log
-tails with ``?dag_id=research_dag``. The metadata DB is a copy of this checkout's, with the two
+tails with ``?dag_id=research_dag``. A run log (``runlog?name=…``) is guarded the same way, and
+only a file of the run-log store is served (a path outside it is 404). The metadata DB is a copy of this checkout's, with the two
 teams, their bundles and the two DAGs' rows added.
 """
 
@@ -72,6 +73,7 @@ def test_the_page_needs_read_access_to_the_sweep_dag_not_to_a_dag_the_query_name
         "AIRFLOW__CORE__MULTI_TEAM": "True",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,rita:viewer:research,otto:viewer:ops",
         "SWEEP_HISTORY": str(tmp_path / "history"),
+        "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs"),
     }
     subprocess.run([sys.executable, "-c", TEAMS], env={**os.environ, **env}, check=True, timeout=120)
     end = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
@@ -81,6 +83,10 @@ def test_the_page_needs_read_access_to_the_sweep_dag_not_to_a_dag_the_query_name
     path = store.append(sweep_frame([snap], [], run_id="r", window_start=end - dt.timedelta(hours=3), window_end=end),
                         run_id="r", window_end=end)  # fmt: skip
     tail = f"sweep={path.name}&cluster=hpc&job_id=41"
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "2026-12-03_monitor-sweep-0000Z.md").write_text("# run log of r: rl__secret_run\n")
+    (tmp_path / "outside.md").write_text("not the store's")
+    runlog = "runlog?name=2026-12-03_monitor-sweep-0000Z.md"
     with api_server(env, tmp_path / "api-server.log") as base:
         rita = {"Authorization": f"Bearer {_token(base, tmp_path / 'api-server.log', 'rita')}"}
         otto = {"Authorization": f"Bearer {_token(base, tmp_path / 'api-server.log', 'otto')}"}
@@ -90,7 +96,7 @@ def test_the_page_needs_read_access_to_the_sweep_dag_not_to_a_dag_the_query_name
         assert OTHER_DAG in readable(rita) and SWEEP_DAG not in readable(rita) and SWEEP_DAG in readable(otto)
         assert get(f"/api/v2/dags/{SWEEP_DAG}/dagRuns", rita).status_code == 403
         for url in ("/sweeps/", f"/sweeps/?dag_id={OTHER_DAG}", f"/sweeps/tail?{tail}&dag_id={OTHER_DAG}",
-                    "/sweeps/?dag_id=~", f"/sweeps/tail?{tail}"):  # fmt: skip
+                    "/sweeps/?dag_id=~", f"/sweeps/tail?{tail}", f"/sweeps/{runlog}"):  # fmt: skip
             r = get(url, rita)
             assert r.status_code == 403, (url, r.status_code)
             assert "rl__secret_run" not in r.text and "hunter2" not in r.text
@@ -103,3 +109,8 @@ def test_the_page_needs_read_access_to_the_sweep_dag_not_to_a_dag_the_query_name
             and r.headers["content-type"].startswith("text/plain")
         )
         assert get(f"/sweeps/tail?sweep={path.name}&cluster=hpc&job_id=999", otto).status_code == 404
+        r = get(f"/sweeps/{runlog}", otto)  # the run log, served by the page from the run-log store
+        assert r.status_code == 200 and r.text == "# run log of r: rl__secret_run\n"
+        assert r.headers["content-type"].startswith("text/plain")
+        for outside in ("../outside.md", "%2E%2E%2Foutside.md", str(tmp_path / "outside.md")):
+            assert get(f"/sweeps/runlog?name={outside}", otto).status_code == 404, outside

@@ -2,7 +2,7 @@
 Parquet history; a real api-server mounts the page plugin; an unauthenticated request is refused;
 Debian's chromium (playwright, executable_path=/usr/bin/chromium) logged in with the UI's token sees
 the overview and the SFT table with the jobs, opens a row's flag evidence and its log tail (not in
-the page: fetched by its own request when the row opens), sorts and filters, and sees non-empty plots. Screenshots of the page and of the Slack digest (the payload a local STUB of
+the page: fetched by its own request when the row opens), sorts and filters, sees non-empty plots, and opens the latest run's log from its row. Screenshots of the page and of the Slack digest (the payload a local STUB of
 Slack's webhook received, drawn as HTML) are written to SWEEP_SCREENSHOTS (a temp dir by default;
 `SWEEP_SCREENSHOTS=docs` refreshes the docs' images), so a test run leaves the checkout unchanged.
 """
@@ -72,7 +72,8 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
             run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
                           run_after=end, **env)  # fmt: skip
             assert run.task_states["history"] == "success", run.task_states
-    server_env = {"SWEEP_CONFIG": str(sweep_yaml), "SWEEP_HISTORY": str(tmp_path / "logs" / "history")}
+    server_env = {"SWEEP_CONFIG": str(sweep_yaml), "SWEEP_HISTORY": str(tmp_path / "logs" / "history"),
+                  "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
     with api_server(server_env, tmp_path / "api-server.log") as base:
         assert httpx.get(f"{base}/sweeps/", timeout=30).status_code == 401
         forged = httpx.get(f"{base}/sweeps/", cookies={"_token": "forged"}, timeout=30)
@@ -114,6 +115,9 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
             assert all(len(pl.get_attribute("points") or "") > 0 for pl in page.locator("polyline.series").all())
             page.screenshot(path=str(shots / "sweeps_page.png"), full_page=True)
             assert not outside, outside  # every asset is served by the plugin
+            assert page.locator("#runs tr.run").count() == 2
+            page.locator("#runs tr.run a.runlog").first.click()  # the latest run's log, one click from its row
+            expect(page.locator("body")).to_contain_text(f"- Run: `{run.run_id}`")
             slack = ctx.new_page()
             slack.set_content(_slack_html(posts[0]))
             slack.screenshot(path=str(shots / "slack_digest.png"), full_page=True)

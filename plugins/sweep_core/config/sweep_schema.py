@@ -62,7 +62,14 @@ class SweepConfig(StrictModel):
 
     schedule: str = Field("0 */3 * * *", description="5-field cron of the data intervals (each run covers one)")
     timezone: str = Field("UTC", min_length=1, description="time zone of the schedule")
-    run_log_dir: str | None = Field(None, description="where the dated run logs go; null = `$AIRFLOW_HOME/agent_logs`")
+    run_log_dir: str | None = Field(
+        None,
+        description="where the dated run logs go: a folder, or an Airflow ObjectStoragePath (`s3://bucket/sweeps`, "
+        "`gs://…`; then `state.conn_id` too); null = `$AIRFLOW_HOME/agent_logs`; `SWEEP_RUN_LOG_DIR` overrides",
+    )
+    run_log_conn_id: str | None = Field(
+        None, min_length=1, description="the Connection an `s3://`/`gs://` run_log_dir is opened with (credentials)"
+    )
     topic: str = Field(
         "monitor-sweep-{end:%H%M}Z", min_length=1, description="run-log name after the date: `YYYY-MM-DD_<topic>.md`"
     )

@@ -18,26 +18,37 @@ from sweep_core.vocab import Severity
 NOTE_LIMIT = 1000  # Airflow's dag_run note column holds 1000 characters
 
 
-def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -> Path:
-    """``<dir>/YYYY-MM-DD_<topic>.md``; topic may use ``{end:%H%M}``."""
+def run_log_name(window_end: dt.datetime, topic: str) -> str:
+    """``YYYY-MM-DD_<topic>.md``; topic may use ``{end:%H%M}``."""
     name = f"{window_end:%Y-%m-%d}_{topic.format(end=window_end)}.md"
     if "/" in name or name.startswith("."):
         raise ValueError(f"run log topic {topic!r} makes an unsafe file name {name!r}")
-    return Path(run_log_dir) / name
+    return name
+
+
+def run_log_path(run_log_dir: str | Path, window_end: dt.datetime, topic: str) -> Path:
+    """``<dir>/YYYY-MM-DD_<topic>.md`` (a local run-log folder)."""
+    return Path(run_log_dir) / run_log_name(window_end, topic)
+
+
+def is_run_of(run_id: str, window_start: str, window_end: str) -> Callable[[str], bool]:
+    """Whether a run log's head was written by this run (its run id, or its window)."""
+    mine = (f"- Run: {md_code(run_id)}", f"- Window (sacct -S/-E): {md_text(window_start)} → {md_text(window_end)}")
+    return lambda head: any(line in head.splitlines() for line in mine)
 
 
 def own_run_log(path: Path, run_id: str, window_start: str, window_end: str) -> Path:
     """``path``, or ``<stem>-2.md``, ``-3``... when ``path`` holds the log of ANOTHER run: a re-run
     (the same run id, or the same window) replaces its own log, never another run's (a run by hand
     whose window ends in the minute a scheduled one ended)."""
-    mine = (f"- Run: {md_code(run_id)}", f"- Window (sacct -S/-E): {md_text(window_start)} → {md_text(window_end)}")
+    mine = is_run_of(run_id, window_start, window_end)
     for n in range(1, 100):
         candidate = path if n == 1 else path.with_name(f"{path.stem}-{n}{path.suffix}")
         try:
-            head = candidate.read_text(encoding="utf-8", errors="replace")[:4000].splitlines()
+            head = candidate.read_text(encoding="utf-8", errors="replace")[:4000]
         except FileNotFoundError:
             return candidate
-        if any(line in head for line in mine):
+        if mine(head):
             return candidate
     return path
 
@@ -108,7 +119,7 @@ def update_run_log(path: Path, change: Callable[[str], str]) -> Path:
         return write_run_log(path, change(old))
 
 
-def run_note(result: SweepResult, log_path: Path | None) -> str:
+def run_note(result: SweepResult, log_path: str | Path | None) -> str:
     """A short DAG-run note: cluster states, bucket counts, flags; within Airflow's 1000 chars.
     Airflow renders it as Markdown, where single line breaks join lines into one paragraph: each
     header line is its own paragraph (blank line between), the flags a list."""

@@ -2,8 +2,9 @@
 the latest sweep's cluster overview and one page of its jobs, one table per bucket (sticky header,
 state colours, stale and flag badges, sortable, filter by text; a search over every page), each job
 row opening its flags' evidence, the hand-off they ask for and its log tail, fetched when the row
-is opened (``tail?sweep=…&cluster=…&job_id=…``, shown as text); and server-side SVG plots over the
-sweeps (history.plots). No script or style is fetched from anywhere.
+is opened (``tail?sweep=…&cluster=…&job_id=…``, shown as text); the latest runs, each linking its
+run log (``runlog?name=…``, served by the page from the run-log store); and server-side SVG plots
+over the sweeps (history.plots). No script or style is fetched from anywhere.
 """
 
 from __future__ import annotations
@@ -117,6 +118,29 @@ def alert_panel(view: PageView, cap: int = 50) -> str:
     return f"<section id='alerts'><h2>Alerts ({len(rows)})</h2>{told}{body}</section>"
 
 
+RUNS_SHOWN = 30
+
+
+def run_log_link(name: str, text: str = "run log") -> str:
+    """A link to the run log ``name``, served by the page from the run-log store (``runlog?name=…``)."""
+    if not name:
+        return "<span class='warn'>no run log recorded</span>"
+    return f'<a class="runlog" href="{html.escape("runlog?" + urlencode({"name": name}))}">{_e(text)}</a>'
+
+
+def runs_table(view: PageView, cap: int = RUNS_SHOWN) -> str:
+    """The latest sweeps, newest first, one row per run: window end, run id, jobs, flags, and its
+    run log one click away."""
+    sums = [*view.earlier, *([view.latest] if view.latest else [])][::-1][:cap]
+    rows = "".join(
+        f"<tr class='run'><td>{s.window_end.strftime('%Y-%m-%d %H:%M UTC')}<td><code>{_e(s.run_id)}</code>"
+        f"<td>{sum(s.buckets.values())}<td>{sum(s.rules.values())}<td>{run_log_link(s.run_log, s.run_log or '')}</tr>"
+        for s in sums
+    )
+    return ("<section id='runs'><h2>Runs</h2><table><thead><tr><th>window end<th>run<th>jobs<th>flags<th>run log"
+            f"</tr></thead><tbody>{rows}</tbody></table></section>")  # fmt: skip
+
+
 def _pager(view: PageView) -> str:
     """Where this page is among the matching jobs, with links to the pages before and after."""
     q = view.query
@@ -159,8 +183,10 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
     sums = [*view.earlier, *([view.latest] if view.latest else [])]
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{_e(title)}</h1><p>Latest sweep: run <code>{_e(view.run_id)}</code>, window ending {end}; "
+        f"<h1>{_e(title)}</h1><p>Latest sweep: run <code>{_e(view.run_id)}</code>, window ending {end} "
+        f"({run_log_link(view.latest.run_log if view.latest else '')}); "
         f"{len(view.earlier) + 1} sweep(s) in the history.</p>{notes}{alert_panel(view)}"
         f"<h2>Clusters</h2>{overview}<h2>Jobs</h2>{search}{_pager(view)}"
-        f'{tables}{_pager(view)}<h2>History</h2><div id="plots">{plots(sums)}</div><script>{JS}</script></body></html>'
+        f'{tables}{_pager(view)}{runs_table(view)}<h2>History</h2><div id="plots">{plots(sums)}</div>'
+        f"<script>{JS}</script></body></html>"
     )

@@ -2,7 +2,8 @@
 file aside): the latest sweep's cluster rows and one page of its job rows (filtered by text, flagged
 jobs first in each bucket) with their flags, but not their log tails (:func:`job_tail` reads one
 job's tail, on demand); and the earlier sweeps' plot summaries, kept across requests in a
-:class:`PageCache` that concurrent requests share under a lock.
+:class:`PageCache` that concurrent requests share under a lock. A sweep's run log is read from the
+run-log store by its name (:func:`run_log_text`), never from a path a worker wrote down.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import pyarrow.parquet as pq
 
+from sweep_core.fanin.run_logs import RunLogStore, safe_name
 from sweep_core.history.plots import PLOT_COLUMNS, Summary, summarize
 from sweep_core.history.rows import CLUSTER, FLAG, JOB
 from sweep_core.history.store import HistoryStore, SweepFile, read_file
@@ -196,3 +198,12 @@ def job_tail(store: HistoryStore, sweep: str, cluster: str, job_id: str, notes: 
         return None
     tail = hit[TAIL_COLUMN].iloc[0]
     return clean(tail) if isinstance(tail, str) else ""
+
+
+def run_log_text(store: RunLogStore, name: str) -> str | None:
+    """The run log ``name`` of the run-log store as text, controls stripped; None when the name is
+    not one file of the store (a folder part, ``..``, a hidden or non-``.md`` name) or it holds none."""
+    if not safe_name(name):
+        return None
+    text = store.read(name)
+    return None if text is None else clean(text)

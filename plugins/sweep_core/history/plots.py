@@ -17,7 +17,7 @@ from sweep_core.history.rows import CLUSTER, FLAG, JOB, METRIC_PREFIX
 from sweep_core.safe_text import clean
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-PLOT_COLUMNS = ("window_end", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity", "run_series",
+PLOT_COLUMNS = ("window_end", "run_id", "run_log", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity", "run_series",
                 "m.step", "m.reward", "m.loss")  # fmt: skip
 SERIES_PLOTTED = 8  # the series seen in the last 3 sweeps, first by name
 
@@ -54,13 +54,16 @@ def svg_lines(title: str, series: dict[str, Sequence[float]], xs: Sequence[str],
 
 @dataclass(frozen=True)
 class Summary:
-    """What the plots need of one sweep: jobs per bucket, flags per rule, quota per cluster."""
+    """What the plots need of one sweep: jobs per bucket, flags per rule, quota per cluster; and
+    what its row in the runs table shows (run id, run log)."""
 
     window_end: pd.Timestamp
     buckets: dict[str, int]
     rules: dict[str, int]
     quota: dict[str, tuple[float, float | None]]  # cluster -> (used, soft limit or capacity)
     series: dict[str, dict[str, float]] = field(default_factory=dict)  # RL/SFT series -> step, reward, loss
+    run_id: str = ""
+    run_log: str = ""  # the run log's name in the run-log store ("" when the sweep recorded none)
 
 
 def _num(value: object) -> float | None:
@@ -89,6 +92,15 @@ def _series(jobs: pd.DataFrame) -> dict[str, dict[str, float]]:
     }
 
 
+def _first(rows: pd.DataFrame, column: str) -> str:
+    """The column's first non-empty text ("" when the sweep's file has none)."""
+    if column not in rows:
+        return ""
+    got = rows[column].dropna().astype(str)
+    got = got[got != ""]
+    return str(got.iloc[0]) if not got.empty else ""
+
+
 def summarize(frame: pd.DataFrame) -> list[Summary]:
     """One Summary per sweep in ``frame`` (rows of one or more sweeps), oldest first."""
     out: list[Summary] = []
@@ -101,7 +113,8 @@ def summarize(frame: pd.DataFrame) -> list[Summary]:
             used = _num(c.get("quota.used"))
             if used is not None:
                 quota[str(c["cluster"])] = (used, _num(c.get("quota.soft")) or _num(c.get("quota.capacity")))
-        out.append(Summary(pd.Timestamp(end), _counts(jobs, "bucket"), _counts(flags, "rule"), quota, _series(jobs)))
+        out.append(Summary(pd.Timestamp(end), _counts(jobs, "bucket"), _counts(flags, "rule"), quota, _series(jobs),
+                           _first(rows, "run_id"), _first(rows, "run_log")))  # fmt: skip
     return out
 
 

@@ -1,7 +1,7 @@
 """One sweep as rows of one table (column ``record``): a ``job`` row per job (cluster, bucket, id,
 name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags, its log's last lines), a ``cluster`` row
-per cluster (status, login node, quota/headroom) and a ``flag`` row per flag, each with the run id
-and window. One table per sweep keeps the write of a sweep a single atomic file.
+per cluster (status, login node, quota/headroom) and a ``flag`` row per flag, each with the run id,
+the window and the run log's name. One table per sweep keeps the write of a sweep a single atomic file.
 """
 
 from __future__ import annotations
@@ -112,8 +112,10 @@ def sweep_frame(
     run_id: str,
     window_start: dt.datetime,
     window_end: dt.datetime,
+    run_log: str = "",
 ) -> pd.DataFrame:
-    """The rows of one sweep (jobs, clusters, flags), each carrying the run id and the window."""
+    """The rows of one sweep (jobs, clusters, flags), each carrying the run id, the window and the
+    name of the sweep's run log in the run-log store (the Sweeps page links it)."""
     rows = [_cluster_row(s) for s in snaps]
     rows += [_job_row(j) for s in snaps for j in s.all_jobs()]
     rows += [_flag_row(f) for f in flags]
@@ -121,6 +123,7 @@ def sweep_frame(
     frame["run_id"] = run_id
     frame["window_start"] = pd.Timestamp(window_start.astimezone(dt.UTC))
     frame["window_end"] = pd.Timestamp(window_end.astimezone(dt.UTC))
+    frame["run_log"] = run_log
     for col in frame.columns:
         if col == "stale":
             frame[col] = frame[col].astype("boolean")

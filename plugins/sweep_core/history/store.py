@@ -2,8 +2,9 @@
 root that is an Airflow ObjectStoragePath in production (``s3://``, ``gs://``, ``file://``) or a
 pathlib.Path (anything with ``iterdir``/``read_bytes``/``write_bytes``/``rename``/``unlink``).
 
-A sweep's file is written to a dot-name and renamed: readers never see half of it; a re-run of the
-same run writes the same name and so replaces its own rows. A file that does not parse, or a Parquet
+A sweep's file is written whole: on a local disk to a dot-name and renamed, on an object store as
+one put of the whole object (a rename there is a copy and a delete); readers never see half of it,
+and a re-run of the same run writes the same name and so replaces its own rows. A file that does not parse, or a Parquet
 file that is not ours, is moved aside as ``<name>.corrupt-<stamp>`` with a warning and a note. A file
 or folder that cannot be READ (EIO, a permission, an expired object-store token: it may pass) is
 never moved: HistoryUnavailable is raised and the caller says the history is UNKNOWN this run.
@@ -63,6 +64,15 @@ class StoragePath(Protocol):
     def exists(self) -> bool: ...
 
 
+def _object_store(path: Any) -> Any:
+    """The fsspec filesystem of ``path`` when it is an object store's (an ObjectStoragePath of
+    ``s3://``, ``gs://``…); None on this disk (a pathlib.Path, or ``file://``)."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    fs = getattr(path, "fs", None)
+    return None if fs is None or isinstance(fs, LocalFileSystem) else fs
+
+
 def window_key(window_end: dt.datetime) -> str:
     return window_end.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
@@ -90,15 +100,19 @@ class HistoryStore:
 
     def append(self, frame: pd.DataFrame, *, run_id: str, window_end: dt.datetime) -> Any:
         """Write one sweep's rows atomically (a re-run of ``run_id`` replaces them); prune old sweeps."""
-        self.root.mkdir(parents=True, exist_ok=True)
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: SCHEMA_VERSION.encode()})
         buf = io.BytesIO()
         pq.write_table(table, buf, compression="zstd")
         target = self.path_for(run_id, window_end)
-        tmp = self.root / f".{target.name}.{os.getpid()}.tmp"
-        tmp.write_bytes(buf.getvalue())
-        tmp.rename(target)
+        fs = _object_store(target)
+        if fs is not None:  # no folder to make: a key prefix exists with its first object
+            fs.pipe_file(target.path, buf.getvalue())  # one put of the whole object
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.root / f".{target.name}.{os.getpid()}.tmp"
+            tmp.write_bytes(buf.getvalue())
+            tmp.rename(target)
         self.prune(window_end)
         return target
 

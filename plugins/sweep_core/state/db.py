@@ -38,8 +38,27 @@ def use_url(url: str | None) -> None:
     _configured = url or None
 
 
+class NoStateDatabase(ValueError):
+    """Run logs on an object store with no state database named: an SQLite file has nowhere to go
+    that every worker reaches."""
+
+
+def _local_dir(run_log_dir: str | Path) -> str | None:
+    """The run-log directory on this disk (a plain path or a ``file://`` URL); None for an object store."""
+    where = str(run_log_dir)
+    if where.startswith("file://"):
+        return os.path.abspath(where[len("file://") :])
+    return None if "://" in where else os.path.abspath(where)
+
+
 def default_url(run_log_dir: str | Path) -> str:
-    return f"sqlite:///{Path(os.path.abspath(run_log_dir)) / STATE_DIR / DB_FILE}"
+    local = _local_dir(run_log_dir)
+    if local is None:
+        raise NoStateDatabase(
+            f"run logs at {run_log_dir}: the memory needs a database every worker reaches: "
+            f"set sweep.yaml state.conn_id (or {ENV})"
+        )
+    return f"sqlite:///{Path(local) / STATE_DIR / DB_FILE}"
 
 
 def state_url(run_log_dir: str | Path) -> str:
@@ -47,8 +66,9 @@ def state_url(run_log_dir: str | Path) -> str:
 
 
 def space_of(run_log_dir: str | Path) -> str:
-    """The documents' space: the run-log directory (two sweeps writing elsewhere never meet)."""
-    return os.path.abspath(run_log_dir)
+    """The documents' space: the run-log directory (two sweeps writing elsewhere never meet); an
+    object store's URL as given, without a trailing slash."""
+    return _local_dir(run_log_dir) or str(run_log_dir).rstrip("/")
 
 
 def redacted(url: str) -> str:

@@ -55,7 +55,7 @@ class _Run:
     trackers: TrackerSettings | None
     dry_run: bool
     run_id: str
-    run_log_dir: Path
+    run_log_dir: str  # the state's space as every task names it (a path or an s3:// URL: never Path()-mangled)
     run_script: RunScript
     hub_check: HubCheck
     say: Say
@@ -325,7 +325,7 @@ def run_consolidate(
     ``release`` ("cluster|array id" cleanup may delete), ``replan`` (tracked targets to plan for
     cleanup this run) and ``dry_run``."""
     _ = commit  # the harvest's helper by default: tests pass their own
-    run = _Run(ccfg, cons, trackers, dry_run, run_id, Path(run_log_dir), run_script, hub_check, say)
+    run = _Run(ccfg, cons, trackers, dry_run, run_id, str(run_log_dir), run_script, hub_check, say)
     tracked = open_consolidations(read_ledger(run.run_log_dir)) if cons.flavors else []
     targets = consolidate_targets(jobs, ccfg, cons, tracked) if cons.flavors else []
     by_cluster: dict[str, list[CleanupTarget]] = defaultdict(list)
