@@ -40,6 +40,9 @@ set -euo pipefail
 
 DIR=${SWEEP_CLUSTER_DIR:-/var/tmp/sweep-local-cluster}
 USER_NAME=${SWEEP_CLUSTER_USER:-sweep}
+# The lane users: the test suite's parallel cluster lanes each sweep as their own Slurm user
+# (tests/lab.py: lane k = sweep, sweep2, sweep3, …), so one lane's sweeps never see another's jobs.
+read -r -a LANE_USERS <<<"${SWEEP_CLUSTER_LANE_USERS:-sweep2 sweep3}"
 LOGIN01_PORT=${SWEEP_LOGIN01_PORT:-22201}
 LOGIN02_PORT=${SWEEP_LOGIN02_PORT:-22202}
 DB_PORT=${SWEEP_DB_PORT:-33061}
@@ -99,15 +102,16 @@ install_packages() {
   fi
 }
 
-make_user() {
-  if ! id "$USER_NAME" >/dev/null 2>&1; then
-    useradd -m -s /bin/bash "$USER_NAME"
+make_user() { # make_user NAME
+  local name=$1
+  if ! id "$name" >/dev/null 2>&1; then
+    useradd -m -s /bin/bash "$name"
   fi
   # '*' = no password, but not "locked": sshd with UsePAM=no refuses locked accounts.
-  usermod -p '*' "$USER_NAME"
-  local home; home=$(getent passwd "$USER_NAME" | cut -d: -f6)
-  install -d -m 700 -o "$USER_NAME" -g "$USER_NAME" "$home/.ssh"
-  install -d -m 755 -o "$USER_NAME" -g "$USER_NAME" "$home/jobs" "$home/jobs/logs"
+  usermod -p '*' "$name"
+  local home; home=$(getent passwd "$name" | cut -d: -f6)
+  install -d -m 700 -o "$name" -g "$name" "$home/.ssh"
+  install -d -m 755 -o "$name" -g "$name" "$home/jobs" "$home/jobs/logs"
   if [ ! -s "$DIR/ssh/id_ed25519" ]; then
     install -d -m 700 "$DIR/ssh"
     ssh-keygen -q -t ed25519 -N '' -C sweep-local-cluster -f "$DIR/ssh/id_ed25519"
@@ -116,7 +120,7 @@ make_user() {
   local keys=$home/.ssh/authorized_keys
   touch "$keys"
   grep -qxF "$(cat "$DIR/ssh/id_ed25519.pub")" "$keys" || cat "$DIR/ssh/id_ed25519.pub" >>"$keys"
-  chown "$USER_NAME:$USER_NAME" "$keys"
+  chown "$name:$name" "$keys"
   chmod 600 "$keys"
 }
 
@@ -298,7 +302,7 @@ start_sshd() { # start_sshd NAME PORT
   ssh-keygen -A >/dev/null
   /usr/sbin/sshd -p "$port" -o ListenAddress=127.0.0.1 -o PidFile="$RUN/$name.pid" \
     -o UsePAM=no -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no \
-    -o PubkeyAuthentication=yes -o PermitRootLogin=no -o AllowUsers="$USER_NAME" \
+    -o PubkeyAuthentication=yes -o PermitRootLogin=no -o AllowUsers="$USER_NAME ${LANE_USERS[*]}" \
     -o LogLevel=INFO -o MaxStartups=100:30:200 -o MaxSessions=50 -o SetEnv="SLURM_CONF=$SLURM_CONF" \
     -E "$LOG/sshd-$name.log"
   wait_for 10 "sshd $name" test -s "$RUN/$name.pid"
@@ -361,7 +365,8 @@ up() {
   install -d -m 755 "$DIR" "$RUN" "$LOG"
   install_gpu_stub
   install_packages
-  make_user
+  local u
+  for u in "$USER_NAME" "${LANE_USERS[@]}"; do make_user "$u"; done
   write_configs
   start_munge
   start_mariadb

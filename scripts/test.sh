@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test, from nothing: venv + Airflow metadata DB, the real local Slurm cluster, ruff, pytest.
 # Usage: scripts/test.sh [--fast] [pytest args]     (as root on Debian 12)
-#   no args: two pytest lanes at once, the local-cluster tests and all the others (own metadata DB);
+#   no args: the local-cluster tests (the exclusive ones alone, then the rest in SWEEP_TEST_LANES
+#            parallel lanes, each its own Slurm user) beside all the others (own metadata DB);
 #   pytest args: one pytest with them.
 #   --fast: the inner loop's tier: ruff + the tests that start no real service (unit, DagBag, the
 #           config and remote-script checks); no cluster, no apt. Every test runs without it.
@@ -63,9 +64,16 @@ echo "[test] pytest -m 'not cluster' (beside the cluster lane; its output follow
 AIRFLOW_HOME=$LANE2_HOME python -m pytest -q -p no:cacheprovider -m "not cluster" --durations=15 >"$LANE2_LOG" 2>&1 &
 lane2=$!
 start=$SECONDS
-echo "[test] pytest -m cluster"
+# The cluster tests: first those that stop a daemon, fail a node or cut sessions, one at a time;
+# then the rest in SWEEP_TEST_LANES parallel pytest-xdist workers, each its own Slurm user (lane k:
+# sweep, sweep2, …; scripts/local_cluster.sh makes them) and its own metadata DB (tests/lab.py).
+LANES=${SWEEP_TEST_LANES:-3}
+echo "[test] pytest -m 'cluster and exclusive' (one at a time)"
 rc1=0
-python -m pytest -q -p no:cacheprovider -m cluster --durations=30 || rc1=$?
+python -m pytest -q -p no:cacheprovider -m "cluster and exclusive" --durations=10 || rc1=$?
+echo "[test] pytest -m 'cluster and not exclusive' in $LANES lanes"
+python -m pytest -q -p no:cacheprovider -m "cluster and not exclusive" -n "$LANES" --dist loadfile \
+  --durations=20 || rc1=$?
 echo "[test] cluster lane: exit $rc1 after $((SECONDS - start)) s"
 rc2=0
 wait "$lane2" || rc2=$?

@@ -11,17 +11,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from lab import LOGS, USER, WORKER
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER_DIR = Path(os.environ.get("SWEEP_CLUSTER_DIR", "/var/tmp/sweep-local-cluster"))
 SCRIPT = ROOT / "scripts" / "local_cluster.sh"
-USER = os.environ.get("SWEEP_CLUSTER_USER", "sweep")
+
+
+def _lane_metadata_db() -> None:
+    """An xdist worker's own Airflow metadata DB: a copy (SQLite's backup API, never a file copy
+    of a live DB) of the migrated one, in ``<AIRFLOW_HOME>-<worker>``, set before Airflow is imported."""
+    home = os.environ.get("AIRFLOW_HOME")
+    if not WORKER or not home or os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"):
+        return
+    import sqlite3
+
+    mine = Path(f"{home.rstrip('/')}-{WORKER}")
+    mine.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(Path(home) / "airflow.db") as src, sqlite3.connect(mine / "airflow.db") as dst:
+        src.backup(dst)
+    os.environ["AIRFLOW_HOME"] = str(mine)
+
+
+_lane_metadata_db()
 # dag.test() serializes the DAGs of the dags-folder bundle (settings.DAGS_FOLDER, read once when
 # airflow is first imported): this checkout's dags/, not whatever checkout env.sh pointed at.
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
 # dag.test() cannot run a DAG with a deadline= in Airflow 3.3.2: the overrun alert is tested on its own
 os.environ.setdefault("SWEEP_OVERRUN_ALERT", "off")
-LOGS = Path(f"/home/{USER}/jobs/logs")
 
 
 def sh(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -101,7 +118,8 @@ class LocalCluster:
     def sshd_accepts(self, node: str) -> int:
         """How many SSH logins the node's sshd has accepted so far (from its own log)."""
         log = self.dir / "log" / f"sshd-{node}.log"
-        return log.read_text(errors="replace").count("Accepted publickey") if log.exists() else 0
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return text.count(f"Accepted publickey for {USER} ")  # this lane's logins only
 
     def cancel_all(self) -> None:
         sh("runuser", "-u", USER, "--", "scancel", "-u", USER, check=False)
@@ -133,8 +151,8 @@ def _local_cluster_session():
         if res.returncode != 0:
             pytest.fail(f"local cluster did not come up:\n{res.stdout}\n{res.stderr}")
     conns = json.loads((CLUSTER_DIR / "connections.json").read_text())
-    for conn_id, conn in conns.items():
-        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
+    for conn_id, conn in conns.items():  # this lane's Slurm user logs in
+        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({**conn, "login": USER})
     cluster = LocalCluster(CLUSTER_DIR)
     cluster.cancel_all()
     yield cluster

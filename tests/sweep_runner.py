@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab import LAB_OPS
+
 from sweep_core.models import ClusterSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +39,7 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    os.environ["SWEEP_OPS_DIR"] = str(ops_dir or ROOT / "include" / "ops")
+    os.environ["SWEEP_OPS_DIR"] = str(ops_dir or LAB_OPS)
     os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
     try:
         bag = DagBag(str(ROOT / "dags"))
@@ -93,7 +95,7 @@ def run_dag(
     from sqlalchemy import select
 
     saved = {k: os.environ.get(k) for k in ("SWEEP_OPS_DIR", "SWEEP_RUN_LOG_DIR", *env)}
-    os.environ["SWEEP_OPS_DIR"] = str(ops_dir or ROOT / "include" / "ops")
+    os.environ["SWEEP_OPS_DIR"] = str(ops_dir or LAB_OPS)
     os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
     os.environ.update(env)
     try:

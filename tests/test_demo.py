@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from sweep_runner import ROOT
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 IRIS = "http://127.0.0.1:22310"
 
 

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from conftest import CLUSTER_DIR, ROOT
 from deploy_client import Deployment, run_timing
+from lab import LAB_OPS
 
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
 
-pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900), pytest.mark.exclusive]
 SWEEP = "monitor_cron_sweep"
 HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest", "sweep_rl_deep_dive")
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "CeleryExecutor")
@@ -42,7 +43,7 @@ def _now() -> str:
 def _test_config(home: Path) -> dict[str, str]:
     """A test copy of sweep.yaml (a cron every minute, a tracker repo so the harvest hand-off is
     triggered every sweep) and an ops dir holding only the bundled cluster."""
-    shutil.copytree(ROOT / "include" / "ops" / "local", home / "ops" / "local")
+    shutil.copytree(LAB_OPS / "local", home / "ops" / "local")
     tracker = home / "tracker"
     tracker.mkdir()
     subprocess.run(["git", "init", "-q", str(tracker)], check=True)

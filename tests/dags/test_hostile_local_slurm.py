@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from lab import HOME, USER
 from sweep_runner import ROOT, run_sweep
 
 pytestmark = pytest.mark.cluster
@@ -18,7 +19,7 @@ def test_a_running_job_logging_nan_and_inf_is_reported_and_flagged(local_cluster
     no run log, no collapse flag, for every cluster. Now the run succeeds and flags the job; a job
     whose metric dict is nested 100,000 deep shows ? with the reason, next to a healthy job."""
     c = local_cluster
-    dst = Path(f"/home/sweep/jobs/hostile-{tag}")
+    dst = Path(f"{HOME}/jobs/hostile-{tag}")
     dst.mkdir(parents=True)
     shutil.copy(ROOT / "tests" / "fixtures" / "logs" / "rl_nan.out", dst / "rl_nan.out")
     shutil.copy(ROOT / "tests" / "fixtures" / "logs" / "rl_healthy.out", dst / "rl_healthy.out")
@@ -26,7 +27,7 @@ def test_a_running_job_logging_nan_and_inf_is_reported_and_flagged(local_cluster
         'WANDB_MIRROR {"a":' + "[" * 5000 + "}\nTotal optimization steps = " + "9" * 5000 + "\n"
         "Training Step Progress: 3/10\n"
     )
-    subprocess.run(["chown", "-R", "sweep:sweep", str(dst)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(dst)], check=True)
     names = {"nan": f"rl__{tag}_nan", "ok": f"rl__{tag}_ok", "deep": f"rl__{tag}_deep"}
     ids = [
         c.submit(names["nan"], f"cat {dst}/rl_nan.out; sleep 900"),

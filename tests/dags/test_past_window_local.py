@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from pathlib import Path
 
 import pytest
+from lab import HOME
 from sweep_runner import run_sweep
 
 from sweep_core.slurm.past_window import PAST_RUNNING_LOG_NOTE
@@ -23,7 +23,7 @@ from sweep_core.window import PAST_WINDOW_NOTE
 
 pytestmark = pytest.mark.cluster
 GRACE_S = 5
-JOBS = Path("/home/sweep/jobs")
+JOBS = HOME / "jobs"
 
 
 def test_a_past_window_lists_what_sacct_knew_then_not_what_runs_now(local_cluster, tag, tmp_path, monkeypatch) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from lab import HOME, LAB_OPS, USER
 from sweep_runner import ROOT, run_sweep
 
 from sweep_core.models import ClusterStatus
@@ -24,7 +25,7 @@ def test_full_sweep_buckets_states_failure_and_staleness(local_cluster, tag, tmp
     ids = {
         "rl": c.submit(f"rl__{tag}_grpo", LOOP),
         "sft": c.submit(f"sft__{tag}_cell3", LOOP),
-        "datagen": c.submit(f"datagen__{tag}", LOOP, "--array=1-2", output="/home/sweep/jobs/logs/%x-%A_%a.out"),
+        "datagen": c.submit(f"datagen__{tag}", LOOP, "--array=1-2", output=f"{HOME}/jobs/logs/%x-%A_%a.out"),
         "eval": c.submit(f"eval-{tag}_math500", LOOP),
         "catch": c.submit(f"pretokenize_{tag}", LOOP),
         "wedged": c.submit(f"rl__{tag}_wedged", "echo started; sleep 900"),
@@ -80,6 +81,7 @@ def test_full_sweep_buckets_states_failure_and_staleness(local_cluster, tag, tmp
     assert run.snapshots["perlmutter"].status == ClusterStatus.DROPPED
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_slurmctld_down_is_unknown_not_drained(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     job = c.submit(f"rl__{tag}_alive", LOOP)
@@ -100,6 +102,7 @@ def test_slurmctld_down_is_unknown_not_drained(local_cluster, tag, tmp_path) -> 
     c.wait_running(job)  # the job survived the controller restart
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_login01_down_gathers_via_login02(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     job = c.submit(f"sft__{tag}_failover", LOOP)
@@ -126,7 +129,7 @@ def _closed_port() -> int:
 def _ops_copy(tmp_path: Path) -> Path:
     ops = tmp_path / "ops"
     ops.mkdir()
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     return ops
 
 
@@ -213,12 +216,12 @@ def test_shell_metacharacters_in_names_and_paths_do_not_inject(local_cluster, ta
     c = local_cluster
     pwned = [Path(f"/tmp/pwned_{tag}_{i}") for i in range(2)]
     names = [f"rl__x;touch$IFS{pwned[0]}", f"sft__$(touch {pwned[1]})`id`"]
-    ids = [c.submit(n, LOOP, output="/home/sweep/jobs/logs/meta-%j.out") for n in names]
+    ids = [c.submit(n, LOOP, output=f"{HOME}/jobs/logs/meta-%j.out") for n in names]
     # A log path (it comes back from scontrol) with quotes, spaces and a command substitution
     # that would create ~sweep/pwned_<tag>_2 if anything evaluated it. No "/" in the $(...):
     # Slurm would read it as a directory.
-    pwned.append(Path(f"/home/sweep/pwned_{tag}_2"))
-    odd_log = f'/home/sweep/jobs/logs/q\'uote "dq" $(touch pwned_{tag}_2) `id` %j.out'
+    pwned.append(Path(f"{HOME}/pwned_{tag}_2"))
+    odd_log = f'{HOME}/jobs/logs/q\'uote "dq" $(touch pwned_{tag}_2) `id` %j.out'
     ids.append(c.submit(f"eval-{tag}_oddpath", LOOP, output=odd_log))
     c.wait_running(*ids)
     c.wait_log(ids[2])
@@ -256,9 +259,9 @@ def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> N
     """Jobs on the real cluster write the fixture logs; the tables show metrics and rule flags."""
     c = local_cluster
     src = ROOT / "tests" / "fixtures" / "logs"
-    dst = Path(f"/home/sweep/jobs/fixtures-{tag}")
+    dst = Path(f"{HOME}/jobs/fixtures-{tag}")
     shutil.copytree(src, dst)
-    subprocess.run(["chown", "-R", "sweep:sweep", str(dst)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(dst)], check=True)
 
     def cat_then(name: str, *, exit_code: int | None = None) -> str:
         tail = f"exit {exit_code}" if exit_code is not None else "sleep 600"
@@ -283,7 +286,7 @@ def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> N
         c.submit(names["chain"], cat_then("rl_chain_current.out")),
     ]
     dead = c.submit(
-        names["dead"], cat_then("datagen_dead.out"), "--array=1-2", output="/home/sweep/jobs/logs/%x-%A_%a.out"
+        names["dead"], cat_then("datagen_dead.out"), "--array=1-2", output=f"{HOME}/jobs/logs/%x-%A_%a.out"
     )
     broken = c.submit(names["broken"], cat_then("sft_masked_traceback.out", exit_code=1))
     c.wait_running(*ids)
@@ -383,9 +386,9 @@ def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tm
     """The cluster's clone (ops.md repo_path = /home/sweep/repo, a real git repo reached over the
     bundled SSH): piled-up files are classified; the sweep changes nothing there."""
 
-    def git(*args: str, cwd: str = "/home/sweep") -> str:
+    def git(*args: str, cwd: str = str(HOME)) -> str:
         res = subprocess.run(
-            ["runuser", "-u", "sweep", "--", "git", "-c", "user.email=s@s", "-c", "user.name=s", *args],
+            ["runuser", "-u", USER, "--", "git", "-c", "user.email=s@s", "-c", "user.name=s", *args],
             cwd=cwd,
             capture_output=True,
             text=True,
@@ -393,23 +396,23 @@ def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tm
         )
         return res.stdout
 
-    subprocess.run(["rm", "-rf", "/home/sweep/repo", "/home/sweep/origin.git", "/home/sweep/seed"], check=True)
-    git("init", "-q", "--bare", "-b", "main", "/home/sweep/origin.git")
-    git("clone", "-q", "/home/sweep/origin.git", "/home/sweep/seed")
-    Path("/home/sweep/seed/train.py").write_text("v1\n")
-    git("add", "train.py", cwd="/home/sweep/seed")
-    git("commit", "-qm", "seed", cwd="/home/sweep/seed")
-    git("push", "-q", "origin", "main", cwd="/home/sweep/seed")
-    git("clone", "-q", "/home/sweep/origin.git", "/home/sweep/repo")
+    subprocess.run(["rm", "-rf", f"{HOME}/repo", f"{HOME}/origin.git", f"{HOME}/seed"], check=True)
+    git("init", "-q", "--bare", "-b", "main", f"{HOME}/origin.git")
+    git("clone", "-q", f"{HOME}/origin.git", f"{HOME}/seed")
+    Path(f"{HOME}/seed/train.py").write_text("v1\n")
+    git("add", "train.py", cwd=f"{HOME}/seed")
+    git("commit", "-qm", "seed", cwd=f"{HOME}/seed")
+    git("push", "-q", "origin", "main", cwd=f"{HOME}/seed")
+    git("clone", "-q", f"{HOME}/origin.git", f"{HOME}/repo")
     for name, text in (("run.yaml.bak", "x"), ("&1", "x"), ("math_eval_list.txt", "x"), ("train.py", "edited\n")):
-        Path("/home/sweep/repo", name).write_text(text)
-    subprocess.run(["chown", "-R", "sweep:sweep", "/home/sweep/repo"], check=True)
+        Path(f"{HOME}/repo", name).write_text(text)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", f"{HOME}/repo"], check=True)
 
     def state() -> tuple[str, str, list[str]]:
         return (
-            git("status", "--porcelain=v1", "-b", cwd="/home/sweep/repo"),
-            git("rev-parse", "HEAD", cwd="/home/sweep/repo"),
-            sorted(os.listdir("/home/sweep/repo")),
+            git("status", "--porcelain=v1", "-b", cwd=f"{HOME}/repo"),
+            git("rev-parse", "HEAD", cwd=f"{HOME}/repo"),
+            sorted(os.listdir(f"{HOME}/repo")),
         )
 
     before = state()

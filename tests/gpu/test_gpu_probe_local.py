@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sweep_runner import ROOT, run_sweep
+from lab import LAB_OPS
+from sweep_runner import run_sweep
 
 pytestmark = pytest.mark.cluster
 STUB_JOBS = Path("/var/lib/sweep-gpu-stub/jobs")
@@ -19,7 +20,7 @@ LOOP = 'for i in $(seq 1 600); do echo "Training Step Progress: $i/600"; sleep 2
 
 def _ops(tmp_path: Path, timeout_s: int = 4) -> Path:
     ops = tmp_path / "ops"
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     md = ops / "local" / "ops.md"
     text = md.read_text()
     extra = f"gpu_probe: srun-overlap\ngpu_probe_max: 20\ngpu_probe_timeout_s: {timeout_s}\n"

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sweep_runner import ROOT, run_dag
+from lab import HOME, LAB_OPS
+from sweep_runner import run_dag
 
 pytestmark = pytest.mark.cluster
 
 
 def _ops(tmp_path: Path, quota: dict) -> Path:
     ops = tmp_path / "ops"
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     md = ops / "local" / "ops.md"
     _, front, body = md.read_text().split("---", 2)
     meta = yaml.safe_load(front)
@@ -28,7 +29,7 @@ def test_over_the_soft_limit_red_flags_and_triggers_reclaim(local_cluster, tmp_p
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
 
-    ops = _ops(tmp_path, {"kind": "inodes", "command": "df -i -P /home/sweep", "soft_limit": 1000})
+    ops = _ops(tmp_path, {"kind": "inodes", "command": f"df -i -P {HOME}", "soft_limit": 1000})
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path / "logs", ops)
     assert run.state == "success", run.task_states
     snap = next(s for s in run.values["bucket"]["snapshots"] if s["cluster"] == "local")
@@ -57,7 +58,7 @@ def test_quota_command_failure_is_unknown_never_ok(local_cluster, tmp_path) -> N
 
 
 def test_dormant_quota_is_not_checked(local_cluster, tmp_path) -> None:
-    ops = _ops(tmp_path, {"kind": "inodes", "command": "df -i -P /home/sweep", "soft_limit": 1000, "dormant": True})
+    ops = _ops(tmp_path, {"kind": "inodes", "command": f"df -i -P {HOME}", "soft_limit": 1000, "dormant": True})
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path / "logs", ops)
     snap = next(s for s in run.values["bucket"]["snapshots"] if s["cluster"] == "local")
     assert snap["quota"] is None

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from iris_local import IRIS_PY, free_port, iris_ops, needs_iris, submit, wait_states
 from k8s_stub import PodListStub, kubeconfig, pod
+from lab import LAB_OPS, USER
 from sweep_runner import ROOT, run_sweep
 
 from sweep_core.config.ops import parse_ops_text
@@ -31,7 +32,7 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
     local_cluster.wait_running(slurm_job)
 
     ops = tmp_path / "ops"
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     shutil.copytree(ROOT / "include" / "ops" / "coreweave", ops / "coreweave")  # shipped: fields unset
     iris_ops(ops, "cwlocal", url, run)
     iris_ops(ops, "cwdown", f"http://127.0.0.1:{free_port()}", run)
@@ -94,7 +95,7 @@ def test_cli_fallback_reads_the_same_jobs(controller, tag) -> None:
     job = submit(url, run, f"sft__{tag}_cli", "sleep 120")
     wait_states(url, run, {job: "RUNNING"})
     binary = str(Path(IRIS_PY).with_name("iris"))
-    hook = IrisHook(url=url, user="sweep", binary=binary, home=str(run), timeout_s=60)
+    hook = IrisHook(url=url, user=USER, binary=binary, home=str(run), timeout_s=60)
     jobs, _ = hook.poll()
     assert hook.source == "iris CLI"
     found = {j.job_id: j for j in jobs}

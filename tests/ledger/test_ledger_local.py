@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lab import HOME, USER
 from sweep_runner import ROOT, DagRun, run_dag
 
 from sweep_core.ledger.store import load_ledger
@@ -27,7 +28,7 @@ from sweep_core.ledger.store import load_ledger
 pytestmark = pytest.mark.cluster
 PERIOD = 60  # seconds: the test schedule's cron step (one-minute windows)
 CRON = "* * * * *"
-JOBS = Path("/home/sweep/jobs")
+JOBS = HOME / "jobs"
 
 
 def _tick_after(t: float) -> dt.datetime:
@@ -69,6 +70,7 @@ def _changes(run: DagRun) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", ln[2:]) for ln in section.splitlines() if ln.startswith("- ")]
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by_hand(
     local_cluster, tag, tmp_path
 ) -> None:
@@ -120,7 +122,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     # Window 2: a held job released, one cancelled, one completed, a new one, a stall starting.
     _wait_until(end)
     _run("scontrol", "release", ids["held"])
-    _run("runuser", "-u", "sweep", "--", "scancel", ids["cancel"])
+    _run("runuser", "-u", USER, "--", "scancel", ids["cancel"])
     gate("done").touch()
     gate("late").touch()
     ids["new"] = c.submit(names["new"], "echo started; sleep 900")
@@ -203,7 +205,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
 
     # Window 4: the new job ends, then slurmctld is down for the sweep: the ledger's jobs are unchanged.
     _wait_until(end)
-    _run("runuser", "-u", "sweep", "--", "scancel", ids["new"])
+    _run("runuser", "-u", USER, "--", "scancel", ids["new"])
     c.wait_windowed(ids["new"])
     jobs_before = json.dumps(load_ledger(logs).to_dict()["jobs"], sort_keys=True)
     end += dt.timedelta(seconds=PERIOD)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import table_rows
+from lab import HOME, USER
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
@@ -27,11 +28,11 @@ def _reason(job_id: str) -> str:
 
 def test_a_broken_chain_a_held_job_and_sft_divergence_on_the_real_cluster(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
-    dst = Path(f"/home/sweep/jobs/sftdiv-{tag}")
+    dst = Path(f"{HOME}/jobs/sftdiv-{tag}")
     dst.mkdir(parents=True)
     for name in ("sft_nan.out", "sft_spike.out"):
         shutil.copy(ROOT / "tests" / "fixtures" / "logs" / name, dst / name)
-    subprocess.run(["chown", "-R", "sweep:sweep", str(dst)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(dst)], check=True)
     names = {k: f"sft__{tag}_{k}" for k in ("nan", "spike", "chain")} | {"held": f"eval-{tag}_held"}
     ids = {
         "nan": c.submit(names["nan"], f"cat {dst}/sft_nan.out; sleep 900"),

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lab import LOGS, USER
 from ledger.test_ledger_local import PERIOD, _tick_after, _wait_until
 from sweep_runner import ROOT, DagRun, run_dag
 
 from sweep_core.ledger.store import load_ledger
 
 pytestmark = pytest.mark.cluster
-LOGS = Path("/home/sweep/jobs/logs")
 COUNT = 'i={start}; while true; do i=$((i+1)); echo "Training Step Progress: $i/100000"; sleep 2; done'
 
 
@@ -60,7 +60,7 @@ def test_a_frozen_step_that_keeps_printing_is_stalled_from_the_second_sweep(loca
     assert _stalled(first) == {}  # one sighting: nothing to compare with
 
     # The chain link ends; its restart continues from the step the first link reached.
-    subprocess.run(["runuser", "-u", "sweep", "--", "scancel", ids["chain"]], check=True)
+    subprocess.run(["runuser", "-u", USER, "--", "scancel", ids["chain"]], check=True)
     log1 = LOGS / f"{names['chain']}-{ids['chain']}.out"
     resume = "i=$(grep -o 'Progress: [0-9]*' " + str(log1) + " | tail -1 | cut -d' ' -f2); " + COUNT.format(start="$i")
     ids["link2"] = c.submit(f"{names['chain']}_resume1", resume)

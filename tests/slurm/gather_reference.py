@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab import USER
+
 from sweep_core.slurm.gather import GatherRequest, gather_values, new_marker
 from sweep_core.slurm.remote_scripts import compose, headroom_lines
 
@@ -66,7 +68,7 @@ def run_on_login01(script: str, strace: bool = False, port: int = 22201) -> Remo
         inner = f"strace -f -qq -e trace=clone,clone3,fork,vfork -o {trace} bash -s"
     cmd = ["ssh", "-i", str(CLUSTER_DIR / "ssh" / "id_ed25519"), "-p", str(port), "-o", "BatchMode=yes",
            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-           "sweep@127.0.0.1", f"{inner}; times >&2"]  # fmt: skip
+           f"{USER}@127.0.0.1", f"{inner}; times >&2"]  # fmt: skip
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - t0

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from gather_reference import old_gather_script, run_on_login01
+from lab import LOGS, USER
 
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm.snapshot import snapshot_from_output
 
 pytestmark = pytest.mark.cluster
-LOGS = Path("/home/sweep/jobs/logs")
-SWEEP = pwd.getpwnam("sweep")
+SWEEP = pwd.getpwnam(USER)
 STATIC = "echo 'Training Step Progress: 3/600'; exec sleep 600"  # a log that stays as it is
 
 
@@ -61,7 +61,7 @@ def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None
         c.wait_windowed(job)
     time.sleep(2)  # every log written
     now = int(time.time())
-    req = GatherRequest(user="sweep", window_start=start, window_end=now - 1, settle_s=0, max_finished_logs=5000,
+    req = GatherRequest(user=USER, window_start=start, window_end=now - 1, settle_s=0, max_finished_logs=5000,
                         log_pattern=str(LOGS / "%x-%j.out"))  # fmt: skip
     old_script, old_marker = old_gather_script(req)
     snaps = {}

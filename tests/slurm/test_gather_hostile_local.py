@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import table_rows
+from lab import LOGS, USER
 from sweep_runner import ROOT, run_sweep
 
 from sweep_core.models import ClusterStatus
 
 pytestmark = pytest.mark.cluster
 LOOP = 'for i in $(seq 1 600); do echo "Training Step Progress: $i/600"; sleep 2; done'
-LOGS = Path("/home/sweep/jobs/logs")
-SWEEP = pwd.getpwnam("sweep")
+SWEEP = pwd.getpwnam(USER)
 
 
 def _sweep_processes() -> dict[int, str]:
@@ -218,6 +218,7 @@ def test_device_logs_are_no_log_file_to_judge(local_cluster, tag, tmp_path) -> N
     assert not run.job(f"rl__{tag}_ok").stale
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_ampersand_in_a_finished_jobs_name_keeps_its_log(local_cluster, tag, tmp_path) -> None:
     """With the controller down (as long after MinJobAge, when scontrol no longer knows the job)
     the log of a job that ended in the window is found by ops.md log_pattern alone."""

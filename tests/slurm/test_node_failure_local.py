@@ -12,7 +12,7 @@ from typing import TypeVar
 import pytest
 from conftest import sh
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 T = TypeVar("T")
 
 

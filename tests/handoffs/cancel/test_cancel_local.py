@@ -140,6 +140,7 @@ def test_dry_run_cancels_nothing_even_when_approved(local_cluster, tag, tmp_path
     assert "would scancel (dry run)" in Path(run.values["record"]).read_text()
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_squeue_unknown_cancels_nothing(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     name = f"rl__{tag}_wedged"

@@ -13,6 +13,7 @@ import pytest
 from cancel_handoff import hand_off
 from conftest import LOGS, sh
 from hitl_responder import CANCEL, RELAUNCH, HITLResponder
+from lab import USER
 from sweep_runner import run_dag
 from test_relaunch_local import _job, _ledger, _scontrol
 
@@ -34,7 +35,7 @@ def _moving(c, tag: str) -> tuple[str, str, Path]:
 def _print_again(c, jid: str, go: Path) -> None:
     """The job writes again while the approval waits (waits until its log shows step 520)."""
     time.sleep(1.1)  # the log's mtime (1 s resolution) must differ from the one read at validation
-    sh("runuser", "-u", "sweep", "--", "touch", str(go))
+    sh("runuser", "-u", USER, "--", "touch", str(go))
     path, end = c.stdout_path(jid), time.time() + 30
     while time.time() < end and "520/1000" not in path.read_text():
         time.sleep(0.2)

@@ -12,17 +12,18 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, sh
+from conftest import sh
+from lab import HOME, LAB_OPS, USER
 from test_relaunch_local import _job
 from test_relaunch_node_chain_local import _relaunch
 
 pytestmark = pytest.mark.cluster
-JOBS = Path("/home/sweep/jobs")
+JOBS = HOME / "jobs"
 
 
 def _ops(tmp_path: Path, match: str, argv: list[str]) -> Path:
     ops = tmp_path / "ops"
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     md = (ops / "local" / "ops.md").read_text()
     entry = f"relaunch_commands:\n  - {{match: {json.dumps(match)}, argv: {json.dumps(argv)}}}\nquota:\n"
     (ops / "local" / "ops.md").write_text(md.replace("quota:\n", entry, 1))
@@ -56,5 +57,5 @@ def test_a_hostile_job_name_runs_nothing_on_relaunch(local_cluster, tag, tmp_pat
     assert said in text, text[:3000]
     assert c.squeue_state(jid) == "RUNNING", c.sacct_state(jid)  # neither cancelled nor requeued
     assert not touched.exists()
-    names = sh("squeue", "-h", "-u", "sweep", "-o", "%j").stdout.splitlines()
+    names = sh("squeue", "-h", "-u", USER, "-o", "%j").stdout.splitlines()
     assert [n for n in names if n.startswith(f"rl__{tag}")] == [name]  # no second job submitted either

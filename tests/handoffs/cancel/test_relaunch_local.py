@@ -14,6 +14,7 @@ import pytest
 from cancel_handoff import hand_off
 from conftest import ROOT, sh
 from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
+from lab import LOGS
 from sweep_runner import run_dag
 
 from sweep_core.ledger.store import LEDGER_FILE
@@ -108,7 +109,7 @@ def test_a_no_requeue_job_and_an_array_task_are_requeued_by_their_own_ids(local_
     c = local_cluster
     single, arr = f"rl__{tag}_norq", f"rl__{tag}_arr"
     jid = c.submit(single, STEP, "--no-requeue")
-    array = c.submit(arr, STEP, "--array=0-2", output=str(Path("/home/sweep/jobs/logs") / "%x-%A_%a.out"))
+    array = c.submit(arr, STEP, "--array=0-2", output=str(LOGS / "%x-%A_%a.out"))
     tasks = [f"{array}_{i}" for i in range(3)]
     c.wait_running(jid, *tasks)
     c.wait_log(jid)

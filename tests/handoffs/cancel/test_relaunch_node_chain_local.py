@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from cancel_handoff import hand_off
-from conftest import ROOT
 from hitl_responder import RELAUNCH, HITLResponder
+from lab import LAB_OPS, LOGS
 from sweep_runner import run_dag
 from test_relaunch_local import _job, _scontrol
 
@@ -23,7 +23,6 @@ from sweep_core.ledger.store import LEDGER_FILE, update_ledger
 from sweep_core.state.documents import read_document
 
 pytestmark = pytest.mark.cluster
-LOGS = Path("/home/sweep/jobs/logs")
 
 
 def _relaunch(tmp_path: Path, jobs: list[dict], **kw):
@@ -74,7 +73,7 @@ def test_an_ops_md_relaunch_command_gets_a_new_id_linked_in_the_ledger(local_clu
     c.wait_running(jid)
     c.wait_log(jid)
     ops = tmp_path / "ops"
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     md = (ops / "local" / "ops.md").read_text()
     argv = ["sbatch", "--parsable", "-J", "{name}", "-o", str(LOGS / "%x-%j.out"), "--wrap", "sleep 900"]
     md = md.replace(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
+from lab import HOME, USER
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
@@ -42,9 +43,9 @@ def _sacct_names(name: str, settle: float = 15) -> list[str]:
 
 
 def _named_once(name: str) -> list[str]:
-    sq = subprocess.run(["squeue", "-h", "-u", "sweep", "-n", name, "-o", "%i"], capture_output=True, text=True).stdout
+    sq = subprocess.run(["squeue", "-h", "-u", USER, "-n", name, "-o", "%i"], capture_output=True, text=True).stdout
     sa = subprocess.run(
-        ["sacct", "-n", "-X", "-P", "-S", "now-1days", "-u", "sweep", "--name", name, "-o", "JobID"],
+        ["sacct", "-n", "-X", "-P", "-S", "now-1days", "-u", USER, "--name", name, "-o", "JobID"],
         capture_output=True,
         text=True,
         check=True,
@@ -93,7 +94,7 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
                     "-J",
                     "eval-{cell}",
                     "--wrap",
-                    "d=/home/sweep/jobs/eval/$SLURM_JOB_ID; mkdir -p $d; printf '%s' '"
+                    f"d={HOME}/jobs/eval/$SLURM_JOB_ID; mkdir -p $d; printf '%s' '"
                     + RESULTS
                     + "' > $d/results_2026-12-02T11-00-00.json",
                 ],

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
+from lab import ARTIFACTS, HOME, USER
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.handoffs.cleanup.backlog import load_backlog
 
 pytestmark = pytest.mark.cluster
-ART = Path("/home/sweep/jobs/artifacts")
+ART = ARTIFACTS
 ORG = "sweep-local"
 
 
@@ -28,7 +29,7 @@ def _tree(name: str, files: int = 60) -> Path:
             d = base / sub / f"d{i // 20}"
             d.mkdir(parents=True, exist_ok=True)
             (d / f"f{i}.json").write_text("{}")
-    subprocess.run(["chown", "-R", "sweep:sweep", str(ART)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(ART)], check=True)
     return base
 
 
@@ -60,7 +61,7 @@ def test_cleanup_guards_then_delete_and_reclaim(local_cluster, tag, tmp_path) ->
         c.wait_finished(ids[n], "COMPLETED")
     c.wait_running(ids[running])
     trees = {n: _tree(n) for n in (good, nohub, running, escape)}
-    precious = Path("/home/sweep/precious") / tag
+    precious = Path(f"{HOME}/precious") / tag
     precious.mkdir(parents=True)
     (precious / "keep.txt").write_text("do not delete")
     shutil.rmtree(trees[escape] / "tasks")
@@ -106,6 +107,7 @@ def test_cleanup_guards_then_delete_and_reclaim(local_cluster, tag, tmp_path) ->
     assert again.task_states["delete"] == "skipped"
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_cleanup_does_nothing_while_squeue_is_unknown(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     name = f"rl__{tag}_harbor"
@@ -176,7 +178,7 @@ def test_datagen_needs_every_chunk_and_an_answering_hub(local_cluster, tag, tmp_
     """A datagen array with one failed chunk keeps its trees; so does a complete one while the hub
     does not answer; once the hub holds the consolidated dataset, the chunk trees go."""
     c = local_cluster
-    out = "/home/sweep/jobs/logs/%x-%A_%a.out"
+    out = f"{HOME}/jobs/logs/%x-%A_%a.out"
     broken, done = f"datagen__{tag}_broken", f"datagen__{tag}_done"
     a_broken = c.submit(
         broken, 'if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then exit 3; fi; echo ok', "--array=1-3", output=out
@@ -193,7 +195,7 @@ def test_datagen_needs_every_chunk_and_an_answering_hub(local_cluster, tag, tmp_
             for i in range(20):
                 (d / f"r{i}.json").write_text("{}")
         trees[name] = ART / name
-    subprocess.run(["chown", "-R", "sweep:sweep", str(ART)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(ART)], check=True)
     jobs = [
         {"cluster": "local", "job_id": f"{a_broken}_1", "name": broken, "flavor": "datagen-job-cleanup"},
         {"cluster": "local", "job_id": f"{a_done}_1", "name": done, "flavor": "datagen-job-cleanup"},
@@ -237,7 +239,7 @@ def _ssh_rm(user: str, items: list, log_name: str = "cleanup rm"):
 
 
 def _scancel(*job_ids: str) -> None:
-    subprocess.run(["runuser", "-u", "sweep", "--", "scancel", *job_ids], check=True)
+    subprocess.run(["runuser", "-u", USER, "--", "scancel", *job_ids], check=True)
     for _ in range(120):
         listed = subprocess.run(["squeue", "-h", "-j", ",".join(job_ids), "-o", "%i"], capture_output=True, text=True)
         if not listed.stdout.strip():
@@ -320,12 +322,12 @@ def test_rm_script_over_ssh_cannot_be_raced_out_of_the_root(local_cluster, tag) 
 
     base = ART / f"race_{tag}"
     tree = make_race_tree(base, 200)
-    subprocess.run(["chown", "-R", "sweep:sweep", str(base)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(base)], check=True)
     real_root = os.path.realpath(tree.root)
     started: set[int] = set()
     outcomes = []
     try:
-        with swapper(tree, as_user="sweep"):
+        with swapper(tree, as_user=USER):
             for batch in range(10):  # 10 SSH sessions x 20 rm attempts each
                 ks = sorted(range(batch * 20, batch * 20 + 20), key=lambda k: str(tree.target(k)))
                 items = [RmItem(str(tree.target(k)), real_root, f"race{k}", "1") for k in ks]

@@ -16,11 +16,12 @@ import huggingface_hub
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
+from lab import ARTIFACTS, HOME, USER
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
-ART = Path("/home/sweep/jobs/artifacts")
-JOBS = Path("/home/sweep/jobs")
+ART = ARTIFACTS
+JOBS = HOME / "jobs"
 ORG = "sweep-local"
 SITE = Path(huggingface_hub.__file__).resolve().parents[1]  # readable by the cluster user
 
@@ -58,7 +59,7 @@ def _config(tmp_path: Path, script: Path, hub_url: str) -> Path:
                     "-J",
                     "{job_name}",
                     "-o",
-                    "/home/sweep/jobs/logs/%x-%j.out",
+                    f"{HOME}/jobs/logs/%x-%j.out",
                     f"--export=ALL,HF_ENDPOINT={hub_url},PYTHONPATH={SITE},HF_HUB_DISABLE_TELEMETRY=1",
                     str(script),
                     "{root}/{name}",
@@ -123,14 +124,14 @@ def test_a_real_array_is_consolidated_once_uploaded_tracked_then_its_chunks_remo
     name = f"datagen__{tag}_mix"
     base = ART / name
     chunk = f'd={base}/chunks/c$SLURM_ARRAY_TASK_ID; mkdir -p "$d" {base}/tasks; echo "{{\\"row\\": $SLURM_ARRAY_TASK_ID}}" > "$d/rows.jsonl"'
-    array = c.submit(name, chunk, "--array=1-3", output="/home/sweep/jobs/logs/%x-%A_%a.out")
+    array = c.submit(name, chunk, "--array=1-3", output=f"{HOME}/jobs/logs/%x-%A_%a.out")
     for k in (1, 2, 3):
         c.wait_finished(f"{array}_{k}", "COMPLETED")
     assert _files(base / "chunks") == 3
     script = JOBS / f"consolidate_{tag}.sbatch"
     script.write_text(CONSOLIDATE_SH)
     (base / ".fail-once").write_text("")
-    subprocess.run(["chown", "-R", "sweep:sweep", str(base), str(script)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(base), str(script)], check=True)
     script.chmod(0o755)
     repo = _tracker(tmp_path, array, name)
     tracker = repo / "datagen" / "TRACKER.md"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lab import HOME, LAB_OPS
 from sweep_runner import run_dag, run_sweep
 
 from sweep_core.history.rows import JOB
@@ -16,7 +17,7 @@ from sweep_core.history.store import HistoryStore
 from sweep_core.ledger.store import load_ledger
 
 pytestmark = pytest.mark.cluster
-ART = "/home/sweep/jobs/artifacts"
+ART = f"{HOME}/jobs/artifacts"
 
 
 def _rl_job(c, name: str, reward: str, response: str, steps: int) -> str:
@@ -101,7 +102,6 @@ def test_gpus_idle_while_the_log_advances_is_a_kill_with_the_real_srun_probe(loc
     nvidia-smi`; the node's STUB nvidia-smi prints a recorded idle 4×H100 (memory held, 0 %)."""
     import shutil
 
-    from sweep_runner import ROOT
 
     if not shutil.which("nvidia-smi") or "STUB" not in Path(shutil.which("nvidia-smi")).read_text():
         pytest.skip("the stub nvidia-smi is not installed (scripts/local_cluster.sh gpu-stub)")
@@ -111,7 +111,7 @@ def test_gpus_idle_while_the_log_advances_is_a_kill_with_the_real_srun_probe(loc
     stub = Path("/var/lib/sweep-gpu-stub/jobs") / jid
     stub.write_text("h100x4_hung\n")
     ops = tmp_path / "ops"
-    shutil.copytree(ROOT / "include" / "ops" / "local", ops / "local")
+    shutil.copytree(LAB_OPS / "local", ops / "local")
     md = ops / "local" / "ops.md"
     md.write_text(md.read_text().replace("gpu_mem_ceiling: 0.9\n", "gpu_mem_ceiling: 0.9\ngpu_probe: srun-overlap\n"))
     try:

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from lab import HOME
 from sweep_runner import run_dag
 
 pytestmark = pytest.mark.cluster
@@ -22,7 +23,7 @@ def _results(math500: float, aime: list[float], gsm8k: float) -> str:
 
 
 def _eval_job(c, name: str, body: str) -> str:
-    script = f"d=/home/sweep/jobs/eval/$SLURM_JOB_ID; mkdir -p $d; {body}"
+    script = f"d={HOME}/jobs/eval/$SLURM_JOB_ID; mkdir -p $d; {body}"
     return c.submit(name, script)
 
 

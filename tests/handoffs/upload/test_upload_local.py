@@ -20,13 +20,14 @@ from cancel_handoff import hand_off
 from conftest import sh
 from hf_hub_stub import hub_stub
 from hitl_responder import CANCEL, HITLResponder
+from lab import ARTIFACTS, USER
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.ledger.store import LEDGER_FILE
 from sweep_core.state.documents import read_document
 
 pytestmark = pytest.mark.cluster
-ART = Path("/home/sweep/jobs/artifacts")
+ART = ARTIFACTS
 ORG = "sweep-local"
 JOB_PY = ROOT / "tests" / "fixtures" / "upload" / "hf_upload_job.py"
 SITE = Path(huggingface_hub.__file__).resolve().parents[1]  # readable by the cluster user
@@ -42,7 +43,7 @@ def _tree(name: str, step: int | None = None) -> Path:
         (d / "model-00001-of-00001.safetensors").write_text("weights")
         for i in range(38):
             (d / f"extra_{i}.json").write_text("{}")
-    subprocess.run(["chown", "-R", "sweep:sweep", str(ART)], check=True)
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(ART)], check=True)
     return base
 
 

@@ -160,6 +160,7 @@ def test_a_hung_sbatch_is_unknown_not_retried_on_login02_then_found_by_name(loca
     assert _uploads(name, expect=1) == [up]  # exactly one upload job
 
 
+@pytest.mark.exclusive  # stops a daemon or cuts sessions: alone, not beside the lanes
 def test_a_session_cut_after_sbatch_ran_is_unknown_not_retried_then_found(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     name = f"sft__{tag}_cut"
