@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 from cancel_handoff import hand_off
+from lab import ARTIFACTS
 from receivers import smtp_server
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.ledger.store import load_ledger
 
 pytestmark = pytest.mark.cluster
-ART = "/home/sweep/jobs/artifacts"
+ART = str(ARTIFACTS)
 
 
 def _dead_rl_job(c, name: str) -> str:
