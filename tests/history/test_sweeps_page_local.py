@@ -112,7 +112,9 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
             page.fill("#filter", "")
             plots = page.locator("svg.plot")
             assert plots.count() >= 2
-            assert all(len(pl.get_attribute("points") or "") > 0 for pl in page.locator("polyline.series").all())
+            empty = [pl.evaluate("e => e.parentElement.getAttribute('aria-label') + ': ' + e.nextSibling.textContent")
+                     for pl in page.locator("polyline.series").all() if not pl.get_attribute("points")]  # fmt: skip
+            assert not empty, empty  # every line drawn has points (plot: series)
             page.screenshot(path=str(shots / "sweeps_page.png"), full_page=True)
             assert not outside, outside  # every asset is served by the plugin
             assert page.locator("#runs tr.run").count() == 2

@@ -23,6 +23,7 @@ import httpx
 import pytest
 import yaml
 from conftest import ROOT, USER, sh
+from lab import LAB_OPS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 DAG = "sweep_cancel"
@@ -78,7 +79,7 @@ def _airflow(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
         "SWEEP_CONFIG": str(_sweep_yaml(tmp_path)),
-        "SWEEP_OPS_DIR": str(ROOT / "include" / "ops"),
+        "SWEEP_OPS_DIR": str(LAB_OPS),
         "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs"),
         "SWEEP_HISTORY": str(tmp_path / "history"),
     }
