@@ -111,7 +111,9 @@ def test_the_note_is_patched_with_the_connections_own_user(
     login, patch = api.seen
     assert login[:2] == ("POST", "/auth/token") and login[3] == {"username": "sweep_api", "password": "low-pw"}
     assert patch[0] == "PATCH" and patch[2] == "USER"  # the token of that user, not another
-    assert patch[1] == "/api/v2/dags/monitor_cron_sweep/dagRuns/manual__2026-01-01T00%3A00%3A00%2B00%3A00?update_mask=note"
+    assert (
+        patch[1] == "/api/v2/dags/monitor_cron_sweep/dagRuns/manual__2026-01-01T00%3A00%3A00%2B00%3A00?update_mask=note"
+    )
     assert patch[3] == {"note": "Clusters: local OK"}
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
