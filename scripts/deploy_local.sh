@@ -5,6 +5,7 @@
 #   scripts/deploy_local.sh up       idempotent: installs what is missing, starts what is not running
 #   scripts/deploy_local.sh down     stops only what `up` started, by the PIDs it recorded
 #   scripts/deploy_local.sh status   one line per service
+#   scripts/deploy_local.sh env      writes secrets.env, airflow.env and auth/ only (starts nothing)
 # Everything lives in SWEEP_DEPLOY_HOME (default .deploy/): secrets.env (generated once, mode 600),
 # airflow.env (`source` it to run `airflow …` against this deployment), pg/, redis/, airflow/,
 # pids/, logs/. Settings (env): SWEEP_DEPLOY_EXECUTOR (CeleryExecutor | LocalExecutor),
@@ -44,7 +45,8 @@ start() { # start NAME CMD... (skipped while NAME's recorded process runs)
     say "$name already running (pid $pid)"
     return
   fi
-  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  # the admin password never reaches a service's environment, even if the caller exported it
+  env -u _AIRFLOW_WWW_USER_PASSWORD setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
   pid=$!
   echo "$pid $(starttime "$pid")" >"$PIDS/$name.pid"
   say "$name started (pid $pid, log $LOGS/$name.log)"
@@ -85,18 +87,29 @@ install_debian() {
   fi
 }
 
-write_secrets() { # the names of .env.example, generated once
-  [ -s "$DH/secrets.env" ] && return
-  say "generating $DH/secrets.env"
+write_secrets() { # the names of .env.example, each generated once (a name an older file lacks is added)
   (
     umask 077
-    python3 - >"$DH/secrets.env" <<'EOF'
-import base64, os, secrets
-print(f"AIRFLOW__CORE__FERNET_KEY={base64.urlsafe_b64encode(os.urandom(32)).decode()}")  # = Fernet.generate_key()
-print(f"AIRFLOW__API_AUTH__JWT_SECRET={secrets.token_urlsafe(48)}")
-print(f"POSTGRES_PASSWORD={secrets.token_urlsafe(24)}")
-print("_AIRFLOW_WWW_USER_USERNAME=admin")
-print(f"_AIRFLOW_WWW_USER_PASSWORD={secrets.token_urlsafe(18)}")
+    touch "$DH/secrets.env"
+    python3 - "$DH/secrets.env" <<'EOF'
+import base64, os, secrets, sys
+path = sys.argv[1]
+have = {line.split("=", 1)[0] for line in open(path) if "=" in line}
+want = {
+    "AIRFLOW__CORE__FERNET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),  # = Fernet.generate_key()
+    "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(48),
+    "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
+    "_AIRFLOW_WWW_USER_USERNAME": "admin",
+    "_AIRFLOW_WWW_USER_PASSWORD": secrets.token_urlsafe(18),
+    # the sweep's own API user (role USER: edits DAG runs, nothing else): the run note's Connection
+    "SWEEP_API_USERNAME": "sweep_api",
+    "SWEEP_API_PASSWORD": secrets.token_urlsafe(18),
+}
+new = [f"{k}={v}" for k, v in want.items() if k not in have]
+if new:
+    print(f"[deploy] {path}: generating {', '.join(line.split('=')[0] for line in new)}", file=sys.stderr)
+    with open(path, "a") as f:
+        f.write("".join(line + "\n" for line in new))
 EOF
   )
 }
@@ -117,7 +130,7 @@ export AIRFLOW__CORE__PLUGINS_FOLDER=$PROJECT/plugins
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__EXECUTOR=$EXECUTOR
 export AIRFLOW__CORE__AUTH_MANAGER=airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
-export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$_AIRFLOW_WWW_USER_USERNAME:admin
+export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$_AIRFLOW_WWW_USER_USERNAME:admin,$SWEEP_API_USERNAME:user
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=$DH/auth/passwords.json
 export AIRFLOW__CORE__FERNET_KEY=$AIRFLOW__CORE__FERNET_KEY
 export AIRFLOW__API_AUTH__JWT_SECRET=$AIRFLOW__API_AUTH__JWT_SECRET
@@ -132,8 +145,9 @@ export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$WORKER_LOG_PORT
 export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$TRIGGER_LOG_PORT
 export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=True
 export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT=$HEALTH_PORT
-# The run note goes through the REST API as this deployment's admin (sweep_operators/run_note.py).
-export AIRFLOW_CONN_SWEEP_AIRFLOW_API='{"conn_type": "http", "host": "$api", "login": "$_AIRFLOW_WWW_USER_USERNAME", "password": "$_AIRFLOW_WWW_USER_PASSWORD"}'
+# The run note goes through the REST API as the sweep's own user, role USER (it edits DAG runs and
+# nothing else; sweep_operators/run_note.py). The admin password is in no process's environment.
+export AIRFLOW_CONN_SWEEP_AIRFLOW_API='{"conn_type": "http", "host": "$api", "login": "$SWEEP_API_USERNAME", "password": "$SWEEP_API_PASSWORD"}'
 export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}
 ${SWEEP_CONFIG:+export SWEEP_CONFIG=$SWEEP_CONFIG}
 ${SWEEP_OPS_DIR:+export SWEEP_OPS_DIR=$SWEEP_OPS_DIR}
@@ -142,8 +156,9 @@ EOF
   mkdir -p "$DH/auth" "$DH/airflow" "${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}"
   (
     umask 077
-    python3 -c 'import json, sys; print(json.dumps({sys.argv[1]: sys.argv[2]}))' \
-      "$_AIRFLOW_WWW_USER_USERNAME" "$_AIRFLOW_WWW_USER_PASSWORD" >"$DH/auth/passwords.json"
+    python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' \
+      "$_AIRFLOW_WWW_USER_USERNAME" "$_AIRFLOW_WWW_USER_PASSWORD" \
+      "$SWEEP_API_USERNAME" "$SWEEP_API_PASSWORD" >"$DH/auth/passwords.json"
   )
 }
 
@@ -231,10 +246,15 @@ status() {
 
 case "${1:-}" in
   up) up ;;
+  env)
+    mkdir -p "$PIDS" "$LOGS"
+    write_secrets
+    write_airflow_env
+    ;;
   down) down ;;
   status) status ;;
   *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up|down|status|env" >&2
     exit 2
     ;;
 esac

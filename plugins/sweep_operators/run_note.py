@@ -1,14 +1,19 @@
 """The sweep's calls to Airflow's public REST API, when one is configured: the DAG run's note, and
 which hand-off DAGs are paused (a run triggered into a paused DAG waits, queued, for a person).
 
-Tasks in Airflow 3 have no database access and the Task SDK has no call for notes, so these go
-through ``/api/v2``. Configure an HTTP Connection ``sweep_airflow_api`` (host = API server base
-URL, login/password of a user allowed to edit DAG runs). Without it the call is skipped with a log
-line; the run log has everything.
+Tasks in Airflow 3 have no database access and the Task SDK (1.3, Airflow 3.3) can set a note only
+on a run it triggers, not on its own run, so these go through ``/api/v2``. Configure an HTTP
+Connection ``sweep_airflow_api`` (host = API server base URL) holding a user with the least
+privilege that edits a DAG run: the simple auth manager's role ``USER``, or with FAB a role with
+``can_edit`` on ``DAG:monitor_cron_sweep`` and ``DAG Run`` and ``can_read`` on the hand-off DAGs
+(docs/running.md). Never the admin: a token whose role is ADMIN or OP is used, with a warning.
+Without the Connection the call is skipped with a log line; the run log has everything.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,6 +24,19 @@ import httpx
 log = logging.getLogger(__name__)
 API_CONN_ID = "sweep_airflow_api"
 T = TypeVar("T")
+# Simple auth manager roles that can do more than edit DAG runs (connections, variables, users).
+TOO_MUCH = {"OP", "ADMIN"}
+
+
+def token_role(token: str) -> str | None:
+    """The ``role`` claim of a simple-auth-manager JWT (read, not verified: the API verifies it)."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError):
+        return None
+    role = claims.get("role") if isinstance(claims, dict) else None
+    return str(role).upper() if role else None
 
 
 def _call_api(what: str, call: Callable[[httpx.Client], T], conn_id: str = API_CONN_ID) -> T | None:
@@ -37,7 +55,16 @@ def _call_api(what: str, call: Callable[[httpx.Client], T], conn_id: str = API_C
         with httpx.Client(base_url=base, timeout=10) as client:
             token = client.post("/auth/token", json={"username": conn.login, "password": conn.password})
             token.raise_for_status()
-            client.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+            access = token.json()["access_token"]
+            if token_role(access) in TOO_MUCH:
+                log.warning(
+                    "connection %r logs in as %r with role %s: give it a user whose role is USER "
+                    "(it only edits DAG runs), never the admin (docs/running.md)",
+                    conn_id,
+                    conn.login,
+                    token_role(access),
+                )
+            client.headers["Authorization"] = f"Bearer {access}"
             return call(client)
     except (httpx.HTTPError, KeyError, ValueError) as exc:
         log.warning("%s: API call failed: %s", what, exc)

@@ -4,6 +4,7 @@ the settings, pins and versions scripts/deploy_local.sh runs (the layout tested 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ SECRETS = (
     "AIRFLOW__CORE__FERNET_KEY",
     "POSTGRES_PASSWORD",
     "_AIRFLOW_WWW_USER_PASSWORD",
+    "SWEEP_API_PASSWORD",
 )
 COMPOSE = ROOT / "docker-compose.yaml"
 
@@ -154,3 +156,97 @@ def test_compose_images_are_the_versions_deploy_local_runs() -> None:
     if shutil.which("redis-server"):
         out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout
         assert " v=7.0." in out
+
+
+# issue 26: no admin credential on workers. Only these see the admin password (the init container
+# writes the passwords file, the API server reads it); everything that runs DAG code does not.
+SEES_ADMIN = {"airflow-init", "airflow-apiserver"}
+
+
+def _airflow_services() -> dict[str, dict]:
+    doc = yaml.safe_load(COMPOSE.read_text())
+    return {name: svc for name, svc in doc["services"].items() if name.startswith("airflow-")}
+
+
+def test_no_service_that_runs_dag_code_gets_the_admin_password() -> None:
+    services = _airflow_services()
+    assert {"airflow-worker", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"} <= set(services)
+    for name, svc in services.items():
+        env = "\n".join(f"{k}={v}" for k, v in (svc.get("environment") or {}).items())
+        mounts = svc.get("volumes") or []
+        if name == "airflow-init":
+            assert "_AIRFLOW_WWW_USER_PASSWORD" in env and "airflow-auth:/opt/airflow/auth" in mounts
+            continue
+        assert "_AIRFLOW_WWW_USER_PASSWORD" not in env, name  # not in any variable, the Connection included
+        if name not in SEES_ADMIN:
+            assert not [m for m in mounts if m.startswith("airflow-auth:")], (name, "mounts the passwords file")
+    assert "airflow-auth:/opt/airflow/auth" in services["airflow-apiserver"]["volumes"]
+    # the API server's mounts are the common ones plus the passwords file, nothing dropped
+    common = yaml.safe_load(COMPOSE.read_text())["x-airflow-common"]["volumes"]
+    assert services["airflow-apiserver"]["volumes"] == [*common, "airflow-auth:/opt/airflow/auth"]
+    assert services["airflow-init"]["volumes"] == [*common, "airflow-auth:/opt/airflow/auth"]
+
+
+def test_the_note_connection_is_the_sweeps_user_role_login() -> None:
+    env = _compose_env()
+    conn = env["AIRFLOW_CONN_SWEEP_AIRFLOW_API"]
+    assert '"login": "${SWEEP_API_USERNAME:-sweep_api}"' in conn and "${SWEEP_API_PASSWORD:?" in conn
+    users = dict(u.rsplit(":", 1) for u in env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(","))
+    assert users == {"${_AIRFLOW_WWW_USER_USERNAME:-admin}": "admin", "${SWEEP_API_USERNAME:-sweep_api}": "user"}
+    init = "\n".join(yaml.safe_load(COMPOSE.read_text())["services"]["airflow-init"]["command"])
+    assert 'e["SWEEP_API_USER"]: e["SWEEP_API_PASSWORD"]' in init  # its password is in the file the API reads
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
+def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_password(tmp_path: Path) -> None:
+    shutil.copy(COMPOSE, tmp_path / "docker-compose.yaml")
+    values = {var: f"s3cr3t-{var.lower()}" for var in SECRETS}
+    env = {**{k: v for k, v in os.environ.items() if k not in SECRETS}, **values}
+    out = subprocess.run(
+        ["docker-compose", "config"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    services = yaml.safe_load(out.stdout)["services"]
+    for name in ("airflow-worker", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"):
+        text = yaml.safe_dump(services[name])
+        assert values["_AIRFLOW_WWW_USER_PASSWORD"] not in text, name
+        assert values["SWEEP_API_PASSWORD"] in services[name]["environment"]["AIRFLOW_CONN_SWEEP_AIRFLOW_API"]
+    assert values["_AIRFLOW_WWW_USER_PASSWORD"] in yaml.safe_dump(services["airflow-init"])
+
+
+def _deploy_env_files(tmp_path: Path) -> tuple[dict[str, str], str, dict[str, str]]:
+    """``deploy_local.sh env`` in a scratch home: secrets.env, airflow.env, the passwords file."""
+    home = tmp_path / "deploy"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWEEP_", "_AIRFLOW"))}
+    out = subprocess.run(
+        [str(DEPLOY), "env"], env={**env, "SWEEP_DEPLOY_HOME": str(home)}, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    secrets = dict(line.split("=", 1) for line in (home / "secrets.env").read_text().splitlines())
+    passwords = json.loads((home / "auth" / "passwords.json").read_text())
+    return secrets, (home / "airflow.env").read_text(), passwords
+
+
+def test_deploy_local_gives_the_services_the_sweeps_login_never_the_admins(tmp_path: Path) -> None:
+    secrets, airflow_env, passwords = _deploy_env_files(tmp_path)
+    admin, sweep = secrets["_AIRFLOW_WWW_USER_PASSWORD"], secrets["SWEEP_API_PASSWORD"]
+    assert admin and sweep and admin != sweep
+    assert admin not in airflow_env  # every Airflow process, the worker too, starts from airflow.env
+    conn = re.search(r"^export AIRFLOW_CONN_SWEEP_AIRFLOW_API='(.*)'$", airflow_env, re.M)
+    assert conn and json.loads(conn[1])["login"] == "sweep_api" and json.loads(conn[1])["password"] == sweep
+    assert "export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin,sweep_api:user" in airflow_env
+    assert passwords == {"admin": admin, "sweep_api": sweep}  # the API server knows both logins
+    # and even an exported admin password is stripped from what the services are started with
+    assert 'env -u _AIRFLOW_WWW_USER_PASSWORD setsid "$@"' in DEPLOY.read_text()
+
+
+def test_deploy_local_adds_the_sweeps_login_to_an_older_secrets_file(tmp_path: Path) -> None:
+    home = tmp_path / "deploy"
+    home.mkdir()
+    old = "AIRFLOW__CORE__FERNET_KEY=k\nAIRFLOW__API_AUTH__JWT_SECRET=j\nPOSTGRES_PASSWORD=p\n"
+    old += "_AIRFLOW_WWW_USER_USERNAME=admin\n_AIRFLOW_WWW_USER_PASSWORD=old-admin\n"
+    (home / "secrets.env").write_text(old)
+    secrets, airflow_env, passwords = _deploy_env_files(tmp_path)
+    assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] == "old-admin" and secrets["POSTGRES_PASSWORD"] == "p"  # kept
+    assert secrets["SWEEP_API_USERNAME"] == "sweep_api" and passwords["sweep_api"] == secrets["SWEEP_API_PASSWORD"]
+    assert "old-admin" not in airflow_env

@@ -7,6 +7,7 @@ triggered running without anyone unpausing it. It sweeps the bundled Slurm clust
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from conftest import CLUSTER_DIR, ROOT
 from deploy_client import Deployment, run_timing
@@ -95,6 +97,31 @@ def test_every_dag_imports_and_the_hand_offs_are_not_paused(deployment: Deployme
     assert clusters["schema"]["examples"] == ["local"] and "null" in clusters["schema"]["type"]
 
 
+def _environ(pid_file: Path) -> dict[str, str]:
+    pid = pid_file.read_text().split()[0]
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(e.decode(errors="replace").split("=", 1) for e in raw if b"=" in e)
+
+
+def test_the_worker_holds_the_sweeps_login_and_it_cannot_do_an_admins_work(deployment: Deployment) -> None:
+    """issue 26: the process that runs tasks has no admin password in its environment; the
+    Connection it has logs in as a USER-role user, who may edit DAG runs and may not touch
+    Connections or Variables."""
+    secrets = dict(line.split("=", 1) for line in (deployment.home / "secrets.env").read_text().splitlines())
+    runs_tasks = "worker" if EXECUTOR == "CeleryExecutor" else "scheduler"
+    env = _environ(deployment.home / "pids" / f"{runs_tasks}.pid")
+    assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] not in "\n".join(env.values())
+    conn = json.loads(env["AIRFLOW_CONN_SWEEP_AIRFLOW_API"])
+    assert (conn["login"], conn["password"]) == ("sweep_api", secrets["SWEEP_API_PASSWORD"])
+    api = httpx.Client(base_url=conn["host"], timeout=30)
+    token = api.post("/auth/token", json={"username": conn["login"], "password": conn["password"]})
+    token.raise_for_status()
+    api.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
+    assert api.get(f"/api/v2/dags/{SWEEP}").status_code == 200
+    assert api.get("/api/v2/connections").status_code == 403
+    assert api.post("/api/v2/variables", json={"key": "k", "value": "v"}).status_code == 403
+
+
 def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment) -> None:
     deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})
     run = deployment.post(
@@ -108,7 +135,7 @@ def test_triggered_run_then_two_scheduled_runs_that_tile(deployment: Deployment)
     assert path.is_file() and manual["dag_run_id"] in path.read_text()
     note = manual["note"]
     assert re.match(r"Clusters: local OK\n\nJobs: .*\n\nFlagged: \d+", note), note
-    assert f"Run log: `{path}`" in note
+    assert f"Run log: `{path}`" in note  # set through sweep_airflow_api: the USER-role login (test above)
     timing = run_timing(deployment.task_instances(SWEEP, manual["dag_run_id"]), manual)
     print(f"\n{EXECUTOR} manual sweep: {timing}")
     # the hand-off the sweep triggered runs: its DAG was never unpaused by hand

@@ -1,0 +1,34 @@
+# The sweep's image for the official Airflow Helm chart (KubernetesExecutor: every task is a pod of
+# this image) or any deployment that runs images: the official Airflow image of the version
+# requirements.txt pins, plus exactly the sweep's runtime pins (requirements.txt), the package
+# itself (sweep_core, sweep_operators, the Sweeps page's entry point), the iris client in its own
+# venv (requirements-iris.txt: its pins clash with Airflow's) and the DAG files with include/.
+# No secret goes in: SSH keys, kubeconfigs and passwords are Connections from Kubernetes Secrets
+# (docs/running.md: "Kubernetes: the official Helm chart"). .dockerignore keeps .env, secrets/ and
+# the bundled test cluster (include/ops/local) out of the build context.
+#   docker build -t registry.example/monitor-cron-sweep:0.1.0 .
+# tests/dags/test_image.py checks this recipe against the requirements files (it is not built there:
+# no Docker engine on the CI machine).
+FROM apache/airflow:3.3.2-python3.11
+
+# The iris client's venv, as scripts/env.sh makes .venv-iris; ops.md `iris_python: /opt/iris-venv/bin/python`.
+USER root
+RUN python -m venv /opt/iris-venv && chown -R airflow:0 /opt/iris-venv
+USER airflow
+COPY --chown=airflow:0 requirements-iris.txt /opt/iris-venv/requirements-iris.txt
+RUN PIP_USER=false /opt/iris-venv/bin/pip install --no-cache-dir -r /opt/iris-venv/requirements-iris.txt \
+    && /opt/iris-venv/bin/python -c "import iris.client.client"
+
+# The runtime pins (apache-airflow among them, at the image's own version), then the package on top
+# of them with no dependency of its own (its dependencies ARE requirements.txt; the test/dev extras
+# are left out of the build: setuptools warns that their files are missing, and installs none).
+COPY --chown=airflow:0 requirements.txt /tmp/sweep/requirements.txt
+RUN pip install --no-cache-dir -r /tmp/sweep/requirements.txt
+COPY --chown=airflow:0 pyproject.toml README.md /tmp/sweep/
+COPY --chown=airflow:0 plugins /tmp/sweep/plugins
+RUN pip install --no-cache-dir --no-deps /tmp/sweep \
+    && python -c "import sweep_core, sweep_operators.sweeps_page"
+
+# The DAG files and include/ (ops.md per cluster, sweep.yaml, templates) in the DAGs folder's parent.
+COPY --chown=airflow:0 dags /opt/airflow/dags
+COPY --chown=airflow:0 include /opt/airflow/include
