@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from sweep_core.handoffs.batch_job.plan import parse_job_id
+from sweep_core.handoffs.batch_job.remote import build_submit_script
 from sweep_core.handoffs.chain.plan import (
     CellState,
     ChainConfigError,
     ClusterView,
     advance,
-    build_submit_script,
     cell_values,
     chain_series,
     completed_cells,
-    parse_job_id,
-    view_from,
 )
+from sweep_core.handoffs.chain.remote import view_from
 
 RAW = {
     "series": [
@@ -121,7 +121,7 @@ def test_a_name_with_a_newline_cannot_forge_a_chain_leg() -> None:
 
 
 def test_submit_script_quotes_every_argument() -> None:
-    script = build_submit_script("", [("eval", ("sbatch", "-J", "eval-x; rm -rf ~", "$(id)"))])
+    script = build_submit_script([("sbatch", "-J", "eval-x; rm -rf ~", "$(id)")], "MARK")
     assert "'eval-x; rm -rf ~'" in script and "'$(id)'" in script
     assert parse_job_id("1234\n") == "1234" and parse_job_id("1234;cluster") == "1234"
     assert parse_job_id("sbatch: error: Batch job submission failed") == ""

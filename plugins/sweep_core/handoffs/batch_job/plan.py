@@ -117,6 +117,7 @@ class Submission:
     job_id: str = ""
     why: str = ""  # refused / not sent / unknown: what became of it, said for a person
     session: str = ""  # not sent / unknown: the session's problem as the runner gave it
+    answer: str = ""  # refused: sbatch's own words (stderr, else stdout, else its exit code)
 
     @property
     def frees_claim(self) -> bool:

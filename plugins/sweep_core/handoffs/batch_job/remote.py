@@ -58,8 +58,9 @@ def read_submit(out: GatherOutput | None, n: int, problem: str) -> list[Submissi
         if jid:
             res.append(Submission(Outcome.SUBMITTED, jid))
         elif rec is not None:
-            why = (rec.stderr or rec.stdout).strip()[:200]
-            res.append(Submission(Outcome.REFUSED, why=f"sbatch exited {rec.rc}: {why}"))
+            why = f"sbatch exited {rec.rc}: {(rec.stderr or rec.stdout).strip()[:200]}"
+            answer = (rec.stderr.strip() or rec.stdout.strip() or f"exit {rec.rc}")[:300]
+            res.append(Submission(Outcome.REFUSED, why=why, answer=answer))
         elif out is None and not outcome_unknown(problem):
             res.append(Submission(Outcome.NOT_SENT, why=not_done(problem), session=problem))
         else:

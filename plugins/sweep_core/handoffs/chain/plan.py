@@ -16,15 +16,13 @@ shlex-quoted before it reaches the remote shell.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.config.handoffs_schema import HfChainSection
 from sweep_core.config.schema_base import section
+from sweep_core.handoffs.batch_job.plan import Placeholders, check_sbatch
 from sweep_core.safe_names import check_plain_name
-from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
-from sweep_core.slurm.remote_scripts import END_RECORD, act_script, script_file, shell_header
 
 LEGS = ("sft", "upload", "eval", "done")
 
@@ -56,9 +54,7 @@ class Series:
 def _argv(raw: tuple[str, ...], where: str) -> tuple[str, ...]:
     if not raw:
         raise ChainConfigError(f"{where} must be a non-empty list of strings (argv)")
-    if raw[0] != "sbatch":
-        raise ChainConfigError(f"{where} must start with sbatch (legs run as batch jobs, never on the login node)")
-    return raw
+    return check_sbatch(raw, where, ChainConfigError)
 
 
 def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
@@ -163,13 +159,13 @@ def cell_values(series: Series, cell: str, sft_job: str, org: str, artifact_dir:
     }
 
 
-_PLACEHOLDER = re.compile(r"\{(cell|hub_repo|sft_job|org|artifact_dir)\}")
+PLACEHOLDERS = Placeholders(("cell", "hub_repo", "sft_job", "org", "artifact_dir"))
 
 
 def render_argv(template: tuple[str, ...], values: dict[str, str]) -> tuple[str, ...]:
     """Each argv element with its ``{cell}``-style placeholders filled; every other brace (JSON in
     a --wrap command) is left alone. Quoting happens when the script is built."""
-    return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in template)
+    return PLACEHOLDERS.render_argv(template, values)
 
 
 def completed_cells(series: Series, view: ClusterView) -> dict[str, str]:
@@ -246,52 +242,7 @@ def advance(
     return step
 
 
-def build_submit_script(prelude: str, submissions: list[tuple[str, tuple[str, ...]]]) -> str:
-    """One ``sub:<k>`` record per submission (``sbatch --parsable`` prints the job id)."""
-    lines = [f"run sub:{k} " + " ".join(shlex.quote(a) for a in argv) for k, (_, argv) in enumerate(submissions)]
-    return act_script(prelude + "\n".join(lines) + '\necho "$M end 0 - -"\n')
-
-
-def parse_job_id(stdout: str) -> str:
-    """The job id of ``sbatch --parsable`` output (``123`` or ``123;cluster``); '' if none."""
-    first = stdout.strip().splitlines()[0] if stdout.strip() else ""
-    jid = first.split(";", 1)[0].strip()
-    return jid if jid.isdigit() else ""
-
-
 @dataclass
 class ChainRun:
     steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
-    """squeue (validated by its header) + sacct over the lookback: every job of the user by name
-    (sweep_core/programs/chain_probe.sh under a header of these values)."""
-    values = {
-        "U": user,
-        "SQUEUE_FORMAT": squeue_format,
-        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
-        "LOOKBACK_DAYS": int(lookback_days),
-    }
-    return prelude + shell_header(values) + script_file("chain_probe.sh") + END_RECORD
-
-
-def view_from(
-    squeue_rows: list[tuple[str, str, str]] | None, sacct_text: str | None, problem: str = "", delimiter: str = "|"
-) -> ClusterView:
-    """Jobs by name, newest id first; squeue rows (id, state, name) override sacct's state.
-    ``sacct_text``: ``JobID,State,JobName`` split by ``delimiter`` (the probe's marker)."""
-    if squeue_rows is None or sacct_text is None:
-        return ClusterView(None, problem or "squeue/sacct UNKNOWN")
-    seen: dict[str, dict[str, str]] = {}
-    for row in read_sacct_jobs(sacct_text, delimiter):
-        if row.job_id.replace("_", "").isdigit():
-            seen.setdefault(row.name, {})[row.job_id] = row.state
-    for jid, state, name in squeue_rows:
-        seen.setdefault(name, {})[jid] = state
-
-    def num(j: str) -> int:
-        return int(j.split("_", 1)[0])
-
-    return ClusterView({n: sorted(ids.items(), key=lambda kv: num(kv[0]), reverse=True) for n, ids in seen.items()})

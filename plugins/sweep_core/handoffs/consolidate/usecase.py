@@ -217,7 +217,7 @@ def _submit(cluster: str, cfg: Any, steps: list[Step], run: _Run) -> None:
             s.action, s.job = "submitted", sub.job_id
             s.reasons.append(f"submitted consolidate job {sub.job_id} (attempt {s.attempt})")
         elif sub.outcome is Outcome.REFUSED:  # sbatch answered and refused: nothing runs, a failed attempt
-            why = sub.why[:300]
+            why = sub.answer
             fake = f"sbatch-refused-{s.attempt}"
             fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, fake, why)
             refused = {"kind": ConsolidateAct.FAILED.value, "job": fake, "state": "SBATCH_REFUSED", "traceback": why}
