@@ -21,7 +21,7 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import HfChainSection
 from sweep_core.config.schema_base import section
-from sweep_core.handoffs.batch_job.plan import Placeholders, check_sbatch
+from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
 from sweep_core.safe_names import check_plain_name
 
 LEGS = ("sft", "upload", "eval", "done")
@@ -49,6 +49,7 @@ class Series:
     eval_job_column: str
     lookback_days: int
     artifact_dir: str  # template {cell} {sft_job}: the SFT output the upload reads
+    leg_retries: int = 2  # a failed leg is resubmitted this often, then escalated once
 
 
 def _argv(raw: tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -91,22 +92,30 @@ class CellState:
     upload_job: str = ""
     eval_job: str = ""
     note: str = ""
+    failed: str = ""  # comma-joined ids of the leg jobs that failed (each counted once)
+    escalated: str = ""  # the leg escalated (told once; a person takes over)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CellState:
         d = d or {}
-        return cls(
-            **{k: str(d.get(k, "")) for k in ("sft_job", "upload_job", "eval_job", "note")}, leg=d.get("leg") or "sft"
-        )
+        keys = ("sft_job", "upload_job", "eval_job", "note", "failed", "escalated")
+        return cls(**{k: str(d.get(k, "")) for k in keys}, leg=d.get("leg") or "sft")
 
     def to_dict(self) -> dict[str, str]:
-        return {
+        out = {
             "leg": self.leg,
             "sft_job": self.sft_job,
             "upload_job": self.upload_job,
             "eval_job": self.eval_job,
             "note": self.note,
         }
+        if self.failed or self.escalated:
+            out |= {"failed": self.failed, "escalated": self.escalated}
+        return out
+
+    def failures(self, leg: str) -> list[str]:
+        """The failed job ids of ``leg`` (entries ``<leg>:<id>``)."""
+        return [f.split(":", 1)[1] for f in self.failed.split(",") if f.startswith(leg + ":")]
 
 
 @dataclass
@@ -133,6 +142,7 @@ class Step:
     argv: tuple[str, ...] = ()
     tracker_job: str = ""  # write this eval job id into the cell's tracker row
     note: str = ""
+    escalated: str = ""  # the leg escalated THIS run (an ESCALATED act, told once)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +153,7 @@ class Step:
             "submit": self.submit,
             "argv": list(self.argv),
             "note": self.note,
+            "escalated": self.escalated,
             "state": self.state.to_dict(),
         }
 
@@ -182,6 +193,32 @@ def completed_cells(series: Series, view: ClusterView) -> dict[str, str]:
     return out
 
 
+def _failed_leg(
+    series: Series, leg: str, job: tuple[str, str], step: Step, values: dict[str, str], tracebacks: dict[str, str]
+) -> bool:
+    """A leg job that ended without COMPLETED: resubmitted up to ``series.leg_retries`` times with
+    its traceback, then ESCALATED once (batch_job.plan.exhausted). True when the step decided."""
+    jid, state = job
+    if not state or is_live(state) or base_state(state) == "COMPLETED":
+        return False
+    s = step.state
+    if jid not in s.failures(leg):
+        s.failed = ",".join(x for x in (s.failed, f"{leg}:{jid}") if x)
+    n = len(s.failures(leg))
+    tb = tracebacks.get(jid, "")
+    said = f"{leg} job {jid} {state}" + (f": {tb}" if tb else "")
+    if exhausted(n, series.leg_retries):
+        if s.escalated == leg:
+            step.note = f"{said}; ESCALATED earlier after {n} failure(s): a person takes over"
+        else:
+            s.escalated = step.escalated = leg
+            step.note = f"{said}; ESCALATED after {n} failure(s) (leg_retries {series.leg_retries})"
+        return True
+    step.submit, step.argv = leg, render_argv(series.upload if leg == "upload" else series.eval, values)
+    step.note = f"{said}; {retry_note(n, series.leg_retries)}"
+    return True
+
+
 def advance(
     series: Series,
     cell: str,
@@ -191,11 +228,13 @@ def advance(
     hub_ok: bool | None,
     row_status: str | None,
     row_job: str | None,
+    tracebacks: dict[str, str] | None = None,
 ) -> Step:
     """Advance one cell as far as the evidence allows, with at most one submission per run.
 
     ``hub_ok`` = hub evidence for the upload (None = unknown), ``row_status``/``row_job`` = the
-    cell's tracker row (None = no row)."""
+    cell's tracker row (None = no row), ``tracebacks``: leg job id -> the first real traceback of
+    its log (a failed leg is retried with it, then escalated)."""
     step = Step(series.name, cell, state.leg, CellState(**state.to_dict()))
     s = step.state
     if s.leg == "done":
@@ -217,6 +256,8 @@ def advance(
             s.leg, s.eval_job = "eval", row_job
         elif hub_ok is not True:
             up = view.latest(series.upload_name.format(cell=cell))
+            if up and hub_ok is False and _failed_leg(series, "upload", up, step, values, tracebacks or {}):
+                return step
             failed = up and up[1].split(" ")[0] not in ("COMPLETED", "RUNNING", "PENDING")
             hub = "UNKNOWN" if hub_ok is None else "not yet"
             msg = f"upload job {up[0]} {up[1]}: flagged" if failed else f"waiting for the upload (hub: {hub})"
@@ -235,6 +276,9 @@ def advance(
                 step.note = f"{values['hub_repo']} on the hub -> standard eval"
                 return step
     if s.leg == "eval":
+        ev = view.latest(series.eval_name.format(cell=cell))
+        if row_status != "done" and ev and _failed_leg(series, "eval", ev, step, values, tracebacks or {}):
+            return step
         if row_status == "done":
             s.leg, step.note = "done", "scores recorded in the tracker"
         elif not step.note:

@@ -15,8 +15,9 @@ from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import write_run_log
 from sweep_core.handoffs.batch_job import usecase as batch
-from sweep_core.handoffs.batch_job.plan import Outcome
-from sweep_core.handoffs.chain.plan import CellState, Series, Step, advance, cell_values, completed_cells
+from sweep_core.handoffs.batch_job.plan import Outcome, base_state, is_live, valid_job_id
+from sweep_core.handoffs.batch_job.remote import build_track_script, log_path, read_track
+from sweep_core.handoffs.chain.plan import CellState, ClusterView, Series, Step, advance, cell_values, completed_cells
 from sweep_core.handoffs.chain.remote import probe_view
 from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
@@ -25,7 +26,9 @@ from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
+from sweep_core.slurm.gather import new_marker
 
+TAIL_BYTES = 16384  # the bounded tail a failed leg's traceback is read from
 ChainState = dict[str, Any]  # "<series>/<cell>" -> CellState.to_dict()
 
 
@@ -105,6 +108,25 @@ class _Run:
     written: list[Path] = field(default_factory=list)
 
 
+def _leg_tracebacks(
+    series: Series, cfg: ClusterConfig, view: ClusterView, cells: list[str], run_script: RunScript
+) -> dict[str, str]:
+    """ONE track session (batch_job) for the cells' latest upload/eval jobs that ended without
+    COMPLETED: job id -> the first real traceback of its log (ops.md ``log_pattern``)."""
+    logs: dict[str, str] = {}
+    for cell in cells:
+        for name in (series.upload_name.format(cell=cell), series.eval_name.format(cell=cell)):
+            got = view.latest(name)
+            if got and not is_live(got[1]) and base_state(got[1]) != "COMPLETED" and valid_job_id(got[0]):
+                logs[got[0]] = log_path(cfg.log_pattern, got[0], name, cfg.user)
+    logs = {j: p for j, p in logs.items() if p}
+    if not logs:
+        return {}
+    marker = new_marker()
+    out, problem = run_script(cfg, build_track_script(logs, marker, TAIL_BYTES), marker, "hf-chain track")
+    return {j: t.traceback for j, t in read_track(out, sorted(logs), problem).items() if t.traceback}
+
+
 def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
     """Advance every cell of one series (known in the state or with a COMPLETED SFT job)."""
     view = probe_view(series, cfg, run.run_script)
@@ -121,6 +143,7 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
             run.notes.append(f"{series.name}: tracker refused: {exc}: leg 2 cannot record the eval")
     done_sft = completed_cells(series, view)
     known = {k.split("/", 1)[1] for k in run.state if k.startswith(series.name + "/")}
+    tracebacks = _leg_tracebacks(series, cfg, view, sorted(set(done_sft) | known), run.run_script)
     submissions: list[Step] = []
     for cell in sorted(set(done_sft) | known):
         key = f"{series.name}/{cell}"
@@ -134,7 +157,9 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
         if cs.leg in ("sft", "upload"):
             hub = run.hub_check(values["hub_repo"], series.repo_type, list(series.expected)).ok
         _, status, row_job = tracker_row(tracker, cell)
-        step = advance(series, cell, cs, view, values, hub, status, row_job)
+        step = advance(series, cell, cs, view, values, hub, status, row_job, tracebacks)
+        if step.escalated:
+            run.notes.append(f"ESCALATED: {series.name}/{cell}: {step.note}")
         run.steps.append(step)
         if step.submit:
             submissions.append(step)
