@@ -5,12 +5,16 @@ its reader. Submitting a leg and tracking a failed one are the batch-job machine
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from sweep_core.config.ops import ClusterConfig
+from sweep_core.handoffs.batch_job.plan import check_job_ids
+from sweep_core.handoffs.chain.hf_only import HfOnly, judge
 from sweep_core.handoffs.chain.plan import ClusterView, Series
 from sweep_core.handoffs.ports import RunScript
-from sweep_core.slurm.gather import new_marker
+from sweep_core.slurm.gather import GatherOutput, new_marker
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, SlurmOutputError, parse_squeue, read_sacct_jobs, squeue_format
-from sweep_core.slurm.remote_scripts import END_RECORD, script_file, script_prelude, shell_header
+from sweep_core.slurm.remote_scripts import END_RECORD, compose, script_file, script_prelude, shell_header
 
 
 def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
@@ -61,3 +65,29 @@ def probe_view(series: Series, cfg: ClusterConfig, run_script: RunScript) -> Clu
     if sa is None or sa.rc != 0:
         return view_from(None, None, f"sacct failed: {sa.stderr.strip()[:200] if sa else 'no record'}")
     return view_from(rows, sa.stdout, delimiter=marker)
+
+
+def build_launch_script(jobs: Sequence[tuple[str, str]], marker: str, max_bytes: int = 65536) -> str:
+    """ONE session: per (job id, its StdOut log) the launch YAML it names, read bounded
+    (sweep_core/programs/launch_yaml.sh)."""
+    check_job_ids([j for j, _ in jobs])
+    for _, log in jobs:
+        if log and (not log.startswith("/") or "\n" in log or "\0" in log):
+            raise ValueError(f"log {log!r} is not an absolute single-line path")
+    values = {"IDS": [j for j, _ in jobs], "LOGS": [log for _, log in jobs], "MAX_BYTES": int(max_bytes)}
+    return compose(marker, values, ("launch_yaml.sh",))
+
+
+def read_launch(
+    out: GatherOutput | None, jobs: Sequence[tuple[str, str]], problem: str, listed: Mapping[str, Sequence[str]]
+) -> dict[str, HfOnly]:
+    """Job id -> HF-only verdict. ``listed``: job id -> the sweep.yaml series that name it."""
+    got = {}
+    for k, (jid, _) in enumerate(jobs):
+        path_rec = out.get(f"path:{k}") if out else None
+        yaml_rec = out.get(f"yaml:{k}") if out else None
+        path = path_rec.stdout.strip() if path_rec is not None else ""
+        text = yaml_rec.stdout if yaml_rec is not None and yaml_rec.rc == 0 else None
+        why = problem or ("" if out is not None else "cluster not reached")
+        got[jid] = judge(listed.get(jid, ()), path, text, why)
+    return got
