@@ -1,4 +1,4 @@
-"""Task callables of the sweep_hf_chain DAG: advance (sweep_core.handoffs.chain.advance: every cell
+"""Task callables of the sweep_hf_chain DAG: advance (sweep_core.handoffs.chain.usecase: every cell
 of every HF-only series by the legs its evidence allows) and record. Airflow-facing wiring only:
 the durable state is the Airflow Variable ``sweep_hf_chain``; ops.md, SSH and the hub client are
 wired in; the tracker rows and the cluster's own job list are the other two sources of truth."""
@@ -13,9 +13,9 @@ from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.chain.advance import advance_chain as advance_cells
-from sweep_core.handoffs.chain.advance import chain_record
 from sweep_core.handoffs.chain.plan import chain_series
+from sweep_core.handoffs.chain.usecase import advance_chain as advance_cells
+from sweep_core.handoffs.chain.usecase import chain_record
 from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner

@@ -36,7 +36,8 @@ from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.hang import hang_evidence
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
-from sweep_core.handoffs.chain.plan import parse_job_id, view_from
+from sweep_core.handoffs.batch_job.plan import parse_job_id
+from sweep_core.handoffs.chain.remote import view_from
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_md import read_tables
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, rows_without_job

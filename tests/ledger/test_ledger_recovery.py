@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sweep_core.handoffs.upload.remote import build_submit_script
+from sweep_core.handoffs.batch_job.remote import build_submit_script
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import given_by, mark_given
 from sweep_core.ledger.hold import confirm_reset, held

@@ -133,6 +133,9 @@ class ChainSeriesSpec(StrictModel):
     eval_job_column: NonEmpty = "eval job"
     lookback_days: Positive = 30
     artifact_dir: str = Field("", description="template {cell} {sft_job}: the SFT output the upload reads")
+    leg_retries: int = Field(
+        2, ge=0, le=10, description="a failed upload or eval leg is resubmitted this often, then ESCALATED"
+    )
 
     def unset(self) -> list[str]:
         """The fields left empty on purpose (the runbook names no value): the series stays OFF, said."""

@@ -1,4 +1,4 @@
-"""sweep_hf_chain's use-case (sweep_core.handoffs.chain.advance) with fake I/O: a cluster without
+"""sweep_hf_chain's use-case (sweep_core.handoffs.chain.usecase) with fake I/O: a cluster without
 ops.md or an UNKNOWN probe advances nothing; a dry run submits nothing and keeps no state; a
 submission advances the cell only when its job id came back; leg 2 writes the eval into the row."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from handoff_fakes import FakeHub, FakeSsh, cluster, ok, ops, squeue
 
-from sweep_core.handoffs.chain.advance import advance_chain, chain_record
 from sweep_core.handoffs.chain.plan import chain_series
+from sweep_core.handoffs.chain.usecase import advance_chain, chain_record
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.remote_result import CommandResult
 

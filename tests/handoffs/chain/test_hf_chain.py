@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from sweep_core.handoffs.batch_job.plan import parse_job_id
+from sweep_core.handoffs.batch_job.remote import build_submit_script
 from sweep_core.handoffs.chain.plan import (
     CellState,
     ChainConfigError,
     ClusterView,
     advance,
-    build_submit_script,
     cell_values,
     chain_series,
     completed_cells,
-    parse_job_id,
-    view_from,
 )
+from sweep_core.handoffs.chain.remote import view_from
 
 RAW = {
     "series": [
@@ -77,7 +77,7 @@ def test_leg2_eval_only_on_positive_hub_evidence() -> None:
     assert unknown.submit == "" and "UNKNOWN" in unknown.note
     failed_view = ClusterView({"hf_upload__delphi_q8b_tulu3": [("222", "FAILED")]})
     failed = advance(S, "delphi_q8b_tulu3", up, failed_view, V, hub_ok=False, row_status="other", row_job=None)
-    assert failed.submit == "" and "FAILED: flagged" in failed.note
+    assert failed.submit == "upload" and "upload job 222 FAILED; retry 1 of 2" in failed.note  # issue: legs retried
     ok = advance(S, "delphi_q8b_tulu3", up, EMPTY, V, hub_ok=True, row_status="other", row_job=None)
     assert (ok.submit, ok.state.leg) == ("eval", "eval") and ok.argv[-1] == "org/delphi_q8b_tulu3"
     no_row = advance(S, "delphi_q8b_tulu3", up, EMPTY, V, hub_ok=True, row_status=None, row_job=None)
@@ -121,7 +121,7 @@ def test_a_name_with_a_newline_cannot_forge_a_chain_leg() -> None:
 
 
 def test_submit_script_quotes_every_argument() -> None:
-    script = build_submit_script("", [("eval", ("sbatch", "-J", "eval-x; rm -rf ~", "$(id)"))])
+    script = build_submit_script([("sbatch", "-J", "eval-x; rm -rf ~", "$(id)")], "MARK")
     assert "'eval-x; rm -rf ~'" in script and "'$(id)'" in script
     assert parse_job_id("1234\n") == "1234" and parse_job_id("1234;cluster") == "1234"
     assert parse_job_id("sbatch: error: Batch job submission failed") == ""
@@ -132,3 +132,59 @@ def test_argv_placeholders_leave_other_braces_alone() -> None:
 
     got = render_argv(("sbatch", "--wrap", "echo '{\"results\": {}}' {cell} ${X}"), V)
     assert got[-1] == "echo '{\"results\": {}}' delphi_q8b_tulu3 ${X}"
+
+
+def test_a_failed_leg_is_retried_with_its_traceback_then_escalated_once() -> None:
+    """A failed upload leg is resubmitted leg_retries times (its traceback in the note), then
+    ESCALATED once: the next run says so again but tells no one twice and submits nothing."""
+    import dataclasses
+
+    s2 = dataclasses.replace(S, leg_retries=1)
+    name = "hf_upload__delphi_q8b_tulu3"
+    tb = {"222": "OSError: disk quota exceeded", "223": "OSError: disk quota exceeded"}
+    first = advance(
+        s2,
+        "delphi_q8b_tulu3",
+        CellState(leg="upload", sft_job="111", upload_job="222"),
+        ClusterView({name: [("222", "FAILED")]}),
+        V,
+        False,
+        "other",
+        None,
+        tb,
+    )
+    assert first.submit == "upload" and "OSError: disk quota exceeded" in first.note and not first.escalated
+    second = advance(
+        s2,
+        "delphi_q8b_tulu3",
+        first.state,
+        ClusterView({name: [("223", "FAILED"), ("222", "FAILED")]}),
+        V,
+        False,
+        "other",
+        None,
+        tb,
+    )
+    assert second.submit == "" and second.escalated == "upload" and "ESCALATED after 2 failure(s)" in second.note
+    third = advance(
+        s2,
+        "delphi_q8b_tulu3",
+        second.state,
+        ClusterView({name: [("223", "FAILED"), ("222", "FAILED")]}),
+        V,
+        False,
+        "other",
+        None,
+        tb,
+    )
+    assert third.submit == "" and third.escalated == "" and "ESCALATED earlier" in third.note
+    assert CellState.from_dict(third.state.to_dict()).failures("upload") == ["222", "223"]
+
+
+def test_a_failed_eval_leg_is_resubmitted_until_the_row_is_done() -> None:
+    ev = CellState(leg="eval", sft_job="111", upload_job="222", eval_job="333")
+    view = ClusterView({"eval-delphi_q8b_tulu3": [("333", "TIMEOUT")]})
+    again = advance(S, "delphi_q8b_tulu3", ev, view, V, None, "pending", "333")
+    assert again.submit == "eval" and again.argv[-1] == "org/delphi_q8b_tulu3" and "retry 1 of 2" in again.note
+    done = advance(S, "delphi_q8b_tulu3", ev, view, V, None, "done", "333")
+    assert done.submit == "" and done.state.leg == "done"

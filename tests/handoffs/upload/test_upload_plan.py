@@ -11,6 +11,7 @@ import pytest
 from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops
 
 from sweep_core.config.ops_schema import UploadCommand
+from sweep_core.handoffs.batch_job.remote import build_submit_script, build_track_script, read_track
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
@@ -25,7 +26,6 @@ from sweep_core.handoffs.upload.plan import (
     submit_argv,
     upload_argv,
 )
-from sweep_core.handoffs.upload.remote import build_submit_script, build_track_script, read_track
 from sweep_core.handoffs.upload.salvage import open_jobs, salvage_acts, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import hub_status, run_uploads, upload_settings
 from sweep_core.ledger.acts import acts_of, record_acts
@@ -311,7 +311,7 @@ def test_an_unknown_submission_sacct_never_saw_frees_its_attempt(tmp_path, monke
     none = FakeSsh({"upload find": lambda m, s: {"find": ok(""), "findq": ok("")}})
     rep, _ = _run(tmp_path, [_decision()], none, run_id="r2")  # too soon: sacct may lag
     assert [c.what for c in none.calls] == ["upload find"] and "sacct lists none yet" in rep.rows[0][6]
-    import sweep_core.handoffs.upload.usecase as usecase
+    import sweep_core.handoffs.batch_job.plan as usecase
 
     monkeypatch.setattr(usecase, "UNSENT_AFTER_S", -1)
     again = FakeSsh(

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sweep_core.handoffs.batch_job.plan import last_job_id
 from sweep_core.handoffs.cancel.overrides import ELEMENT, parse_overrides, takes_overrides
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
 from sweep_core.handoffs.cancel.recheck import guard_values
@@ -27,7 +28,6 @@ from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
 
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
-NEW_ID_RE = re.compile(r"^(?:Submitted batch job )?(\d{1,12})(?:;[\w.-]+)?\s*$", re.M)  # sbatch [--parsable]
 AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12}\b|/[\w./-]{1,200})")  # Slurm or iris id
 COMMAND_FAILED = "cancelled; the ops.md relaunch command failed after the cancel"  # a relaunch attempt all the same
 HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
@@ -305,9 +305,9 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
     if rec.rc != 0:
         return f"relaunch failed (exit {rec.rc}): {text[:200]}"
     if j.command:
-        m = NEW_ID_RE.findall(rec.stdout)
-        if m:
-            return f"cancelled and relaunched by the ops.md command as job {m[-1]}{_holding(out, j.job_id, True)}"
+        new_id = last_job_id(rec.stdout)  # the batch-job machine reads what sbatch printed
+        if new_id:
+            return f"cancelled and relaunched by the ops.md command as job {new_id}{_holding(out, j.job_id, True)}"
         return f"cancelled and relaunched by the ops.md command (no new job id in its output): {text[:120]}"
     after = out.get(f"after:{k}") if out else None
     info = {}

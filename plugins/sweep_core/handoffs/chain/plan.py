@@ -16,15 +16,13 @@ shlex-quoted before it reaches the remote shell.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.config.handoffs_schema import HfChainSection
 from sweep_core.config.schema_base import section
+from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
 from sweep_core.safe_names import check_plain_name
-from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
-from sweep_core.slurm.remote_scripts import END_RECORD, act_script, script_file, shell_header
 
 LEGS = ("sft", "upload", "eval", "done")
 
@@ -51,14 +49,13 @@ class Series:
     eval_job_column: str
     lookback_days: int
     artifact_dir: str  # template {cell} {sft_job}: the SFT output the upload reads
+    leg_retries: int = 2  # a failed leg is resubmitted this often, then escalated once
 
 
 def _argv(raw: tuple[str, ...], where: str) -> tuple[str, ...]:
     if not raw:
         raise ChainConfigError(f"{where} must be a non-empty list of strings (argv)")
-    if raw[0] != "sbatch":
-        raise ChainConfigError(f"{where} must start with sbatch (legs run as batch jobs, never on the login node)")
-    return raw
+    return check_sbatch(raw, where, ChainConfigError)
 
 
 def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
@@ -95,22 +92,30 @@ class CellState:
     upload_job: str = ""
     eval_job: str = ""
     note: str = ""
+    failed: str = ""  # comma-joined ids of the leg jobs that failed (each counted once)
+    escalated: str = ""  # the leg escalated (told once; a person takes over)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CellState:
         d = d or {}
-        return cls(
-            **{k: str(d.get(k, "")) for k in ("sft_job", "upload_job", "eval_job", "note")}, leg=d.get("leg") or "sft"
-        )
+        keys = ("sft_job", "upload_job", "eval_job", "note", "failed", "escalated")
+        return cls(**{k: str(d.get(k, "")) for k in keys}, leg=d.get("leg") or "sft")
 
     def to_dict(self) -> dict[str, str]:
-        return {
+        out = {
             "leg": self.leg,
             "sft_job": self.sft_job,
             "upload_job": self.upload_job,
             "eval_job": self.eval_job,
             "note": self.note,
         }
+        if self.failed or self.escalated:
+            out |= {"failed": self.failed, "escalated": self.escalated}
+        return out
+
+    def failures(self, leg: str) -> list[str]:
+        """The failed job ids of ``leg`` (entries ``<leg>:<id>``)."""
+        return [f.split(":", 1)[1] for f in self.failed.split(",") if f.startswith(leg + ":")]
 
 
 @dataclass
@@ -137,6 +142,7 @@ class Step:
     argv: tuple[str, ...] = ()
     tracker_job: str = ""  # write this eval job id into the cell's tracker row
     note: str = ""
+    escalated: str = ""  # the leg escalated THIS run (an ESCALATED act, told once)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,6 +153,7 @@ class Step:
             "submit": self.submit,
             "argv": list(self.argv),
             "note": self.note,
+            "escalated": self.escalated,
             "state": self.state.to_dict(),
         }
 
@@ -163,13 +170,13 @@ def cell_values(series: Series, cell: str, sft_job: str, org: str, artifact_dir:
     }
 
 
-_PLACEHOLDER = re.compile(r"\{(cell|hub_repo|sft_job|org|artifact_dir)\}")
+PLACEHOLDERS = Placeholders(("cell", "hub_repo", "sft_job", "org", "artifact_dir"))
 
 
 def render_argv(template: tuple[str, ...], values: dict[str, str]) -> tuple[str, ...]:
     """Each argv element with its ``{cell}``-style placeholders filled; every other brace (JSON in
     a --wrap command) is left alone. Quoting happens when the script is built."""
-    return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in template)
+    return PLACEHOLDERS.render_argv(template, values)
 
 
 def completed_cells(series: Series, view: ClusterView) -> dict[str, str]:
@@ -186,6 +193,32 @@ def completed_cells(series: Series, view: ClusterView) -> dict[str, str]:
     return out
 
 
+def _failed_leg(
+    series: Series, leg: str, job: tuple[str, str], step: Step, values: dict[str, str], tracebacks: dict[str, str]
+) -> bool:
+    """A leg job that ended without COMPLETED: resubmitted up to ``series.leg_retries`` times with
+    its traceback, then ESCALATED once (batch_job.plan.exhausted). True when the step decided."""
+    jid, state = job
+    if not state or is_live(state) or base_state(state) == "COMPLETED":
+        return False
+    s = step.state
+    if jid not in s.failures(leg):
+        s.failed = ",".join(x for x in (s.failed, f"{leg}:{jid}") if x)
+    n = len(s.failures(leg))
+    tb = tracebacks.get(jid, "")
+    said = f"{leg} job {jid} {state}" + (f": {tb}" if tb else "")
+    if exhausted(n, series.leg_retries):
+        if s.escalated == leg:
+            step.note = f"{said}; ESCALATED earlier after {n} failure(s): a person takes over"
+        else:
+            s.escalated = step.escalated = leg
+            step.note = f"{said}; ESCALATED after {n} failure(s) (leg_retries {series.leg_retries})"
+        return True
+    step.submit, step.argv = leg, render_argv(series.upload if leg == "upload" else series.eval, values)
+    step.note = f"{said}; {retry_note(n, series.leg_retries)}"
+    return True
+
+
 def advance(
     series: Series,
     cell: str,
@@ -195,11 +228,13 @@ def advance(
     hub_ok: bool | None,
     row_status: str | None,
     row_job: str | None,
+    tracebacks: dict[str, str] | None = None,
 ) -> Step:
     """Advance one cell as far as the evidence allows, with at most one submission per run.
 
     ``hub_ok`` = hub evidence for the upload (None = unknown), ``row_status``/``row_job`` = the
-    cell's tracker row (None = no row)."""
+    cell's tracker row (None = no row), ``tracebacks``: leg job id -> the first real traceback of
+    its log (a failed leg is retried with it, then escalated)."""
     step = Step(series.name, cell, state.leg, CellState(**state.to_dict()))
     s = step.state
     if s.leg == "done":
@@ -221,6 +256,8 @@ def advance(
             s.leg, s.eval_job = "eval", row_job
         elif hub_ok is not True:
             up = view.latest(series.upload_name.format(cell=cell))
+            if up and hub_ok is False and _failed_leg(series, "upload", up, step, values, tracebacks or {}):
+                return step
             failed = up and up[1].split(" ")[0] not in ("COMPLETED", "RUNNING", "PENDING")
             hub = "UNKNOWN" if hub_ok is None else "not yet"
             msg = f"upload job {up[0]} {up[1]}: flagged" if failed else f"waiting for the upload (hub: {hub})"
@@ -239,6 +276,9 @@ def advance(
                 step.note = f"{values['hub_repo']} on the hub -> standard eval"
                 return step
     if s.leg == "eval":
+        ev = view.latest(series.eval_name.format(cell=cell))
+        if row_status != "done" and ev and _failed_leg(series, "eval", ev, step, values, tracebacks or {}):
+            return step
         if row_status == "done":
             s.leg, step.note = "done", "scores recorded in the tracker"
         elif not step.note:
@@ -246,52 +286,7 @@ def advance(
     return step
 
 
-def build_submit_script(prelude: str, submissions: list[tuple[str, tuple[str, ...]]]) -> str:
-    """One ``sub:<k>`` record per submission (``sbatch --parsable`` prints the job id)."""
-    lines = [f"run sub:{k} " + " ".join(shlex.quote(a) for a in argv) for k, (_, argv) in enumerate(submissions)]
-    return act_script(prelude + "\n".join(lines) + '\necho "$M end 0 - -"\n')
-
-
-def parse_job_id(stdout: str) -> str:
-    """The job id of ``sbatch --parsable`` output (``123`` or ``123;cluster``); '' if none."""
-    first = stdout.strip().splitlines()[0] if stdout.strip() else ""
-    jid = first.split(";", 1)[0].strip()
-    return jid if jid.isdigit() else ""
-
-
 @dataclass
 class ChainRun:
     steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def build_probe(prelude: str, user: str, lookback_days: int, squeue_format: str) -> str:
-    """squeue (validated by its header) + sacct over the lookback: every job of the user by name
-    (sweep_core/programs/chain_probe.sh under a header of these values)."""
-    values = {
-        "U": user,
-        "SQUEUE_FORMAT": squeue_format,
-        "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,
-        "LOOKBACK_DAYS": int(lookback_days),
-    }
-    return prelude + shell_header(values) + script_file("chain_probe.sh") + END_RECORD
-
-
-def view_from(
-    squeue_rows: list[tuple[str, str, str]] | None, sacct_text: str | None, problem: str = "", delimiter: str = "|"
-) -> ClusterView:
-    """Jobs by name, newest id first; squeue rows (id, state, name) override sacct's state.
-    ``sacct_text``: ``JobID,State,JobName`` split by ``delimiter`` (the probe's marker)."""
-    if squeue_rows is None or sacct_text is None:
-        return ClusterView(None, problem or "squeue/sacct UNKNOWN")
-    seen: dict[str, dict[str, str]] = {}
-    for row in read_sacct_jobs(sacct_text, delimiter):
-        if row.job_id.replace("_", "").isdigit():
-            seen.setdefault(row.name, {})[row.job_id] = row.state
-    for jid, state, name in squeue_rows:
-        seen.setdefault(name, {})[jid] = state
-
-    def num(j: str) -> int:
-        return int(j.split("_", 1)[0])
-
-    return ClusterView({n: sorted(ids.items(), key=lambda kv: num(kv[0]), reverse=True) for n, ids in seen.items()})

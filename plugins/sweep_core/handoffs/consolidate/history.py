@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.ledger.acts import acts_of, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
@@ -122,59 +123,37 @@ def record(run_log_dir: str | Path, acts: list[tuple[str, str, str, dict[str, An
 
 
 def reserve(run_log_dir: str | Path, target: Any, run_id: str) -> int:
-    """Reserve the next submission under the ledger lock: its attempt number, or 0 when another run
-    holds one in flight, or it is done or given up (``target``: a cleanup.plan.CleanupTarget)."""
+    """Claim the next submission (batch_job.usecase.claim_act): its attempt number, or 0 when
+    another run holds one in flight, or it is done or given up (``target``: a CleanupTarget)."""
     stamp = now_iso()
     cluster, array_id, name = target.cluster, target.array_id, target.name
 
-    def change(ledger: Ledger) -> tuple[Ledger, int]:
+    def allowed(ledger: Ledger) -> int:
         h = history_of(ledger, cluster, array_id)
         latest = h.submissions[-1] if h.submissions else None
         if h.done is not None or h.gave_up:
-            return ledger, 0
+            return 0
         if latest is not None and (not latest.get("job") or h.failed(latest["job"]) is None):
-            return ledger, 0  # reserved or in flight: never a second submission
-        attempt = len(h.submissions) + 1
-        act = {"kind": ConsolidateAct.SUBMITTED.value, "job": "", "attempt": attempt, "run": run_id}
-        add_act(
-            ledger, cluster, array_id, name, {"at": stamp, **act, "flavor": target.flavor, "target_job": target.job_id}
-        )
-        _touch(ledger, cluster, array_id, stamp)
-        return ledger, attempt
+            return 0  # reserved or in flight: never a second submission
+        return len(h.submissions) + 1
 
-    return update_ledger(run_log_dir, change)
+    act = {"at": stamp, "kind": ConsolidateAct.SUBMITTED.value, "run": run_id}
+    return batch.claim_act(
+        run_log_dir,
+        {"cluster": cluster, "job_id": array_id, "name": name},
+        allowed,
+        {**act, "flavor": target.flavor, "target_job": target.job_id},
+        lambda ledger: _touch(ledger, cluster, array_id, stamp),
+    )
 
 
 def fill_reservation(run_log_dir: str | Path, cluster: str, array_id: str, attempt: int, job: str, why: str) -> None:
     """The reserved submission ``attempt`` gets its Slurm id (``job``), or, when sbatch gave none,
     the reason (``job`` stays '': reported on every run, never resubmitted by itself)."""
-
-    def change(ledger: Ledger) -> tuple[Ledger, None]:
-        e = ledger.jobs.get(f"{cluster}|{array_id}")
-        for a in e.acts if e else []:
-            if a.get("kind") == ConsolidateAct.SUBMITTED and a.get("attempt") == str(attempt) and not a.get("job"):
-                a["job"] = job
-                if why:
-                    a["problem"] = why[:300]
-        return ledger, None
-
-    update_ledger(run_log_dir, change)
+    batch.fill_act(run_log_dir, cluster, array_id, ConsolidateAct.SUBMITTED.value, attempt, job, why)
 
 
 def drop_reservation(run_log_dir: str | Path, cluster: str, array_id: str, attempt: int) -> None:
     """Free the reserved submission ``attempt``: nothing of it was sent (no login node took the
     script, or acts are held), so the next run may reserve it again."""
-
-    def change(ledger: Ledger) -> tuple[Ledger, None]:
-        e = ledger.jobs.get(f"{cluster}|{array_id}")
-        if e is not None:
-            e.acts = [
-                a
-                for a in e.acts
-                if not (
-                    a.get("kind") == ConsolidateAct.SUBMITTED and a.get("attempt") == str(attempt) and not a.get("job")
-                )
-            ]
-        return ledger, None
-
-    update_ledger(run_log_dir, change)
+    batch.drop_act(run_log_dir, cluster, array_id, ConsolidateAct.SUBMITTED.value, attempt)

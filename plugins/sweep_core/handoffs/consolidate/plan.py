@@ -17,18 +17,17 @@ traceback and submitted again at most ``max_retries`` times, then given up (a pe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.config.consolidate_schema import ConsolidateCommand, ConsolidateSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
+from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, exhausted, is_live
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, done_signal
 from sweep_core.safe_names import CONSOLIDATE_PLACEHOLDERS
 
-WAITING = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
-_PLACEHOLDER = re.compile(r"\{(" + "|".join(CONSOLIDATE_PLACEHOLDERS) + r")\}")
+PLACEHOLDERS = Placeholders(CONSOLIDATE_PLACEHOLDERS)
 
 
 class ConsolidateConfigError(ValueError):
@@ -42,7 +41,7 @@ def consolidate_config(raw: ConsolidateSection | dict[str, Any] | None) -> Conso
 def render_argv(template: tuple[str, ...], values: dict[str, str]) -> tuple[str, ...]:
     """Each argv element with its ``{name}``-style placeholders filled (other braces left alone);
     quoting happens when the submit script is built."""
-    return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in template)
+    return PLACEHOLDERS.render_argv(template, values)
 
 
 def job_name(cmd: ConsolidateCommand, target: CleanupTarget) -> str:
@@ -141,12 +140,12 @@ def decide(
         step.job = job
         got = tracked_state(job, state) if job.isdigit() else ""
         step.state = got
-        base = got.split(" ")[0]
+        base = base_state(got)
         if not got:
             step.action = "wait"
             step.reasons.append(f"consolidate job {job}: no sacct record yet")
             return step
-        if base in WAITING:
+        if is_live(got):
             step.action = "wait"
             step.reasons.append(f"consolidate job {job} is {got}")
             return step
@@ -163,7 +162,7 @@ def decide(
         step.reasons.append(f"consolidate job {job} {got}" + (f": {step.traceback}" if step.traceback else ""))
         return step
     # nothing in flight: never submitted, or the latest attempt failed
-    if job and history.failures > cmd.max_retries:
+    if job and exhausted(history.failures, cmd.max_retries):
         step.action = "gave-up"
         step.reasons.append(f"consolidate failed {history.failures} times (max_retries {cmd.max_retries}): given up")
         return step

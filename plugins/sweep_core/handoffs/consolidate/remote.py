@@ -1,22 +1,20 @@
 """Datagen consolidate's cluster side: the read-only probe (sweep_core/programs/consolidate_probe.sh,
 ONE SSH session per cluster: one validated squeue, ONE ``sacct -j`` for every array and every
 tracked consolidate job, a builtin ``[ -d ]`` per chunk tree, the log tail of a consolidate job
-that ended without COMPLETED) and its reader. The submission reuses the HF chain's submit script
-(one ``run sub:<k> sbatch …`` line per job, every argv element shlex-quoted).
+that ended without COMPLETED) and its reader. The submission is the batch-job machine's
+(handoffs.batch_job: one ``run sub:<k> sbatch …`` line per job, every argv element shlex-quoted).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from sweep_core.handoffs.batch_job.plan import check_job_ids
 from sweep_core.handoffs.cleanup.plan import ClusterState
 from sweep_core.handoffs.cleanup.remote import ProbeRequest, read_probe
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, squeue_format
 from sweep_core.slurm.remote_scripts import compose
-
-_JOB_ID = re.compile(r"^\d+(_\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -30,19 +28,9 @@ class ConsolidateProbe:
     tail_bytes: int = 16384
 
 
-def log_path(pattern: str, job_id: str, name: str, user: str) -> str:
-    """ops.md ``log_pattern`` for one (non-array) job: %j %A = id, %x = name, %u = user, %% = %."""
-    if not pattern:
-        return ""
-    subs = {"j": job_id, "A": job_id, "x": name, "u": user, "%": "%"}
-    return re.sub(r"%([jAxu%])", lambda m: subs[m.group(1)], pattern)
-
-
 def build_probe_script(req: ConsolidateProbe, marker: str) -> str:
     ids = sorted({*req.arrays, *req.cons})
-    for j in ids:
-        if not _JOB_ID.match(j):
-            raise ValueError(f"job id {j!r} is not a Slurm job id")
+    check_job_ids(ids)
     for p in (*req.dirs, *(x for x in req.logs if x)):
         if not p.startswith("/") or "\n" in p or "\0" in p:
             raise ValueError(f"path {p!r} is not an absolute single-line path")

@@ -16,7 +16,9 @@ from typing import Any
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import write_run_log
-from sweep_core.handoffs.chain.plan import build_submit_script, parse_job_id
+from sweep_core.handoffs.batch_job import usecase as batch
+from sweep_core.handoffs.batch_job.plan import Outcome
+from sweep_core.handoffs.batch_job.remote import log_path
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupTarget, candidate_paths, hub_repo_id
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
 from sweep_core.handoffs.consolidate.history import (
@@ -33,7 +35,6 @@ from sweep_core.handoffs.consolidate.plan import Step, decide, job_name
 from sweep_core.handoffs.consolidate.remote import (
     ConsolidateProbe,
     build_probe_script,
-    log_path,
     read_consolidate_probe,
 )
 from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
@@ -43,9 +44,7 @@ from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import commit_of
 from sweep_core.ledger.acts import read_ledger
-from sweep_core.slurm.failover import outcome_unknown
 from sweep_core.slurm.gather import new_marker
-from sweep_core.slurm.remote_scripts import script_prelude
 
 
 @dataclass
@@ -59,6 +58,7 @@ class _Run:
     run_script: RunScript
     hub_check: HubCheck
     say: Say
+    commit: CommitFiles = commit_tracker_files
     steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -209,42 +209,29 @@ def _submit(cluster: str, cfg: Any, steps: list[Step], run: _Run) -> None:
         mine.append(s)
     if not mine:
         return
-    marker = new_marker()
-    script = build_submit_script(script_prelude(marker), [("consolidate", s.argv) for s in mine])
-    out, problem = run.run_script(cfg, script, marker, "consolidate submit")
-    for k, s in enumerate(mine):
-        rec = out.get(f"sub:{k}") if out else None
-        jid = parse_job_id(rec.stdout) if rec is not None and rec.rc == 0 else ""
+    subs, _ = batch.submit(cfg, [s.argv for s in mine], run.run_script, "consolidate submit")
+    for s, sub in zip(mine, subs, strict=True):
         t = s.target
-        if jid:
-            fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, jid, "")
-            s.action, s.job = "submitted", jid
-            s.reasons.append(f"submitted consolidate job {jid} (attempt {s.attempt})")
-        elif rec is not None:  # sbatch answered and refused: nothing runs, a failed attempt
-            why = (rec.stderr.strip() or rec.stdout.strip() or f"exit {rec.rc}")[:300]
+        if sub.outcome is Outcome.SUBMITTED:
+            fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, sub.job_id, "")
+            s.action, s.job = "submitted", sub.job_id
+            s.reasons.append(f"submitted consolidate job {sub.job_id} (attempt {s.attempt})")
+        elif sub.outcome is Outcome.REFUSED:  # sbatch answered and refused: nothing runs, a failed attempt
+            why = sub.answer
             fake = f"sbatch-refused-{s.attempt}"
             fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, fake, why)
-            record(
-                run.run_log_dir,
-                [
-                    (
-                        t.cluster,
-                        t.array_id,
-                        t.name,
-                        {"kind": ConsolidateAct.FAILED.value, "job": fake, "state": "SBATCH_REFUSED", "traceback": why},
-                    )
-                ],
-            )
+            refused = {"kind": ConsolidateAct.FAILED.value, "job": fake, "state": "SBATCH_REFUSED", "traceback": why}
+            record(run.run_log_dir, [(t.cluster, t.array_id, t.name, refused)])
             s.action = "failed"
             s.reasons.append(f"sbatch refused the consolidate job: {why}")
-        elif out is None and not outcome_unknown(problem):  # nothing was sent (unreachable, held): freed
+        elif sub.outcome is Outcome.NOT_SENT:  # nothing was sent (unreachable, held): freed
             drop_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt)
             s.action = "blocked"
-            s.reasons.append(f"not submitted: {problem or 'no login node took the script'}")
+            s.reasons.append(f"not submitted: {sub.session or 'no login node took the script'}")
         else:  # the session died: whether sbatch ran is unknown, the reservation stays
-            fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, "", problem or "no record")
+            fill_reservation(run.run_log_dir, t.cluster, t.array_id, s.attempt, "", sub.session or "no record")
             s.action = "blocked"
-            s.reasons.append(f"submission outcome unknown ({problem or 'no record'}): never resubmitted by itself")
+            s.reasons.append(f"submission outcome unknown ({sub.session or 'no record'}): never resubmitted by itself")
 
 
 def _advance(run: _Run) -> None:
@@ -290,7 +277,7 @@ def _advance(run: _Run) -> None:
             commit = "not committed (trackers.commit false)"
             if run.trackers.commit:
                 names = ", ".join(s.target.name for s in todo if s.action == "advance")
-                commit = commit_tracker_files(repo, [path], f"datagen consolidate: {names} ✅") or "not a git repo"
+                commit = run.commit(repo, [path], f"datagen consolidate: {names} ✅") or "not a git repo"
             run.notes.append(f"datagen tracker {path}: {commit}")
     acts = [
         (
@@ -324,8 +311,7 @@ def run_consolidate(
     """Every consolidation advanced as far as its evidence allows. Returns the steps, the notes,
     ``release`` ("cluster|array id" cleanup may delete), ``replan`` (tracked targets to plan for
     cleanup this run) and ``dry_run``."""
-    _ = commit  # the harvest's helper by default: tests pass their own
-    run = _Run(ccfg, cons, trackers, dry_run, run_id, str(run_log_dir), run_script, hub_check, say)
+    run = _Run(ccfg, cons, trackers, dry_run, run_id, str(run_log_dir), run_script, hub_check, say, commit)
     tracked = open_consolidations(read_ledger(run.run_log_dir)) if cons.flavors else []
     targets = consolidate_targets(jobs, ccfg, cons, tracked) if cons.flavors else []
     by_cluster: dict[str, list[CleanupTarget]] = defaultdict(list)

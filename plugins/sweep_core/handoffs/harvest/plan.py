@@ -22,6 +22,7 @@ from typing import Any
 from sweep_core.config.handoffs_schema import TrackersSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
+from sweep_core.handoffs.batch_job.plan import LIVE_STATES
 from sweep_core.handoffs.harvest.clone_path import in_clone
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
 from sweep_core.handoffs.harvest.tracker_edit import fill_row, mark_row
@@ -30,7 +31,6 @@ from sweep_core.handoffs.harvest.tracker_rows import pending_rows, rows_without_
 from sweep_core.safe_names import plain_name
 
 FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
-WAITING_STATES = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", "CONFIGURING")
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def decide_row(p: PendingRow, rep: JobReport, spec: ScoreSpec | None = None) -> 
     state = rep.state.split(" ")[0].rstrip("+")
     if not state:
         return RowOutcome(**base, outcome="unknown", note=f"sacct -j {p.row.job_id}: no record")
-    if state in WAITING_STATES:
+    if state in LIVE_STATES:
         return RowOutcome(**base, outcome="waiting", note=state)
     if state in FAILED_STATES:
         tb = first_real_traceback(rep.log_tail) if rep.log_tail else ""

@@ -8,16 +8,14 @@ each file at most ``max_bytes``); for a failed job the tail of its log (ops.md `
 
 from __future__ import annotations
 
-import re
-
 from sweep_core.config.schema_base import default_of
 from sweep_core.config.sweep_schema import GatherLimits
+from sweep_core.handoffs.batch_job.plan import check_job_ids
 from sweep_core.handoffs.harvest.plan import JobReport
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import compose
 
-_JOB_ID = re.compile(r"^\d+(_\d+)?$")
 SACCT_LOOKBACK_DAYS = 120
 
 
@@ -31,9 +29,7 @@ def build_harvest_script(
 ) -> str:
     """Read-only: states, results files of COMPLETED jobs, log tails of failed ones."""
     ids = sorted(set(job_ids))
-    for j in ids:
-        if not _JOB_ID.match(j):
-            raise ValueError(f"job id {j!r} is not a Slurm job id")
+    check_job_ids(ids)
     values = {
         "JOB_IDS": ",".join(ids),
         "SACCT_JOBS_FORMAT": SACCT_JOBS_FORMAT,

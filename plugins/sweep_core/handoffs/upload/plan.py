@@ -19,6 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.handoffs.batch_job.plan import (
+    BatchConfigError,
+    Placeholders,
+    base_state,
+    check_sbatch,
+    exhausted,
+    is_live,
+    job_name_of,
+    retry_note,
+)
 from sweep_core.safe_names import UPLOAD_PLACEHOLDERS
 
 UPLOAD = "upload"
@@ -27,27 +37,19 @@ UNSENT = "upload_unsent"
 UNKNOWN = "UNKNOWN"
 GAVE_UP = "upload_gave_up"
 SALVAGE = "salvage"
-LIVE_STATES = ("PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "CONFIGURING", "COMPLETING")
-_PLACEHOLDER = re.compile(r"\{(" + "|".join(UPLOAD_PLACEHOLDERS) + r")\}")
-_JOB_ID = re.compile(r"^\d+(_\d+)?$")
+PLACEHOLDERS = Placeholders(UPLOAD_PLACEHOLDERS)
 # a hub commit URL as huggingface_hub prints it (`hf upload`, ``print(upload_folder(...))``):
 # <endpoint>/[datasets/|spaces/]<org>/<name>/commit/<40-hex sha>
 _COMMIT_URL = re.compile(r"(?:/(?:datasets|spaces))?/([\w.-]+/[\w.-]+)/commit/([0-9a-f]{40})\b")
 
 
-class UploadConfigError(ValueError):
+class UploadConfigError(BatchConfigError):
     """An upload argv that must not be run (not an sbatch job); the message names where."""
 
 
 def check_argv(argv: Sequence[str], where: str) -> tuple[str, ...]:
     """The argv when it submits a batch job; a heavy upload never runs on the login node."""
-    if not argv:
-        return ()
-    if argv[0] != "sbatch":
-        raise UploadConfigError(
-            f"{where} must start with sbatch (an upload runs as a batch job, never on the login node)"
-        )
-    return tuple(argv)
+    return check_sbatch(argv, where, UploadConfigError)
 
 
 def upload_argv(flavor: str, flavor_argv: Sequence[str], ops_commands: Sequence[Any]) -> tuple[str, ...]:
@@ -60,7 +62,7 @@ def upload_argv(flavor: str, flavor_argv: Sequence[str], ops_commands: Sequence[
 
 def render(template: str, values: Mapping[str, str]) -> str:
     """``{name}``-style placeholders filled; every other brace left alone (JSON in a --wrap)."""
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    return PLACEHOLDERS.render(template, values)
 
 
 def submit_argv(argv: Sequence[str], values: Mapping[str, str], log: str) -> tuple[str, ...]:
@@ -71,19 +73,6 @@ def submit_argv(argv: Sequence[str], values: Mapping[str, str], log: str) -> tup
     filled = [render(a, values) for a in argv]
     named = () if job_name_of(filled) else (f"--job-name=upload__{values['name']}",)
     return (filled[0], "--parsable", f"--output={log}", *named, *filled[1:])
-
-
-def job_name_of(argv: Sequence[str]) -> str:
-    """The job name sbatch gives ``argv`` (its last ``-J``/``--job-name``; '' when none)."""
-    name = ""
-    for k, a in enumerate(argv):
-        if a in ("-J", "--job-name") and k + 1 < len(argv):
-            name = argv[k + 1]
-        elif a.startswith("--job-name="):
-            name = a.split("=", 1)[1]
-        elif a.startswith("-J") and len(a) > 2:
-            name = a[2:]
-    return name
 
 
 @dataclass
@@ -143,8 +132,8 @@ def tracked(story: Story) -> str:
     last = story.last
     if last is None or story.gave_up is not None:
         return ""
-    state = story.state_of(last["upload_job"]).split(" ")[0]
-    return last["upload_job"] if state in ("", *LIVE_STATES) else ""
+    state = story.state_of(last["upload_job"])
+    return last["upload_job"] if not state or is_live(state) else ""
 
 
 @dataclass(frozen=True)
@@ -186,17 +175,17 @@ def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
         return Move("submit", "not on the hub: upload submitted", 1)
     jid = last["upload_job"]
     state = story.state_of(jid)
-    base = state.split(" ")[0]
-    if base in ("", *LIVE_STATES):
+    base = base_state(state)
+    if not state or is_live(state):
         return Move("wait", f"upload job {jid} {state or 'submitted'}: the hub is checked again next run")
     why = (story.states.get(jid) or {}).get("why", "")
     failed = f"upload job {jid} {state}" + (f": {why}" if why else "")
     if base == "COMPLETED":
         failed = f"upload job {jid} COMPLETED but the hub still lacks the artifact"
     n = len(story.attempts)
-    if n > retries:
+    if exhausted(n, retries):
         return Move("give-up", f"{failed}; given up after {n} attempt(s)")
-    return Move("submit", f"{failed}; retry {n} of {retries}", n + 1)
+    return Move("submit", f"{failed}; {retry_note(n, retries)}", n + 1)
 
 
 def commits_in(text: str) -> dict[str, str]:
@@ -233,7 +222,3 @@ def salvage_step(evidence: str) -> int | None:
     if m is None:
         return None
     return max(0, int(m.group(1)) - 1)
-
-
-def valid_job_id(job_id: str) -> bool:
-    return bool(_JOB_ID.match(job_id))

@@ -21,6 +21,9 @@ from typing import Any
 from sweep_core.config.handoffs_schema import CleanupSection
 from sweep_core.config.schema_base import section
 from sweep_core.fanin.render import box_table
+from sweep_core.handoffs.batch_job import usecase as batch
+from sweep_core.handoffs.batch_job.plan import Found, Outcome, job_name_of, reconcile
+from sweep_core.handoffs.batch_job.remote import build_find_script, build_track_script, read_find, submit_line
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, hub_repo_id
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import (
@@ -33,7 +36,6 @@ from sweep_core.handoffs.upload.plan import (
     Story,
     UploadConfigError,
     check_argv,
-    job_name_of,
     next_move,
     own_revision,
     render,
@@ -42,26 +44,10 @@ from sweep_core.handoffs.upload.plan import (
     tracked,
     upload_argv,
 )
-from sweep_core.handoffs.upload.remote import (
-    build_find_script,
-    build_submit_script,
-    build_track_script,
-    read_find,
-    read_submit,
-    read_track,
-    submit_line,
-)
+from sweep_core.handoffs.upload.remote import read_upload_track
 from sweep_core.ledger.acts import acts_of
-from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.given import given_by, mark_given, release_given
-from sweep_core.ledger.store import load_ledger, update_ledger
-from sweep_core.slurm.failover import outcome_unknown
+from sweep_core.ledger.store import load_ledger
 from sweep_core.slurm.gather import new_marker
-
-# An UNKNOWN submission that sacct has not listed this long after its claim never ran.
-UNSENT_AFTER_S = 120
-# How far before its claim (clock skew between here and the cluster) its job may have been submitted.
-CLOCK_SLACK_S = 300
 
 
 @dataclass(frozen=True)
@@ -158,8 +144,8 @@ def _track(cluster: str, jobs: list[_Job], cfg: Any, us: UploadSettings, run_scr
     marker = new_marker()
     out, problem = run_script(cfg, build_track_script(logs, marker, us.tail_bytes), marker, "upload track")
     acts = []
-    for jid, st in read_track(out, sorted(flying), problem, repos).items():
-        j = flying[jid]
+    for jid, up in read_upload_track(out, sorted(flying), problem, repos).items():
+        j, st = flying[jid], up.tracked
         if st.problem or not st.state:
             continue
         if j.story.state_of(jid) == st.state:
@@ -167,8 +153,8 @@ def _track(cluster: str, jobs: list[_Job], cfg: Any, us: UploadSettings, run_scr
         act = {"kind": UPLOAD_STATE, "upload_job": jid, "state": st.state, "at": now}
         if st.traceback:
             act["why"] = st.traceback
-        if st.revision:
-            act["revision"] = st.revision
+        if up.revision:
+            act["revision"] = up.revision
         j.story.states[jid] = act
         acts.append((cluster, j.d.target.job_id, j.d.target.name, act))
     return acts
@@ -206,19 +192,16 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
             j.story.unknown = {**u, "note": f"sacct not read ({why[:160]}): asked again next run"}
             continue
         known = {a["upload_job"] for a in j.story.attempts}
-        since = float(u.get("claimed_at") or 0) - CLOCK_SLACK_S
-        mine = [f for f in found if f.name == u["job_name"] and f.submit >= since and f.job_id not in known]
-        if len(mine) == 1:
-            f = mine[0]
-            act = {**u, "upload_job": f.job_id, "log": u.get("log", "").replace("%j", f.job_id), "at": now}
+        claimed = float(u["claimed_at"]) if u.get("claimed_at") else None
+        got = reconcile([(f.job_id, f.submit, f.name) for f in found], u["job_name"], claimed, known, clock)
+        if got.verdict is Found.FOUND:
+            act = {**u, "upload_job": got.job_id, "log": u.get("log", "").replace("%j", got.job_id), "at": now}
             act.pop("outcome", None)
             act["found"] = f"outcome was UNKNOWN ({u.get('why', '')[:120]}); found by its job name in sacct"
-        elif not mine and clock - float(u.get("claimed_at") or clock) > UNSENT_AFTER_S:
-            act = {"kind": UNSENT, "attempt": u.get("attempt", ""), "at": now, "why": "sacct lists no such job"}
+        elif got.verdict is Found.UNSENT:
+            act = {"kind": UNSENT, "attempt": u.get("attempt", ""), "at": now, "why": got.note}
         else:
-            ids = ", ".join(f.job_id for f in mine)
-            note = f"sacct lists {ids}: a person decides which" if ids else "sacct lists none yet: asked again next run"
-            j.story.unknown = {**u, "note": note}
+            j.story.unknown = {**u, "note": got.note}
             continue
         if act["kind"] == UPLOAD:
             j.story.attempts.append(act)
@@ -228,95 +211,59 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
 
 
 def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str) -> list[_Job]:
-    """The submissions this run may make: each (job, attempt) given once, under the ledger lock."""
-
-    def change(ledger: Ledger) -> tuple[Ledger, list[_Job]]:
-        mine = []
-        for j in todo:
-            kind = f"{UPLOAD}#{j.move.attempt}"
-            by = given_by(ledger, kind, j.key)
-            if by and by != run_id:
-                j.outcome = f"attempt {j.move.attempt} already submitted by {by}"
-                continue
-            mark_given(ledger, kind, [j.key], run_id)
+    """The submissions this run may make: each (job, attempt) claimed once (batch_job.usecase.claim)."""
+    mine = []
+    for j, by in zip(
+        todo, batch.claim(ledger_dir, UPLOAD, [(j.key, j.move.attempt) for j in todo], run_id), strict=True
+    ):
+        if by:
+            j.outcome = f"attempt {j.move.attempt} already submitted by {by}"
+        else:
             mine.append(j)
-        return ledger, mine
-
-    return update_ledger(ledger_dir, change)
+    return mine
 
 
 def _key(act: tuple[str, str, str, dict[str, str]]) -> dict[str, str]:
     return {"cluster": act[0], "job_id": act[1], "name": act[2]}
 
 
-def _release_attempts(ledger_dir: str | Path, items: list[tuple[dict[str, str], str]]) -> None:
-    """Free each (job, attempt) claim: sacct showed its UNKNOWN submission never ran."""
-
-    def change(ledger: Ledger) -> tuple[Ledger, None]:
-        for key, attempt in items:
-            release_given(ledger, f"{UPLOAD}#{attempt}", [key])
-        return ledger, None
-
-    if items:
-        update_ledger(ledger_dir, change)
-
-
-def _release(ledger_dir: str | Path, failed: list[_Job]) -> None:
-    def change(ledger: Ledger) -> tuple[Ledger, None]:
-        for j in failed:
-            release_given(ledger, f"{UPLOAD}#{j.move.attempt}", [j.key])
-        return ledger, None
-
-    if failed:
-        update_ledger(ledger_dir, change)
-
-
 def _submit(cfg: Any, jobs: list[_Job], run_script: RunScript, now: str, run_id: str) -> tuple[list, list[_Job]]:
     """ONE session submits every upload of a cluster; (acts, the jobs surely not submitted). A
     submission whose outcome is unknown keeps its claim and is recorded UNKNOWN (module docstring)."""
-    marker = new_marker()
-    claimed_at = time.time()
-    out, problem = run_script(cfg, build_submit_script([j.argv for j in jobs], marker), marker, "upload submit")
+    subs, claimed_at = batch.submit(cfg, [j.argv for j in jobs], run_script, "upload submit")
     acts, failed = [], []
-    for j, (jid, why) in zip(jobs, read_submit(out, len(jobs), problem), strict=True):
-        if not jid and outcome_unknown(problem) and why.startswith(UNKNOWN):
-            j.state, j.outcome = UNKNOWN, f"{j.move.why}; submission {why}"
-            act = {
-                "kind": UPLOAD,
-                "upload_job": "",
-                "outcome": UNKNOWN,
-                "attempt": str(j.move.attempt),
-                "job_name": job_name_of(j.argv),
-                "claimed_at": f"{claimed_at:.0f}",
-                "log": j.log,
-                "step": (j.story.salvage or {}).get("step", ""),
-                "flavor": j.d.target.flavor,
-                "command": submit_line(j.argv),
-                "why": problem[:300],
-                "run": run_id,
-                "at": now,
-            }
-            acts.append((j.d.target.cluster, j.d.target.job_id, j.d.target.name, act))
-            continue
-        if not jid:
-            j.outcome = f"{j.move.why}; submission FAILED: {why}"
-            failed.append(j)
-            continue
-        j.upload_job, j.state = jid, "submitted"
-        j.outcome = f"{j.move.why}: job {jid}"
-        act = {
-            "kind": UPLOAD,
-            "upload_job": jid,
+    for j, sub in zip(jobs, subs, strict=True):
+        t = j.d.target
+        common = {
             "attempt": str(j.move.attempt),
-            "log": j.log.replace("%j", jid),
             "step": (j.story.salvage or {}).get("step", ""),
-            "flavor": j.d.target.flavor,
-            "hub_repo": j.hub_repo,
+            "flavor": t.flavor,
             "command": submit_line(j.argv),
             "run": run_id,
             "at": now,
         }
-        acts.append((j.d.target.cluster, j.d.target.job_id, j.d.target.name, act))
+        if sub.outcome is Outcome.UNKNOWN:
+            j.state, j.outcome = UNKNOWN, f"{j.move.why}; submission {sub.why}"
+            act = {
+                "kind": UPLOAD,
+                "upload_job": "",
+                "outcome": UNKNOWN,
+                "job_name": job_name_of(j.argv),
+                "claimed_at": f"{claimed_at:.0f}",
+                "log": j.log,
+                **common,
+                "why": sub.session[:300],
+            }
+        elif sub.outcome is not Outcome.SUBMITTED:
+            j.outcome = f"{j.move.why}; submission FAILED: {sub.why}"
+            failed.append(j)
+            continue
+        else:
+            j.upload_job, j.state = sub.job_id, "submitted"
+            j.outcome = f"{j.move.why}: job {sub.job_id}"
+            act = {"kind": UPLOAD, "upload_job": sub.job_id, "log": j.log.replace("%j", sub.job_id), **common}
+            act["hub_repo"] = j.hub_repo
+        acts.append((t.cluster, t.job_id, t.name, act))
     return acts, failed
 
 
@@ -353,7 +300,7 @@ def run_uploads(
             report.acts += _track(cluster, jobs, cfg, us, run_script, now)
             found = _find_unknown(cluster, jobs, cfg, run_script, now, time.time())
             report.acts += found
-            _release_attempts(ledger_dir, [(_key(a), a[3]["attempt"]) for a in found if a[3]["kind"] == UNSENT])
+            batch.release(ledger_dir, UPLOAD, [(_key(a), a[3]["attempt"]) for a in found if a[3]["kind"] == UNSENT])
         todo = []
         for j in jobs:
             t = j.d.target
@@ -394,7 +341,7 @@ def run_uploads(
             if mine:
                 acts, failed = _submit(cfg, mine, run_script, now, run_id)
                 report.acts += acts
-                _release(ledger_dir, failed)
+                batch.release(ledger_dir, UPLOAD, [(j.key, j.move.attempt) for j in failed])
         report.rows += [_row(j) for j in jobs]
     return report
 

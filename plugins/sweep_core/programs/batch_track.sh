@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The upload jobs' states (sweep_core.handoffs.upload.remote), read-only. The header Python writes
+# Batch jobs' states (sweep_core.handoffs.batch_job.remote), read-only. The header Python writes
 # sets TRACK_IDS and TRACK_LOGS (arrays, the log of each id: its --output, %j filled),
 # JOB_IDS (TRACK_IDS comma-joined, each checked a Slurm job id), SACCT_JOBS_FORMAT
 # (JobID,State,JobName), LOOKBACK_DAYS and TAIL_BYTES. Controller calls: ONE sacct for all of them;

@@ -14,19 +14,11 @@ from typing import Any
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import write_run_log
-from sweep_core.handoffs.chain.plan import (
-    CellState,
-    ClusterView,
-    Series,
-    Step,
-    advance,
-    build_probe,
-    build_submit_script,
-    cell_values,
-    completed_cells,
-    parse_job_id,
-    view_from,
-)
+from sweep_core.handoffs.batch_job import usecase as batch
+from sweep_core.handoffs.batch_job.plan import Outcome, base_state, is_live, valid_job_id
+from sweep_core.handoffs.batch_job.remote import build_track_script, log_path, read_track
+from sweep_core.handoffs.chain.plan import CellState, ClusterView, Series, Step, advance, cell_values, completed_cells
+from sweep_core.handoffs.chain.remote import probe_view
 from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import TrackerSettings
@@ -34,11 +26,9 @@ from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
-from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import new_marker
-from sweep_core.slurm.parse import SlurmOutputError, parse_squeue, squeue_format
-from sweep_core.slurm.remote_scripts import script_prelude
 
+TAIL_BYTES = 16384  # the bounded tail a failed leg's traceback is read from
 ChainState = dict[str, Any]  # "<series>/<cell>" -> CellState.to_dict()
 
 
@@ -52,24 +42,6 @@ def tracker_row(tracker: Path | None, cell: str) -> tuple[Any, str | None, str |
     return None, None, None
 
 
-def probe_view(series: Series, cfg: ClusterConfig, run_script: RunScript) -> ClusterView:
-    """Every job of the cluster user by name (validated squeue + sacct over the lookback); UNKNOWN
-    (``jobs`` None) with the problem when either could not be read."""
-    marker = new_marker()
-    script = build_probe(script_prelude(marker), cfg.user, series.lookback_days, squeue_format(marker))
-    out, problem = run_script(cfg, script, marker, "hf-chain probe")
-    if out is None or problem:
-        return view_from(None, None, problem)
-    sq, sa = out.get("squeue"), out.get("sacct")
-    try:
-        rows = [(r.job_id, r.state, r.name) for r in parse_squeue(sq)] if sq else None
-    except SlurmOutputError as exc:
-        return view_from(None, None, f"squeue UNKNOWN: {exc}")
-    if sa is None or sa.rc != 0:
-        return view_from(None, None, f"sacct failed: {sa.stderr.strip()[:200] if sa else 'no record'}")
-    return view_from(rows, sa.stdout, delimiter=marker)
-
-
 def _submit(
     series: Series,
     cfg: ClusterConfig,
@@ -78,20 +50,17 @@ def _submit(
     run_script: RunScript,
 ) -> None:
     """ONE session submits every leg; a step whose job id did not come back keeps its old state."""
-    marker = new_marker()
-    script = build_submit_script(script_prelude(marker), [(s.submit, s.argv) for s in submissions])
-    out, problem = run_script(cfg, script, marker, "hf-chain submit")
-    for k, step in enumerate(submissions):
-        rec = out.get(f"sub:{k}") if out else None
-        jid = parse_job_id(rec.stdout) if rec is not None and rec.rc == 0 else ""
+    subs, _ = batch.submit(cfg, [s.argv for s in submissions], run_script, "hf-chain submit")
+    for step, sub in zip(submissions, subs, strict=True):
         key = f"{series.name}/{step.cell}"
-        if not jid:
-            if rec is None:  # UNKNOWN (sent, answer lost): the next probe adopts a job of the leg's name
-                step.note += f"; submission {not_done(problem)}"
+        if sub.outcome is not Outcome.SUBMITTED:
+            if sub.outcome is not Outcome.REFUSED:  # UNKNOWN: the next probe adopts a job of the leg's name
+                step.note += f"; submission {sub.why}"
             else:
-                step.note += f"; submission FAILED: {rec.stderr.strip()[:200]}"
+                step.note += f"; submission FAILED: {sub.answer[:200]}"
             step.state = CellState.from_dict(state.get(key))  # not advanced: adopted or retried next sweep
             continue
+        jid = sub.job_id
         if step.submit == "upload":
             step.state.upload_job = jid
         else:
@@ -139,6 +108,25 @@ class _Run:
     written: list[Path] = field(default_factory=list)
 
 
+def _leg_tracebacks(
+    series: Series, cfg: ClusterConfig, view: ClusterView, cells: list[str], run_script: RunScript
+) -> dict[str, str]:
+    """ONE track session (batch_job) for the cells' latest upload/eval jobs that ended without
+    COMPLETED: job id -> the first real traceback of its log (ops.md ``log_pattern``)."""
+    logs: dict[str, str] = {}
+    for cell in cells:
+        for name in (series.upload_name.format(cell=cell), series.eval_name.format(cell=cell)):
+            got = view.latest(name)
+            if got and not is_live(got[1]) and base_state(got[1]) != "COMPLETED" and valid_job_id(got[0]):
+                logs[got[0]] = log_path(cfg.log_pattern, got[0], name, cfg.user)
+    logs = {j: p for j, p in logs.items() if p}
+    if not logs:
+        return {}
+    marker = new_marker()
+    out, problem = run_script(cfg, build_track_script(logs, marker, TAIL_BYTES), marker, "hf-chain track")
+    return {j: t.traceback for j, t in read_track(out, sorted(logs), problem).items() if t.traceback}
+
+
 def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
     """Advance every cell of one series (known in the state or with a COMPLETED SFT job)."""
     view = probe_view(series, cfg, run.run_script)
@@ -155,6 +143,7 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
             run.notes.append(f"{series.name}: tracker refused: {exc}: leg 2 cannot record the eval")
     done_sft = completed_cells(series, view)
     known = {k.split("/", 1)[1] for k in run.state if k.startswith(series.name + "/")}
+    tracebacks = _leg_tracebacks(series, cfg, view, sorted(set(done_sft) | known), run.run_script)
     submissions: list[Step] = []
     for cell in sorted(set(done_sft) | known):
         key = f"{series.name}/{cell}"
@@ -168,7 +157,9 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
         if cs.leg in ("sft", "upload"):
             hub = run.hub_check(values["hub_repo"], series.repo_type, list(series.expected)).ok
         _, status, row_job = tracker_row(tracker, cell)
-        step = advance(series, cell, cs, view, values, hub, status, row_job)
+        step = advance(series, cell, cs, view, values, hub, status, row_job, tracebacks)
+        if step.escalated:
+            run.notes.append(f"ESCALATED: {series.name}/{cell}: {step.note}")
         run.steps.append(step)
         if step.submit:
             submissions.append(step)
