@@ -16,4 +16,4 @@ from __future__ import annotations
 
 from sweep_operators.sweep_dag import build_sweep_dag
 
-dag = build_sweep_dag(__doc__)
+dag = build_sweep_dag(__file__, __doc__)

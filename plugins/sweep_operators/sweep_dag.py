@@ -12,7 +12,9 @@ report sweep (``monitor_cron_sweep``) and the light watch (``monitor_cron_watch`
 
 from __future__ import annotations
 
+import os
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.standard.operators.empty import EmptyOperator
@@ -24,13 +26,11 @@ from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_operators import notify_tasks, sweep_tasks
 from sweep_operators.approval_notify import sweep_deadline, sweep_outcome
-from sweep_operators.dag_common import PROJECT, START, config_paths
+from sweep_operators.dag_common import START
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.reliability import sweep_limits
 from sweep_operators.slurm_gather import SlurmGatherOperator
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
-
-TEMPLATE_DIR = str(PROJECT / "include" / "templates")
 
 
 def _params(clusters: list[str], watch: bool) -> dict[str, Param]:
@@ -94,12 +94,23 @@ def _kwargs(config: SweepConfig, sweep_yaml: str, watch: bool) -> dict[str, Any]
     }
 
 
-def build_sweep_dag(doc: str | None, *, watch: bool = False) -> DAG:
+def dag_file_paths(dag_file: str) -> tuple[str, str, str]:
+    """(ops dir, sweep.yaml, templates dir) beside a DAG file of the project (``include/`` next to
+    ``dags/``, where the package is deployed too); SWEEP_OPS_DIR / SWEEP_CONFIG override."""
+    project = Path(dag_file).resolve().parents[1]
+    return (
+        os.environ.get("SWEEP_OPS_DIR", str(project / "include" / "ops")),
+        os.environ.get("SWEEP_CONFIG", str(project / "include" / "sweep.yaml")),
+        str(project / "include" / "templates"),
+    )
+
+
+def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> DAG:
     """The report sweep's DAG, or (``watch``) the watch's: the same gathers, fan-in, hand-offs and
     digest; the watch runs only sweep.yaml ``watch.rules`` and ``watch.handoffs``, folds the ledger
     instead of rendering (no tables, run log, cleanup, harvest, chain or deep-dive) and writes its
     flag and cluster rows to the watch history. Both use one ledger: nothing is told or handed off twice."""
-    ops_dir, sweep_yaml = config_paths()
+    ops_dir, sweep_yaml, template_dir = dag_file_paths(dag_file)
     config = load_sweep_config(sweep_yaml)
     clusters = cluster_names(ops_dir)
     with DAG(
@@ -139,7 +150,7 @@ def build_sweep_dag(doc: str | None, *, watch: bool = False) -> DAG:
             report = PythonOperator(
                 task_id=Sweep.RENDER,
                 python_callable=sweep_tasks.render,
-                op_kwargs={"ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "template_dir": TEMPLATE_DIR},
+                op_kwargs={"ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "template_dir": template_dir},
             )
         verdict = PythonOperator(task_id=Sweep.VERDICT, python_callable=sweep_tasks.verdict)
         gathers >> bucket >> report >> verdict
