@@ -23,7 +23,8 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
 
 from sweep_core.config.ops import cluster_names, peek_scheduler
-from sweep_core.config.sweep import SweepConfig, load_sweep_config
+from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
+from sweep_core.rules.registry import RULES
 from sweep_operators import notify_tasks, sweep_tasks
 from sweep_operators.approval_notify import sweep_deadline, sweep_outcome
 from sweep_operators.dag_common import START
@@ -112,6 +113,10 @@ def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> D
     flag and cluster rows to the watch history. Both use one ledger: nothing is told or handed off twice."""
     ops_dir, sweep_yaml, template_dir = dag_file_paths(dag_file)
     config = load_sweep_config(sweep_yaml)
+    if watch and (unknown := [r for r in config.watch.rules if r not in RULES]):
+        raise SweepConfigError(
+            f"{sweep_yaml}: watch.rules: unknown rule(s) {unknown}; the rules are {', '.join(RULES)}"
+        )
     clusters = cluster_names(ops_dir)
     with DAG(
         start_date=START,

@@ -232,3 +232,16 @@ def test_watch_schedule_null_turns_the_watch_off(tmp_path, monkeypatch) -> None:
     assert bag.import_errors == {}
     assert type(bag.get_dag("monitor_cron_watch").timetable).__name__ == "NullTimetable"
     assert bag.get_dag("monitor_cron_sweep").timetable.expression == "0 */3 * * *"
+
+
+def test_an_unknown_watch_rule_fails_the_watch_import_naming_file_and_key(tmp_path, monkeypatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    text = (ROOT / "include" / "sweep.yaml").read_text()
+    bad = tmp_path / "sweep.yaml"
+    bad.write_text(text.replace("  rules: [liveness_stale,", "  rules: [liveness_stail,"))
+    monkeypatch.setenv("SWEEP_CONFIG", str(bad))
+    bag = DagBag(str(ROOT / "dags"))
+    error = next(msg for path, msg in bag.import_errors.items() if path.endswith("monitor_cron_watch.py"))
+    assert f"{bad}: watch.rules: unknown rule(s) ['liveness_stail']" in error
+    assert "monitor_cron_sweep" in bag.dag_ids  # the report sweep runs every rule: not affected
