@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from sweep_core.campaigns.docs import load_campaigns
@@ -143,9 +143,10 @@ def rules_step(
     cadences: dict[str, dict[str, int]],
     caps: dict[str, int | None] | None = None,
     history: History | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Flag]:
-    """Apply every flag rule; flags are attached to their jobs as well. The ledger's VANISHED jobs
-    become rows first (sweep_core.ledger.vanished)."""
+    """Apply every flag rule (``only``: just these: a watch run); flags are attached to their jobs as
+    well. The ledger's VANISHED jobs become rows first (sweep_core.ledger.vanished)."""
     max_back = dt.timedelta(hours=config.gather.catch_up_hours)
     add_vanished_rows(snaps, (history or History()).ledger, config.bucket_names[-1], max_back)
     ctx = RuleContext(
@@ -157,7 +158,7 @@ def rules_step(
         history=history or History(),
         campaigns=load_campaigns(config),  # read at run time, like ops.md
     )
-    return apply_rules(ctx)
+    return apply_rules(ctx, only)
 
 
 class Laps:
@@ -185,15 +186,17 @@ def bucket_stages(
     laps: Laps,
     caps: dict[str, int | None] | None = None,
     history: History | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Flag]:
-    """The stages of the ``bucket`` task, in order: bucket, liveness, metrics, rules (each lapped)."""
+    """The stages of the ``bucket`` task, in order: bucket, liveness, metrics, rules (each lapped;
+    ``only``: the rules a watch run runs)."""
     bucket_step(snaps, config)
     laps.lap("bucket")
     liveness_step(snaps, cadences)
     laps.lap("liveness")
     digest_tails(snaps, config)
     laps.lap("metrics")
-    flags = rules_step(snaps, config, cadences, caps, history)
+    flags = rules_step(snaps, config, cadences, caps, history, only)
     laps.lap("rules")
     return flags
 

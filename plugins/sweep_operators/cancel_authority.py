@@ -19,7 +19,7 @@ from sweep_core.history.rows import FLAG
 from sweep_core.history.store import read_run
 from sweep_core.ledger.acts import read_ledger
 from sweep_operators.handoff_record import run_log_dir
-from sweep_operators.history_location import history_store
+from sweep_operators.history_location import store_of
 from sweep_operators.task_ids import trigger_run_id
 
 log = logging.getLogger(__name__)
@@ -45,9 +45,10 @@ def is_hand_off_run(run_id: str) -> Any:
 
 def _flags(config: Any, runs: Sequence[str], wait_s: float) -> dict[str, list[dict[str, Any]] | None]:
     """run id -> its history flag rows (None = no history of it after waiting up to ``wait_s``)."""
-    store, out = history_store(config), {}
+    out: dict[str, list[dict[str, Any]] | None] = {}
     end = time.monotonic() + wait_s
     for run in runs:
+        store = store_of(config, run)  # a watch run's history is the watch's
         while True:
             frame = read_run(store, run, records=[FLAG], columns=list(FLAG_COLUMNS))
             if frame is not None or time.monotonic() >= end:

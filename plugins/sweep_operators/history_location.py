@@ -9,6 +9,7 @@ import posixpath
 
 from airflow.sdk import ObjectStoragePath
 
+from sweep_core.cadence import is_watch_run
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.history.store import HistoryStore
 from sweep_operators.handoff_record import run_log_dir
@@ -23,3 +24,15 @@ def history_store(config: SweepConfig) -> HistoryStore:
         where, conn_id = posixpath.join(run_log_dir(config), "history"), conn_id or config.run_log_conn_id
     root = ObjectStoragePath(where, conn_id=conn_id) if conn_id else ObjectStoragePath(where)
     return HistoryStore(root, config.history.retention_days)
+
+
+def watch_history_store(config: SweepConfig) -> HistoryStore:
+    """The watch runs' history (flag and cluster rows only): ``watch/`` under the history's root,
+    kept ``watch.history_days``. Apart, so the report sweep's rules history (its last sweeps' job
+    rows) and the Sweeps page read the report sweeps only."""
+    return HistoryStore(history_store(config).root / "watch", config.watch.history_days)
+
+
+def store_of(config: SweepConfig, run_id: str) -> HistoryStore:
+    """The history store run ``run_id`` wrote: the watch's for a watch run (sweep_core.cadence)."""
+    return watch_history_store(config) if is_watch_run(run_id) else history_store(config)

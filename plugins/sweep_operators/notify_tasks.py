@@ -6,10 +6,12 @@ sweep_core.alerts, the store sweep_core.history.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any
 from urllib.parse import quote
 
+import pandas as pd
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.digest import COLUMNS, build_digest
@@ -23,17 +25,18 @@ from sweep_core.alerts.layout import (
     slack_text,
     unrouted_lines,
 )
+from sweep_core.cadence import is_watch_run, rules_of
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
-from sweep_core.history.store import read_sweep
+from sweep_core.history.store import read_file, read_sweep, window_key
 from sweep_core.ledger.told import mark_told, told_before
 from sweep_core.models import ClusterSnapshot, Flag
 from sweep_operators.handoff_record import run_log_dir, run_log_store
-from sweep_operators.history_location import history_store
+from sweep_operators.history_location import history_store, store_of, watch_history_store
 from sweep_operators.task_ids import DagId, Sweep
-from sweep_operators.window import run_id_of, sweep_window
+from sweep_operators.window import dag_run_id, run_id_of, sweep_window
 
 log = logging.getLogger(__name__)
 # The fan-in's output (snapshots + flags): task "rules" today, "bucket" once the fan-in is two tasks.
@@ -41,7 +44,8 @@ FAN_IN_OUT: str = getattr(Sweep, "RULES", Sweep.BUCKET)
 
 
 def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Append this sweep's jobs, clusters and flags to the history (a re-run replaces its rows)."""
+    """Append this sweep's jobs, clusters and flags to the history (a re-run replaces its rows); a
+    watch run's clusters and flags only, to the watch's history (history_location.store_of)."""
     config = load_sweep_config(sweep_yaml)
     raw = context["ti"].xcom_pull(task_ids=FAN_IN_OUT) or {}
     snaps = [ClusterSnapshot.from_dict(d) for d in raw.get("snapshots", [])]
@@ -51,7 +55,9 @@ def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     rendered = context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}
     run_log = run_log_store(config).name_of(str(rendered.get("run_log") or "")) or ""  # its name: any reader's store
     frame = sweep_frame(snaps, flags, run_id=run_id, window_start=start, window_end=end, run_log=run_log)
-    path = history_store(config).append(frame, run_id=run_id, window_end=end)
+    if is_watch_run(run_id):  # what the digest and sweep_cancel read: no job rows every few minutes
+        frame = frame[frame["record"].isin((FLAG, CLUSTER))].reset_index(drop=True)
+    path = store_of(config, run_id).append(frame, run_id=run_id, window_end=end)
     log.info("history: %d rows (%d jobs, %d flags) -> %s", len(frame), sum(len(s.all_jobs()) for s in snaps),
              len(flags), path)  # fmt: skip
     return {"path": str(path), "rows": len(frame)}
@@ -62,10 +68,25 @@ def _links(config: SweepConfig, context: dict[str, Any]) -> list[tuple[str, str]
 
     base = (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
     dag_id = getattr(context.get("dag_run"), "dag_id", DagId.SWEEP)
-    links = [("this run", f"{base}/dags/{quote(dag_id)}/runs/{quote(run_id_of(context), safe='')}")]
+    links = [("this run", f"{base}/dags/{quote(dag_id)}/runs/{quote(dag_run_id(context), safe='')}")]
     if config.notify.page_url:
         links.append(("Sweeps page", config.notify.page_url))
     return links
+
+
+def _earlier(config: SweepConfig, run_id: str, end: dt.datetime, notes: list[str]) -> pd.DataFrame:
+    """The flag and cluster rows of every sweep before this one, report sweeps and watch runs alike
+    (one edge for both cadences: what one told, the other does not tell again); a run of the other
+    cadence whose window ends with this one's and that was written first counts as before it."""
+    own = str(store_of(config, run_id).path_for(run_id, end))
+    frames = []
+    for store in (history_store(config), watch_history_store(config)):
+        frames.append(store.read(records=(FLAG, CLUSTER), columns=COLUMNS, before=end, notes=notes))
+        for f in store.files(notes, read_only=True):
+            if f.key == window_key(end) and str(f.path) != own:
+                frames.append(read_file(f.path, records=(FLAG, CLUSTER), columns=COLUMNS, notes=notes, read_only=True))
+    found = [f for f in frames if f is not None and not f.empty]
+    return pd.concat(found, ignore_index=True) if found else frames[0]
 
 
 def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
@@ -91,11 +112,11 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     config = load_sweep_config(sweep_yaml)
     _, end = sweep_window(context, context["params"].get("lookback_hours"))
     run_id, notes, log_dir = run_id_of(context), [], run_log_dir(config)
-    store = history_store(config)
+    store = store_of(config, run_id)
     current = read_sweep(store, run_id, end, records=(FLAG, CLUSTER), columns=COLUMNS, notes=notes)
     if current is None:
         raise AirflowFailException(f"this sweep's history ({store.path_for(run_id, end)}) was not written: no digest")
-    earlier = store.read(records=(FLAG, CLUSTER), columns=COLUMNS, before=end, notes=notes)
+    earlier = _earlier(config, run_id, end, notes)
     confs = {h.value: context["ti"].xcom_pull(task_ids=Sweep.HANDOFFS, key=h.value) for h in Handoff}
     off = (context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("off") or {}  # told by the first digest only
     digest = build_digest(
@@ -105,6 +126,7 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         cooldown_hours=config.notify.cooldown_hours,
         handoffs=handoff_lines(confs),
         off=off,
+        rules_of=lambda rid: rules_of(rid, config.watch.rules),
     )
     out: dict[str, Any] = {"notes": notes}
     if not config.notify.channels:  # nobody would hear: every alert a WARNING line of this task's log

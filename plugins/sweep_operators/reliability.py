@@ -84,7 +84,7 @@ def sweep_needs(config: Any, clusters: list[str]) -> dict[str, Need]:
     from sweep_operators.task_ids import HANDOFF_TRIGGERS, Sweep
 
     local_s = int(config.tasks.local_timeout_s)
-    needs = {t: LOCAL for t in (Sweep.BUCKET, Sweep.RENDER, Sweep.VERDICT, Sweep.HANDOFFS, Sweep.HANDOFF_BRANCH,
+    needs = {t: LOCAL for t in (Sweep.BUCKET, Sweep.RENDER, Sweep.FOLD, Sweep.VERDICT, Sweep.HANDOFFS, Sweep.HANDOFF_BRANCH,
                                  Sweep.NO_HANDOFF, *(task_id for task_id, _ in HANDOFF_TRIGGERS.values()))}  # fmt: skip
     needs[Sweep.HISTORY] = needs[Sweep.NOTIFY] = Need(Kind.READ, extra_s=local_s)
     for name in clusters:

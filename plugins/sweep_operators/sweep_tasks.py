@@ -93,11 +93,12 @@ def _cadences(config: SweepConfig, ops: dict[str, ClusterConfig | None]) -> dict
     return cadence_table(config, {c: cfg.cadence_minutes if cfg else {} for c, cfg in ops.items()})
 
 
-def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, watch: bool = False, **context: Any) -> dict[str, Any]:
     """Fan-in, first half: every cluster's snapshot (or why there is none), each job bucketed by
-    name, liveness, every flag rule with earlier sweeps' history (the Parquet history's job rows) and
-    the ledger. The gathers pushed metric columns, evidence and capped excerpts, not log tails (a
-    snapshot that still has them is digested here); the task log tells each stage's wall time."""
+    name, liveness, every flag rule (``watch``: sweep.yaml ``watch.rules`` only) with earlier sweeps'
+    history (the Parquet history's job rows) and the ledger. The gathers pushed metric columns,
+    evidence and capped excerpts, not log tails (a snapshot that still has them is digested here);
+    the task log tells each stage's wall time."""
     laps = Laps()
     config = load_sweep_config(sweep_yaml)
     _, end = _window(context)
@@ -116,7 +117,8 @@ def bucket(clusters: list[str], ops_dir: str, sweep_yaml: str, **context: Any) -
     history.ledger = ledger_for_run(run_log_dir(config), run_id_of(context), ends, history_notes)
     laps.lap("collect")
     caps = {c: cfg.rl_concurrency_cap if cfg else None for c, cfg in ops.items()}
-    flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history)
+    only = config.watch.rules if watch else None
+    flags = bucket_stages(snaps, config, _cadences(config, ops), laps, caps, history, only)
     for f in flags:
         log.info("%s", clean(f.line()))
     log.info("fan-in stages: %s", laps)
@@ -193,6 +195,27 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     }
 
 
+def fold(sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """The watch's stand-in for ``render``: this run folded into the shared ledger (job states,
+    stall marks, progress counters, log cursors), its changes in the task log; no tables, no run
+    log. A held ledger (after a recovery) is said here too: its acts wait as the report's do."""
+    config = load_sweep_config(sweep_yaml)
+    snaps, flags, notes = _bucketed(context)
+    _, end = _window(context)
+    log_dir, run_id = run_log_dir(config), run_id_of(context)
+    changes = fold_sweep_run(log_dir, snaps, run_id=run_id, window_end=end, notes=notes)
+    lines = notes + [c.line for c in changes]
+    if hold := held(log_dir):
+        log.error("%s", held_line(hold))
+        lines.insert(0, held_line(hold))
+    print(clean("Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in lines)))
+    for f in flags:
+        print(clean(f"flag: {f.line()}"))
+    result = SweepResult(snaps, group_by_bucket(snaps, config), RenderedSweep("", {}), flags)
+    set_dag_run_note(context, run_note(result, None))
+    return {"changes": len(changes), "flags": len(flags)}
+
+
 def _result(context: dict[str, Any], config: SweepConfig) -> SweepResult:
     """The sweep as the DAG run note tells it (states, counts, flags: no tables, none pulled)."""
     snaps, flags, _ = _bucketed(context)
@@ -210,8 +233,9 @@ def verdict(**context: Any) -> None:
         raise AirflowFailException("configuration errors: " + " | ".join(errors))
 
 
-def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off).
+def handoffs(sweep_yaml: str, kinds: list[str] | None = None, **context: Any) -> dict[str, Any]:
+    """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off;
+    ``kinds``: only these hand-offs, the others None: a watch run gives the act hand-offs only).
     A job another run already handed off (per kind) is dropped with a note: in this log, in the run
     log's "Already handed off" section and in the DAG run note."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
@@ -228,13 +252,17 @@ def handoffs(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         trackers=tracker_settings(config.trackers) is not None,
         hf_chain=any(not s.unset() and not s.db_registration for s in config.hf_chain.series),
     )
+    if kinds is not None:
+        confs = {k: (c if k in kinds else None) for k, c in confs.items()}
     run_id = run_id_of(context)
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
     confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)
-    if not handed[Handoff.CLEANUP.value]:  # an upload or salvage in flight: cleanup follows it
+    # cleanup follows uploads, salvages and consolidations in flight (the report sweep's: not a watch's)
+    follow = not handed[Handoff.CLEANUP.value] and (kinds is None or Handoff.CLEANUP.value in kinds)
+    if follow:  # an upload or salvage in flight: cleanup follows it
         confs = follow_open(confs, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log)
-    if config.consolidate.flavors and not handed[Handoff.CLEANUP.value]:  # a consolidation in flight too
+    if config.consolidate.flavors and follow:  # a consolidation in flight too
         from sweep_core.handoffs.consolidate.trigger import keep_tracking
 
         confs, tracking = keep_tracking(

@@ -11,9 +11,10 @@ from sweep_core.handoffs.triggers import Handoff
 
 
 class DagId:
-    """The six DAGs of the package."""
+    """The seven DAGs of the package."""
 
     SWEEP: Final = "monitor_cron_sweep"
+    WATCH: Final = "monitor_cron_watch"  # the light sweep every few minutes (sweep_core.cadence)
     CLEANUP, CANCEL, HF_CHAIN, HARVEST = "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"
     DEEP_DIVE: Final = "sweep_rl_deep_dive"
 
@@ -26,6 +27,7 @@ class Sweep:
     BUCKET, RENDER, VERDICT = "bucket", "render", "verdict"
     HANDOFFS, HANDOFF_BRANCH, NO_HANDOFF = "handoffs", "handoff_branch", "no_handoff"
     HISTORY, NOTIFY = "history", "notify"  # the sweep's rows into the Parquet history; the digests
+    FOLD: Final = "fold"  # the watch's stand-in for render: the ledger fold only (no tables, no run log)
 
     @staticmethod
     def gather(cluster: str) -> str:

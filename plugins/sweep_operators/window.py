@@ -6,9 +6,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from sweep_core.cadence import watch_run_id
 from sweep_core.ledger.catch_up import catch_up_start
 from sweep_core.ledger.store import ledger_for_run
 from sweep_core.window import resolve_window
+from sweep_operators.task_ids import DagId
 
 
 def sweep_window(context: Any, lookback_hours: Any) -> tuple[dt.datetime, dt.datetime]:
@@ -22,9 +24,24 @@ def sweep_window(context: Any, lookback_hours: Any) -> tuple[dt.datetime, dt.dat
     )
 
 
-def run_id_of(context: Any) -> str:
-    """This DAG run's id ("" when the context has none)."""
+def dag_run_id(context: Any) -> str:
+    """This DAG run's id as Airflow knows it ("" when the context has none)."""
     return str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", ""))
+
+
+def dag_id_of(context: Any) -> str:
+    """This run's DAG id ("" when the context has none)."""
+    for holder in (context.get("dag_run"), context.get("dag"), context.get("ti")):
+        if dag_id := getattr(holder, "dag_id", None):
+            return str(dag_id)
+    return ""
+
+
+def run_id_of(context: Any) -> str:
+    """This sweep run's name in the ledger, the history and its hand-off run ids: the DAG run id, a
+    watch run's with sweep_core.cadence.WATCH_PREFIX before it ("" when the context has none)."""
+    run_id = dag_run_id(context)
+    return watch_run_id(run_id) if run_id and dag_id_of(context) == DagId.WATCH else run_id
 
 
 def catch_up_since(

@@ -196,3 +196,52 @@ def test_airflow_loads_the_sweeps_page_plugin_and_no_import_error() -> None:
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got["errors"] == {}, got["errors"]
     assert got["names"] == ["sweeps_page"]
+
+
+def test_the_watch_dag_runs_gather_fast_rules_alerts_and_cancel_only() -> None:
+    """monitor_cron_watch: the same groups and operators as the report sweep, every 5 minutes, no
+    tables, run log, cleanup, harvest, chain or deep-dive; one run at a time, no catch-up."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    watch, sweep = bag.get_dag("monitor_cron_watch"), bag.get_dag("monitor_cron_sweep")
+    assert watch.timetable.expression == "*/5 * * * *" and watch.max_active_runs == 1 and watch.catchup is False
+    assert not {"render", "trigger_cleanup", "trigger_hf_chain", "trigger_tracker_harvest", "trigger_deep_dive"} & set(
+        watch.task_ids
+    )
+    assert {"bucket", "fold", "handoffs", "trigger_cancel", "history", "notify"} <= set(watch.task_ids)
+    gathers = {t for t in sweep.task_ids if t.endswith((".gather", ".step0"))}
+    assert gathers and gathers <= set(watch.task_ids)
+    for t in gathers:  # the same operator classes, the same cluster wiring
+        assert type(watch.get_task(t)) is type(sweep.get_task(t))
+    assert watch.get_task("bucket").op_kwargs["watch"] is True and sweep.get_task("bucket").op_kwargs["watch"] is False
+    assert watch.get_task("handoffs").op_kwargs["kinds"] == ["cancel"]
+    assert watch.get_task("trigger_cancel").trigger_dag_id == "sweep_cancel"
+    assert watch.get_task("fold").upstream_task_ids == {"bucket"}
+
+
+def test_watch_schedule_null_turns_the_watch_off(tmp_path, monkeypatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    text = (ROOT / "include" / "sweep.yaml").read_text()
+    off = tmp_path / "sweep.yaml"
+    off.write_text(text.replace('  schedule: "*/5 * * * *"', "  schedule: null"))
+    monkeypatch.setenv("SWEEP_CONFIG", str(off))
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    assert type(bag.get_dag("monitor_cron_watch").timetable).__name__ == "NullTimetable"
+    assert bag.get_dag("monitor_cron_sweep").timetable.expression == "0 */3 * * *"
+
+
+def test_an_unknown_watch_rule_fails_the_watch_import_naming_file_and_key(tmp_path, monkeypatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    text = (ROOT / "include" / "sweep.yaml").read_text()
+    bad = tmp_path / "sweep.yaml"
+    bad.write_text(text.replace("  rules: [liveness_stale,", "  rules: [liveness_stail,"))
+    monkeypatch.setenv("SWEEP_CONFIG", str(bad))
+    bag = DagBag(str(ROOT / "dags"))
+    error = next(msg for path, msg in bag.import_errors.items() if path.endswith("monitor_cron_watch.py"))
+    assert f"{bad}: watch.rules: unknown rule(s) ['liveness_stail']" in error
+    assert "monitor_cron_sweep" in bag.dag_ids  # the report sweep runs every rule: not affected

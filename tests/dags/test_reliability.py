@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTS = {  # every task that changes something: never retried (exactly-once is the ledger's claim)
-    ("monitor_cron_sweep", "handoffs"),
+    ("monitor_cron_sweep", "handoffs"), ("monitor_cron_watch", "handoffs"), ("monitor_cron_watch", "trigger_cancel"),
     *(("monitor_cron_sweep", t) for t in ("trigger_cleanup", "trigger_cancel", "trigger_hf_chain",
                                           "trigger_tracker_harvest", "trigger_deep_dive")),
     ("sweep_cancel", "standing"), ("sweep_cancel", "scancel"), ("sweep_cancel", "approve"),
@@ -19,7 +19,8 @@ ACTS = {  # every task that changes something: never retried (exactly-once is th
     ("sweep_hf_chain", "advance"), ("sweep_tracker_harvest", "harvest"), ("sweep_rl_deep_dive", "verdict"),
     ("sweep_rl_deep_dive", "trigger_cancel"),
 }  # fmt: skip
-READS = {("monitor_cron_sweep", "history"), ("monitor_cron_sweep", "notify"), ("sweep_cleanup", "plan"),
+READS = {("monitor_cron_sweep", "history"), ("monitor_cron_sweep", "notify"), ("monitor_cron_watch", "history"),
+         ("monitor_cron_watch", "notify"), ("sweep_cleanup", "plan"),
          ("sweep_cleanup", "verify"), ("sweep_rl_deep_dive", "probe")}  # fmt: skip
 
 
@@ -37,14 +38,14 @@ def _tasks(bag):
 
 
 def test_every_task_of_every_dag_has_an_execution_timeout(bag) -> None:
-    assert len(bag.dags) == 6
+    assert len(bag.dags) == 7  # the six and the watch (monitor_cron_watch)
     missing = [(d, t.task_id) for d, t in _tasks(bag) if not t.execution_timeout]
     assert missing == []
 
 
 def test_only_read_only_steps_retry_with_backoff(bag) -> None:
     retrying = {(d, t.task_id) for d, t in _tasks(bag) if t.retries}
-    gathers = {("monitor_cron_sweep", t.task_id) for t in bag.get_dag("monitor_cron_sweep").tasks
+    gathers = {(d, t.task_id) for d in ("monitor_cron_sweep", "monitor_cron_watch") for t in bag.get_dag(d).tasks
                if t.task_id.endswith(".gather")}  # fmt: skip
     assert gathers and retrying == READS | gathers
     for d, t in _tasks(bag):

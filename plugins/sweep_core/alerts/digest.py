@@ -4,14 +4,17 @@ the hand-offs this sweep triggered. Everything is derived from the history rows,
 repeated and nothing needs a second memory: an item open in the previous sweep is not told again.
 
 A flag of a cluster this sweep could not read (UNKNOWN, UNREACHABLE, skipped) is neither resolved
-nor new: that sweep does not break its open streak.
+nor new: that sweep does not break its open streak. Likewise a flag of a rule a sweep did not run
+(a watch run runs the fast rules only, sweep_core.cadence): the watch and the report sweep share the
+history, so what one told the other does not tell again, and neither resolves what only the other
+can see.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +38,7 @@ class Item:
     severity: str
     cluster: str
     text: str
+    rule: str = ""  # the flag's rule ("" = a cluster problem)
 
 
 @dataclass(frozen=True)
@@ -84,14 +88,18 @@ class Sweep:
     items: dict[str, Item]
     read: set[str]
     seen: set[str]  # clusters it has a row for
+    rules: frozenset[str] | None = None  # the rules it ran (None = every rule)
 
 
-def sweeps_of(frame: pd.DataFrame) -> list[Sweep]:
-    """The history's flag and cluster rows, one Sweep per window end, oldest first."""
+RulesOf = Callable[[str], "frozenset[str] | None"]  # run id -> the rules that run ran (None = every rule)
+
+
+def sweeps_of(frame: pd.DataFrame, rules_of: RulesOf | None = None) -> list[Sweep]:
+    """The history's flag and cluster rows, one Sweep per run (window end, run id), oldest first."""
     out = []
     if frame.empty:
         return out
-    for end, rows in frame.groupby("window_end", sort=True):
+    for (end, run_id), rows in frame.groupby(["window_end", "run_id"], sort=True):
         items: dict[str, Item] = {}
         read, seen = set(), set()
         for row in rows.to_dict("records"):
@@ -103,8 +111,11 @@ def sweeps_of(frame: pd.DataFrame) -> list[Sweep]:
                     sig = cluster_signature(row["cluster"], row["status"])
                     items[sig] = Item(sig, PROBLEM[row["status"]], row["cluster"], _text(row))
             elif row["record"] == FLAG and row["signature"] not in items:
-                items[row["signature"]] = Item(row["signature"], str(row["severity"]), row["cluster"], _text(row))
-        out.append(Sweep(pd.Timestamp(end).to_pydatetime(), items, read, seen))
+                items[row["signature"]] = Item(
+                    row["signature"], str(row["severity"]), row["cluster"], _text(row), str(row.get("rule") or "")
+                )
+        rules = rules_of(str(run_id)) if rules_of else None
+        out.append(Sweep(pd.Timestamp(end).to_pydatetime(), items, read, seen, rules))
     return out
 
 
@@ -114,6 +125,8 @@ def _open_in(s: Sweep, item: Item) -> bool | None:
         return True
     if item.signature.startswith("cluster-"):
         return False if item.cluster in s.seen else None
+    if s.rules is not None and item.rule not in s.rules:
+        return None  # a rule that sweep did not run cannot have resolved it
     return False if item.cluster in s.read else None
 
 
@@ -142,11 +155,13 @@ def build_digest(
     cooldown_hours: float,
     handoffs: Iterable[str] = (),
     off: Mapping[str, Sequence[str]] | None = None,
+    rules_of: RulesOf | None = None,
 ) -> Digest:
-    """The digest of the sweep whose rows are ``current``, against the ``earlier`` sweeps' rows.
+    """The digest of the sweep whose rows are ``current``, against the ``earlier`` sweeps' rows
+    (``rules_of``: which rules each run ran, by its run id; None = every run ran every rule).
     ``off`` (cluster -> its ``OFF: <handoff> needs <field> in <file>`` lines) is told by the first
     sweep on record only: the run log's head and the Clusters table say it every sweep."""
-    cur_sweeps, past = sweeps_of(current), sweeps_of(earlier)
+    cur_sweeps, past = sweeps_of(current, rules_of), sweeps_of(earlier, rules_of)
     end = cur_sweeps[-1].window_end if cur_sweeps else dt.datetime.now(dt.UTC)
     cur = cur_sweeps[-1] if cur_sweeps else Sweep(end, {}, set(), set())
     digest = Digest(run_id, end, first=not past, handoffs=list(handoffs))

@@ -17,6 +17,7 @@ from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfCh
 from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
 from sweep_core.config.tasks_schema import TasksSection
+from sweep_core.config.watch_schema import WatchSection
 
 Positive = Annotated[int, Field(gt=0)]
 
@@ -62,6 +63,9 @@ class SweepConfig(StrictModel):
 
     schedule: str = Field("0 */3 * * *", description="5-field cron of the data intervals (each run covers one)")
     timezone: str = Field("UTC", min_length=1, description="time zone of the schedule")
+    watch: WatchSection = Field(
+        WatchSection(), description="the light watch sweep every few minutes (fast rules, alerts, cancel hand-offs)"
+    )
     run_log_dir: str | None = Field(
         None,
         description="where the dated run logs go: a folder, or an Airflow ObjectStoragePath (`s3://bucket/sweeps`, "

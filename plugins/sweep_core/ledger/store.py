@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sweep_core.cadence import same_cadence
 from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, SeriesMax, _record
 from sweep_core.ledger.given import merge_given
 from sweep_core.state.documents import Documents, locked
@@ -188,10 +189,13 @@ def update_ledger(
 
 def _base(docs: Documents, current: Ledger, run_id: str, window_end: str, notes: list[str] | None) -> Ledger:
     """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
-    (the same run id, or the same window), else ``current``."""
+    (the same run id, or the same window of the same cadence), else ``current``. A report sweep and
+    a watch run whose windows end together are two runs (sweep_core.cadence): the second folds on top."""
     kept = _read(docs, BEFORE_FILE, notes, _before) if current.run_id else None
     latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
-    rerun = latest is not None and (run_id == latest[0] or window_end == latest[1])
+    rerun = latest is not None and (
+        run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))
+    )
     return latest[2] if latest is not None and rerun else current
 
 

@@ -1,0 +1,43 @@
+"""The schema of sweep.yaml's ``watch:``: the light sweep every few minutes beside the report sweep
+(sweep_core.cadence; the DAG ``monitor_cron_watch``). Consumers: dags/monitor_cron_watch.py,
+sweep_operators.sweep_tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from sweep_core.cadence import WATCH_HANDOFFS, WATCH_RULES
+from sweep_core.config.schema_base import StrictModel, Tup
+
+
+class WatchSection(StrictModel):
+    """sweep.yaml ``watch:``: gather, the fast rules, the digest and the act hand-offs, every few minutes."""
+
+    schedule: str | None = Field(
+        "*/5 * * * *",
+        description="5-field cron of the watch's data intervals; null = off (the DAG is parsed but never scheduled)",
+    )
+    rules: Tup[str] = Field(
+        WATCH_RULES,
+        min_length=1,
+        description="the flag rules a watch run runs (names of rules/registry.py RULES, run in its order; "
+        "an unknown name fails the watch DAG's import); the report sweep runs every rule",
+    )
+    history_days: Annotated[int, Field(gt=0)] = Field(
+        1,
+        description="a watch run's history file (flag and cluster rows, under `<history>/watch/`) is kept this "
+        "long; the digest's streaks live on in the report sweeps' history",
+    )
+    handoffs: Tup[Literal["cancel"]] = Field(
+        WATCH_HANDOFFS, description="the hand-offs a watch run gives (the others are the report sweep's)"
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None and len(value.split()) != 5:
+            raise ValueError(f"must be a 5-field cron string or null, got {value!r}")
+        return value

@@ -1,0 +1,202 @@
+"""The two sweep DAGs, built by one function from the same operators and task callables: the full
+report sweep (``monitor_cron_sweep``) and the light watch (``monitor_cron_watch``, sweep.yaml
+``watch:``). The DAG files only call ``build_sweep_dag``.
+
+    report: <cluster>.step0 -> <cluster>.gather -> bucket -> render -> verdict
+                                                         render -> handoffs -> handoff_branch -> trigger_* | no_handoff
+                                                         render -> history -> notify (after handoffs too)
+    watch:  <cluster>.step0 -> <cluster>.gather -> bucket (watch.rules) -> fold -> verdict
+                                                         fold -> handoffs (watch.handoffs) -> handoff_branch -> trigger_cancel | no_handoff
+                                                         fold -> history (flags, clusters) -> notify (after handoffs too)
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import BranchPythonOperator, PythonOperator
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
+
+from sweep_core.config.ops import cluster_names, peek_scheduler
+from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
+from sweep_core.rules.registry import RULES
+from sweep_operators import notify_tasks, sweep_tasks
+from sweep_operators.approval_notify import sweep_deadline, sweep_outcome
+from sweep_operators.dag_common import START
+from sweep_operators.iris_gather import IrisGatherOperator
+from sweep_operators.reliability import sweep_limits
+from sweep_operators.slurm_gather import SlurmGatherOperator
+from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
+
+
+def _params(clusters: list[str], watch: bool) -> dict[str, Param]:
+    params = {
+        # optional multi-select of the ops.md clusters: the form needs the names as `examples` and
+        # "null" in the type (else it shows a required one-per-line text box)
+        "clusters": Param(
+            [],
+            type=["null", "array"],
+            items={"type": "string", "enum": clusters} if clusters else {"type": "string"},
+            examples=clusters,
+            title="Clusters",
+            description="Clusters to sweep; empty = every active cluster in include/ops",
+        ),
+        "lookback_hours": Param(
+            None,
+            type=["null", "number"],
+            minimum=0.1,
+            maximum=744,
+            title="Lookback hours",
+            description="sacct window = [end - N hours, end); empty = the run's data interval",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Hand-offs print their plan only; nothing destructive runs",
+        ),
+    }
+    if not watch:  # a ledger recovery is confirmed on the report sweep (its run log says ACTS HELD)
+        params["confirm_ledger_reset"] = Param(
+            False,
+            type="boolean",
+            title="Confirm ledger reset",
+            description="After a ledger recovery (the run log says ACTS HELD): I checked the cluster; acts may run again",
+        )
+    return params
+
+
+def _kwargs(config: SweepConfig, sweep_yaml: str, watch: bool) -> dict[str, Any]:
+    """The DAG(...) arguments that differ between the report sweep and the watch."""
+    if not watch:
+        return {
+            "dag_id": DagId.SWEEP,
+            "description": "One comprehensive sweep across all active clusters for the data interval",
+            "schedule": CronDataIntervalTimetable(config.schedule, timezone=config.timezone),
+            "tags": ["monitoring", "slurm", "iris"],
+            # a sweep still running notify.overrun_intervals (default 1, 0 = off) schedule intervals after it
+            # was queued is told: its next run cannot start (max_active_runs=1)
+            "deadline": sweep_deadline(sweep_yaml, config.schedule, config.notify.overrun_intervals),
+            # every run's end is recorded; notify.failed_sweeps failed runs in a row are told (critical)
+            "on_success_callback": partial(sweep_outcome, sweep_yaml=sweep_yaml, ok=True),
+            "on_failure_callback": partial(sweep_outcome, sweep_yaml=sweep_yaml, ok=False),
+        }
+    schedule = config.watch.schedule
+    return {
+        "dag_id": DagId.WATCH,
+        "description": "The light watch: gather, the fast rules, edge-triggered alerts and cancel hand-offs",
+        "schedule": None if schedule is None else CronDataIntervalTimetable(schedule, timezone=config.timezone),
+        "tags": ["monitoring", "watch", "slurm", "iris"],
+    }
+
+
+def dag_file_paths(dag_file: str) -> tuple[str, str, str]:
+    """(ops dir, sweep.yaml, templates dir) beside a DAG file of the project (``include/`` next to
+    ``dags/``, where the package is deployed too); SWEEP_OPS_DIR / SWEEP_CONFIG override."""
+    project = Path(dag_file).resolve().parents[1]
+    return (
+        os.environ.get("SWEEP_OPS_DIR", str(project / "include" / "ops")),
+        os.environ.get("SWEEP_CONFIG", str(project / "include" / "sweep.yaml")),
+        str(project / "include" / "templates"),
+    )
+
+
+def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> DAG:
+    """The report sweep's DAG, or (``watch``) the watch's: the same gathers, fan-in, hand-offs and
+    digest; the watch runs only sweep.yaml ``watch.rules`` and ``watch.handoffs``, folds the ledger
+    instead of rendering (no tables, run log, cleanup, harvest, chain or deep-dive) and writes its
+    flag and cluster rows to the watch history. Both use one ledger: nothing is told or handed off twice."""
+    ops_dir, sweep_yaml, template_dir = dag_file_paths(dag_file)
+    config = load_sweep_config(sweep_yaml)
+    if watch and (unknown := [r for r in config.watch.rules if r not in RULES]):
+        raise SweepConfigError(
+            f"{sweep_yaml}: watch.rules: unknown rule(s) {unknown}; the rules are {', '.join(RULES)}"
+        )
+    clusters = cluster_names(ops_dir)
+    with DAG(
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args={"retries": 0},
+        doc_md=doc,
+        params=_params(clusters, watch),
+        **_kwargs(config, sweep_yaml, watch),
+    ) as dag:
+        gathers = []
+        for name in clusters:
+            scheduler = peek_scheduler(ops_dir, name)
+            with TaskGroup(group_id=name, tooltip=f"{name} ({scheduler})"):
+                step0 = PythonOperator(
+                    task_id=Sweep.STEP0,
+                    python_callable=sweep_tasks.step0,
+                    op_kwargs={"cluster": name, "ops_dir": ops_dir, "parsed_scheduler": scheduler},
+                )
+                gather_cls = IrisGatherOperator if scheduler == "iris" else SlurmGatherOperator
+                gather = gather_cls(task_id=Sweep.GATHER, cluster=name, ops_dir=ops_dir, sweep_config_path=sweep_yaml)
+                step0 >> gather
+            gathers.append(gather)
+
+        bucket = PythonOperator(
+            task_id=Sweep.BUCKET,
+            python_callable=sweep_tasks.bucket,
+            op_kwargs={"clusters": clusters, "ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "watch": watch},
+            trigger_rule=TriggerRule.ALL_DONE,
+        )
+        if watch:  # the ledger fold only: no tables, no run log
+            report = PythonOperator(
+                task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml}
+            )
+        else:
+            report = PythonOperator(
+                task_id=Sweep.RENDER,
+                python_callable=sweep_tasks.render,
+                op_kwargs={"ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "template_dir": template_dir},
+            )
+        verdict = PythonOperator(task_id=Sweep.VERDICT, python_callable=sweep_tasks.verdict)
+        gathers >> bucket >> report >> verdict
+
+        # Hand-offs (spec §4): the branch follows only the triggers with work; each hand-off DAG
+        # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice:
+        # jobs only it found go to a follow-up run (`…__2`).
+        kinds = list(config.watch.handoffs) if watch else None
+        handoffs = PythonOperator(
+            task_id=Sweep.HANDOFFS,
+            python_callable=sweep_tasks.handoffs,
+            op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds},
+            multiple_outputs=True,
+        )
+        branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
+        report >> handoffs >> branch
+
+        # Tell people (issue 13): the sweep's rows into the Parquet history, then one digest per channel.
+        history = PythonOperator(
+            task_id=Sweep.HISTORY, python_callable=notify_tasks.record_history, op_kwargs={"sweep_yaml": sweep_yaml}
+        )
+        notify = PythonOperator(
+            task_id=Sweep.NOTIFY,
+            python_callable=notify_tasks.notify,
+            op_kwargs={"sweep_yaml": sweep_yaml},
+            trigger_rule=TriggerRule.ALL_DONE,
+        )
+        report >> history >> notify
+        handoffs >> notify
+        branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)
+        for handoff, (task_id, target) in HANDOFF_TRIGGERS.items():
+            if kinds is not None and handoff.value not in kinds:
+                continue
+            branch >> TriggerDagRunOperator(
+                task_id=task_id,
+                trigger_dag_id=target,
+                trigger_run_id=f"{{{{ ti.xcom_pull(task_ids='{Sweep.HANDOFFS}', key='{handoff.value}_run_id') }}}}",
+                conf=handoffs.output[handoff.value],
+                skip_when_already_exists=True,
+                wait_for_completion=False,
+            )
+        # every task's execution_timeout, and retries for the read-only ones (sweep.yaml tasks:)
+        sweep_limits(dag, config, ops_dir)
+    return dag
