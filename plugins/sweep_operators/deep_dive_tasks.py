@@ -14,6 +14,7 @@ from typing import Any
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, settle
+from sweep_operators.deep_dive_iris import iris_probe
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import DagId, DeepDive
@@ -24,12 +25,14 @@ log = logging.getLogger(__name__)
 def probe(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """ONE read-only SSH session per cluster; a verdict per job (XCom)."""
     config = load_sweep_config(sweep_yaml)
+    mcfg = metrics_config(config.metrics)
     got = deep_dive(
         context["params"].get("jobs") or [],
         config.deep_dive,
-        metrics_config(config.metrics),
+        mcfg,
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(config.gather, log),
+        iris_probe=lambda cfg, jobs: iris_probe(cfg, jobs, config.deep_dive, mcfg),
     )
     for v in got["verdicts"]:
         log.info("%s %s %s: %s %s", v["cluster"], v["job_id"], v["name"], v["verdict"], v["evidence"][:1])

@@ -52,6 +52,7 @@ class DeepDiveInput:
     gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
     gpu_note: str = "not probed"
     problems: list[str] = field(default_factory=list)  # why an input is unknown
+    log_note: str = ""  # how much of the log was read ("812 line(s) since submission"), said as evidence
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

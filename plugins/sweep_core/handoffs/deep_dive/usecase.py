@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
+from sweep_core.config.ops import ClusterConfig, OpsConfigError
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.hang import named_traps
 from sweep_core.fanin.render import box_table
@@ -29,6 +30,9 @@ from sweep_core.slurm.gather import new_marker
 
 # (cluster, job id) -> the job's GPU readings (None = not probed, and why); optional
 GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
+# an iris cluster's ops.md and its jobs -> what was read of each (whole log since submission, the
+# rollouts where ops.md rollout_url reaches them, the pods' GPUs through an exec); never raises
+IrisProbe = Callable[[ClusterConfig, list[ProbeJob]], list[Gathered]]
 
 
 def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
@@ -42,6 +46,7 @@ def build_input(
     """The verdict's input for one job from what its cluster's script brought back."""
     inp = DeepDiveInput(job.cluster, job.job_id, job.name, state=g.state, gpus=gpus[0], gpu_note=gpus[1])
     inp.log_age_s = g.log_age_s
+    inp.log_note = g.log_note
     if g.log is None:
         inp.problems.append(f"log unknown: {g.log_problem}")
     else:
@@ -49,7 +54,7 @@ def build_input(
         inp.series = series
         inp.problems += problems
         kinds = (("weight-sync", cfg.weight_sync_patterns), ("engine-starvation", cfg.starvation_patterns))
-        inp.signatures = signature_hits(g.log, g.chains, kinds)
+        inp.signatures = g.signatures if g.signatures is not None else signature_hits(g.log, g.chains, kinds)
         inp.starvation_log = g.log
         inp.traps = [t.evidence() for t in named_traps(g.log)]
     if g.files:
@@ -72,6 +77,7 @@ def deep_dive(
     load_cluster: LoadCluster,
     run_script: RunScript,
     gpu_source: GpuSource = no_gpu_probe,
+    iris_probe: IrisProbe | None = None,
 ) -> dict[str, Any]:
     """Probe every job (one session per cluster), decide each; the verdicts and what was not probed."""
     by_cluster: dict[str, list[ProbeJob]] = defaultdict(list)
@@ -85,6 +91,20 @@ def deep_dive(
         by_cluster[job.cluster].append(job)
     verdicts: list[Verdict] = []
     for cluster, todo in sorted(by_cluster.items()):
+        iris_cfg = _active_iris(load_cluster, cluster)
+        if iris_cfg is not None:
+            gathered = (
+                iris_probe(iris_cfg, todo)
+                if iris_probe is not None
+                else read_deep_dive(None, todo, f"{cluster} is iris: no iris probe wired")
+            )
+            for job, g in zip(todo, gathered, strict=True):
+                verdicts.append(decide(build_input(job, g, cfg, mcfg, (g.gpus, g.gpu_note)), cfg))
+            continue
+        notes += [f"not probed: {j.cluster} {j.job_id}: an iris job id on a SLURM cluster" for j in todo if j.iris]
+        todo = [j for j in todo if not j.iris]
+        if not todo:
+            continue
         cfg_cluster, why = active_slurm(load_cluster, cluster)
         if cfg_cluster is None:
             gathered = read_deep_dive(None, todo, why)
@@ -98,6 +118,15 @@ def deep_dive(
             gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)
             verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus), cfg))
     return {"verdicts": [v.to_dict() for v in verdicts], "notes": notes}
+
+
+def _active_iris(load_cluster: LoadCluster, cluster: str) -> ClusterConfig | None:
+    """The cluster's ops.md when it is an active iris cluster (else the SLURM path says why not)."""
+    try:
+        cfg = load_cluster(cluster)
+    except OpsConfigError:
+        return None
+    return cfg if cfg.scheduler == "iris" and cfg.status == "active" else None
 
 
 def kill_requests(verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

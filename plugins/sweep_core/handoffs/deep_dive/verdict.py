@@ -231,6 +231,8 @@ def decide(inp: DeepDiveInput, cfg: DeepDiveSection) -> Verdict:
     _gpus(inp, cfg, sig, ok, unknown)
     _rollouts(inp, cfg, sig, ok, unknown)
     _signatures(inp, cfg, sig, ok, unknown)
+    if inp.log_note:
+        ok.append(f"log read whole: {inp.log_note}")
     kill = sig.kill()
     v = Verdict(inp.cluster, inp.job_id, inp.name, KILL if kill else NO_KILL, sig.lines() + ok, [], unknown)
     v.basis, v.weight = sig.basis(), sig.weight()
