@@ -118,7 +118,9 @@ def test_coreweave_rl_gets_real_verdicts_from_the_whole_log(controller, tag, tmp
     whole = next(e for e in v["evidence"] if e.startswith("log read whole:"))
     assert int(whole.split()[3]) >= 2200  # every line since submission (two FetchLogs pages), not a tail
     assert exec_asked  # the pod's GPUs were asked through an exec, the stub refused it
-    assert any(u.startswith("GPU utilisation unknown (nvidia-smi exec in pod dead-p0: exec refused") for u in v["unknown"])
+    assert any(
+        u.startswith("GPU utilisation unknown (nvidia-smi exec in pod dead-p0: exec refused") for u in v["unknown"]
+    )
 
     h = verdicts[ok]
     assert h["verdict"] == NO_KILL, h

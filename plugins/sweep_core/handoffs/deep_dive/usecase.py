@@ -17,6 +17,7 @@ from sweep_core.config.ops import ClusterConfig, OpsConfigError
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.hang import named_traps
 from sweep_core.fanin.render import box_table
+from sweep_core.gpu.lut import ExpectedRange
 from sweep_core.handoffs.deep_dive.follow_up import kill_request, settle_verdicts
 from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
@@ -33,6 +34,8 @@ GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
 # an iris cluster's ops.md and its jobs -> what was read of each (whole log since submission, the
 # rollouts where ops.md rollout_url reaches them, the pods' GPUs through an exec); never raises
 IrisProbe = Callable[[ClusterConfig, list[ProbeJob]], list[Gathered]]
+# job name -> its expected GPU range (the serving LUT: the file's rows, then learned from the history)
+LutSource = Callable[[str], tuple[ExpectedRange | None, str]]
 
 
 def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
@@ -41,10 +44,18 @@ def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
 
 
 def build_input(
-    job: ProbeJob, g: Gathered, cfg: DeepDiveSection, mcfg: MetricsConfig, gpus: tuple[list[GpuUtil] | None, str]
+    job: ProbeJob,
+    g: Gathered,
+    cfg: DeepDiveSection,
+    mcfg: MetricsConfig,
+    gpus: tuple[list[GpuUtil] | None, str],
+    lut: LutSource | None = None,
 ) -> DeepDiveInput:
     """The verdict's input for one job from what its cluster's script brought back."""
     inp = DeepDiveInput(job.cluster, job.job_id, job.name, state=g.state, gpus=gpus[0], gpu_note=gpus[1])
+    if lut is not None:
+        exp, inp.expected_note = lut(job.name)
+        inp.expected = None if exp is None else (exp.util_min, exp.util_max, exp.source)
     inp.log_age_s = g.log_age_s
     inp.log_note = g.log_note
     if g.log is None:
@@ -78,6 +89,7 @@ def deep_dive(
     run_script: RunScript,
     gpu_source: GpuSource = no_gpu_probe,
     iris_probe: IrisProbe | None = None,
+    lut: LutSource | None = None,
 ) -> dict[str, Any]:
     """Probe every job (one session per cluster), decide each; the verdicts and what was not probed."""
     by_cluster: dict[str, list[ProbeJob]] = defaultdict(list)
@@ -99,7 +111,7 @@ def deep_dive(
                 else read_deep_dive(None, todo, f"{cluster} is iris: no iris probe wired")
             )
             for job, g in zip(todo, gathered, strict=True):
-                verdicts.append(decide(build_input(job, g, cfg, mcfg, (g.gpus, g.gpu_note)), cfg))
+                verdicts.append(decide(build_input(job, g, cfg, mcfg, (g.gpus, g.gpu_note), lut), cfg))
             continue
         notes += [f"not probed: {j.cluster} {j.job_id}: an iris job id on a SLURM cluster" for j in todo if j.iris]
         todo = [j for j in todo if not j.iris]
@@ -116,7 +128,7 @@ def deep_dive(
         for job, g in zip(todo, gathered, strict=True):
             # the script's own probe (ops.md gpu_probe: srun-overlap) unless a source is given
             gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)
-            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus), cfg))
+            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus, lut), cfg))
     return {"verdicts": [v.to_dict() for v in verdicts], "notes": notes}
 
 
