@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from sweep_core.config.deep_dive_schema import LutRow
+from sweep_core.vocab import Bucket
 
 GPU_COLUMN = "gpu_mean_util"  # the history's job column (sweep_core.history.rows)
 
@@ -67,7 +68,7 @@ def learn_ranges(
     per_run: dict[tuple[str, str], tuple[str, list[float]]] = {}
     for r in rows:
         util = r.get(GPU_COLUMN)
-        if r.get("record") != "job" or r.get("bucket") != "RL" or r.get("state") != "RUNNING":
+        if r.get("record") != "job" or r.get("bucket") != Bucket.RL or r.get("state") != "RUNNING":
             continue
         if util is None or util != util or str(r.get("job_flags") or "").strip():  # NaN, or a flagged row
             continue

@@ -3,7 +3,8 @@ which (``basis``). Strong: all-reward-0, idle GPUs while the log advances, empty
 rollout text in most of the newest (the measured detectors, detectors.py), a weight-sync signature,
 no token generated for long with no step (starvation). Weak (their evidence line starts ``weak
 signal:``): reward 0 on half the all-reward-0 steps, garbage in some rollouts, half the rollouts
-empty, an engine-starvation log line. NO-KILL otherwise, with the watch signals that would flip it.
+empty, an engine-starvation log line, GPU utilisation far below the serving LUT's range while the
+log advances (one instantaneous reading: RL alternates generation, training and weight sync). NO-KILL otherwise, with the watch signals that would flip it.
 EDQUOT and sig53 in the log are named, never a signal. An input that was not read is said as
 unknown: never healthy, never zero. UNKNOWN when nothing at all could be read.
 """
