@@ -9,31 +9,56 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from pathlib import Path
 from typing import Any
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.gpu.lut import GPU_COLUMN, load_lut_file, lut_source
 from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, settle
+from sweep_operators.deep_dive_iris import iris_probe
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
+from sweep_operators.history_location import history_store
 from sweep_operators.task_ids import DagId, DeepDive
 
 log = logging.getLogger(__name__)
+LUT_SWEEPS = 500  # the newest sweeps the serving LUT learns from
 
 
 def probe(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """ONE read-only SSH session per cluster; a verdict per job (XCom)."""
     config = load_sweep_config(sweep_yaml)
+    mcfg = metrics_config(config.metrics)
     got = deep_dive(
         context["params"].get("jobs") or [],
         config.deep_dive,
-        metrics_config(config.metrics),
+        mcfg,
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(config.gather, log),
+        iris_probe=lambda cfg, jobs: iris_probe(cfg, jobs, config.deep_dive, mcfg),
+        lut=_lut(config, sweep_yaml),
     )
     for v in got["verdicts"]:
         log.info("%s %s %s: %s %s", v["cluster"], v["job_id"], v["name"], v["verdict"], v["evidence"][:1])
     return got
+
+
+def _lut(config: Any, sweep_yaml: str) -> Any:
+    """The serving LUT: sweep.yaml's rows, the file's rows, then the range learned from the history
+    (the last ``LUT_SWEEPS`` sweeps' RL rows; an unreadable history: learned ranges unknown, said)."""
+    dd = config.deep_dive
+    path = Path(dd.serving_lut_file)
+    rows = (*dd.serving_lut, *load_lut_file(path if path.is_absolute() else Path(sweep_yaml).parent / path))
+    try:
+        frame = history_store(config).read(records=["job"], last=LUT_SWEEPS)
+        cols = ["record", "bucket", "state", "cluster", "job_id", "name", "job_flags", GPU_COLUMN]
+        hist = frame.reindex(columns=cols).astype(object).where(frame.reindex(columns=cols).notna(), None)
+        history = hist.to_dict("records")
+    except Exception as exc:  # noqa: BLE001 - an unreadable history: learned ranges unknown this run
+        log.warning("serving LUT: history unreadable: %s", exc)
+        history = None
+    return lut_source(rows, history, dd.setting_pattern, dd.lut_min_runs)
 
 
 def verdict(sweep_yaml: str, **context: Any) -> dict[str, Any]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from sweep_core.programs import DIR as PROGRAMS_DIR
 
 POLL_SCRIPT = PROGRAMS_DIR / "iris_poll.py"
 STOP_SCRIPT = PROGRAMS_DIR / "iris_stop.py"
+LOGS_SCRIPT = PROGRAMS_DIR / "iris_logs.py"
 
 
 # IrisHook argument -> its ops.md field
@@ -178,6 +182,46 @@ class IrisHook:
             for r in doc["results"].values():
                 r["text"] = f"{r.get('text', '')}; then {doc['error']}"[:300]
         return doc["results"]
+
+    def stream_logs(self, job_ids: list[str], timeout_s: float, page: int = 2000) -> Iterator[dict[str, Any]]:
+        """Every line of each job's log since its submission, as iris_logs.py prints it (one JSON
+        event a line), read as it arrives (the log is never held whole). Never raises: a missing
+        client, a timeout (the child is killed) or a failed exit ends the stream with ``{"error"}``."""
+        if not (self.python and self.url and Path(self.python).exists()):
+            yield {"error": f"{self.where}: the full log needs iris_python and controller_url (the client)"}
+            return
+        cmd = [self.python, str(LOGS_SCRIPT), self.url, json.dumps(job_ids), "--page", str(page)]
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
+                                        env=self.env, cwd=self.env.get("HOME") or None, start_new_session=True)  # fmt: skip
+            except OSError as exc:
+                yield {"error": f"{self.where}: cannot run {cmd[0]}: {exc}"}
+                return
+            fired = threading.Event()
+            timer = threading.Timer(timeout_s, lambda: (fired.set(), proc.kill()))
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    try:
+                        doc = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if isinstance(doc, dict):
+                        yield doc
+                rc = proc.wait()
+            finally:
+                timer.cancel()
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            if fired.is_set():
+                yield {"error": f"{self.where}: log stream timed out after {timeout_s:g}s"}
+            elif rc != 0:
+                err.seek(0)
+                tail = (err.read().decode("utf-8", "replace").strip().splitlines() or [f"exit {rc}"])[-1]
+                yield {"error": f"{self.where}: iris log stream exited {rc}: {tail[:200]}"}
 
     @property
     def where(self) -> str:

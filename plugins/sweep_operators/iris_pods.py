@@ -11,7 +11,10 @@ import json
 import os
 from typing import Any
 
+from sweep_core.gpu.probe import POD_EXEC_COMMAND, pod_readings, running_pods
+from sweep_core.handoffs.deep_dive.inputs import GpuUtil
 from sweep_core.iris.state import PodCount, pod_count_from_list, sanitize_label_value
+from sweep_core.remote_result import CommandResult
 
 LABEL = "iris.job_id"
 
@@ -64,3 +67,48 @@ class PodCounter:
             where = f"namespace {self.namespace!r} on context {self.context!r} of kubeconfig {self.kubeconfig}"
             what = f"{type(exc).__name__}{f' {status}' if status else ''}: {str(reason)[:160]}"
             return PodCount(None, error=f"{where}: {what} (timeout {self.timeout_s:g}s)"[:400])
+
+
+class PodGpuReader(PodCounter):
+    """The GPUs of an iris job's Running pods: ``nvidia-smi`` exec'd in each through the
+    KubernetesHook's client (ops.md ``gpu_exec``; needs pods/exec). Never raises: a pod whose exec
+    is refused or fails is unread with the reason (sweep_core.gpu.probe.pod_readings)."""
+
+    def gpus(self, job_id: str, max_pods: int = 16) -> tuple[list[GpuUtil] | None, str]:
+        api = self._client()
+        if api is None:
+            return None, self._error
+        selector = f"{LABEL}={sanitize_label_value(job_id)}"
+        try:
+            resp = api.list_namespaced_pod(
+                self.namespace, label_selector=selector, _request_timeout=self.timeout_s, _preload_content=False
+            )
+            listed = json.loads(resp.data)
+        except Exception as exc:  # ApiException, connection errors, bad JSON: unknown
+            return None, f"pod list of {job_id} in namespace {self.namespace!r}: {type(exc).__name__}: {str(exc)[:160]}"
+        names = running_pods(listed)
+        per_pod: dict[str, CommandResult | str] = {name: self._exec(api, name) for name in names[:max_pods]}
+        samples, _why, note = pod_readings(per_pod, len(listed.get("items") or []))
+        if samples is None:
+            return None, note
+        return [GpuUtil(pod, s.index, s.util, s.mem_used, s.mem_total) for pod, s in samples], note
+
+    def _exec(self, api: Any, pod_name: str) -> CommandResult | str:
+        from kubernetes.stream import stream
+
+        try:
+            out = stream(
+                api.connect_get_namespaced_pod_exec,
+                pod_name,
+                self.namespace,
+                command=list(POD_EXEC_COMMAND),
+                stderr=True,
+                stdin=False,
+                stdout=True,
+                tty=False,
+                _request_timeout=self.timeout_s,
+            )
+        except Exception as exc:  # 403 (no pods/exec), 404, websocket errors, timeouts
+            status = getattr(exc, "status", None)
+            return f"exec refused or failed: {type(exc).__name__}{f' {status}' if status else ''}: {str(exc)[:160]}"
+        return CommandResult(0, out if isinstance(out, str) else str(out), "")

@@ -90,3 +90,23 @@ class DeepDiveSection(StrictModel):
     serving_lut: Tup[LutRow] = Field(
         (), description="`{match, util_min, util_max, note}`: expected GPU util per setting"
     )
+    serving_lut_file: str = Field(
+        "serving_lut.yaml",
+        description="the serving-LUT file users edit (beside sweep.yaml unless absolute); its rows come after serving_lut's",
+    )
+    setting_pattern: Regex = Field(
+        re.compile(
+            r"(?P<model>(?:qwen|llama|gemma|mistral|deepseek|phi)[\w.-]*?\d+(?:\.\d+)?[bm])"
+            r"(?:.*?(?P<parallelism>[td]p\d+(?:[_-]?[tdpe]p\d+)*))?(?:.*?(?P<geometry>\d+n(?:\d+g)?))?",
+            re.I,
+        ),
+        description="regex over the job name with named groups model / parallelism / geometry: the setting the "
+        "LUT is learned for",
+    )
+    lut_min_runs: Positive = Field(
+        3, description="healthy runs of a setting in the history before its range is learned"
+    )
+    lut_far_below: Annotated[float, Field(gt=0, lt=1)] = Field(
+        0.5,
+        description="GPU util below this fraction of the range's low end while the log advances: a weak KILL signal",
+    )

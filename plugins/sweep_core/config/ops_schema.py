@@ -185,6 +185,16 @@ class _IrisKeys(StrictModel):
     kube_context: str = Field("", description="iris: its context (never the process default kubeconfig)")
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
+    rollout_url: str = Field(
+        "",
+        description="iris: where a job's rollout/trace files are reachable (an ObjectStoragePath URL: s3://, gs://, "
+        'file://; `{name}` `{job_id}`), read by the RL deep-dive (depth-1 listing); "" = rollouts unknown',
+    )
+    gpu_exec: bool = Field(
+        False,
+        description="iris: the RL deep-dive reads GPU utilisation by `nvidia-smi` exec'd in each Running pod of the "
+        "job (KubernetesHook; needs pods/exec); false = GPU utilisation unknown, said so",
+    )
 
 
 class SlurmOps(_SlurmKeys, OpsCommon):

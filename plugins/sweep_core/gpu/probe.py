@@ -142,3 +142,47 @@ def gpu_patterns(rules: Any) -> tuple[str, ...]:
     """The name patterns of the GPU buckets (sweep.yaml ``buckets:``), for the gather's selection:
     run by bash ``[[ =~ ]]`` (ERE), which reads the anchors, groups and alternations they use."""
     return tuple(p.pattern for r in rules if str(r.name) in GPU_BUCKETS for p in r.patterns)
+
+
+POD_EXEC_COMMAND = ("nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits")
+
+
+def running_pods(pod_list: dict[str, Any]) -> list[str]:
+    """The names of the Running pods of a v1 PodList (dict form); [] for any other shape."""
+    items = pod_list.get("items") if isinstance(pod_list, dict) else None
+    out = []
+    for p in items if isinstance(items, list) else []:
+        if isinstance(p, dict) and (p.get("status") or {}).get("phase") == "Running":
+            name = (p.get("metadata") or {}).get("name")
+            if isinstance(name, str) and name:
+                out.append(name)
+    return out
+
+
+def pod_readings(
+    per_pod: dict[str, CommandResult | str], n_pods: int
+) -> tuple[list[tuple[str, GpuSample]] | None, dict[str, str], str]:
+    """(every GPU of the pods whose exec read, by pod; each unread pod's reason; the note) from
+    each Running pod's ``nvidia-smi`` exec (a CommandResult) or the reason it could not run (a
+    str). None when no pod read: GPU utilisation unknown, with the first reason; never 0 %."""
+    by_pod: dict[str, list[GpuSample]] = {}
+    why: dict[str, str] = {}
+    for pod, got in per_pod.items():
+        if isinstance(got, str):
+            why[pod] = got
+            continue
+        reading = parse_probe(got)
+        if reading.why:
+            why[pod] = reading.why
+        else:
+            by_pod[pod] = reading.gpus
+    if not per_pod:
+        return None, why, f"no Running pod of the job ({n_pods} pod(s) listed)"
+    if not by_pod:
+        first = next(iter(why.items()))
+        return None, why, f"nvidia-smi exec in pod {first[0]}: {first[1]}"
+    samples = [(pod, s) for pod, gpus in by_pod.items() for s in gpus]
+    note = f"nvidia-smi exec in {len(by_pod)}/{len(per_pod)} Running pod(s), {len(samples)} GPU(s)"
+    if why:
+        note += f"; unread: {', '.join(f'{p} ({w[:80]})' for p, w in why.items())}"
+    return samples, why, note

@@ -61,6 +61,8 @@ def _job_row(job: Job) -> dict[str, Any]:
         "job_flags": " ".join(sorted({str(f.get("rule", "")) for f in job.flags})),
         "run_series": str(job.metrics.get("run_series") or ""),
         "tail": job.log_tail or None,  # the last lines the fan-in kept (pipeline.drop_tails)
+        # the GPU probe's mean utilisation (None: not probed / unknown): the serving LUT learns from it
+        "gpu_mean_util": None if not job.gpu or job.gpu.get("why") else _scalar(job.gpu.get("mean_util")),
     }
     for key, value in sorted(job.metrics.items()):
         v = _scalar(value)

@@ -82,10 +82,10 @@ def test_idle_gpus_with_a_silent_log_is_not_this_kill_but_said() -> None:
     assert any("the log is not advancing either" in e for e in v.evidence)
 
 
-def test_gpu_below_the_serving_lut_is_evidence_not_a_kill() -> None:
-    v = decide(_healthy(gpus=_gpus(25.0)), LUT)
-    assert v.verdict == NO_KILL
-    assert "GPU util 25 % mean is outside the serving LUT's 40-95 % for it" in v.evidence
+def test_gpu_below_but_not_far_below_the_serving_lut_is_evidence_not_a_signal() -> None:
+    v = decide(_healthy(gpus=_gpus(25.0)), LUT)  # 40 % floor, far below = under 20 %
+    assert v.verdict == NO_KILL and v.weight == 0
+    assert "GPU util 25 % mean is outside the serving LUT's 40-95 % (row 'qwen3_8b.*_8n')" in v.evidence
 
 
 def test_empty_rollouts_are_a_kill() -> None:

@@ -52,6 +52,9 @@ class DeepDiveInput:
     gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
     gpu_note: str = "not probed"
     problems: list[str] = field(default_factory=list)  # why an input is unknown
+    expected: tuple[float, float, str] | None = None  # the serving LUT's (util_min, util_max, where from)
+    expected_note: str = ""  # why there is no expected range (unknown, never healthy)
+    log_note: str = ""  # how much of the log was read ("812 line(s) since submission"), said as evidence
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -15,8 +15,8 @@ from sweep_core.config.ops import ClusterConfig
 from sweep_core.gpu.accounting import accounting_readings
 from sweep_core.gpu.probe import QUERY as GPU_QUERY
 from sweep_core.gpu.probe import parse_probe
-from sweep_core.handoffs.cancel.plan import check_slurm_job
-from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, GpuUtil
+from sweep_core.handoffs.cancel.plan import IRIS_JOB_ID_RE, check_slurm_job
+from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, GpuUtil, SignatureHit
 from sweep_core.safe_names import plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
@@ -31,7 +31,16 @@ class ProbeJob:
     name: str
 
     def __post_init__(self) -> None:
+        if self.iris:  # read through the iris client, never put in a shell
+            if self.job_id.rsplit("/", 1)[-1] != self.name:
+                raise ValueError(f"iris job {self.job_id!r} is not named {self.name!r}")
+            return
         check_slurm_job(self.job_id, self.name)
+
+    @property
+    def iris(self) -> bool:
+        """An iris job id (``/<user>/<job>``), not a Slurm one."""
+        return bool(IRIS_JOB_ID_RE.match(self.job_id))
 
 
 @dataclass
@@ -49,6 +58,8 @@ class Gathered:
     files: list[tuple[str, str, bool]] = field(default_factory=list)  # (name, tail, truncated), newest first
     gpus: list[GpuUtil] | None = None  # None = not probed (gpu_note says why)
     gpu_note: str = "not probed (ops.md gpu_probe is none)"
+    signatures: list[SignatureHit] | None = None  # found over the whole log as it streamed (iris); None = search g.log
+    log_note: str = ""  # how much of the log was read (iris: lines since submission)
 
 
 def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
+from sweep_core.config.ops import ClusterConfig, OpsConfigError
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.hang import named_traps
 from sweep_core.fanin.render import box_table
+from sweep_core.gpu.lut import ExpectedRange
 from sweep_core.handoffs.deep_dive.follow_up import kill_request, settle_verdicts
 from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
@@ -29,6 +31,11 @@ from sweep_core.slurm.gather import new_marker
 
 # (cluster, job id) -> the job's GPU readings (None = not probed, and why); optional
 GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
+# an iris cluster's ops.md and its jobs -> what was read of each (whole log since submission, the
+# rollouts where ops.md rollout_url reaches them, the pods' GPUs through an exec); never raises
+IrisProbe = Callable[[ClusterConfig, list[ProbeJob]], list[Gathered]]
+# job name -> its expected GPU range (the serving LUT: the file's rows, then learned from the history)
+LutSource = Callable[[str], tuple[ExpectedRange | None, str]]
 
 
 def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
@@ -37,11 +44,20 @@ def no_gpu_probe(cluster: str, job_id: str) -> tuple[list[GpuUtil] | None, str]:
 
 
 def build_input(
-    job: ProbeJob, g: Gathered, cfg: DeepDiveSection, mcfg: MetricsConfig, gpus: tuple[list[GpuUtil] | None, str]
+    job: ProbeJob,
+    g: Gathered,
+    cfg: DeepDiveSection,
+    mcfg: MetricsConfig,
+    gpus: tuple[list[GpuUtil] | None, str],
+    lut: LutSource | None = None,
 ) -> DeepDiveInput:
     """The verdict's input for one job from what its cluster's script brought back."""
     inp = DeepDiveInput(job.cluster, job.job_id, job.name, state=g.state, gpus=gpus[0], gpu_note=gpus[1])
+    if lut is not None:
+        exp, inp.expected_note = lut(job.name)
+        inp.expected = None if exp is None else (exp.util_min, exp.util_max, exp.source)
     inp.log_age_s = g.log_age_s
+    inp.log_note = g.log_note
     if g.log is None:
         inp.problems.append(f"log unknown: {g.log_problem}")
     else:
@@ -49,7 +65,7 @@ def build_input(
         inp.series = series
         inp.problems += problems
         kinds = (("weight-sync", cfg.weight_sync_patterns), ("engine-starvation", cfg.starvation_patterns))
-        inp.signatures = signature_hits(g.log, g.chains, kinds)
+        inp.signatures = g.signatures if g.signatures is not None else signature_hits(g.log, g.chains, kinds)
         inp.starvation_log = g.log
         inp.traps = [t.evidence() for t in named_traps(g.log)]
     if g.files:
@@ -72,6 +88,8 @@ def deep_dive(
     load_cluster: LoadCluster,
     run_script: RunScript,
     gpu_source: GpuSource = no_gpu_probe,
+    iris_probe: IrisProbe | None = None,
+    lut: LutSource | None = None,
 ) -> dict[str, Any]:
     """Probe every job (one session per cluster), decide each; the verdicts and what was not probed."""
     by_cluster: dict[str, list[ProbeJob]] = defaultdict(list)
@@ -85,6 +103,20 @@ def deep_dive(
         by_cluster[job.cluster].append(job)
     verdicts: list[Verdict] = []
     for cluster, todo in sorted(by_cluster.items()):
+        iris_cfg = _active_iris(load_cluster, cluster)
+        if iris_cfg is not None:
+            gathered = (
+                iris_probe(iris_cfg, todo)
+                if iris_probe is not None
+                else read_deep_dive(None, todo, f"{cluster} is iris: no iris probe wired")
+            )
+            for job, g in zip(todo, gathered, strict=True):
+                verdicts.append(decide(build_input(job, g, cfg, mcfg, (g.gpus, g.gpu_note), lut), cfg))
+            continue
+        notes += [f"not probed: {j.cluster} {j.job_id}: an iris job id on a SLURM cluster" for j in todo if j.iris]
+        todo = [j for j in todo if not j.iris]
+        if not todo:
+            continue
         cfg_cluster, why = active_slurm(load_cluster, cluster)
         if cfg_cluster is None:
             gathered = read_deep_dive(None, todo, why)
@@ -96,8 +128,17 @@ def deep_dive(
         for job, g in zip(todo, gathered, strict=True):
             # the script's own probe (ops.md gpu_probe: srun-overlap) unless a source is given
             gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)
-            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus), cfg))
+            verdicts.append(decide(build_input(job, g, cfg, mcfg, gpus, lut), cfg))
     return {"verdicts": [v.to_dict() for v in verdicts], "notes": notes}
+
+
+def _active_iris(load_cluster: LoadCluster, cluster: str) -> ClusterConfig | None:
+    """The cluster's ops.md when it is an active iris cluster (else the SLURM path says why not)."""
+    try:
+        cfg = load_cluster(cluster)
+    except OpsConfigError:
+        return None
+    return cfg if cfg.scheduler == "iris" and cfg.status == "active" else None
 
 
 def kill_requests(verdicts: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

@@ -3,7 +3,8 @@ which (``basis``). Strong: all-reward-0, idle GPUs while the log advances, empty
 rollout text in most of the newest (the measured detectors, detectors.py), a weight-sync signature,
 no token generated for long with no step (starvation). Weak (their evidence line starts ``weak
 signal:``): reward 0 on half the all-reward-0 steps, garbage in some rollouts, half the rollouts
-empty, an engine-starvation log line. NO-KILL otherwise, with the watch signals that would flip it.
+empty, an engine-starvation log line, GPU utilisation far below the serving LUT's range while the
+log advances (one instantaneous reading: RL alternates generation, training and weight sync). NO-KILL otherwise, with the watch signals that would flip it.
 EDQUOT and sig53 in the log are named, never a signal. An input that was not read is said as
 unknown: never healthy, never zero. UNKNOWN when nothing at all could be read.
 """
@@ -106,6 +107,14 @@ def lut_row(name: str, cfg: DeepDiveSection) -> LutRow | None:
     return next((r for r in cfg.serving_lut if r.match.search(name)), None)
 
 
+def _expected(inp: DeepDiveInput, cfg: DeepDiveSection) -> tuple[float, float, str] | None:
+    """The job's expected GPU range: the input's (file rows, then learned), else sweep.yaml's rows."""
+    if inp.expected is not None:
+        return inp.expected
+    row = lut_row(inp.name, cfg)
+    return None if row is None else (row.util_min, row.util_max, f"row {row.match.pattern!r}")
+
+
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
@@ -142,7 +151,7 @@ def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str],
     idle = [u for u in known if u <= cfg.idle_util_pct]
     advancing = _advancing(inp, cfg)
     shown = f"{max(known):.0f} %" if len(set(known)) == 1 or len(idle) == len(known) else f"{mean:.0f} % mean"
-    lut = lut_row(inp.name, cfg)
+    lut = _expected(inp, cfg)
     where = (
         "job-wide in accounting (sstat, the busiest step's maximum)"
         if [g.node for g in gpus] == [ACCOUNTING_NODE]
@@ -156,10 +165,18 @@ def _gpus(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str],
         ok.append(f"GPU util {shown} {where}, {state}: a stall, not an idle engine (liveness)")
     elif len(known) < len(gpus):
         unknown.append(f"GPU util unread on {len(gpus) - len(known)}/{len(gpus)} GPUs")
-    if lut is not None and not lut.util_min <= mean <= lut.util_max:
-        ok.append(f"GPU util {mean:.0f} % mean is outside the serving LUT's {lut.util_min:g}-{lut.util_max:g} % for it")
+    if lut is None:
+        unknown.append(f"expected GPU util unknown: {inp.expected_note or 'no serving-LUT row for it'}")
+    floor = None if lut is None else lut[0] * cfg.lut_far_below
+    rng = "" if lut is None else f"the serving LUT's {lut[0]:g}-{lut[1]:g} % ({lut[2]})"
+    if lut is not None and floor is not None and mean < floor and advancing and len(idle) < len(gpus):
+        # weak: one instantaneous reading (RL alternates generation, training and weight sync)
+        detail = f"GPU util {mean:.0f} % mean, far below {rng} (< {floor:.0f} %), while the log advances"
+        sig.add(Finding("gpu-below-lut", WEAK, detail))
+    elif lut is not None and not lut[0] <= mean <= lut[1]:
+        ok.append(f"GPU util {mean:.0f} % mean is outside {rng}")
     elif len(idle) < len(gpus):
-        ok.append(f"GPU util {mean:.0f} % mean over {len(known)} GPUs")
+        ok.append(f"GPU util {mean:.0f} % mean over {len(known)} GPUs" + (f", inside {rng}" if rng else ""))
 
 
 def _rollouts(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
@@ -204,8 +221,8 @@ def _signatures(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list
 
 def _watch(inp: DeepDiveInput, cfg: DeepDiveSection) -> list[str]:
     """The signals that would flip a NO-KILL, those of inputs that were read first."""
-    lut = lut_row(inp.name, cfg)
-    floor = f"the LUT's {lut.util_min:g} %" if lut else f"{cfg.idle_util_pct:g} %"
+    lut = _expected(inp, cfg)
+    floor = f"the LUT's {lut[0]:g} %" if lut else f"{cfg.idle_util_pct:g} %"  # a flip re-probes; far below signals
     rewards = any("reward" in d for d in inp.series or [])
     gpus = any(g.util is not None for g in inp.gpus or [])
     signals = [
@@ -231,6 +248,8 @@ def decide(inp: DeepDiveInput, cfg: DeepDiveSection) -> Verdict:
     _gpus(inp, cfg, sig, ok, unknown)
     _rollouts(inp, cfg, sig, ok, unknown)
     _signatures(inp, cfg, sig, ok, unknown)
+    if inp.log_note:
+        ok.append(f"log read whole: {inp.log_note}")
     kill = sig.kill()
     v = Verdict(inp.cluster, inp.job_id, inp.name, KILL if kill else NO_KILL, sig.lines() + ok, [], unknown)
     v.basis, v.weight = sig.basis(), sig.weight()
