@@ -347,7 +347,7 @@ def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) ->
             "-o",
             "PasswordAuthentication=no",
             "-o",
-            "AllowUsers=sweep",
+            f"AllowUsers={USER}",
             "-o",
             'ForceCommand=ulimit -u 1; exec bash -c "$SSH_ORIGINAL_COMMAND"',
             "-E",
