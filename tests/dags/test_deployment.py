@@ -97,21 +97,17 @@ def test_every_dag_imports_and_the_hand_offs_are_not_paused(deployment: Deployme
     assert clusters["schema"]["examples"] == ["local"] and "null" in clusters["schema"]["type"]
 
 
-def _environ(pid_file: Path) -> dict[str, str]:
-    pid = pid_file.read_text().split()[0]
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(e.decode(errors="replace").split("=", 1) for e in raw if b"=" in e)
-
-
 def test_the_worker_holds_the_sweeps_login_and_it_cannot_do_an_admins_work(deployment: Deployment) -> None:
-    """issue 26: the process that runs tasks has no admin password in its environment; the
-    Connection it has logs in as a USER-role user, who may edit DAG runs and may not touch
-    Connections or Variables."""
+    """issue 26: the environment every service starts with (airflow.env, which the script sources
+    before it starts them, each through ``env -u _AIRFLOW_WWW_USER_PASSWORD``) holds no admin
+    password; the Connection it holds logs in as a USER-role user, who may edit DAG runs and may not
+    touch Connections or Variables. (A Celery worker retitles its process, which overwrites the
+    /proc environ it started with: the file is what can be read.)"""
     secrets = dict(line.split("=", 1) for line in (deployment.home / "secrets.env").read_text().splitlines())
-    runs_tasks = "worker" if EXECUTOR == "CeleryExecutor" else "scheduler"
-    env = _environ(deployment.home / "pids" / f"{runs_tasks}.pid")
-    assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] not in "\n".join(env.values())
-    conn = json.loads(env["AIRFLOW_CONN_SWEEP_AIRFLOW_API"])
+    env_file = (deployment.home / "airflow.env").read_text()
+    assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] not in env_file
+    line = next(x for x in env_file.splitlines() if x.startswith("export AIRFLOW_CONN_SWEEP_AIRFLOW_API="))
+    conn = json.loads(line.split("=", 1)[1].strip("'"))
     assert (conn["login"], conn["password"]) == ("sweep_api", secrets["SWEEP_API_PASSWORD"])
     api = httpx.Client(base_url=conn["host"], timeout=30)
     token = api.post("/auth/token", json={"username": conn["login"], "password": conn["password"]})
