@@ -298,14 +298,14 @@ def test_rm_script_rechecks_squeue_on_the_cluster(local_cluster, tag, tmp_path) 
     assert d["action"] == "delete", d
     items = [RmItem(p, d["roots"][p], name, jid) for p in d["paths"]]
     late = c.submit(name, "sleep 600", "--hold")  # after the probe, before the rm
-    out = _ssh_rm("sweep", items)
+    out = _ssh_rm(USER, items)
     for k in range(len(items)):
         rec = out.get(f"rm:{k}")
         assert rec.rc == 2 and f"job {late} is still listed by squeue" in rec.stdout, rec
     time.sleep(0.5)
     assert _count(tree / "checkpoints") == 60 and _count(tree / "exports") == 60
     _scancel(late)
-    out = _ssh_rm("sweep", items)
+    out = _ssh_rm(USER, items)
     assert all(out.get(f"rm:{k}").stdout.startswith("started pid") for k in range(len(items)))
     for _ in range(100):
         if not (tree / "checkpoints").exists() and not (tree / "exports").exists():
@@ -332,7 +332,7 @@ def test_rm_script_over_ssh_cannot_be_raced_out_of_the_root(local_cluster, tag) 
             for batch in range(10):  # 10 SSH sessions x 20 rm attempts each
                 ks = sorted(range(batch * 20, batch * 20 + 20), key=lambda k: str(tree.target(k)))
                 items = [RmItem(str(tree.target(k)), real_root, f"race{k}", "1") for k in ks]
-                out = _ssh_rm("sweep", items)
+                out = _ssh_rm(USER, items)
                 for i, k in enumerate(ks):  # records rm:<i> follow the items sorted by path
                     rec = out.get(f"rm:{i}")
                     outcomes.append(rec.stdout if rec else "no record")
