@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from stub_gather import run_stubbed
+
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.cursor import before_digest, carry, cursors_for, prefilter
 from sweep_core.fanin.metrics.config import metrics_config
@@ -22,11 +24,10 @@ from sweep_core.ledger.fold import fold_sweep
 from sweep_core.models import ClusterSnapshot
 from sweep_core.pipeline import digest_step
 from sweep_core.programs import DIR as PROGRAMS
-from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
+from sweep_core.slurm.gather import GatherRequest
 from sweep_core.slurm.snapshot import snapshot_from_output
 
 ROOT = Path(__file__).resolve().parents[2]
-STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
 LITERALS, _ = prefilter(metrics_config(CONFIG.metrics))
 NOISE = b"engine: rollout worker 3 heartbeat, queue depth 17, nothing to see here\n"
@@ -38,15 +39,11 @@ def _dict_line(step: int, reward: float) -> bytes:
 
 
 def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int) -> ClusterSnapshot:
-    stub = tmp / "stub"
-    stub.mkdir(exist_ok=True)
     rows = [
         {"i": j, "A": j, "T": "RUNNING", "M": "5:00", "l": "UNLIMITED", "D": "1", "P": "debug", "R": "n1",
          "j": f"rl__cursor{j}", "o": str(p)}
         for j, p in logs.items()
     ]  # fmt: skip
-    (stub / "squeue_RUNNING.json").write_text(json.dumps(rows))
-    (stub / "sacct.json").write_text("[]")
     now = int(time.time())
     req = GatherRequest(
         user="sweep",
@@ -57,12 +54,7 @@ def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int) -> Clust
         cursors=cursors_for(ledger, "c"),
         literals=LITERALS,
     )
-    script, marker = build_gather_script(req)
-    (tmp / "tmp").mkdir(exist_ok=True)
-    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp / "tmp")}
-    proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=60)
-    output = parse_gather_output(proc.stdout, marker)
-    assert output.complete, proc.stderr
+    output = run_stubbed(tmp, req, running=rows)
     snap = snapshot_from_output("c", output, "login01", "s", f"2026-01-01T00:0{run}:00+00:00")
     before_digest(snap, ledger)
     digest_step([snap], CONFIG)

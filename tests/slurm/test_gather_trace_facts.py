@@ -5,21 +5,18 @@ files are real. The same on the real cluster: tests/slurm/test_gather_hostile_lo
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from stub_gather import run_stubbed
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.pipeline import run_fan_in
-from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output, rl_patterns
+from sweep_core.slurm.gather import GatherRequest, rl_patterns
 from sweep_core.slurm.snapshot import snapshot_from_output
 
 ROOT = Path(__file__).resolve().parents[2]
-STUBS = ROOT / "tests" / "fixtures" / "slurm_stub"
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
 
 
@@ -28,10 +25,6 @@ def _row(job_id: str, name: str, state: str = "COMPLETED") -> dict[str, str]:
 
 
 def _gather(tmp: Path, finished: list[dict[str, str]], roots: tuple[str, ...], python: str):
-    stub = tmp / "stub"
-    stub.mkdir(exist_ok=True)
-    (stub / "squeue_RUNNING.json").write_text("[]")
-    (stub / "sacct.json").write_text(json.dumps(finished))
     now = int(time.time())
     req = GatherRequest(
         user="sweep",
@@ -42,12 +35,7 @@ def _gather(tmp: Path, finished: list[dict[str, str]], roots: tuple[str, ...], p
         artifact_roots=roots,
         trace_patterns=rl_patterns(CONFIG.buckets),
     )
-    script, marker = build_gather_script(req)
-    (tmp / "tmp").mkdir(exist_ok=True)
-    env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp / "tmp")}
-    proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=30)
-    output = parse_gather_output(proc.stdout, marker)
-    assert output.complete, proc.stderr
+    output = run_stubbed(tmp, req, finished=finished, timeout=30)
     return output, snapshot_from_output("c", output, "login01", "s", "e", artifact_roots=roots)
 
 
