@@ -32,6 +32,12 @@ class _Mailbox:
         return "250 Message accepted for delivery"
 
 
+def smtp_connection(port: int, from_email: str = "sweep@x.org") -> str:
+    """An AIRFLOW_CONN_… value for the SMTP provider to the local server on ``port`` (plain SMTP)."""
+    extra = {"from_email": from_email, "disable_tls": True, "disable_ssl": True}
+    return json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": port, "extra": extra})
+
+
 @contextmanager
 def smtp_server() -> Iterator[tuple[int, list[email.message.EmailMessage]]]:
     """(port, the mails received so far)."""

@@ -7,13 +7,12 @@ a real SMTP server on 127.0.0.1 (aiosmtpd); the next sweep flags the escalated j
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
-from receivers import smtp_server
+from receivers import smtp_connection, smtp_server
 from sweep_runner import ROOT
 
 from sweep_core.alerts.acts_notice import notices
@@ -47,9 +46,7 @@ def _sweep_yaml(tmp_path, port: int, monkeypatch) -> str:
     ]}  # fmt: skip
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(conf))
-    monkeypatch.setenv("AIRFLOW_CONN_SMTP_LOCAL", json.dumps({
-        "conn_type": "smtp", "host": "127.0.0.1", "port": port,
-        "extra": {"from_email": "sweep@x.org", "disable_tls": True, "disable_ssl": True}}))  # fmt: skip
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_LOCAL", smtp_connection(port))
     return str(path)
 
 

@@ -8,7 +8,6 @@ asked, the job ends CANCELLED, and the act is announced once to the channel that
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 import yaml
 from cancel_handoff import hand_off
 from lab import ARTIFACTS
-from receivers import smtp_server
+from receivers import smtp_connection, smtp_server
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.ledger.store import load_ledger
@@ -46,9 +45,7 @@ def _sweep_yaml(tmp_path: Path, tag: str, port: int, monkeypatch) -> str:
     ]}  # fmt: skip
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(conf))
-    monkeypatch.setenv("AIRFLOW_CONN_SMTP_LOCAL", json.dumps({
-        "conn_type": "smtp", "host": "127.0.0.1", "port": port,
-        "extra": {"from_email": "sweep@x.org", "disable_tls": True, "disable_ssl": True}}))  # fmt: skip
+    monkeypatch.setenv("AIRFLOW_CONN_SMTP_LOCAL", smtp_connection(port))
     return str(path)
 
 
