@@ -43,6 +43,10 @@ IRIS_URL=http://127.0.0.1:${SWEEP_IRIS_PORT:-22310}
 HOME=$IRIS_DIR "$SWEEP_IRIS_PYTHON" scripts/demo_iris_jobs.py "$IRIS_URL" "$U"
 OPS=$AIRFLOW_HOME/demo-ops
 rm -rf "$OPS" && mkdir -p "$OPS/coreweave-local" && cp -r include/ops/local "$OPS/local"
+# The bundled cluster's ops.md names the default instance (user sweep, login 22201/22202): made the
+# instance's that cluster.env describes (a scratch instance has its own user and ports).
+sed -i -e "s#^user: sweep\$#user: $U#" -e "s#/home/sweep/#/home/$U/#g" -e "s#/home/sweep\$#/home/$U#" \
+  -e "s#port: 22201}#port: $SWEEP_LOGIN01_PORT}#" -e "s#port: 22202}#port: $SWEEP_LOGIN02_PORT}#" "$OPS/local/ops.md"
 cat >"$OPS/coreweave-local/ops.md" <<EOF
 ---
 name: coreweave-local

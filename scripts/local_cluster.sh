@@ -36,25 +36,36 @@
 # SWEEP_SLURMD_TIMEOUT. `up` writes them all to $SWEEP_CLUSTER_DIR/cluster.env (`set -a;
 # . cluster.env; set +a` before running tests against that instance). munged is shared: one that
 # runs already is used, never started twice.
+# SWEEP_CLUSTER_INSTANCE=K (K >= 1) moves every default at once to scratch instance K: its own dir
+# (/var/tmp/sweep-local-cluster-scratchK), conf dir (/etc/slurm-scratchK), cluster name, user
+# (sweepxK, no lane users), job ids (from K * 1000000) and ports (login 22201/22202 + 10K, MariaDB
+# 33061 + K, slurmctld/slurmdbd/slurmd 6817/6819/6821 + 100K). scripts/test.sh runs the tests that
+# stop daemons on such instances, beside the lanes on the shared one (instance 0, the default).
 set -euo pipefail
 
-DIR=${SWEEP_CLUSTER_DIR:-/var/tmp/sweep-local-cluster}
-USER_NAME=${SWEEP_CLUSTER_USER:-sweep}
+K=${SWEEP_CLUSTER_INSTANCE:-0}
+[[ $K =~ ^[0-9]$ ]] || { echo "[local-cluster] ERROR: SWEEP_CLUSTER_INSTANCE must be 0-9, not '$K'" >&2; exit 2; }
+if [ "$K" -gt 0 ]; then SCRATCH=-scratch$K; SCRATCH_USER=sweepx$K; else SCRATCH=; SCRATCH_USER=sweep; fi
+
+DIR=${SWEEP_CLUSTER_DIR:-/var/tmp/sweep-local-cluster$SCRATCH}
+USER_NAME=${SWEEP_CLUSTER_USER:-$SCRATCH_USER}
 # The lane users: the test suite's parallel cluster lanes each sweep as their own Slurm user
 # (tests/lab.py: lane k = sweep, sweep2, sweep3, …), so one lane's sweeps never see another's jobs.
-read -r -a LANE_USERS <<<"${SWEEP_CLUSTER_LANE_USERS:-sweep2 sweep3}"
-LOGIN01_PORT=${SWEEP_LOGIN01_PORT:-22201}
-LOGIN02_PORT=${SWEEP_LOGIN02_PORT:-22202}
-DB_PORT=${SWEEP_DB_PORT:-33061}
-CLUSTER=${SWEEP_SLURM_CLUSTER:-sweeplocal}
+if [ "$K" -gt 0 ]; then LANES_DEFAULT=; else LANES_DEFAULT="sweep2 sweep3"; fi
+read -r -a LANE_USERS <<<"${SWEEP_CLUSTER_LANE_USERS-$LANES_DEFAULT}"
+LOGIN01_PORT=${SWEEP_LOGIN01_PORT:-$((22201 + 10 * K))}
+LOGIN02_PORT=${SWEEP_LOGIN02_PORT:-$((22202 + 10 * K))}
+DB_PORT=${SWEEP_DB_PORT:-$((33061 + K))}
+CLUSTER=${SWEEP_SLURM_CLUSTER:-sweeplocal${SCRATCH#-}}
 CPUS=${SWEEP_SLURM_CPUS:-256}  # per node
 read -r -a NODES <<<"${SWEEP_SLURM_NODES:-localhost node2}"
-CONF_DIR=${SWEEP_SLURM_CONF_DIR:-/etc/slurm}
-CTLD_PORT=${SWEEP_SLURMCTLD_PORT:-6817}
-SLURMD_PORT=${SWEEP_SLURMD_PORT:-6821}
-DBD_PORT=${SWEEP_SLURMDBD_PORT:-6819}
+CONF_DIR=${SWEEP_SLURM_CONF_DIR:-/etc/slurm$SCRATCH}
+CTLD_PORT=${SWEEP_SLURMCTLD_PORT:-$((6817 + 100 * K))}
+SLURMD_PORT=${SWEEP_SLURMD_PORT:-$((6821 + 100 * K))}
+DBD_PORT=${SWEEP_SLURMDBD_PORT:-$((6819 + 100 * K))}
 SLURMD_TIMEOUT=${SWEEP_SLURMD_TIMEOUT:-10}
-FIRST_JOB_ID=${SWEEP_SLURM_FIRST_JOB_ID:-}
+if [ "$K" -gt 0 ]; then FIRST_DEFAULT=$((K * 1000000)); else FIRST_DEFAULT=; fi
+FIRST_JOB_ID=${SWEEP_SLURM_FIRST_JOB_ID:-$FIRST_DEFAULT}
 RUN=$DIR/run
 LOG=$DIR/log
 PIDS=$RUN/slurm  # the Slurm daemons' own pid files (copied to $RUN/NAME.pid once written)
@@ -323,6 +334,7 @@ conn = {"conn_type": "ssh", "host": "127.0.0.1", "port": int(port), "login": use
 json.dump({"ssh_local": conn}, open(out, "w"), indent=2)
 EOF
   cat >"$DIR/cluster.env" <<EOF
+SWEEP_CLUSTER_INSTANCE=$K
 SWEEP_CLUSTER_DIR=$DIR
 SWEEP_CLUSTER_USER=$USER_NAME
 SWEEP_LOGIN01_PORT=$LOGIN01_PORT

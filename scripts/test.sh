@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test, from nothing: venv + Airflow metadata DB, the real local Slurm cluster, ruff, pytest.
 # Usage: scripts/test.sh [--fast] [pytest args]     (as root on Debian 12)
-#   no args: the local-cluster tests (the exclusive ones alone, then the rest in SWEEP_TEST_LANES
-#            parallel lanes, each its own Slurm user) beside all the others (own metadata DB);
+#   no args: every test, in three runs at once (below): the cluster tests in SWEEP_TEST_LANES
+#            parallel lanes (each its own Slurm user), the exclusive ones on scratch instances of
+#            the cluster, and all the others;
 #   pytest args: one pytest with them.
 #   --fast: the inner loop's tier: ruff + the tests that start no real service (unit, DagBag, the
 #           config and remote-script checks); no cluster, no apt. Every test runs without it.
@@ -49,35 +50,55 @@ if [ $# -gt 0 ]; then
   echo "[test] pytest $*"
   exec python -m pytest -q -p no:cacheprovider "$@"
 fi
-# Two lanes at once: the tests on the local Slurm cluster (one at a time: they share its queue, and
-# some stop its daemons) and every other test (unit, DagBag, iris controller, api-server) beside
-# them, with its own Airflow metadata DB (a copy of the migrated one, by SQLite's backup API).
-LANE2_HOME=$PROJECT/.airflow-lane2
-rm -rf "$LANE2_HOME" && mkdir -p "$LANE2_HOME"
-python - "$AIRFLOW_HOME/airflow.db" "$LANE2_HOME/airflow.db" <<'PY'
+# Three runs at once, each on its own copy of the migrated metadata DB (SQLite's backup API):
+#  - the tests that start no Slurm (unit, DagBag, iris controller, api-server): -m "not cluster";
+#  - the cluster tests that stop a daemon, fail a node, cut sessions or start a deployment (marker
+#    exclusive), in SWEEP_TEST_SCRATCH (default 2) pytest-xdist workers, each on a scratch instance of
+#    the cluster of its own (scripts/local_cluster.sh with SWEEP_CLUSTER_INSTANCE=k: own daemons,
+#    ports, user and job ids), whole files per worker, so what they stop stops nobody else (and
+#    one deployment at a time: tests/deploy_client.py deployment_slot);
+#  - the other cluster tests on the shared instance, in SWEEP_TEST_LANES (default 3) pytest-xdist
+#    workers, each its own Slurm user (lane k: sweep, sweep2, …; the cluster script makes them).
+copy_db() { # copy_db DIR: DIR/airflow.db, a copy of the migrated metadata DB
+  rm -rf "$1" && mkdir -p "$1"
+  python - "$AIRFLOW_HOME/airflow.db" "$1/airflow.db" <<'PY'
 import sqlite3, sys
 with sqlite3.connect(sys.argv[1]) as src, sqlite3.connect(sys.argv[2]) as dst:
     src.backup(dst)
 PY
-LANE2_LOG=$LANE2_HOME/pytest.log
-echo "[test] pytest -m 'not cluster' (beside the cluster lane; its output follows the cluster lane's)"
-AIRFLOW_HOME=$LANE2_HOME python -m pytest -q -p no:cacheprovider -m "not cluster" --durations=15 >"$LANE2_LOG" 2>&1 &
-lane2=$!
-start=$SECONDS
-# The cluster tests: first those that stop a daemon, fail a node or cut sessions, one at a time;
-# then the rest in SWEEP_TEST_LANES parallel pytest-xdist workers, each its own Slurm user (lane k:
-# sweep, sweep2, …; scripts/local_cluster.sh makes them) and its own metadata DB (tests/lab.py).
+}
+SCRATCH=${SWEEP_TEST_SCRATCH:-2}
 LANES=${SWEEP_TEST_LANES:-3}
-echo "[test] pytest -m 'cluster and exclusive' (one at a time)"
-rc1=0
-python -m pytest -q -p no:cacheprovider -m "cluster and exclusive" --durations=10 || rc1=$?
+scratch_dirs=()
+for k in $(seq 1 "$SCRATCH"); do
+  SWEEP_CLUSTER_INSTANCE=$k scripts/local_cluster.sh up | tail -n 1
+  scratch_dirs+=("/var/tmp/sweep-local-cluster-scratch$k")
+done
+start=$SECONDS
+LANE2_HOME=$PROJECT/.airflow-lane2
+copy_db "$LANE2_HOME"
+echo "[test] pytest -m 'not cluster' (its output follows)"
+AIRFLOW_HOME=$LANE2_HOME python -m pytest -q -p no:cacheprovider -m "not cluster" --durations=15 \
+  >"$LANE2_HOME/pytest.log" 2>&1 &
+lane2=$!
+SCRATCH_HOME=$PROJECT/.airflow-scratch
+copy_db "$SCRATCH_HOME"
+echo "[test] pytest -m 'cluster and exclusive' on $SCRATCH scratch instances (its output follows)"
+AIRFLOW_HOME=$SCRATCH_HOME SWEEP_LAB_SCRATCH="${scratch_dirs[*]}" python -m pytest -q -p no:cacheprovider \
+  -m "cluster and exclusive" -n "$SCRATCH" --dist loadfile --durations=10 >"$SCRATCH_HOME/pytest.log" 2>&1 &
+excl=$!
 echo "[test] pytest -m 'cluster and not exclusive' in $LANES lanes"
+rc1=0
 python -m pytest -q -p no:cacheprovider -m "cluster and not exclusive" -n "$LANES" --dist loadfile \
   --durations=20 || rc1=$?
-echo "[test] cluster lane: exit $rc1 after $((SECONDS - start)) s"
+echo "[test] cluster lanes: exit $rc1 after $((SECONDS - start)) s"
+rc3=0
+wait "$excl" || rc3=$?
+echo "[test] the exclusive tests on scratch instances (exit $rc3, done after $((SECONDS - start)) s):"
+cat "$SCRATCH_HOME/pytest.log"
 rc2=0
 wait "$lane2" || rc2=$?
-echo "[test] the other lane (exit $rc2):"
-cat "$LANE2_LOG"
-echo "[test] both lanes done after $((SECONDS - start)) s (cluster lane exit $rc1, other lane exit $rc2)"
-[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ]
+echo "[test] the tests that start no Slurm (exit $rc2):"
+cat "$LANE2_HOME/pytest.log"
+echo "[test] all done after $((SECONDS - start)) s (lanes exit $rc1, exclusive exit $rc3, no-Slurm exit $rc2)"
+[ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] && [ "$rc3" -eq 0 ]

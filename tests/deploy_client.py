@@ -4,10 +4,13 @@ the split of one sweep's wall time (gather, settle wait, fan-in work, Airflow ov
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import shlex
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,15 @@ import httpx
 
 DONE = {"success", "failed"}
 FAN_IN = ("bucket", "render", "handoffs", "handoff_branch", "history", "notify")
+
+
+@contextlib.contextmanager
+def deployment_slot() -> Iterator[None]:
+    """Held while a test's deployment runs: one at a time on this machine (the exclusive tests run in
+    parallel workers; two deployments booting at once on 2 cores starve each other's API server)."""
+    with open("/var/tmp/sweep-deploy-slot.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _secrets(home: Path) -> dict[str, str]:

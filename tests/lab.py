@@ -4,14 +4,19 @@ and an ops dir whose ``local`` cluster is that user's.
 The cluster tests run in parallel lanes (pytest-xdist workers, scripts/test.sh): lane k is the
 Slurm user ``sweep`` (k = 0) or ``sweep<k+1>``, so each lane's sweeps see only its own jobs (the
 gather asks ``squeue -u``/``sacct -u`` of the ops.md user) and each lane cancels only its own jobs
-after a test. Tests that stop a daemon or fail a node run alone (marker ``exclusive``), before the
-lanes start. Out of xdist there is one lane: ``SWEEP_CLUSTER_USER`` (default ``sweep``).
+after a test. Tests that stop a daemon or fail a node (marker ``exclusive``) do not share a cluster:
+with ``SWEEP_LAB_SCRATCH`` (cluster dirs, one per worker) each worker uses its own scratch instance of
+the cluster (scripts/local_cluster.sh, ``SWEEP_CLUSTER_INSTANCE``), whose ``cluster.env`` is loaded
+into this process's environment here, before anything reads it: ``SLURM_CONF`` for the Slurm commands
+tests run, the instance's dir, user and login ports. Out of xdist and scratch there is one lane:
+``SWEEP_CLUSTER_USER`` (default ``sweep``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,15 +24,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, …; "" out of xdist
 LANE = int(WORKER[2:]) if WORKER.startswith("gw") and WORKER[2:].isdigit() else 0
-USER = ("sweep" if LANE == 0 else f"sweep{LANE + 1}") if WORKER else os.environ.get("SWEEP_CLUSTER_USER", "sweep")
+SCRATCH = os.environ.get("SWEEP_LAB_SCRATCH", "").split()
+
+
+def _load_cluster_env(path: Path) -> None:
+    """``KEY=value`` lines of an instance's cluster.env (values as the shell reads them) into os.environ."""
+    for line in path.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            words = shlex.split(value)
+            os.environ[key.strip()] = words[0] if len(words) == 1 else " ".join(words)
+
+
+if SCRATCH:
+    _load_cluster_env(Path(SCRATCH[LANE % len(SCRATCH)]) / "cluster.env")
+    USER = os.environ["SWEEP_CLUSTER_USER"]
+elif WORKER:
+    USER = "sweep" if LANE == 0 else f"sweep{LANE + 1}"
+else:
+    USER = os.environ.get("SWEEP_CLUSTER_USER", "sweep")
+LOGIN_PORTS = (int(os.environ.get("SWEEP_LOGIN01_PORT", "22201")), int(os.environ.get("SWEEP_LOGIN02_PORT", "22202")))
 HOME = Path(f"/home/{USER}")
 LOGS = HOME / "jobs" / "logs"
 ARTIFACTS = HOME / "jobs" / "artifacts"
 
 
 def lane_text(text: str) -> str:
-    """ops.md text of the bundled cluster (user ``sweep``) made this lane's: its user and home."""
+    """ops.md text of the bundled cluster (user ``sweep``) made this lane's: its user, home and login ports."""
     text = re.sub(r"(?m)^user: sweep\s*$", f"user: {USER}", text)
+    text = text.replace("port: 22201}", f"port: {LOGIN_PORTS[0]}}}").replace(
+        "port: 22202}", f"port: {LOGIN_PORTS[1]}}}"
+    )
     return text.replace("/home/sweep/", f"{HOME}/").replace("/home/sweep\n", f"{HOME}\n")
 
 

@@ -8,6 +8,7 @@ import subprocess
 import urllib.request
 
 import pytest
+from lab import USER
 from sweep_runner import ROOT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
@@ -36,8 +37,8 @@ def test_demo_sweeps_slurm_and_iris_into_one_set_of_tables(local_cluster, tmp_pa
     assert "[demo] run state=success" in out
     assert "Clusters: coreweave-local OK, local OK" in out
     rows = [ln for ln in out.splitlines() if ln.startswith("│ coreweave-local")]
-    assert any("/sweep/rl__demo_cw_grpo_llama8b" in r and "RUNNING" in r for r in rows), rows
-    assert any("/sweep/sft__demo_cw_cell7" in r and "RUNNING" in r for r in rows), rows
-    assert any("/sweep/eval-demo_cw_aime" in r and "FAILED" in r and "KeyError: model_name" in r for r in rows), rows
+    assert any(f"/{USER}/rl__demo_cw_grpo_llama8b" in r and "RUNNING" in r for r in rows), rows
+    assert any(f"/{USER}/sft__demo_cw_cell7" in r and "RUNNING" in r for r in rows), rows
+    assert any(f"/{USER}/eval-demo_cw_aime" in r and "FAILED" in r and "KeyError: model_name" in r for r in rows), rows
     assert any(ln.startswith("│ local") and "rl__demo_wedged" in ln for ln in out.splitlines())
     assert "[liveness_stale] WARN local RL" in out and "rl__demo_wedged" in out

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from conftest import CLUSTER_DIR, ROOT
-from deploy_client import Deployment, run_timing
+from deploy_client import Deployment, deployment_slot, run_timing
 from lab import LAB_OPS
 
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
@@ -58,6 +58,11 @@ def _test_config(home: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def deployment(_local_cluster_session) -> Iterator[Deployment]:
+    with deployment_slot():
+        yield from _deployment()
+
+
+def _deployment() -> Iterator[Deployment]:
     home = Path(tempfile.mkdtemp(prefix="sweep-deploy-", dir="/var/tmp"))
     home.chmod(0o755)  # the postgres user reaches its data dir below it
     env = {

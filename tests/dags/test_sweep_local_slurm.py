@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from lab import HOME, LAB_OPS, USER
+from lab import HOME, LAB_OPS, LOGIN_PORTS, USER
 from sweep_runner import ROOT, run_sweep
 
 from sweep_core.models import ClusterStatus
@@ -361,7 +361,7 @@ def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) ->
         ops = _ops_copy(tmp_path)
         text = (ops / "local" / "ops.md").read_text()
         text = text.replace(
-            "  - {name: login01, host: 127.0.0.1, port: 22201}", f"  - {{name: forky01, host: 127.0.0.1, port: {port}}}"
+            f"  - {{name: login01, host: 127.0.0.1, port: {LOGIN_PORTS[0]}}}", f"  - {{name: forky01, host: 127.0.0.1, port: {port}}}"
         )
         (ops / "local" / "ops.md").write_text(text)
         job = c.submit(f"rl__{tag}_forkcheck", LOOP)

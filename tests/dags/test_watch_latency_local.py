@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CLUSTER_DIR, ROOT
-from deploy_client import Deployment
+from deploy_client import Deployment, deployment_slot
 from lab import LAB_OPS
 from receivers import slack_webhook_stub
 
@@ -44,6 +44,11 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def watch(_local_cluster_session) -> Iterator[tuple[Deployment, list[dict[str, Any]]]]:
+    with deployment_slot():
+        yield from _watch()
+
+
+def _watch() -> Iterator[tuple[Deployment, list[dict[str, Any]]]]:
     home = Path(tempfile.mkdtemp(prefix="sweep-watch-", dir="/var/tmp"))
     home.chmod(0o755)
     shutil.copytree(LAB_OPS / "local", home / "ops" / "local")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab import USER
+from lab import LOGIN_PORTS, USER
 
 from sweep_core.slurm.gather import GatherRequest, gather_values, new_marker
 from sweep_core.slurm.remote_scripts import compose, headroom_lines
@@ -60,8 +60,8 @@ class RemoteRun:
     processes: int | None  # processes started on the login node (strace -f), with the session's shell
 
 
-def run_on_login01(script: str, strace: bool = False, port: int = 22201) -> RemoteRun:
-    """One SSH session to login01 (user sweep) that runs ``bash -s`` on the script."""
+def run_on_login01(script: str, strace: bool = False, port: int = LOGIN_PORTS[0]) -> RemoteRun:
+    """One SSH session to this lane's login01 (its Slurm user) that runs ``bash -s`` on the script."""
     trace = f"/tmp/sweep-gather-strace-{os.getpid()}-{time.monotonic_ns()}.txt"
     inner = "bash -s"
     if strace:
