@@ -35,6 +35,17 @@ class WatchSection(StrictModel):
         WATCH_HANDOFFS, description="the hand-offs a watch run gives (the others are the report sweep's)"
     )
 
+    failing_minutes: Annotated[int, Field(ge=0)] | None = Field(
+        15,
+        description="the watch failing this many minutes in a row (from its first failed run's window start to "
+        "the latest failed run's window end: 15 = three 5-minute runs) is told to the channels that hear "
+        "critical, once per streak; its own streak, apart from the report sweep's `notify.failed_sweeps`; "
+        "a successful watch run ends it; null = off",
+    )
+    failing_repeat_minutes: Annotated[int, Field(gt=0)] = Field(
+        60, description="a watch that keeps failing is told again once this many minutes have passed since it was told"
+    )
+
     @field_validator("schedule")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
