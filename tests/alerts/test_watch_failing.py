@@ -75,27 +75,18 @@ def test_real_watch_runs_that_fail_tell_their_own_streak_and_leave_the_reports_a
     python that is not there, so the verdict task fails the run), 5-minute windows, failing_minutes 10:
     the first failed run is not told, the second is (a local stub of Slack's webhook); the report
     sweep's streak stays empty."""
-    import json
-
     import yaml
     from receivers import slack_webhook_stub
     from sweep_runner import ROOT, run_dag
-    from test_failing_sweeps import OPS
+    from test_failing_sweeps import OPS, pager_config
 
     ops = tmp_path / "ops"
     (ops / "cw").mkdir(parents=True)
     (ops / "cw" / "ops.md").write_text(OPS.format(python="/nonexistent/bin/python"))
     with slack_webhook_stub() as (hook_url, posts):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-        conf["watch"] = {**conf["watch"], "failing_minutes": 10, "failing_repeat_minutes": 60}
-        conf["notify"] = {"failed_sweeps": 1,
-                          "channels": [{"name": "pager", "kind": "slack", "conn_id": "slack_stub",
-                                        "severities": ["critical"]}]}  # fmt: skip
-        (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        env = {
-            "SWEEP_CONFIG": str(tmp_path / "sweep.yaml"),
-            "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
-        }
+        watch_conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())["watch"]
+        watch_conf.update(failing_minutes=10, failing_repeat_minutes=60)
+        env = pager_config(tmp_path, hook_url, failed_sweeps=1, watch=watch_conf)
         hour = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0) - dt.timedelta(hours=1)
         runs = [run_dag("monitor_cron_watch", {}, tmp_path / "logs", ops_dir=ops, logical_date=hour + dt.timedelta(minutes=5 * i),
                         run_after=hour + dt.timedelta(minutes=5 * (i + 1)), **env) for i in range(2)]  # fmt: skip

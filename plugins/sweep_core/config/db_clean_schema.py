@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.config.schema_base import CronOrNull, StrictModel, Tup
 
 DB_CLEAN_TABLES: tuple[str, ...] = ("xcom", "task_instance", "task_instance_history", "dag_run", "log", "job")
 
@@ -18,7 +18,7 @@ class DbCleanSection(StrictModel):
     """sweep.yaml ``db_clean:``: how long the Airflow metadata DB keeps DAG runs, their task
     instances, XComs, audit log and job rows."""
 
-    schedule: str | None = Field(
+    schedule: CronOrNull = Field(
         "17 3 * * *",
         description="5-field cron (UTC) of the clean-up: the compose service and the bundled deployment's "
         "loop follow it, a Kubernetes CronJob takes it as its `schedule`; null = never",
@@ -41,10 +41,3 @@ class DbCleanSection(StrictModel):
         description="`--skip-archive`: deleted rows are not copied to `_airflow_deleted__*` tables first (those "
         "stay in the same database: an archive keeps every byte the clean-up is there to free)",
     )
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, value: str | None) -> str | None:
-        if value is not None and len(value.split()) != 5:
-            raise ValueError(f"must be a 5-field cron string or null, got {value!r}")
-        return value

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from sweep_core.cadence import WATCH_HANDOFFS, WATCH_RULES
-from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.config.schema_base import CronOrNull, StrictModel, Tup
 
 
 class WatchSection(StrictModel):
     """sweep.yaml ``watch:``: gather, the fast rules, the digest and the act hand-offs, every few minutes."""
 
-    schedule: str | None = Field(
+    schedule: CronOrNull = Field(
         "*/5 * * * *",
         description="5-field cron of the watch's data intervals; null = off (the DAG is parsed but never scheduled)",
     )
@@ -45,10 +45,3 @@ class WatchSection(StrictModel):
     failing_repeat_minutes: Annotated[int, Field(gt=0)] = Field(
         60, description="a watch that keeps failing is told again once this many minutes have passed since it was told"
     )
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, value: str | None) -> str | None:
-        if value is not None and len(value.split()) != 5:
-            raise ValueError(f"must be a 5-field cron string or null, got {value!r}")
-        return value
