@@ -24,7 +24,7 @@ HEALTH_PORT=${SWEEP_DEPLOY_HEALTH_PORT:-8974}
 PGBIN=/usr/lib/postgresql/15/bin
 PIDS=$DH/pids
 LOGS=$DH/logs
-AIRFLOW_SERVICES=(api-server scheduler dag-processor triggerer worker)
+AIRFLOW_SERVICES=(api-server scheduler dag-processor triggerer worker db-clean)
 
 say() { echo "[deploy] $*"; }
 AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
@@ -227,13 +227,14 @@ up() {
   start dag-processor airflow dag-processor
   start triggerer airflow triggerer
   [ "$EXECUTOR" != CeleryExecutor ] || start worker airflow celery worker --concurrency 4
+  start db-clean python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
   say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
   say "CLI: source $DH/airflow.env"
 }
 
 down() {
   local name
-  for name in worker triggerer dag-processor scheduler api-server redis; do stop "$name"; done
+  for name in db-clean worker triggerer dag-processor scheduler api-server redis; do stop "$name"; done
   stop postgres INT pid # fast shutdown; the postmaster ends its backends
 }
 

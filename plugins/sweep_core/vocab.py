@@ -79,5 +79,6 @@ def as_member(vocab: type[E], value: str) -> E | str:
     except ValueError:
         return value
 
+
 # Where an alert nobody hears says a channel is added (the task log's WARNING lines, the Sweeps page).
 NO_CHANNEL = "no notify channel configured: add one in sweep.yaml notify.channels (docs/alerts.md)"

@@ -15,15 +15,22 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseNotifier
 
-from sweep_core.alerts.approvals import approval_message, approvers_for, failing_message, overrun_message
+from sweep_core.alerts.approvals import (
+    approval_message,
+    approvers_for,
+    failing_message,
+    overrun_message,
+    watch_failing_message,
+)
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.ledger.outcomes import record_outcome, tells_failing
+from sweep_core.ledger.outcomes import record_outcome, record_watch_outcome, tells_failing
 from sweep_core.vocab import NO_CHANNEL
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.notify_tasks import send
-from sweep_operators.task_ids import Cancel
+from sweep_operators.task_ids import Cancel, DagId
+from sweep_operators.window import dag_id_of, run_id_of
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +127,39 @@ def sweep_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
             log.info("failing-sweep alert (%d in a row) sent to %s", streak, ch.name)
         except Exception as exc:
             log.error("failing-sweep alert to %s failed: %s", ch.name, exc)
+
+
+def _window_of(context: Any) -> tuple[str, str]:
+    """The run's data interval (ISO UTC); a run without one: its run_after (or now) as both ends."""
+    dag_run = context.get("dag_run")
+    now = dt.datetime.now(dt.UTC)
+    end = getattr(dag_run, "data_interval_end", None) or getattr(dag_run, "run_after", None) or now
+    start = getattr(dag_run, "data_interval_start", None) or end
+    return start.astimezone(dt.UTC).isoformat(), end.astimezone(dt.UTC).isoformat()
+
+
+def watch_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
+    """The watch DAG's on_success / on_failure callback: its own failing streak in the ledger (never
+    the report sweep's); a streak ``watch.failing_minutes`` long is told to every channel that hears
+    critical, then again every ``watch.failing_repeat_minutes`` while it lasts. Errors are logged."""
+    config = load_sweep_config(sweep_yaml)
+    run_id = run_id_of(context) or "?"
+    start, end = _window_of(context)
+    w = config.watch
+    told = record_watch_outcome(run_log_dir(config), run_id, ok, start=start, end=end,
+                                after_minutes=w.failing_minutes, repeat_minutes=w.failing_repeat_minutes)  # fmt: skip
+    if told is None:
+        return
+    dag_id = dag_id_of(context) or DagId.WATCH
+    dag_run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "?"))
+    link = f"{_base_url()}/dags/{quote(dag_id)}/runs/{quote(dag_run_id, safe='')}"
+    msg = watch_failing_message(dag_id, told.runs, told.since, told.latest, told.last_success, link)
+    for ch in _hear_critical(config.notify.channels, msg):
+        try:
+            send(ch, msg, context)
+            log.info("failing-watch alert (%d runs in a row) sent to %s", told.runs, ch.name)
+        except Exception as exc:
+            log.error("failing-watch alert to %s failed: %s", ch.name, exc)
 
 
 def overrun_deadline(sweep_yaml: str, schedule: str, intervals: int) -> Any:

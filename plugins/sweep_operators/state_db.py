@@ -31,7 +31,9 @@ def connection_url(conn_id: str) -> str:
         ).render_as_string(hide_password=False)
     if kind == "sqlite" and conn.host:
         return f"sqlite:///{conn.host}"
-    raise ValueError(f"state.conn_id {conn_id!r}: a {kind or 'typeless'} Connection; the state database is postgres or sqlite")
+    raise ValueError(
+        f"state.conn_id {conn_id!r}: a {kind or 'typeless'} Connection; the state database is postgres or sqlite"
+    )
 
 
 def use_state_db(config: Any) -> None:

@@ -26,7 +26,7 @@ from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
 from sweep_core.rules.registry import RULES
 from sweep_operators import notify_tasks, sweep_tasks
-from sweep_operators.approval_notify import sweep_deadline, sweep_outcome
+from sweep_operators.approval_notify import sweep_deadline, sweep_outcome, watch_outcome
 from sweep_operators.dag_common import START
 from sweep_operators.iris_gather import IrisGatherOperator
 from sweep_operators.reliability import sweep_limits
@@ -92,6 +92,9 @@ def _kwargs(config: SweepConfig, sweep_yaml: str, watch: bool) -> dict[str, Any]
         "description": "The light watch: gather, the fast rules, edge-triggered alerts and cancel hand-offs",
         "schedule": None if schedule is None else CronDataIntervalTimetable(schedule, timezone=config.timezone),
         "tags": ["monitoring", "watch", "slurm", "iris"],
+        # its own failing streak (never the report sweep's): watch.failing_minutes failing is told (critical)
+        "on_success_callback": partial(watch_outcome, sweep_yaml=sweep_yaml, ok=True),
+        "on_failure_callback": partial(watch_outcome, sweep_yaml=sweep_yaml, ok=False),
     }
 
 

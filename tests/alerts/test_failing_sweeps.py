@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import Any
 
 import yaml
 from receivers import slack_webhook_stub
@@ -32,20 +33,25 @@ quota:
 """
 
 
+def pager_config(tmp_path, hook_url: str, failed_sweeps: int, **sections: Any) -> dict[str, str]:
+    """The shipped sweep.yaml with ``sections`` replaced and one channel that hears critical (the
+    Slack webhook stub at ``hook_url``), written in ``tmp_path``; the environment a run needs for it."""
+    conf = {**yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text()), **sections}
+    conf["notify"] = {"failed_sweeps": failed_sweeps,
+                      "channels": [{"name": "pager", "kind": "slack", "conn_id": "slack_stub",
+                                    "severities": ["critical"]}]}  # fmt: skip
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
+    return {
+        "SWEEP_CONFIG": str(tmp_path / "sweep.yaml"),
+        "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
+    }
+
+
 def test_failed_sweeps_in_a_row_are_told_every_second_one_and_a_success_clears_them(tmp_path) -> None:
     ops = tmp_path / "ops"
     (ops / "cw").mkdir(parents=True)
     with slack_webhook_stub() as (hook_url, posts):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-        conf["schedule"] = "0 * * * *"
-        conf["notify"] = {"failed_sweeps": 2,
-                          "channels": [{"name": "pager", "kind": "slack", "conn_id": "slack_stub",
-                                        "severities": ["critical"]}]}  # fmt: skip
-        (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        env = {
-            "SWEEP_CONFIG": str(tmp_path / "sweep.yaml"),
-            "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
-        }
+        env = pager_config(tmp_path, hook_url, schedule="0 * * * *", failed_sweeps=2)
         midnight = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         ends = [midnight - dt.timedelta(hours=6 - i) for i in range(6)]
 

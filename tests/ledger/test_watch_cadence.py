@@ -100,3 +100,72 @@ def test_a_report_run_sharing_the_watch_runs_dag_run_id_does_not_take_its_hand_o
     fold(tmp_path, [snap([job("1", "rl__1", "RUNNING", stale=True)])], 360, REPORT2)
     confs, notes = give_once(tmp_path, cancel_conf("1"), run_id=REPORT2, dry_run=False)
     assert WATCH2.endswith(REPORT2) and confs["cancel"] is None and len(notes) == 1
+
+
+def test_the_report_tells_every_change_since_the_previous_report_the_watch_each_once(tmp_path) -> None:
+    """report 03:00 -> watches 03:05, 03:10, 03:15 -> report 06:00: each watch tells what changed
+    since the fold before it; the 06:00 report tells all of it (each line with its watch's time),
+    not only what changed since the last watch, and the next report does not tell it again."""
+    fold(tmp_path, [snap([job("1", "rl__1", "RUNNING"), job("2", "sft__2", "RUNNING")])], 180, REPORT)
+    w1 = watch_run_id("scheduled__2026-12-03T03:00:00+00:00")
+    w2 = watch_run_id("scheduled__2026-12-03T03:05:00+00:00")
+    w3 = watch_run_id("scheduled__2026-12-03T03:10:00+00:00")
+    ended = [snap([job("1", "rl__1", "RUNNING")], [job("2", "sft__2", "FAILED", "sacct")])]
+    assert fold(tmp_path, ended, 185, w1) == ["new failure: leo SFT 2 sft__2 (FAILED; was RUNNING)"]
+    stalled = [snap([job("1", "rl__1", "RUNNING", stale=True), job("4", "rl__4", "RUNNING")])]
+    assert fold(tmp_path, stalled, 190, w2) == ["new stall: leo RL 1 rl__1", "new: leo RL 4 rl__4 (RUNNING)"]
+    assert fold(tmp_path, stalled, 195, w3) == ["no change since the previous sweep"]  # told once, by w2
+    at_six = [snap([job("1", "rl__1", "RUNNING", stale=True), job("4", "rl__4", "COMPLETED", "sacct")])]
+    report = fold(tmp_path, at_six, 360, REPORT2)
+    assert report == [
+        "watch 03:05Z: new failure: leo SFT 2 sft__2 (FAILED; was RUNNING)",
+        "watch 03:10Z: new stall: leo RL 1 rl__1",
+        "watch 03:10Z: new: leo RL 4 rl__4 (RUNNING)",
+        "completed: leo RL 4 rl__4",
+    ]
+    assert fold(tmp_path, at_six, 360, REPORT2) == report  # a re-run of the report tells the same
+    assert load_ledger(tmp_path).since_report == []
+    # the next watch tells nothing new; the next report tells only what changed after 06:00
+    assert fold(tmp_path, at_six, 365, watch_run_id("scheduled__2026-12-03T06:00:00+00:00")) == [
+        "no change since the previous sweep"
+    ]
+    assert fold(tmp_path, at_six, 540, "scheduled__2026-12-03T06:00:00+00:00") == ["no change since the previous sweep"]
+
+
+def test_a_backfilled_report_leaves_the_later_watches_changes_to_the_next_report(tmp_path) -> None:
+    fold(tmp_path, [snap([job("1", "rl__1", "RUNNING")])], 180, REPORT)
+    gone = [snap([], [job("1", "rl__1", "COMPLETED", "sacct")])]
+    assert fold(tmp_path, gone, 185, watch_run_id("scheduled__2026-12-03T03:00:00+00:00")) == [
+        "completed: leo RL 1 rl__1"
+    ]
+    fold(tmp_path, [snap([job("1", "rl__1", "RUNNING")])], 120, "backfill__2026-12-02T23:00:00+00:00")
+    assert [r["line"] for r in load_ledger(tmp_path).since_report] == ["completed: leo RL 1 rl__1"]
+    assert fold(tmp_path, gone, 360, REPORT2)[0] == "watch 03:05Z: completed: leo RL 1 rl__1"
+
+
+def test_the_changes_kept_for_the_report_are_bounded_and_the_cut_ones_counted(monkeypatch) -> None:
+    from sweep_core.ledger import since_report
+    from sweep_core.ledger.entries import Ledger
+    from sweep_core.ledger.fold import Change
+
+    monkeypatch.setattr(since_report, "KEEP", 3)
+    base, new = Ledger(), Ledger()
+    for i in range(5):
+        end = (T0 + dt.timedelta(minutes=5 * i)).isoformat()
+        since_report.carry(
+            base, new, [Change("new", "leo", f"new: job {i}")], run_id=watch_run_id(str(i)), window_end=end
+        )
+        base, new = new, Ledger()
+    told = since_report.carry(
+        base, new, [Change("none", "", "no change")], run_id=REPORT2, window_end=T0.isoformat()[:11] + "06:00:00+00:00"
+    )
+    assert told == [
+        Change(
+            "dropped",
+            "",
+            "watch 00:10Z: 3 earlier change(s) found by the watch not kept (the ledger keeps the newest 3)",
+        ),
+        Change("new", "leo", "watch 00:15Z: new: job 3"),
+        Change("new", "leo", "watch 00:20Z: new: job 4"),
+    ]
+    assert new.since_report == []

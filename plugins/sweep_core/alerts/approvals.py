@@ -1,10 +1,12 @@
 """Who is asked to approve a kill (sweep_cancel) and what they read: the approvers named per
 cluster in sweep.yaml ``notify.approvers`` (``*`` for every other cluster), the prompt's subject
-and evidence, and the link to the Required Actions page; the overrun alert's message, and the one for a sweep that keeps failing.
+and evidence, and the link to the Required Actions page; the overrun alert's message, and the ones for a sweep
+and for a watch that keep failing.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 
 from sweep_core.alerts.layout import Message
@@ -76,4 +78,28 @@ def failing_message(dag_id: str, streak: int, last_success: str, link: str) -> M
         clean(f"{dag_id}: {streak} sweeps in a row have failed ({since})", newlines=False),
         [("What this means", ["no digest reaches anyone while the sweep fails: open the latest run's failed task"])],
         [("latest run", link)],
+    )
+
+
+def watch_failing_message(dag_id: str, runs: int, since: str, latest: str, last_success: str, link: str) -> Message:
+    """The watch has failed ``runs`` runs in a row since ``since`` (ISO UTC; ``latest``: the latest
+    failed window's end): the wedges it is there to see within minutes are not being seen."""
+    start, end = dt.datetime.fromisoformat(since).astimezone(dt.UTC), dt.datetime.fromisoformat(latest)
+    at = start.strftime("%H:%M UTC" if start.date() == end.astimezone(dt.UTC).date() else "%Y-%m-%d %H:%M UTC")
+    done = f"last success: {last_success}" if last_success else "no successful watch run on record"
+    return Message(
+        clean(
+            f"{dag_id}: the watch has failed {runs} runs in a row since {at}: wedges are not being seen", newlines=False
+        ),  # fmt: skip
+        [
+            (
+                "What this means",
+                [
+                    "no wedge, collapse, failed job or UNKNOWN cluster is told and no kill is asked for until a watch "
+                    "run succeeds; the report sweep still runs every few hours: open the latest watch run's failed task",
+                    done,
+                ],
+            )
+        ],  # fmt: skip
+        [("latest watch run", link)],
     )

@@ -81,7 +81,6 @@ def route(
     return Message(clean(title, newlines=False), sections, list(links), keys)
 
 
-
 def unrouted_lines(digest: Digest, severities: Sequence[str] = ("critical", "warn"), max_items: int = 30) -> list[str]:
     """With no channel to tell: one line per alert (new, told again, resolved, hand-off) for the
     task log, each saying where a channel is added; [] when there is nothing to tell."""
@@ -89,6 +88,7 @@ def unrouted_lines(digest: Digest, severities: Sequence[str] = ("critical", "war
     if msg is None:
         return []
     return [f"ALERT ({NO_CHANNEL}) {head}: {line}" for head, lines in msg.sections for line in lines]
+
 
 # Slack mrkdwn has no escape for its formatting marks: each becomes a look-alike that formats nothing
 # (`_` only at a word's edge: inside a word, as in rl__a2_qwen, Slack does not italicise).

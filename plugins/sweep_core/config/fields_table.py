@@ -13,12 +13,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from sweep_core.config.consolidate_schema import ConsolidateCommand, ConsolidateSection
+from sweep_core.config.db_clean_schema import DbCleanSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.fanin_schema import LogProfile, MetricsSection, ProfileKeys, ProfilePin
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter, scheduler_of
 from sweep_core.config.sweep_schema import StateSection, SweepConfig
 from sweep_core.config.tasks_schema import TasksSection
+from sweep_core.config.watch_schema import WatchSection
 
 # marker name -> (model, indent): the tables docs/configuration.md carries
 TABLES: dict[str, tuple[type[BaseModel], str]] = {
@@ -29,6 +31,8 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml notify channel": (Channel, ""),
     "sweep.yaml tasks": (TasksSection, ""),
     "sweep.yaml state": (StateSection, ""),
+    "sweep.yaml watch": (WatchSection, ""),
+    "sweep.yaml db_clean": (DbCleanSection, ""),
     "sweep.yaml deep_dive": (DeepDiveSection, ""),
     "sweep.yaml deep_dive serving_lut row": (LutRow, ""),
     "sweep.yaml consolidate": (ConsolidateSection, ""),

@@ -49,6 +49,15 @@ def _bucket(value: str) -> str:
 BucketName = Annotated[str, AfterValidator(_bucket)]
 
 
+def _cron_or_null(value: str | None) -> str | None:
+    if value is not None and len(value.split()) != 5:
+        raise ValueError(f"must be a 5-field cron string or null, got {value!r}")
+    return value
+
+
+CronOrNull = Annotated[str | None, AfterValidator(_cron_or_null)]  # a 5-field cron string, or null = off
+
+
 class CrossFieldErrors(ValueError):
     """Raised by a model's after-validator: several ``(key path, message)`` at once."""
 

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sweep_core.act_bounds import ACT_BOUND_MARGIN_S, ACT_MIN_WAIT_S, max_act_wait_s
 from sweep_core.config.consolidate_schema import ConsolidateSection
+from sweep_core.config.db_clean_schema import DbCleanSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
@@ -107,6 +108,10 @@ class SweepConfig(StrictModel):
     )
     state: StateSection = Field(
         StateSection(), description="the state database of the ledger and cleanup backlog (`sweep-state` upgrades it)"
+    )
+    db_clean: DbCleanSection = Field(
+        DbCleanSection(),
+        description="`airflow db clean` on a schedule, run by the deployment (no DAG: tasks have no metadata DB)",
     )
 
     @field_validator("schedule")

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from sweep_core.cadence import WATCH_HANDOFFS, WATCH_RULES
-from sweep_core.config.schema_base import StrictModel, Tup
+from sweep_core.config.schema_base import CronOrNull, StrictModel, Tup
 
 
 class WatchSection(StrictModel):
     """sweep.yaml ``watch:``: gather, the fast rules, the digest and the act hand-offs, every few minutes."""
 
-    schedule: str | None = Field(
+    schedule: CronOrNull = Field(
         "*/5 * * * *",
         description="5-field cron of the watch's data intervals; null = off (the DAG is parsed but never scheduled)",
     )
@@ -35,9 +35,13 @@ class WatchSection(StrictModel):
         WATCH_HANDOFFS, description="the hand-offs a watch run gives (the others are the report sweep's)"
     )
 
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, value: str | None) -> str | None:
-        if value is not None and len(value.split()) != 5:
-            raise ValueError(f"must be a 5-field cron string or null, got {value!r}")
-        return value
+    failing_minutes: Annotated[int, Field(ge=0)] | None = Field(
+        15,
+        description="the watch failing this many minutes in a row (from its first failed run's window start to "
+        "the latest failed run's window end: 15 = three 5-minute runs) is told to the channels that hear "
+        "critical, once per streak; its own streak, apart from the report sweep's `notify.failed_sweeps`; "
+        "a successful watch run ends it; null = off",
+    )
+    failing_repeat_minutes: Annotated[int, Field(gt=0)] = Field(
+        60, description="a watch that keeps failing is told again once this many minutes have passed since it was told"
+    )

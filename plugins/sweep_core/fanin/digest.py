@@ -47,6 +47,7 @@ class RulesConfig(Protocol):
     @property
     def fingerprint(self) -> FingerprintConfig: ...
 
+
 EXCERPT_LINES, EXCERPT_CHARS = 20, 2000
 FIELD_CHARS = 200  # one fingerprint value at most
 JOB_FIELDS = ("nodes", "partition")  # fingerprint fields from the job record, not its log

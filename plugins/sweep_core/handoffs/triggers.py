@@ -42,8 +42,14 @@ def plan_handoffs(
     reclaim = sorted({f.cluster for f in flags if f.action == Action.RECLAIM and f.cluster in trusted})
     past = {s.cluster for s in snaps if is_past_window(s.window_end, s.remote_now)}  # never cancel from a past window
     cancel = [
-        {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name, "action": str(f.action), "rule": f.rule,
-         "evidence": f.line()}  # fmt: skip
+        {
+            "cluster": f.cluster,
+            "job_id": f.job_id,
+            "name": f.job_name,
+            "action": str(f.action),
+            "rule": f.rule,
+            "evidence": f.line(),
+        }  # fmt: skip
         for f in flags
         if f.action in CANCEL_ACTIONS and f.cluster in trusted - past and f.job_id
     ]

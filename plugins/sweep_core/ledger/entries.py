@@ -80,6 +80,18 @@ class SeriesRelaunches:
 
 
 @dataclass
+class WatchStreak:
+    """The watch's own failed runs in a row (apart from the report sweep's ``failing``): their run
+    ids, since when (the first failed run's window start, ISO UTC), when it was last told ("" = not
+    yet this streak) and the watch's last success ("<run id> <time>")."""
+
+    failing: list[str] = field(default_factory=list)
+    since: str = ""
+    told: str = ""
+    last_success: str = ""
+
+
+@dataclass
 class Ledger:
     jobs: dict[str, LedgerEntry] = field(default_factory=dict)  # "cluster|job_id" -> entry
     series: dict[str, SeriesMax] = field(default_factory=dict)
@@ -94,6 +106,10 @@ class Ledger:
     last_success: str = ""  # "<run id> <UTC time>" of the last sweep run that succeeded
     relaunches: dict[str, SeriesRelaunches] = field(default_factory=dict)  # relaunch series -> its count
     hold: str = ""  # set when the ledger was recovered with loss: why; acts wait for a person (ledger.hold)
+    watch_streak: WatchStreak = field(default_factory=WatchStreak)  # the watch's failed runs (ledger.outcomes)
+    # the changes the watch runs told since the last report sweep, for its run log (ledger.since_report):
+    # {"at": window end ISO, "kind", "cluster", "line"}, oldest first
+    since_report: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +127,8 @@ class Ledger:
             "last_success": self.last_success,
             "relaunches": {k: asdict(v) for k, v in self.relaunches.items()},
             "hold": self.hold,
+            "watch_streak": asdict(self.watch_streak),
+            "since_report": [dict(r) for r in self.since_report],
         }
 
     @classmethod
@@ -134,6 +152,9 @@ class Ledger:
         for key, value in (("known", known), ("failing", failing), ("windows", windows)):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise LedgerError(f"'{key}' is not a list of strings")
+        since_report = raw.get("since_report", [])
+        if not isinstance(since_report, list) or not all(_strings(r) for r in since_report):
+            raise LedgerError("'since_report' is not a list of objects of strings")
         told = _obj(raw, "told")
         if not all(isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values())) for v in told.values()):
             raise LedgerError("'told' is not an object of run id -> channel -> string")
@@ -151,6 +172,8 @@ class Ledger:
             windows=sorted(windows),
             run_id=raw.get("run_id", ""),
             hold=raw.get("hold", ""),
+            watch_streak=_record(WatchStreak, "watch_streak", raw.get("watch_streak", {})),
+            since_report=[dict(r) for r in since_report],
         )
 
 
@@ -180,6 +203,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,),
     "bool": (bool,),
     "str": (str,),
+    "list[str]": (list,),
     "dict[str, str]": (dict,),
     "list[list[float]]": (list,),
     "list[dict[str, str]]": (list,),
@@ -216,6 +240,8 @@ def _record(cls: type, key: str, value: Any) -> Any:
             and not isinstance(x, bool) for k, x in v.items()
         ):  # fmt: skip
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of numbers")
+        if f.type == "list[str]" and not all(isinstance(x, str) for x in v):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of strings")
         if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")
         if f.type == "list[dict[str, str]]" and not all(_strings(x) for x in v):

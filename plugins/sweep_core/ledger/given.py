@@ -5,6 +5,7 @@ hand-off run does not exist for yet (Airflow triggers nothing twice under one tr
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
@@ -58,6 +59,7 @@ def merge_given(ledger: Ledger, source: Ledger, dropped: Container[str] = ()) ->
     for run_id, channels in source.told.items():
         ledger.told.setdefault(run_id, {}).update(channels)
     ledger.failing, ledger.last_success = list(source.failing), source.last_success
+    ledger.watch_streak = copy.deepcopy(source.watch_streak)
     ledger.relaunches = {**ledger.relaunches, **source.relaunches}  # each series' own count (acts may be pruned)
     for key, src in source.jobs.items():
         if not (src.handoffs or src.cancel_handoff or src.deep_dive or src.acts) or key in dropped:

@@ -15,6 +15,7 @@ from sweep_core.ledger.cancel_handoff import record_handoffs
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
+from sweep_core.ledger.since_report import carry
 from sweep_core.ledger.store import fold_run, update_ledger
 from sweep_core.models import ClusterSnapshot
 
@@ -29,12 +30,15 @@ def fold_sweep_run(
     window_end: dt.datetime,
     notes: list[str] | None = None,
 ) -> list[Change]:
-    """Fold this sweep into the stored ledger; the changes since the last sweep that knew each cluster."""
+    """Fold this sweep into the stored ledger; the changes since the last sweep that knew each cluster
+    (a report sweep: since the last report sweep, the watch runs' between them included)."""
+    end = window_end.astimezone(dt.UTC).isoformat()
 
     def fold(ledger: Ledger) -> tuple[Ledger, list[Change]]:
-        return fold_sweep(ledger, snaps, run_id=run_id, window_end=window_end)
+        new, changes = fold_sweep(ledger, snaps, run_id=run_id, window_end=window_end)
+        return new, carry(ledger, new, changes, run_id=run_id, window_end=end)
 
-    return fold_run(run_log_dir, run_id, window_end.astimezone(dt.UTC).isoformat(), fold, notes)
+    return fold_run(run_log_dir, run_id, end, fold, notes)
 
 
 def give_once(
