@@ -38,15 +38,6 @@ def smtp_connection(port: int, from_email: str = "sweep@x.org") -> str:
     return json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": port, "extra": extra})
 
 
-# Two e-mail channels to the local SMTP server (Connection smtp_local): "team" hears warnings and
-# hand-offs, "pager" hears critical only.
-TEAM_AND_PAGER = [
-    {"name": "team", "kind": "email", "conn_id": "smtp_local", "to": ["team@x.org"], "severities": ["warn"]},
-    {"name": "pager", "kind": "email", "conn_id": "smtp_local", "to": ["pager@x.org"],
-     "severities": ["critical"], "handoffs": False},
-]  # fmt: skip
-
-
 @contextmanager
 def smtp_server() -> Iterator[tuple[int, list[email.message.EmailMessage]]]:
     """(port, the mails received so far)."""

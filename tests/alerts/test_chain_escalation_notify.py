@@ -9,9 +9,8 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
-import yaml
-from receivers import TEAM_AND_PAGER, smtp_connection, smtp_server
-from sweep_runner import ROOT
+from receivers import smtp_server
+from test_relaunch_announce import _sweep_yaml
 
 from sweep_core.handoffs.chain.plan import CellState, ClusterView, Step, advance, cell_values, chain_series
 
@@ -42,16 +41,6 @@ TB = "Traceback (most recent call last):\n  File \"up.py\", line 9, in <module>\
 def _advance(state: CellState, jobs: list[tuple[str, str]]) -> Step:
     values = cell_values(SERIES, CELL, "111", "org", SERIES.artifact_dir)
     return advance(SERIES, CELL, state, ClusterView({UP: jobs}), values, False, "other", None, {"222": TB, "223": TB})
-
-
-def _sweep_yaml(tmp_path, port: int, monkeypatch) -> str:
-    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-    conf["run_log_dir"] = str(tmp_path / "logs")
-    conf["notify"] = {"channels": TEAM_AND_PAGER}
-    path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump(conf))
-    monkeypatch.setenv("AIRFLOW_CONN_SMTP_LOCAL", smtp_connection(port))
-    return str(path)
 
 
 def _context(run_id: str, got: dict[str, Any]) -> dict[str, Any]:

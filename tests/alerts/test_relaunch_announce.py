@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from receivers import TEAM_AND_PAGER, smtp_connection, smtp_server
+from receivers import smtp_connection, smtp_server
 from sweep_runner import ROOT
 
 from sweep_core.alerts.acts_notice import notices
@@ -39,7 +39,11 @@ def _decision(job_id: str, *, standing: str = "", recurring: bool = False) -> Ca
 def _sweep_yaml(tmp_path, port: int, monkeypatch) -> str:
     conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
     conf["run_log_dir"] = str(tmp_path / "logs")
-    conf["notify"] = {"channels": TEAM_AND_PAGER}
+    conf["notify"] = {"channels": [
+        {"name": "team", "kind": "email", "conn_id": "smtp_local", "to": ["team@x.org"], "severities": ["warn"]},
+        {"name": "pager", "kind": "email", "conn_id": "smtp_local", "to": ["pager@x.org"],
+         "severities": ["critical"], "handoffs": False},
+    ]}  # fmt: skip
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(conf))
     monkeypatch.setenv("AIRFLOW_CONN_SMTP_LOCAL", smtp_connection(port))
