@@ -65,8 +65,9 @@ def base_state_of(state: str) -> str:
 
 
 # Facts the gather reads on the cluster and puts in Job.metrics (kept when the fan-in fills the
-# metric columns): an RL completion's artifact dir and whether it holds trace_jobs/ (its flavor).
-GATHER_FACTS: tuple[str, ...] = ("artifact_dir", "trace_jobs")
+# metric columns): an RL completion's artifact dir and whether it holds trace_jobs/ (its flavor);
+# an SFT completion's launch YAML and its enable_db_registration, or why unknown (HF-only or not).
+GATHER_FACTS: tuple[str, ...] = ("artifact_dir", "trace_jobs", "launch_yaml", "db_registration", "launch_unknown")
 
 
 @dataclass

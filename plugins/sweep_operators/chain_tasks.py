@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+from urllib.parse import quote
 
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowSkipException
 
+from sweep_core.alerts.acts_notice import chain_notices
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.chain.plan import chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain as advance_cells
@@ -20,6 +22,7 @@ from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
+from sweep_operators.notify_tasks import tell_once
 from sweep_operators.task_ids import Chain, DagId
 
 log = logging.getLogger(__name__)
@@ -63,7 +66,21 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
-    """The chain table, printed and appended to the dated run log."""
-    text = chain_record(context["ti"].xcom_pull(task_ids=Chain.ADVANCE) or {})
+    """The chain table, printed and appended to the dated run log; each leg ESCALATED by this advance
+    told to the channels that hear critical, once (not on a dry run: nothing was escalated for real)."""
+    got = context["ti"].xcom_pull(task_ids=Chain.ADVANCE) or {}
+    text = chain_record(got)
     print(text)
+    if not got.get("dry_run", True):
+        told = tell_once(load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context)))
+        text += "".join(f"\n- told {t}" for t in told)
     return str(append_record(context, sweep_yaml, DagId.HF_CHAIN, text))
+
+
+def _links(context: dict[str, Any]) -> list[tuple[str, str]]:
+    from airflow.configuration import conf
+
+    base = (conf.get("api", "base_url", fallback="") or "http://localhost:8080").rstrip("/")
+    dag_id = getattr(context.get("dag_run"), "dag_id", DagId.HF_CHAIN)
+    run_id = str(context.get("run_id") or getattr(context.get("dag_run"), "run_id", "manual"))
+    return [("sweep_hf_chain run", f"{base}/dags/{quote(str(dag_id))}/runs/{quote(run_id, safe='')}")]

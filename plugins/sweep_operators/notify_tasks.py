@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 import pandas as pd
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from sweep_core.alerts.acts_notice import ESCALATED, Notice
 from sweep_core.alerts.digest import COLUMNS, build_digest
 from sweep_core.alerts.layout import (
     Message,
@@ -103,6 +105,26 @@ def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
         SmtpNotifier(
             to=list(channel.to), subject=plain_title(msg), html_content=email_html(msg), smtp_conn_id=channel.conn_id
         ).notify(context)
+
+
+def tell_once(config: SweepConfig, context: dict[str, Any], found: Sequence[Notice]) -> list[str]:
+    """Send each notice (sweep_core.alerts.acts_notice) to the channels that hear it (critical ones:
+    channels hearing critical; the others: channels hearing hand-offs), once each (the ledger's
+    told-once record, keyed by the notice). Returns what was sent."""
+    told, log_dir = [], run_log_dir(config)
+    for n in found:
+        for ch in config.notify.channels:
+            hears = "critical" in ch.severities if n.kind == ESCALATED else ch.handoffs
+            if not hears or told_before(log_dir, n.key, ch.name, n.message.identity()):
+                continue
+            try:
+                send(ch, n.message, context)
+                mark_told(log_dir, n.key, ch.name, n.message.identity())
+                told.append(f"{ch.name}: {n.message.title}")
+                log.info("announced to %s (%s): %s", ch.name, ch.kind, n.message.title)
+            except Exception as exc:  # one channel down does not silence the others, nor fail the record
+                log.error("announcement to %s failed: %s (%s)", ch.name, exc, n.message.title)
+    return told
 
 
 def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:

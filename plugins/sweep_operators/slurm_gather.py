@@ -23,8 +23,9 @@ from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.pipeline import digest_step
-from sweep_core.slurm.gather import GatherRequest, build_gather_script, rl_patterns
+from sweep_core.slurm.gather import GatherRequest, bucket_patterns, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
+from sweep_core.vocab import Bucket
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.reliability import transport_only
@@ -48,10 +49,12 @@ def gather_slurm(
     trace_patterns: tuple[str, ...] = (),
     cursors: dict[str, tuple[int, int, int]] | None = None,
     literals: tuple[str, ...] = (),
+    sft_patterns: tuple[str, ...] = (),
 ) -> ClusterSnapshot:
     """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status).
     ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns);
-    ``trace_patterns``: the RL bucket's (completions whose artifact dir is checked for trace_jobs/)."""
+    ``trace_patterns``: the RL bucket's (completions whose artifact dir is checked for trace_jobs/);
+    ``sft_patterns``: the SFT bucket's (completions whose launch YAML is read: HF-only or not)."""
     req = GatherRequest(
         user=cfg.user,
         window_start=int(window_start.timestamp()),
@@ -70,6 +73,7 @@ def gather_slurm(
         gpu_patterns=gpu_patterns,
         artifact_roots=tuple(cfg.artifact_roots),
         trace_patterns=trace_patterns,
+        sft_patterns=sft_patterns,
         incremental=cursors is not None,
         cursors=cursors or {},
         literals=literals,
@@ -149,9 +153,10 @@ class SlurmGatherOperator(BaseOperator):
                 end,
                 self.log,
                 gpu_patterns(config.buckets),
-                rl_patterns(config.buckets),
+                bucket_patterns(config.buckets, Bucket.RL),
                 cursors_for(ledger, cfg.name),
                 literals,
+                bucket_patterns(config.buckets, Bucket.SFT),
             )
             snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
             if widened:

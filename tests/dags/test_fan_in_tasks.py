@@ -45,6 +45,7 @@ def _gathered() -> ClusterSnapshot:
     for j in running:
         j.log_mtime = NOW - 60
     done = Job("local", "13", "sft__done", "COMPLETED", "sacct", exit_code="0:0", end="2025-12-02T12:00:00")
+    done.metrics["launch_yaml"] = ""  # the gather read its log banner: it names no launch YAML (not HF-only)
     return ClusterSnapshot("local", "slurm", ClusterStatus.OK, remote_now=NOW, running=running, finished=[done])
 
 

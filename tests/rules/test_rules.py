@@ -376,7 +376,7 @@ def test_ended_jobs_are_remembered_but_not_flagged() -> None:
 def test_completed_job_whose_name_a_live_job_reuses_is_not_handed_to_cleanup() -> None:
     """Cleanup deletes by name ({root}/{name}): a completed job whose name a RUNNING rerun or a
     PENDING successor of the same cluster reuses keeps its trees, and the flag says why."""
-    done = ended("sft__reuse", "COMPLETED", job_id="150")
+    done = ended("sft__reuse", "COMPLETED", job_id="150", metrics={"launch_yaml": ""})  # its banner names no YAML
     rerun = run("sft__reuse", "", job_id="151")
     _, flags = sweep([rerun], [done])
     f = flags[("completion_cleanup", "sft__reuse")]

@@ -13,8 +13,9 @@ from stub_gather import run_stubbed
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.pipeline import run_fan_in
-from sweep_core.slurm.gather import GatherRequest, rl_patterns
+from sweep_core.slurm.gather import GatherRequest, bucket_patterns
 from sweep_core.slurm.snapshot import snapshot_from_output
+from sweep_core.vocab import Bucket
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
@@ -33,7 +34,7 @@ def _gather(tmp: Path, finished: list[dict[str, str]], roots: tuple[str, ...], p
         settle_s=0,
         python=python,
         artifact_roots=roots,
-        trace_patterns=rl_patterns(CONFIG.buckets),
+        trace_patterns=bucket_patterns(CONFIG.buckets, Bucket.RL),
     )
     output = run_stubbed(tmp, req, finished=finished, timeout=30)
     return output, snapshot_from_output("c", output, "login01", "s", "e", artifact_roots=roots)

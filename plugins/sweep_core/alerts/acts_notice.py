@@ -2,7 +2,8 @@
 no human (to the channels that hear hand-offs), a RECURRING job escalated (relaunched, wedged
 again at the same step: to the channels that hear critical), a series at its relaunch cap (once
 per series, critical) and the circuit breaker suspending standing permissions on a cluster (once
-per cluster and day, critical). Each is told once: its ``key`` is what the ledger's told-once
+per cluster and day, critical); and sweep_hf_chain's ESCALATED leg (a failed upload/eval leg past
+``leg_retries``: once per escalation, critical). Each is told once: its ``key`` is what the ledger's told-once
 record (ledger/told.py) remembers, so a re-run tells nothing again.
 """
 
@@ -131,3 +132,35 @@ def breaker_notices(trips: Iterable[Any], *, day: str, links: list[tuple[str, st
         keys=keys,
     )
     return [Notice(ESCALATED, "|".join(keys), msg)]
+
+
+TRACEBACK_LINES = 20  # the traceback excerpt an escalated HF-chain leg's notice carries (its last lines)
+
+
+def chain_notices(steps: Iterable[Mapping[str, Any]], *, links: list[tuple[str, str]]) -> list[Notice]:
+    """ONE critical notice per HF-chain leg escalated in this advance (sweep_hf_chain's step dicts,
+    ``escalated`` set on the run it happened): the series, cell, leg, the job that failed last, the
+    traceback excerpt. Told once per escalation (key: series, cell, leg, failed job)."""
+    out: list[Notice] = []
+    for st in steps:
+        leg = str(st.get("escalated") or "")
+        if not leg:
+            continue
+        series, cell, job = (clean(str(st.get(k) or ""), newlines=False) for k in ("series", "cell", "failed_job"))
+        key = f"hfchain|{series}|{cell}|{leg}|{job}"
+        raw_tb = str(st.get("traceback") or "")
+        tb = [clean(ln, newlines=False) for ln in raw_tb.splitlines() if ln.strip()]
+        why = str(st.get("note") or "").replace(f": {raw_tb}", "") if raw_tb else str(st.get("note") or "")
+        msg = Message(
+            clean(f"ESCALATED (critical): HF chain {series}/{cell}: the {leg} leg failed past its retries", newlines=False),
+            [
+                ("Leg", [f"series {series}, cell {cell}, leg {leg}, last failed job {job or '?'}"]),
+                ("Why", [clean(why, newlines=False)]),
+                ("Traceback (excerpt)", tb[-TRACEBACK_LINES:] or ["none found in the job's log"]),
+                ("What now", ["a person takes over: the chain does not resubmit this leg again"]),
+            ],
+            list(links),
+            keys=[key],
+        )
+        out.append(Notice(ESCALATED, key, msg))
+    return out

@@ -81,20 +81,27 @@ class TreeReport:
 _BRANCH = re.compile(r"^## (?P<b>[^.\s]+(?:\.(?!\.)[^.\s]*)*)(?:\.\.\.(?P<u>\S+))?(?: \[(?P<t>[^\]]*)\])?")
 
 
+def track_target(path: str) -> str | None:
+    """Where a reusable untracked file is tracked (the path of its tracked siblings, HOMES); None = not reusable."""
+    base = posixpath.basename(path.rstrip("/"))
+    for pattern, home in HOMES:
+        if fnmatch.fnmatch(path, pattern) or (home and fnmatch.fnmatch(base, pattern)):
+            return path if home is None else home + base
+    return None
+
+
 def _classify_untracked(path: str) -> HygieneItem:
     base = posixpath.basename(path.rstrip("/"))
     if any(fnmatch.fnmatch(base, p) for p in TRANSIENT):
-        return HygieneItem(path, "??", "transient", f"add `{_ignore_pattern(base)}` to .gitignore (local clone)")
-    for pattern, home in HOMES:
-        if fnmatch.fnmatch(path, pattern) or (home and fnmatch.fnmatch(base, pattern)):
-            target = path if home is None else home + base
-            return HygieneItem(
-                path, "??", "reusable", f"track as {target} in the local clone: commit, push, then pull here"
-            )
+        return HygieneItem(path, "??", "transient", f"add `{ignore_pattern(base)}` to .gitignore (local clone)")
+    target = track_target(path)
+    if target is not None:
+        return HygieneItem(path, "??", "reusable", f"track as {target} in the local clone: commit, push, then pull here")
     return HygieneItem(path, "??", "other", "triage: copy to the local clone, then track it or ignore it")
 
 
-def _ignore_pattern(base: str) -> str:
+def ignore_pattern(base: str) -> str:
+    """The .gitignore pattern of a transient file's name (its TRANSIENT pattern, else the name)."""
     for p in TRANSIENT:
         if fnmatch.fnmatch(base, p):
             return p

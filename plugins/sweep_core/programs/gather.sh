@@ -7,7 +7,7 @@
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
 # PY (ops.md login_python; '' = none), INCREMENTAL (1: read RUNNING logs from the cursors in
 # CURSORS, lines "id offset inode dev", keeping lines holding one of LITERALS (one a line), the
-# last KEEP_LINES of each; python reader only), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS. Controller calls are constant in the number of jobs: two
+# last KEEP_LINES of each; python reader only), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS, LAUNCH_BYTES. Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
 # --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk
 # counts of all arrays (sacct asks slurmdbd, not slurmctld). Every log is read by ONE process (PY,
@@ -56,13 +56,23 @@ else
   echo "$M reader:shell 0 - -"
   gather_in_shell
 fi
-# RL flavor facts (sweep_core.rules.cleanup): per job COMPLETED in the window whose name is an RL
-# bucket's (TRACE_PATTERNS, bash ERE), whether <root>/<name> is a directory under an artifact root
-# (ART_ROOTS, in order) and holds TRACE_SUB/: two stats each, builtins only (no listing, no walk,
-# no process). Record traces:<id>:<k> (k = the root's index) rc 0 = it holds TRACE_SUB/, rc 1 = it
-# does not; no record = no such dir under any root (the name decides).
-if [ "$sa" -eq 0 ] && [ "${#ART_ROOTS[@]}" -gt 0 ] && [ "${#TRACE_PATTERNS[@]}" -gt 0 ]; then
-  nt=0; : >"$T/o"; : >"$T/e"
+# Facts of the jobs COMPLETED in the window, read once per sacct row (up to MAX_FINISHED_LOGS each):
+# RL flavor (sweep_core.rules.cleanup): a name of the RL bucket (TRACE_PATTERNS, bash ERE): whether
+# <root>/<name> is a directory under an artifact root (ART_ROOTS, in order) and holds TRACE_SUB/:
+# two stats each, builtins only (no listing, no walk, no process). Record traces:<id>:<k> (k = the
+# root's index) rc 0 = it holds TRACE_SUB/, rc 1 = it does not; no record = no such dir under any
+# root (the name decides).
+# HF-only (sweep_core.handoffs.chain.hf_only): a name of the SFT bucket (SFT_PATTERNS): record
+# lbanner:<id> (its log's first LAUNCH_BYTES, head -c; rc 1 + why when there is no log to read:
+# the reader's path of it, $T/fpaths), then log_helpers.sh's launch_yaml: lpath:<id> (the launch
+# YAML the banner names) and lyaml:<id> (its first LAUNCH_BYTES). Two or three bounded processes
+# per SFT completion, in this one session.
+if [ "$sa" -eq 0 ] && { { [ "${#ART_ROOTS[@]}" -gt 0 ] && [ "${#TRACE_PATTERNS[@]}" -gt 0 ]; } || [ "${#SFT_PATTERNS[@]}" -gt 0 ]; }; then
+  declare -A FP=()
+  if [ -f "$T/fpaths" ]; then
+    while IFS= read -r -d '' j && IFS= read -r -d '' p; do FP[$j]=$p; done <"$T/fpaths"
+  fi
+  nt=0; nl=0
   while IFS= read -r line; do
     case $line in *"$D"*) ;; *) continue ;; esac
     jid=${line%%"$D"*}; ok_id "$jid" || continue
@@ -71,17 +81,30 @@ if [ "$sa" -eq 0 ] && [ "${#ART_ROOTS[@]}" -gt 0 ] && [ "${#TRACE_PATTERNS[@]}" 
     name=${line##*"$D"}
     case $name in ''|.|..|*/*) continue ;; esac
     hit=0
-    for p in "${TRACE_PATTERNS[@]}"; do if [[ $name =~ $p ]]; then hit=1; break; fi; done
-    [ "$hit" = 1 ] || continue
-    nt=$((nt + 1)); [ "$nt" -le "$MAX_FINISHED_LOGS" ] || break
-    k=0
-    for r in "${ART_ROOTS[@]}"; do
-      if [ -d "${r%/}/$name" ]; then
-        if [ -d "${r%/}/$name/$TRACE_SUB" ]; then rec "traces:$jid:$k" 0; else rec "traces:$jid:$k" 1; fi
-        break
+    for p in ${TRACE_PATTERNS[@]+"${TRACE_PATTERNS[@]}"}; do if [[ $name =~ $p ]]; then hit=1; break; fi; done
+    if [ "$hit" = 1 ] && [ "${#ART_ROOTS[@]}" -gt 0 ] && [ "$nt" -lt "$MAX_FINISHED_LOGS" ]; then
+      nt=$((nt + 1)); k=0; : >"$T/o"; : >"$T/e"
+      for r in "${ART_ROOTS[@]}"; do
+        if [ -d "${r%/}/$name" ]; then
+          if [ -d "${r%/}/$name/$TRACE_SUB" ]; then rec "traces:$jid:$k" 0; else rec "traces:$jid:$k" 1; fi
+          break
+        fi
+        k=$((k + 1))
+      done
+    fi
+    hit=0
+    for p in ${SFT_PATTERNS[@]+"${SFT_PATTERNS[@]}"}; do if [[ $name =~ $p ]]; then hit=1; break; fi; done
+    if [ "$hit" = 1 ] && [ "$nl" -lt "$MAX_FINISHED_LOGS" ]; then
+      nl=$((nl + 1)); log=${FP[$jid]-}
+      if [ -z "$log" ]; then
+        : >"$T/o"; echo "no log path for it (not in the controller's listing; ops.md log_pattern unset or no such file)" >"$T/e"
+        rec "lbanner:$jid" 1
+      elif nonreg "$log"; then
+        : >"$T/o"; echo "its log $log is a $(kind "$log"), not a regular file" >"$T/e"; rec "lbanner:$jid" 1
+      elif run "lbanner:$jid" head -c "$LAUNCH_BYTES" -- "$log"; then
+        launch_yaml "lpath:$jid" "lyaml:$jid" <"$T/o"
       fi
-      k=$((k + 1))
-    done
+    fi
   done <"$T/sacct"
 fi
 if [ -n "$R" ] && run gitstatus git -C "$R" status --porcelain=v1 -b -z; then

@@ -78,6 +78,7 @@ if [ "$sa" -eq 0 ]; then
     if [ -z "$p" ] && [ "$pq" -eq 0 ] && [ -z "${AMB[$jid]+x}" ] && [ -n "${LPATH[$jid]+x}" ]; then p=${LPATH[$jid]}; fi
     case $p in /*) ;; *) continue ;; esac
     printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "fpath:$jid" 0
+    printf '%s\0%s\0' "$jid" "$p" >>"$T/fpaths"  # gather.sh's HF-only facts read them
     if nonreg "$p"; then norec "fnolog:$jid" "$p"; continue; fi
     run "ftail:$jid" tail -c "$TAIL_BYTES" -- "$p"
   done <"$T/sacct"

@@ -74,3 +74,15 @@ read_listing() {
     case $P$'\x01'${F[9]} in *"$nl"*) AMB[${F[0]}]=1 ;; *) LPATH[${F[0]}]=$P ;; esac
   done <"$1"
 }
+# `launch_yaml PATHREC YAMLREC` (text on stdin: a job's Command, its log banner): the first absolute
+# *.yaml/*.yml path the text names, recorded as PATHREC, and that file's first LAUNCH_BYTES as
+# YAMLREC when it is a regular file (no YAMLREC record: not one). Nothing when no path is named.
+# sweep_core.handoffs.chain.hf_only reads both.
+launch_yaml() {
+  local p
+  p=$(grep -aoE '/[A-Za-z0-9._/-]+\.ya?ml' | head -n 1) || true
+  [ -n "$p" ] || return 0
+  printf '%s' "$p" >"$T/o"; : >"$T/e"; rec "$1" 0
+  if [ -f "$p" ]; then run "$2" head -c "$LAUNCH_BYTES" -- "$p"; fi
+  return 0
+}

@@ -333,8 +333,10 @@ def running(out, a, listing, dirs, arrays, mtimes):
 
 
 def finished(out, a, listing, arrays):
-    """Per job ended in the window: ops.md log_pattern first, else the controller's StdOut."""
+    """Per job ended in the window: ops.md log_pattern first, else the controller's StdOut. The
+    paths found go to $T/fpaths too (``id NUL path NUL``: gather.sh's HF-only facts read them)."""
     nf = 0
+    found = []
     for job_id, fields in rows_of(read(a["T"] + b"/sacct"), a["D"]):
         if not OK_ID.fullmatch(job_id) or len(fields) < 2:
             continue
@@ -358,11 +360,14 @@ def finished(out, a, listing, arrays):
         if not p.startswith(b"/"):
             continue
         out.rec(b"fpath:" + job_id, 0, p)
+        found.append(job_id + b"\0" + p + b"\0")
         k = kind(p)
         if k is not None:
             out.rec(b"fnolog:" + job_id, 0, k + b"\n")
             continue
         out.rec(b"ftail:" + job_id, *tail(p, a["tail_bytes"]))
+    with open(a["T"] + b"/fpaths", "wb") as f:
+        f.write(b"".join(found))
 
 
 def add_array(arrays, job_id):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from sweep_core.handoffs.chain.hf_only import HfOnly, from_facts
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, has_tag, job_flag
 from sweep_core.vocab import Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
@@ -49,12 +50,31 @@ def rl_flavor(job: Job, agentic_tags: tuple[str, ...]) -> tuple[Flavor, str]:
     return Flavor.RL_STANDARD, "standard (by name: no agentic tag; no artifact dir found to look for trace_jobs/)"
 
 
+def _sft_completion(job: Job, slurm: set[str]) -> Flag:
+    """An SFT completion of no listed HF-only series: by its launch YAML (the gather's facts) to
+    sft-job-cleanup (DB-registered), to the HF chain (``enable_db_registration: false``), or held
+    back with the reason when that cannot be told (never guessed into sft-job-cleanup). A cluster
+    whose gather reads no such facts (iris) keeps the plain hand-off."""
+    v = from_facts(job.metrics)
+    if v is None and job.cluster in slurm:
+        v = HfOnly(None, "unknown: the gather read no launch YAML fact for it (past its max_finished_logs?)")
+    if v is None or v.hf_only is False:
+        said = f"SFT completed: {v.why}" if v else "SFT completed: upload + DB register"
+        return job_flag("completion_cleanup", Severity.INFO, job, said, cleanup_action(Flavor.SFT))
+    if v.hf_only:
+        msg = f"SFT completed: {v.why}; its series is not in hf_chain.series: the chain uploads it once listed"
+        return job_flag("completion_cleanup", Severity.INFO, job, msg, "")
+    msg = f"SFT completed: cleanup held back, HF-only or not cannot be told ({v.why}): not handed to {Flavor.SFT}"
+    return job_flag("completion_cleanup", Severity.INFO, job, msg, "")
+
+
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
     """COMPLETED in the window -> the cleanup skill of its flavor (hand-off, not action); never
     while a RUNNING/PENDING job of the same name (a rerun, a chain successor) uses its dir."""
     out = []
     by_name = _live_by_name(ctx)
     live = {name for _, name in by_name}
+    slurm = {s.cluster for s in ctx.snaps if s.scheduler == "slurm"}
     for job in ctx.jobs(source="sacct"):
         if job.base_state != "COMPLETED":
             continue
@@ -67,15 +87,7 @@ def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:
             msg = f"SFT completed: HF-only series {series[0]} (no DB registration): the HF chain uploads it, not {Flavor.SFT}"
             out.append(job_flag("completion_cleanup", Severity.INFO, job, msg, ""))
         elif job.bucket == Bucket.SFT:
-            out.append(
-                job_flag(
-                    "completion_cleanup",
-                    Severity.INFO,
-                    job,
-                    "SFT completed: upload + DB register",
-                    cleanup_action(Flavor.SFT),
-                )
-            )
+            out.append(_sft_completion(job, slurm))
         elif job.bucket == Bucket.DATAGEN:
             done, total = job.metrics.get("chunks_done"), job.metrics.get("chunks_total")
             if "_" not in job.job_id:

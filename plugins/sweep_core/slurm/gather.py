@@ -33,7 +33,6 @@ from sweep_core.slurm.parse import (
 )
 from sweep_core.slurm.past_window import PAST_RUNNING_FORMAT
 from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
-from sweep_core.vocab import Bucket
 from sweep_core.window import past_window_grace_s
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
@@ -127,6 +126,11 @@ class GatherRequest:
     artifact_roots: tuple[str, ...] = ()
     trace_subdir: str = "trace_jobs"
     trace_patterns: tuple[str, ...] = ()
+    # HF-only facts: each job COMPLETED in the window whose name matches sft_patterns (bash ERE:
+    # the SFT bucket's) gets its log's first launch_bytes read for the launch YAML it names, and
+    # that YAML's first launch_bytes (records lbanner/lpath/lyaml:<id>, sweep_core.handoffs.chain.hf_only).
+    sft_patterns: tuple[str, ...] = ()
+    launch_bytes: int = 65536
     # Incremental log reads (python reader): each RUNNING log is read from its ledger cursor
     # (job id -> (offset, inode, dev); from 0 on first sight, a new inode, or a file now shorter),
     # streaming; only the new bytes' lines holding one of ``literals`` (the metric patterns'
@@ -157,9 +161,10 @@ def literal_lines(literals: tuple[str, ...]) -> str:
     return "\n".join(literals)
 
 
-def rl_patterns(buckets: Any) -> tuple[str, ...]:
-    """The RL bucket's name patterns (sweep.yaml ``buckets:``) for the gather's flavor facts (bash ERE)."""
-    return tuple(p.pattern for r in buckets if str(r.name) == Bucket.RL for p in r.patterns)
+def bucket_patterns(buckets: Any, bucket: str) -> tuple[str, ...]:
+    """A bucket's name patterns (sweep.yaml ``buckets:``, bash ERE) for the gather's facts of its
+    completions: Bucket.RL's the flavor facts, Bucket.SFT's the HF-only facts."""
+    return tuple(p.pattern for r in buckets if str(r.name) == bucket for p in r.patterns)
 
 
 def new_marker() -> str:
@@ -184,6 +189,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "gpu_max",
         "gpu_timeout_s",
         "keep_lines",
+        "launch_bytes",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -224,6 +230,8 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "ART_ROOTS": list(req.artifact_roots),
         "TRACE_SUB": req.trace_subdir,
         "TRACE_PATTERNS": list(req.trace_patterns),
+        "SFT_PATTERNS": list(req.sft_patterns),
+        "LAUNCH_BYTES": req.launch_bytes,
         "INCREMENTAL": int(req.incremental),
         "CURSORS": cursor_lines(req.cursors) if req.incremental else "",
         "LITERALS": literal_lines(req.literals) if req.incremental else "",

@@ -11,6 +11,7 @@ from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import parse_tree_status
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.launch_facts import launch_facts
 from sweep_core.slurm.parse import (
     CommandResult,
     SlurmOutputError,
@@ -357,6 +358,10 @@ def snapshot_from_output(
                 job.note = row.note
                 _attach_chunks(job, output)
                 _attach_traces(job, output, artifact_roots)
+                jid = job.job_id
+                job.metrics.update(
+                    launch_facts(output.get(f"lbanner:{jid}"), output.get(f"lpath:{jid}"), output.get(f"lyaml:{jid}"))
+                )
                 finished.append(job)
             snap.finished = finished
         except SlurmOutputError as exc:

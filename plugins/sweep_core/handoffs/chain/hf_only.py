@@ -1,19 +1,15 @@
 """Whether an SFT series is HF-only (no DB registration: the HF chain's, never sft-job-cleanup's),
 judged from facts: listed in sweep.yaml ``hf_chain.series`` (db_registration false), or its launch
-YAML (the path the job's Command or StdOut banner names, read over the hand-off's SSH session,
-bounded) says ``enable_db_registration: false``. Anything else read is said as ``unknown: <why>``.
-Pure: the reading is chain.remote's."""
+YAML (the path the job's Command or StdOut banner names, read bounded: by the sweep's gather for
+its SFT completions, by chain.remote for the hand-off) says ``enable_db_registration: false``.
+Anything else read is said as ``unknown: <why>``. Pure: the reading is the gather's / chain.remote's."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import yaml
-
-KEY = "enable_db_registration"
-_KEY_LINE = re.compile(rf"^\s*{KEY}\s*:\s*(\S+)", re.M)
+from sweep_core.slurm.launch_facts import KEY, db_registration
 
 
 @dataclass(frozen=True)
@@ -22,37 +18,6 @@ class HfOnly:
 
     hf_only: bool | None
     why: str
-
-
-def db_registration(text: str) -> bool | None:
-    """``enable_db_registration`` of a launch YAML (at any depth); None when absent or not a bool.
-    A YAML that does not parse (a truncated read) is read line by line for the key."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        doc = None
-    found = _find(doc)
-    if found is not None:
-        return found
-    m = _KEY_LINE.search(text)
-    word = m.group(1).strip("'\"").lower() if m else ""
-    return {"true": True, "false": False}.get(word)
-
-
-def _find(doc: object) -> bool | None:
-    if isinstance(doc, dict):
-        if isinstance(doc.get(KEY), bool):
-            return doc[KEY]
-        for v in doc.values():
-            got = _find(v)
-            if got is not None:
-                return got
-    if isinstance(doc, list):
-        for v in doc:
-            got = _find(v)
-            if got is not None:
-                return got
-    return None
 
 
 def judge(listed: Sequence[str], path: str, text: str | None, problem: str) -> HfOnly:
@@ -67,9 +32,26 @@ def judge(listed: Sequence[str], path: str, text: str | None, problem: str) -> H
         return HfOnly(None, "unknown: neither the job's Command nor its log banner names a launch YAML")
     if text is None:
         return HfOnly(None, f"unknown: launch YAML {path} not readable")
-    reg = db_registration(text)
-    if reg is None:
+    return _said(path, db_registration(text))
+
+
+def _said(path: str, reg: object) -> HfOnly:
+    if not isinstance(reg, bool):
         return HfOnly(None, f"unknown: launch YAML {path} has no {KEY}: true/false")
     if reg:
         return HfOnly(False, f"launch YAML {path} says {KEY}: true: sft-job-cleanup (upload + DB register)")
     return HfOnly(True, f"launch YAML {path} says {KEY}: false: HF-only, the HF chain's, not sft-job-cleanup")
+
+
+def from_facts(metrics: Mapping[str, object]) -> HfOnly | None:
+    """The verdict of an SFT completion from the facts the gather read (sweep_core.slurm.launch_facts,
+    in its metrics); None when it read none. A banner that names no launch YAML leaves the list to
+    decide: not listed = DB-registered (sft-job-cleanup)."""
+    if not {"launch_yaml", "launch_unknown"} & metrics.keys():
+        return None
+    if why := metrics.get("launch_unknown"):
+        return HfOnly(None, f"unknown: {why}")
+    path = str(metrics.get("launch_yaml") or "")
+    if not path:
+        return HfOnly(False, "its log banner names no launch YAML, its series is not listed: upload + DB register")
+    return _said(path, metrics.get("db_registration"))

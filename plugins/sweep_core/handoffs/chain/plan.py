@@ -143,6 +143,8 @@ class Step:
     tracker_job: str = ""  # write this eval job id into the cell's tracker row
     note: str = ""
     escalated: str = ""  # the leg escalated THIS run (an ESCALATED act, told once)
+    failed_job: str = ""  # the leg job whose failure escalated it
+    traceback: str = ""  # that job's first real traceback (its log), '' = none found
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +156,8 @@ class Step:
             "argv": list(self.argv),
             "note": self.note,
             "escalated": self.escalated,
+            "failed_job": self.failed_job,
+            "traceback": self.traceback,
             "state": self.state.to_dict(),
         }
 
@@ -212,6 +216,7 @@ def _failed_leg(
             step.note = f"{said}; ESCALATED earlier after {n} failure(s): a person takes over"
         else:
             s.escalated = step.escalated = leg
+            step.failed_job, step.traceback = jid, tb
             step.note = f"{said}; ESCALATED after {n} failure(s) (leg_retries {series.leg_retries})"
         return True
     step.submit, step.argv = leg, render_argv(series.upload if leg == "upload" else series.eval, values)

@@ -74,8 +74,8 @@ def build_launch_script(jobs: Sequence[tuple[str, str]], marker: str, max_bytes:
     for _, log in jobs:
         if log and (not log.startswith("/") or "\n" in log or "\0" in log):
             raise ValueError(f"log {log!r} is not an absolute single-line path")
-    values = {"IDS": [j for j, _ in jobs], "LOGS": [log for _, log in jobs], "MAX_BYTES": int(max_bytes)}
-    return compose(marker, values, ("launch_yaml.sh",))
+    values = {"IDS": [j for j, _ in jobs], "LOGS": [log for _, log in jobs], "LAUNCH_BYTES": int(max_bytes)}
+    return compose(marker, values, ("log_helpers.sh", "launch_yaml.sh"))
 
 
 def read_launch(

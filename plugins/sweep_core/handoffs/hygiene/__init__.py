@@ -1,0 +1,1 @@
+"""Hygiene triage of a cluster clone: the local-clone commit and the fast-forward pull offer."""
