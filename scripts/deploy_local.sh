@@ -226,8 +226,14 @@ up() {
   start scheduler airflow scheduler
   start dag-processor airflow dag-processor
   start triggerer airflow triggerer
-  [ "$EXECUTOR" != CeleryExecutor ] || start worker airflow celery worker --concurrency 4
-  start db-clean python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
+  # The worker gets no JWT secret: the scheduler signs each task's token and the API server checks it; a
+  # worker only presents it, so a worker host never holds what mints a token. The names of the
+  # environment it is exec'd with are written to worker-env-names (a Celery worker retitles itself,
+  # which blanks its /proc environ).
+  # shellcheck disable=SC2016  # $1 is bash -c's own argument
+  [ "$EXECUTOR" != CeleryExecutor ] || start worker env -u AIRFLOW__API_AUTH__JWT_SECRET \
+    bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4' worker "$DH/worker-env-names"
+  start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
   say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
   say "CLI: source $DH/airflow.env"
 }

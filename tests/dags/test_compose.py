@@ -106,9 +106,23 @@ def _pins(text: str) -> dict[str, str]:
     return {m[0].lower(): m[1] for m in re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+)", text, re.M)}
 
 
-def _compose_env() -> dict[str, str]:
-    env = yaml.safe_load(COMPOSE.read_text())["x-airflow-common"]["environment"]
+def _compose_env(service: str = "airflow-apiserver") -> dict[str, str]:
+    """A service's environment as compose gives it (the API server's: the common one + the JWT secret)."""
+    spec = yaml.safe_load(COMPOSE.read_text())
+    env = spec["services"][service].get("environment") or spec["x-airflow-common"]["environment"]
     return {k: str(v) for k, v in env.items()}
+
+
+def test_only_the_services_that_sign_or_check_tokens_hold_the_jwt_secret() -> None:
+    jwt = "AIRFLOW__API_AUTH__JWT_SECRET"
+    signers = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
+    assert all(jwt in _compose_env(s) for s in signers)
+    for service in ("airflow-worker", "airflow-db-clean", "airflow-init"):
+        env = _compose_env(service)
+        assert jwt not in env and "AIRFLOW__CELERY__BROKER_URL" in env, service
+    script = DEPLOY.read_text()  # deploy_local.sh starts its worker and db-clean loop without it
+    assert re.search(r"start worker env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r"start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
 
 
 def _deploy_env() -> dict[str, str]:

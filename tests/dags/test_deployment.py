@@ -81,7 +81,8 @@ def _deployment() -> Iterator[Deployment]:
         up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=600)
         assert up.returncode == 0, up.stdout + up.stderr
         again = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=300)
-        services = 7 if EXECUTOR == "CeleryExecutor" else 5  # + redis and the worker
+        # postgres, 4 Airflow services and the db-clean loop; + redis and the worker on Celery
+        services = 8 if EXECUTOR == "CeleryExecutor" else 6
         assert again.returncode == 0 and again.stdout.count("already running") == services, again.stdout
         dep = Deployment.connect(home / "deploy", int(env["SWEEP_DEPLOY_API_PORT"]))
         dep.airflow("connections", "import", str(CLUSTER_DIR / "connections.json"))
@@ -106,11 +107,16 @@ def test_the_worker_holds_the_sweeps_login_and_it_cannot_do_an_admins_work(deplo
     """issue 26: the environment every service starts with (airflow.env, which the script sources
     before it starts them, each through ``env -u _AIRFLOW_WWW_USER_PASSWORD``) holds no admin
     password; the Connection it holds logs in as a USER-role user, who may edit DAG runs and may not
-    touch Connections or Variables. (A Celery worker retitles its process, which overwrites the
-    /proc environ it started with: the file is what can be read.)"""
+    touch Connections or Variables. The worker's environment holds no JWT secret either (it runs
+    its tasks without it: the runs below); a Celery worker retitles its process, which blanks its
+    /proc environ, so the names it was exec'd with are read from the file the script writes.)"""
     secrets = dict(line.split("=", 1) for line in (deployment.home / "secrets.env").read_text().splitlines())
     env_file = (deployment.home / "airflow.env").read_text()
     assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] not in env_file
+    if EXECUTOR == "CeleryExecutor":  # the worker's own environment: no JWT secret, no admin password
+        names = (deployment.home / "worker-env-names").read_text().split()
+        assert "AIRFLOW_CONN_SWEEP_AIRFLOW_API" in names and "AIRFLOW__CORE__EXECUTION_API_SERVER_URL" in names
+        assert "AIRFLOW__API_AUTH__JWT_SECRET" not in names and "_AIRFLOW_WWW_USER_PASSWORD" not in names
     line = next(x for x in env_file.splitlines() if x.startswith("export AIRFLOW_CONN_SWEEP_AIRFLOW_API="))
     conn = json.loads(line.split("=", 1)[1].strip("'"))
     assert (conn["login"], conn["password"]) == ("sweep_api", secrets["SWEEP_API_PASSWORD"])
