@@ -38,6 +38,11 @@ class GatherLimits(StrictModel):
     xcom_excerpt_bytes: Positive = Field(
         1048576, description="log excerpts one cluster's gather passes on (XCom); past it excerpts are dropped, noted"
     )
+    series_points: Positive = Field(
+        32,
+        description="metric points (logged steps) per job the gather passes on for rl_collapse/sft_divergence:"
+        " the last this many, older NaN/inf kept; a cut is noted",
+    )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")
