@@ -150,6 +150,17 @@ class SweepConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _series_holds_a_spike(self) -> SweepConfig:
+        """The bounded series (gather.series_points) holds the earlier points a spike needs."""
+        need = self.rules.sft_divergence.min_points
+        if self.gather.series_points <= need:
+            raise CrossFieldErrors(
+                [("gather.series_points", f"must be above rules.sft_divergence.min_points ({need}): a spike needs"
+                  " that many earlier points and the last one")]
+            )  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
     def _waits_inside_the_act_bound(self) -> SweepConfig:
         """An act script's waits (checkpoint grace, confirm polls) end before its bound on the node,
         which ends before the reader's ``gather.command_timeout_s``: a wait longer than that would
