@@ -212,7 +212,8 @@ def digest_step(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
 def digest_tails(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
     """digest_step for jobs already bucketed."""
     mcfg, rcfg = metrics_config(config.metrics), rules_config(config.rules)
-    return sum(digest_snapshot(s, mcfg, rcfg, config.gather.xcom_excerpt_bytes) for s in snaps)
+    g = config.gather
+    return sum(digest_snapshot(s, mcfg, rcfg, g.xcom_excerpt_bytes, g.series_points) for s in snaps)
 
 
 def run_fan_in(

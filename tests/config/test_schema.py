@@ -242,6 +242,13 @@ def test_a_flavor_with_both_a_consolidate_and_an_upload_command_is_rejected_nami
     assert "cleanup.flavors.datagen-job-cleanup also names an upload" in str(err.value)
 
 
+def test_a_series_bound_too_short_for_a_spike_is_rejected() -> None:
+    ok = BUCKETS + "gather: {series_points: 4}\nrules: {sft_divergence: {min_points: 3}}\n"
+    assert parse_sweep_config(ok).gather.series_points == 4
+    err = str(sweep_error(ok.replace("series_points: 4", "series_points: 3")))
+    assert "gather.series_points" in err and "rules.sft_divergence.min_points (3)" in err
+
+
 def test_a_null_key_takes_its_default_unless_null_is_a_value_of_the_key() -> None:
     """``key:`` with no value is the default (max_items 30); where the docs say "null = off"
     (failed_sweeps), null is off, not the default 2."""

@@ -406,6 +406,12 @@ PROFILED = {  # fixture: (bucket, profile, the values the Step/metric columns sh
         {"step": 30, "max_steps": 1200, "reward": 0.4688, "entropy": 0.5031, "lr": 1e-06},
     ),
     "llamafactory-ppo.out": ("rl", "llamafactory", {"step": 13, "max_steps": 1250, "reward": 0.2344, "lr": 1e-05}),
+    # the last whole pformat dict (step 12; step 13's is cut off), the step of the last Step N: header
+    "skyrl.out": (
+        "rl",
+        "skyrl",
+        {"step": 13, "max_steps": 30, "reward": 0.4375, "grad_norm": 0.3011, "entropy": 0.4987, "tis": 1.0009},
+    ),
 }
 
 
@@ -479,3 +485,52 @@ def test_a_profile_signature_goes_before_a_bare_loss_dict_but_not_before_the_ban
     ex = extract_training("sft", "j", bare, [], CFG)
     assert "log_profile" not in ex.values and ex.values["loss"] == 0.5
     assert not any("no known log format" in p for p in ex.problems)
+
+
+def test_skyrl_multi_line_dicts_are_read_whole_with_nan_inf_and_numpy_scalars() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    text = (FIXTURES / "logs" / "profiles" / "skyrl.out").read_text()
+    ex = extract_training("rl", "job", text, [], CFG)
+    # step 11's dict (nan grad norm, inf IS ratio, a np.float32 in sci notation) and step 12's; the
+    # cut-off step 13 is no point, said as such; the tail's first, headless dict is none either
+    assert [p["reward"] for p in ex.series] == [0.4219, 0.4375]
+    assert math.isnan(ex.series[0]["grad_norm"]) and ex.series[0]["tis"] == math.inf
+    assert ex.problems == ["skyrl metric dict not closed within 400 lines (cut off)"]
+    # one line per dict (dict_lines: 1) reads none of them, saying so
+    one = metrics_config({**CFG_RAW, "profiles": [{**CFG_RAW["profiles"][2], "dict_lines": 1}]})
+    assert one.profiles[0].name == "skyrl"
+    ex1 = extract_training("rl", "job", text, [], one)
+    assert ex1.values["reward"] is None and any("no skyrl metric line" in p for p in ex1.problems)
+
+
+def test_skyrl_step_lines_without_their_dict_are_passed_over() -> None:
+    """The incremental read brings back the Step N: lines of older bytes without their dicts."""
+    from sweep_core.fanin.metrics.select import extract_training
+
+    text = (FIXTURES / "logs" / "profiles" / "skyrl.out").read_text()
+    head = "".join(
+        f"(skyrl_entrypoint pid=2291) 2025-06-12 | INFO | skyrl.train.utils.tracking:log:189 - Step {n}: \n"
+        for n in (8, 9)
+    )
+    ex = extract_training("rl", "job", head + text, [], CFG)
+    assert ex.values["reward"] == 0.4375 and len(ex.series) == 2
+    assert ex.problems == ["skyrl metric dict not closed within 400 lines (cut off)"]
+
+
+def test_skyrl_eval_only_dict_gives_unknown_reward_naming_what_it_holds() -> None:
+    from sweep_core.fanin.metrics.select import extract_training
+
+    text = (
+        "skyrl.train.utils.tracking:log:189 - Step 0: \n"
+        "{'eval/all/avg_score': '0.2500',\n 'eval/all/pass_at_1': '0.2500'}\n"
+        "Training Batches Processed:   0%|          | 0/30 [00:00<?, ?it/s]"
+    )
+    ex = extract_training("rl", "job", text, [], CFG)
+    assert ex.values["step"] == 0 and ex.values["max_steps"] == 30 and ex.values["reward"] is None
+    assert any("no reward in the last skyrl metric line" in p and "eval/all/avg_score" in p for p in ex.problems)
+
+
+def test_numpy_and_torch_scalars_in_a_python_dict_read_as_their_numbers() -> None:
+    d = parse_metric_dict("{'a': np.float32(2.5e-05), 'b': tensor(1.5e+03), 'c': np.float64(nan), 'd': 'x'}")
+    assert d["a"] == 2.5e-05 and d["b"] == 1500.0 and math.isnan(d["c"]) and d["d"] == "x"

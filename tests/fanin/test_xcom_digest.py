@@ -18,8 +18,9 @@ LOGS = {p.stem: p.read_text() for p in (ROOT / "tests" / "fixtures" / "logs").gl
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
 NOW = 1_764_680_000.0
 # docs/benchmarks.md ("XCom carries decisions"): one cluster's gather push at 1,000 RUNNING jobs with
-# every tail (and RL chain tail) at gather.tail_bytes; measured 6.2 MiB, 23.5 MiB before the digest
-BOUND_1000 = 8 * 2**20
+# every tail (and RL chain tail) at gather.tail_bytes; measured 3.7 MiB (6.2 MiB before the series
+# bound, 23.5 MiB before the digest)
+BOUND_1000 = 5 * 2**20
 KINDS = [
     ("rl__a2_qwen8b_{i}", "rl_healthy", "rl_chain_earlier"),
     ("rl__a2_zclip_{i}", "rl_collapsed", "rl_launch_banner"),
@@ -109,3 +110,54 @@ def test_rules_decide_the_same_from_the_gathers_digest_as_from_the_raw_tails() -
     assert {"liveness_stale", "genuine_failure", "rl_collapse"} <= rules, rules
     failure = next(f for f in got if f["rule"] == "genuine_failure")
     assert "no traceback" not in failure["message"]  # the traceback crossed as evidence
+
+
+# ---- the per-step metric series: bounded to gather.series_points, the rules' verdicts kept ----------
+
+# the fixtures rl_collapse and sft_divergence act on (and healthy ones they must leave alone)
+SERIES_LOGS = ("rl_healthy", "rl_collapsed", "rl_nan", "sft_healthy", "sft_spike")
+
+
+def _with_points(points: int) -> SweepConfig:
+    return CONFIG.model_copy(update={"gather": CONFIG.gather.model_copy(update={"series_points": points})})
+
+
+def _series_snapshot(size: int | None) -> ClusterSnapshot:
+    snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, "login01", [], [], [], remote_now=NOW)
+    for i, name in enumerate(SERIES_LOGS * 2):  # the second round: ended jobs (collapse: salvage, not cancel)
+        text = _full(LOGS[name], size) if size else LOGS[name]
+        kind = "rl__a2_{i}" if name.startswith("rl") else "sft__cell_{i}"
+        running = i < len(SERIES_LOGS)
+        job = Job("c1", str(2000 + i), kind.format(i=i), "RUNNING" if running else "FAILED",
+                  "squeue" if running else "sacct", log_mtime=NOW, log_tail=text, exit_code="" if running else "1:0")  # fmt: skip
+        (snap.running if running else snap.finished).append(job)  # type: ignore[union-attr]
+    return snap
+
+
+def test_rules_decide_the_same_on_the_bounded_series_as_on_the_whole_one() -> None:
+    for size in (None, CONFIG.gather.tail_bytes):
+        whole, bounded = _series_snapshot(size), _series_snapshot(size)
+        want = [f.to_dict() for f in run_fan_in([whole], _with_points(10**6)).flags]
+        got = [f.to_dict() for f in run_fan_in([bounded], CONFIG).flags]
+        assert got == want, size
+        assert {"rl_collapse", "sft_divergence"} <= {f["rule"] for f in got}
+        cut = [j for j in bounded.all_jobs() if "series_cut" in j.metrics]
+        if size:  # 16 KiB tails log more steps than the default keeps: cut, and said
+            assert cut and all(len(j.metrics["series"]) <= CONFIG.gather.series_points + 8 for j in cut)
+            assert any(n.startswith(f"series cut: {len(cut)} jobs'") for n in bounded.notes)
+            whole_pts = sum(len(j.metrics["series"]) for j in whole.all_jobs() if j.metrics.get("series"))
+            kept_pts = sum(len(j.metrics["series"]) for j in bounded.all_jobs() if j.metrics.get("series"))
+            assert kept_pts < whole_pts / 2
+
+
+def test_a_cut_keeps_the_older_nan_inf_and_the_reward_the_window_drops_from() -> None:
+    from sweep_core.fanin.digest import bound_series
+
+    series = [{"reward": 0.5, "grad_norm": 1.0, "max_steps": 9.0}, {"grad_norm": float("inf"), "lr": float("nan")}]
+    series += [{"reward": 0.4 - i / 100, "entropy": 0.6} for i in range(8)]
+    got, cut = bound_series(series, 3)
+    assert cut == 7
+    assert got[0]["step"] == 1.0 and got[0]["grad_norm"] == float("inf") and got[0]["lr"] != got[0]["lr"]
+    assert got[1] == {"step": 6.0, "reward": 0.4 - 4 / 100}  # the reward just before the window
+    assert [d["step"] for d in got[2:]] == [7.0, 8.0, 9.0] and "max_steps" not in str(got)
+    assert bound_series(series, 10) == ([{k: v for k, v in d.items() if k != "max_steps"} for d in series], 0)

@@ -21,7 +21,7 @@ def test_an_rl_job_with_no_step_after_its_cadence_is_flagged_with_why() -> None:
     assert lines(flags) == {
         "rl__a2_mute": "[progress_unreadable] WARN leo RL 41 rl__a2_mute: progress unreadable: no step line"
         " (Training Step Progress / trainer/global_step) in the log tail; no WANDB_MIRROR metric dict in this"
-        " log or its chain logs; no known log format found in the tail (default and profiles: verl, openrlhf,"
+        " log or its chain logs; no known log format found in the tail (default and profiles: verl, openrlhf, skyrl,"
         " ms-swift-rl, llamafactory, trl) (running 70 min, cadence 30 min)"
     }
     table = result.rendered.tables["RL"]

@@ -106,6 +106,15 @@ class LogProfile(StrictModel):
     total: Patterns = Field((), description="group 1 = the run's total steps (a banner)")
     not_training: Patterns = Field(NOT_TRAINING, description="a step match in a bar matching one is skipped")
     dict_line: Patterns = Field((), description="a line where one matches holds a {...} metric dict after it")
+    dict_lines: int = Field(
+        1,
+        ge=1,
+        le=2000,
+        description="a dict_line's dict may start on the next line and span up to this many lines (pprint); 1 = on its line",
+    )
+    line_prefix: str = Field(
+        "", description="regex removed from the start of a multi-line dict's further lines (Ray's '(Actor pid=N) ')"
+    )
     pairs_line: Patterns = Field((), description="a line where one matches holds name/value pairs after it")
     pair: str = Field("", description="regex over a pairs line: group 1 = name, group 2 = value")
     keys: ProfileKeys = Field(ProfileKeys(), description="metric names -> columns, by priority (table below)")

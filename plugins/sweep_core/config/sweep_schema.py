@@ -39,6 +39,11 @@ class GatherLimits(StrictModel):
     xcom_excerpt_bytes: Positive = Field(
         1048576, description="log excerpts one cluster's gather passes on (XCom); past it excerpts are dropped, noted"
     )
+    series_points: Positive = Field(
+        32,
+        description="metric points (logged steps) per job the gather passes on for rl_collapse/sft_divergence:"
+        " the last this many, older NaN/inf kept; a cut is noted",
+    )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")
@@ -147,6 +152,17 @@ class SweepConfig(StrictModel):
         ]
         if both:
             raise CrossFieldErrors(both)
+        return self
+
+    @model_validator(mode="after")
+    def _series_holds_a_spike(self) -> SweepConfig:
+        """The bounded series (gather.series_points) holds the earlier points a spike needs."""
+        need = self.rules.sft_divergence.min_points
+        if self.gather.series_points <= need:
+            raise CrossFieldErrors(
+                [("gather.series_points", f"must be above rules.sft_divergence.min_points ({need}): a spike needs"
+                  " that many earlier points and the last one")]
+            )  # fmt: skip
         return self
 
     @model_validator(mode="after")

@@ -9,6 +9,11 @@ Per job, ``digest_job`` keeps:
   distinct lines (``last_lines``, the progress_stalled message), for an ended job in a failure
   state its first real traceback (``traceback``), for an RL job its launch fingerprint
   (``fingerprint``: fanin/fingerprint.py);
+- ``metrics['series']``, the per-step points rl_collapse and sft_divergence read, bounded
+  (``bound_series``): only the keys they read, the last ``gather.series_points`` logged steps, and
+  from the steps before those only what their verdicts need whatever the window (the first NaN and
+  inf of each key, the last reward before the window); a cut says so (``metrics['series_cut']``, the
+  cluster's notes);
 - ``job.log_tail`` cut to an excerpt (the last ``EXCERPT_LINES`` lines, at most ``EXCERPT_CHARS``):
   the history's tail column, the Sweeps page's row; chain tails are dropped.
 
@@ -53,6 +58,9 @@ FIELD_CHARS = 200  # one fingerprint value at most
 JOB_FIELDS = ("nodes", "partition")  # fingerprint fields from the job record, not its log
 DIGESTED = "tail_chars"  # the evidence key every digested job has
 DROPPED = "excerpt_dropped"  # evidence key: this job's excerpt fell to the cluster's cap
+SERIES_CUT = "series_cut"  # metrics key: how the series was cut (a text: the ledger keeps numbers only)
+# what rl_collapse and sft_divergence read of a series point (both also read any key's NaN/inf)
+RULE_KEYS = frozenset(("step", "reward", "grad_norm", "entropy", "tis", "loss"))
 
 
 def excerpt(tail: str) -> str:
@@ -69,6 +77,43 @@ def last_lines(tail: str, n: int = 3) -> str:
         if row in seen or len(seen) < n:
             seen[row] = seen.get(row, 0) + 1
     return " | ".join(f"{row!r}" + (f" ×{k}" if k > 1 else "") for row, k in reversed(seen.items())) or "log empty"
+
+
+def _slim(point: dict[str, float]) -> dict[str, float]:
+    """The keys the rules read, and any other key's NaN/inf (rl_collapse names a NaN of any key)."""
+    return {k: v for k, v in point.items() if k in RULE_KEYS or not math.isfinite(v)}
+
+
+def bound_series(series: list[dict[str, float]], points: int) -> tuple[list[dict[str, float]], int]:
+    """(the series the rules read, how many logged steps were cut before its window).
+
+    Every point keeps only the keys the rules read. Past ``points`` steps, the last ``points`` are
+    kept whole; of the steps before them, the first NaN and the first inf of each key (the NaN/inf
+    verdicts and their messages read those), then the last reward (the first kept step's reward
+    drop is measured against it). A point without a step gets its index as its step (rl_collapse
+    names a step by its index then). So the verdicts differ from the whole series' only for a
+    collapse or a spike that the last ``points`` steps do not show: the cut is stated, not hidden.
+    """
+    slim = [_slim(d) for d in series]
+    cut = len(slim) - points
+    if cut <= 0:
+        return slim, 0
+
+    def at(i: int, d: dict[str, float]) -> dict[str, float]:
+        return d if "step" in d else {"step": float(i), **d}
+
+    kept: list[dict[str, float]] = []
+    seen: set[tuple[str, bool]] = set()
+    reward: dict[str, float] = {}
+    for i, d in enumerate(slim[:cut]):
+        odd = {k: v for k, v in d.items() if not math.isfinite(v) and (k, math.isnan(v)) not in seen}
+        if odd:
+            seen.update((k, math.isnan(v)) for k, v in odd.items())
+            kept.append(odd if "step" in odd else {"step": d.get("step", float(i)), **odd})
+        if "reward" in d:
+            reward = {"step": d.get("step", float(i)), "reward": d["reward"]}
+    window = [at(cut + j, d) for j, d in enumerate(slim[cut:])]
+    return kept + ([reward] if reward else []) + window, cut
 
 
 def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
@@ -117,19 +162,25 @@ def evidence_of(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str, A
     return job.evidence if DIGESTED in job.evidence else tail_evidence(job, mcfg, rcfg)
 
 
-def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> None:
-    """Metric columns and evidence from the raw tail, then the tail cut to its excerpt (once: a
-    digested job is left as it is). A job whose log breaks a step keeps a note naming it."""
+def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int) -> bool:
+    """Metric columns (the series bounded to ``points`` steps) and evidence from the raw tail, then
+    the tail cut to its excerpt (once: a digested job is left as it is). A job whose log breaks a
+    step keeps a note naming it. True when its series was cut."""
     if DIGESTED in job.evidence:
-        return
+        return False
     ex = guarded(job, "metrics", lambda: extract_for(job, mcfg))
+    cut = 0
     if ex is not None:  # the facts the gather put in metrics (GATHER_FACTS: artifact dir, trace_jobs/) are kept
         facts = {k: job.metrics[k] for k in GATHER_FACTS if k in job.metrics}
-        job.metrics = {**facts, **ex.values, **({"series": ex.series} if ex.series else {})}
+        series, cut = bound_series(ex.series, points)
+        job.metrics = {**facts, **ex.values, **({"series": series} if series else {})}
+        if cut:
+            job.metrics[SERIES_CUT] = f"the last {points} of {len(ex.series)} logged steps (gather.series_points)"
         job.metric_problems = ex.problems
     tail = job.log_tail if isinstance(job.log_tail, str) else ""  # a bad record's tail: none
     job.evidence = guarded(job, "evidence", lambda: tail_evidence(job, mcfg, rcfg)) or {DIGESTED: len(tail)}
     job.log_tail, job.chain_tails = excerpt(tail), []
+    return cut > 0
 
 
 def _keep_order(job: Job, rcfg: RulesConfig) -> tuple[int, float]:
@@ -159,10 +210,15 @@ def cap_excerpts(snap: ClusterSnapshot, budget: int, rcfg: RulesConfig) -> int:
     return dropped
 
 
-def digest_snapshot(snap: ClusterSnapshot, mcfg: MetricsConfig, rcfg: RulesConfig, budget: int) -> int:
-    """Digest every (bucketed) job of the snapshot, then cap its excerpts; the count dropped."""
-    for job in snap.all_jobs():
-        digest_job(job, mcfg, rcfg)
+def digest_snapshot(snap: ClusterSnapshot, mcfg: MetricsConfig, rcfg: RulesConfig, budget: int, points: int) -> int:
+    """Digest every (bucketed) job of the snapshot (series bounded to ``points`` steps, a note
+    saying how many were cut), then cap its excerpts; the count of excerpts dropped."""
+    cut = sum(digest_job(job, mcfg, rcfg, points) for job in snap.all_jobs())
+    if cut:
+        snap.notes.append(
+            f"series cut: {cut} jobs' metric series passed on as their last {points} logged steps"
+            " (gather.series_points) with the NaN/inf and the last reward before them"
+        )
     return cap_excerpts(snap, budget, rcfg)
 
 

@@ -67,10 +67,12 @@ def as_reading(text: str, what: str, problems: list[str]) -> float | None:
 
 JSON_DECODER = json.JSONDecoder()
 _BARE = re.compile(r"(?<![\w\"'])(nan|NaN|inf|-inf|Infinity|-Infinity)(?![\w\"'])")
+# a numpy / torch scalar as pformat shows it (numpy 2: np.float32(2.5e-05)): its number
+_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*+\(([^()'\"]*+)\)|\btensor\(([^()'\"]*+)\)")
 
 
 def parse_metric_dict(text: str) -> dict[str, Any]:
-    """A ``{...}`` metric dict as JSON or a Python literal; nan/inf allowed. Raises ValueError."""
+    """A ``{...}`` metric dict as JSON or a Python literal; nan/inf and numpy/torch scalars allowed. Raises ValueError."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:
         raise ValueError("no {...} dict on the line")
@@ -84,6 +86,8 @@ def parse_metric_dict(text: str) -> dict[str, Any]:
     except (json.JSONDecodeError, ValueError):  # ValueError: an int of > 4,300 digits
         data = _flat_py_dict(body)
         if data is None:
+            if "(" in body:
+                body = _SCALAR.sub(lambda m: m.group(1) or m.group(2) or "", body)
             try:
                 data = ast.literal_eval(_BARE.sub(lambda m: f'"__{m.group(1).lower()}__"', body))
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:

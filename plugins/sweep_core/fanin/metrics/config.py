@@ -115,6 +115,7 @@ def _profile(spec: LogProfile, i: int) -> Profile:
         raise MetricsConfigError(f"metrics.{where}.pair: needs 2 groups (name, value)")
     if spec.pairs_line and pair is None:
         raise MetricsConfigError(f"metrics.{where}: pairs_line needs a pair regex")
+    prefix = _compile([spec.line_prefix], f"{where}.line_prefix")[0] if spec.line_prefix else None
     return Profile(
         name=spec.name,
         bucket=spec.bucket,
@@ -125,6 +126,8 @@ def _profile(spec: LogProfile, i: int) -> Profile:
         dict_line=_compile(spec.dict_line, f"{where}.dict_line"),
         pairs_line=_compile(spec.pairs_line, f"{where}.pairs_line"),
         pair=pair,
+        dict_lines=spec.dict_lines,
+        line_prefix=prefix,
         alias={name: (col, rank) for col, names in spec.keys.model_dump().items() for rank, name in enumerate(names)},
         source=spec.source,
     )

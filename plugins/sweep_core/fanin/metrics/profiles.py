@@ -47,9 +47,17 @@ class Profile:
     pair: re.Pattern[str] | None
     alias: dict[str, tuple[str, int]]  # name -> (column, priority)
     source: str = ""
+    dict_lines: int = 1  # a dict may start on the line after its dict_line and run on (pprint): at most this many lines
+    line_prefix: re.Pattern[str] | None = None  # removed from the start of a multi-line dict's further lines
 
     def matches(self, text: str) -> bool:
+        """The signature is in ``text`` (ANSI colours removed: ``plain``)."""
         return any(search(p, text) for p in self.signature)
+
+
+def plain(text: str) -> str:
+    """``text`` without ANSI colour codes (a coloured log line reads as the same line uncoloured)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def _number(value: Any) -> float | None:
@@ -86,18 +94,55 @@ def _point(names: dict[str, Any], alias: dict[str, tuple[str, int]]) -> dict[str
     return out
 
 
+def _dict_block(prof: Profile, first: str, lines: list[str], i: int) -> tuple[str, int, bool]:
+    """(the dict text of a dict_line, the index of the line after it, whether its braces closed).
+
+    ``first`` is the matching line from its match on; the dict starts on it or on the next line
+    (its ``line_prefix`` removed) and runs on until its braces close, over at most
+    ``prof.dict_lines`` lines. It stops before a line another dict_line matches (a dict cut off,
+    or a step line whose dict the incremental read did not bring back); a next line that does not
+    open a dict means this dict_line has none. Braces are counted as characters: a brace inside a
+    quoted name only makes the dict unreadable, said as such."""
+    parts, depth, opened = [first], first.count("{") - first.count("}"), "{" in first
+    while (depth > 0 or not opened) and len(parts) < prof.dict_lines and i < len(lines):
+        nxt = lines[i]
+        if any(p.search(nxt) for p in prof.dict_line):
+            break
+        cut = prof.line_prefix.match(nxt) if prof.line_prefix is not None else None
+        nxt = nxt[cut.end() :] if cut else nxt
+        if not opened and not nxt.lstrip().startswith("{"):
+            break
+        parts.append(nxt)
+        i += 1
+        opened = True
+        depth += nxt.count("{") - nxt.count("}")
+    return " ".join(parts), i, opened and depth <= 0
+
+
 def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[dict[str, float], list[str]]]:
-    """(point, names seen) of every metric line of ``text``, oldest first."""
+    """(point, names seen) of every metric line of ``text`` (a multi-line dict counts as one), oldest first."""
     out: list[tuple[dict[str, float], list[str]]] = []
     if not any(search(p, text) for p in (*prof.dict_line, *prof.pairs_line)):
         return out
-    for line in _LINES.split(text):
+    lines = _LINES.split(text)
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
         for p in prof.dict_line:
             m = p.search(line)
-            if m is None or "{" not in line[m.start() :]:
+            if m is None:
+                continue
+            body = line[m.start() :]
+            if prof.dict_lines > 1:
+                body, i, closed = _dict_block(prof, body, lines, i)
+                if "{" in body and not closed:
+                    problems.append(f"{prof.name} metric dict not closed within {prof.dict_lines} lines (cut off)")
+                    break
+            if "{" not in body:
                 continue
             try:
-                d = parse_metric_dict(line[m.start() :])
+                d = parse_metric_dict(body)
             except ValueError as exc:
                 problems.append(f"{prof.name} metric line unparseable ({exc})")
                 break
@@ -118,14 +163,14 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[d
 def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, default: bool) -> Extracted:
     """The bucket's columns read with ``prof`` (RL: chain tails when this one has no metric line)."""
     out = Extracted()
-    text = _ANSI.sub("", tail) if "\x1b" in tail else tail
+    text = plain(tail)
     total_m = last_match(prof.total, text)
     total = as_count(total_m.group(1), "total steps", out.problems) if total_m else None
     lines = _metric_lines(prof, text, out.problems)
     source = "this log"
     if not lines and prof.bucket == "rl":
         for i, older in enumerate(chain_tails, start=1):
-            lines = _metric_lines(prof, _ANSI.sub("", older), out.problems)
+            lines = _metric_lines(prof, plain(older), out.problems)
             if lines:
                 source = f"earlier chain log #{i}"
                 break

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from sweep_core.fanin.metrics.common import Extracted
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import last_match
-from sweep_core.fanin.metrics.profiles import Profile, extract_profiled
+from sweep_core.fanin.metrics.profiles import Profile, extract_profiled, plain
 from sweep_core.fanin.metrics.rl import extract_rl
 from sweep_core.fanin.metrics.sft import extract_sft
 
@@ -39,8 +39,9 @@ def _choose(
             return prof, False
     if _default_found(bucket, tail, chain_tails, cfg):
         return None, True
+    text, first_chain = plain(tail), [plain(t) for t in chain_tails[:1]]
     for prof in cfg.profiles:
-        if prof.bucket == bucket and (prof.matches(tail) or any(prof.matches(t) for t in chain_tails[:1])):
+        if prof.bucket == bucket and (prof.matches(text) or any(prof.matches(t) for t in first_chain)):
             return prof, False
     return None, _default_loose(bucket, tail)
 
