@@ -21,6 +21,7 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.consolidate.plan import consolidate_config
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
+from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
 from sweep_core.handoffs.upload.salvage import own_uploads, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.ledger.acts import read_ledger, record_acts
@@ -94,6 +95,33 @@ def upload(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     return report.to_dict()
 
 
+def register(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """The DB registration of every planned job whose flavor names a db_register argv, once the hub
+    holds it and it is not an HF-only series (claimed in the ledger: once per attempt); dry_run: print only."""
+    config = load_sweep_config(sweep_yaml)
+    ccfg, limits = _config(sweep_yaml)
+    rs = register_settings(config)
+    if not rs.flavors:
+        raise AirflowSkipException("no cleanup flavor names a db_register command")
+    report = run_registrations(
+        _plan(context).decisions,
+        rs=rs,
+        ccfg=ccfg,
+        ledger_dir=run_log_dir(config),
+        run_id=run_id_of(context),
+        now=dt.datetime.now(dt.UTC).isoformat(),
+        dry_run=bool(context["params"].get("dry_run", True)),
+        load_cluster=ops_loader(ops_dir),
+        run_script=ssh_runner(limits, log),
+        say=print,
+    )
+    if report.acts:
+        record_acts(run_log_dir(config), report.acts)
+    for row in report.rows:
+        log.info("db_register %s", " | ".join(row))
+    return report.to_dict()
+
+
 def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Start the detached rm of every planned path (one SSH session per cluster); dry_run: print only."""
     todo = [d for d in _plan(context).decisions if d.action == "delete"]
@@ -138,6 +166,9 @@ def record(sweep_yaml: str, **context: Any) -> str:
     uploads = UploadReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.UPLOAD) or {}).get("rows", []))
     if uploads.rows:
         text += "\n\nUploads (hub lacked the artifact, or a salvage):\n" + uploads.table()
+    registered = RegisterReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.REGISTER) or {}).get("rows", []))
+    if registered.rows:
+        text += "\n\nDB registration (once the hub holds the upload; never an HF-only series):\n" + registered.table()
     print(text)
     notes = _plan(context).notes
     if notes:

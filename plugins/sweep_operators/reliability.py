@@ -115,6 +115,8 @@ def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
             Cleanup.CONSOLIDATE: Need(Kind.ACT, sessions=2),  # probe + submit
             Cleanup.PLAN: Need(Kind.READ, sessions=1),  # read-only probe; the backlog only grows (idempotent)
             Cleanup.UPLOAD: Need(Kind.ACT, sessions=1),
+            # the launch-YAML read + ONE act session, each command bounded by register_timeout_s
+            Cleanup.REGISTER: Need(Kind.ACT, sessions=2, extra_s=cleanup.register_timeout_s),
             Cleanup.DELETE: Need(Kind.ACT, sessions=1),
             # polls until verify_timeout_s (one more poll may start just before), then df -i / quota
             Cleanup.VERIFY: Need(Kind.READ, sessions=2, extra_s=cleanup.verify_timeout_s + cleanup.verify_poll_s),

@@ -58,10 +58,10 @@ def branch_choice(with_work: list[Handoff]) -> list[str]:
 
 
 class Cleanup:
-    """sweep_cleanup: consolidate -> plan -> (upload | delete -> verify) -> record."""
+    """sweep_cleanup: consolidate -> plan -> (upload | register | delete -> verify) -> record."""
 
     CONSOLIDATE, PLAN, DELETE, VERIFY, RECORD = "consolidate", "plan", "delete", "verify", "record"
-    UPLOAD = "upload"
+    UPLOAD, REGISTER = "upload", "db_register"
 
 
 class Cancel:

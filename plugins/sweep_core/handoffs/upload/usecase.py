@@ -24,7 +24,7 @@ from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.plan import Found, Outcome, job_name_of, reconcile
 from sweep_core.handoffs.batch_job.remote import build_find_script, build_track_script, read_find, submit_line
-from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, hub_repo_id
+from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, CleanupTarget, hub_repo_id
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
@@ -117,11 +117,14 @@ def hub_status(d: CleanupDecision) -> str:
 
 
 def _values(j: _Job, cfg: Any, ccfg: CleanupConfig) -> dict[str, str]:
-    t = j.d.target
+    return job_values(j.d.target, cfg, ccfg, (j.story.salvage or {}).get("step", ""))
+
+
+def job_values(t: CleanupTarget, cfg: Any, ccfg: CleanupConfig, step: str = "") -> dict[str, str]:
+    """The upload placeholders of one job (safe_names.UPLOAD_PLACEHOLDERS): also the DB registration's."""
     root = cfg.artifact_roots[0].rstrip("/") if cfg.artifact_roots else ""
     spec = ccfg.flavors.get(t.flavor)
     hub = hub_repo_id(spec.hub[0], t, ccfg.hub_org) if spec and spec.hub else ""
-    step = (j.story.salvage or {}).get("step", "")
     return {
         "name": t.name,
         "job_id": t.job_id,
