@@ -95,7 +95,7 @@ def sweep_needs(config: Any, clusters: list[str]) -> dict[str, Need]:
 
 def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
     """The hand-off DAGs, per task: its sessions per cluster (read from its use case) and waits."""
-    from sweep_operators.task_ids import Cancel, Chain, Cleanup, DagId, DeepDive, Harvest
+    from sweep_operators.task_ids import Cancel, Chain, Cleanup, DagId, DeepDive, Harvest, Snapshots
 
     cancel, cleanup = config.cancel, config.cleanup
     if dag_id == DagId.CANCEL:
@@ -134,6 +134,13 @@ def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
             DeepDive.TRIGGER_CANCEL: LOCAL,
             DeepDive.NO_KILL: LOCAL,
             DeepDive.RECORD: LOCAL,
+        }
+    if dag_id == DagId.SNAPSHOTS:  # the fresh list (read); the list again and the deletes (one act session)
+        return {
+            Snapshots.VALIDATE: Need(Kind.READ, sessions=1),
+            Snapshots.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
+            Snapshots.DELETE: Need(Kind.ACT, sessions=2),
+            Snapshots.RECORD: LOCAL,
         }
     raise ValueError(f"no reliability needs for DAG {dag_id!r}")
 

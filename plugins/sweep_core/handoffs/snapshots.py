@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sweep_core.config.steps_schema import DaytonaSection
-from sweep_core.health.snapshot_cap import AT_CAP, snapshot_name_ok
+from sweep_core.handoffs.ports import RunScript
+from sweep_core.health.snapshot_cap import AT_CAP, RECORD, judge_cap, list_line, snapshot_name_ok
 from sweep_core.slurm.failover import not_done, outcome_unknown
-from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.gather import GatherOutput, new_marker
 from sweep_core.slurm.remote_scripts import compose
 
 DELETED, FAILED, UNKNOWN, NOT_SENT = "deleted", "failed", "UNKNOWN", "not sent"
@@ -81,3 +82,34 @@ def approval_body(cluster: str, verdict: Mapping[str, Any], dry_run: bool) -> st
     if dry_run:
         lines += ["", "DRY RUN: an approved snapshot is printed, not deleted."]
     return "\n".join(lines) + "\n"
+
+
+def fresh_list(daytona: DaytonaSection, cfg: Any, run_script: RunScript, now: float) -> dict[str, Any]:
+    """The snapshot list read again right before (ONE read session on ``daytona.cluster``), judged
+    as the sweep judges it (health.snapshot_cap.judge_cap); UNKNOWN with why when not read."""
+    marker = new_marker()
+    out, problem = run_script(
+        cfg, compose(marker, {}, (), trailer=list_line(daytona, cfg.name)), marker, "snapshot list"
+    )
+    if out is None:
+        return {"status": "UNKNOWN", "count": None, "cap": daytona.cap, "stale": [], "reason": problem}
+    return judge_cap(out.get(RECORD), daytona, now)
+
+
+def delete_approved(
+    daytona: DaytonaSection, cfg: Any, approved: Sequence[str], run_script: RunScript, now: float, dry_run: bool
+) -> tuple[dict[str, tuple[str, str]], dict[str, Any]]:
+    """(name -> outcome, the fresh list): the list read again, then ONE act session deletes the
+    approved names it still counts STALE at the cap; the others are left, each with why. A dry
+    run reads the list and deletes nothing (``would delete``)."""
+    fresh = fresh_list(daytona, cfg, run_script, now)
+    go, left = still_stale(approved, fresh)
+    got: dict[str, tuple[str, str]] = {n: ("left", why) for n, why in left.items()}
+    if dry_run:
+        return {**got, **{n: ("would delete", shlex.join(delete_argv(daytona, n))) for n in go}}, fresh
+    if go:
+        marker = new_marker()
+        script = build_delete_script([delete_argv(daytona, n) for n in go], marker)
+        out, problem = run_script(cfg, script, marker, "snapshot delete")
+        got.update(read_delete(out, go, problem))
+    return got, fresh
