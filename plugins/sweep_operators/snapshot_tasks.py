@@ -90,7 +90,9 @@ class SnapshotApprovalOperator(HITLOperator):
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        """Keep the answer as XCom ``answer``: the names chosen, and whether it counts."""
+        """Keep the answer as XCom ``answer``: the names chosen, and whether it counts. The options
+        are those execute asked (validate's names): this instance may be a fresh one on resume."""
+        self.options = [Snapshots.NONE, *(_validated(context).get("ask") or [])]
         if "error" not in event:
             config = load_sweep_config(self.sweep_yaml)
             cluster = _validated(context).get("cluster", "")
