@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
@@ -75,37 +76,27 @@ def upload(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Follow the uploads (ONE sacct per cluster), submit those the hub lacks (once per attempt,
     recorded in the ledger), report failures with their traceback; dry_run: print only."""
     config = load_sweep_config(sweep_yaml)
-    ccfg, limits = _config(sweep_yaml)
-    report = run_uploads(
-        _plan(context).decisions,
-        us=upload_settings(config.cleanup),
-        ccfg=ccfg,
-        ledger_dir=run_log_dir(config),
-        run_id=run_id_of(context),
-        now=dt.datetime.now(dt.UTC).isoformat(),
-        dry_run=bool(context["params"].get("dry_run", True)),
-        load_cluster=ops_loader(ops_dir),
-        run_script=ssh_runner(limits, log),
-        say=print,
-    )
-    if report.acts:
-        record_acts(run_log_dir(config), report.acts)
-    for row in report.rows:
-        log.info("upload %s", " | ".join(row))
-    return report.to_dict()
+    return _acts_step("upload", run_uploads, ops_dir, sweep_yaml, context, us=upload_settings(config.cleanup))
 
 
 def register(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """The DB registration of every planned job whose flavor names a db_register argv, once the hub
     holds it and it is not an HF-only series (claimed in the ledger: once per attempt); dry_run: print only."""
-    config = load_sweep_config(sweep_yaml)
-    ccfg, limits = _config(sweep_yaml)
-    rs = register_settings(config)
+    rs = register_settings(load_sweep_config(sweep_yaml))
     if not rs.flavors:
         raise AirflowSkipException("no cleanup flavor names a db_register command")
-    report = run_registrations(
+    return _acts_step("db_register", run_registrations, ops_dir, sweep_yaml, context, rs=rs)
+
+
+def _acts_step(
+    label: str, run: Callable[..., Any], ops_dir: str, sweep_yaml: str, context: dict[str, Any], **settings: Any
+) -> dict[str, Any]:
+    """One use-case over the plan's decisions (upload, db_register) wired to this run: its acts
+    recorded in the ledger, its rows logged, its report as XCom."""
+    config = load_sweep_config(sweep_yaml)
+    ccfg, limits = _config(sweep_yaml)
+    report = run(
         _plan(context).decisions,
-        rs=rs,
         ccfg=ccfg,
         ledger_dir=run_log_dir(config),
         run_id=run_id_of(context),
@@ -114,12 +105,13 @@ def register(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(limits, log),
         say=print,
+        **settings,
     )
     if report.acts:
         record_acts(run_log_dir(config), report.acts)
     for row in report.rows:
-        log.info("db_register %s", " | ".join(row))
-    return report.to_dict()
+        log.info("%s %s", label, " | ".join(row))
+    return dict(report.to_dict())
 
 
 def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:

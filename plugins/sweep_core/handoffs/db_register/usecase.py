@@ -13,12 +13,11 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sweep_core.config.handoffs_schema import ChainSeriesSpec
-from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.remote import log_path
 from sweep_core.handoffs.chain.hf_only import HfOnly, judge
@@ -38,7 +37,7 @@ from sweep_core.handoffs.db_register.plan import (
     story_of,
 )
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
-from sweep_core.handoffs.upload.usecase import hub_status, job_values
+from sweep_core.handoffs.upload.usecase import JobsReport, hub_status, job_values
 from sweep_core.ledger.acts import acts_of
 from sweep_core.ledger.store import load_ledger
 from sweep_core.safe_names import plain_name
@@ -79,24 +78,15 @@ class _Job:
 
     @property
     def key(self) -> dict[str, str]:
-        t = self.d.target
-        return {"cluster": t.cluster, "job_id": t.job_id, "name": t.name}
+        return self.d.target.entry
 
 
 @dataclass
-class RegisterReport:
+class RegisterReport(JobsReport):
     """A row per job of a registering flavor, and the acts this run recorded."""
 
-    rows: list[list[str]] = field(default_factory=list)
-    acts: list[tuple[str, str, str, dict[str, str]]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "acts": [list(a) for a in self.acts]}
-
-    def table(self) -> str:
-        if not self.rows:
-            return ""
-        return box_table(["Cluster", "Job", "Name", "Hub", "Outcome"], self.rows, [None, None, 40, None, 100])
+    COLUMNS: ClassVar[tuple[str, ...]] = ("Cluster", "Job", "Name", "Hub", "Outcome")
+    WIDTHS: ClassVar[tuple[int | None, ...]] = (None, None, 40, None, 100)
 
 
 def build_register_script(argvs: Sequence[Sequence[str]], timeout_s: int, marker: str) -> str:

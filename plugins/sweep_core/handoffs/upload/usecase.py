@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sweep_core.config.handoffs_schema import CleanupSection
 from sweep_core.config.schema_base import section
@@ -81,28 +81,32 @@ class _Job:
 
     @property
     def key(self) -> dict[str, str]:
-        t = self.d.target
-        return {"cluster": t.cluster, "job_id": t.job_id, "name": t.name}
+        return self.d.target.entry
 
 
 @dataclass
-class UploadReport:
-    """A row per followed job, and the acts this run recorded."""
+class JobsReport:
+    """A row per job a cleanup step followed, and the acts this run recorded (its table's columns
+    and widths are the subclass's)."""
 
     rows: list[list[str]] = field(default_factory=list)
     acts: list[tuple[str, str, str, dict[str, str]]] = field(default_factory=list)
+    COLUMNS: ClassVar[tuple[str, ...]] = ()
+    WIDTHS: ClassVar[tuple[int | None, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "acts": [list(a) for a in self.acts]}
 
     def table(self) -> str:
-        if not self.rows:
-            return ""
-        return box_table(
-            ["Cluster", "Job", "Name", "Upload for", "Upload job", "State", "Outcome"],
-            self.rows,
-            [None, None, 40, None, None, None, 80],
-        )
+        return box_table(list(self.COLUMNS), self.rows, list(self.WIDTHS)) if self.rows else ""
+
+
+@dataclass
+class UploadReport(JobsReport):
+    """A row per followed job, and the acts this run recorded."""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ("Cluster", "Job", "Name", "Upload for", "Upload job", "State", "Outcome")
+    WIDTHS: ClassVar[tuple[int | None, ...]] = (None, None, 40, None, None, None, 80)
 
 
 def hub_status(d: CleanupDecision) -> str:
