@@ -5,13 +5,14 @@ the completed jobs in ``conf``, or by hand from the UI (dry run by default).
       -> submit the consolidate job once; track it; COMPLETED + on the hub -> tracker row ✅
       -> plan (probe: squeue validated, sacct done-signal, realpath of every tree; hub check; guards)
       -> upload (hub lacks it, or a salvage: the flavor's upload job submitted once, tracked, retried)
+      -> db_register (the hub holds it, not an HF-only series: the flavor's db_register argv run once)
       -> delete (detached rm, only what plan allowed; skipped on dry_run)
       -> verify (trees gone, df -i / quota again: inodes freed)
       -> record (table + the dated run log's actions section)
 
 Thin wiring only: the guards live in plugins/sweep_core/handoffs/cleanup/plan.py, applied by
 its plan use-case (usecase.py); rm, verify and the table are execute.py; the upload is
-plugins/sweep_core/handoffs/upload/; consolidate is plugins/sweep_core/handoffs/consolidate/ (an
+plugins/sweep_core/handoffs/upload/; DB registration plugins/sweep_core/handoffs/db_register/; consolidate is plugins/sweep_core/handoffs/consolidate/ (an
 array's trees stay until it released them).
 """
 
@@ -65,6 +66,7 @@ with DAG(
     )
     delete = PythonOperator(task_id=Cleanup.DELETE, python_callable=cleanup_tasks.delete, op_kwargs=common)
     upload = PythonOperator(task_id=Cleanup.UPLOAD, python_callable=cleanup_tasks.upload, op_kwargs=common)
+    register = PythonOperator(task_id=Cleanup.REGISTER, python_callable=cleanup_tasks.register, op_kwargs=common)
     verify = PythonOperator(task_id=Cleanup.VERIFY, python_callable=cleanup_tasks.verify, op_kwargs=common)
     record = PythonOperator(
         task_id=Cleanup.RECORD,
@@ -72,7 +74,7 @@ with DAG(
         op_kwargs={"sweep_yaml": SWEEP_YAML},
         trigger_rule=TriggerRule.ALL_DONE,
     )
-    consolidate >> plan >> [upload, delete]
+    consolidate >> plan >> [upload, register, delete]
     delete >> verify >> record
-    upload >> record
+    [upload, register] >> record
     handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

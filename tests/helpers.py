@@ -47,3 +47,10 @@ def table_rows(table: str) -> list[dict[str, str]]:
         return []
     header, *rows = cells
     return [dict(zip(header, row, strict=True)) for row in rows]
+
+
+def steps_fixture(name: str) -> str:
+    """A configured command step's output (tests/fixtures/steps): its '#' header lines, which say how
+    the output was made, dropped."""
+    text = (FIXTURES / "steps" / name).read_text()
+    return "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("#"))

@@ -140,6 +140,7 @@ class ClusterSnapshot:
     pending: list[Job] | None = None  # PENDING jobs: chain successors; not tabled
     tree: dict[str, Any] | None = None  # working-tree hygiene of the cluster's clone (tree_hygiene)
     quota: dict[str, Any] | None = None  # INODE HEADROOM verdict (sweep_core.health.headroom); None = not checked
+    checks: dict[str, Any] = field(default_factory=dict)  # configured command steps: canary, snapshots (health)
     notes: list[str] = field(default_factory=list)
     remote_now: float | None = None
     window_start: str = ""
@@ -154,6 +155,7 @@ class ClusterSnapshot:
                 job["metrics"] = json_safe(job["metrics"])
                 job["bucket"] = str(job["bucket"])  # the plain name (Job.from_dict makes it a Bucket again)
         data["quota"], data["tree"] = json_safe(data["quota"]), json_safe(data["tree"])
+        data["checks"] = json_safe(data["checks"])
         return data
 
     @classmethod
@@ -166,6 +168,7 @@ class ClusterSnapshot:
             pending=jobs("pending"),
             tree=from_json_safe(data.get("tree")),
             quota=from_json_safe(data.get("quota")),
+            checks=from_json_safe(data.get("checks")) or {},
             cluster=data["cluster"],
             scheduler=data.get("scheduler", ""),
             status=ClusterStatus(data["status"]),

@@ -42,6 +42,7 @@ class Action(StrEnum):
     INVESTIGATE = "investigate"  # a stale job, a dead datagen, an unhealthy eval
     RECLAIM = "reclaim"  # over the inode soft limit: the cleanup DAG over the backlog
     TRIAGE_LOCAL = "triage-local"  # the cluster clone's piled-up files: act in the LOCAL clone
+    SNAPSHOT_CLEANUP = "snapshot-cleanup"  # Daytona at its HARD cap: delete STALE snapshots once a human approves
 
 
 # The actions sweep_cancel carries out (its conf's ``action``), in the order its messages name them.

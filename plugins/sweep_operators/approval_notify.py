@@ -43,7 +43,7 @@ def _base_url() -> str:
 
 class ApprovalNotifier(BaseNotifier):
     """Tell the approvers of the job's cluster (each approval task asks about one job) that a kill
-    waits for them.
+    waits for them; in sweep_snapshots, the approvers of the cluster whose snapshot list it read.
 
     No template fields: the prompt carries cluster text, which is never Jinja-rendered."""
 
@@ -65,6 +65,8 @@ class ApprovalNotifier(BaseNotifier):
             for d in decisions
             if d.verdict == "cancel" and (not key or key.startswith(f"{d.request.cluster}|"))
         }
+        if raw.get("cluster"):  # sweep_snapshots' validate (same task id): one cluster's snapshot list
+            clusters.add(str(raw["cluster"]))
         link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=_base_url())
         task = context["task"]
         msg = approval_message(str(task.subject), str(task.body or ""), link, clusters)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
@@ -21,6 +22,7 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.consolidate.plan import consolidate_config
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
+from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
 from sweep_core.handoffs.upload.salvage import own_uploads, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.ledger.acts import read_ledger, record_acts
@@ -74,10 +76,27 @@ def upload(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Follow the uploads (ONE sacct per cluster), submit those the hub lacks (once per attempt,
     recorded in the ledger), report failures with their traceback; dry_run: print only."""
     config = load_sweep_config(sweep_yaml)
+    return _acts_step("upload", run_uploads, ops_dir, sweep_yaml, context, us=upload_settings(config.cleanup))
+
+
+def register(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
+    """The DB registration of every planned job whose flavor names a db_register argv, once the hub
+    holds it and it is not an HF-only series (claimed in the ledger: once per attempt); dry_run: print only."""
+    rs = register_settings(load_sweep_config(sweep_yaml))
+    if not rs.flavors:
+        raise AirflowSkipException("no cleanup flavor names a db_register command")
+    return _acts_step("db_register", run_registrations, ops_dir, sweep_yaml, context, rs=rs)
+
+
+def _acts_step(
+    label: str, run: Callable[..., Any], ops_dir: str, sweep_yaml: str, context: dict[str, Any], **settings: Any
+) -> dict[str, Any]:
+    """One use-case over the plan's decisions (upload, db_register) wired to this run: its acts
+    recorded in the ledger, its rows logged, its report as XCom."""
+    config = load_sweep_config(sweep_yaml)
     ccfg, limits = _config(sweep_yaml)
-    report = run_uploads(
+    report = run(
         _plan(context).decisions,
-        us=upload_settings(config.cleanup),
         ccfg=ccfg,
         ledger_dir=run_log_dir(config),
         run_id=run_id_of(context),
@@ -86,12 +105,13 @@ def upload(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(limits, log),
         say=print,
+        **settings,
     )
     if report.acts:
         record_acts(run_log_dir(config), report.acts)
     for row in report.rows:
-        log.info("upload %s", " | ".join(row))
-    return report.to_dict()
+        log.info("%s %s", label, " | ".join(row))
+    return dict(report.to_dict())
 
 
 def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -138,6 +158,9 @@ def record(sweep_yaml: str, **context: Any) -> str:
     uploads = UploadReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.UPLOAD) or {}).get("rows", []))
     if uploads.rows:
         text += "\n\nUploads (hub lacked the artifact, or a salvage):\n" + uploads.table()
+    registered = RegisterReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.REGISTER) or {}).get("rows", []))
+    if registered.rows:
+        text += "\n\nDB registration (once the hub holds the upload; never an HF-only series):\n" + registered.table()
     print(text)
     notes = _plan(context).notes
     if notes:

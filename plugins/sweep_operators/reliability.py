@@ -95,7 +95,7 @@ def sweep_needs(config: Any, clusters: list[str]) -> dict[str, Need]:
 
 def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
     """The hand-off DAGs, per task: its sessions per cluster (read from its use case) and waits."""
-    from sweep_operators.task_ids import Cancel, Chain, Cleanup, DagId, DeepDive, Harvest
+    from sweep_operators.task_ids import Cancel, Chain, Cleanup, DagId, DeepDive, Harvest, Snapshots
 
     cancel, cleanup = config.cancel, config.cleanup
     if dag_id == DagId.CANCEL:
@@ -115,6 +115,8 @@ def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
             Cleanup.CONSOLIDATE: Need(Kind.ACT, sessions=2),  # probe + submit
             Cleanup.PLAN: Need(Kind.READ, sessions=1),  # read-only probe; the backlog only grows (idempotent)
             Cleanup.UPLOAD: Need(Kind.ACT, sessions=1),
+            # the launch-YAML read + ONE act session, each command bounded by register_timeout_s
+            Cleanup.REGISTER: Need(Kind.ACT, sessions=2, extra_s=cleanup.register_timeout_s),
             Cleanup.DELETE: Need(Kind.ACT, sessions=1),
             # polls until verify_timeout_s (one more poll may start just before), then df -i / quota
             Cleanup.VERIFY: Need(Kind.READ, sessions=2, extra_s=cleanup.verify_timeout_s + cleanup.verify_poll_s),
@@ -132,6 +134,13 @@ def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
             DeepDive.TRIGGER_CANCEL: LOCAL,
             DeepDive.NO_KILL: LOCAL,
             DeepDive.RECORD: LOCAL,
+        }
+    if dag_id == DagId.SNAPSHOTS:  # the fresh list (read); the list again and the deletes (one act session)
+        return {
+            Snapshots.VALIDATE: Need(Kind.READ, sessions=1),
+            Snapshots.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
+            Snapshots.DELETE: Need(Kind.ACT, sessions=2),
+            Snapshots.RECORD: LOCAL,
         }
     raise ValueError(f"no reliability needs for DAG {dag_id!r}")
 

@@ -7,6 +7,7 @@ policy and the validation live in sweep_core.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
+from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
 from sweep_core.fanin.cursor import KEEP_LINES, before_digest, carry, cursors_for, prefilter
 from sweep_core.fanin.digest import payload_line
@@ -26,6 +28,7 @@ from sweep_core.pipeline import digest_step
 from sweep_core.slurm.gather import GatherRequest, bucket_patterns, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
 from sweep_core.vocab import Bucket
+from sweep_core.slurm.steps import attach_steps, step_lines
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.reliability import transport_only
@@ -50,11 +53,13 @@ def gather_slurm(
     cursors: dict[str, tuple[int, int, int]] | None = None,
     literals: tuple[str, ...] = (),
     sft_patterns: tuple[str, ...] = (),
+    daytona: DaytonaSection | None = None,
 ) -> ClusterSnapshot:
     """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status).
     ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns);
     ``trace_patterns``: the RL bucket's (completions whose artifact dir is checked for trace_jobs/);
-    ``sft_patterns``: the SFT bucket's (completions whose launch YAML is read: HF-only or not)."""
+    ``sft_patterns``: the SFT bucket's (completions whose launch YAML is read: HF-only or not);
+    ``daytona``: sweep.yaml's section (its snapshot list runs here when it names this cluster)."""
     req = GatherRequest(
         user=cfg.user,
         window_start=int(window_start.timestamp()),
@@ -78,6 +83,7 @@ def gather_slurm(
         cursors=cursors or {},
         literals=literals,
         keep_lines=KEEP_LINES,
+        step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
         **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)
@@ -107,6 +113,7 @@ def gather_slurm(
         cfg.gpu_probe,
         req.artifact_roots,
     )
+    attach_steps(snap, result.output, cfg.eval_canary, daytona, snap.remote_now or time.time())
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
     return snap
@@ -157,6 +164,7 @@ class SlurmGatherOperator(BaseOperator):
                 cursors_for(ledger, cfg.name),
                 literals,
                 bucket_patterns(config.buckets, Bucket.SFT),
+                config.daytona,
             )
             snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
             if widened:

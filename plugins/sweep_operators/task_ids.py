@@ -11,12 +11,13 @@ from sweep_core.handoffs.triggers import Handoff
 
 
 class DagId:
-    """The seven DAGs of the package."""
+    """The eight DAGs of the package."""
 
     SWEEP: Final = "monitor_cron_sweep"
     WATCH: Final = "monitor_cron_watch"  # the light sweep every few minutes (sweep_core.cadence)
     CLEANUP, CANCEL, HF_CHAIN, HARVEST = "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"
     DEEP_DIVE: Final = "sweep_rl_deep_dive"
+    SNAPSHOTS: Final = "sweep_snapshots"  # Daytona at its HARD cap: STALE snapshots deleted once approved
 
 
 class Sweep:
@@ -42,6 +43,7 @@ HANDOFF_TRIGGERS: Final[dict[Handoff, tuple[str, str]]] = {
     Handoff.HF_CHAIN: ("trigger_hf_chain", DagId.HF_CHAIN),
     Handoff.HARVEST: ("trigger_tracker_harvest", DagId.HARVEST),
     Handoff.DEEP_DIVE: ("trigger_deep_dive", DagId.DEEP_DIVE),
+    Handoff.SNAPSHOTS: ("trigger_snapshots", DagId.SNAPSHOTS),
 }
 
 
@@ -58,10 +60,19 @@ def branch_choice(with_work: list[Handoff]) -> list[str]:
 
 
 class Cleanup:
-    """sweep_cleanup: consolidate -> plan -> (upload | delete -> verify) -> record."""
+    """sweep_cleanup: consolidate -> plan -> (upload | register | delete -> verify) -> record."""
 
     CONSOLIDATE, PLAN, DELETE, VERIFY, RECORD = "consolidate", "plan", "delete", "verify", "record"
-    UPLOAD = "upload"
+    UPLOAD, REGISTER = "upload", "db_register"
+
+
+class Snapshots:
+    """sweep_snapshots: validate (a fresh list) -> approve (a human picks the names) -> delete -> record."""
+
+    # validate: the same task id as sweep_cancel's (the ApprovalNotifier reads its XCom "cluster")
+    VALIDATE, APPROVE, DELETE, RECORD = "validate", "approve", "delete", "record"
+    ANSWER_KEY: Final = "answer"
+    NONE: Final = "Delete none"  # the default: no answer in time deletes nothing
 
 
 class Cancel:

@@ -125,6 +125,51 @@ def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_p
     )
 
 
+def test_the_runbook_command_steps_are_said_off_with_their_field_until_filled_then_on(capsys, include) -> None:
+    """The eval canary, the Daytona snapshot cap and the DB registration: the shipped config leaves
+    their commands empty on purpose (OFF naming the field and the file); filled, each says ON and
+    what it does, per cluster."""
+    sweep, tacc = include / "sweep.yaml", include / "ops" / "tacc" / "ops.md"
+    rc, out, _ = _run(capsys, str(include), "--on", "2026-07-01")
+    got = _clusters(out)
+    assert rc == 0
+    assert got["tacc"][1]["canary"] == ("off", f"canary needs eval_canary.run/argv in {tacc}")
+    leo = include / "ops" / "leonardo" / "ops.md"
+    assert got["leonardo"][1]["canary"] == ("off", f"slurm: no eval listener canaried here (no eval_canary in {leo})")
+    for name in ("tacc", "leonardo", "local"):
+        assert got[name][1]["snapshots"] == ("off", f"snapshots needs daytona.cluster/list_command/cap in {sweep}")
+        assert got[name][1]["db_register"] == (
+            "off",
+            f"db_register needs cleanup.flavors.sft-job-cleanup.db_register in {sweep}",
+        )
+    tacc.write_text(
+        tacc.read_text().replace('  run: ""\n  argv: []', '  run: eval-canary\n  argv: [canary_status, "{run}"]')
+    )
+    text = sweep.read_text().replace('  cluster: ""\n  list_command: []\n  delete_command: []\n  cap: null',
+                                     '  cluster: tacc\n  list_command: [daytona, snapshot, list]\n'
+                                     '  delete_command: [daytona, snapshot, delete, "{snapshot}"]\n  cap: 100')  # fmt: skip
+    text = text.replace("      db_register: []\n", '      db_register: [register.py, "{hub_repo}"]\n')
+    sweep.write_text(text)
+    rc, out, err = _run(capsys, str(include), "--on", "2026-07-01")
+    got = _clusters(out)
+    assert rc == 0, err
+    assert got["tacc"][1]["canary"] == (
+        "on",
+        "run eval-canary: traces on the hub + registered, checked every sweep (canary_status)",
+    )
+    assert got["tacc"][1]["snapshots"] == (
+        "on",
+        "count vs the HARD cap 100 (never raised); at the cap STALE ones deleted after a human's approval",
+    )
+    assert got["leonardo"][1]["snapshots"] == ("off", f"slurm: read on tacc (daytona.cluster in {sweep})")
+    assert got["tacc"][1]["db_register"] == (
+        "on",
+        "flavors sft-job-cleanup, once per upload the hub holds; never for the HF-only series base_sft_evals, "
+        "main_sft_evals",
+    )
+    assert got["coreweave"][1]["db_register"] == ("off", "iris: no upload job here to register after")
+
+
 def test_an_iris_key_on_a_slurm_cluster_fails_naming_the_file_and_the_key(capsys, include) -> None:
     local = include / "ops" / "local" / "ops.md"
     local.write_text(local.read_text().replace("user: sweep\n", "user: sweep\niris_python: /opt/iris/bin/python\n"))

@@ -13,15 +13,16 @@ ROOT = Path(__file__).resolve().parents[2]
 ACTS = {  # every task that changes something: never retried (exactly-once is the ledger's claim)
     ("monitor_cron_sweep", "handoffs"), ("monitor_cron_watch", "handoffs"), ("monitor_cron_watch", "trigger_cancel"),
     *(("monitor_cron_sweep", t) for t in ("trigger_cleanup", "trigger_cancel", "trigger_hf_chain",
-                                          "trigger_tracker_harvest", "trigger_deep_dive")),
+                                          "trigger_tracker_harvest", "trigger_deep_dive", "trigger_snapshots")),
     ("sweep_cancel", "standing"), ("sweep_cancel", "scancel"), ("sweep_cancel", "approve"),
     ("sweep_cleanup", "consolidate"), ("sweep_cleanup", "upload"), ("sweep_cleanup", "delete"),
+    ("sweep_cleanup", "db_register"), ("sweep_snapshots", "approve"), ("sweep_snapshots", "delete"),
     ("sweep_hf_chain", "advance"), ("sweep_tracker_harvest", "harvest"), ("sweep_rl_deep_dive", "verdict"),
     ("sweep_rl_deep_dive", "trigger_cancel"),
 }  # fmt: skip
 READS = {("monitor_cron_sweep", "history"), ("monitor_cron_sweep", "notify"), ("monitor_cron_watch", "history"),
          ("monitor_cron_watch", "notify"), ("sweep_cleanup", "plan"),
-         ("sweep_cleanup", "verify"), ("sweep_rl_deep_dive", "probe")}  # fmt: skip
+         ("sweep_cleanup", "verify"), ("sweep_rl_deep_dive", "probe"), ("sweep_snapshots", "validate")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def _tasks(bag):
 
 
 def test_every_task_of_every_dag_has_an_execution_timeout(bag) -> None:
-    assert len(bag.dags) == 7  # the six and the watch (monitor_cron_watch)
+    assert len(bag.dags) == 8  # the six, the watch (monitor_cron_watch) and sweep_snapshots
     missing = [(d, t.task_id) for d, t in _tasks(bag) if not t.execution_timeout]
     assert missing == []
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from sweep_core.config.relaunch_schema import BreakerConfig, RelaunchConfig, StandingPermission
 from sweep_core.config.schema_base import StrictModel, Tup
@@ -37,10 +37,17 @@ class Flavor(StrictModel):
         "{name} {job_id} {cluster} {root} {org} {hub_repo} {artifact_dir} {step}); () = none",
     )
 
-    @field_validator("upload")
+    db_register: Tup[str] = Field(
+        (),
+        description="argv of the DB registration once the hub holds the upload (a short command on the login node, "
+        "run once per completed upload, claimed in the ledger; never for an HF-only series; templates as upload); "
+        "() = none",
+    )
+
+    @field_validator("upload", "db_register")
     @classmethod
-    def _templates(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        check_argv_template(value, UPLOAD_PLACEHOLDERS, UPLOAD_JOB_DERIVED, "upload", strict=False)
+    def _templates(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        check_argv_template(value, UPLOAD_PLACEHOLDERS, UPLOAD_JOB_DERIVED, str(info.field_name), strict=False)
         return value
 
 
@@ -79,6 +86,10 @@ class CleanupSection(StrictModel):
         description="the upload job's --output (templates as upload; %j = its job id): its traceback is read there",
     )
     upload_tail_bytes: Positive = Field(16384, description="bytes of a failed upload's log read for its traceback")
+    register_retries: Annotated[int, Field(ge=0)] = Field(
+        1, description="a DB registration that failed (its command answered non-zero) is run again at most this often"
+    )
+    register_timeout_s: Positive = Field(120, description="seconds one DB registration command may run")
 
     @field_validator("flavors", mode="after")
     @classmethod

@@ -14,6 +14,7 @@ from pydantic_core import CoreSchema
 
 from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
+from sweep_core.config.steps_schema import EvalCanary
 from sweep_core.safe_names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -164,6 +165,11 @@ class _SlurmKeys(StrictModel):
     )
     upload_commands: Tup[UploadCommand] = Field(
         (), description="`{flavor, argv}`: this cluster's upload job for a cleanup flavor (overrides sweep.yaml's)"
+    )
+    eval_canary: EvalCanary | None = Field(
+        None,
+        description="`{run, argv}`: the eval listener's canary check (traces on the hub + registered), run in the "
+        "gather's session; null = no listener canaried here; a field left empty = OFF, said",
     )
 
 

@@ -17,6 +17,7 @@ from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSe
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.notify_schema import HistorySection, NotifySection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
+from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.tasks_schema import TasksSection
 from sweep_core.config.watch_schema import WatchSection
 
@@ -99,6 +100,11 @@ class SweepConfig(StrictModel):
     )
     cancel: CancelConfig = Field(CancelConfig(), description="scancel of flagged jobs after a human's approval")
     hf_chain: HfChainSection = Field(HfChainSection(), description="the HF-only SFT chain's series (none = off)")
+    daytona: DaytonaSection | None = Field(
+        None,
+        description="the Daytona snapshot count vs the org's HARD cap; at the cap STALE snapshots offered for cleanup "
+        "through approval (null = not watched; a field left empty = OFF, said)",
+    )
     deep_dive: DeepDiveSection = Field(
         DeepDiveSection(),
         description="the RL deep-dive probe: rollout layout, log signatures, KILL thresholds, serving LUT",

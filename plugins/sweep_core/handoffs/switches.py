@@ -14,7 +14,20 @@ from sweep_core.config.ops import ClusterConfig
 from sweep_core.config.sweep_schema import SweepConfig
 from sweep_core.handoffs.harvest.plan import TrackerSettings
 
-HANDOFFS = ("cleanup", "upload", "consolidate", "hf_chain", "harvest", "cancel", "relaunch", "deep_dive")
+HANDOFFS = (
+    "cleanup",
+    "upload",
+    "consolidate",
+    "hf_chain",
+    "harvest",
+    "cancel",
+    "relaunch",
+    "deep_dive",
+    # the runbook's configurable command steps (config/steps_schema.py, cleanup.flavors.*.db_register)
+    "canary",
+    "snapshots",
+    "db_register",
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,9 @@ def _iris(cfg: ClusterConfig, chain: Switch, ops_file: str) -> list[Switch]:
         cancel,
         relaunch,
         Switch("deep_dive", False, "iris: the probe runs on a Slurm login node"),
+        Switch("canary", False, "iris: the canary check runs in a Slurm cluster's gather"),
+        Switch("snapshots", False, "iris: the snapshot list runs in a Slurm cluster's gather"),
+        Switch("db_register", False, "iris: no upload job here to register after"),
     ]
 
 
@@ -163,7 +179,48 @@ def _slurm(
         Switch("cancel", True, "scancel after a human's approval" + _standing(config, cfg.name, "cancel")),
         Switch("relaunch", True, _requeue(cfg) + _standing(config, cfg.name, "relaunch")),
         Switch("deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe})"),
+        _canary(cfg, ops_file),
+        _snapshots(cfg, config, sweep_file),
+        _register(config, cleanup, sweep_file),
     ]
+
+
+def _canary(cfg: ClusterConfig, ops_file: str) -> Switch:
+    c = cfg.eval_canary
+    if c is None:
+        return Switch("canary", False, f"{cfg.scheduler}: no eval listener canaried here (no eval_canary in {ops_file})")
+    if c.unset():
+        return Switch("canary", False, f"canary needs eval_canary.{'/'.join(c.unset())} in {ops_file}")
+    return Switch("canary", True, f"run {c.run}: traces on the hub + registered, checked every sweep ({c.argv[0]})")
+
+
+def _snapshots(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
+    d = config.daytona
+    if d is None:
+        why = f"{cfg.scheduler}: the snapshot cap is not watched (no daytona section in {sweep_file})"
+        return Switch("snapshots", False, why)
+    if d.cluster and d.cluster != cfg.name:
+        return Switch("snapshots", False, f"{cfg.scheduler}: read on {d.cluster} (daytona.cluster in {sweep_file})")
+    if d.unset():
+        return Switch("snapshots", False, f"snapshots needs daytona.{'/'.join(d.unset())} in {sweep_file}")
+    clean = (
+        "STALE ones deleted after a human's approval"
+        if d.delete_command
+        else f"STALE ones listed only (no daytona.delete_command in {sweep_file})"
+    )
+    return Switch("snapshots", True, f"count vs the HARD cap {d.cap} (never raised); at the cap {clean}")
+
+
+def _register(config: SweepConfig, cleanup: Switch, sweep_file: str) -> Switch:
+    flavors = sorted(name for name, f in config.cleanup.flavors.items() if f.db_register)
+    if not flavors:
+        needs = f"db_register needs cleanup.flavors.sft-job-cleanup.db_register in {sweep_file}"
+        return Switch("db_register", False, needs)
+    if not cleanup.on:
+        return Switch("db_register", False, cleanup.why)
+    hf_only = sorted(s.name for s in config.hf_chain.series if not s.db_registration)
+    never = f"; never for the HF-only series {', '.join(hf_only)}" if hf_only else "; never for an HF-only series"
+    return Switch("db_register", True, f"flavors {', '.join(flavors)}, once per upload the hub holds{never}")
 
 
 def _requeue(cfg: ClusterConfig) -> str:

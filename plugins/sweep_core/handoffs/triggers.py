@@ -24,6 +24,7 @@ class Handoff(StrEnum):
     HF_CHAIN = "hf_chain"
     HARVEST = "harvest"
     DEEP_DIVE = "deep_dive"
+    SNAPSHOTS = "snapshots"  # Daytona at its HARD cap: delete STALE snapshots a human approves
 
 
 def plan_handoffs(
@@ -58,13 +59,25 @@ def plan_handoffs(
         for f in flags
         if f.action == Action.DEEP_DIVE and f.cluster in trusted - past and f.job_id
     ]
+    snapshots = _snapshot_conf(snaps, flags, trusted - past)
     return {
         Handoff.CLEANUP.value: {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,
         Handoff.CANCEL.value: {**base, "jobs": cancel} if cancel else None,
         Handoff.HF_CHAIN.value: dict(base) if hf_chain else None,
         Handoff.HARVEST.value: dict(base) if trackers else None,
         Handoff.DEEP_DIVE.value: {**base, "jobs": deep} if deep else None,
+        Handoff.SNAPSHOTS.value: {**base, **snapshots} if snapshots else None,
     }
+
+
+def _snapshot_conf(snaps: list[ClusterSnapshot], flags: list[Flag], clusters: set[str]) -> dict[str, Any]:
+    """The Daytona snapshot cleanup's conf: the cluster whose list was read and the STALE names it
+    offered (a snapshot_cap flag asking for it, on a trusted cluster of a current window); {} = none."""
+    asking = {f.cluster for f in flags if f.action == Action.SNAPSHOT_CLEANUP and f.cluster in clusters}
+    for s in snaps:
+        if s.cluster in asking and (stale := (s.checks.get("snapshots") or {}).get("stale")):
+            return {"cluster": s.cluster, "offered": [x["name"] for x in stale]}
+    return {}
 
 
 def with_work(confs: dict[str, dict[str, Any] | None]) -> list[Handoff]:

@@ -10,7 +10,12 @@ from sweep_core.fanin.isolate import run_isolated
 from sweep_core.models import Flag
 from sweep_core.rules.campaigns import rule_campaign_drift
 from sweep_core.rules.cleanup import rule_completion_cleanup
-from sweep_core.rules.constraints import rule_inode_headroom, rule_tree_hygiene
+from sweep_core.rules.constraints import (
+    rule_eval_canary,
+    rule_inode_headroom,
+    rule_snapshot_cap,
+    rule_tree_hygiene,
+)
 from sweep_core.rules.context import RuleContext
 from sweep_core.rules.datagen import rule_datagen_realness
 from sweep_core.rules.deep_dive import rule_deep_dive_follow_up
@@ -57,6 +62,8 @@ RULES: dict[str, Callable[[RuleContext], list[Flag]]] = {
     "datagen_realness": rule_datagen_realness,
     "tree_hygiene": rule_tree_hygiene,
     "inode_headroom": rule_inode_headroom,
+    "eval_canary": rule_eval_canary,
+    "snapshot_cap": rule_snapshot_cap,
     "campaign_drift": rule_campaign_drift,
 }
 

@@ -108,6 +108,9 @@ class GatherRequest:
     # (operator config, run as written through bash -c). Empty = not checked (dormant, none).
     df_paths: tuple[str, ...] = ()
     quota_command: str = ""
+    # The configured command steps' ``run`` lines (the eval canary, the Daytona snapshot list:
+    # sweep_core.health.eval_canary / snapshot_cap), every value already shell-quoted; '' = none.
+    step_lines: str = ""
     # Bound on the whole script (remote clock): `timeout` kills it and every process it started
     # (a tail blocked on a FIFO, a hung filesystem), so nothing of the sweep outlives it on the
     # login node. 0 = unbounded. Set it below the SSH command timeout.
@@ -244,7 +247,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     read_logs.py and gather_shell.sh as its functions) and the record marker it prints."""
     marker = marker or new_marker()
     values = gather_values(req, marker)
-    trailer = headroom_lines(req.df_paths, req.quota_command)
+    trailer = headroom_lines(req.df_paths, req.quota_command) + req.step_lines
     functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
         "gather_in_shell", "gather_shell.sh"
     )

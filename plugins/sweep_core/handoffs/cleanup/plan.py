@@ -124,6 +124,11 @@ class CleanupTarget:
     def array_id(self) -> str:
         return self.job_id.split("_", 1)[0]
 
+    @property
+    def entry(self) -> dict[str, str]:
+        """The job's ledger entry key (``cluster``, ``job_id``, ``name``): what a claim is on."""
+        return {"cluster": self.cluster, "job_id": self.job_id, "name": self.name}
+
 
 def targets_from_flags(flags: list[Flag]) -> list[CleanupTarget]:
     """The cleanup hand-offs among a sweep's flags, one per job."""

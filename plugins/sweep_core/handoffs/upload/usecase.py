@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sweep_core.config.handoffs_schema import CleanupSection
 from sweep_core.config.schema_base import section
@@ -24,7 +24,7 @@ from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.plan import Found, Outcome, job_name_of, reconcile
 from sweep_core.handoffs.batch_job.remote import build_find_script, build_track_script, read_find, submit_line
-from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, hub_repo_id
+from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, CleanupTarget, hub_repo_id
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
@@ -81,28 +81,32 @@ class _Job:
 
     @property
     def key(self) -> dict[str, str]:
-        t = self.d.target
-        return {"cluster": t.cluster, "job_id": t.job_id, "name": t.name}
+        return self.d.target.entry
 
 
 @dataclass
-class UploadReport:
-    """A row per followed job, and the acts this run recorded."""
+class JobsReport:
+    """A row per job a cleanup step followed, and the acts this run recorded (its table's columns
+    and widths are the subclass's)."""
 
     rows: list[list[str]] = field(default_factory=list)
     acts: list[tuple[str, str, str, dict[str, str]]] = field(default_factory=list)
+    COLUMNS: ClassVar[tuple[str, ...]] = ()
+    WIDTHS: ClassVar[tuple[int | None, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "acts": [list(a) for a in self.acts]}
 
     def table(self) -> str:
-        if not self.rows:
-            return ""
-        return box_table(
-            ["Cluster", "Job", "Name", "Upload for", "Upload job", "State", "Outcome"],
-            self.rows,
-            [None, None, 40, None, None, None, 80],
-        )
+        return box_table(list(self.COLUMNS), self.rows, list(self.WIDTHS)) if self.rows else ""
+
+
+@dataclass
+class UploadReport(JobsReport):
+    """A row per followed job, and the acts this run recorded."""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ("Cluster", "Job", "Name", "Upload for", "Upload job", "State", "Outcome")
+    WIDTHS: ClassVar[tuple[int | None, ...]] = (None, None, 40, None, None, None, 80)
 
 
 def hub_status(d: CleanupDecision) -> str:
@@ -117,11 +121,14 @@ def hub_status(d: CleanupDecision) -> str:
 
 
 def _values(j: _Job, cfg: Any, ccfg: CleanupConfig) -> dict[str, str]:
-    t = j.d.target
+    return job_values(j.d.target, cfg, ccfg, (j.story.salvage or {}).get("step", ""))
+
+
+def job_values(t: CleanupTarget, cfg: Any, ccfg: CleanupConfig, step: str = "") -> dict[str, str]:
+    """The upload placeholders of one job (safe_names.UPLOAD_PLACEHOLDERS): also the DB registration's."""
     root = cfg.artifact_roots[0].rstrip("/") if cfg.artifact_roots else ""
     spec = ccfg.flavors.get(t.flavor)
     hub = hub_repo_id(spec.hub[0], t, ccfg.hub_org) if spec and spec.hub else ""
-    step = (j.story.salvage or {}).get("step", "")
     return {
         "name": t.name,
         "job_id": t.job_id,
