@@ -74,6 +74,7 @@ def gather_slurm(
         cursors=cursors or {},
         literals=literals,
         keep_lines=KEEP_LINES,
+        log_budget=limits.log_budget_bytes,
         **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)

@@ -38,6 +38,13 @@ class GatherLimits(StrictModel):
     xcom_excerpt_bytes: Positive = Field(
         1048576, description="log excerpts one cluster's gather passes on (XCom); past it excerpts are dropped, noted"
     )
+    log_budget_bytes: int = Field(
+        1073741824,
+        ge=0,
+        description="bytes of RUNNING logs read per sweep per cluster from their cursors (SLURM StdOut, iris "
+        "log entries; 0 = unbounded): a first sight past it reads the rest of its history over the next "
+        "sweeps, its newest tail every sweep",
+    )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")
