@@ -268,7 +268,8 @@ class IrisHook:
         ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only);
         ``logs=False`` asks for none (a past window: today's log tells about now). ``read``: each
         RUNNING job's log read on from its cursor instead (iris_poll.py ``--request``: ``cursors``,
-        ``literals``, ``keep``, ``budget``, ``tail_bytes``; client poll only)."""
+        ``literals``, ``keep``, ``budget``, ``tail_bytes``; client poll only); the reads stop at half
+        of ``timeout_s`` (history, read on next sweep) so the poll answers in time."""
         if self.python and self.url and Path(self.python).exists():
             return self._poll_client(since_ms, logs, read)
         if self.binary:
@@ -299,7 +300,7 @@ class IrisHook:
             self.timeout_s,
             self.env,
             self.where,
-            json.dumps(read) if read is not None and logs else None,
+            json.dumps({"deadline_s": self.timeout_s / 2, **read}) if read is not None and logs else None,
         )
         try:
             doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}

@@ -103,6 +103,9 @@ def test_a_history_read_keeps_its_metric_lines_then_the_newest_entries() -> None
     assert lines[1:] == [*(f"engine noise {i}" for i in range(396, 400)), "Training Step Progress: 9/50"]
     assert last == c["newest_ms"] == SUB + 900 and c["ms"] < SUB + 900  # liveness from the newest entry
     assert c["read"] < 2000 + 100 * 20  # the budget, checked between pages of 100 entries
+    # the poll's own time bound stops the reads the same way (the answer must come back in time)
+    lines, c, _ = iris_poll.read_on(store, _job(), _tasks(), None, _req(tail_lines=1, stop_at=0.0), None)
+    assert c["read"] == 0 and c["hist"] == 0 and lines == ["Training Step Progress: 9/50"]
 
 
 def test_a_new_attempt_restarts_from_its_start_and_a_resubmission_from_its_submission() -> None:

@@ -8,9 +8,9 @@ since ``--since-ms`` (the sweep window's start), the newest ``--max-bytes`` of t
 since then gets its last ``--log-lines`` lines (its last output time and last metric).
 
 ``--request -`` (a JSON document on stdin: ``cursors`` {job id: cursor}, ``literals``, ``keep``,
-``budget``, ``tail_bytes``, ``page``): each RUNNING job's log is read on from its cursor instead
-(``read_on``), streaming page by page: from its submission on first sight (the runbook's
-``--since-ms <submitted_at_ms> --no-tail``), only the entries stored since on later sweeps.
+``budget``, ``tail_bytes``, ``page``, ``deadline_s``): each RUNNING job's log is read on from its
+cursor instead (``read_on``), streaming page by page: from its submission on first sight (the
+runbook's ``--since-ms <submitted_at_ms> --no-tail``), only the entries stored since on later sweeps.
 
 iris retries every RPC for up to 30 minutes by default (iris.rpc.errors.call_with_retry):
 the retry budget is bounded here so a dead controller answers in seconds.
@@ -108,8 +108,9 @@ def read_on(fetch, job, tasks, cur, req, left):
     (FetchLogs ``since_ms`` is exclusive and its ``cursor`` is the store's entry id, exclusive:
     asking since the cursor's time minus LATE_MS after the cursor's id returns every entry stored
     since, an entry at the cursor's own millisecond included, none read twice). ``left``: bytes of
-    the sweep's budget left (None: unbounded), checked between pages: past it the read stops
-    (history) and the newest entries are fetched too. Returns (lines, log cursor, newest ms)."""
+    the sweep's budget left (None: unbounded), checked between pages: past it, or past the
+    request's ``stop_at`` (monotonic: the poll's own time bound), the read stops (history) and the
+    newest entries are fetched too. Returns (lines, log cursor, newest ms)."""
     sub, attempt = _ms(job.submitted_at) or 0, attempts_of(tasks)
     why, since, seq, total, only, newest = "first", max(0, sub - 1), 0, 0, None, 0
     if cur:
@@ -122,9 +123,9 @@ def read_on(fetch, job, tasks, cur, req, left):
             why, seq, total, newest = "cont", int(cur["seq"]), int(cur.get("bytes") or 0), int(cur["ms"])
             since = max(since, newest - LATE_MS)
     keep = Lines(req.get("literals") or [], int(req.get("keep") or 50), int(req.get("tail_bytes") or 16384))
-    page, cut = int(req.get("page") or 2000), False
+    page, cut, stop = int(req.get("page") or 2000), False, req.get("stop_at")
     while True:
-        if left is not None and keep.bytes >= left:
+        if (left is not None and keep.bytes >= left) or (stop is not None and time.monotonic() > stop):
             cut = True
             break
         resp = fetch(since_ms=since, cursor=seq, max_lines=page, tail=False)
@@ -175,6 +176,8 @@ def main() -> int:
     args = ap.parse_args()
     req = json.load(sys.stdin) if args.request == "-" else None
     left = int(req.get("budget") or 0) or None if req else None
+    if req and req.get("deadline_s"):  # reads stop in time for the answer to make it back
+        req["stop_at"] = time.monotonic() + float(req["deadline_s"])
     try:
         IrisClient, JobName, job_pb2 = iris_api(args.max_elapsed, args.max_attempts)  # noqa: N806
         from iris.cluster.log_keys import build_log_source
