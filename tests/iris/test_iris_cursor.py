@@ -193,7 +193,7 @@ def test_a_running_job_with_long_engine_output_shows_its_step_and_reward_and_rea
     cmd = (
         "echo 'Training Step Progress: 12/50'; "
         'echo \'WANDB_MIRROR {"trainer/global_step": 12, "reward/mean": 0.42}\'; '
-        f"for i in $(seq 1 3000); do echo \"engine {noise} $i\"; done; sleep 1; echo flushed; "  # > 256 KiB after
+        f'for i in $(seq 1 3000); do echo "engine {noise} $i"; done; sleep 1; echo flushed; '  # > 256 KiB after
         f"while [ ! -e {go} ]; do sleep 0.2; done; "
         "echo 'Training Step Progress: 13/50'; for i in $(seq 1 10); do echo more-$i; done; sleep 1; echo flushed2; "
         "sleep 300"

@@ -157,7 +157,9 @@ def before_digest(snap: ClusterSnapshot, ledger: Ledger) -> None:
             older, newer = "\n".join(lines[:hist]), "\n".join(lines[hist:])
             job.log_tail = "\n".join(x for x in (older, e.log_lines, newer) if x)
     if restarted:
-        snap.notes.append(f"log cursor restarted (read from the start) for {len(restarted)} jobs: " + ", ".join(restarted))
+        snap.notes.append(
+            f"log cursor restarted (read from the start) for {len(restarted)} jobs: " + ", ".join(restarted)
+        )
 
 
 def carry(snap: ClusterSnapshot, ledger: Ledger) -> None:
