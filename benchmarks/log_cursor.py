@@ -14,6 +14,11 @@ and every process it started, RUSAGE_CHILDREN) and the script's stdout size (wha
 
     source scripts/env.sh && python benchmarks/log_cursor.py [N_FIRST SIZE_MB N_STEADY APPEND_KB]
 Defaults 20 100 1000 64. Page-cache reads on a local disk: a cluster's shared filesystem is slower.
+
+The byte budget (sweep.yaml ``gather.log_budget_bytes``) on a first sight of N jobs' SIZE_MB logs
+(one real file, N hard links: N paths, the page cache holds one), BUDGET_MIB 0 = unbounded:
+
+    python benchmarks/log_cursor.py first-sight N SIZE_MB BUDGET_MIB
 """
 
 from __future__ import annotations
@@ -52,7 +57,9 @@ def _block(step: int) -> bytes:
     return body + b"WANDB_MIRROR " + json.dumps(d).encode() + b"\n" + f"Training Step Progress: {step}/10000\n".encode()
 
 
-def _run(tmp: Path, logs: dict[str, Path], cursors: dict[str, tuple[int, int, int]]) -> dict[str, float]:
+def _run(
+    tmp: Path, logs: dict[str, Path], cursors: dict[str, tuple[int, int, int]], budget: int = 0
+) -> dict[str, float]:
     stub = tmp / "stub"
     stub.mkdir(exist_ok=True)
     rows = [
@@ -65,7 +72,7 @@ def _run(tmp: Path, logs: dict[str, Path], cursors: dict[str, tuple[int, int, in
     now = int(time.time())
     req = GatherRequest(
         user="sweep", window_start=now - 3600, window_end=now - 60, settle_s=0, max_jobs=len(logs) + 1,
-        incremental=True, cursors=cursors, literals=LITERALS, keep_lines=KEEP_LINES,
+        incremental=True, cursors=cursors, literals=LITERALS, keep_lines=KEEP_LINES, log_budget=budget,
     )  # fmt: skip
     script, marker = build_gather_script(req)
     env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp)}
@@ -79,7 +86,8 @@ def _run(tmp: Path, logs: dict[str, Path], cursors: dict[str, tuple[int, int, in
     curs = [parse_cursor(r.stdout) for k, r in out.records.items() if k.startswith("cursor:")]
     assert len(curs) == len(logs), f"{len(curs)} cursors for {len(logs)} logs"
     return {
-        "read": sum(int(c["read"]) for c in curs),
+        "read": sum(int(c["read"]) + int(c.get("tail", 0)) for c in curs),  # history + newest tails
+        "behind": sum(1 for c in curs if "tail" in c),
         "wall": wall,
         "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
         "out": len(proc.stdout),
@@ -96,7 +104,29 @@ def _line(scene: str, n: int, r: dict[str, float]) -> None:
     )
 
 
+def first_sight(n: int, size_mb: int, budget_mib: int) -> None:
+    """N first sights of SIZE_MB logs under a budget (0: unbounded)."""
+    with tempfile.TemporaryDirectory(prefix="log-cursor-") as d:
+        tmp = Path(d)
+        one = tmp / "one.out"
+        blocks = [_block(i) for i in range(8)]
+        with open(one, "wb") as f:
+            for i in range(size_mb):
+                f.write(blocks[i % 8])
+        logs = {}
+        for j in range(n):
+            p = logs[str(1000 + j)] = tmp / f"first-{j}.out"
+            os.link(one, p)
+        r = _run(tmp, logs, {}, budget_mib << 20)
+        scene = f"first sight, budget {budget_mib} MiB" if budget_mib else "first sight, no budget"
+        _line(scene, n, r)
+        print(f"{'':<34} jobs still reading history: {r['behind']}")
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["first-sight"]:
+        first_sight(*(int(a) for a in argv[1:4]))
+        return
     n_first, size_mb, n_steady, append_kb = (int(a) for a in (argv + ["20", "100", "1000", "64"][len(argv) :]))
     with tempfile.TemporaryDirectory(prefix="log-cursor-") as d:
         tmp = Path(d)

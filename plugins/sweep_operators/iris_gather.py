@@ -28,10 +28,12 @@ def gather_iris(
     end: dt.datetime,
     log: Any = None,
     ended_since: dt.datetime | None = None,
+    read: dict[str, Any] | None = None,
 ) -> ClusterSnapshot:
     """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal.
     Fields not filled in yet: UNCONFIGURED; a client path absent on this worker: ERROR (both name
-    the file and the field, and the cluster is not contacted)."""
+    the file and the field, and the cluster is not contacted). ``read``: RUNNING logs read on from
+    the ledger's cursors (IrisHook.poll), else the window's newest ``iris_log_bytes``."""
     problems = iris_setup_problems(cfg)
     if problems:
         status = ClusterStatus.UNCONFIGURED if all(p.unset for p in problems) else ClusterStatus.ERROR
@@ -46,7 +48,7 @@ def gather_iris(
     hook = IrisHook.for_cluster(cfg)
     past = is_past_window(end, time.time())  # states and times only: pods and logs tell about now
     try:
-        jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000), logs=not past)
+        jobs, now = hook.poll(since_ms=int(start.timestamp() * 1000), logs=not past, read=read)
     except IrisUnavailable as exc:
         return iris_snapshot(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
@@ -78,6 +80,15 @@ def gather_iris(
     return snap
 
 
+def cursor_request(cursors: dict[str, Any], literals: tuple[str, ...], limits: Any) -> dict[str, Any]:
+    """What iris_poll.py ``--request`` reads with: the cursors, the metric literals (the last
+    KEEP_LINES lines of each come back), sweep.yaml ``gather.log_budget_bytes`` and ``tail_bytes``."""
+    from sweep_core.fanin.cursor import KEEP_LINES
+
+    return {"cursors": cursors, "literals": list(literals), "keep": KEEP_LINES,
+            "budget": limits.log_budget_bytes, "tail_bytes": limits.tail_bytes}  # fmt: skip
+
+
 class IrisGatherOperator(BaseOperator):
     """State-poll one iris cluster named in include/ops; returns a snapshot dict."""
 
@@ -102,16 +113,36 @@ class IrisGatherOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         start, end = sweep_window(context, self.lookback_hours)
-        snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up(start, end, context))
-        if self.sweep_config_path:  # XCom carries metrics, evidence and capped excerpts, not log tails
+        if not self.sweep_config_path:
+            snap = gather_iris(cfg, start, end, self.log, ended_since=self._catch_up(start, end, context))
+        else:  # XCom carries metrics, evidence and capped excerpts, not log tails
             from sweep_core.config.sweep import load_sweep_config
+            from sweep_core.fanin.cursor import before_digest, carry
             from sweep_core.pipeline import digest_step
 
-            digest_step([snap], load_sweep_config(self.sweep_config_path))
+            config = load_sweep_config(self.sweep_config_path)
+            ledger, read = self._cursor_read(config, context, end)
+            snap = gather_iris(cfg, start, end, self.log, self._catch_up(start, end, context), read)
+            before_digest(snap, ledger)  # a log read on from its cursor: the ledger's last lines before the new ones
+            digest_step([snap], config)
+            carry(snap, ledger)  # a metric the new entries did not show keeps the ledger's value, said so
         self.log.info("%s: %s; notes: %s", snap.cluster, snap.status, snap.notes)
         data = snap.to_dict()
         self.log.info("%s: XCom push %s", snap.cluster, payload_line(data))
         return data
+
+    def _cursor_read(self, config: Any, context: Any, end: dt.datetime) -> tuple[Any, dict[str, Any]]:
+        """(the ledger as this run will fold against it, read-only; the poll's cursor request)."""
+        from sweep_core.fanin.cursor import iris_cursors_for, prefilter
+        from sweep_core.fanin.metrics.config import metrics_config
+        from sweep_core.ledger.store import ledger_for_run
+        from sweep_operators.handoff_record import run_log_dir
+        from sweep_operators.window import run_id_of
+
+        ledger = ledger_for_run(run_log_dir(config), run_id_of(context), end.astimezone(dt.UTC).isoformat())
+        literals, _ = prefilter(metrics_config(config.metrics))
+        read = cursor_request(iris_cursors_for(ledger, self.cluster), literals, config.gather)
+        return ledger, read
 
     def _catch_up(self, start: dt.datetime, end: dt.datetime, context: Any) -> dt.datetime | None:
         """Read ended jobs back to where the ledger last read this cluster (sweep_core.ledger.catch_up)."""

@@ -44,8 +44,11 @@ class IrisUnavailable(Exception):
     """The controller (or the client) could not be asked: UNKNOWN this sweep, retry the next."""
 
 
-def _run(cmd: list[str], timeout_s: float, env: dict[str, str], where: str) -> subprocess.CompletedProcess[str]:
-    """Run one poll command; a timeout or an unrunnable command is IrisUnavailable naming ``where``."""
+def _run(
+    cmd: list[str], timeout_s: float, env: dict[str, str], where: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run one poll command (``stdin``: its input, else none); a timeout or an unrunnable command is
+    IrisUnavailable naming ``where``."""
     try:
         return subprocess.run(
             cmd,
@@ -53,7 +56,8 @@ def _run(cmd: list[str], timeout_s: float, env: dict[str, str], where: str) -> s
             text=True,
             timeout=timeout_s,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             cwd=env.get("HOME") or None,
         )
     except subprocess.TimeoutExpired as exc:
@@ -105,7 +109,32 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
         log_tail="\n".join(lines) + ("\n" if lines else ""),
         log_mtime=last / 1000 if last else None,
         log_truncated=bool(d.get("log_truncated")),
+        log_cursor=_log_cursor(d.get("log_cursor")),
     )
+
+
+_CURSOR_INTS = ("ms", "seq", "sub", "bytes", "read", "lines", "hist", "tail", "tail_bytes", "newest_ms")
+CURSOR_WHY = ("first", "cont", "attempt", "resubmitted", "reset")
+
+
+def _log_cursor(c: Any) -> dict[str, Any]:
+    """iris_poll.py's ``log_cursor`` of a read on from the ledger's cursor: its integers, the
+    attempts (``attempt``, ``was``) and why the read began where it did; {} when absent. A cursor
+    not in that shape raises (a read with no cursor would be read again from the start)."""
+    if c is None:
+        return {}
+    if not isinstance(c, dict) or c.get("why") not in CURSOR_WHY:
+        raise ValueError(f"log_cursor {str(c)[:80]!r} is not a cursor record")
+    out: dict[str, Any] = {"why": c["why"], "attempt": str(c.get("attempt") or "")}
+    for k in _CURSOR_INTS:
+        v = c.get(k)
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"log_cursor {k} = {v!r} is not a non-negative integer")
+            out[k] = v
+    if "was" in c:
+        out["was"] = str(c["was"])
+    return out
 
 
 @_record
@@ -232,17 +261,24 @@ class IrisHook:
     def prefix(self) -> str:
         return f"/{self.user.strip('/')}/"
 
-    def poll(self, since_ms: int = 0, logs: bool = True) -> tuple[list[IrisJob], float | None]:
+    def poll(
+        self, since_ms: int = 0, logs: bool = True, read: dict[str, Any] | None = None
+    ) -> tuple[list[IrisJob], float | None]:
         """(jobs, controller-side now in epoch seconds); raises IrisUnavailable. Logs: since
         ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only);
-        ``logs=False`` asks for none (a past window: today's log tells about now)."""
+        ``logs=False`` asks for none (a past window: today's log tells about now). ``read``: each
+        RUNNING job's log read on from its cursor instead (iris_poll.py ``--request``: ``cursors``,
+        ``literals``, ``keep``, ``budget``, ``tail_bytes``; client poll only); the reads stop at half
+        of ``timeout_s`` (history, read on next sweep) so the poll answers in time."""
         if self.python and self.url and Path(self.python).exists():
-            return self._poll_client(since_ms, logs)
+            return self._poll_client(since_ms, logs, read)
         if self.binary:
             return self._poll_cli()
         raise IrisUnavailable(f"iris_python {self.python!r} does not exist and no iris_binary is configured")
 
-    def _poll_client(self, since_ms: int, logs: bool = True) -> tuple[list[IrisJob], float | None]:
+    def _poll_client(
+        self, since_ms: int, logs: bool = True, read: dict[str, Any] | None = None
+    ) -> tuple[list[IrisJob], float | None]:
         self.source = "iris client"
         res = _run(
             [
@@ -259,10 +295,12 @@ class IrisHook:
                 "--max-elapsed",
                 str(max(1.0, self.timeout_s / 3)),
                 *([] if logs else ["--no-logs"]),
+                *(["--request", "-"] if read is not None and logs else []),
             ],
             self.timeout_s,
             self.env,
             self.where,
+            json.dumps({"deadline_s": self.timeout_s / 2, **read}) if read is not None and logs else None,
         )
         try:
             doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}

@@ -84,6 +84,7 @@ def gather_slurm(
         literals=literals,
         keep_lines=KEEP_LINES,
         step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
+        log_budget=limits.log_budget_bytes,
         **_headroom_request(cfg),
     )
     script, marker = build_gather_script(req)

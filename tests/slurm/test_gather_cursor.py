@@ -38,7 +38,7 @@ def _dict_line(step: int, reward: float) -> bytes:
     return b"WANDB_MIRROR " + json.dumps(d).encode() + b"\n"
 
 
-def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int) -> ClusterSnapshot:
+def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int, budget: int = 0) -> ClusterSnapshot:
     rows = [
         {"i": j, "A": j, "T": "RUNNING", "M": "5:00", "l": "UNLIMITED", "D": "1", "P": "debug", "R": "n1",
          "j": f"rl__cursor{j}", "o": str(p)}
@@ -53,6 +53,7 @@ def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int) -> Clust
         incremental=True,
         cursors=cursors_for(ledger, "c"),
         literals=LITERALS,
+        log_budget=budget,
     )
     output = run_stubbed(tmp, req, running=rows)
     snap = snapshot_from_output("c", output, "login01", "s", f"2026-01-01T00:0{run}:00+00:00")
@@ -129,6 +130,47 @@ def test_truncated_and_replaced_logs_restart_from_zero_and_say_so(tmp_path) -> N
     assert any("201 truncated" in n and "202 replaced" in n for n in snap.notes)
     ledger2 = _fold(ledger, snap, 2)
     assert ledger2.jobs["c|202"].cursor["ino"] == repl.stat().st_ino
+
+
+def test_a_first_sight_over_the_byte_budget_reads_its_history_over_sweeps_and_its_newest_tail_each(tmp_path) -> None:
+    budget = 1 << 20
+    caught_up, big = tmp_path / "a.out", tmp_path / "b.out"
+    caught_up.write_bytes(_dict_line(3, 0.3) + NOISE * 10)
+    ledger = _fold(Ledger(), _gather(tmp_path, {"102": caught_up}, Ledger(), 1), 1)
+    big.write_bytes(
+        _dict_line(7, 0.61) + NOISE * 20_000 + _dict_line(20, 0.7) + NOISE * 20_000
+        + _dict_line(40, 0.9) + b"Training Step Progress: 40/100\n"
+    )  # fmt: skip
+    appended = NOISE * 40
+    with open(caught_up, "ab") as f:
+        f.write(appended)
+    # squeue lists the first sight first: the job already read up to its cursor still gets its bytes
+    snap = _gather(tmp_path, {"101": big, "102": caught_up}, ledger, 2, budget)
+    b, a = _jobs(snap)["101"], _jobs(snap)["102"]
+    assert a.log_cursor["read"] == len(appended) and "tail" not in a.log_cursor
+    assert b.log_cursor["why"] == "first" and b.log_cursor["read"] == budget - len(appended)
+    assert 0 < b.log_cursor["offset"] <= budget and b.log_cursor["tail"] == 16384
+    assert b.metrics["step"] == 40 and b.metrics["reward"] == 0.9  # the newest tail, read this sweep
+    size = big.stat().st_size
+    note = _job_note(b)
+    assert f"reading history: {b.log_cursor['offset'] / 2**20:.1f} of {size / 2**20:.1f} MiB" in note
+    ledger = _fold(ledger, snap, 2)
+    assert ledger.jobs["c|101"].cursor["offset"] == b.log_cursor["offset"]
+
+    with open(big, "ab") as f:  # the dict line leaves the newest 16 KiB
+        f.write(NOISE * 300)
+    snap = _gather(tmp_path, {"101": big, "102": caught_up}, ledger, 3, budget)
+    b = _jobs(snap)["101"]
+    assert b.log_cursor["why"] == "cont" and b.log_cursor["start"] == ledger.jobs["c|101"].cursor["offset"]
+    assert b.log_cursor["read"] == budget and "tail" in b.log_cursor
+    # the history read this sweep holds step 20 / reward 0.7: older than what the last tail showed
+    assert b.metrics["step"] == 40 and b.metrics["reward"] == 0.9
+    ledger = _fold(ledger, snap, 3)
+
+    snap = _gather(tmp_path, {"101": big, "102": caught_up}, ledger, 4, budget)
+    b = _jobs(snap)["101"]
+    assert b.log_cursor["offset"] == big.stat().st_size and "tail" not in b.log_cursor  # caught up
+    assert "reading history" not in _job_note(b) and b.metrics["step"] == 40 and b.metrics["reward"] == 0.9
 
 
 def test_unterminated_last_line_is_read_again_when_it_ends(tmp_path) -> None:

@@ -183,7 +183,10 @@ class _IrisKeys(StrictModel):
     iris_home: str = Field("", description="iris: HOME for the client (its config and credentials)")
     iris_timeout_s: int = Field(60, gt=0, description="iris: seconds one controller poll may take")
     iris_log_bytes: int = Field(
-        262144, gt=0, description="iris: bytes of each job's log since the window start (newest kept) read for metrics"
+        262144,
+        gt=0,
+        description="iris: bytes of an ended or waiting job's log since the window start (newest kept) read for "
+        "metrics (RUNNING jobs are read on from their cursor)",
     )
     kubeconfig: str = Field(
         "", description="iris: the kubeconfig of the pod count, named explicitly (with kube_context)"

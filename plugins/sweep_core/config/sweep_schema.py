@@ -45,6 +45,13 @@ class GatherLimits(StrictModel):
         description="metric points (logged steps) per job the gather passes on for rl_collapse/sft_divergence:"
         " the last this many, older NaN/inf kept; a cut is noted",
     )
+    log_budget_bytes: int = Field(
+        1073741824,
+        ge=0,
+        description="bytes of RUNNING logs read per sweep per cluster from their cursors (SLURM StdOut, iris "
+        "log entries; 0 = unbounded): a first sight past it reads the rest of its history over the next "
+        "sweeps, its newest tail every sweep",
+    )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")

@@ -1,9 +1,13 @@
 """Logs read whole, incrementally: each RUNNING job's read cursor in the ledger (byte offset, inode,
-device of its SLURM StdOut), what the gather asks for with it, and how the new bytes' lines meet
-what the ledger kept.
+device of its SLURM StdOut; for an iris job the controller's log-entry time and id read up to, its
+attempts and submission), what the gather asks for with it, and how the new lines meet what the
+ledger kept.
 
-- ``cursors_for``: the cursors of one cluster's jobs the ledger holds (the gather reads the
-  ledger read-only; the render task's fold stores the new ones: sweep_core.ledger.fold).
+- ``cursors_for`` / ``iris_cursors_for``: the cursors of one cluster's jobs the ledger holds (the
+  gather reads the ledger read-only; the render task's fold stores the new ones: sweep_core.ledger.fold).
+- A read past the sweep's byte budget (sweep.yaml ``gather.log_budget_bytes``) reads history: the
+  cursor advances by what was read, the text is that part's lines (``hist`` of them) then the
+  log's newest lines; ``cursor_note`` says "reading history: N of M MiB" in the row.
 - ``prefilter``: the literals a metric line must hold (the required literals of every metric
   pattern of sweep.yaml ``metrics:``, profiles included). The remote reader (read_logs.py
   ``stream``) sends back only the new bytes' lines holding one, then the last bytes.
@@ -16,8 +20,10 @@ what the ledger kept.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import required_literals
@@ -29,7 +35,7 @@ MIN_LITERAL = (
     2  # a shorter required literal would send back nearly every line: its pattern is read in the last bytes only
 )
 KEEP_LINES = 50  # of the lines holding each literal, the last this many come back
-RESTARTED = ("truncated", "replaced")
+RESTARTED = ("truncated", "replaced", "attempt", "resubmitted", "reset")  # SLURM, then iris
 CARRIED = "carried"  # metrics key: the columns kept from the ledger, and why
 
 
@@ -77,23 +83,68 @@ def cursors_for(ledger: Ledger, cluster: str) -> dict[str, tuple[int, int, int]]
     return out
 
 
+def iris_cursors_for(ledger: Ledger, cluster: str) -> dict[str, dict[str, int | str]]:
+    """job id -> iris cursor (``ms``, ``seq``, ``sub``, ``attempt``, ``bytes``) of the cluster's jobs
+    whose cursor the ledger holds (iris_poll.py reads on from it)."""
+    out: dict[str, dict[str, int | str]] = {}
+    for e in ledger.jobs.values():
+        c = e.cursor
+        if e.cluster == cluster and all(isinstance(c.get(k), int) for k in ("ms", "seq", "sub")):
+            out[e.job_id] = {k: c[k] for k in ("ms", "seq", "sub", "attempt", "bytes") if k in c}
+    return out
+
+
 def _entry(ledger: Ledger, job: Job) -> LedgerEntry | None:
     return ledger.jobs.get(f"{job.cluster}|{job.job_id}")
+
+
+_RESTART_WHY = {
+    "truncated": "truncated (now {size} bytes, below the cursor): read again from 0",
+    "replaced": "replaced (another file at the StdOut path: new inode): read from 0",
+    "attempt": "new attempt (tasks now {attempt}, were {was}): read from the attempt's start",
+    "resubmitted": "resubmitted (another submission under this name): read from its submission",
+    "reset": "the controller's log ids restarted below the cursor: read from the submission",
+}
+MIB = 1 << 20
+
+
+def _utc(ms: Any) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%H:%M:%SZ") if isinstance(ms, int) else "?"
 
 
 def restart_line(job: Job) -> str:
     """How a restarted read is said ("" when the read went on from the cursor)."""
     c = job.log_cursor
-    if c.get("why") == "truncated":
-        return f"log restarted: truncated (now {c.get('size')} bytes, below the cursor): read again from 0"
-    if c.get("why") == "replaced":
-        return "log restarted: replaced (another file at the StdOut path: new inode): read from 0"
-    return ""
+    why = c.get("why")
+    if why not in _RESTART_WHY:
+        return ""
+    return "log restarted: " + _RESTART_WHY[str(why)].format(
+        size=c.get("size"), attempt=c.get("attempt"), was=c.get("was", "?")
+    )
+
+
+def history_line(job: Job) -> str:
+    """A read stopped at the sweep's byte budget: how much of the history is read ("" otherwise)."""
+    c = job.log_cursor
+    if "tail" not in c:
+        return ""
+    budget = "gather.log_budget_bytes a sweep"
+    if "ino" in c:  # SLURM: a file of known size
+        return (f"reading history: {c.get('offset', 0) / MIB:.1f} of {c.get('size', 0) / MIB:.1f} MiB "
+                f"({budget}; the newest {c['tail']} bytes read too)")  # fmt: skip
+    return (f"reading history: {c.get('bytes', 0) / MIB:.1f} MiB read, up to {_utc(c.get('ms'))} "
+            f"(log runs to {_utc(c.get('newest_ms'))}; {budget}; its newest {c['tail']} lines read too)")  # fmt: skip
+
+
+def cursor_note(job: Job) -> str:
+    """What the row says about its log read: a restart, history still being read."""
+    return "; ".join(x for x in (restart_line(job), history_line(job)) if x)
 
 
 def before_digest(snap: ClusterSnapshot, ledger: Ledger) -> None:
-    """Put the ledger's last lines before a job's new lines when its read went on from the cursor;
-    name the jobs whose read restarted in the cluster's notes."""
+    """Put the ledger's last lines before a job's new lines when its read went on from the cursor
+    (after the ``hist`` lines of a history read: they are older); name the jobs whose read
+    restarted in the cluster's notes."""
     restarted = []
     for job in snap.running or []:
         why = job.log_cursor.get("why")
@@ -101,9 +152,14 @@ def before_digest(snap: ClusterSnapshot, ledger: Ledger) -> None:
             restarted.append(f"{job.job_id} {why}")
         e = _entry(ledger, job)
         if why == "cont" and e is not None and e.log_lines:
-            job.log_tail = e.log_lines + "\n" + job.log_tail if job.log_tail else e.log_lines
+            hist = int(job.log_cursor.get("hist") or 0)
+            lines = job.log_tail.split("\n") if job.log_tail else []
+            older, newer = "\n".join(lines[:hist]), "\n".join(lines[hist:])
+            job.log_tail = "\n".join(x for x in (older, e.log_lines, newer) if x)
     if restarted:
-        snap.notes.append(f"log cursor restarted (read from 0) for {len(restarted)} jobs: " + ", ".join(restarted))
+        snap.notes.append(
+            f"log cursor restarted (read from the start) for {len(restarted)} jobs: " + ", ".join(restarted)
+        )
 
 
 def carry(snap: ClusterSnapshot, ledger: Ledger) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
-from sweep_core.fanin.cursor import restart_line
+from sweep_core.fanin.cursor import cursor_note
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import age_text, elapsed_text, epoch_of, last_output_text, pending_minutes, utc_text
 from sweep_core.fanin.usage import USAGE_HEADER, bucket_summary, usage_cell, usage_notes
@@ -211,7 +211,7 @@ def _job_note(job: Job) -> str:
         parts.append(f"metrics from {job.metrics['metrics_from']}")
     if job.metrics.get("carried"):  # kept from the ledger: the bytes read since did not show them
         parts.append(f"carried: {job.metrics['carried']}")
-    if restarted := restart_line(job):
+    if restarted := cursor_note(job):
         parts.append(restarted)
     if job.metrics.get("max_steps_from"):  # filled by rl_resume_overshoot from the ledger
         parts.append(f"max steps {job.metrics.get('max_steps')} from {job.metrics['max_steps_from']}")

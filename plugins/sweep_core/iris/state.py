@@ -96,6 +96,9 @@ class IrisJob:
     log_tail: str = ""
     log_mtime: float | None = None  # epoch seconds of the newest log line, if the log has times
     log_truncated: bool = False  # the log since the window start was longer than the byte bound
+    # a log read on from the ledger's cursor (iris_poll.py read_on; sweep_core.fanin.cursor): the new
+    # cursor (ms, seq, sub, attempt, bytes), why (first | cont | attempt | resubmitted | reset), read
+    log_cursor: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -310,6 +313,7 @@ def iris_snapshot(
             reason="; ".join(notes),
             log_tail=ij.log_tail,
             log_mtime=ij.log_mtime,
+            log_cursor=dict(ij.log_cursor),
             stdout_path=f"iris job logs {ij.job_id}",
             num_nodes=pc.total if pc is not None else None,
         )

@@ -48,8 +48,9 @@ class LedgerEntry:
     samples: list[list[float]] = field(default_factory=list)  # [remote clock, counter value] per sweep, oldest first
     acts: list[dict[str, str]] = field(default_factory=list)  # what was done/answered (sweep_core.ledger.acts)
     relaunch_series: str = ""  # the relaunch series it counts against (set on a relaunch's new id, across renames)
-    # Its log read cursor (sweep_core.fanin.cursor): offset, ino, dev of the StdOut read up to there
-    cursor: dict[str, int] = field(default_factory=dict)
+    # Its log read cursor (sweep_core.fanin.cursor): offset, ino, dev of the StdOut read up to there;
+    # iris: ms, seq (the newest entry's time and the controller's entry id), sub, attempt, bytes
+    cursor: dict[str, int | str] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)  # the latest value of every numeric metric read
     log_lines: str = ""  # the last lines of its log read (the digest's excerpt)
 
@@ -209,6 +210,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "list[dict[str, str]]": (list,),
     "dict[str, int]": (dict,),
     "dict[str, float]": (dict,),
+    "dict[str, int | str]": (dict,),
 }
 
 
@@ -242,6 +244,10 @@ def _record(cls: type, key: str, value: Any) -> Any:
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of numbers")
         if f.type == "list[str]" and not all(isinstance(x, str) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of strings")
+        if f.type == "dict[str, int | str]" and not all(
+            isinstance(k, str) and isinstance(x, int | str) and not isinstance(x, bool) for k, x in v.items()
+        ):
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of numbers and strings")
         if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")
         if f.type == "list[dict[str, str]]" and not all(_strings(x) for x in v):

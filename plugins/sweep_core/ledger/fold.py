@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
-from sweep_core.ledger.metric_values import latest_values
+from sweep_core.ledger.metric_values import latest_values, stored_cursor
 from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
@@ -116,9 +116,10 @@ def _remember_read(e: LedgerEntry, job: Job) -> None:
     """A log read from its cursor: the new cursor, the latest value of every numeric metric (a
     value the read did not show stays), the last lines read (kept when the excerpt was dropped)."""
     c = job.log_cursor
-    if not c or not all(isinstance(c.get(k), int) for k in ("offset", "ino", "dev")):
+    kept = stored_cursor(c)
+    if kept is None:
         return
-    e.cursor = {"offset": c["offset"], "ino": c["ino"], "dev": c["dev"]}
+    e.cursor = kept
     e.metrics = {**e.metrics, **latest_values(job.metrics)} if c.get("why") == "cont" else latest_values(job.metrics)
     e.log_lines = job.log_tail or (e.log_lines if c.get("why") == "cont" else "")
 

@@ -1,4 +1,5 @@
-"""The metric values the ledger keeps per job: the numeric ones (finite), by column name."""
+"""What the ledger keeps of a job's log read: the numeric metric values (finite), by column name, and
+the read cursor."""
 
 from __future__ import annotations
 
@@ -14,3 +15,19 @@ def is_value(v: Any) -> bool:
 def latest_values(metrics: dict[str, Any]) -> dict[str, int | float]:
     """The numeric metric values of ``metrics`` (a job's latest value of each)."""
     return {k: v for k, v in metrics.items() if is_value(v)}
+
+
+# The cursor keys the ledger keeps: a SLURM StdOut (byte offset, inode, device), an iris log (the
+# newest entry time and the controller's entry id read up to, the submission time, the attempts
+# as "task:attempt,…", the bytes read since the start)
+SLURM_CURSOR = ("offset", "ino", "dev")
+IRIS_CURSOR = ("ms", "seq", "sub", "attempt", "bytes")
+
+
+def stored_cursor(c: dict[str, Any]) -> dict[str, Any] | None:
+    """The part of a read's cursor the ledger keeps; None when it is neither kind."""
+    if c and all(isinstance(c.get(k), int) for k in SLURM_CURSOR):
+        return {k: c[k] for k in SLURM_CURSOR}
+    if c and all(isinstance(c.get(k), int) for k in ("ms", "seq", "sub")):
+        return {k: c[k] for k in IRIS_CURSOR if k in c}
+    return None

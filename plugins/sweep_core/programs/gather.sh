@@ -7,7 +7,9 @@
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
 # PY (ops.md login_python; '' = none), INCREMENTAL (1: read RUNNING logs from the cursors in
 # CURSORS, lines "id offset inode dev", keeping lines holding one of LITERALS (one a line), the
-# last KEEP_LINES of each; python reader only), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS, LAUNCH_BYTES. Controller calls are constant in the number of jobs: two
+# last KEEP_LINES of each, at most LOG_BUDGET bytes of them a sweep (0 = unbounded); python
+# reader only), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS,
+# LAUNCH_BYTES. Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
 # --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk
 # counts of all arrays (sacct asks slurmdbd, not slurmctld). Every log is read by ONE process (PY,
@@ -48,7 +50,7 @@ fi
 if [ -n "$PY" ] && command -v "$PY" >/dev/null 2>&1; then
   echo "$M reader:python 0 - -"
   if [ "$INCREMENTAL" = 1 ]; then
-    printf '%s\n' "$CURSORS" >"$T/cursors"; printf '%s\n' "$LITERALS" >"$T/literals"; printf '%s\n' "$KEEP_LINES" >"$T/keep"
+    printf '%s\n' "$CURSORS" >"$T/cursors"; printf '%s\n' "$LITERALS" >"$T/literals"; printf '%s\n' "$KEEP_LINES" >"$T/keep"; printf '%s\n' "$LOG_BUDGET" >"$T/budget"
   fi
   read_logs "$T" "$M" "$sq" "$sa" "$pq" "$TAIL_BYTES" "$MAX_JOBS" "$CHAIN_LOGS" "$LP" "$U" \
     "$MAX_FINISHED_LOGS" "$MAX_ARRAYS" "$CS" "$SACCT_JOBS_FORMAT" ${CHAIN_PREFIXES[@]+"${CHAIN_PREFIXES[@]}"}

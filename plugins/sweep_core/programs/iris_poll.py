@@ -7,6 +7,11 @@ Prints one JSON document on stdout; on a controller/transport error prints
 since ``--since-ms`` (the sweep window's start), the newest ``--max-bytes`` of them; a job silent
 since then gets its last ``--log-lines`` lines (its last output time and last metric).
 
+``--request -`` (a JSON document on stdin: ``cursors`` {job id: cursor}, ``literals``, ``keep``,
+``budget``, ``tail_bytes``, ``page``, ``deadline_s``): each RUNNING job's log is read on from its
+cursor instead (``read_on``), streaming page by page: from its submission on first sight (the
+runbook's ``--since-ms <submitted_at_ms> --no-tail``), only the entries stored since on later sweeps.
+
 iris retries every RPC for up to 30 minutes by default (iris.rpc.errors.call_with_retry):
 the retry budget is bounded here so a dead controller answers in seconds.
 """
@@ -14,6 +19,7 @@ the retry budget is bounded here so a dead controller answers in seconds.
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import json
 import sys
@@ -55,6 +61,104 @@ def _newest(entries, max_bytes):
     return out[::-1], size
 
 
+LATE_MS = 600_000  # an entry stored up to this much later than its own time is still read
+MAX_LINE = 16384  # a matched line is kept up to this many characters
+
+
+def attempts_of(tasks):
+    """``"0:1,1:0"``: each task's index and current attempt (a new attempt or task restarts the read)."""
+    return ",".join(f"{str(t.task_id).rsplit('/', 1)[-1]}:{t.current_attempt_id}" for t in tasks)
+
+
+def attempt_start_ms(tasks):
+    """The earliest start of the tasks' current attempts (None when none started)."""
+    starts = [_ms(a.started_at) for t in tasks for a in t.attempts if a.attempt_id == t.current_attempt_id]
+    return min((s for s in starts if s), default=None)
+
+
+class Lines:
+    """What a cursor read keeps of the entries it streams: per literal the last ``keep`` lines
+    holding it, and the last lines within ``tail_bytes``; never the whole log."""
+
+    def __init__(self, literals, keep, tail_bytes):
+        self.found = {lit: collections.deque(maxlen=keep) for lit in literals}
+        self.last, self.size, self.tail_bytes = collections.deque(), 0, tail_bytes
+        self.n = self.bytes = 0
+
+    def add(self, data):
+        b = len(data.encode("utf-8", "replace")) + 1
+        self.n, self.bytes = self.n + 1, self.bytes + b
+        for lit, q in self.found.items():
+            if lit in data:
+                q.append((self.n, data[:MAX_LINE]))
+        self.last.append((self.n, data))
+        self.size += b
+        while self.size > self.tail_bytes and len(self.last) > 1:
+            self.size -= len(self.last.popleft()[1].encode("utf-8", "replace")) + 1
+
+    def text(self, whole=True):
+        """The literal lines, then (``whole``) the last lines, in log order."""
+        first = self.last[0][0] if whole and self.last else self.n + 1
+        lines = sorted({i: d for q in self.found.values() for i, d in q if i < first}.items())
+        return [d for _, d in lines] + ([d for _, d in self.last] if whole else [])
+
+
+def read_on(fetch, job, tasks, cur, req, left):
+    """Read one RUNNING job's log on from its cursor ``cur`` (None: first sight), page by page
+    (FetchLogs ``since_ms`` is exclusive and its ``cursor`` is the store's entry id, exclusive:
+    asking since the cursor's time minus LATE_MS after the cursor's id returns every entry stored
+    since, an entry at the cursor's own millisecond included, none read twice). ``left``: bytes of
+    the sweep's budget left (None: unbounded), checked between pages: past it, or past the
+    request's ``stop_at`` (monotonic: the poll's own time bound), the read stops (history) and the
+    newest entries are fetched too. Returns (lines, log cursor, newest ms)."""
+    sub, attempt = _ms(job.submitted_at) or 0, attempts_of(tasks)
+    why, since, seq, total, only, newest = "first", max(0, sub - 1), 0, 0, None, 0
+    if cur:
+        if cur.get("sub") != sub:
+            why = "resubmitted"
+        elif cur.get("attempt") != attempt:
+            why, only = "attempt", {t.current_attempt_id for t in tasks}
+            since = max(since, (attempt_start_ms(tasks) or sub) - 1)
+        else:
+            why, seq, total, newest = "cont", int(cur["seq"]), int(cur.get("bytes") or 0), int(cur["ms"])
+            since = max(since, newest - LATE_MS)
+    keep = Lines(req.get("literals") or [], int(req.get("keep") or 50), int(req.get("tail_bytes") or 16384))
+    page, cut, stop = int(req.get("page") or 2000), False, req.get("stop_at")
+    while True:
+        if (left is not None and keep.bytes >= left) or (stop is not None and time.monotonic() > stop):
+            cut = True
+            break
+        resp = fetch(since_ms=since, cursor=seq, max_lines=page, tail=False)
+        for e in resp.entries:
+            if only is None or e.attempt_id in only:
+                keep.add(e.data)
+                newest = max(newest, _ms(e.timestamp) or 0)
+        seq = max(seq, int(resp.cursor))
+        if len(resp.entries) < page:
+            break
+    if why == "cont" and not keep.n:  # silent: unless the store's ids restarted below the cursor
+        resp = fetch(since_ms=newest, cursor=0, max_lines=1, tail=True)
+        if resp.entries and int(resp.cursor) <= seq:
+            lines, c, last = read_on(fetch, job, tasks, None, req, left)
+            return lines, {**c, "why": "reset"}, last
+    c = {"ms": newest, "seq": seq, "sub": sub, "attempt": attempt, "bytes": total + keep.bytes, "why": why,
+         "read": keep.bytes, "lines": keep.n}  # fmt: skip
+    if why == "attempt":
+        c["was"] = cur.get("attempt", "")
+    if not cut:
+        return keep.text(), c, newest or None
+    hist = keep.text(whole=False)  # history: its literal lines, then the newest entries
+    tail = Lines([], 0, int(req.get("tail_bytes") or 16384))
+    resp = fetch(since_ms=since, cursor=0, max_lines=int(req.get("tail_lines") or 200), tail=True)
+    last = newest
+    for e in resp.entries:
+        if only is None or e.attempt_id in only:
+            tail.add(e.data)
+            last = max(last, _ms(e.timestamp) or 0)
+    c.update(hist=len(hist), tail=tail.n, tail_bytes=tail.bytes, newest_ms=last)
+    return hist + tail.text(), c, last or None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("url")
@@ -68,9 +172,15 @@ def main() -> int:
     ap.add_argument("--max-bytes", type=int, default=262144)
     ap.add_argument("--max-since-lines", type=int, default=100000)
     ap.add_argument("--no-logs", action="store_true", help="states and times only (a past window)")
+    ap.add_argument("--request", help="'-': read RUNNING logs on from the cursors of the JSON on stdin")
     args = ap.parse_args()
+    req = json.load(sys.stdin) if args.request == "-" else None
+    left = int(req.get("budget") or 0) or None if req else None
+    if req and req.get("deadline_s"):  # reads stop in time for the answer to make it back
+        req["stop_at"] = time.monotonic() + float(req["deadline_s"])
     try:
         IrisClient, JobName, job_pb2 = iris_api(args.max_elapsed, args.max_attempts)  # noqa: N806
+        from iris.cluster.log_keys import build_log_source
         from rigging.timing import Timestamp
     except ImportError as exc:
         print(json.dumps({"error": f"iris client not importable: {exc}", "kind": "import"}))
@@ -80,13 +190,35 @@ def main() -> int:
     try:
         client = IrisClient.remote(args.url, timeout_ms=args.timeout_ms)
         jobs = list(client.list_jobs(prefix=args.prefix))[: args.max_jobs]
+        if req is not None:  # the budget goes to the logs already read up to their cursor first
+            jobs.sort(key=lambda j: j.job_id not in req["cursors"])
         out = []
         for j in jobs:
             jid = JobName.from_wire(j.job_id)
+            raw = sorted(client.list_tasks(jid), key=lambda t: str(t.task_id))
             tasks = [
                 {"task_id": str(t.task_id), "state": ts(t.state), "exit_code": t.exit_code, "error": t.error}
-                for t in client.list_tasks(jid)
+                for t in raw
             ]
+            row = {
+                "job_id": j.job_id,
+                "state": js(j.state),
+                "error": j.error,
+                "submitted_at_ms": _ms(j.submitted_at),
+                "started_at_ms": _ms(j.started_at),
+                "finished_at_ms": _ms(j.finished_at),
+                "tasks": tasks,
+            }
+            if req is not None and js(j.state) in ("RUNNING", "JOB_STATE_RUNNING") and not args.no_logs:
+                source, scope = build_log_source(jid, -1)
+                fetch = functools.partial(client._cluster_client.fetch_logs, source, match_scope=scope)
+                lines, cur, last = read_on(fetch, j, raw, req["cursors"].get(j.job_id), req, left)
+                if left is not None:
+                    left = max(0, left - cur["read"])
+                row.update(log_lines=lines, log_since=True, log_truncated=False, log_bytes=cur["read"],
+                           log_last_ms=last, log_cursor=cur)  # fmt: skip
+                out.append(row)
+                continue
             logs = []
             if args.since_ms and not args.no_logs:
                 start = Timestamp.from_ms(args.since_ms)
@@ -99,13 +231,7 @@ def main() -> int:
             lines, size = _newest(logs, args.max_bytes)
             out.append(
                 {
-                    "job_id": j.job_id,
-                    "state": js(j.state),
-                    "error": j.error,
-                    "submitted_at_ms": _ms(j.submitted_at),
-                    "started_at_ms": _ms(j.started_at),
-                    "finished_at_ms": _ms(j.finished_at),
-                    "tasks": tasks,
+                    **row,
                     "log_lines": lines,
                     "log_since": since,
                     "log_truncated": len(lines) < len(logs),

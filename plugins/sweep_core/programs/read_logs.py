@@ -164,13 +164,61 @@ def _line_at(buf, i, end):
     return s, buf[s : min(e, s + MAX_LINE)]
 
 
-def stream(path, cur, lits, keep, last_bytes):
+def _scan(fd, start, end, lits, keep, last_bytes):
+    """Read ``[start, end)`` of fd CHUNK at a time: ({literal: deque of (offset, line)}, the last
+    bytes read (at most max(last_bytes, CHUNK)), the offset after the last line end read, bytes read)."""
+    os.lseek(fd, start, os.SEEK_SET)
+    found = {lit: collections.deque(maxlen=keep) for lit in lits}
+    carry, at, pos, done = b"", start, start, start  # carry: the unterminated line from offset at
+    last = b""
+    while pos < end:
+        b = os.read(fd, min(CHUNK, end - pos))
+        if not b:
+            break
+        pos += len(b)
+        buf = carry + b
+        stop = max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1  # whole lines only
+        for lit in lits:
+            i = buf.find(lit, 0, stop)
+            while i >= 0:
+                s, line = _line_at(buf, i, stop)
+                found[lit].append((at + s, line))
+                nl = min(x for x in (buf.find(b"\n", i, stop), buf.find(b"\r", i, stop), stop) if x >= 0)
+                i = buf.find(lit, nl + 1, stop) if nl + 1 < stop else -1
+        last = b if len(b) >= last_bytes else (last + b)[-last_bytes:]
+        if stop:
+            done = at + stop
+            carry, at = buf[stop:], at + stop
+        else:
+            carry = buf
+        if len(carry) > MAX_CARRY:  # a line this long holds no metric: passed over
+            at += len(carry)
+            done, carry = at, b""
+    return found, last, done, pos - start
+
+
+def _from_line(last, cut, start, last_bytes):
+    """The last bytes from a line start (when they begin mid-file): (bytes, their offset)."""
+    last = last[-last_bytes:] if len(last) > last_bytes else last
+    cut -= len(last)
+    if cut > start and len(last) == last_bytes:
+        nl = last.find(b"\n")
+        last, cut = (last[nl + 1 :], cut + nl + 1) if nl >= 0 else (last, cut)
+    return last, cut
+
+
+def stream(path, cur, lits, keep, last_bytes, allow=None):
     """Read a RUNNING log from its cursor, streaming (CHUNK at a time, never the whole file): from 0
     on first sight, when the inode changed (replaced) or the file is shorter than the cursor
     (truncated). Returns (rc, text, stderr, cursor record): text = the lines of the new bytes
     holding one of ``lits`` (the metric patterns' required literals; the last ``keep`` of each),
     then the last ``last_bytes`` of the new bytes from a line start, in file order. The new cursor
-    stops after the last line end read (an unterminated last line is read again next time)."""
+    stops after the last line end read (an unterminated last line is read again next time).
+
+    ``allow``: the bytes this read may take of the sweep's budget (None: unbounded). When the new
+    bytes are more, only the first ``allow`` are read (history: the cursor advances by them) and
+    their literal lines come first (``hist`` lines of the text), then the newest ``last_bytes``
+    of the file (``tail`` bytes: read every sweep, so the latest step and lines stay current)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
@@ -188,41 +236,23 @@ def stream(path, cur, lits, keep, last_bytes):
                 why = b"truncated"
             else:
                 why, start = b"cont", off
-        os.lseek(fd, start, os.SEEK_SET)
-        found = {lit: collections.deque(maxlen=keep) for lit in lits}
-        carry, at, pos, done = b"", start, start, start  # carry: the unterminated line from offset at
-        last = b""  # the last bytes read (new bytes only), at most max(last_bytes, CHUNK)
-        while pos < size:
-            b = os.read(fd, min(CHUNK, size - pos))
-            if not b:
-                break
-            pos += len(b)
-            buf = carry + b
-            end = max(buf.rfind(b"\n"), buf.rfind(b"\r")) + 1  # whole lines only
-            for lit in lits:
-                i = buf.find(lit, 0, end)
-                while i >= 0:
-                    s, line = _line_at(buf, i, end)
-                    found[lit].append((at + s, line))
-                    nl = min(x for x in (buf.find(b"\n", i, end), buf.find(b"\r", i, end), end) if x >= 0)
-                    i = buf.find(lit, nl + 1, end) if nl + 1 < end else -1
-            last = b if len(b) >= last_bytes else (last + b)[-last_bytes:]
-            if end:
-                done = at + end
-                carry, at = buf[end:], at + end
-            else:
-                carry = buf
-            if len(carry) > MAX_CARRY:  # a line this long holds no metric: passed over
-                at += len(carry)
-                done, carry = at, b""
-        last = last[-last_bytes:] if len(last) > last_bytes else last
-        cut = pos - len(last)
-        if cut > start and len(last) == last_bytes:
-            nl = last.find(b"\n")
-            last, cut = (last[nl + 1 :], cut + nl + 1) if nl >= 0 else (last, cut)
-        lines = sorted({o: ln for q in found.values() for o, ln in q if o < cut}.items())
+        over = allow is not None and size - start > allow
+        end = start + allow if over else size
+        found, last, done, n = _scan(fd, start, end, lits, keep, last_bytes)
+        hist = tail = 0
+        if over:  # history: its literal lines, then the newest bytes of the file
+            lines = sorted({o: ln for q in found.values() for o, ln in q}.items())
+            hist = len(lines)
+            lo = max(done, size - last_bytes)
+            os.lseek(fd, lo, os.SEEK_SET)
+            newest = os.read(fd, size - lo)
+            tail = len(newest)
+            last, _ = _from_line(newest, lo + tail, done, last_bytes)
+        else:
+            last, cut = _from_line(last, start + n, start, last_bytes)
+            lines = sorted({o: ln for q in found.values() for o, ln in q if o < cut}.items())
         text = b"".join(ln + b"\n" for _, ln in lines) + last
-        rec = b"%d %d %d %d %d %d %s\n" % (done, st.st_ino, st.st_dev, start, size, pos - start, why)
+        rec = b"%d %d %d %d %d %d %s %d %d\n" % (done, st.st_ino, st.st_dev, start, size, n, why, hist, tail)
         return 0, text, b"", rec
     except OSError as exc:
         return 1, b"", b"read: error reading '%s': %s\n" % (path, exc.strerror.encode()), b""
@@ -283,15 +313,20 @@ class Dirs:
 def running(out, a, listing, dirs, arrays, mtimes):
     """Per RUNNING job: path, ambiguous/nolog, stat, tail, chain links (records as gather.sh's);
     each log's mtime into ``mtimes`` (the GPU probe's order: the oldest log first)."""
-    count = 0
+    rows = []
     for job_id, fields in rows_of(read(a["T"] + b"/squeue"), a["D"]):
-        name = fields[-1]
         if not OK_ID.fullmatch(job_id):
             continue
         add_array(arrays, job_id)
-        count += 1
-        if count > a["max_jobs"]:
-            continue
+        if len(rows) < a["max_jobs"]:
+            rows.append((job_id, fields))
+    # the byte budget goes to the logs already read up to their cursor first (they stay current),
+    # then to first sights, in squeue order
+    cursors = a["cursors"] or {}
+    rows.sort(key=lambda r: r[0] not in cursors)
+    left = a["budget"] or None  # bytes of the budget not yet read (None: unbounded)
+    for job_id, fields in rows:
+        name = fields[-1]
         jid = job_id.decode()
         job = listing.get(job_id) if listing is not None else None
         if listing is None:
@@ -321,10 +356,12 @@ def running(out, a, listing, dirs, arrays, mtimes):
         if a["cursors"] is None:
             out.rec(b"tail:" + job_id, *tail(path, a["tail_bytes"]))
         else:
-            rc, text, err, cur = stream(path, a["cursors"].get(job_id), a["lits"], a["keep"], a["tail_bytes"])
+            rc, text, err, cur = stream(path, cursors.get(job_id), a["lits"], a["keep"], a["tail_bytes"], left)
             out.rec(b"tail:" + job_id, rc, text, err)
             if rc == 0:
                 out.rec(b"cursor:" + job_id, 0, cur)
+                if left is not None:
+                    left = max(0, left - int(cur.split()[5]))
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
         d, _, own = path.rpartition(b"/")
@@ -419,6 +456,7 @@ def main(argv):
     a["cursors"] = cursors_of(read(a["T"] + b"/cursors")) if os.path.exists(a["T"] + b"/cursors") else None
     a["lits"] = [x for x in read(a["T"] + b"/literals").split(b"\n") if x]
     a["keep"] = int(read(a["T"] + b"/keep") or b"50")
+    a["budget"] = int(read(a["T"] + b"/budget").strip() or b"0")  # bytes per sweep of cursor reads, 0 = unbounded
     listing = path_listing(read(a["T"] + b"/paths"), a["D"]) if a["paths_rc"] == 0 else None
     if a["paths_rc"] == 0 and listing is None:
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"

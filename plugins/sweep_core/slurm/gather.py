@@ -139,10 +139,14 @@ class GatherRequest:
     # streaming; only the new bytes' lines holding one of ``literals`` (the metric patterns'
     # required literals, sweep_core.fanin.cursor) come back, the last ``keep_lines`` of each, then
     # the last tail_bytes of the new bytes. False = the bounded tail of each log (as before).
+    # ``log_budget``: bytes the cursor reads of one sweep may take in all (0 = unbounded); the logs
+    # already caught up first, then first sights; a log over what is left reads that much of its
+    # history (the cursor advances by it) and its newest tail_bytes.
     incremental: bool = False
     cursors: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     literals: tuple[str, ...] = ()
     keep_lines: int = 50
+    log_budget: int = 0
 
 
 def cursor_lines(cursors: dict[str, tuple[int, int, int]]) -> str:
@@ -193,6 +197,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "gpu_timeout_s",
         "keep_lines",
         "launch_bytes",
+        "log_budget",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -239,6 +244,7 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "CURSORS": cursor_lines(req.cursors) if req.incremental else "",
         "LITERALS": literal_lines(req.literals) if req.incremental else "",
         "KEEP_LINES": req.keep_lines,
+        "LOG_BUDGET": req.log_budget,
     }
 
 

@@ -71,11 +71,17 @@ CURSOR_WHY = ("first", "cont", "truncated", "replaced")
 
 
 def parse_cursor(text: str) -> dict[str, int | str]:
-    """read_logs.py's cursor record ``offset ino dev start size read why``; {} when not that shape."""
+    """read_logs.py's cursor record ``offset ino dev start size read why [hist tail]``; {} when not
+    that shape. ``hist`` > 0 or ``tail`` > 0: the read stopped at the sweep's byte budget
+    (history: ``hist`` lines of the text from it, then the file's newest ``tail`` bytes)."""
     f = text.split()
-    if len(f) != 7 or not all(x.isdigit() for x in f[:6]) or f[6] not in CURSOR_WHY:
+    if len(f) not in (7, 9) or not all(x.isdigit() for x in f[:6] + f[7:]) or f[6] not in CURSOR_WHY:
         return {}
-    return {**{k: int(v) for k, v in zip(CURSOR_FIELDS, f[:6], strict=True)}, "why": f[6]}
+    out: dict[str, int | str] = {k: int(v) for k, v in zip(CURSOR_FIELDS, f[:6], strict=True)}
+    out["why"] = f[6]
+    if len(f) == 9 and int(f[8]):
+        out["hist"], out["tail"] = int(f[7]), int(f[8])
+    return out
 
 
 def _attach_log(job: Job, output: GatherOutput) -> None:
