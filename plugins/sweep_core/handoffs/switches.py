@@ -162,8 +162,19 @@ def _slurm(
         harvest,
         Switch("cancel", True, "scancel after a human's approval" + _standing(config, cfg.name, "cancel")),
         Switch("relaunch", True, _requeue(cfg) + _standing(config, cfg.name, "relaunch")),
-        Switch("deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe})"),
+        Switch(
+            "deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe}; {_ray(cfg, ops_file)})"
+        ),
     ]
+
+
+def _ray(cfg: ClusterConfig, ops_file: str) -> str:
+    if cfg.ray_log_dir:
+        return f"Ray worker logs: {cfg.ray_log_dir}"
+    return (
+        f"Ray worker logs OFF: needs ray_log_dir in {ops_file} (Ray's default /tmp/ray is on each node, "
+        "unreadable from the login node)"
+    )
 
 
 def _requeue(cfg: ClusterConfig) -> str:
