@@ -199,7 +199,8 @@ class _IrisKeys(StrictModel):
     gpu_exec: bool = Field(
         False,
         description="iris: the RL deep-dive reads GPU utilisation by `nvidia-smi` exec'd in each Running pod of the "
-        "job (KubernetesHook; needs pods/exec); false = GPU utilisation unknown, said so",
+        "job (KubernetesHook; needs RBAC `create` on `pods/exec`, else unknown with the 403's reason); false = "
+        "GPU utilisation unknown, said so",
     )
 
 
