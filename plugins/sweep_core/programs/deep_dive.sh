@@ -21,12 +21,20 @@ for r in ${ART_ROOTS[@]+"${ART_ROOTS[@]}"}; do x=$(realpath -e -- "$r" 2>/dev/nu
 # `below REAL ROOT...`: REAL lies strictly below one of the (resolved) roots
 below() { local p=$1 r; shift; for r in "$@"; do case $p in "$r"/*) return 0 ;; esac; done; return 1; }
 say() { printf '%s' "$2" >"$T/o"; printf '%s' "$3" >"$T/e"; rec "$1" "${4:-1}"; }
+# `plain_match DIR NAME GLOB...`: NAME matches one of the shell globs (sweep.yaml deep_dive.trace_files
+# / ray_files) and DIR/NAME is a regular file, not a symlink
+plain_match() {
+  local d=$1 f=$2 g; shift 2
+  # shellcheck disable=SC2254  # the globs are globs
+  for g in "$@"; do case $f in $g) [ -f "$d/$f" ] && [ ! -L "$d/$f" ]; return ;; esac; done
+  return 1
+}
 # `ray_logs K ID NAME LOGDIR LASTOUT`: the job's Ray worker logs written near its last output (the
 # log's mtime LASTOUT): RAY_DIR listed ONCE (depth 1; the chain's listing when it is the log dir),
 # the newest RAY_MAX files matching RAY_GLOBS whose mtime lies within RAY_WINDOW_S of LASTOUT, each
 # its last RAY_BYTES; raydir:K says the dir and how many matching files were looked at
 ray_logs() {
-  local k=$1 id=$2 name=$3 ld=$4 lm=$5 rd r f g hit mt sz n=0 seen=0 lst
+  local k=$1 id=$2 name=$3 ld=$4 lm=$5 rd r f mt sz n=0 seen=0 lst
   rd=${RAY_DIR//%j/"$id"}; rd=${rd//%x/"$name"}; rd=${rd//%u/"$U"}
   case $rd in /*) ;; *) rd=$ld/$rd ;; esac
   if ! r=$(realpath -e -- "$rd" 2>/dev/null); then say "noray:$k" "$rd" "not found"; return; fi
@@ -38,11 +46,7 @@ ray_logs() {
   if [ "$r" = "$ld" ] && [ -s "$T/ls" ]; then lst=$T/ls; else ls -1t -- "$r" >"$lst" 2>/dev/null; fi
   while IFS= read -r f; do
     [ "$n" -lt "$RAY_MAX" ] || break
-    hit=0
-    # shellcheck disable=SC2254  # RAY_GLOBS are globs (sweep.yaml deep_dive.ray_files)
-    for g in "${RAY_GLOBS[@]}"; do case $f in $g) hit=1 ;; esac; done
-    [ "$hit" = 1 ] || continue
-    if [ ! -f "$r/$f" ] || [ -L "$r/$f" ]; then continue; fi
+    plain_match "$r" "$f" "${RAY_GLOBS[@]}" || continue
     seen=$((seen + 1))
     read -r mt sz < <(stat -c '%Y %s' -- "$r/$f" 2>/dev/null) || continue
     [ "$mt" -ge $((lm - RAY_WINDOW_S)) ] || break  # newest first: every later one is older still
@@ -99,11 +103,7 @@ for d in ${TDIRS[@]+"${TDIRS[@]}"}; do
   n=0
   while IFS= read -r f; do
     [ "$n" -lt "$MAX_FILES" ] || break
-    hit=0
-    # shellcheck disable=SC2254  # TGLOBS are globs (sweep.yaml deep_dive.trace_files)
-    for g in "${TGLOBS[@]}"; do case $f in $g) hit=1 ;; esac; done
-    [ "$hit" = 1 ] || continue
-    if [ ! -f "$real/$f" ] || [ -L "$real/$f" ]; then continue; fi
+    plain_match "$real" "$f" "${TGLOBS[@]}" || continue
     n=$((n + 1))
     say "tname:$k:$n" "$f" "$(stat -c %s -- "$real/$f" 2>/dev/null || echo 0)" 0
     run "tfile:$k:$n" tail -c "$FILE_BYTES" -- "$real/$f"

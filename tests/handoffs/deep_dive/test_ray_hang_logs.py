@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from handoff_fakes import cluster, ops
+from handoff_fakes import NO_JOB_SQUEUE, cluster, local_bash, ops
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
@@ -21,7 +21,6 @@ from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
 from sweep_core.handoffs.deep_dive.ray_logs import RayLog, hang_hits
 from sweep_core.handoffs.deep_dive.usecase import deep_dive
 from sweep_core.handoffs.deep_dive.verdict import decide
-from sweep_core.slurm.gather import GatherOutput, parse_gather_output
 
 CFG = DeepDiveSection()
 MCFG = metrics_config(None)
@@ -37,26 +36,12 @@ NEAR_END = "RPC to raylet timed out: RpcError: Deadline Exceeded (timeout 30 s)"
 def _bash(tmp: Path):
     """run_script through real bash; squeue knows no job (ops.md log_pattern finds the log), ``ls``
     is the real one recorded, ``find`` and ``du`` fail the test (the GPFS ban)."""
-    stub = tmp / "bin"
-    stub.mkdir(exist_ok=True)
     calls = tmp / "calls"
     calls.unlink(missing_ok=True)
-    (stub / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n")
     real_ls = subprocess.run(["bash", "-c", "command -v ls"], capture_output=True, text=True).stdout.strip()
-    (stub / "ls").write_text(f'#!/bin/bash\nprintf "ls %s\\n" "$*" >>{calls}\nexec {real_ls} "$@"\n')
-    for banned in ("find", "du"):
-        (stub / banned).write_text(f'#!/bin/sh\necho "{banned} $*" >>{calls}\nexit 1\n')
-    for f in stub.iterdir():
-        f.chmod(0o755)
-
-    def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
-        env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
-        proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=30)
-        out = parse_gather_output(proc.stdout, marker)
-        assert out.complete, proc.stderr
-        return out, ""
-
-    return run, calls
+    stubs = {"squeue": NO_JOB_SQUEUE, "ls": f'#!/bin/bash\nprintf "ls %s\\n" "$*" >>{calls}\nexec {real_ls} "$@"\n'}
+    stubs |= {b: f'#!/bin/sh\necho "{b} $*" >>{calls}\nexit 1\n' for b in ("find", "du")}
+    return local_bash(tmp, stubs), calls
 
 
 def _write(path: Path, text: str, mtime: float) -> None:
