@@ -10,6 +10,9 @@ url, user, name, command = sys.argv[1:5]
 args = sys.argv[5:]
 client = IrisClient.remote(url, timeout_ms=5000)
 job = client.submit(
-    Entrypoint.from_command("bash", "-c", command, name, *args), name, ResourceSpec(cpu=0.5, memory="256m"), user=user
+    Entrypoint.from_command("bash", "-c", command, *([name, *args] if args else [])),
+    name,
+    ResourceSpec(cpu=0.5, memory="256m"),
+    user=user,
 )
 print(job.job_id if hasattr(job, "job_id") else f"/{user}/{name}")
