@@ -1,7 +1,9 @@
 """The deep-dive's batched script (sweep_core/programs/deep_dive.sh: ONE read-only SSH session per
 cluster) and its reader. Per job: its squeue state, the bounded tail of its log and of up to
 ``chain_logs`` earlier chain-link logs (same name, same dir), the log's mtime, and the newest
-rollout files (depth-1 ``ls -1t`` of its trace dir, each file's last ``file_bytes``). Every value
+rollout files (depth-1 ``ls -1t`` of its trace dir, each file's last ``file_bytes``), and the Ray
+worker logs last written near the log's last write (ops.md ``ray_log_dir``, listed once at depth 1,
+each file's last ``ray_file_bytes``; ray_logs.py finds their hang lines). Every value
 is shlex-quoted; ids and names are checked first; paths stay inside the ops.md roots.
 """
 
@@ -68,7 +70,6 @@ class Gathered:
     log_note: str = ""  # how much of the log was read (iris: lines since submission)
     log_mtime: int | None = None  # the job log's last write (epoch s, remote clock): its last output
     ray: list[RayLog] | None = None  # Ray worker logs written near the last output; None = not read
-    ray_dir: str = ""
     ray_note: str = RAY_OFF  # why they were not read, or what was looked at
 
 
@@ -242,7 +243,7 @@ def _read_ray(out: GatherOutput, k: int, g: Gathered, problem: str, ray_on: bool
             why = "script cut short" if g.log is not None else "no job log: no last output to look around"
             g.ray_note = f"not read: {problem or why}"
         return
-    g.ray_dir, g.ray = d.stdout, []
+    g.ray = []
     n = 1
     while (name := out.get(f"rayname:{k}:{n}")) is not None:
         body = out.get(f"rayfile:{k}:{n}")
