@@ -4,12 +4,15 @@ what it was asked. The real SSH and hub paths stay covered by the cluster tests.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, QuotaConfig
 from sweep_core.handoffs.hub_evidence import HubEvidence
-from sweep_core.slurm.gather import GatherOutput
+from sweep_core.slurm.gather import GatherOutput, parse_gather_output
 from sweep_core.slurm.parse import SQUEUE_FIELDS, CommandResult
 
 ROOT = "/work/art"
@@ -107,5 +110,27 @@ def lost_after_send(ssh: FakeSsh, *whats: str) -> Callable[[ClusterConfig, str, 
             ssh.calls.append(Call(cfg.name, what, script))
             return None, f"{OUTCOME_UNKNOWN}: sent to login1 (127.0.0.1:22), then session failed: EOFError"
         return ssh(cfg, script, marker, what)
+
+    return run
+
+
+NO_JOB_SQUEUE = "#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n"
+
+
+def local_bash(tmp: Path, stubs: dict[str, str] | None = None) -> Callable[..., tuple[GatherOutput | None, str]]:
+    """A RunScript that runs the script with real bash on this machine, the ``stubs`` (command
+    name -> script text; default: a squeue that knows no job) first on PATH, TMPDIR in ``tmp``."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, text in (stubs or {"squeue": NO_JOB_SQUEUE}).items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+
+    def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
+        proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=30)
+        out = parse_gather_output(proc.stdout, marker)
+        assert out.complete, proc.stderr
+        return out, ""
 
     return run

@@ -24,6 +24,7 @@ from typing import Any
 
 APPROVE, REJECT, TIMEOUT = "Approve", "Reject", "timeout"
 CANCEL, RELAUNCH = "Cancel", "Cancel and relaunch"  # sweep_cancel's options besides Reject
+RELAUNCH_WITH = "Cancel and relaunch with …"  # its form field: params_input {"overrides": "k=v ..."}
 
 
 def _client_and_headers(user: str) -> tuple[Any, dict[str, str]]:
@@ -57,10 +58,18 @@ class HITLResponder:
         wait_s: float = 240,
         before_answer: Callable[[], None] | None = None,
     ):
-        assert callable(answer) or answer in (APPROVE, REJECT, TIMEOUT, CANCEL, RELAUNCH)
+        assert callable(answer) or answer in (
+            APPROVE,
+            REJECT,
+            TIMEOUT,
+            CANCEL,
+            RELAUNCH,
+        )  # a callable may give (option, params_input)
         self.before_answer = before_answer  # runs while the request waits: the world changes meanwhile
         self.dag_id, self.task_id, self.answer, self.user, self.wait_s = dag_id, task_id, answer, user, wait_s
-        self.detail: dict[str, Any] = {}  # what the human saw of the first job: subject, body, options, defaults, deadline
+        self.detail: dict[
+            str, Any
+        ] = {}  # what the human saw of the first job: subject, body, options, defaults, deadline
         self.details: dict[int, dict[str, Any]] = {}  # per map index (a mapped approval: one task per job)
         self.status: int | None = None  # HTTP status of the PATCH
         self.errors: list[str] = []
@@ -136,7 +145,9 @@ class HITLResponder:
                 self._time_out(run_id, end)
             else:
                 for m, d in parked:  # ``answer`` may pick per job: a function of what that task shows
-                    self._patch(run_id, self.answer(d) if callable(self.answer) else self.answer, m)
+                    got = self.answer(d) if callable(self.answer) else self.answer
+                    option, params = got if isinstance(got, tuple) else (got, {})  # the form's fields too
+                    self._patch(run_id, option, m, params=params)
         except Exception as exc:  # reported by the test, never left hanging
             self.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
@@ -158,10 +169,12 @@ class HITLResponder:
             except Exception as exc:
                 self.errors.append(f"could not reject to end dag.test(): {type(exc).__name__}: {exc}")
 
-    def _patch(self, run_id: str, option: str, map_index: int = -1, as_user: str = "") -> None:
+    def _patch(
+        self, run_id: str, option: str, map_index: int = -1, as_user: str = "", params: dict[str, Any] | None = None
+    ) -> None:
         client, headers = _client_and_headers(as_user or self.user)
         url = f"/api/v2/dags/{self.dag_id}/dagRuns/{run_id}/taskInstances/{self.task_id}/{map_index}/hitlDetails"
-        res = client.patch(url, json={"chosen_options": [option], "params_input": {}}, headers=headers)
+        res = client.patch(url, json={"chosen_options": [option], "params_input": params or {}}, headers=headers)
         self.status = res.status_code
         if res.status_code != 200:
             self.errors.append(f"PATCH {url}: {res.status_code} {res.text[:300]}")

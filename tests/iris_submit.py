@@ -1,5 +1,5 @@
 """TEST ONLY: submit a shell-command job to an iris controller (run by the iris venv's python).
-Usage: iris_submit.py URL USER NAME COMMAND"""
+Usage: iris_submit.py URL USER NAME COMMAND [ARG...] (the ARGs are the command's "$@")"""
 
 import sys
 
@@ -7,8 +7,12 @@ from iris.client.client import IrisClient
 from iris.cluster.types import Entrypoint, ResourceSpec
 
 url, user, name, command = sys.argv[1:5]
+args = sys.argv[5:]
 client = IrisClient.remote(url, timeout_ms=5000)
 job = client.submit(
-    Entrypoint.from_command("bash", "-c", command), name, ResourceSpec(cpu=0.5, memory="256m"), user=user
+    Entrypoint.from_command("bash", "-c", command, *([name, *args] if args else [])),
+    name,
+    ResourceSpec(cpu=0.5, memory="256m"),
+    user=user,
 )
 print(job.job_id if hasattr(job, "job_id") else f"/{user}/{name}")

@@ -13,10 +13,13 @@ from urllib.parse import parse_qs, urlparse
 
 
 class PodListStub:
-    """pods: namespace -> list of pod dicts (with metadata.labels)."""
+    """pods: namespace -> list of pod dicts (with metadata.labels). ``exec_status``: what a pod exec
+    (``…/pods/{name}/exec``, a websocket upgrade) is answered: 403 as an API server whose RBAC gives
+    the caller no ``create`` on ``pods/exec``; None = 404 like any path the stub does not know."""
 
-    def __init__(self, pods: dict[str, list[dict[str, Any]]]) -> None:
+    def __init__(self, pods: dict[str, list[dict[str, Any]]], exec_status: int | None = None) -> None:
         self.pods = pods
+        self.exec_status = exec_status
         self.requests: list[str] = []
         stub = self
 
@@ -25,6 +28,11 @@ class PodListStub:
                 stub.requests.append(self.path)
                 url = urlparse(self.path)
                 parts = url.path.strip("/").split("/")
+                if parts[-1:] == ["exec"] and stub.exec_status == 403:
+                    who = 'User "system:serviceaccount:sweep:airflow"'
+                    return self._send(403, {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                                            "message": f'pods "{parts[-2]}" is forbidden: {who} cannot create resource '
+                                            f'"pods/exec" in API group "" in the namespace "{parts[3]}"'})  # fmt: skip
                 if len(parts) != 5 or parts[:3] != ["api", "v1", "namespaces"] or parts[4] != "pods":
                     return self._send(404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404})
                 ns = parts[3]

@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from sweep_core.gpu.probe import POD_EXEC_COMMAND, pod_readings, running_pods
+from sweep_core.gpu.probe import POD_EXEC_COMMAND, exec_refusal, pod_readings, running_pods
 from sweep_core.handoffs.deep_dive.inputs import GpuUtil
 from sweep_core.iris.state import PodCount, pod_count_from_list, sanitize_label_value
 from sweep_core.remote_result import CommandResult
@@ -108,7 +108,20 @@ class PodGpuReader(PodCounter):
                 tty=False,
                 _request_timeout=self.timeout_s,
             )
-        except Exception as exc:  # 403 (no pods/exec), 404, websocket errors, timeouts
-            status = getattr(exc, "status", None)
-            return f"exec refused or failed: {type(exc).__name__}{f' {status}' if status else ''}: {str(exc)[:160]}"
+        except Exception as exc:  # 403 (no pods/exec RBAC), 404, websocket errors, timeouts
+            return exec_refusal(_chain_texts(exc), self.namespace)
         return CommandResult(0, out if isinstance(out, str) else str(out), "")
+
+
+def _chain_texts(exc: BaseException) -> list[str]:
+    """``Type: text`` of the exception and of each it was raised from or during (a refused exec's
+    handshake status sits in one the client's own error hides), outermost first."""
+    out: list[str] = []
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen and len(out) < 6:
+        seen.add(id(cur))
+        reason = getattr(cur, "reason", None)
+        out.append(f"{type(cur).__name__}: {reason if isinstance(reason, str) and reason else cur}")
+        cur = cur.__cause__ or cur.__context__
+    return out

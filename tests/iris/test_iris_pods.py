@@ -42,3 +42,41 @@ def test_gated_and_image_pull_pods_are_counted(tmp_path) -> None:
         cfg = kubeconfig(tmp_path / "kc", {"coreweave": cw.url}, current="coreweave")
         pc = PodCounter(kubeconfig=str(cfg), context="coreweave", namespace="iris").count("/sweep/rl__b")
         assert (pc.total, pc.gated, pc.image_pull) == (2, 1, 1)
+
+
+def test_a_pod_gpu_exec_the_rbac_forbids_is_unknown_and_names_the_rbac_it_needs(tmp_path) -> None:
+    """No Kubernetes here: the stub answers the exec's websocket handshake as a real API server
+    does. GPU utilisation is then unknown (never 0 %) with the server's reason, not the client's
+    own error that hides it."""
+    from sweep_operators.iris_pods import PodGpuReader
+
+    for status, want in (
+        (
+            403,
+            'nvidia-smi exec in pod p0: exec forbidden (HTTP 403): pods "p0" is forbidden: User '
+            '"system:serviceaccount:sweep:airflow" cannot create resource "pods/exec" in API group "" in the '
+            'namespace "iris"; the sweep\'s Kubernetes identity needs RBAC create on pods/exec (and get, list on '
+            "pods) in namespace 'iris'",
+        ),
+        (None, "nvidia-smi exec in pod p0: exec refused (HTTP 404)"),
+    ):
+        with PodListStub({"iris": [pod("sweep.rl__a", "p0"), pod("sweep.rl__a", "p1", gated=True)]},
+                         exec_status=status) as cw:  # fmt: skip
+            cfg = kubeconfig(tmp_path / "kc", {"cw": cw.url}, current="cw")
+            gpus, note = PodGpuReader(kubeconfig=str(cfg), context="cw", namespace="iris").gpus("/sweep/rl__a")
+        assert gpus is None and note == want, note
+        assert [r.split("?")[0] for r in cw.requests] == [
+            "/api/v1/namespaces/iris/pods",
+            "/api/v1/namespaces/iris/pods/p0/exec",
+        ]
+    with PodListStub({"iris": [pod("sweep.rl__a", "p0", gated=True)]}) as cw:  # no Running pod: nothing exec'd
+        cfg = kubeconfig(tmp_path / "kc", {"cw": cw.url}, current="cw")
+        assert PodGpuReader(kubeconfig=str(cfg), context="cw", namespace="iris").gpus("/sweep/rl__a") == (
+            None, "no Running pod of the job (1 pod(s) listed)")  # fmt: skip
+
+
+def test_an_exec_failure_without_a_status_keeps_its_first_reason() -> None:
+    from sweep_core.gpu.probe import exec_refusal
+
+    assert exec_refusal(["TimeoutError: timed out"], "iris") == "exec failed: TimeoutError: timed out"
+    assert exec_refusal([], "iris") == "exec failed: no reason given"

@@ -56,3 +56,68 @@ def test_an_iris_job_is_relaunched_only_by_the_ops_md_command_after_its_stop(con
         assert [a["kind"] for a in ledger[f"cw|{job2}"]["acts"]] == ["cancel"]
     finally:
         stop_all(url, run)
+
+
+def _log_lines(url: str, run, job: str, want: str, timeout: float = 60) -> list[str]:
+    """The job's whole log (the deep-dive's stream), polled until a line holds ``want``."""
+    import time
+
+    from sweep_operators.iris_hook import IrisHook
+
+    hook = IrisHook(url=url, user="sweep", python=IRIS_PY, home=str(run), timeout_s=30)
+    end, lines = time.time() + timeout, []
+    while time.time() < end:
+        lines = [str(e["l"]) for e in hook.stream_logs([job], 30) if "l" in e]
+        if any(want in ln for ln in lines):
+            break
+        time.sleep(1)
+    return lines
+
+
+def test_a_deep_dive_kill_is_relaunched_with_the_corrected_setting_after_its_stop(controller, tag, tmp_path) -> None:
+    """KILL verdict on CoreWeave -> "Cancel and relaunch with …": the job is stopped (KILLED), then
+    the ops.md command runs with the validated overrides, one argv element each (the new job sees
+    them as its arguments); a bad override is refused and that job is left running."""
+    from hitl_responder import RELAUNCH_WITH
+
+    url, run = controller
+    name, bad = f"rl__{tag}_dkw", f"rl__{tag}_dkb"
+    job, job2 = submit(url, run, name, "sleep 600"), submit(url, run, bad, "sleep 600")
+    try:
+        wait_states(url, run, {job: "RUNNING", job2: "RUNNING"})
+        cmd = 'echo "relaunched with: $*"; sleep 600'
+        argv = [IRIS_PY, str(HERE / "iris_submit.py"), "{controller}", "sweep", "{name}-r1", cmd, "{overrides}"]
+        iris_ops(
+            tmp_path / "ops", "cw", url, run, f"relaunch_commands:\n  - match: '^rl__'\n    argv: {json.dumps(argv)}\n"
+        )
+        why = "KILL verdict on one strong signal (garbage-text): garbage rollout text in 8/8 newest"
+        flagged = [{"cluster": "cw", "job_id": j, "name": n, "action": "kill-approval", "rule": "deep_dive_kill",
+                    "message": why} for j, n in ((job, name), (job2, bad))]  # fmt: skip
+        run_id, jobs = hand_off(tmp_path, flagged)
+        conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}
+        good, evil = "actor.lr=1e-6 +rollout.n=8", "actor.lr=1e-6 x;touch"
+
+        def pick(d: dict) -> tuple[str, dict[str, str]]:
+            return RELAUNCH_WITH, {"overrides": evil if bad in d["body"] else good}
+
+        with HITLResponder("sweep_cancel", "approve", pick) as responder:
+            result = run_dag("sweep_cancel", conf, tmp_path, ops_dir=tmp_path / "ops", run_id=run_id)
+        assert responder.errors == [], responder.errors
+        assert RELAUNCH_WITH in responder.detail["options"]
+        assert (
+            "cancels it, then runs its ops.md relaunch command with the corrected setting" in responder.detail["body"]
+        )
+        new = f"/sweep/{name}-r1"
+        done = result.values["scancel"]["cw"]
+        assert done == {
+            job: f"cancelled and relaunched by the ops.md command as job {new} after iris job stop (KILLED)"
+        }
+        wait_states(url, run, {job: "KILLED", new: "RUNNING", job2: "RUNNING"})  # the refused one left alone
+        lines = _log_lines(url, run, new, "relaunched with:")
+        assert "relaunched with: actor.lr=1e-6 +rollout.n=8" in lines, lines
+        ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
+        assert [a["kind"] for a in ledger[f"cw|{job}"]["acts"] if a["kind"] != "evidence"] == ["relaunch"]
+        assert ledger[f"cw|{job}"]["acts"][-1]["new_job_id"] == new
+        assert not [a for a in ledger.get(f"cw|{job2}", {}).get("acts", []) if a["kind"] in ("cancel", "relaunch")]
+    finally:
+        stop_all(url, run)

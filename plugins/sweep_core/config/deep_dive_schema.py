@@ -64,6 +64,16 @@ class DeepDiveSection(StrictModel):
     min_rollouts: Positive = Field(5, description="fewer rollouts read than this: emptiness is not judged")
     log_bytes: Positive = Field(1048576, description="bytes of the job's log (and each chain log) read")
     chain_logs: Annotated[int, Field(ge=0)] = Field(3, description="earlier chain-link logs read (same name, same dir)")
+    ray_files: Tup[NonEmpty] = Field(
+        ("worker-*.out", "worker-*.err"),
+        min_length=1,
+        description="shell globs of the Ray worker logs in ops.md ray_log_dir (grepped for metrics.hang_signals)",
+    )
+    ray_window_minutes: Positive = Field(
+        30, description="a Ray worker log is read when last written within this many minutes of the job log's"
+    )
+    ray_max_files: Positive = Field(16, description="Ray worker logs read per job at most (the newest first)")
+    ray_file_bytes: Positive = Field(65536, description="bytes read from the end of each Ray worker log")
     weight_sync_patterns: Tup[Regex] = Field(
         _compiled(DEFAULT_WEIGHT_SYNC), description="log regexes of weight-sync garbage (any match: KILL)"
     )

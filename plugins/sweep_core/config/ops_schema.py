@@ -152,6 +152,12 @@ class _SlurmKeys(StrictModel):
         "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (ONE `sstat` for the "
         "candidates: the gres/gpuutil and gres/gpumem the site's accounting records), `none`",
     )
+    ray_log_dir: str = Field(
+        "",
+        description="slurm: the dir where the job's `ray start --temp-dir` puts its Ray worker logs (`%j %x %u`; "
+        "relative = below its log's dir, e.g. `ray-%j/session_latest/logs`), listed once at depth 1 by the RL "
+        "deep-dive for hang lines; \"\" = off: Ray's default is each node's `/tmp/ray`, unreadable from the login node",
+    )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
@@ -202,7 +208,8 @@ class _IrisKeys(StrictModel):
     gpu_exec: bool = Field(
         False,
         description="iris: the RL deep-dive reads GPU utilisation by `nvidia-smi` exec'd in each Running pod of the "
-        "job (KubernetesHook; needs pods/exec); false = GPU utilisation unknown, said so",
+        "job (KubernetesHook; needs RBAC `create` on `pods/exec`, else unknown with the 403's reason); false = "
+        "GPU utilisation unknown, said so",
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -157,6 +158,26 @@ def running_pods(pod_list: dict[str, Any]) -> list[str]:
             if isinstance(name, str) and name:
                 out.append(name)
     return out
+
+
+_HANDSHAKE = re.compile(r"Handshake status (\d{3})")
+_STATUS_MESSAGE = re.compile(r'"message":\s*"((?:[^"\\]|\\.)*)"')
+EXEC_RBAC = "create on pods/exec (and get, list on pods)"
+
+
+def exec_refusal(texts: Sequence[str], namespace: str) -> str:
+    """Why a pod exec did not run, from the texts of its exception chain (the kubernetes client
+    hides a refused websocket handshake behind an error of its own): the HTTP status and the API
+    server's message; a 403 names the RBAC the sweep's identity needs. ``exec failed: <first text>``
+    when no status is found."""
+    status = next((int(m.group(1)) for t in texts if (m := _HANDSHAKE.search(t))), None)
+    msg = next((m.group(1).replace('\\"', '"') for t in texts if (m := _STATUS_MESSAGE.search(t))), "")
+    if status == 403:
+        why = f"exec forbidden (HTTP 403): {msg[:200] or 'Forbidden'}"
+        return f"{why}; the sweep's Kubernetes identity needs RBAC {EXEC_RBAC} in namespace {namespace!r}"
+    if status is not None:
+        return f"exec refused (HTTP {status}){': ' + msg[:200] if msg else ''}"
+    return f"exec failed: {(texts[0] if texts else 'no reason given')[:200]}"
 
 
 def pod_readings(

@@ -178,7 +178,9 @@ def _slurm(
         harvest,
         Switch("cancel", True, "scancel after a human's approval" + _standing(config, cfg.name, "cancel")),
         Switch("relaunch", True, _requeue(cfg) + _standing(config, cfg.name, "relaunch")),
-        Switch("deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe})"),
+        Switch(
+            "deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe}; {_ray(cfg, ops_file)})"
+        ),
         _canary(cfg, ops_file),
         _snapshots(cfg, config, sweep_file),
         _register(config, cleanup, sweep_file),
@@ -221,6 +223,15 @@ def _register(config: SweepConfig, cleanup: Switch, sweep_file: str) -> Switch:
     hf_only = sorted(s.name for s in config.hf_chain.series if not s.db_registration)
     never = f"; never for the HF-only series {', '.join(hf_only)}" if hf_only else "; never for an HF-only series"
     return Switch("db_register", True, f"flavors {', '.join(flavors)}, once per upload the hub holds{never}")
+
+
+def _ray(cfg: ClusterConfig, ops_file: str) -> str:
+    if cfg.ray_log_dir:
+        return f"Ray worker logs: {cfg.ray_log_dir}"
+    return (
+        f"Ray worker logs OFF: needs ray_log_dir in {ops_file} (Ray's default /tmp/ray is on each node, "
+        "unreadable from the login node)"
+    )
 
 
 def _requeue(cfg: ClusterConfig) -> str:

@@ -3,10 +3,12 @@
 # writes sets U, IDS and NAMES (arrays, checked: Slurm job ids, one-line names), LP (ops.md
 # log_pattern), PATHS_FORMAT, LOG_ROOTS and ART_ROOTS (ops.md log_roots / artifact_roots),
 # TDIRS + TJOB (candidate trace dirs and the index of their job), TGLOBS, LOG_BYTES, CHAIN_LOGS,
-# MAX_FILES, FILE_BYTES, GPU_PROBE (ops.md gpu_probe), GPU_TIMEOUT_S, GPU_QUERY. Nothing outside
-# the roots is read (realpath -e, then the prefix).
+# MAX_FILES, FILE_BYTES, GPU_PROBE (ops.md gpu_probe), GPU_TIMEOUT_S, GPU_QUERY, RAY_DIR (ops.md
+# ray_log_dir, "" = off), RAY_GLOBS, RAY_WINDOW_S, RAY_MAX, RAY_BYTES. Nothing outside the roots is
+# read (realpath -e, then the prefix); no directory is walked (depth-1 `ls` only: the GPFS ban).
 # Records: now; states (ONE squeue); per job k: logpath:k + mtime:k + log:k + chain:k:n, or
-# nolog:k; tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k; gpu:k (srun-overlap: one
+# nolog:k; raydir:k + rayname:k:n (name, "mtime size") + rayfile:k:n, or noray:k;
+# tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k; gpu:k (srun-overlap: one
 # bounded `srun --jobid --overlap nvidia-smi` per RUNNING job, one task per node) or nogpu:k;
 # gpuacct (accounting: ONE bounded sstat for all the jobs).
 run now date +%s
@@ -19,6 +21,42 @@ for r in ${ART_ROOTS[@]+"${ART_ROOTS[@]}"}; do x=$(realpath -e -- "$r" 2>/dev/nu
 # `below REAL ROOT...`: REAL lies strictly below one of the (resolved) roots
 below() { local p=$1 r; shift; for r in "$@"; do case $p in "$r"/*) return 0 ;; esac; done; return 1; }
 say() { printf '%s' "$2" >"$T/o"; printf '%s' "$3" >"$T/e"; rec "$1" "${4:-1}"; }
+# `plain_match DIR NAME GLOB...`: NAME matches one of the shell globs (sweep.yaml deep_dive.trace_files
+# / ray_files) and DIR/NAME is a regular file, not a symlink
+plain_match() {
+  local d=$1 f=$2 g; shift 2
+  # shellcheck disable=SC2254  # the globs are globs
+  for g in "$@"; do case $f in $g) [ -f "$d/$f" ] && [ ! -L "$d/$f" ]; return ;; esac; done
+  return 1
+}
+# `ray_logs K ID NAME LOGDIR LASTOUT`: the job's Ray worker logs written near its last output (the
+# log's mtime LASTOUT): RAY_DIR listed ONCE (depth 1; the chain's listing when it is the log dir),
+# the newest RAY_MAX files matching RAY_GLOBS whose mtime lies within RAY_WINDOW_S of LASTOUT, each
+# its last RAY_BYTES; raydir:K says the dir and how many matching files were looked at
+ray_logs() {
+  local k=$1 id=$2 name=$3 ld=$4 lm=$5 rd r f mt sz n=0 seen=0 lst
+  rd=${RAY_DIR//%j/"$id"}; rd=${rd//%x/"$name"}; rd=${rd//%u/"$U"}
+  case $rd in /*) ;; *) rd=$ld/$rd ;; esac
+  if ! r=$(realpath -e -- "$rd" 2>/dev/null); then say "noray:$k" "$rd" "not found"; return; fi
+  # the log root itself may hold the worker logs: only listed, so "$r/." inside a root is enough
+  if ! below "$r/." ${RLR[@]+"${RLR[@]}"}; then say "noray:$k" "$rd" "resolves to $r, outside the ops.md log_roots: not read" 2; return; fi
+  if [ ! -d "$r" ]; then say "noray:$k" "$rd" "$(kind "$r"), not a directory" 2; return; fi
+  case $lm in ''|*[!0-9]*) say "noray:$k" "$rd" "the job log's mtime is unknown: no last-output time to look around"; return ;; esac
+  lst=$T/rls
+  if [ "$r" = "$ld" ] && [ -s "$T/ls" ]; then lst=$T/ls; else ls -1t -- "$r" >"$lst" 2>/dev/null; fi
+  while IFS= read -r f; do
+    [ "$n" -lt "$RAY_MAX" ] || break
+    plain_match "$r" "$f" "${RAY_GLOBS[@]}" || continue
+    seen=$((seen + 1))
+    read -r mt sz < <(stat -c '%Y %s' -- "$r/$f" 2>/dev/null) || continue
+    [ "$mt" -ge $((lm - RAY_WINDOW_S)) ] || break  # newest first: every later one is older still
+    [ "$mt" -le $((lm + RAY_WINDOW_S)) ] || continue
+    n=$((n + 1))
+    say "rayname:$k:$n" "$f" "$mt $sz" 0
+    run "rayfile:$k:$n" tail -c "$RAY_BYTES" -- "$r/$f"
+  done <"$lst"
+  say "raydir:$k" "$rd" "$seen" 0
+}
 k=0
 for id in ${IDS[@]+"${IDS[@]}"}; do
   name=${NAMES[$k]}; p=""
@@ -32,19 +70,22 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
   elif [ ! -f "$real" ]; then say "nolog:$k" "$p" "$(kind "$real"): not read" 2
   else
     say "logpath:$k" "$p" "" 0
-    run "mtime:$k" stat -L -c %Y -- "$real"
+    lm=""; run "mtime:$k" stat -L -c %Y -- "$real" && lm=$(<"$T/o")
     run "log:$k" tail -c "$LOG_BYTES" -- "$real"
-    case $id in *_*) k=$((k + 1)); continue ;; esac  # array tasks share a name: siblings, not chain links
     d=${real%/*}; b=${real##*/}; n=0
-    ls -1t -- "$d" >"$T/ls" 2>/dev/null
-    while IFS= read -r f; do
-      [ "$n" -lt "$CHAIN_LOGS" ] || break
-      [ "$f" = "$b" ] && continue
-      is_link "$f" "$name" "$b" "$id" || continue
-      if [ ! -f "$d/$f" ] || [ -L "$d/$f" ]; then continue; fi
-      n=$((n + 1))
-      run "chain:$k:$n" tail -c "$LOG_BYTES" -- "$d/$f"
-    done <"$T/ls"
+    : >"$T/ls"
+    case $id in *_*) ;; *)  # array tasks share a name: siblings, not chain links
+      ls -1t -- "$d" >"$T/ls" 2>/dev/null
+      while IFS= read -r f; do
+        [ "$n" -lt "$CHAIN_LOGS" ] || break
+        [ "$f" = "$b" ] && continue
+        is_link "$f" "$name" "$b" "$id" || continue
+        if [ ! -f "$d/$f" ] || [ -L "$d/$f" ]; then continue; fi
+        n=$((n + 1))
+        run "chain:$k:$n" tail -c "$LOG_BYTES" -- "$d/$f"
+      done <"$T/ls" ;;
+    esac
+    if [ -n "$RAY_DIR" ]; then ray_logs "$k" "$id" "$name" "$d" "$lm"; fi
   fi
   k=$((k + 1))
 done
@@ -62,11 +103,7 @@ for d in ${TDIRS[@]+"${TDIRS[@]}"}; do
   n=0
   while IFS= read -r f; do
     [ "$n" -lt "$MAX_FILES" ] || break
-    hit=0
-    # shellcheck disable=SC2254  # TGLOBS are globs (sweep.yaml deep_dive.trace_files)
-    for g in "${TGLOBS[@]}"; do case $f in $g) hit=1 ;; esac; done
-    [ "$hit" = 1 ] || continue
-    if [ ! -f "$real/$f" ] || [ -L "$real/$f" ]; then continue; fi
+    plain_match "$real" "$f" "${TGLOBS[@]}" || continue
     n=$((n + 1))
     say "tname:$k:$n" "$f" "$(stat -c %s -- "$real/$f" 2>/dev/null || echo 0)" 0
     run "tfile:$k:$n" tail -c "$FILE_BYTES" -- "$real/$f"

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import subprocess
 from pathlib import Path
 
-from handoff_fakes import cluster, ops
+from handoff_fakes import cluster, local_bash, ops
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
@@ -20,7 +18,6 @@ from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, kill_requests, settle
 from sweep_core.ledger.given import merge_given
 from sweep_core.ledger.store import load_ledger
-from sweep_core.slurm.gather import GatherOutput, parse_gather_output
 
 CFG = DeepDiveSection()
 MCFG = metrics_config(None)
@@ -28,22 +25,6 @@ MCFG = metrics_config(None)
 
 def _wandb(step: int, reward: float) -> str:
     return "WANDB_MIRROR " + json.dumps({"trainer/global_step": step, "reward/mean": reward}) + "\n"
-
-
-def _bash(tmp: Path):
-    stub = tmp / "bin"
-    stub.mkdir()
-    (stub / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Invalid job id specified' >&2\nexit 1\n")
-    (stub / "squeue").chmod(0o755)
-
-    def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
-        env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
-        proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=30)
-        out = parse_gather_output(proc.stdout, marker)
-        assert out.complete, proc.stderr
-        return out, ""
-
-    return run
 
 
 def _layout(tmp: Path) -> ClusterConfig:
@@ -84,7 +65,7 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
         {"cluster": "local", "job_id": "1;rm", "name": "rl__bad"},
         {"cluster": "gone", "job_id": "14", "name": "rl__far"},
     ]
-    got = deep_dive(jobs, CFG, MCFG, load_cluster=ops(cfg), run_script=_bash(tmp_path))
+    got = deep_dive(jobs, CFG, MCFG, load_cluster=ops(cfg), run_script=local_bash(tmp_path))
     by_id = {v["job_id"]: v for v in got["verdicts"]}
     good, dead, esc, far = by_id["11"], by_id["12"], by_id["13"], by_id["14"]
     assert good["verdict"] == "NO-KILL", good
@@ -146,7 +127,7 @@ def test_garbage_rollouts_and_a_disk_quota_line_reach_the_verdict_through_the_re
     garbage = "Let's think step by step. " + "the answer is 5. " * 60
     (trace / "rollouts_0001.jsonl").write_text("".join(json.dumps({"response": garbage}) + "\n" for _ in range(8)))
     jobs = [{"cluster": "local", "job_id": "21", "name": "rl__salad"}]
-    (v,) = deep_dive(jobs, CFG, MCFG, load_cluster=ops(cfg), run_script=_bash(tmp_path))["verdicts"]
+    (v,) = deep_dive(jobs, CFG, MCFG, load_cluster=ops(cfg), run_script=local_bash(tmp_path))["verdicts"]
     assert v["verdict"] == "KILL" and v["basis"] == "one strong signal (garbage-text)"
     assert v["evidence"][0].startswith("garbage rollout text in 8/8 newest (#1: runaway repetition: ")
     assert "the answer is 5' repeated 60 times" in v["evidence"][0]

@@ -36,6 +36,8 @@ def _healthy(**kw: object) -> DeepDiveInput:
         "rollouts": ["The answer is 42."] * 20,
         "gpus": _gpus(78.0),
         "gpu_note": "",
+        "hang_hits": [],  # the Ray worker logs near the last output read, no hang line
+        "hang_note": "2 matching file(s) in /logs/ray-101 looked at, 2 written near the last output",
     }
     base.update(kw)
     return DeepDiveInput("local", "101", "rl__qwen3_8b_8n_grpo", **base)  # type: ignore[arg-type]

@@ -49,3 +49,20 @@ def test_rollout_dir_and_files(tmp_path: Path) -> None:
     files, why = read_rollouts(tmp_path, ["*.jsonl"], 5, 64)
     assert why == "" and [f[0] for f in files] == ["a.jsonl"] and files[0][2] is True and len(files[0][1]) == 64
     assert "does not exist" in read_rollouts(tmp_path / "gone", ["*.jsonl"], 5, 64)[1]
+
+
+def test_ray_worker_hang_lines_forwarded_into_the_iris_log_are_quoted_near_its_last_output() -> None:
+    """iris has no log dir: Ray forwards worker output into the job log, whose newest lines are
+    searched for the hang signals (opCount alone is none)."""
+    from sweep_core.handoffs.deep_dive.ray_logs import hang_hits
+
+    dead = "(EngineCore pid=812, ip=10.0.3.7) vllm.v1.engine.exceptions.EngineDeadError: EngineCore died"
+    opcount = "(RayWorker pid=900) NCCL INFO comm 0x55d1 rank 3 opCount 1a2f lastOpCount 1a2e"
+    got = read_log_stream(_events("/u/a", ["step 1", opcount, dead]), ["/u/a"], MCFG, KINDS, 4096, 9_000_000, "c")
+    g = got["/u/a"]
+    assert g.log_mtime == 1 and g.ray_note.endswith("the newest 3 line(s) searched")
+    (hit,) = hang_hits(g.ray or [], MCFG)
+    assert hit.line == dead and hit.evidence(g.log_mtime).startswith(
+        "the iris job log (Ray forwards worker output into it) (file last written 1970-01-01 00:00:01Z, at the "
+        "job's last output): (EngineCore pid=812"
+    )

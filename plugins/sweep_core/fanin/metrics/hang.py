@@ -53,7 +53,7 @@ def named_traps(text: str) -> list[Trap]:
     return out
 
 
-def _is_signal(line: str, cfg: MetricsConfig) -> bool:
+def is_hang_signal(line: str, cfg: MetricsConfig) -> bool:
     """A hang signal other than ``opCount`` on the line."""
     return cfg.hang_any.search(_OPCOUNT.sub(" ", line)) is not None
 
@@ -72,5 +72,5 @@ def hang_evidence(tail: str, cfg: MetricsConfig, lines: int = 40) -> tuple[str, 
     block = "\n".join(rows)
     if not any(search(p, block) for p in cfg.hang_each):
         return last, []
-    near = [ln.strip()[:200] for ln in rows if _is_signal(ln, cfg)]
+    near = [ln.strip()[:200] for ln in rows if is_hang_signal(ln, cfg)]
     return last, near[-3:]

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sweep_core.handoffs.deep_dive.ray_logs import HangHit
+
 ACCOUNTING_NODE = "accounting"  # a GpuUtil that is the job-wide sstat figure (ops.md gpu_probe: accounting)
 
 
@@ -55,6 +57,9 @@ class DeepDiveInput:
     expected: tuple[float, float, str] | None = None  # the serving LUT's (util_min, util_max, where from)
     expected_note: str = ""  # why there is no expected range (unknown, never healthy)
     log_note: str = ""  # how much of the log was read ("812 line(s) since submission"), said as evidence
+    last_output: int | None = None  # the log's last write (epoch s, remote clock)
+    hang_hits: list[HangHit] | None = None  # hang lines of the Ray worker logs near it; None = not read
+    hang_note: str = ""  # what was looked at, or why not (ops.md ray_log_dir off)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,7 +18,10 @@ from typing import Any
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.handoffs.deep_dive.history import MAX_LINE
 from sweep_core.handoffs.deep_dive.inputs import SignatureHit
+from sweep_core.handoffs.deep_dive.ray_logs import RayLog
 from sweep_core.handoffs.deep_dive.remote import Gathered
+
+IRIS_RAY_FILE = "the iris job log (Ray forwards worker output into it)"
 
 
 class LogDigest:
@@ -80,6 +83,13 @@ def digest_gathered(
     g.signatures = d.signatures()
     if d.last_ms is not None:
         g.log_age_s = max(0.0, (now_ms - d.last_ms) / 1000)
+        # no log dir to list: Ray forwards its workers' output into the job's log (log_to_driver),
+        # so the hang lines near the last output are in the log's newest lines
+        g.log_mtime = d.last_ms // 1000
+        g.ray = [RayLog(IRIS_RAY_FILE, g.log_mtime, "\n".join(d.tail))]
+        g.ray_note = f"{IRIS_RAY_FILE}: the newest {len(d.tail)} line(s) searched"
+    else:
+        g.ray_note = "iris: the log's lines carry no time: no last output to look around"
     g.log_note = f"{d.lines} line(s) since submission" + (" (cut at the line cap)" if cut else "")
     return g
 

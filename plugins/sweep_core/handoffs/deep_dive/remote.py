@@ -1,7 +1,9 @@
 """The deep-dive's batched script (sweep_core/programs/deep_dive.sh: ONE read-only SSH session per
 cluster) and its reader. Per job: its squeue state, the bounded tail of its log and of up to
 ``chain_logs`` earlier chain-link logs (same name, same dir), the log's mtime, and the newest
-rollout files (depth-1 ``ls -1t`` of its trace dir, each file's last ``file_bytes``). Every value
+rollout files (depth-1 ``ls -1t`` of its trace dir, each file's last ``file_bytes``), and the Ray
+worker logs last written near the log's last write (ops.md ``ray_log_dir``, listed once at depth 1,
+each file's last ``ray_file_bytes``; ray_logs.py finds their hang lines). Every value
 is shlex-quoted; ids and names are checked first; paths stay inside the ops.md roots.
 """
 
@@ -17,9 +19,15 @@ from sweep_core.gpu.probe import QUERY as GPU_QUERY
 from sweep_core.gpu.probe import parse_probe
 from sweep_core.handoffs.cancel.plan import IRIS_JOB_ID_RE, check_slurm_job
 from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, GpuUtil, SignatureHit
+from sweep_core.handoffs.deep_dive.ray_logs import RayLog
 from sweep_core.safe_names import plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
+
+RAY_OFF = (
+    "off: ops.md ray_log_dir is unset (Ray writes worker logs to each node's /tmp/ray/session_*/logs, "
+    "which the login node cannot read)"
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,9 @@ class Gathered:
     gpu_note: str = "not probed (ops.md gpu_probe is none)"
     signatures: list[SignatureHit] | None = None  # found over the whole log as it streamed (iris); None = search g.log
     log_note: str = ""  # how much of the log was read (iris: lines since submission)
+    log_mtime: int | None = None  # the job log's last write (epoch s, remote clock): its last output
+    ray: list[RayLog] | None = None  # Ray worker logs written near the last output; None = not read
+    ray_note: str = RAY_OFF  # why they were not read, or what was looked at
 
 
 def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:
@@ -101,6 +112,11 @@ def build_deep_dive_script(cfg_cluster: ClusterConfig, jobs: list[ProbeJob], cfg
         "GPU_PROBE": cfg_cluster.gpu_probe,
         "GPU_TIMEOUT_S": cfg_cluster.gpu_probe_timeout_s,
         "GPU_QUERY": GPU_QUERY,
+        "RAY_DIR": cfg_cluster.ray_log_dir,
+        "RAY_GLOBS": list(cfg.ray_files),
+        "RAY_WINDOW_S": cfg.ray_window_minutes * 60,
+        "RAY_MAX": cfg.ray_max_files,
+        "RAY_BYTES": cfg.ray_file_bytes,
     }
     return compose(marker, values, ("log_helpers.sh", "deep_dive.sh"))
 
@@ -118,13 +134,20 @@ def _states(out: GatherOutput) -> dict[str, str]:
 
 
 def read_deep_dive(
-    out: GatherOutput | None, jobs: list[ProbeJob], problem: str = "", timeout_s: int | None = None
+    out: GatherOutput | None,
+    jobs: list[ProbeJob],
+    problem: str = "",
+    timeout_s: int | None = None,
+    ray_on: bool = False,
 ) -> list[Gathered]:
-    """One Gathered per job; a cluster that did not answer leaves every input unknown (said why)."""
+    """One Gathered per job; a cluster that did not answer leaves every input unknown (said why).
+    ``ray_on``: ops.md ray_log_dir is set (else the Ray worker logs are off, said why)."""
     got = [Gathered() for _ in jobs]
     if out is None:
         for g in got:
             g.log_problem = g.trace_problem = g.gpu_note = problem or "the cluster did not answer"
+            if ray_on:
+                g.ray_note = f"not read: {g.log_problem}"
         return got
     states = _states(out)
     now = out.get("now")
@@ -132,6 +155,7 @@ def read_deep_dive(
     for k, (job, g) in enumerate(zip(jobs, got, strict=True)):
         g.state = states.get(job.job_id, "")
         _read_log(out, k, g, now_s, problem)
+        _read_ray(out, k, g, problem, ray_on)
         _read_trace(out, k, g, problem)
         _read_gpu(out, k, g, timeout_s)
     if (acct := out.get("gpuacct")) is not None:
@@ -177,8 +201,10 @@ def _read_log(out: GatherOutput, k: int, g: Gathered, now_s: float | None, probl
         return
     g.log_path, g.log = path.stdout, log.stdout
     mt = out.get(f"mtime:{k}")
-    if mt is not None and mt.rc == 0 and mt.stdout.strip().isdigit() and now_s is not None:
-        g.log_age_s = max(0.0, now_s - float(mt.stdout.strip()))
+    if mt is not None and mt.rc == 0 and mt.stdout.strip().isdigit():
+        g.log_mtime = int(mt.stdout.strip())
+        if now_s is not None:
+            g.log_age_s = max(0.0, now_s - g.log_mtime)
     n = 1
     while (c := out.get(f"chain:{k}:{n}")) is not None:
         if c.rc == 0:
@@ -204,3 +230,26 @@ def _read_trace(out: GatherOutput, k: int, g: Gathered, problem: str) -> None:
         n += 1
     if not g.files:
         g.trace_problem = f"no rollout file in {g.trace_dir}"
+
+
+def _read_ray(out: GatherOutput, k: int, g: Gathered, problem: str, ray_on: bool) -> None:
+    """The Ray worker logs the script read near the last output (none asked: RAY_OFF stays)."""
+    if (bad := out.get(f"noray:{k}")) is not None:
+        g.ray_note = f"ray_log_dir {bad.stdout}: {bad.stderr}"
+        return
+    d = out.get(f"raydir:{k}")
+    if d is None:
+        if ray_on:
+            why = "script cut short" if g.log is not None else "no job log: no last output to look around"
+            g.ray_note = f"not read: {problem or why}"
+        return
+    g.ray = []
+    n = 1
+    while (name := out.get(f"rayname:{k}:{n}")) is not None:
+        body = out.get(f"rayfile:{k}:{n}")
+        mt, _, size = name.stderr.partition(" ")
+        if body is not None and body.rc == 0 and mt.isdigit():
+            cut = size.isdigit() and int(size) > len(body.stdout.encode("utf-8", "replace"))
+            g.ray.append(RayLog(name.stdout, int(mt), body.stdout, cut))
+        n += 1
+    g.ray_note = f"{d.stderr or 0} matching file(s) in {d.stdout} looked at, {len(g.ray)} written near the last output"

@@ -21,6 +21,7 @@ from sweep_core.gpu.lut import ExpectedRange
 from sweep_core.handoffs.deep_dive.follow_up import kill_request, settle_verdicts
 from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
+from sweep_core.handoffs.deep_dive.ray_logs import hang_hits
 from sweep_core.handoffs.deep_dive.remote import Gathered, ProbeJob, build_deep_dive_script, read_deep_dive
 from sweep_core.handoffs.deep_dive.rollouts import rollout_texts
 from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
@@ -58,6 +59,9 @@ def build_input(
         inp.expected = None if exp is None else (exp.util_min, exp.util_max, exp.source)
     inp.log_age_s = g.log_age_s
     inp.log_note = g.log_note
+    inp.last_output, inp.hang_note = g.log_mtime, g.ray_note
+    if g.ray is not None:
+        inp.hang_hits = hang_hits(g.ray, mcfg)
     if g.log is None:
         inp.problems.append(f"log unknown: {g.log_problem}")
     else:
@@ -124,7 +128,8 @@ def deep_dive(
             marker = new_marker()
             script = build_deep_dive_script(cfg_cluster, todo, cfg, marker)
             out, problem = run_script(cfg_cluster, script, marker, "deep-dive")
-            gathered = read_deep_dive(out, todo, problem, cfg_cluster.gpu_probe_timeout_s)
+            ray_on = bool(cfg_cluster.ray_log_dir)
+            gathered = read_deep_dive(out, todo, problem, cfg_cluster.gpu_probe_timeout_s, ray_on)
         for job, g in zip(todo, gathered, strict=True):
             # the script's own probe (ops.md gpu_probe: srun-overlap) unless a source is given
             gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)

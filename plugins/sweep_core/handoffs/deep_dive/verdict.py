@@ -4,7 +4,10 @@ rollout text in most of the newest (the measured detectors, detectors.py), a wei
 no token generated for long with no step (starvation). Weak (their evidence line starts ``weak
 signal:``): reward 0 on half the all-reward-0 steps, garbage in some rollouts, half the rollouts
 empty, an engine-starvation log line, GPU utilisation far below the serving LUT's range while the
-log advances (one instantaneous reading: RL alternates generation, training and weight sync). NO-KILL otherwise, with the watch signals that would flip it.
+log advances (one instantaneous reading: RL alternates generation, training and weight sync). A hang
+line (EngineDead, NCCL timeout, Watchdog, RPC timeout; never opCount alone) in the Ray worker logs
+written near the last output: strong while the log has stopped, weak while it advances. NO-KILL
+otherwise, with the watch signals that would flip it.
 EDQUOT and sig53 in the log are named, never a signal. An input that was not read is said as
 unknown: never healthy, never zero. UNKNOWN when nothing at all could be read.
 """
@@ -219,6 +222,37 @@ def _signatures(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list
         ok.append(t)
 
 
+HANG = "ray-hang"
+MAX_HANG_LINES = 8  # hits quoted per job (the rest counted)
+
+
+def _hangs(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
+    """The hang lines of the Ray worker logs written near the last output: strong while the log has
+    stopped advancing (a wedge), weak while it advances; each quoted with its file and time."""
+    if inp.hang_hits is None:
+        unknown.append(f"Ray worker logs: {inp.hang_note or 'not read'}")
+        return
+    if not inp.hang_hits:
+        ok.append(
+            f"no hang line (EngineDead, NCCL timeout, Watchdog, RPC timeout) in the Ray worker logs: {inp.hang_note}"
+        )
+        return
+    hits = inp.hang_hits
+    quoted = [f"Ray worker hang line in {h.evidence(inp.last_output)}" for h in hits[:MAX_HANG_LINES]]
+    if len(hits) > MAX_HANG_LINES:
+        quoted.append(f"... and {len(hits) - MAX_HANG_LINES} more hang line(s) in the Ray worker logs")
+    files = len({h.file for h in hits})
+    advancing = _advancing(inp, cfg)
+    state = {
+        False: f"while the job log has not advanced for {cfg.advancing_minutes}+ min (a wedge)",
+        True: "while the job log still advances",
+        None: "(log age unknown)",
+    }[advancing]
+    head = f"{len(hits)} hang line(s) in {files} Ray worker log(s) written near the last output {state}"
+    sig.add(Finding(HANG, STRONG if advancing is False else WEAK, f"{head}: {quoted[0]}"))
+    ok.extend(quoted[1:])
+
+
 def _watch(inp: DeepDiveInput, cfg: DeepDiveSection) -> list[str]:
     """The signals that would flip a NO-KILL, those of inputs that were read first."""
     lut = _expected(inp, cfg)
@@ -235,6 +269,7 @@ def _watch(inp: DeepDiveInput, cfg: DeepDiveSection) -> list[str]:
             inp.starvation_log is not None,
             f"watch no token generated for {cfg.starvation_idle_minutes}+ min with no step (starvation)",
         ),
+        (inp.hang_hits is not None, "watch hang lines in the Ray worker logs near the last output"),
     ]
     return [w for known, w in signals if known] + [w for known, w in signals if not known]
 
@@ -248,6 +283,7 @@ def decide(inp: DeepDiveInput, cfg: DeepDiveSection) -> Verdict:
     _gpus(inp, cfg, sig, ok, unknown)
     _rollouts(inp, cfg, sig, ok, unknown)
     _signatures(inp, cfg, sig, ok, unknown)
+    _hangs(inp, cfg, sig, ok, unknown)
     if inp.log_note:
         ok.append(f"log read whole: {inp.log_note}")
     kill = sig.kill()
