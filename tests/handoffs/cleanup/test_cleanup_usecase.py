@@ -90,6 +90,20 @@ def test_each_guard_refuses_with_its_reason_and_nothing_is_probed(tmp_path) -> N
     assert plan.before == {}
 
 
+def test_no_hub_org_blocks_every_target_whose_repo_names_the_org(tmp_path) -> None:
+    """The shipped sweep.yaml names no org: the hub is never asked for ``/<name>``, nothing is deleted."""
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({NAME: True})
+    plan = plan_cleanup(
+        [_job()], [], dry_run=True, ccfg=cleanup_config({}), run_log_dir=tmp_path,
+        load_cluster=ops(cluster()), run_script=ssh, hub_check=hub,
+    )  # fmt: skip
+    assert _why(plan)["4242"] == (
+        "blocked",
+        "cleanup.hub_org is empty in sweep.yaml: hub repo {org}/{name} names no org, nothing deleted",
+    )
+    assert ssh.calls == [] and hub.asked == []
+
+
 def test_an_inactive_slurm_cluster_is_never_contacted(tmp_path) -> None:
     ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub()
     plan = _plan([_job()], ssh, hub, tmp_path, cluster(status="skipped"))

@@ -73,6 +73,8 @@ def target_paths(t: CleanupTarget, ccfg: CleanupConfig, roots: tuple[str, ...]) 
     spec = ccfg.flavors.get(t.flavor)
     if spec is None:
         return [], f"unknown cleanup flavor {t.flavor!r}"
+    if not ccfg.hub_org and (repo := next((h.repo for h in spec.hub if "{org}" in h.repo), "")):
+        return [], f"cleanup.hub_org is empty in sweep.yaml: hub repo {repo} names no org, nothing deleted"
     try:
         paths = candidate_paths(t, spec, roots, ccfg)
         if not t.job_id.replace("_", "").isdigit():
