@@ -143,6 +143,8 @@ def test_cleanup_reclaims_the_backlog_when_asked(local_cluster, tag, tmp_path) -
             "sweep_cleanup", {"jobs": [_job("local", jid, name)], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url
         )
     assert _outcomes(first)[name]["action"] == "blocked" and (tree / "trace_jobs").exists()
+    (held,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]  # kept, with its age and why
+    assert held["since"] and held["reason"].startswith("hub check ") and name in held["reason"]
     with hub_stub(_hub_has(name)) as hub:
         later = run_dag(
             "sweep_cleanup", {"reclaim_clusters": ["local"], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url

@@ -4,6 +4,7 @@ targets the probe cleared, the backlog, the rm and verify bookkeeping, the outco
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -154,8 +155,11 @@ def test_backlog_joins_only_when_not_a_dry_run_and_a_reclaim_replans_it(tmp_path
     ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
     _plan([_job()], ssh, hub, tmp_path, dry_run=True)
     assert read_document(tmp_path, BACKLOG) is None
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
     _plan([_job()], ssh, hub, tmp_path, dry_run=False)
-    assert load_backlog(tmp_path) == [_job()]
+    (held,) = load_backlog(tmp_path)
+    assert {k: v for k, v in held.items() if k != "since"} == _job()
+    assert before <= dt.datetime.fromisoformat(held["since"]) <= dt.datetime.now(dt.UTC)  # its age starts here
     again = _plan([], ssh, hub, tmp_path, reclaim=["local"])
     assert [d.target.job_id for d in again.decisions] == ["4242"]
     assert _plan([], ssh, hub, tmp_path, reclaim=["other"]).decisions == []

@@ -5,6 +5,7 @@ only for targets the probe cleared. Its I/O comes in as arguments (handoffs.port
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
@@ -197,7 +198,8 @@ def plan_cleanup(
         notes.append(f"{exc}{': the reclaim of ' + ', '.join(reclaim) + ' plans no backlog' if reclaim else ''}")
     raw_jobs = jobs_to_plan(jobs, held, reclaim)
     if not dry_run and not notes:
-        update_backlog(run_log_dir, lambda items: remember(items, jobs))
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        update_backlog(run_log_dir, lambda items: remember(items, jobs, now))
     by_cluster, bad = parse_targets(raw_jobs)
     plan = CleanupPlan(bad, notes=notes)
     for cluster, targets in by_cluster.items():
