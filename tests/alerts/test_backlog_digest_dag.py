@@ -8,10 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-import yaml
-from receivers import free_port, slack_webhook_stub
-from sweep_runner import ROOT, run_dag
-from test_notify_dag import OPS
+from receivers import slack_webhook_stub
+from sweep_runner import run_dag
+from test_notify_dag import ghost_sweep
 
 from sweep_core.handoffs.cleanup.backlog import BACKLOG
 from sweep_core.state.documents import write_document
@@ -26,23 +25,10 @@ def _blocked(job: str, hours: float) -> dict[str, str]:
 
 
 def test_blocked_cleanups_are_told_when_their_number_changes_not_every_sweep(tmp_path) -> None:
-    port = free_port()
-    ops = tmp_path / "ops"
-    (ops / "ghost").mkdir(parents=True)
-    (ops / "ghost" / "ops.md").write_text(OPS.format(port=port))
     logs = tmp_path / "logs"
     with slack_webhook_stub() as (hook_url, posts):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-        conf["schedule"] = "0 * * * *"
-        conf["gather"]["connect_timeout_s"] = 2
-        conf["notify"] = {"cooldown_hours": 24, "channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
-        (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        env = {
-            "SWEEP_CONFIG": str(tmp_path / "sweep.yaml"),
-            "AIRFLOW_CONN_SSH_GHOST": json.dumps({"conn_type": "ssh", "host": "127.0.0.1", "port": port,
-                                                  "login": "sweep"}),
-            "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
-        }  # fmt: skip
+        team = {"name": "team", "kind": "slack", "conn_id": "slack_stub"}
+        ops, env = ghost_sweep(tmp_path, {"cooldown_hours": 24, "channels": [team]}, hook_url)
         midnight = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         ends = [midnight - dt.timedelta(hours=3 - i) for i in range(3)]
 
