@@ -64,7 +64,7 @@ def _wedged(c, tag: str, *extra: str) -> tuple[str, str]:
 
 
 def _sweep_yaml(tmp_path: Path, cancel_keys: str) -> str:
-    """include/sweep.yaml with ``cancel_keys`` (indented lines) added under ``cancel:``."""
+    """The lab's sweep.yaml (LAB_CONFIG) with ``cancel_keys`` (indented lines) added under ``cancel:``."""
     cfg = tmp_path / "sweep.yaml"
     cfg.write_text(LAB_CONFIG.read_text().replace("cancel:\n", "cancel:\n" + cancel_keys, 1))
     return str(cfg)
