@@ -5,7 +5,7 @@
 # venv (requirements-iris.txt: its pins clash with Airflow's) and the DAG files with include/.
 # No secret goes in: SSH keys, kubeconfigs and passwords are Connections from Kubernetes Secrets
 # (docs/running.md: "Kubernetes: the official Helm chart"). .dockerignore keeps .env, secrets/ and
-# the bundled test cluster (include/ops/local) out of the build context.
+# the lab's config (lab-config/: the bundled test cluster, the stub hub's org) out of the build context.
 #   docker build -t registry.example/monitor-cron-sweep:0.1.0 .
 # tests/dags/test_image.py checks this recipe against the requirements files (it is not built there:
 # no Docker engine on the CI machine).

@@ -39,7 +39,7 @@ def setup() -> tuple[Any, Any, dt.datetime, dt.datetime]:
     from sweep_core.config.ops import load_cluster
     from sweep_core.config.sweep import load_sweep_config
 
-    cfg = load_cluster(ROOT / "include" / "ops", "local")
+    cfg = load_cluster(ROOT / "lab-config" / "ops", "local")  # the lab's bundled cluster
     limits = load_sweep_config(ROOT / "include" / "sweep.yaml").gather
     # A window that ended a minute ago: the script's sacct settle wait (sacct_settle_s) is over.
     end = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=60)

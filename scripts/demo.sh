@@ -41,12 +41,14 @@ scripts/local_iris.sh up
 IRIS_DIR=${SWEEP_IRIS_DIR:-/var/tmp/sweep-local-iris}
 IRIS_URL=http://127.0.0.1:${SWEEP_IRIS_PORT:-22310}
 HOME=$IRIS_DIR "$SWEEP_IRIS_PYTHON" scripts/demo_iris_jobs.py "$IRIS_URL" "$U"
-OPS=$AIRFLOW_HOME/demo-ops
-rm -rf "$OPS" && mkdir -p "$OPS/coreweave-local" && cp -r include/ops/local "$OPS/local"
-# The bundled cluster's ops.md names the default instance (user sweep, login 22201/22202): made the
-# instance's that cluster.env describes (a scratch instance has its own user and ports).
-sed -i -e "s#^user: sweep\$#user: $U#" -e "s#/home/sweep/#/home/$U/#g" -e "s#/home/sweep\$#/home/$U#" \
-  -e "s#port: 22201}#port: $SWEEP_LOGIN01_PORT}#" -e "s#port: 22202}#port: $SWEEP_LOGIN02_PORT}#" "$OPS/local/ops.md"
+# The lab's config (lab-config/): its local cluster (made user $U's) and sweep.yaml (the shipped one with
+# the lab's values), never the shipped include/ alone.
+LAB=$AIRFLOW_HOME/demo-lab
+# on the login ports of the instance cluster.env describes (a scratch instance has its own)
+SWEEP_LOGIN01_PORT=$SWEEP_LOGIN01_PORT SWEEP_LOGIN02_PORT=$SWEEP_LOGIN02_PORT \
+  python lab-config/lab_config.py "$LAB" "$U" --lab-only >/dev/null
+OPS=$LAB/ops
+mkdir -p "$OPS/coreweave-local"
 cat >"$OPS/coreweave-local/ops.md" <<EOF
 ---
 name: coreweave-local
@@ -64,6 +66,7 @@ The bundled local iris controller (scripts/local_iris.sh), standing in for CoreW
 check (no Kubernetes here), so a 0-pod wedge cannot be seen in the demo.
 EOF
 export SWEEP_OPS_DIR=$OPS
+export SWEEP_CONFIG=$LAB/sweep.yaml
 export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$AIRFLOW_HOME/agent_logs}
 export SWEEP_OVERRUN_ALERT=off  # airflow dags test cannot run a DAG with a deadline= (Airflow 3.3.2)
 out=$AIRFLOW_HOME/demo-dags-test.log

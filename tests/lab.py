@@ -1,5 +1,6 @@
 """The lab one test process sweeps: its Slurm user on the bundled local cluster, that user's home,
-and an ops dir whose ``local`` cluster is that user's.
+and the lab's config (``lab-config/``, never the shipped ``include/``): an ops dir whose ``local`` cluster
+is that user's (LAB_OPS) and the lab's sweep.yaml (LAB_CONFIG: the stub hub's org, ...).
 
 The cluster tests run in parallel lanes (pytest-xdist workers, scripts/test.sh): lane k is the
 Slurm user ``sweep`` (k = 0) or ``sweep<k+1>``, so each lane's sweeps see only its own jobs (the
@@ -14,8 +15,8 @@ tests run, the instance's dir, user and login ports. Out of xdist and scratch th
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
 import shlex
 import shutil
 import tempfile
@@ -48,26 +49,20 @@ HOME = Path(f"/home/{USER}")
 LOGS = HOME / "jobs" / "logs"
 ARTIFACTS = HOME / "jobs" / "artifacts"
 
-
-def lane_text(text: str) -> str:
-    """ops.md text of the bundled cluster (user ``sweep``) made this lane's: its user, home and login ports."""
-    text = re.sub(r"(?m)^user: sweep\s*$", f"user: {USER}", text)
-    text = text.replace("port: 22201}", f"port: {LOGIN_PORTS[0]}}}").replace(
-        "port: 22202}", f"port: {LOGIN_PORTS[1]}}}"
-    )
-    return text.replace("/home/sweep/", f"{HOME}/").replace("/home/sweep\n", f"{HOME}\n")
+_spec = importlib.util.spec_from_file_location("lab_config", ROOT / "lab-config" / "lab_config.py")
+assert _spec is not None and _spec.loader is not None
+lab_config = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lab_config)
 
 
-def _lab_ops() -> Path:
-    """A copy of include/ops (every shipped cluster) whose ``local`` is this lane's: made once per process."""
-    ops = Path(tempfile.mkdtemp(prefix=f"sweep-lab-{USER}-")) / "ops"
-    shutil.copytree(ROOT / "include" / "ops", ops)
-    local = ops / "local" / "ops.md"
-    local.write_text(lane_text(local.read_text()))
-    return ops
+def _lab() -> tuple[Path, Path]:
+    """This lane's lab config (lab-config/lab_config.py): include/ops (every shipped cluster) plus lab-config/ops
+    (the bundled ``local``, made this lane's), and include/sweep.yaml with lab-config/sweep.yaml over it.
+    Made once per process."""
+    return lab_config.write_lab(Path(tempfile.mkdtemp(prefix=f"sweep-lab-{USER}-")), USER)
 
 
-LAB_OPS = _lab_ops()
+LAB_OPS, LAB_CONFIG = _lab()
 
 
 def copy_local(ops: Path) -> Path:

@@ -1,4 +1,6 @@
-"""Run the real monitor_cron_sweep DAG with dag.test() against a real metadata DB, read its XComs."""
+"""Run the real monitor_cron_sweep DAG with dag.test() against a real metadata DB, read its XComs.
+
+The DAGs read the lab's config (tests/lab.py LAB_OPS, LAB_CONFIG) unless an ops dir or SWEEP_CONFIG is given."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab import LAB_OPS
+from lab import LAB_CONFIG, LAB_OPS
 
 from sweep_core.models import ClusterSnapshot
 
@@ -39,7 +41,9 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
+    saved = os.environ.get("SWEEP_CONFIG")
     os.environ["SWEEP_OPS_DIR"] = str(ops_dir or LAB_OPS)
+    os.environ["SWEEP_CONFIG"] = saved or str(LAB_CONFIG)
     os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
     try:
         bag = DagBag(str(ROOT / "dags"))
@@ -48,6 +52,8 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
         dr = dag.test(run_conf=conf, **test_kwargs)
     finally:
         os.environ.pop("SWEEP_OPS_DIR", None)
+        if saved is None:
+            os.environ.pop("SWEEP_CONFIG", None)
     with create_session() as session:
         rows = session.scalars(
             select(XComModel).where(
@@ -94,8 +100,9 @@ def run_dag(
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    saved = {k: os.environ.get(k) for k in ("SWEEP_OPS_DIR", "SWEEP_RUN_LOG_DIR", *env)}
+    saved = {k: os.environ.get(k) for k in ("SWEEP_OPS_DIR", "SWEEP_CONFIG", "SWEEP_RUN_LOG_DIR", *env)}
     os.environ["SWEEP_OPS_DIR"] = str(ops_dir or LAB_OPS)
+    os.environ["SWEEP_CONFIG"] = saved["SWEEP_CONFIG"] or str(LAB_CONFIG)
     os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
     os.environ.update(env)
     try:

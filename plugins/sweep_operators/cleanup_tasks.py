@@ -16,8 +16,8 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, update_backlog
-from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
+from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, judge, update_backlog
+from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.consolidate.plan import consolidate_config
@@ -145,14 +145,14 @@ def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
-    """Print the cleanup table and append it to the dated run log's actions section."""
+    """Print the cleanup table and append it to the dated run log's actions section; the backlog
+    loses the jobs whose trees are gone and keeps, for the others, why they are still there."""
     dry = bool(context["params"].get("dry_run", True))
-    text, finished = cleanup_record(
-        _plan(context).decisions,
-        context["ti"].xcom_pull(task_ids=Cleanup.DELETE) or {},
-        context["ti"].xcom_pull(task_ids=Cleanup.VERIFY) or {},
-        dry,
-    )
+    decisions = _plan(context).decisions
+    started = context["ti"].xcom_pull(task_ids=Cleanup.DELETE) or {}
+    verified = context["ti"].xcom_pull(task_ids=Cleanup.VERIFY) or {}
+    text, finished = cleanup_record(decisions, started, verified, dry)
+    reasons = still_there(decisions, started, verified, dry)
     consolidated = consolidate_record(context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {})
     text = f"{consolidated}\n\n{text}" if consolidated else text
     uploads = UploadReport(rows=(context["ti"].xcom_pull(task_ids=Cleanup.UPLOAD) or {}).get("rows", []))
@@ -167,7 +167,10 @@ def record(sweep_yaml: str, **context: Any) -> str:
         text = "\n".join(f"UNKNOWN: {n}" for n in notes) + "\n\n" + text
     if not dry:
         try:
-            update_backlog(run_log_dir(load_sweep_config(sweep_yaml)), lambda items: forget(items, finished))
+            now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            update_backlog(
+                run_log_dir(load_sweep_config(sweep_yaml)), lambda items: judge(forget(items, finished), reasons, now)
+            )
         except BacklogUnreadable as exc:
             log.error("%s", exc)
             text += f"\n\nUNKNOWN: {exc}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -16,7 +17,8 @@ import pandas as pd
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.acts_notice import ESCALATED, Notice
-from sweep_core.alerts.digest import COLUMNS, build_digest
+from sweep_core.alerts.backlog_line import BACKLOG_TOLD, blocked_line, to_tell
+from sweep_core.alerts.digest import COLUMNS, Digest, build_digest
 from sweep_core.alerts.layout import (
     Message,
     email_html,
@@ -30,11 +32,13 @@ from sweep_core.alerts.layout import (
 from sweep_core.cadence import is_watch_run, rules_of
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
+from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import read_file, read_sweep, window_key
 from sweep_core.ledger.told import mark_told, told_before
 from sweep_core.models import ClusterSnapshot, Flag
+from sweep_core.state.documents import read_document, write_document
 from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store, store_of, watch_history_store
 from sweep_operators.task_ids import DagId, Sweep
@@ -150,12 +154,15 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         off=off,
         rules_of=lambda rid: rules_of(rid, config.watch.rules),
     )
+    told_backlog = _backlog(digest, log_dir, run_id, notes)
     out: dict[str, Any] = {"notes": notes}
     if not config.notify.channels:  # nobody would hear: every alert a WARNING line of this task's log
         lines = unrouted_lines(digest, max_items=config.notify.max_items)
         for line in lines:
             log.warning("%s", line)
         out["unrouted"] = lines
+        if told_backlog is not None:
+            write_document(log_dir, BACKLOG_TOLD, told_backlog)
         return out
     failed, errors = [], []
     for ch in config.notify.channels:
@@ -178,4 +185,21 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
             errors.append(exc)
     if failed:  # a retry (a transport error) tells only the channels not told yet
         raise AirflowException("digest not delivered to " + " | ".join(failed)) from errors[0]
+    if told_backlog is not None:  # delivered: the next sweep tells the backlog line only if it changes
+        write_document(log_dir, BACKLOG_TOLD, told_backlog)
     return out
+
+
+def _backlog(digest: Digest, log_dir: str | Path, run_id: str, notes: list[str]) -> str | None:
+    """Put the cleanup-backlog line into ``digest`` when it changed (alerts.backlog_line); the told
+    document to write once it is delivered (None: unchanged). An unreadable backlog: a note, no line."""
+    try:
+        backlog = load_backlog(log_dir)
+    except BacklogUnreadable as exc:
+        notes.append(str(exc))
+        return None
+    line = blocked_line(backlog, dt.datetime.now(dt.UTC))
+    tell, told = to_tell(line, read_document(log_dir, BACKLOG_TOLD), run_id)
+    if tell:
+        digest.backlog.append(line)
+    return told

@@ -32,16 +32,29 @@ artifact_roots: [/tmp/ghost-artifacts]
 """
 
 
-def test_unreachable_cluster_told_once_then_nothing_then_again_after_the_cooldown(tmp_path) -> None:
+def ghost_sweep(tmp_path: Path, notify: dict, hook_url: str) -> tuple[Path, dict[str, str]]:
+    """An ops dir holding only ``ghost`` (nothing listens on its login node), a sweep.yaml (hourly,
+    2 s connect timeout, ``notify``) and the env of the runs: the ghost's and the Slack stub's
+    Connections."""
     port = free_port()
     ops = tmp_path / "ops"
     (ops / "ghost").mkdir(parents=True)
     (ops / "ghost" / "ops.md").write_text(OPS.format(port=port))
+    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf["schedule"] = "0 * * * *"
+    conf["gather"]["connect_timeout_s"] = 2
+    conf["notify"] = notify
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
+    return ops, {
+        "SWEEP_CONFIG": str(tmp_path / "sweep.yaml"),
+        "AIRFLOW_CONN_SSH_GHOST": json.dumps({"conn_type": "ssh", "host": "127.0.0.1", "port": port, "login": "sweep"}),
+        "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
+    }
+
+
+def test_unreachable_cluster_told_once_then_nothing_then_again_after_the_cooldown(tmp_path) -> None:
     with slack_webhook_stub() as (hook_url, posts), smtp_server() as (smtp_port, mails):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
-        conf["schedule"] = "0 * * * *"
-        conf["gather"]["connect_timeout_s"] = 2
-        conf["notify"] = {
+        notify = {
             "cooldown_hours": 2,
             "channels": [
                 {"name": "team", "kind": "slack", "conn_id": "slack_stub"},
@@ -49,15 +62,9 @@ def test_unreachable_cluster_told_once_then_nothing_then_again_after_the_cooldow
                  "severities": ["critical"]},
             ],
         }  # fmt: skip
-        (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        env = {
-            "SWEEP_CONFIG": str(tmp_path / "sweep.yaml"),
-            "AIRFLOW_CONN_SSH_GHOST": json.dumps({"conn_type": "ssh", "host": "127.0.0.1", "port": port,
-                                                  "login": "sweep"}),
-            "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
-            "AIRFLOW_CONN_SMTP_LOCAL": json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
-                "extra": {"from_email": "sweep@x.org", "disable_tls": True, "disable_ssl": True}}),
-        }  # fmt: skip
+        ops, env = ghost_sweep(tmp_path, notify, hook_url)
+        env["AIRFLOW_CONN_SMTP_LOCAL"] = json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
+            "extra": {"from_email": "sweep@x.org", "disable_tls": True, "disable_ssl": True}})  # fmt: skip
         midnight = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         ends = [midnight - dt.timedelta(hours=3 - i) for i in range(3)]
 

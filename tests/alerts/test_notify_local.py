@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lab import LAB_CONFIG
 from receivers import slack_webhook_stub, smtp_server
-from sweep_runner import ROOT, DagRun, run_dag
+from sweep_runner import DagRun, run_dag
 
 pytestmark = pytest.mark.cluster
 DIGESTS = Path(os.environ.get("SWEEP_DIGEST_OUT", "/tmp/sweep-digests"))
@@ -42,7 +43,7 @@ def test_first_announces_second_repeats_nothing_change_and_resolved_told_once_co
 ) -> None:
     c = local_cluster
     with slack_webhook_stub() as (hook_url, posts), smtp_server() as (smtp_port, mails):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+        conf = yaml.safe_load(LAB_CONFIG.read_text())
         conf["schedule"] = "* * * * *"
         conf["notify"] = {
             "cooldown_hours": 2 / 60,

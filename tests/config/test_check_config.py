@@ -44,8 +44,9 @@ def _clusters(out: str) -> dict[str, tuple[str, dict[str, tuple[str, str]]]]:
 
 @pytest.fixture
 def include(tmp_path: Path) -> Path:
-    """A copy of the shipped include/ to break."""
+    """A copy of the shipped include/, with the lab's local cluster (lab-config/ops/local) in its ops/, to break."""
     shutil.copytree(INCLUDE, tmp_path / "include", ignore=shutil.ignore_patterns("templates", "schema"))
+    shutil.copytree(INCLUDE.parent / "lab-config" / "ops" / "local", tmp_path / "include" / "ops" / "local")
     return tmp_path / "include"
 
 
@@ -66,10 +67,9 @@ def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys
     assert got["jupiter"][0] == "slurm, skipped until 2026-07-12"
     assert got["perlmutter"][0] == "slurm, dropped in ops.md, never contacted"
     leonardo = got["leonardo"][1]
-    assert leonardo["cleanup"] == ("on", "completed jobs' subtrees under /leonardo_work/EUHPC_E03_068/experiments, "
-                                   "once the hub holds them")  # fmt: skip
-    assert leonardo["cancel"][0] == leonardo["relaunch"][0] == leonardo["deep_dive"][0] == "on"
     sweep = INCLUDE / "sweep.yaml"
+    assert leonardo["cleanup"] == ("off", f"cleanup needs cleanup.hub_org in {sweep}")  # the runbook names no org
+    assert leonardo["cancel"][0] == leonardo["relaunch"][0] == leonardo["deep_dive"][0] == "on"
     assert leonardo["harvest"] == ("off", f"harvest needs trackers.repo in {sweep} (or SWEEP_TRACKER_REPO)")
     assert leonardo["consolidate"] == ("off", f"consolidate needs consolidate.flavors in {sweep}")
     assert leonardo["hf_chain"] == (  # the runbook's two grids, their commands left empty on purpose
@@ -105,7 +105,7 @@ def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_p
         "hf_chain:\n  series:\n",
         "hf_chain:\n  series:\n    - {name: cells, cluster: tacc, match: '^sft__(?P<cell>c\\d+)$', "
         "hub_repo: '{org}/{cell}', upload: [sbatch, up.sbatch], eval: [sbatch, ev.sbatch], tracker: t.md}\n",
-    ))  # fmt: skip
+    ).replace('hub_org: ""', "hub_org: my-org"))  # fmt: skip
     cw = include / "ops" / "coreweave" / "ops.md"
     cw.write_text(cw.read_text().replace('controller_url: ""', "controller_url: http://127.0.0.1:1").replace(
         'iris_python: ""', "iris_python: /opt/iris-venv/bin/python"))  # fmt: skip
@@ -113,6 +113,8 @@ def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_p
     got = _clusters(out)
     assert rc == 0
     assert got["tacc"][1]["hf_chain"] == ("on", "series cells")
+    assert got["leonardo"][1]["cleanup"] == ("on", "completed jobs' subtrees under /leonardo_work/EUHPC_E03_068/"
+                                             "experiments, once the hub holds them")  # fmt: skip
     assert got["leonardo"][1]["hf_chain"][0] == "off"
     assert got["local"][1]["harvest"] == (
         "on",

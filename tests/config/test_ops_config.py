@@ -13,13 +13,14 @@ OPS = Path(__file__).resolve().parents[2] / "include" / "ops"
 
 
 def test_shipped_clusters() -> None:
-    assert cluster_names(OPS) == ["coreweave", "jupiter", "leonardo", "local", "perlmutter", "tacc"]
+    assert cluster_names(OPS) == ["coreweave", "jupiter", "leonardo", "perlmutter", "tacc"]  # no lab cluster
     cfgs = {n: load_cluster(OPS, n) for n in cluster_names(OPS)}
     assert cfgs["leonardo"].scheduler == "slurm" and cfgs["leonardo"].status == "active"
     assert [n.name for n in cfgs["leonardo"].login_nodes][:2] == ["login01", "login02"]
     assert cfgs["coreweave"].scheduler == "iris"
     assert cfgs["perlmutter"].status == "dropped"
-    assert cfgs["local"].login_nodes[1].port == 22202
+    lab = load_cluster(OPS.parents[1] / "lab-config" / "ops", "local")  # the lab's bundled cluster
+    assert lab.login_nodes[1].port == 22202
     assert "GPFS find/du ban" in cfgs["leonardo"].body  # the prose gotchas come along
 
 

@@ -40,7 +40,8 @@ def test_shipped_files_validate_against_the_schema() -> None:
     config = load_sweep_config(SWEEP_YAML)
     assert config.bucket_names == list(Bucket)
     assert config.rules.collapse.min_signals == 2 and len(config.metrics.eval.infra_checks) == 4
-    assert config.cleanup.hub_org == "sweep-local" and config.trackers.default_cluster == "local"
+    # the runbook names no HF org and no tracker default cluster: both left empty (the lab's are in lab-config/)
+    assert config.cleanup.hub_org == "" and config.trackers.default_cluster == ""
     for name in cluster_names(OPS):
         load_cluster(OPS, name)  # raises OpsConfigError naming the file on any schema error
 
@@ -191,9 +192,7 @@ def test_every_schema_model_forbids_unknown_keys() -> None:
 # Where the shipped sweep.yaml deliberately differs from the schema's defaults: this deployment's
 # identity and layout. Any other difference is drift (a default changed in one place only).
 DEPLOYMENT = {
-    ("cleanup", "hub_org"),
     ("trackers", "globs"),
-    ("trackers", "default_cluster"),
     ("metrics", "profiles"),  # the frameworks' log profiles live in sweep.yaml only (schema default: none)
     ("hf_chain", "series"),  # the runbook's two HF-only grids (schema default: none)
     ("daytona",),  # the runbook's HARD snapshot cap, its values left empty on purpose (schema default: not watched)

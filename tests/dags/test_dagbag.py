@@ -56,7 +56,7 @@ def test_clusters_is_an_optional_multi_select_of_the_ops_md_clusters(dag) -> Non
     assert "null" in schema["type"] and "array" in schema["type"]
     assert schema["examples"] == cluster_names(ROOT / "include" / "ops") == schema["items"]["enum"]
     dag.params.get_param("clusters").resolve(None)  # cleared: every active cluster
-    dag.params.get_param("clusters").resolve(["local"])
+    dag.params.get_param("clusters").resolve(["leonardo"])
 
 
 def test_hand_off_dags_are_not_paused_when_first_seen() -> None:
@@ -124,7 +124,7 @@ def test_a_bad_date_in_one_ops_md_leaves_every_dag_importable(tmp_path, monkeypa
         (ops / name / "ops.md").write_text(f"---\nscheduler: slurm\nstatus: {status}\nskip_until: 2099-13-45\n---\n")
     (ops / "twice").mkdir()
     (ops / "twice" / "ops.md").write_text(
-        (ROOT / "include/ops/local/ops.md")
+        (ROOT / "lab-config/ops/local/ops.md")
         .read_text()
         .replace("user: sweep\n", "user: sweep\nuser: root\n")
         .replace("name: local\n", "name: twice\n")
@@ -143,7 +143,7 @@ def test_a_bad_date_in_one_ops_md_leaves_every_dag_importable(tmp_path, monkeypa
                 **step0.op_kwargs, params={}, data_interval_end=dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
             )
         assert f"{name}/ops.md" in str(err.value) and f"'{field}'" in str(err.value)
-    assert {"local.step0", "leonardo.gather"} <= set(dag.task_ids)
+    assert {"tacc.step0", "leonardo.gather"} <= set(dag.task_ids)
 
 
 def test_an_unknown_key_in_sweep_yaml_fails_the_import_naming_file_and_key_path(tmp_path, monkeypatch) -> None:

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from conftest import CLUSTER_DIR, ROOT
 from deploy_client import Deployment, deployment_slot, run_timing
-from lab import LAB_OPS
+from lab import LAB_CONFIG, LAB_OPS
 
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
 
@@ -49,10 +50,10 @@ def _test_config(home: Path) -> dict[str, str]:
     tracker = home / "tracker"
     tracker.mkdir()
     subprocess.run(["git", "init", "-q", str(tracker)], check=True)
-    text = (ROOT / "include" / "sweep.yaml").read_text()
-    text = re.sub(r"(?m)^schedule: .*$", 'schedule: "*/1 * * * *"', text)
-    text = re.sub(r"(?m)^(trackers:\n  repo:) null$", rf"\1 {tracker}", text)
-    (home / "sweep.yaml").write_text(text)
+    conf = yaml.safe_load(LAB_CONFIG.read_text())
+    conf["schedule"] = "*/1 * * * *"
+    conf["trackers"]["repo"] = str(tracker)
+    (home / "sweep.yaml").write_text(yaml.safe_dump(conf))
     return {"SWEEP_CONFIG": str(home / "sweep.yaml"), "SWEEP_OPS_DIR": str(home / "ops")}
 
 

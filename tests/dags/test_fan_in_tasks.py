@@ -57,7 +57,7 @@ def swept(tmp_path, monkeypatch, caplog) -> tuple[TaskInstance, dict[str, Any], 
     ti = TaskInstance({"local.gather": _gathered().to_dict()})
     context = {"ti": ti, "params": {"clusters": ["local"], "dry_run": True}, "run_id": "manual__fanin"}
     context |= {"data_interval_start": END - dt.timedelta(hours=3), "data_interval_end": END}
-    paths = {"ops_dir": str(ROOT / "include" / "ops"), "sweep_yaml": str(ROOT / "include" / "sweep.yaml")}
+    paths = {"ops_dir": str(ROOT / "lab-config" / "ops"), "sweep_yaml": str(ROOT / "include" / "sweep.yaml")}
     with caplog.at_level(logging.INFO, logger="sweep_operators.sweep_tasks"):
         ti.run("bucket", sweep_tasks.bucket, context, clusters=["local"], **paths)
         template_dir = str(ROOT / "include" / "templates")
@@ -132,7 +132,7 @@ def test_render_and_handoffs_write_the_run_log_on_an_object_store(tmp_path, monk
     ti = TaskInstance({"local.gather": _gathered().to_dict()})
     context = {"ti": ti, "params": {"clusters": ["local"], "dry_run": True}, "run_id": "manual__fanin"}
     context |= {"data_interval_start": END - dt.timedelta(hours=3), "data_interval_end": END}
-    paths = {"ops_dir": str(ROOT / "include" / "ops"), "sweep_yaml": sweep_yaml}
+    paths = {"ops_dir": str(ROOT / "lab-config" / "ops"), "sweep_yaml": sweep_yaml}
     ti.run("bucket", sweep_tasks.bucket, context, clusters=["local"], **paths)
     template_dir = str(ROOT / "include" / "templates")
     ref = ti.run("render", sweep_tasks.render, context, template_dir=template_dir, **paths)["run_log"]

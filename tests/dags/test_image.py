@@ -132,5 +132,5 @@ def test_the_dags_and_include_sit_in_the_dags_folders_parent() -> None:
 
 def test_no_secret_or_machine_state_in_the_build_context() -> None:
     ignored = set((ROOT / ".dockerignore").read_text().split())
-    assert {".env", "secrets/", ".deploy/", ".venv", ".venv-iris", "agent_logs/", "include/ops/local"} <= ignored
+    assert {".env", "secrets/", ".deploy/", ".venv", ".venv-iris", "agent_logs/", "lab-config/"} <= ignored
     assert not re.search(r"(?im)^\s*(ENV|ARG)\s+\S*(PASSWORD|SECRET|TOKEN|KEY)", DOCKERFILE.read_text())

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from conftest import CLUSTER_DIR, ROOT
 from deploy_client import Deployment, deployment_slot
-from lab import LAB_OPS
+from lab import LAB_CONFIG, LAB_OPS
 from receivers import slack_webhook_stub
 
 pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(1500), pytest.mark.exclusive]
@@ -53,7 +53,7 @@ def _watch() -> Iterator[tuple[Deployment, list[dict[str, Any]]]]:
     home.chmod(0o755)
     shutil.copytree(LAB_OPS / "local", home / "ops" / "local")
     with slack_webhook_stub() as (hook_url, posts):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+        conf = yaml.safe_load(LAB_CONFIG.read_text())
         conf["watch"] = {**conf.get("watch", {}), "schedule": "*/1 * * * *"}
         conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub",
                                         "severities": ["critical", "warn", "info"]}]}  # fmt: skip

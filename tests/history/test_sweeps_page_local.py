@@ -20,6 +20,7 @@ import httpx
 import pytest
 import yaml
 from browser import CHROMIUM, api_server, login_token
+from lab import LAB_CONFIG
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
@@ -58,7 +59,7 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
     c.wait_running(*ids.values())
     subprocess.run(["touch", "-d", "3 hours ago", str(c.wait_log(ids["quiet"]))], check=True)
     with slack_webhook_stub() as (hook_url, posts):
-        conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+        conf = yaml.safe_load(LAB_CONFIG.read_text())
         conf["schedule"] = "* * * * *"  # current one-minute windows: a past window's liveness is not judged
         conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
         sweep_yaml = tmp_path / "sweep.yaml"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lab import HOME, USER
-from sweep_runner import ROOT, DagRun, run_dag
+from lab import HOME, LAB_CONFIG, USER
+from sweep_runner import DagRun, run_dag
 
 from sweep_core.ledger.store import load_ledger
 
@@ -75,7 +75,7 @@ def test_every_change_told_once_across_tiled_sweeps_rerun_blind_sweep_and_run_by
     local_cluster, tag, tmp_path
 ) -> None:
     c = local_cluster
-    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf["schedule"] = CRON
     sweep_yaml = tmp_path / "sweep.yaml"
     sweep_yaml.write_text(yaml.safe_dump(conf))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import table_rows
-from lab import HOME, USER
+from lab import HOME, LAB_CONFIG, USER
 from sweep_runner import ROOT, run_dag
 
 pytestmark = pytest.mark.cluster
@@ -56,7 +56,7 @@ def test_a_broken_chain_a_held_job_and_sft_divergence_on_the_real_cluster(local_
     (repo / "c9" / "STATE.md").write_text(state)
     for args in (["init", "-q"], ["add", "."], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c9"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True)
-    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf["campaigns"] = [{"name": "c9", "jobs": f"^sft__{tag}_", "policy": str(repo / "c9" / "POLICY.md"),
                           "state": str(repo / "c9" / "STATE.md")}]  # fmt: skip
     sweep_yaml = tmp_path / "sweep.yaml"

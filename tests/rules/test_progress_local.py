@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lab import LOGS, USER
+from lab import LAB_CONFIG, LOGS, USER
 from ledger.test_ledger_local import PERIOD, _tick_after, _wait_until
-from sweep_runner import ROOT, DagRun, run_dag
+from sweep_runner import DagRun, run_dag
 
 from sweep_core.ledger.store import load_ledger
 
@@ -30,7 +30,7 @@ def _stalled(run: DagRun) -> dict[str, str]:
 
 def test_a_frozen_step_that_keeps_printing_is_stalled_from_the_second_sweep(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
-    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf["schedule"] = "* * * * *"
     for b in conf["buckets"]:
         if b["name"] == "RL":

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import table_rows
-from lab import LOGS, USER
-from sweep_runner import ROOT, run_sweep
+from lab import LAB_CONFIG, LOGS, USER
+from sweep_runner import run_sweep
 
 from sweep_core.models import ClusterStatus
 
@@ -56,7 +56,7 @@ def _left_behind(before: dict[int, str], wait_s: float = 10) -> dict[int, str]:
 
 def _short_timeout_config(tmp_path: Path, seconds: int) -> Path:
     """sweep.yaml with a short SSH command timeout (so the old behaviour fails in a minute)."""
-    cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    cfg = yaml.safe_load(LAB_CONFIG.read_text())
     cfg["gather"]["command_timeout_s"] = seconds
     cfg["cancel"]["confirm_timeout_s"] = 10  # an act's waits stay below its bound (config-checked)
     cfg["cancel"].setdefault("relaunch", {})["confirm_timeout_s"] = 10

@@ -66,9 +66,10 @@ class Digest:
     resolved: list[Item] = field(default_factory=list)
     handoffs: list[str] = field(default_factory=list)
     off: list[str] = field(default_factory=list)  # "<cluster>: OFF: <handoff> needs <field> in <file>", first only
+    backlog: list[str] = field(default_factory=list)  # "N cleanups blocked for > 24 h (…)", when it changed
 
     def empty(self) -> bool:
-        return not (self.new or self.reminders or self.resolved or self.handoffs or self.off)
+        return not (self.new or self.reminders or self.resolved or self.handoffs or self.off or self.backlog)
 
 
 def _text(row: dict[str, Any]) -> str:

@@ -64,6 +64,7 @@ def route(
         ("Resolved", gone(digest.resolved)),
         ("Hand-offs", list(digest.handoffs) if handoffs else []),
         ("Hand-offs OFF until configured", list(digest.off)),  # the first digest on record only
+        ("Cleanup backlog", list(digest.backlog)),  # when N or the reasons changed (alerts.backlog_line)
     ]
     sections = [(h, lines) for h, lines in sections if lines]
     if not sections:
@@ -73,7 +74,9 @@ def route(
     keys += [f"resolved|{i.signature}" for i in digest.resolved if i.severity in keep]
     keys += [f"hand-off|{ln}" for ln in (digest.handoffs if handoffs else [])]
     keys += [f"off|{ln}" for ln in digest.off]
-    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)", "Hand-offs OFF until configured": "off"}
+    keys += [f"backlog|{ln}" for ln in digest.backlog]
+    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)", "Hand-offs OFF until configured": "off",
+             "Cleanup backlog": "backlog"}  # fmt: skip
     counts = ", ".join(f"{len(lines)} {short.get(h, 'still open')}" for h, lines in sections)
     sections = [(h, _capped(lines, max_items)) for h, lines in sections]
     first = " (first sweep on record)" if digest.first else ""

@@ -145,10 +145,13 @@ def _slurm(
     sweep_file: str,
 ) -> list[Switch]:
     roots = ", ".join(cfg.artifact_roots)
-    if roots:
-        cleanup = Switch("cleanup", True, f"completed jobs' subtrees under {roots}, once the hub holds them")
-    else:
+    org_named = any("{org}" in h.repo for f in config.cleanup.flavors.values() for h in f.hub)
+    if not roots:
         cleanup = Switch("cleanup", False, f"cleanup needs artifact_roots in {ops_file}")
+    elif org_named and not config.cleanup.hub_org:
+        cleanup = Switch("cleanup", False, f"cleanup needs cleanup.hub_org in {sweep_file}")
+    else:
+        cleanup = Switch("cleanup", True, f"completed jobs' subtrees under {roots}, once the hub holds them")
     uploads = sorted(
         {name for name, f in config.cleanup.flavors.items() if f.upload} | {c.flavor for c in cfg.upload_commands}
     )

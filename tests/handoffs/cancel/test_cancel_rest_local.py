@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 from conftest import ROOT, USER, sh
-from lab import LAB_OPS
+from lab import LAB_CONFIG, LAB_OPS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 DAG = "sweep_cancel"
@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 def _sweep_yaml(tmp_path: Path) -> Path:
-    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf.setdefault("notify", {})["approver_users"] = {"*": ["bob", "carol"]}
     conf["cancel"] = {
         **(conf.get("cancel") or {}),

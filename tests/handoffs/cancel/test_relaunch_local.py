@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from cancel_handoff import hand_off
-from conftest import ROOT, sh
+from conftest import sh
 from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
-from lab import LOGS
+from lab import LAB_CONFIG, LOGS
 from sweep_runner import run_dag
 
 from sweep_core.ledger.store import LEDGER_FILE
@@ -64,9 +64,9 @@ def _wedged(c, tag: str, *extra: str) -> tuple[str, str]:
 
 
 def _sweep_yaml(tmp_path: Path, cancel_keys: str) -> str:
-    """include/sweep.yaml with ``cancel_keys`` (indented lines) added under ``cancel:``."""
+    """The lab's sweep.yaml (LAB_CONFIG) with ``cancel_keys`` (indented lines) added under ``cancel:``."""
     cfg = tmp_path / "sweep.yaml"
-    cfg.write_text((ROOT / "include" / "sweep.yaml").read_text().replace("cancel:\n", "cancel:\n" + cancel_keys, 1))
+    cfg.write_text(LAB_CONFIG.read_text().replace("cancel:\n", "cancel:\n" + cancel_keys, 1))
     return str(cfg)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
-from lab import HOME, USER
-from sweep_runner import ROOT, run_dag
+from lab import HOME, LAB_CONFIG, USER
+from sweep_runner import run_dag
 
 pytestmark = pytest.mark.cluster
 TRACKER = "experiments/active/delphi/base_sft_evals/grid.md"
@@ -71,7 +71,7 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
     _git(repo.parent, "init", "-q", str(repo))
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracker")
-    cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    cfg = yaml.safe_load(LAB_CONFIG.read_text())
     cfg["hf_chain"] = {
         "series": [
             {

@@ -8,8 +8,7 @@ import logging
 import subprocess
 
 import pytest
-from lab import HOME, LAB_OPS, LOGS, USER
-from sweep_runner import ROOT
+from lab import HOME, LAB_CONFIG, LAB_OPS, LOGS, USER
 
 pytestmark = pytest.mark.cluster
 
@@ -44,7 +43,7 @@ def test_launch_yaml_decides_hf_only_over_one_session(local_cluster, tag) -> Non
         c.wait_finished(j, "COMPLETED")
     jobs = [(j, str(LOGS / f"sft__{tag}_{k}-{j}.out")) for j, k in ((hf, "hf"), (db, "db"), (none, "none"))]
     cfg = load_cluster(str(LAB_OPS), "local")
-    limits = load_sweep_config(str(ROOT / "include" / "sweep.yaml")).gather
+    limits = load_sweep_config(str(LAB_CONFIG)).gather
     marker = new_marker()
     out, problem = run_checked(cfg, limits, logging.getLogger("t"), build_launch_script(jobs, marker), marker, "launch")
     assert out is not None and not problem, problem

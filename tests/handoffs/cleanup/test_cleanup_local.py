@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
-from lab import ARTIFACTS, HOME, LAB_OPS, USER
-from sweep_runner import ROOT, run_dag
+from lab import ARTIFACTS, HOME, LAB_CONFIG, LAB_OPS, USER
+from sweep_runner import run_dag
 
 from sweep_core.handoffs.cleanup.backlog import load_backlog
 
@@ -143,6 +143,8 @@ def test_cleanup_reclaims_the_backlog_when_asked(local_cluster, tag, tmp_path) -
             "sweep_cleanup", {"jobs": [_job("local", jid, name)], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url
         )
     assert _outcomes(first)[name]["action"] == "blocked" and (tree / "trace_jobs").exists()
+    (held,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]  # kept, with its age and why
+    assert held["since"] and held["reason"].startswith("hub check ") and name in held["reason"]
     with hub_stub(_hub_has(name)) as hub:
         later = run_dag(
             "sweep_cleanup", {"reclaim_clusters": ["local"], "dry_run": False}, tmp_path, HF_ENDPOINT=hub.url
@@ -172,7 +174,7 @@ def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> Non
         conf = triggered.conf
     assert {"cluster": "local", "job_id": jid, "name": name, "flavor": "rl-agentic-job-cleanup"} in conf["jobs"]
     assert conf["dry_run"] is False and conf["run_log"].endswith(".md")
-    assert yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())["cleanup"]["hub_org"] == ORG
+    assert yaml.safe_load(LAB_CONFIG.read_text())["cleanup"]["hub_org"] == ORG
 
 
 def test_datagen_needs_every_chunk_and_an_answering_hub(local_cluster, tag, tmp_path) -> None:
@@ -230,7 +232,7 @@ def _ssh_rm(user: str, items: list, log_name: str = "cleanup rm"):
     from sweep_operators.cluster_ssh import run_checked
 
     cfg = load_cluster(str(LAB_OPS), "local")
-    limits = load_sweep_config(str(ROOT / "include" / "sweep.yaml")).gather
+    limits = load_sweep_config(str(LAB_CONFIG)).gather
     marker = new_marker()
     out, problem = run_checked(
         cfg, limits, logging.getLogger(log_name), build_rm_script(user, items, marker), marker, log_name

@@ -4,6 +4,7 @@ targets the probe cleared, the backlog, the rm and verify bookkeeping, the outco
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,20 @@ def test_each_guard_refuses_with_its_reason_and_nothing_is_probed(tmp_path) -> N
     assert plan.before == {}
 
 
+def test_no_hub_org_blocks_every_target_whose_repo_names_the_org(tmp_path) -> None:
+    """The shipped sweep.yaml names no org: the hub is never asked for ``/<name>``, nothing is deleted."""
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({NAME: True})
+    plan = plan_cleanup(
+        [_job()], [], dry_run=True, ccfg=cleanup_config({}), run_log_dir=tmp_path,
+        load_cluster=ops(cluster()), run_script=ssh, hub_check=hub,
+    )  # fmt: skip
+    assert _why(plan)["4242"] == (
+        "blocked",
+        "cleanup.hub_org is empty in sweep.yaml: hub repo {org}/{name} names no org, nothing deleted",
+    )
+    assert ssh.calls == [] and hub.asked == []
+
+
 def test_an_inactive_slurm_cluster_is_never_contacted(tmp_path) -> None:
     ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub()
     plan = _plan([_job()], ssh, hub, tmp_path, cluster(status="skipped"))
@@ -140,8 +155,11 @@ def test_backlog_joins_only_when_not_a_dry_run_and_a_reclaim_replans_it(tmp_path
     ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
     _plan([_job()], ssh, hub, tmp_path, dry_run=True)
     assert read_document(tmp_path, BACKLOG) is None
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
     _plan([_job()], ssh, hub, tmp_path, dry_run=False)
-    assert load_backlog(tmp_path) == [_job()]
+    (held,) = load_backlog(tmp_path)
+    assert {k: v for k, v in held.items() if k != "since"} == _job()
+    assert before <= dt.datetime.fromisoformat(held["since"]) <= dt.datetime.now(dt.UTC)  # its age starts here
     again = _plan([], ssh, hub, tmp_path, reclaim=["local"])
     assert [d.target.job_id for d in again.decisions] == ["4242"]
     assert _plan([], ssh, hub, tmp_path, reclaim=["other"]).decisions == []

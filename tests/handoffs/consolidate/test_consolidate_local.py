@@ -16,8 +16,8 @@ import huggingface_hub
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
-from lab import ARTIFACTS, HOME, USER
-from sweep_runner import ROOT, run_dag
+from lab import ARTIFACTS, HOME, LAB_CONFIG, USER
+from sweep_runner import run_dag
 
 pytestmark = pytest.mark.cluster
 ART = ARTIFACTS
@@ -49,7 +49,7 @@ echo "consolidated $(wc -l < "$dir/consolidated/train-00000-of-00001.parquet") r
 
 
 def _config(tmp_path: Path, script: Path, hub_url: str) -> Path:
-    cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    cfg = yaml.safe_load(LAB_CONFIG.read_text())
     cfg["consolidate"] = {
         "flavors": {
             "datagen-job-cleanup": {

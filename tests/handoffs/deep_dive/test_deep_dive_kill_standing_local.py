@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 from cancel_handoff import hand_off
-from lab import ARTIFACTS
+from lab import ARTIFACTS, LAB_CONFIG
 from receivers import smtp_connection, smtp_server
-from sweep_runner import ROOT, run_dag
+from sweep_runner import run_dag
 
 from sweep_core.ledger.store import load_ledger
 
@@ -36,7 +36,7 @@ def _dead_rl_job(c, name: str) -> str:
 
 
 def _sweep_yaml(tmp_path: Path, tag: str, port: int, monkeypatch) -> str:
-    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf.setdefault("cancel", {})["standing"] = [
         {"action": "cancel", "rule": "deep_dive_kill", "clusters": ["local"], "name": f"rl__{tag}_.*"}
     ]

@@ -20,7 +20,7 @@ from cancel_handoff import hand_off
 from conftest import sh
 from hf_hub_stub import hub_stub
 from hitl_responder import CANCEL, HITLResponder
-from lab import ARTIFACTS, USER
+from lab import ARTIFACTS, LAB_CONFIG, USER
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.ledger.store import LEDGER_FILE
@@ -49,7 +49,7 @@ def _tree(name: str, step: int | None = None) -> Path:
 
 def _config(tmp_path: Path, hub_url: str, flavor: str, folder_arg: str = "{artifact_dir}", retries: int = 2) -> str:
     """include/sweep.yaml with ``flavor``'s hub = the model repo and an upload job to the stub."""
-    cfg = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    cfg = yaml.safe_load(LAB_CONFIG.read_text())
     cfg["cleanup"]["upload_retries"] = retries
     cfg["cleanup"]["flavors"][flavor] = {
         "hub": [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}],

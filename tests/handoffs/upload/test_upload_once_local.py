@@ -25,6 +25,7 @@ import pytest
 import yaml
 from conftest import CLUSTER_DIR, sh
 from hf_hub_stub import hub_stub
+from lab import LAB_CONFIG
 from sweep_runner import run_dag, run_sweep
 from test_upload_local import JOB_PY, ORG, SITE, _row, _tree
 from test_upload_local import _config as _plain_config
@@ -39,7 +40,7 @@ FLAVOR = "sft-job-cleanup"
 def _config(tmp_path: Path, hub_url: str, name: str, begin_s: int, command_timeout_s: int) -> str:
     """sweep.yaml whose upload is ``sbatch --wait --begin=now+<begin_s>``: sbatch submits, then hangs
     until the job ends; the SSH command timeout is short (act waits lowered to fit under it)."""
-    cfg = yaml.safe_load((Path(__file__).resolve().parents[3] / "include" / "sweep.yaml").read_text())
+    cfg = yaml.safe_load(LAB_CONFIG.read_text())
     cfg["gather"]["command_timeout_s"] = command_timeout_s
     cfg["cancel"]["confirm_timeout_s"] = 5
     cfg["cancel"].setdefault("relaunch", {})["confirm_timeout_s"] = 5

@@ -1,7 +1,9 @@
 """The cleanup backlog: completed jobs handed to sweep_cleanup whose trees are not yet confirmed
 removed (the document ``cleanup_backlog.json`` of the run-log directory's space in the state
 database, sweep_core.state). An inode reclaim of a cluster plans its backlog again; a job whose trees
-are gone (or were already) leaves it. Each change is one transaction under the document's lock (two
+are gone (or were already) leaves it. Each entry keeps ``since`` (UTC, when it joined) and, once a
+cleanup run judged it, ``reason`` (why its trees are still there) and ``judged`` (when): the
+digest's "N cleanups blocked for > 24 h" line (sweep_core.alerts.backlog_line) reads them. Each change is one transaction under the document's lock (two
 cleanup runs may end at once, on two hosts); a backlog that cannot be read is BacklogUnreadable:
 never read as empty, never overwritten.
 """
@@ -64,10 +66,24 @@ def jobs_to_plan(requested: list[Any], backlog: list[dict[str, str]], reclaim: I
     return list(requested) + [b for b in backlog if b.get("cluster") in clusters and job_key(b) not in asked]
 
 
-def remember(backlog: list[dict[str, str]], requested: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The backlog with every requested job it does not hold yet."""
+def remember(backlog: list[dict[str, str]], requested: list[dict[str, str]], now: str = "") -> list[dict[str, str]]:
+    """The backlog with every requested job it does not hold yet (``since`` = ``now``, UTC ISO)."""
     known = {job_key(b) for b in backlog}
-    return backlog + [j for j in requested if job_key(j) not in known]
+    added = [{**j, "since": now} if now else j for j in requested if isinstance(j, dict) and job_key(j) not in known]
+    return backlog + added
+
+
+def judge(backlog: list[dict[str, str]], reasons: dict[tuple[str, str], str], now: str) -> list[dict[str, str]]:
+    """The backlog with this run's reason for each job it planned and did not finish (``reasons``:
+    (cluster, job id) -> why its trees are still there); an entry without ``since`` (kept before
+    ages were) gets ``now``: its age counts from here."""
+    out = []
+    for b in backlog:
+        b = {**b, "since": b.get("since") or now}
+        if job_key(b) in reasons:
+            b["reason"], b["judged"] = reasons[job_key(b)], now
+        out.append(b)
+    return out
 
 
 def forget(backlog: list[dict[str, str]], finished: set[tuple[str, str]]) -> list[dict[str, str]]:

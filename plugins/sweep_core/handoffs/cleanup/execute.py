@@ -96,6 +96,19 @@ def outcome(d: CleanupDecision, started: dict[str, Any], verified: dict[str, Any
     return status
 
 
+def still_there(
+    decisions: list[CleanupDecision], started: dict[str, Any], verified: dict[str, Any], dry: bool
+) -> dict[tuple[str, str], str]:
+    """(cluster, job id) -> why the trees of a target this run did not finish are still there
+    (its guards' reasons, else its outcome): the backlog's ``reason``."""
+    out = {}
+    for d in decisions:
+        status = outcome(d, started, verified, dry)
+        if status not in ("deleted", "nothing-to-do"):
+            out[job_key(d.target.to_dict())] = "; ".join(d.reasons) or status
+    return out
+
+
 def cleanup_record(
     decisions: list[CleanupDecision], started: dict[str, Any], verified: dict[str, Any], dry: bool
 ) -> tuple[str, set[tuple[str, str]]]:

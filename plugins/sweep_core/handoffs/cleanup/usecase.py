@@ -5,6 +5,7 @@ only for targets the probe cleared. Its I/O comes in as arguments (handoffs.port
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
@@ -73,6 +74,8 @@ def target_paths(t: CleanupTarget, ccfg: CleanupConfig, roots: tuple[str, ...]) 
     spec = ccfg.flavors.get(t.flavor)
     if spec is None:
         return [], f"unknown cleanup flavor {t.flavor!r}"
+    if not ccfg.hub_org and (repo := next((h.repo for h in spec.hub if "{org}" in h.repo), "")):
+        return [], f"cleanup.hub_org is empty in sweep.yaml: hub repo {repo} names no org, nothing deleted"
     try:
         paths = candidate_paths(t, spec, roots, ccfg)
         if not t.job_id.replace("_", "").isdigit():
@@ -195,7 +198,8 @@ def plan_cleanup(
         notes.append(f"{exc}{': the reclaim of ' + ', '.join(reclaim) + ' plans no backlog' if reclaim else ''}")
     raw_jobs = jobs_to_plan(jobs, held, reclaim)
     if not dry_run and not notes:
-        update_backlog(run_log_dir, lambda items: remember(items, jobs))
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        update_backlog(run_log_dir, lambda items: remember(items, jobs, now))
     by_cluster, bad = parse_targets(raw_jobs)
     plan = CleanupPlan(bad, notes=notes)
     for cluster, targets in by_cluster.items():
