@@ -27,8 +27,8 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.pipeline import digest_step
 from sweep_core.slurm.gather import GatherRequest, bucket_patterns, build_gather_script
 from sweep_core.slurm.snapshot import snapshot_from_output
-from sweep_core.vocab import Bucket
 from sweep_core.slurm.steps import attach_steps, step_lines
+from sweep_core.vocab import Bucket
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.reliability import transport_only
