@@ -151,7 +151,7 @@ def test_the_runbook_command_steps_are_said_off_with_their_field_until_filled_th
                                      '  cluster: tacc\n  list_command: [daytona, snapshot, list]\n'
                                      '  delete_command: [daytona, snapshot, delete, "{snapshot}"]\n  cap: 100')  # fmt: skip
     text = text.replace("      db_register: []\n", '      db_register: [register.py, "{hub_repo}"]\n')
-    sweep.write_text(text)
+    sweep.write_text(text.replace('  hub_org: ""\n', "  hub_org: my-org\n"))  # cleanup on: registering follows it
     rc, out, err = _run(capsys, str(include), "--on", "2026-07-01")
     got = _clusters(out)
     assert rc == 0, err
