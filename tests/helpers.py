@@ -47,3 +47,15 @@ def table_rows(table: str) -> list[dict[str, str]]:
         return []
     header, *rows = cells
     return [dict(zip(header, row, strict=True)) for row in rows]
+
+
+def said(results: dict) -> dict[str, dict[str, str]]:
+    """cluster -> job id -> what a sweep_cancel outcome says (handoffs.cancel.outcome.ActOutcome.text)."""
+    return {c: {j: o.text for j, o in per.items()} for c, per in results.items()}
+
+
+def act_said(values: dict, task: str) -> dict[str, dict[str, str]]:
+    """cluster -> job id -> outcome text, from a sweep_cancel act task's XCom (``scancel``, ``standing``)."""
+    from sweep_core.handoffs.cancel.outcome import from_xcom
+
+    return said(from_xcom(values.get(task)))

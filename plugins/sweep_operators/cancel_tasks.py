@@ -22,6 +22,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from sweep_core.alerts.approvals import answer_counts, may_answer
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
+from sweep_core.handoffs.cancel.outcome import Outcomes, from_xcom, to_xcom
 from sweep_core.handoffs.cancel.plan import (
     CANCEL,
     OVERRIDES_FIELD,
@@ -85,7 +86,7 @@ def to_ask(**context: Any) -> list[str]:
     return list(_validated(context).get("asked") or [])
 
 
-def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
+def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """The jobs a standing permission covers (the sweep's requests only, never by hand): relaunched
     or cancelled now, without waiting for a human (re-checked right before in the same script),
     announced in the task log and the record."""
@@ -95,12 +96,12 @@ def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[st
     for d in mine:
         log.warning("STANDING PERMISSION (%s): %s %s %s, no human asked", d.offer["standing"],
                     d.request.cluster, d.request.job_id, d.request.name)  # fmt: skip
-    return _act(mine, True, ops_dir, sweep_yaml, context, "standing permission")
+    return to_xcom(_act(mine, True, ops_dir, sweep_yaml, context, "standing permission"))
 
 
 def _act(
     decisions: list[CancelDecision], relaunch: bool, ops_dir: str, sweep_yaml: str, context: dict[str, Any], by: str
-) -> dict[str, dict[str, str]]:
+) -> Outcomes:
     """relaunch_tasks.act wired to this run's config, ops.md and dry_run param (``by``: who approved)."""
     ccfg, limits = _config(sweep_yaml)
     dry_run = bool(context["params"].get("dry_run", True))
@@ -225,7 +226,7 @@ def approved(answer: dict[str, Any] | None) -> bool:
     return ok and not a.get("timed_out") and not a.get("refused")
 
 
-def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
+def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """After approval, per job: re-check + scancel + sacct confirm (or, on Cancel and relaunch,
     evidence saved + re-check + requeue for the jobs offered it), one SSH session per cluster;
     dry_run prints. A job whose answer was Reject, timed out or did not count is left alone."""
@@ -242,7 +243,7 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
             d.offer = {**d.offer, "relaunch": True, "with": list(a.get("overrides") or [])}
         relaunch = a["chosen_options"] in ([RELAUNCH], [RELAUNCH_WITH])
         batches.setdefault((relaunch, str(a.get("responded_by") or "")), []).append(d)
-    results: dict[str, dict[str, str]] = {}
+    results: Outcomes = {}
     for (relaunch, by), batch in batches.items():
         for cluster, per in _act(batch, relaunch, ops_dir, sweep_yaml, context, by).items():
             results.setdefault(cluster, {}).update(per)
@@ -250,15 +251,15 @@ def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str
     for cluster, per_job in results.items():
         for job_id, res in per_job.items():
             log.info("%s %s %s: %s", cluster, job_id, names.get((cluster, job_id), "?"), res)
-    return results
+    return to_xcom(results)
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
     """Print the outcome table, append it to the dated run log's actions section, and tell the
     ledger what was done or answered (per job)."""
     ti = context["ti"]
-    done = ti.xcom_pull(task_ids=Cancel.SCANCEL) or {}
-    stood = ti.xcom_pull(task_ids=Cancel.STANDING) or {}
+    done = from_xcom(ti.xcom_pull(task_ids=Cancel.SCANCEL))
+    stood = from_xcom(ti.xcom_pull(task_ids=Cancel.STANDING))
     decisions, answers = _decisions(context), _answers(context)
     both = {c: {**done.get(c, {}), **stood.get(c, {})} for c in {*done, *stood}}
     said = {k: a.get("refused") or approval_text(a, approved(a)) for k, a in answers.items()}

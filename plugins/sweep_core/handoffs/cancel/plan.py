@@ -14,19 +14,19 @@ jobs need approval anyway (DESIGN.md). A timeout means reject.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.schema_base import section
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.overrides import parse_overrides
-from sweep_core.safe_names import JOB_ID_RE, MAX_NAME, check_job_line
+from sweep_core.handoffs.flag_record import IRIS_JOB_ID_RE, FlagRecord, read_line
+from sweep_core.safe_names import check_job_line
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
 from sweep_core.vocab import CANCEL_ACTIONS, Action
 
-IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # /<user>/<job>[/...]
 check_slurm_job = check_job_line  # the quoted identity check (safe_names); paths and templates: plain_name
 
 
@@ -41,7 +41,7 @@ def cancel_config(raw: CancelConfig | dict[str, Any] | None) -> CancelConfig:
 
 @dataclass(frozen=True)
 class CancelRequest:
-    """One job of the hand-off conf (sweep_core.handoffs.triggers)."""
+    """One job of the hand-off conf (sweep_core.handoffs.triggers: a flag_record.FlagRecord)."""
 
     cluster: str
     job_id: str
@@ -49,24 +49,30 @@ class CancelRequest:
     action: str  # one of vocab.CANCEL_ACTIONS (from_dict checks)
     evidence: str = ""  # the SWEEP's flag line from the ledger (authority.authorize), never the conf's
     asked_evidence: str = ""  # the conf's evidence: shown as "given by hand, not verified", never used
+    rule: str = ""  # the SWEEP's flag rule from the ledger ("" = by hand), never the conf's
+    severity: str = ""  # the SWEEP's flag severity from the ledger ("" = by hand)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelRequest:
-        """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster.
-        The conf's ``evidence`` goes to ``asked_evidence`` only (the conf is not trusted)."""
+        """Strictly checked (flag_record.FlagRecord.from_conf, which reads the form before the record
+        once): a malformed entry raises ValueError naming the field and is never sent to a cluster.
+        The conf's evidence goes to ``asked_evidence`` only (the conf is not trusted)."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
-        req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action")},
-                  asked_evidence=str(data.get("evidence") or "")[:2000])  # fmt: skip
-        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
-            raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
-        if not (JOB_ID_RE.match(req.job_id) or IRIS_JOB_ID_RE.match(req.job_id)):
-            raise ValueError(f"job id {req.job_id!r} is not a Slurm job id (nor an iris /<user>/<job>)")
-        if not req.name or len(req.name) > MAX_NAME or any(c in req.name for c in "\n\r\0"):
-            raise ValueError(f"job name {req.name[:80]!r} is empty, too long or not one line")
-        if req.action not in CANCEL_ACTIONS:
-            raise ValueError(f"action {req.action!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}")
-        return req
+        rec = FlagRecord.from_conf(data)
+        if rec.action not in CANCEL_ACTIONS:
+            raise ValueError(
+                f"flag record field 'action': {rec.action!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}"
+            )
+        return cls(rec.cluster, rec.job_id, rec.name, rec.action, asked_evidence=rec.evidence)
+
+    @classmethod
+    def from_xcom(cls, data: dict[str, Any]) -> CancelRequest:
+        """As validate kept it; one validated before the typed rule had only the line: read once here."""
+        if "rule" not in data and data.get("evidence"):
+            rule, severity = read_line(str(data["evidence"]))
+            data = {**data, "rule": rule, "severity": severity}
+        return cls(**data)
 
 
 @dataclass
@@ -90,7 +96,7 @@ class CancelDecision:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelDecision:
-        return cls(**{**data, "request": CancelRequest(**data["request"])})
+        return cls(**{**data, "request": CancelRequest.from_xcom(data["request"])})
 
 
 def job_key(cluster: str, job_id: str) -> str:
@@ -266,17 +272,17 @@ def approval_prompt(
     return subject, "\n".join(lines).rstrip() + "\n"
 
 
-def outcome(decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]) -> str:
-    """One job's result from the scancel script: ``cancelled`` only when sacct says CANCELLED."""
+def outcome(decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]) -> ActOutcome:
+    """One job's result from the scancel script: CANCELLED only when sacct says so."""
     if record_rc is None:
-        return "not run (script cut short)"
+        return ActOutcome(Did.NOT_RUN, "not run (script cut short)")
     if record_rc == 2:
-        return f"refused before scancel: {record_text.strip()}"
+        return ActOutcome(Did.REFUSED, f"refused before scancel: {record_text.strip()}")
     if record_rc != 0:
-        return f"scancel failed (exit {record_rc}): {record_text.strip()[:200]}"
+        return ActOutcome(Did.FAILED, f"scancel failed (exit {record_rc}): {record_text.strip()[:200]}")
     row = sacct.get(decision.request.job_id)
     if row is None:
-        return "scancel sent; sacct has no row yet"
+        return ActOutcome(Did.SENT, "scancel sent; sacct has no row yet")
     if row.base_state == "CANCELLED":
-        return "cancelled"
-    return f"scancel sent; sacct says {row.state}"
+        return ActOutcome(Did.CANCELLED, "cancelled")
+    return ActOutcome(Did.SENT, f"scancel sent; sacct says {row.state}")
