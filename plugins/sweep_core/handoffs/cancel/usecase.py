@@ -49,7 +49,7 @@ def validate_jobs(
         by_cluster[req.cluster].append(req)
     for cluster, reqs in by_cluster.items():
         cfg, why = active_slurm(load_cluster, cluster, "not an active SLURM cluster, not contacted")
-        if cfg is None and list_iris is not None and why.startswith(f"{cluster} is iris/active"):
+        if cfg is None and list_iris is not None and _active_iris(load_cluster, cluster):
             decisions += _validate_iris(load_cluster(cluster), reqs, list_iris)
             continue
         if cfg is None:
@@ -69,6 +69,14 @@ def validate_jobs(
             running[cluster] = sum(1 for row in rows if row.state == "RUNNING")
         decisions += validate(reqs, rows, problem)
     return decisions
+
+
+def _active_iris(load_cluster: LoadCluster, cluster: str) -> bool:
+    try:
+        cfg = load_cluster(cluster)
+    except ValueError:  # ops.md unreadable: active_slurm said why
+        return False
+    return cfg.scheduler == "iris" and cfg.status == "active"
 
 
 def _validate_iris(cfg: Any, reqs: list[CancelRequest], list_iris: IrisList) -> list[CancelDecision]:
