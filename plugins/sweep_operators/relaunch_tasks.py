@@ -11,7 +11,8 @@ import logging
 from typing import Any
 from urllib.parse import quote
 
-from sweep_core.alerts.acts_notice import ESCALATED, Notice, breaker_notices, notices
+from sweep_core.alerts.acts_notice import Notice, breaker_notices, hears, notices
+from sweep_core.alerts.deliver import deliver
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel import acts
@@ -183,28 +184,12 @@ def _links(context: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _tell(sweep_yaml: str, context: dict[str, Any], found: list[Notice]) -> list[str]:
-    """Send each notice to the channels that hear it (critical ones: channels hearing critical;
-    the others: channels hearing hand-offs), once each (the ledger's told-once record)."""
+    """Send each notice to the channels that hear it (alerts.acts_notice.hears), once each (alerts.deliver)."""
     config = load_sweep_config(sweep_yaml)
-    if not config.notify.channels:
-        return []
-    from sweep_core.ledger.told import mark_told, told_before
     from sweep_operators.notify_tasks import send
 
-    told, log_dir = [], ledger_dir(sweep_yaml)
-    for n in found:
-        for ch in config.notify.channels:
-            hears = "critical" in ch.severities if n.kind == ESCALATED else ch.handoffs
-            if not hears or told_before(log_dir, n.key, ch.name, n.message.identity()):
-                continue
-            try:
-                send(ch, n.message, context)
-                mark_told(log_dir, n.key, ch.name, n.message.identity())
-                told.append(f"{ch.name}: {n.message.title}")
-                log.info("announced to %s (%s): %s", ch.name, ch.kind, n.message.title)
-            except Exception as exc:  # one channel down does not silence the others, nor fail the record
-                log.error("announcement to %s failed: %s (%s)", ch.name, exc, n.message.title)
-    return told
+    todo = [(ch, n.key, n.message) for n in found for ch in config.notify.channels if hears(ch, n)]
+    return deliver(todo, lambda ch, msg: send(ch, msg, context), ledger_dir(sweep_yaml)).sent
 
 
 def _base_url() -> str:

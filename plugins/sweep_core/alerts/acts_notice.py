@@ -27,6 +27,12 @@ class Notice:
     message: Message
 
 
+def hears(channel: Any, n: Notice) -> bool:
+    """Whether a channel hears a notice: a critical one, the channels hearing critical; the others,
+    the channels hearing hand-offs."""
+    return "critical" in channel.severities if n.kind == ESCALATED else bool(channel.handoffs)
+
+
 def _where(d: Mapping[str, Any]) -> str:
     r = d["request"]
     return clean(f"{r['cluster']} {r['job_id']} {r['name']}", newlines=False)
