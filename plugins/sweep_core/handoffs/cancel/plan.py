@@ -272,7 +272,9 @@ def approval_prompt(
     return subject, "\n".join(lines).rstrip() + "\n"
 
 
-def outcome(decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]) -> ActOutcome:
+def outcome(
+    decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]
+) -> ActOutcome:
     """One job's result from the scancel script: CANCELLED only when sacct says so."""
     if record_rc is None:
         return ActOutcome(Did.NOT_RUN, "not run (script cut short)")

@@ -267,7 +267,9 @@ def relaunch_jobs(
                 plans.append(relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger))
                 kept.append((d, ev))
             except ValueError as exc:  # the name may not fill the ops.md command: nothing sent
-                results[cluster][d.request.job_id] = ActOutcome(Did.NOT_RELAUNCHED, f"not relaunched: {exc}", Act.RELAUNCH)
+                results[cluster][d.request.job_id] = ActOutcome(
+                    Did.NOT_RELAUNCHED, f"not relaunched: {exc}", Act.RELAUNCH
+                )
         go = kept
         if not plans:
             continue

@@ -42,7 +42,12 @@ def outcome_acts(
         if res is None:
             continue
         who = "standing permission" if d.offer.get("standing") else by
-        base = {**act_base(d, run_id, at), "by": who, "result": res.text, "standing": str(d.offer.get("standing") or "")}
+        base = {
+            **act_base(d, run_id, at),
+            "by": who,
+            "result": res.text,
+            "standing": str(d.offer.get("standing") or ""),
+        }
         if res.relaunch_attempt:
             act_ = {**base, "kind": ActKind.RELAUNCH, "new_job_id": res.new_job_id or None}  # None: not stored
             acts.append((r.cluster, r.job_id, r.name, act_))
@@ -59,7 +64,9 @@ def _escalations(d: CancelDecision, ledger: Ledger, base: dict[str, str]) -> lis
     if d.offer.get("recurring"):
         out.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"]}))
     if d.offer.get("capped") and not series_record(ledger, str(d.offer.get("series", ""))).escalated:
-        out.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"], "cap": "1"}))
+        out.append(
+            (r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"], "cap": "1"})
+        )
     return out
 
 
@@ -107,7 +114,9 @@ def remember_acts(
             a.get("run") == run_id and a.get("kind") in (ActKind.RELAUNCH, ActKind.CANCEL)
             for a in acts_of(ledger, r.cluster, r.job_id)
         )
-        mine, freed = outcome_acts([d], {r.job_id: res} if res else {}, run_id, at, str(answer.get("responded_by") or ""))
+        mine, freed = outcome_acts(
+            [d], {r.job_id: res} if res else {}, run_id, at, str(answer.get("responded_by") or "")
+        )
         if recorded:
             continue
         if mine:
