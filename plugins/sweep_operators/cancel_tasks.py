@@ -174,13 +174,7 @@ class CancelApprovalOperator(HITLOperator):
         self.body = body + f"\nWho may answer: {md_text(may)}.\n"
         self.options = approval_options(d)
         if RELAUNCH_WITH in self.options:  # the corrected setting, validated when answered (never a shell)
-            from airflow.sdk import Param
-            from airflow.sdk.definitions.param import ParamsDict
-
-            field = Param("", type="string", maxLength=4000, title="Corrected setting (for Cancel and relaunch with …)",
-                          description="overrides for the ops.md relaunch command: key=value ..., e.g. "
-                          "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done")  # fmt: skip
-            self.params = ParamsDict({OVERRIDES_FIELD: field})
+            self.params = _overrides_form()
         log.info("asking for approval of %s (timeout %s min, answered by %s): %s\n%s", self.job_key, minutes, may,
                  self.subject, self.body)  # fmt: skip
         return super().execute(context)
@@ -209,6 +203,17 @@ class CancelApprovalOperator(HITLOperator):
                 log.error("%s: %s", self.job_key, why)
             context["ti"].xcom_push(key=Cancel.ANSWER_KEY, value=answer)
         return super().execute_complete(context, event)
+
+
+def _overrides_form() -> Any:
+    """The approval form's field for Cancel and relaunch with …: the ops.md command's overrides."""
+    from airflow.sdk import Param
+    from airflow.sdk.definitions.param import ParamsDict
+
+    field = Param("", type="string", maxLength=4000, title="Corrected setting (for Cancel and relaunch with …)",
+                  description="overrides for the ops.md relaunch command: key=value ..., e.g. "
+                  "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done")  # fmt: skip
+    return ParamsDict({OVERRIDES_FIELD: field})
 
 
 def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
