@@ -33,6 +33,8 @@ from sweep_core.handoffs.cancel.plan import (
     CancelDecision,
     approval_options,
     approval_prompt,
+    approved,
+    approved_batches,
     asked,
     cancel_config,
     job_key,
@@ -223,39 +225,21 @@ def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(a["job"]): a for a in got if isinstance(a, dict) and a.get("job")}
 
 
-def approved(answer: dict[str, Any] | None) -> bool:
-    """Whether a human allowed to answer chose Cancel or Cancel and relaunch (not the timeout default)."""
-    a = answer or {}
-    chosen = a.get("chosen_options")
-    ok = chosen in ([CANCEL], [RELAUNCH]) or (chosen == [RELAUNCH_WITH] and bool(a.get("overrides")))
-    return ok and not a.get("timed_out") and not a.get("refused")
-
-
 def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """After approval, per job: re-check + scancel + sacct confirm (or, on Cancel and relaunch,
     evidence saved + re-check + requeue for the jobs offered it), one SSH session per cluster;
-    dry_run prints. A job whose answer was Reject, timed out or did not count is left alone."""
-    answers = _answers(context)
-    decisions = [
-        d for d in asked(_decisions(context)) if approved(answers.get(job_key(d.request.cluster, d.request.job_id)))
-    ]
-    if not decisions:
+    dry_run prints. A job whose answer was Reject, timed out or did not count is left alone
+    (handoffs.cancel.plan.approved_batches: one act call per answer and approver)."""
+    batches = approved_batches(asked(_decisions(context)), _answers(context))
+    if not batches:
         raise AirflowSkipException("no job approved: nothing cancelled")
-    batches: dict[tuple[bool, str], list[CancelDecision]] = {}
-    for d in decisions:  # one act call per (answer, approver): each job's act records who approved it
-        a = answers[job_key(d.request.cluster, d.request.job_id)]
-        if a["chosen_options"] == [RELAUNCH_WITH]:  # validated in execute_complete; command_argv checks again
-            d.offer = {**d.offer, "relaunch": True, "with": list(a.get("overrides") or [])}
-        relaunch = a["chosen_options"] in ([RELAUNCH], [RELAUNCH_WITH])
-        batches.setdefault((relaunch, str(a.get("responded_by") or "")), []).append(d)
     results: Outcomes = {}
     for (relaunch, by), batch in batches.items():
         for cluster, per in _act(batch, relaunch, ops_dir, sweep_yaml, context, by).items():
             results.setdefault(cluster, {}).update(per)
-    names = {(d.request.cluster, d.request.job_id): d.request.name for d in decisions}
     for cluster, per_job in results.items():
         for job_id, res in per_job.items():
-            log.info("%s %s %s: %s", cluster, job_id, names.get((cluster, job_id), "?"), res)
+            log.info("%s %s: %s", cluster, job_id, res)
     return to_xcom(results)
 
 

@@ -20,7 +20,7 @@ from sweep_core.handoffs.cancel.acts import CancelPorts
 from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.outcome import Outcomes
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch import assess, evidence_act, evidence_text, read_all_evidence
+from sweep_core.handoffs.cancel.relaunch import assess, evidence_act, evidence_targets, evidence_text, read_all_evidence
 from sweep_core.handoffs.cancel.relaunch_remote import Evidence
 from sweep_core.handoffs.cancel.remember import remember_acts
 from sweep_core.handoffs.ports import LoadCluster
@@ -59,16 +59,7 @@ def judge(
     policy per job (in place), then the brakes on standing permissions (caps, circuit breaker: a
     trip is logged, written to the run log and told once as a critical alert)."""
     cfg = load_sweep_config(sweep_yaml)
-    jobs, iris, commands = [], {}, {}
-    for d in decisions:
-        if d.verdict != "cancel" or d.state != "RUNNING":
-            continue
-        ops = load(d.request.cluster)
-        commands[d.request.cluster] = ops.relaunch_commands
-        if ops.scheduler == "slurm":
-            jobs.append((d.request.cluster, d.request.job_id, d.request.name))
-        elif ops.scheduler == "iris":
-            iris[d.request.cluster] = ops
+    jobs, iris, commands = evidence_targets(decisions, load)
     ev = read_all_evidence(jobs, load, ssh_runner(limits, log), ccfg.relaunch.evidence_tail_bytes, cfg.metrics.rl.step)
     ledger = read_ledger(ledger_dir(sweep_yaml))
     assess(decisions, ev, ledger, ccfg, now=_now(), run_id=run_id, iris=iris, commands=commands)

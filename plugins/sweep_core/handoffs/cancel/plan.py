@@ -174,6 +174,34 @@ def override_answer(chosen: list[str], params_input: Any) -> tuple[tuple[str, ..
         return (), f"{RELAUNCH_WITH} refused, nothing done: {exc}"
 
 
+def approved(answer: dict[str, Any] | None) -> bool:
+    """Whether a human allowed to answer chose Cancel or Cancel and relaunch (not the timeout default;
+    Cancel and relaunch with … only with its overrides)."""
+    a = answer or {}
+    chosen = a.get("chosen_options")
+    ok = chosen in ([CANCEL], [RELAUNCH]) or (chosen == [RELAUNCH_WITH] and bool(a.get("overrides")))
+    return ok and not a.get("timed_out") and not a.get("refused")
+
+
+def approved_batches(
+    decisions: list[CancelDecision], answers: dict[str, dict[str, Any]]
+) -> dict[tuple[bool, str], list[CancelDecision]]:
+    """(relaunch, approver) -> the approved decisions, one act call each (each job's act records who
+    approved it); a Cancel and relaunch with … puts its overrides in the offer (validated when answered,
+    command_argv checks again)."""
+    batches: dict[tuple[bool, str], list[CancelDecision]] = {}
+    for d in decisions:
+        a = answers.get(job_key(d.request.cluster, d.request.job_id))
+        if not approved(a):
+            continue
+        assert a is not None
+        if a["chosen_options"] == [RELAUNCH_WITH]:
+            d.offer = {**d.offer, "relaunch": True, "with": list(a.get("overrides") or [])}
+        relaunch = a["chosen_options"] in ([RELAUNCH], [RELAUNCH_WITH])
+        batches.setdefault((relaunch, str(a.get("responded_by") or "")), []).append(d)
+    return batches
+
+
 def _relaunch_lines(d: CancelDecision) -> list[str]:
     """The relaunch offer and the evidence read at validation, for the prompt."""
     o, ev = d.offer, d.evidence

@@ -69,6 +69,24 @@ def read_all_evidence(
     return out
 
 
+def evidence_targets(
+    decisions: Sequence[CancelDecision], load_cluster: LoadCluster
+) -> tuple[list[tuple[str, str, str]], dict[str, Any], dict[str, Sequence[Any]]]:
+    """What assess needs read for the RUNNING jobs validated for cancel: the SLURM jobs whose evidence
+    is read (cluster, id, name), the iris clusters' ops.md, each cluster's relaunch_commands."""
+    jobs, iris, commands = [], {}, {}
+    for d in decisions:
+        if d.verdict != "cancel" or d.state != "RUNNING":
+            continue
+        ops = load_cluster(d.request.cluster)
+        commands[d.request.cluster] = ops.relaunch_commands
+        if ops.scheduler == "slurm":
+            jobs.append((d.request.cluster, d.request.job_id, d.request.name))
+        elif ops.scheduler == "iris":
+            iris[d.request.cluster] = ops
+    return jobs, iris, commands
+
+
 def _nodes(d: CancelDecision) -> int:
     return int(d.nodes) if d.nodes.isdigit() else 1
 
