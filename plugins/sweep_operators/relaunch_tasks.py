@@ -20,8 +20,7 @@ from sweep_core.handoffs.cancel.acts import CancelPorts
 from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.outcome import Outcomes
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch import assess, evidence_act, evidence_targets, evidence_text, read_all_evidence
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence
+from sweep_core.handoffs.cancel.relaunch import assess, evidence_targets, read_all_evidence
 from sweep_core.handoffs.cancel.remember import remember_acts
 from sweep_core.handoffs.ports import LoadCluster
 from sweep_core.ledger.acts import read_ledger, record_acts
@@ -89,32 +88,18 @@ def brake(
                                                        links=_links(context)))  # fmt: skip
 
 
-def saver(sweep_yaml: str, context: dict[str, Any], offers: dict[str, dict[str, Any]]) -> Any:
-    """The SaveEvidence of this run: the ledger act and a run-log section, before the requeue."""
-
-    def save(cluster: str, evs: list[Evidence]) -> None:
-        at, run_id = _now().isoformat(), _run_id(context)
-        found = [(cluster, ev.job_id, ev.name, evidence_act(ev, run_id, at, offers.get(ev.job_id, {}))) for ev in evs]
-        record_acts(ledger_dir(sweep_yaml), found)
-        text = "".join(evidence_text(cluster, ev) for ev in evs)
-        append_record(context, sweep_yaml, DagId.CANCEL, text, section="evidence")
-        log.info("wedge evidence saved before the relaunch:\n%s", text)
-
-    return save
-
-
 def ports(limits: Any, load: LoadCluster, sweep_yaml: str, context: dict[str, Any]) -> CancelPorts:
-    """The I/O of this run's acts: SSH, the iris client, the ledger, the run log."""
-    log_dir = ledger_dir(sweep_yaml)
+    """The I/O of this run's acts: SSH, the iris client, the run log."""
     return CancelPorts(
         load=load,
         run_script=ssh_runner(limits, log),
         stop_iris=iris_stopper(),
         run_local=local_runner(log),
         say=print,
-        save=lambda offers: saver(sweep_yaml, context, offers),
-        read_ledger=lambda: read_ledger(log_dir),
-        record=lambda acts, release: record_acts(log_dir, acts, release=release),
+        note=lambda section, text: append_record(context, sweep_yaml, DagId.CANCEL, text, section=section),
+        log_dir=ledger_dir(sweep_yaml),
+        run_id=_run_id(context),
+        now=lambda: _now().isoformat(),
         step_patterns=load_sweep_config(sweep_yaml).metrics.rl.step,
     )
 
@@ -133,8 +118,7 @@ def act(
 ) -> Outcomes:
     """handoffs.cancel.acts.act wired to this run (``by``: who approved; a standing act says so)."""
     io = ports(limits, load, sweep_yaml, context)
-    return acts.act(decisions, relaunch, ccfg, io, dry_run=dry_run, run_id=_run_id(context), by=by,
-                    now=lambda: _now().isoformat())  # fmt: skip
+    return acts.act(decisions, relaunch, ccfg, io, dry_run=dry_run, by=by)
 
 
 def remember(
