@@ -59,11 +59,12 @@ class CancelRequest:
         The conf's evidence goes to ``asked_evidence`` only (the conf is not trusted)."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
-        rec = FlagRecord.from_conf(data)
-        if rec.action not in CANCEL_ACTIONS:
+        action = data.get("action")
+        if action not in tuple(CANCEL_ACTIONS):  # the actions sweep_cancel carries out, named
             raise ValueError(
-                f"flag record field 'action': {rec.action!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}"
+                f"flag record field 'action': {str(action)[:80]!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}"
             )
+        rec = FlagRecord.from_conf(data)
         return cls(rec.cluster, rec.job_id, rec.name, rec.action, asked_evidence=rec.evidence)
 
     @classmethod
