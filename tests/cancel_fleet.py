@@ -22,7 +22,8 @@ def stale_flag(cluster: str, job_id: str, name: str) -> str:
 
 
 def wedged_decision(cluster: str, job_id: str, name: str) -> CancelDecision:
-    req = CancelRequest(cluster, job_id, name, "kill-approval", stale_flag(cluster, job_id, name))
+    req = CancelRequest(cluster, job_id, name, "kill-approval", stale_flag(cluster, job_id, name), rule="liveness_stale",
+                        severity="critical")  # the sweep's record, as authority.authorize sets it  # fmt: skip
     return CancelDecision(
         req, "cancel", state="RUNNING", elapsed="5:00:00", nodes="2", nodelist="gpu[1-2]", by_hand=False
     )  # the sweep's own request

@@ -54,3 +54,15 @@ def steps_fixture(name: str) -> str:
     the output was made, dropped."""
     text = (FIXTURES / "steps" / name).read_text()
     return "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("#"))
+
+
+def said(results: dict) -> dict[str, dict[str, str]]:
+    """cluster -> job id -> what a sweep_cancel outcome says (handoffs.cancel.outcome.ActOutcome.text)."""
+    return {c: {j: o.text for j, o in per.items()} for c, per in results.items()}
+
+
+def act_said(values: dict, task: str) -> dict[str, dict[str, str]]:
+    """cluster -> job id -> outcome text, from a sweep_cancel act task's XCom (``scancel``, ``standing``)."""
+    from sweep_core.handoffs.cancel.outcome import from_xcom
+
+    return said(from_xcom(values.get(task)))

@@ -4,6 +4,7 @@ fan-in helpers they borrow, and the ledger, which both remember into, imports ne
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 from pathlib import Path
 
@@ -29,3 +30,21 @@ def test_the_pipeline_above_the_rules_above_the_fan_in_and_the_ledger_below_them
 def test_a_cycle_is_found(tmp_path) -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert house.cycles(edges) == [["a", "b", "c"]]
+
+
+def _body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of a def's body, its docstring left out."""
+    body = fn.body
+    doc = isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant)
+    first = body[1] if doc and len(body) > 1 else body[0]
+    return (fn.end_lineno or first.lineno) - first.lineno + 1
+
+
+def test_the_airflow_side_is_wiring_every_callable_at_most_30_lines() -> None:
+    long = [
+        f"{path.name}:{node.lineno} {node.name} ({_body_lines(node)} lines)"
+        for path in sorted((ROOT / "plugins" / "sweep_operators").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _body_lines(node) > 30
+    ]
+    assert long == []

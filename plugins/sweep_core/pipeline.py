@@ -15,6 +15,7 @@ from sweep_core.campaigns.docs import load_campaigns
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.fanin.buckets import bucket_for
+from sweep_core.fanin.cursor import before_digest, carry
 from sweep_core.fanin.digest import digest_snapshot
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import job_liveness
@@ -22,6 +23,7 @@ from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.recent_window import judge_at_end, trim_recent
 from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
+from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import hf_only_series, rules_config
@@ -207,6 +209,15 @@ def digest_step(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
     not digested yet (a no-op for the others). Returns the excerpts the per-cluster cap dropped."""
     bucket_step(snaps, config)
     return digest_tails(snaps, config)
+
+
+def digest_gathered(snap: ClusterSnapshot, ledger: Ledger, config: SweepConfig) -> None:
+    """A gather's snapshot before its XCom push (in place): a log read on from its cursor gets the
+    ledger's last lines before the new ones, then digest_step, then a metric the new bytes did not
+    show keeps the ledger's value (said so; fanin.cursor)."""
+    before_digest(snap, ledger)
+    digest_step([snap], config)
+    carry(snap, ledger)
 
 
 def digest_tails(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:

@@ -22,6 +22,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from sweep_core.alerts.approvals import answer_counts, may_answer
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
+from sweep_core.handoffs.cancel.outcome import Outcomes, from_xcom, to_xcom
 from sweep_core.handoffs.cancel.plan import (
     CANCEL,
     OVERRIDES_FIELD,
@@ -32,6 +33,8 @@ from sweep_core.handoffs.cancel.plan import (
     CancelDecision,
     approval_options,
     approval_prompt,
+    approved,
+    approved_batches,
     asked,
     cancel_config,
     job_key,
@@ -85,7 +88,7 @@ def to_ask(**context: Any) -> list[str]:
     return list(_validated(context).get("asked") or [])
 
 
-def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
+def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """The jobs a standing permission covers (the sweep's requests only, never by hand): relaunched
     or cancelled now, without waiting for a human (re-checked right before in the same script),
     announced in the task log and the record."""
@@ -95,12 +98,12 @@ def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[st
     for d in mine:
         log.warning("STANDING PERMISSION (%s): %s %s %s, no human asked", d.offer["standing"],
                     d.request.cluster, d.request.job_id, d.request.name)  # fmt: skip
-    return _act(mine, True, ops_dir, sweep_yaml, context, "standing permission")
+    return to_xcom(_act(mine, True, ops_dir, sweep_yaml, context, "standing permission"))
 
 
 def _act(
     decisions: list[CancelDecision], relaunch: bool, ops_dir: str, sweep_yaml: str, context: dict[str, Any], by: str
-) -> dict[str, dict[str, str]]:
+) -> Outcomes:
     """relaunch_tasks.act wired to this run's config, ops.md and dry_run param (``by``: who approved)."""
     ccfg, limits = _config(sweep_yaml)
     dry_run = bool(context["params"].get("dry_run", True))
@@ -173,13 +176,7 @@ class CancelApprovalOperator(HITLOperator):
         self.body = body + f"\nWho may answer: {md_text(may)}.\n"
         self.options = approval_options(d)
         if RELAUNCH_WITH in self.options:  # the corrected setting, validated when answered (never a shell)
-            from airflow.sdk import Param
-            from airflow.sdk.definitions.param import ParamsDict
-
-            field = Param("", type="string", maxLength=4000, title="Corrected setting (for Cancel and relaunch with …)",
-                          description="overrides for the ops.md relaunch command: key=value ..., e.g. "
-                          "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done")  # fmt: skip
-            self.params = ParamsDict({OVERRIDES_FIELD: field})
+            self.params = _overrides_form()
         log.info("asking for approval of %s (timeout %s min, answered by %s): %s\n%s", self.job_key, minutes, may,
                  self.subject, self.body)  # fmt: skip
         return super().execute(context)
@@ -210,6 +207,17 @@ class CancelApprovalOperator(HITLOperator):
         return super().execute_complete(context, event)
 
 
+def _overrides_form() -> Any:
+    """The approval form's field for Cancel and relaunch with …: the ops.md command's overrides."""
+    from airflow.sdk import Param
+    from airflow.sdk.definitions.param import ParamsDict
+
+    field = Param("", type="string", maxLength=4000, title="Corrected setting (for Cancel and relaunch with …)",
+                  description="overrides for the ops.md relaunch command: key=value ..., e.g. "
+                  "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done")  # fmt: skip
+    return ParamsDict({OVERRIDES_FIELD: field})
+
+
 def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Job key -> the answer its approval task kept."""
     got = context["ti"].xcom_pull(task_ids=Cancel.APPROVE, key=Cancel.ANSWER_KEY)
@@ -217,48 +225,30 @@ def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(a["job"]): a for a in got if isinstance(a, dict) and a.get("job")}
 
 
-def approved(answer: dict[str, Any] | None) -> bool:
-    """Whether a human allowed to answer chose Cancel or Cancel and relaunch (not the timeout default)."""
-    a = answer or {}
-    chosen = a.get("chosen_options")
-    ok = chosen in ([CANCEL], [RELAUNCH]) or (chosen == [RELAUNCH_WITH] and bool(a.get("overrides")))
-    return ok and not a.get("timed_out") and not a.get("refused")
-
-
-def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, dict[str, str]]:
+def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """After approval, per job: re-check + scancel + sacct confirm (or, on Cancel and relaunch,
     evidence saved + re-check + requeue for the jobs offered it), one SSH session per cluster;
-    dry_run prints. A job whose answer was Reject, timed out or did not count is left alone."""
-    answers = _answers(context)
-    decisions = [
-        d for d in asked(_decisions(context)) if approved(answers.get(job_key(d.request.cluster, d.request.job_id)))
-    ]
-    if not decisions:
+    dry_run prints. A job whose answer was Reject, timed out or did not count is left alone
+    (handoffs.cancel.plan.approved_batches: one act call per answer and approver)."""
+    batches = approved_batches(asked(_decisions(context)), _answers(context))
+    if not batches:
         raise AirflowSkipException("no job approved: nothing cancelled")
-    batches: dict[tuple[bool, str], list[CancelDecision]] = {}
-    for d in decisions:  # one act call per (answer, approver): each job's act records who approved it
-        a = answers[job_key(d.request.cluster, d.request.job_id)]
-        if a["chosen_options"] == [RELAUNCH_WITH]:  # validated in execute_complete; command_argv checks again
-            d.offer = {**d.offer, "relaunch": True, "with": list(a.get("overrides") or [])}
-        relaunch = a["chosen_options"] in ([RELAUNCH], [RELAUNCH_WITH])
-        batches.setdefault((relaunch, str(a.get("responded_by") or "")), []).append(d)
-    results: dict[str, dict[str, str]] = {}
+    results: Outcomes = {}
     for (relaunch, by), batch in batches.items():
         for cluster, per in _act(batch, relaunch, ops_dir, sweep_yaml, context, by).items():
             results.setdefault(cluster, {}).update(per)
-    names = {(d.request.cluster, d.request.job_id): d.request.name for d in decisions}
     for cluster, per_job in results.items():
         for job_id, res in per_job.items():
-            log.info("%s %s %s: %s", cluster, job_id, names.get((cluster, job_id), "?"), res)
-    return results
+            log.info("%s %s: %s", cluster, job_id, res)
+    return to_xcom(results)
 
 
 def record(sweep_yaml: str, **context: Any) -> str:
     """Print the outcome table, append it to the dated run log's actions section, and tell the
     ledger what was done or answered (per job)."""
     ti = context["ti"]
-    done = ti.xcom_pull(task_ids=Cancel.SCANCEL) or {}
-    stood = ti.xcom_pull(task_ids=Cancel.STANDING) or {}
+    done = from_xcom(ti.xcom_pull(task_ids=Cancel.SCANCEL))
+    stood = from_xcom(ti.xcom_pull(task_ids=Cancel.STANDING))
     decisions, answers = _decisions(context), _answers(context)
     both = {c: {**done.get(c, {}), **stood.get(c, {})} for c in {*done, *stood}}
     said = {k: a.get("refused") or approval_text(a, approved(a)) for k, a in answers.items()}

@@ -13,9 +13,9 @@ from airflow.sdk import BaseOperator
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.fanin.digest import payload_line
-from sweep_core.iris.setup import iris_setup_problems
-from sweep_core.iris.state import PodCount, iris_snapshot
-from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.iris.setup import unready_snapshot
+from sweep_core.iris.state import COUNTED, PodCount, iris_snapshot, polled_snapshot
+from sweep_core.models import ClusterSnapshot
 from sweep_core.window import is_past_window
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.reliability import transport_only
@@ -30,21 +30,12 @@ def gather_iris(
     ended_since: dt.datetime | None = None,
     read: dict[str, Any] | None = None,
 ) -> ClusterSnapshot:
-    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal.
-    Fields not filled in yet: UNCONFIGURED; a client path absent on this worker: ERROR (both name
-    the file and the field, and the cluster is not contacted). ``read``: RUNNING logs read on from
-    the ledger's cursors (IrisHook.poll), else the window's newest ``iris_log_bytes``."""
-    problems = iris_setup_problems(cfg)
-    if problems:
-        status = ClusterStatus.UNCONFIGURED if all(p.unset for p in problems) else ClusterStatus.ERROR
-        return ClusterSnapshot(
-            cfg.name,
-            "iris",
-            status,
-            notes=[p.line(cfg.path) for p in problems],
-            window_start=start.isoformat(),
-            window_end=end.isoformat(),
-        )
+    """Poll one iris cluster; a controller/API failure is UNKNOWN (retryable), never terminal; a
+    cluster not set up is not contacted (sweep_core.iris.setup.unready_snapshot). ``read``: RUNNING
+    logs read on from the ledger's cursors (IrisHook.poll), else the window's newest ``iris_log_bytes``."""
+    unready = unready_snapshot(cfg, start, end)
+    if unready is not None:
+        return unready
     hook = IrisHook.for_cluster(cfg)
     past = is_past_window(end, time.time())  # states and times only: pods and logs tell about now
     try:
@@ -53,28 +44,9 @@ def gather_iris(
         return iris_snapshot(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
         )
-    pods: dict[str, PodCount] = {}
-    if cfg.kubeconfig and not past:
-        from sweep_operators.iris_pods import PodCounter
-
-        counter = PodCounter(
-            kubeconfig=cfg.kubeconfig, context=cfg.kube_context, namespace=cfg.kube_namespace, conn_id=cfg.kube_conn_id
-        )
-        for job in jobs:
-            if job.state in ("RUNNING", "BUILDING", "PENDING"):
-                pods[job.job_id] = counter.count(job.job_id)
-    snap = iris_snapshot(
-        cfg.name,
-        jobs,
-        pods,
-        now=now or time.time(),
-        window_start=start,
-        window_end=end,
-        source=hook.source,
-        ended_since=ended_since,
-    )
-    if not cfg.kubeconfig and not past:
-        snap.notes.append("pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected")
+    pods = _pods(cfg, jobs) if cfg.kubeconfig and not past else {}
+    snap = polled_snapshot(cfg, jobs, pods, now=now or time.time(), window_start=start, window_end=end,
+                           source=hook.source, ended_since=ended_since, past=past)  # fmt: skip
     if log:
         log.info("%s: %d iris jobs via %s", cfg.name, len(jobs), hook.source)
     return snap
@@ -87,6 +59,15 @@ def cursor_request(cursors: dict[str, Any], literals: tuple[str, ...], limits: A
 
     return {"cursors": cursors, "literals": list(literals), "keep": KEEP_LINES,
             "budget": limits.log_budget_bytes, "tail_bytes": limits.tail_bytes}  # fmt: skip
+
+
+def _pods(cfg: ClusterConfig, jobs: Any) -> dict[str, PodCount]:
+    from sweep_operators.iris_pods import PodCounter
+
+    counter = PodCounter(
+        kubeconfig=cfg.kubeconfig, context=cfg.kube_context, namespace=cfg.kube_namespace, conn_id=cfg.kube_conn_id
+    )
+    return {job.job_id: counter.count(job.job_id) for job in jobs if job.state in COUNTED}
 
 
 class IrisGatherOperator(BaseOperator):

@@ -19,7 +19,8 @@ from typing import Any
 
 from sweep_core.config.ops_schema import OpsFrontMatter
 from sweep_core.config.schema_base import default_of
-from sweep_core.iris.state import IrisJob, IrisStateError, IrisTask, iris_state_name
+from sweep_core.iris.records import IrisPollError, job_from_cli, read_poll
+from sweep_core.iris.state import IrisJob, IrisStateError
 from sweep_core.programs import DIR as PROGRAMS_DIR
 
 POLL_SCRIPT = PROGRAMS_DIR / "iris_poll.py"
@@ -38,6 +39,17 @@ _FROM_OPS = {
     "timeout_s": "iris_timeout_s",
     "log_bytes": "iris_log_bytes",
 }
+
+
+def _events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a stream, one a line (any other line skipped)."""
+    for line in lines:
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(doc, dict):
+            yield doc
 
 
 class IrisUnavailable(Exception):
@@ -66,100 +78,6 @@ def _run(
         ) from exc
     except OSError as exc:
         raise IrisUnavailable(f"{where}: cannot run {cmd[0]}: {exc}") from exc
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v) if v not in (None, "", 0, "0") else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _record(fn: Any) -> Any:
-    """Wrap a record reader: a malformed record raises only IrisStateError, naming what is wrong."""
-
-    def read(*args: Any) -> IrisJob:
-        try:
-            return fn(*args)
-        except IrisStateError:
-            raise
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise IrisStateError(f"malformed iris job record: {type(exc).__name__}: {str(exc)[:120]}") from exc
-
-    read.__doc__, read.__name__ = fn.__doc__, fn.__name__
-    return read
-
-
-@_record
-def job_from_poll(d: dict[str, Any]) -> IrisJob:
-    """One job of iris_poll.py's JSON; a malformed record raises IrisStateError."""
-    lines = d.get("log_lines") or []
-    last = _int(d.get("log_last_ms"))
-    return IrisJob(
-        job_id=d["job_id"],
-        state=iris_state_name(d["state"]),
-        error=d.get("error") or "",
-        submitted_at_ms=_int(d.get("submitted_at_ms")),
-        started_at_ms=_int(d.get("started_at_ms")),
-        finished_at_ms=_int(d.get("finished_at_ms")),
-        tasks=[
-            IrisTask(t.get("task_id", ""), t.get("state", ""), t.get("exit_code"), t.get("error") or "")
-            for t in d.get("tasks") or []
-        ],
-        log_tail="\n".join(lines) + ("\n" if lines else ""),
-        log_mtime=last / 1000 if last else None,
-        log_truncated=bool(d.get("log_truncated")),
-        log_cursor=_log_cursor(d.get("log_cursor")),
-    )
-
-
-_CURSOR_INTS = ("ms", "seq", "sub", "bytes", "read", "lines", "hist", "tail", "tail_bytes", "newest_ms")
-CURSOR_WHY = ("first", "cont", "attempt", "resubmitted", "reset")
-
-
-def _log_cursor(c: Any) -> dict[str, Any]:
-    """iris_poll.py's ``log_cursor`` of a read on from the ledger's cursor: its integers, the
-    attempts (``attempt``, ``was``) and why the read began where it did; {} when absent. A cursor
-    not in that shape raises (a read with no cursor would be read again from the start)."""
-    if c is None:
-        return {}
-    if not isinstance(c, dict) or c.get("why") not in CURSOR_WHY:
-        raise ValueError(f"log_cursor {str(c)[:80]!r} is not a cursor record")
-    out: dict[str, Any] = {"why": c["why"], "attempt": str(c.get("attempt") or "")}
-    for k in _CURSOR_INTS:
-        v = c.get(k)
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"log_cursor {k} = {v!r} is not a non-negative integer")
-            out[k] = v
-    if "was" in c:
-        out["was"] = str(c["was"])
-    return out
-
-
-@_record
-def job_from_cli(listed: dict[str, Any], summary: dict[str, Any] | None) -> IrisJob:
-    """``job list --json`` row (+ ``job summary --json``): states JOB_STATE_X / lowercase, epoch_ms strings.
-
-    A malformed record raises IrisStateError."""
-
-    def ms(key: str) -> int | None:
-        v = listed.get(key)
-        return _int(v.get("epoch_ms") if isinstance(v, dict) else v)
-
-    tasks = [
-        IrisTask(t.get("task_id", ""), str(t.get("state", "")), t.get("exit_code"), t.get("error") or "")
-        for t in (summary or {}).get("tasks") or []
-    ]
-    return IrisJob(
-        job_id=listed["job_id"],
-        state=iris_state_name(listed["state"]),
-        error=listed.get("error") or "",
-        submitted_at_ms=ms("submitted_at"),
-        started_at_ms=ms("started_at"),
-        finished_at_ms=ms("finished_at"),
-        tasks=tasks,
-    )
 
 
 class IrisHook:
@@ -232,25 +150,22 @@ class IrisHook:
             timer.start()
             try:
                 assert proc.stdout is not None
-                for line in proc.stdout:
-                    try:
-                        doc = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    if isinstance(doc, dict):
-                        yield doc
+                yield from _events(proc.stdout)
                 rc = proc.wait()
             finally:
                 timer.cancel()
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
-            if fired.is_set():
-                yield {"error": f"{self.where}: log stream timed out after {timeout_s:g}s"}
-            elif rc != 0:
-                err.seek(0)
-                tail = (err.read().decode("utf-8", "replace").strip().splitlines() or [f"exit {rc}"])[-1]
-                yield {"error": f"{self.where}: iris log stream exited {rc}: {tail[:200]}"}
+            if fired.is_set() or rc != 0:
+                yield {"error": self._stream_error(rc, fired.is_set(), err, timeout_s)}
+
+    def _stream_error(self, rc: int, timed_out: bool, err: Any, timeout_s: float) -> str:
+        if timed_out:
+            return f"{self.where}: log stream timed out after {timeout_s:g}s"
+        err.seek(0)
+        tail = (err.read().decode("utf-8", "replace").strip().splitlines() or [f"exit {rc}"])[-1]
+        return f"{self.where}: iris log stream exited {rc}: {tail[:200]}"
 
     @property
     def where(self) -> str:
@@ -280,41 +195,22 @@ class IrisHook:
         self, since_ms: int, logs: bool = True, read: dict[str, Any] | None = None
     ) -> tuple[list[IrisJob], float | None]:
         self.source = "iris client"
+        limits = ["--log-lines", str(self.log_lines), "--since-ms", str(since_ms), "--max-bytes", str(self.log_bytes),
+                  "--max-elapsed", str(max(1.0, self.timeout_s / 3)), *([] if logs else ["--no-logs"])]  # fmt: skip
+        request = ["--request", "-"] if read is not None and logs else []
         res = _run(
-            [
-                self.python,
-                str(POLL_SCRIPT),
-                self.url,
-                self.prefix,
-                "--log-lines",
-                str(self.log_lines),
-                "--since-ms",
-                str(since_ms),
-                "--max-bytes",
-                str(self.log_bytes),
-                "--max-elapsed",
-                str(max(1.0, self.timeout_s / 3)),
-                *([] if logs else ["--no-logs"]),
-                *(["--request", "-"] if read is not None and logs else []),
-            ],
+            [self.python, str(POLL_SCRIPT), self.url, self.prefix, *limits, *request],
             self.timeout_s,
             self.env,
             self.where,
-            json.dumps({"deadline_s": self.timeout_s / 2, **read}) if read is not None and logs else None,
+            json.dumps({"deadline_s": self.timeout_s / 2, **read}) if request and read is not None else None,
         )
-        try:
-            doc = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
-        except json.JSONDecodeError:
-            doc = {}
         if res.returncode == 3 and self.binary:  # client not importable there: the CLI
             return self._poll_cli()
-        if res.returncode != 0 or "jobs" not in doc:
-            why = doc.get("error") or (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
-            raise IrisUnavailable(f"{self.where}: iris poll failed: {why}")
         try:
-            return [job_from_poll(d) for d in doc["jobs"]], (doc.get("now_ms") or 0) / 1000 or None
-        except (IrisStateError, TypeError) as exc:  # one unreadable record: the running set is UNKNOWN
-            raise IrisUnavailable(f"{self.where}: iris poll: {exc}") from exc
+            return read_poll(res.returncode, res.stdout, res.stderr)
+        except IrisPollError as exc:
+            raise IrisUnavailable(f"{self.where}: {exc}") from exc
 
     def _cli(self, *args: str) -> Any:
         target = ["--controller-url", self.url] if self.url else [f"--cluster={self.cluster}"]

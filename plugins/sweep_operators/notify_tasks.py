@@ -16,8 +16,9 @@ from urllib.parse import quote
 import pandas as pd
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from sweep_core.alerts.acts_notice import ESCALATED, Notice
+from sweep_core.alerts.acts_notice import Notice, hears
 from sweep_core.alerts.backlog_line import BACKLOG_TOLD, blocked_line, to_tell
+from sweep_core.alerts.deliver import deliver
 from sweep_core.alerts.digest import COLUMNS, Digest, build_digest
 from sweep_core.alerts.layout import (
     Message,
@@ -36,7 +37,6 @@ from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import read_file, read_sweep, window_key
-from sweep_core.ledger.told import mark_told, told_before
 from sweep_core.models import ClusterSnapshot, Flag
 from sweep_core.state.documents import read_document, write_document
 from sweep_operators.handoff_record import run_log_dir, run_log_store
@@ -112,82 +112,60 @@ def send(channel: Channel, msg: Message, context: dict[str, Any]) -> None:
 
 
 def tell_once(config: SweepConfig, context: dict[str, Any], found: Sequence[Notice]) -> list[str]:
-    """Send each notice (sweep_core.alerts.acts_notice) to the channels that hear it (critical ones:
-    channels hearing critical; the others: channels hearing hand-offs), once each (the ledger's
-    told-once record, keyed by the notice). Returns what was sent."""
-    told, log_dir = [], run_log_dir(config)
-    for n in found:
-        for ch in config.notify.channels:
-            hears = "critical" in ch.severities if n.kind == ESCALATED else ch.handoffs
-            if not hears or told_before(log_dir, n.key, ch.name, n.message.identity()):
-                continue
-            try:
-                send(ch, n.message, context)
-                mark_told(log_dir, n.key, ch.name, n.message.identity())
-                told.append(f"{ch.name}: {n.message.title}")
-                log.info("announced to %s (%s): %s", ch.name, ch.kind, n.message.title)
-            except Exception as exc:  # one channel down does not silence the others, nor fail the record
-                log.error("announcement to %s failed: %s (%s)", ch.name, exc, n.message.title)
-    return told
+    """Send each notice (sweep_core.alerts.acts_notice) to the channels that hear it (``hears``), once
+    each (sweep_core.alerts.deliver: the ledger's told-once record, keyed by the notice). Returns what
+    was sent; a channel that fails is logged and skipped."""
+    todo = [(ch, n.key, n.message) for n in found for ch in config.notify.channels if hears(ch, n)]
+    return deliver(todo, lambda ch, msg: send(ch, msg, context), run_log_dir(config)).sent
 
 
 def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """One digest per configured channel of what is new or changed since the previous sweep; a
     channel with nothing new is sent nothing, nor one this run already told the same things (a
-    re-run, a retry after another channel failed). Returns each channel's message (or None)."""
+    re-run, a retry after another channel failed: sweep_core.alerts.deliver). Returns each
+    channel's message (or None)."""
     config = load_sweep_config(sweep_yaml)
+    digest, notes = _digest(config, context)
+    told_backlog = _backlog(digest, run_log_dir(config), run_id_of(context), notes)
+    out: dict[str, Any] = {"notes": notes}
+    if not config.notify.channels:  # nobody would hear: every alert a WARNING line of this task's log
+        out["unrouted"] = unrouted_lines(digest, max_items=config.notify.max_items)
+        for line in out["unrouted"]:
+            log.warning("%s", line)
+        _told_backlog(config, told_backlog)
+        return out
+    routed = {ch.name: route(digest, ch.severities, handoffs=ch.handoffs, max_items=config.notify.max_items,
+                             links=_links(config, context)) for ch in config.notify.channels}  # fmt: skip
+    out.update({name: None if msg is None else msg.text() for name, msg in routed.items()})
+    for name in (n for n, m in routed.items() if m is None):
+        log.info("notify %s: nothing new or changed since the previous sweep: nothing sent", name)
+    todo = [(ch, run_id_of(context), routed[ch.name]) for ch in config.notify.channels if routed[ch.name]]
+    done = deliver(todo, lambda ch, msg: send(ch, msg, context), run_log_dir(config), notes)
+    if done.failed:  # a retry (a transport error) tells only the channels not told yet
+        raise AirflowException("digest not delivered to " + " | ".join(done.failed)) from done.errors[0]
+    _told_backlog(config, told_backlog)  # delivered: the next sweep tells the backlog line only if it changes
+    return out
+
+
+def _told_backlog(config: SweepConfig, told: str | None) -> None:
+    if told is not None:
+        write_document(run_log_dir(config), BACKLOG_TOLD, told)
+
+
+def _digest(config: SweepConfig, context: dict[str, Any]) -> tuple[Any, list[str]]:
+    """This sweep's digest against every earlier one (history), and the notes of reading them."""
     _, end = sweep_window(context, context["params"].get("lookback_hours"))
-    run_id, notes, log_dir = run_id_of(context), [], run_log_dir(config)
+    run_id, notes = run_id_of(context), []
     store = store_of(config, run_id)
     current = read_sweep(store, run_id, end, records=(FLAG, CLUSTER), columns=COLUMNS, notes=notes)
     if current is None:
         raise AirflowFailException(f"this sweep's history ({store.path_for(run_id, end)}) was not written: no digest")
-    earlier = _earlier(config, run_id, end, notes)
     confs = {h.value: context["ti"].xcom_pull(task_ids=Sweep.HANDOFFS, key=h.value) for h in Handoff}
     off = (context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("off") or {}  # told by the first digest only
-    digest = build_digest(
-        current,
-        earlier,
-        run_id=run_id,
-        cooldown_hours=config.notify.cooldown_hours,
-        handoffs=handoff_lines(confs),
-        off=off,
-        rules_of=lambda rid: rules_of(rid, config.watch.rules),
-    )
-    told_backlog = _backlog(digest, log_dir, run_id, notes)
-    out: dict[str, Any] = {"notes": notes}
-    if not config.notify.channels:  # nobody would hear: every alert a WARNING line of this task's log
-        lines = unrouted_lines(digest, max_items=config.notify.max_items)
-        for line in lines:
-            log.warning("%s", line)
-        out["unrouted"] = lines
-        if told_backlog is not None:
-            write_document(log_dir, BACKLOG_TOLD, told_backlog)
-        return out
-    failed, errors = [], []
-    for ch in config.notify.channels:
-        msg = route(digest, ch.severities, handoffs=ch.handoffs, max_items=config.notify.max_items,
-                    links=_links(config, context))  # fmt: skip
-        out[ch.name] = None if msg is None else msg.text()
-        if msg is None:
-            log.info("notify %s: nothing new or changed since the previous sweep: nothing sent", ch.name)
-            continue
-        if told_before(log_dir, run_id, ch.name, msg.identity(), notes):
-            log.info("notify %s: this run already sent this digest (a re-run): not sent again", ch.name)
-            continue
-        try:
-            send(ch, msg, context)
-            mark_told(log_dir, run_id, ch.name, msg.identity(), notes)
-            log.info("notify %s (%s): sent\n%s", ch.name, ch.kind, msg.text())
-        except Exception as exc:  # one channel down does not silence the others
-            log.error("notify %s (%s) failed: %s", ch.name, ch.kind, exc)
-            failed.append(f"{ch.name}: {exc}")
-            errors.append(exc)
-    if failed:  # a retry (a transport error) tells only the channels not told yet
-        raise AirflowException("digest not delivered to " + " | ".join(failed)) from errors[0]
-    if told_backlog is not None:  # delivered: the next sweep tells the backlog line only if it changes
-        write_document(log_dir, BACKLOG_TOLD, told_backlog)
-    return out
+    digest = build_digest(current, _earlier(config, run_id, end, notes), run_id=run_id, off=off,
+                          cooldown_hours=config.notify.cooldown_hours, handoffs=handoff_lines(confs),
+                          rules_of=lambda rid: rules_of(rid, config.watch.rules))  # fmt: skip
+    return digest, notes
 
 
 def _backlog(digest: Digest, log_dir: str | Path, run_id: str, notes: list[str]) -> str | None:

@@ -95,54 +95,84 @@ def sweep_needs(config: Any, clusters: list[str]) -> dict[str, Need]:
 
 def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
     """The hand-off DAGs, per task: its sessions per cluster (read from its use case) and waits."""
-    from sweep_operators.task_ids import Cancel, Chain, Cleanup, DagId, DeepDive, Harvest, Snapshots
+    from sweep_operators.task_ids import DagId
 
-    cancel, cleanup = config.cancel, config.cleanup
-    if dag_id == DagId.CANCEL:
-        # scancel then requeue: two act sessions per cluster; iris: the stop's confirm and the
-        # ops.md relaunch command besides
-        act = Need(Kind.ACT, sessions=2, extra_s=cancel.confirm_timeout_s + cancel.relaunch.command_timeout_s)
-        return {
-            Cancel.VALIDATE: Need(Kind.CHECK, sessions=2),  # squeue + evidence; writes the breaker's record
-            Cancel.TO_ASK: LOCAL,
-            Cancel.STANDING: act,
-            Cancel.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
-            Cancel.SCANCEL: act,
-            Cancel.RECORD: LOCAL,
-        }
-    if dag_id == DagId.CLEANUP:
-        return {
-            Cleanup.CONSOLIDATE: Need(Kind.ACT, sessions=2),  # probe + submit
-            Cleanup.PLAN: Need(Kind.READ, sessions=1),  # read-only probe; the backlog only grows (idempotent)
-            Cleanup.UPLOAD: Need(Kind.ACT, sessions=1),
-            # the launch-YAML read + ONE act session, each command bounded by register_timeout_s
-            Cleanup.REGISTER: Need(Kind.ACT, sessions=2, extra_s=cleanup.register_timeout_s),
-            Cleanup.DELETE: Need(Kind.ACT, sessions=1),
-            # polls until verify_timeout_s (one more poll may start just before), then df -i / quota
-            Cleanup.VERIFY: Need(Kind.READ, sessions=2, extra_s=cleanup.verify_timeout_s + cleanup.verify_poll_s),
-            Cleanup.RECORD: LOCAL,
-        }
-    if dag_id == DagId.HF_CHAIN:  # one probe + at most one submit session per series
-        return {Chain.ADVANCE: Need(Kind.ACT, sessions=2 * max(1, len(config.hf_chain.series))), Chain.RECORD: LOCAL}
-    if dag_id == DagId.HARVEST:  # one session per cluster, then the trackers written and committed
-        return {Harvest.HARVEST: Need(Kind.ACT, sessions=1), Harvest.RECORD: LOCAL}
-    if dag_id == DagId.DEEP_DIVE:
-        return {
-            DeepDive.PROBE: Need(Kind.READ, sessions=1),  # one read-only session per cluster
-            DeepDive.VERDICT: LOCAL,  # KILL / NO-KILL into the ledger
-            DeepDive.BRANCH: LOCAL,
-            DeepDive.TRIGGER_CANCEL: LOCAL,
-            DeepDive.NO_KILL: LOCAL,
-            DeepDive.RECORD: LOCAL,
-        }
-    if dag_id == DagId.SNAPSHOTS:  # the fresh list (read); the list again and the deletes (one act session)
-        return {
-            Snapshots.VALIDATE: Need(Kind.READ, sessions=1),
-            Snapshots.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
-            Snapshots.DELETE: Need(Kind.ACT, sessions=2),
-            Snapshots.RECORD: LOCAL,
-        }
-    raise ValueError(f"no reliability needs for DAG {dag_id!r}")
+    needs = {DagId.CANCEL: _cancel_needs, DagId.CLEANUP: _cleanup_needs, DagId.HF_CHAIN: _chain_needs,
+             DagId.HARVEST: _harvest_needs, DagId.DEEP_DIVE: _deep_dive_needs,
+             DagId.SNAPSHOTS: _snapshots_needs}  # fmt: skip
+    if dag_id not in needs:
+        raise ValueError(f"no reliability needs for DAG {dag_id!r}")
+    return needs[dag_id](config)
+
+
+def _cancel_needs(config: Any) -> dict[str, Need]:
+    """scancel then requeue: two act sessions per cluster; iris: the stop's confirm and the ops.md
+    relaunch command besides."""
+    from sweep_operators.task_ids import Cancel
+
+    cancel = config.cancel
+    act = Need(Kind.ACT, sessions=2, extra_s=cancel.confirm_timeout_s + cancel.relaunch.command_timeout_s)
+    return {
+        Cancel.VALIDATE: Need(Kind.CHECK, sessions=2),  # squeue + evidence; writes the breaker's record
+        Cancel.TO_ASK: LOCAL,
+        Cancel.STANDING: act,
+        Cancel.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
+        Cancel.SCANCEL: act,
+        Cancel.RECORD: LOCAL,
+    }
+
+
+def _cleanup_needs(config: Any) -> dict[str, Need]:
+    from sweep_operators.task_ids import Cleanup
+
+    cleanup = config.cleanup
+    return {
+        Cleanup.CONSOLIDATE: Need(Kind.ACT, sessions=2),  # probe + submit
+        Cleanup.PLAN: Need(Kind.READ, sessions=1),  # read-only probe; the backlog only grows (idempotent)
+        Cleanup.UPLOAD: Need(Kind.ACT, sessions=1),
+        # the launch-YAML read + ONE act session, each command bounded by register_timeout_s
+        Cleanup.REGISTER: Need(Kind.ACT, sessions=2, extra_s=cleanup.register_timeout_s),
+        Cleanup.DELETE: Need(Kind.ACT, sessions=1),
+        # polls until verify_timeout_s (one more poll may start just before), then df -i / quota
+        Cleanup.VERIFY: Need(Kind.READ, sessions=2, extra_s=cleanup.verify_timeout_s + cleanup.verify_poll_s),
+        Cleanup.RECORD: LOCAL,
+    }
+
+
+def _chain_needs(config: Any) -> dict[str, Need]:
+    """One probe + at most one submit session per series."""
+    from sweep_operators.task_ids import Chain
+
+    return {Chain.ADVANCE: Need(Kind.ACT, sessions=2 * max(1, len(config.hf_chain.series))), Chain.RECORD: LOCAL}
+
+
+def _harvest_needs(config: Any) -> dict[str, Need]:
+    """One session per cluster, then the trackers written and committed."""
+    from sweep_operators.task_ids import Harvest
+
+    return {Harvest.HARVEST: Need(Kind.ACT, sessions=1), Harvest.RECORD: LOCAL}
+
+
+def _deep_dive_needs(config: Any) -> dict[str, Need]:
+    from sweep_operators.task_ids import DeepDive
+
+    return {
+        DeepDive.PROBE: Need(Kind.READ, sessions=1),  # one read-only session per cluster
+        DeepDive.VERDICT: LOCAL,  # KILL / NO-KILL into the ledger
+        **{t: LOCAL for t in (DeepDive.BRANCH, DeepDive.TRIGGER_CANCEL, DeepDive.NO_KILL, DeepDive.RECORD)},
+    }
+
+
+def _snapshots_needs(config: Any) -> dict[str, Need]:
+    """The fresh list (read); the list again and the deletes (one act session)."""
+    from sweep_operators.task_ids import Snapshots
+
+    return {
+        Snapshots.VALIDATE: Need(Kind.READ, sessions=1),
+        Snapshots.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
+        Snapshots.DELETE: Need(Kind.ACT, sessions=2),
+        Snapshots.RECORD: LOCAL,
+    }
 
 
 def sweep_limits(dag: Any, config: Any, ops_dir: str) -> None:

@@ -18,28 +18,20 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
-from sweep_core.fanin.cursor import KEEP_LINES, before_digest, carry, cursors_for, prefilter
+from sweep_core.fanin.cursor import KEEP_LINES, cursors_for, prefilter
 from sweep_core.fanin.digest import payload_line
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import digest_step
-from sweep_core.slurm.gather import GatherRequest, bucket_patterns, build_gather_script
-from sweep_core.slurm.snapshot import snapshot_from_output
-from sweep_core.slurm.steps import attach_steps, step_lines
+from sweep_core.pipeline import digest_gathered
+from sweep_core.slurm.gather import bucket_patterns, build_gather_script
+from sweep_core.slurm.gather_plan import gather_request, gathered_snapshot
 from sweep_core.vocab import Bucket
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.reliability import transport_only
 from sweep_operators.window import catch_up_since, run_id_of, sweep_window
-
-
-def _headroom_request(cfg: ClusterConfig) -> dict[str, Any]:
-    """What INODE HEADROOM asks of this cluster: nothing when ops.md says none or dormant."""
-    if cfg.quota.kind == "none" or cfg.quota.dormant:
-        return {}
-    return {"df_paths": tuple(cfg.artifact_roots), "quota_command": cfg.quota.command}
 
 
 def gather_slurm(
@@ -55,69 +47,18 @@ def gather_slurm(
     sft_patterns: tuple[str, ...] = (),
     daytona: DaytonaSection | None = None,
 ) -> ClusterSnapshot:
-    """Gather one SLURM cluster; never raises for cluster-side trouble (it becomes the status).
+    """Gather one SLURM cluster over ONE SSH session (sweep_core.slurm.gather_plan builds the request
+    and reads the snapshot); never raises for cluster-side trouble (it becomes the status).
     ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns);
     ``trace_patterns``: the RL bucket's (completions whose artifact dir is checked for trace_jobs/);
     ``sft_patterns``: the SFT bucket's (completions whose launch YAML is read: HF-only or not);
     ``daytona``: sweep.yaml's section (its snapshot list runs here when it names this cluster)."""
-    req = GatherRequest(
-        user=cfg.user,
-        window_start=int(window_start.timestamp()),
-        window_end=int(window_end.timestamp()),
-        tail_bytes=limits.tail_bytes,
-        max_jobs=limits.max_jobs,
-        settle_s=limits.sacct_settle_s,
-        chain_prefixes=limits.chain_prefixes,
-        log_pattern=cfg.log_pattern,
-        repo_path=cfg.repo_path,
-        python=cfg.login_python,
-        bound_s=max(5, limits.command_timeout_s - 10),  # ends on the node before SSH gives up
-        gpu_probe=cfg.gpu_probe,
-        gpu_max=cfg.gpu_probe_max,
-        gpu_timeout_s=cfg.gpu_probe_timeout_s,
-        gpu_patterns=gpu_patterns,
-        artifact_roots=tuple(cfg.artifact_roots),
-        trace_patterns=trace_patterns,
-        sft_patterns=sft_patterns,
-        incremental=cursors is not None,
-        cursors=cursors or {},
-        literals=literals,
-        keep_lines=KEEP_LINES,
-        step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
-        log_budget=limits.log_budget_bytes,
-        **_headroom_request(cfg),
-    )
+    req = gather_request(cfg, limits, window_start, window_end, gpu_patterns=gpu_patterns,
+                         trace_patterns=trace_patterns, cursors=cursors, literals=literals, keep_lines=KEEP_LINES,
+                         sft_patterns=sft_patterns, daytona=daytona)  # fmt: skip
     script, marker = build_gather_script(req)
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
-    ws, we = window_start.isoformat(), window_end.isoformat()
-    if result.output is None or result.node is None:
-        return ClusterSnapshot(
-            cfg.name,
-            "slurm",
-            ClusterStatus.UNREACHABLE,
-            window_start=ws,
-            window_end=we,
-            notes=["unreachable, skipped this sweep: " + " | ".join(result.attempts)],
-        )
-    n_df = len(req.df_paths)
-    snap = snapshot_from_output(
-        cfg.name,
-        result.output,
-        result.node.name,
-        ws,
-        we,
-        cfg.quota,
-        n_df,
-        cfg.gpu_probe_timeout_s,
-        cfg.gpu_mem_ceiling,
-        cfg.gpu_probe_max,
-        cfg.gpu_probe,
-        req.artifact_roots,
-    )
-    attach_steps(snap, result.output, cfg.eval_canary, daytona, snap.remote_now or time.time())
-    if result.attempts:
-        snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
-    return snap
+    return gathered_snapshot(cfg, req, result, window_start.isoformat(), window_end.isoformat(), daytona, time.time())
 
 
 class SlurmGatherOperator(BaseOperator):
@@ -145,44 +86,33 @@ class SlurmGatherOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         cfg = load_cluster(self.ops_dir, self.cluster)
         config = load_sweep_config(self.sweep_config_path)
-        limits = config.gather
         start, end = sweep_window(context, self.lookback_hours)
-        since, widened = catch_up_since(context, run_log_dir(config), cfg.name, start, end, limits.catch_up_hours)
-        self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
         # the cursors this run reads on from: the ledger as this run will fold against it (read-only;
         # a re-run reads the same bytes again), the render task's fold stores the new ones
         ledger = ledger_for_run(run_log_dir(config), run_id_of(context), end.astimezone(dt.UTC).isoformat())
-        literals, _ = prefilter(metrics_config(config.metrics))
         try:
-            snap = gather_slurm(
-                cfg,
-                limits,
-                since,
-                end,
-                self.log,
-                gpu_patterns(config.buckets),
-                bucket_patterns(config.buckets, Bucket.RL),
-                cursors_for(ledger, cfg.name),
-                literals,
-                bucket_patterns(config.buckets, Bucket.SFT),
-                config.daytona,
-            )
-            snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
-            if widened:
-                snap.notes.append(widened)
+            snap = self._gather(cfg, config, ledger, start, end, context)
         except AirflowNotFoundException as exc:  # the cluster's Connection is not defined
-            snap = ClusterSnapshot(
-                cfg.name,
-                "slurm",
-                ClusterStatus.ERROR,
-                window_start=start.isoformat(),
-                window_end=end.isoformat(),
-                notes=[f"configuration error: {exc}"],
-            )
-        before_digest(snap, ledger)  # a log read on from its cursor: the ledger's last lines before the new ones
-        digest_step([snap], config)  # XCom carries metrics, evidence and capped excerpts, not log tails
-        carry(snap, ledger)  # a metric the new bytes did not show keeps the ledger's value, said so
+            snap = ClusterSnapshot(cfg.name, "slurm", ClusterStatus.ERROR, window_start=start.isoformat(),
+                                   window_end=end.isoformat(), notes=[f"configuration error: {exc}"])  # fmt: skip
+        digest_gathered(snap, ledger, config)  # XCom carries metrics, evidence and capped excerpts, not log tails
         self.log.info("%s: %s via %s; notes: %s", snap.cluster, snap.status, snap.login_node or "-", snap.notes)
         data = snap.to_dict()
         self.log.info("%s: XCom push %s", snap.cluster, payload_line(data))
         return data
+
+    def _gather(self, cfg: ClusterConfig, config: Any, ledger: Any, start: dt.datetime, end: dt.datetime,
+                context: Any) -> ClusterSnapshot:  # fmt: skip
+        """gather_slurm over the catch-up window (sacct reaches back where the ledger last read it)."""
+        since, widened = catch_up_since(
+            context, run_log_dir(config), cfg.name, start, end, config.gather.catch_up_hours
+        )
+        self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
+        literals, _ = prefilter(metrics_config(config.metrics))
+        snap = gather_slurm(cfg, config.gather, since, end, self.log, gpu_patterns(config.buckets),
+                            bucket_patterns(config.buckets, Bucket.RL), cursors_for(ledger, cfg.name), literals,
+                            bucket_patterns(config.buckets, Bucket.SFT), config.daytona)  # fmt: skip
+        snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
+        if widened:
+            snap.notes.append(widened)
+        return snap

@@ -23,8 +23,8 @@ from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOpe
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
 
 from sweep_core.config.ops import cluster_names, peek_scheduler
-from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
-from sweep_core.rules.registry import RULES
+from sweep_core.config.sweep import SweepConfig, load_sweep_config
+from sweep_core.rules.registry import check_watch_rules
 from sweep_operators import notify_tasks, sweep_tasks
 from sweep_operators.approval_notify import sweep_deadline, sweep_outcome, watch_outcome
 from sweep_operators.dag_common import START
@@ -47,19 +47,11 @@ def _params(clusters: list[str], watch: bool) -> dict[str, Param]:
             description="Clusters to sweep; empty = every active cluster in include/ops",
         ),
         "lookback_hours": Param(
-            None,
-            type=["null", "number"],
-            minimum=0.1,
-            maximum=744,
-            title="Lookback hours",
+            None, type=["null", "number"], minimum=0.1, maximum=744, title="Lookback hours",
             description="sacct window = [end - N hours, end); empty = the run's data interval",
-        ),
-        "dry_run": Param(
-            False,
-            type="boolean",
-            title="Dry run",
-            description="Hand-offs print their plan only; nothing destructive runs",
-        ),
+        ),  # fmt: skip
+        "dry_run": Param(False, type="boolean", title="Dry run",
+                         description="Hand-offs print their plan only; nothing destructive runs"),  # fmt: skip
     }
     if not watch:  # a ledger recovery is confirmed on the report sweep (its run log says ACTS HELD)
         params["confirm_ledger_reset"] = Param(
@@ -116,90 +108,82 @@ def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> D
     flag and cluster rows to the watch history. Both use one ledger: nothing is told or handed off twice."""
     ops_dir, sweep_yaml, template_dir = dag_file_paths(dag_file)
     config = load_sweep_config(sweep_yaml)
-    if watch and (unknown := [r for r in config.watch.rules if r not in RULES]):
-        raise SweepConfigError(
-            f"{sweep_yaml}: watch.rules: unknown rule(s) {unknown}; the rules are {', '.join(RULES)}"
-        )
+    if watch:
+        check_watch_rules(config.watch.rules, f"{sweep_yaml}: watch.rules")
     clusters = cluster_names(ops_dir)
-    with DAG(
-        start_date=START,
-        catchup=False,
-        max_active_runs=1,
-        default_args={"retries": 0},
-        doc_md=doc,
-        params=_params(clusters, watch),
-        **_kwargs(config, sweep_yaml, watch),
-    ) as dag:
-        gathers = []
-        for name in clusters:
-            scheduler = peek_scheduler(ops_dir, name)
-            with TaskGroup(group_id=name, tooltip=f"{name} ({scheduler})"):
-                step0 = PythonOperator(
-                    task_id=Sweep.STEP0,
-                    python_callable=sweep_tasks.step0,
-                    op_kwargs={"cluster": name, "ops_dir": ops_dir, "parsed_scheduler": scheduler},
-                )
-                gather_cls = IrisGatherOperator if scheduler == "iris" else SlurmGatherOperator
-                gather = gather_cls(task_id=Sweep.GATHER, cluster=name, ops_dir=ops_dir, sweep_config_path=sweep_yaml)
-                step0 >> gather
-            gathers.append(gather)
-
-        bucket = PythonOperator(
-            task_id=Sweep.BUCKET,
-            python_callable=sweep_tasks.bucket,
-            op_kwargs={"clusters": clusters, "ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "watch": watch},
-            trigger_rule=TriggerRule.ALL_DONE,
-        )
-        if watch:  # the ledger fold only: no tables, no run log
-            report = PythonOperator(
-                task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml}
-            )
-        else:
-            report = PythonOperator(
-                task_id=Sweep.RENDER,
-                python_callable=sweep_tasks.render,
-                op_kwargs={"ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "template_dir": template_dir},
-            )
-        verdict = PythonOperator(task_id=Sweep.VERDICT, python_callable=sweep_tasks.verdict)
-        gathers >> bucket >> report >> verdict
-
-        # Hand-offs (spec §4): the branch follows only the triggers with work; each hand-off DAG
-        # re-validates before anything destructive. A re-run of the same sweep triggers nothing twice:
-        # jobs only it found go to a follow-up run (`…__2`).
+    with DAG(start_date=START, catchup=False, max_active_runs=1, default_args={"retries": 0}, doc_md=doc,
+             params=_params(clusters, watch), **_kwargs(config, sweep_yaml, watch)) as dag:  # fmt: skip
+        gathers = [_gather_group(name, ops_dir, sweep_yaml) for name in clusters]
+        report = _fan_in(gathers, clusters, ops_dir, sweep_yaml, template_dir, watch)
         kinds = list(config.watch.handoffs) if watch else None
-        handoffs = PythonOperator(
-            task_id=Sweep.HANDOFFS,
-            python_callable=sweep_tasks.handoffs,
-            op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds},
-            multiple_outputs=True,
-        )
-        branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
-        report >> handoffs >> branch
-
-        # Tell people (issue 13): the sweep's rows into the Parquet history, then one digest per channel.
+        handoffs = _handoffs(report, sweep_yaml, kinds)
+        # Tell people: the sweep's rows into the Parquet history, then one digest per channel.
         history = PythonOperator(
             task_id=Sweep.HISTORY, python_callable=notify_tasks.record_history, op_kwargs={"sweep_yaml": sweep_yaml}
         )
-        notify = PythonOperator(
-            task_id=Sweep.NOTIFY,
-            python_callable=notify_tasks.notify,
-            op_kwargs={"sweep_yaml": sweep_yaml},
-            trigger_rule=TriggerRule.ALL_DONE,
-        )
+        notify = PythonOperator(task_id=Sweep.NOTIFY, python_callable=notify_tasks.notify,
+                                op_kwargs={"sweep_yaml": sweep_yaml}, trigger_rule=TriggerRule.ALL_DONE)  # fmt: skip
         report >> history >> notify
         handoffs >> notify
-        branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)
-        for handoff, (task_id, target) in HANDOFF_TRIGGERS.items():
-            if kinds is not None and handoff.value not in kinds:
-                continue
-            branch >> TriggerDagRunOperator(
-                task_id=task_id,
-                trigger_dag_id=target,
-                trigger_run_id=f"{{{{ ti.xcom_pull(task_ids='{Sweep.HANDOFFS}', key='{handoff.value}_run_id') }}}}",
-                conf=handoffs.output[handoff.value],
-                skip_when_already_exists=True,
-                wait_for_completion=False,
-            )
         # every task's execution_timeout, and retries for the read-only ones (sweep.yaml tasks:)
         sweep_limits(dag, config, ops_dir)
     return dag
+
+
+def _gather_group(name: str, ops_dir: str, sweep_yaml: str) -> Any:
+    """One cluster's task group: STEP 0 (its ops.md at run time), then its gather."""
+    scheduler = peek_scheduler(ops_dir, name)
+    with TaskGroup(group_id=name, tooltip=f"{name} ({scheduler})"):
+        step0 = PythonOperator(
+            task_id=Sweep.STEP0,
+            python_callable=sweep_tasks.step0,
+            op_kwargs={"cluster": name, "ops_dir": ops_dir, "parsed_scheduler": scheduler},
+        )
+        gather_cls = IrisGatherOperator if scheduler == "iris" else SlurmGatherOperator
+        gather = gather_cls(task_id=Sweep.GATHER, cluster=name, ops_dir=ops_dir, sweep_config_path=sweep_yaml)
+        step0 >> gather
+    return gather
+
+
+def _fan_in(gathers: list[Any], clusters: list[str], ops_dir: str, sweep_yaml: str, template_dir: str,
+            watch: bool) -> Any:  # fmt: skip
+    """bucket, then render (the watch: the ledger fold only, no tables, no run log), then verdict."""
+    bucket = PythonOperator(
+        task_id=Sweep.BUCKET,
+        python_callable=sweep_tasks.bucket,
+        op_kwargs={"clusters": clusters, "ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "watch": watch},
+        trigger_rule=TriggerRule.ALL_DONE,
+    )
+    if watch:
+        report = PythonOperator(task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml})
+    else:
+        report = PythonOperator(
+            task_id=Sweep.RENDER,
+            python_callable=sweep_tasks.render,
+            op_kwargs={"ops_dir": ops_dir, "sweep_yaml": sweep_yaml, "template_dir": template_dir},
+        )
+    gathers >> bucket >> report >> PythonOperator(task_id=Sweep.VERDICT, python_callable=sweep_tasks.verdict)
+    return report
+
+
+def _handoffs(report: Any, sweep_yaml: str, kinds: list[str] | None) -> Any:
+    """The hand-offs: the branch follows only the triggers with work; each hand-off DAG re-validates
+    before anything destructive. A re-run of the same sweep triggers nothing twice: jobs only it
+    found go to a follow-up run (`…__2`)."""
+    handoffs = PythonOperator(task_id=Sweep.HANDOFFS, python_callable=sweep_tasks.handoffs,
+                              op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds}, multiple_outputs=True)  # fmt: skip
+    branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
+    report >> handoffs >> branch
+    branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)
+    for handoff, (task_id, target) in HANDOFF_TRIGGERS.items():
+        if kinds is not None and handoff.value not in kinds:
+            continue
+        branch >> TriggerDagRunOperator(
+            task_id=task_id,
+            trigger_dag_id=target,
+            trigger_run_id=f"{{{{ ti.xcom_pull(task_ids='{Sweep.HANDOFFS}', key='{handoff.value}_run_id') }}}}",
+            conf=handoffs.output[handoff.value],
+            skip_when_already_exists=True,
+            wait_for_completion=False,
+        )
+    return handoffs

@@ -14,21 +14,21 @@ from sweep_core.config.ops import ClusterConfig, OpsConfigError, load_cluster
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.fanin.render import RenderedSweep
 from sweep_core.fanin.report import (
-    flagged_lines,
     is_run_of,
     keep_sections,
     render_run_log,
+    report_text,
     run_log_name,
     run_note,
     upsert_section,
 )
 from sweep_core.fanin.run_logs import RunLogStore
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
-from sweep_core.handoffs.upload.salvage import follow_open
+from sweep_core.handoffs.give import give_handoffs
+from sweep_core.handoffs.triggers import Handoff, with_work
 from sweep_core.history.rules_history import load_rules_history
-from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
-from sweep_core.ledger.runs import PER_JOB, fold_sweep_run, give_once
-from sweep_core.ledger.store import ledger_for_run, load_ledger
+from sweep_core.ledger.hold import CONFIRM_PARAM
+from sweep_core.ledger.runs import PER_JOB, RunChanges, sweep_changes
+from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.pipeline import (
     Laps,
@@ -139,60 +139,55 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     """Fan-in, second half: the box tables (cluster overview + one per bucket), printed in the task
     log; the sweep folded into the ledger; the dated run log (opening with every change since the
     previous sweep the ledger tells); the DAG run note (the next sweep's rules read this one's rows
-    from the Parquet history the ``history`` task appends). A re-run of the same run replaces its log. The task log tells each stage's wall time."""
-    laps = Laps()
-    config = load_sweep_config(sweep_yaml)
-    snaps, flags, notes = _bucketed(context)
-    start, end = _window(context)
-    laps.lap("collect")
+    from the Parquet history the ``history`` task appends). A re-run of the same run replaces its
+    log. The task log tells each stage's wall time."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
     from sweep_core.handoffs.switches import off_lines
 
+    laps, config = Laps(), load_sweep_config(sweep_yaml)
+    snaps, flags, notes = _bucketed(context)
+    laps.lap("collect")
     ops = _ops(snaps, ops_dir)
     off = off_lines(ops, config, tracker_settings(config.trackers), ops_dir, sweep_yaml)  # never a silent no-op
     result = render_step(snaps, config, _cadences(config, ops), off)
     result.flags = flags
     laps.lap("tables")
-    log_dir = run_log_dir(config)
-    run_id = run_id_of(context)
-    changes = fold_sweep_run(log_dir, result.snapshots, run_id=run_id, window_end=end, notes=notes)
-    result.changes = notes + [c.line for c in changes]
-    if context["params"].get(CONFIRM_PARAM):  # a person checked the cluster after a ledger recovery
-        cleared = confirm_reset(log_dir, f"run {run_id}")
-        result.changes.insert(0, cleared or f"{CONFIRM_PARAM}: the ledger held no acts: nothing to confirm")
-    if hold := held(log_dir):
-        log.error("%s", held_line(hold))
-        result.changes.insert(0, held_line(hold))
+    result.changes = _changes(context, config, result.snapshots, notes, confirm=True).lines
     laps.lap("ledger")
-    text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
-    text += "\n\n" + result.rendered.text()
-    text += "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
-    print(clean(text))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
-    store = run_log_store(config)
-    name = store.own(run_log_name(end, config.topic), is_run_of(run_id, start.isoformat(), end.isoformat()))
-    dag_run = context.get("dag_run")
-    markdown = render_run_log(
-        result,
-        template_dir,
-        dag_id=getattr(dag_run, "dag_id", DagId.SWEEP),
-        run_id=run_id,
-        window_start=start.isoformat(),
-        window_end=end.isoformat(),
-    )
-    path = store.update(
-        name, lambda old: keep_sections(old, markdown, run_id)
-    )  # a re-run keeps its hand-offs' sections
-    log.info("run log written: %s", path)
+    print(clean(report_text(result)))  # the task log carries the tables verbatim (no terminal escapes from a cluster)
+    path = _write_run_log(context, config, result, template_dir)
     laps.lap("run log")
     set_dag_run_note(context, run_note(result, path))
     laps.lap("note")
     log.info("fan-in stages: %s", laps)
-    return {
-        "overview": result.rendered.overview,
-        "tables": result.rendered.tables,
-        "run_log": path,
-        "off": off,  # the first digest on record tells them (notify)
-    }
+    return {"overview": result.rendered.overview, "tables": result.rendered.tables, "run_log": path,
+            "off": off}  # off: the first digest on record tells them (notify)  # fmt: skip
+
+
+def _changes(
+    context: dict[str, Any], config: SweepConfig, snaps: list[ClusterSnapshot], notes: list[str], confirm: bool
+) -> RunChanges:
+    """This run folded into the ledger (ledger.runs.sweep_changes); a hold is logged as an error."""
+    _, end = _window(context)
+    found = sweep_changes(run_log_dir(config), snaps, run_id=run_id_of(context), window_end=end, notes=notes,
+                          confirm=confirm and bool(context["params"].get(CONFIRM_PARAM)))  # fmt: skip
+    if found.held:
+        log.error("%s", found.held)
+    return found
+
+
+def _write_run_log(context: dict[str, Any], config: SweepConfig, result: SweepResult, template_dir: str) -> str:
+    """The dated run log of this run (a re-run replaces it and keeps its hand-offs' sections)."""
+    start, end = _window(context)
+    run_id = run_id_of(context)
+    store = run_log_store(config)
+    name = store.own(run_log_name(end, config.topic), is_run_of(run_id, start.isoformat(), end.isoformat()))
+    dag_id = getattr(context.get("dag_run"), "dag_id", DagId.SWEEP)
+    markdown = render_run_log(result, template_dir, dag_id=dag_id, run_id=run_id, window_start=start.isoformat(),
+                              window_end=end.isoformat())  # fmt: skip
+    path = store.update(name, lambda old: keep_sections(old, markdown, run_id))
+    log.info("run log written: %s", path)
+    return path
 
 
 def fold(sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -201,19 +196,13 @@ def fold(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     log. A held ledger (after a recovery) is said here too: its acts wait as the report's do."""
     config = load_sweep_config(sweep_yaml)
     snaps, flags, notes = _bucketed(context)
-    _, end = _window(context)
-    log_dir, run_id = run_log_dir(config), run_id_of(context)
-    changes = fold_sweep_run(log_dir, snaps, run_id=run_id, window_end=end, notes=notes)
-    lines = notes + [c.line for c in changes]
-    if hold := held(log_dir):
-        log.error("%s", held_line(hold))
-        lines.insert(0, held_line(hold))
-    print(clean("Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in lines)))
+    found = _changes(context, config, snaps, notes, confirm=False)
+    print(clean("Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in found.lines)))
     for f in flags:
         print(clean(f"flag: {f.line()}"))
     result = SweepResult(snaps, group_by_bucket(snaps, config), RenderedSweep("", {}), flags)
     set_dag_run_note(context, run_note(result, None))
-    return {"changes": len(changes), "flags": len(flags)}
+    return {"changes": found.count, "flags": len(flags)}
 
 
 def _result(context: dict[str, Any], config: SweepConfig) -> SweepResult:
@@ -237,39 +226,18 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, **context: Any) ->
     """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off;
     ``kinds``: only these hand-offs, the others None: a watch run gives the act hand-offs only).
     A job another run already handed off (per kind) is dropped with a note: in this log, in the run
-    log's "Already handed off" section and in the DAG run note."""
-    from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
-
+    log's "Already handed off" section and in the DAG run note (sweep_core.handoffs.give)."""
     config = load_sweep_config(sweep_yaml)
     snaps, flags, _ = _bucketed(context)
-    dry_run = bool(context["params"].get("dry_run", False))
     run_log = str((context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("run_log") or "")
-    confs = plan_handoffs(
-        snaps,
-        flags,
-        dry_run=dry_run,
-        run_log=run_log,
-        trackers=tracker_settings(config.trackers) is not None,
-        hf_chain=any(not s.unset() and not s.db_registration for s in config.hf_chain.series),
-    )
-    if kinds is not None:
-        confs = {k: (c if k in kinds else None) for k, c in confs.items()}
     run_id = run_id_of(context)
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
-    confs, given = give_once(run_log_dir(config), confs, run_id=run_id, dry_run=dry_run, handed=handed)
-    # cleanup follows uploads, salvages and consolidations in flight (the report sweep's: not a watch's)
-    follow = not handed[Handoff.CLEANUP.value] and (kinds is None or Handoff.CLEANUP.value in kinds)
-    if follow:  # an upload or salvage in flight: cleanup follows it
-        confs = follow_open(confs, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log)
-    if config.consolidate.flavors and follow:  # a consolidation in flight too
-        from sweep_core.handoffs.consolidate.trigger import keep_tracking
-
-        confs, tracking = keep_tracking(
-            confs, snaps, load_ledger(run_log_dir(config)), dry_run=dry_run, run_log=run_log
-        )
-        for line in tracking:
-            log.info("%s", line)
+    confs, given, tracking = give_handoffs(snaps, flags, config, run_log_dir(config), run_id=run_id, run_log=run_log,
+                                           dry_run=bool(context["params"].get("dry_run", False)), handed=handed,
+                                           kinds=kinds)  # fmt: skip
+    for line in tracking:
+        log.info("%s", line)
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:

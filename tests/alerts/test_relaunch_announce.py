@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from helpers import act_said
 from receivers import smtp_connection, smtp_server
 from sweep_runner import ROOT
 
@@ -29,7 +30,8 @@ EV = {"job_id": "77", "name": "rl__w", "remote_now": 20000, "last_output": 8000,
 
 
 def _decision(job_id: str, *, standing: str = "", recurring: bool = False) -> CancelDecision:
-    req = CancelRequest("local", job_id, "rl__w", "kill-approval", "[liveness_stale] CRITICAL silent 200 min")
+    req = CancelRequest("local", job_id, "rl__w", "kill-approval", "[liveness_stale] CRITICAL silent 200 min",
+                         rule="liveness_stale")  # fmt: skip
     why = "RECURRING: wedged again at step 5, the step of its relaunch at 2026-12-04T07:00: escalated"
     offer = {"relaunch": not recurring, "why": why if recurring else "wedge: a relaunch can fix it",
              "recurring": recurring, "standing": standing, "series": "local|rl__w"}  # fmt: skip
@@ -134,7 +136,7 @@ def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(loca
         run_id, jobs = hand_off(tmp_path / "logs", [job])  # the sweep's own hand-off: its records agree
         run = run_dag("sweep_cancel", {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5},
                       tmp_path / "logs", run_id=run_id, SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
-        assert run.task_states["approve"] == "skipped" and run.values["standing"]["local"][jid].startswith("requeued")
+        assert run.task_states["approve"] == "skipped" and act_said(run.values, "standing")["local"][jid].startswith("requeued")
         (mail,) = mails
         assert mail["X-Envelope-To"] == "team@x.org"
         assert mail["Subject"].startswith(f"Standing permission acted, no human asked: local {jid} {name}: requeued")

@@ -8,7 +8,7 @@ Documented contracts driven here:
 - quota: parse_df_inodes / parse_jutil_dataquota / parse_cindata / parse_lfs_quota never raise (a bad
   line is a ParseProblem); headroom.quota_verdict never raises (UNKNOWN with the reason).
 - iris_state: iris_state_name raises only IrisStateError; pod_count_from_list never raises;
-  iris_hook.job_from_cli / job_from_poll raise only IrisStateError (a malformed record).
+  iris.records.job_from_cli / job_from_poll raise only IrisStateError (a malformed record).
 - tracker_md / tracker_rows: read_tables / read_rows / pending_rows / rows_without_job never raise.
 - hub_evidence.judge_hub_listing, fingerprint.launch_fingerprint / series_of, hf_chain.parse_job_id /
   view_from never raise.
@@ -182,7 +182,7 @@ def _iris_rows() -> list[dict]:
 @FUZZ
 @given(st.sampled_from(_iris_rows() or [{}]), st.dictionaries(st.text(max_size=15), JSONISH, max_size=4), JSONISH)
 def test_iris_json_raises_only_the_documented_errors(row: dict, extra: dict, pods: object) -> None:
-    from sweep_operators.iris_hook import job_from_cli, job_from_poll
+    from sweep_core.iris.records import job_from_cli, job_from_poll
 
     mixed = {**row, **extra}
     for fn in (lambda: job_from_cli(mixed, mixed), lambda: job_from_poll(mixed)):

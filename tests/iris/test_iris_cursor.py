@@ -141,7 +141,7 @@ def _poll_doc(job_id: str, cursor: dict[str, Any], lines: list[str]) -> dict[str
 
 
 def _snap(docs: list[dict[str, Any]], ledger: Ledger) -> ClusterSnapshot:
-    from sweep_operators.iris_hook import job_from_poll
+    from sweep_core.iris.records import job_from_poll
 
     end = dt.datetime.fromtimestamp((SUB + 3_600_000) / 1000, dt.UTC)
     snap = iris_snapshot("cw", [job_from_poll(d) for d in docs], {}, now=end.timestamp(),
@@ -176,7 +176,7 @@ def test_the_polls_cursor_reaches_the_row_and_the_ledger() -> None:
     assert any(f"{jid} attempt" in n for n in snap2.notes)
 
     with pytest.raises(IrisStateError, match="log_cursor"):
-        from sweep_operators.iris_hook import job_from_poll
+        from sweep_core.iris.records import job_from_poll
 
         job_from_poll(_poll_doc(jid, {**c1, "seq": -1}, []))
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 
 from cancel_handoff import hand_off
+from helpers import act_said
 from hitl_responder import CANCEL, RELAUNCH, HITLResponder
 from iris_local import HERE, IRIS_PY, iris_ops, needs_iris, stop_all, submit, wait_states
 from sweep_runner import run_dag
 
+from sweep_core.handoffs.cancel.outcome import Did, from_xcom
 from sweep_core.ledger.store import LEDGER_FILE
 from sweep_core.state.documents import read_document
 
@@ -43,10 +45,12 @@ def test_an_iris_job_is_relaunched_only_by_the_ops_md_command_after_its_stop(con
         body = "".join(d["body"] for d in responder.details.values())
         assert "iris: iris job stop, then the ops.md relaunch command" in body
         assert "iris has no requeue: relaunched only through an ops.md relaunch_commands entry" in body
-        done = result.values["scancel"]["cw"]
+        done = act_said(result.values, "scancel")["cw"]
         new = f"/sweep/{name}-r1"
         assert done[job] == f"cancelled and relaunched by the ops.md command as job {new} after iris job stop (KILLED)"
         assert done[job2] == "stopped (iris KILLED)"  # no command: cancelled, never relaunched
+        typed = from_xcom(result.values["scancel"])["cw"]  # what the ledger reads: the fields, not the text
+        assert (typed[job].did, typed[job].new_job_id, typed[job2].did) == (Did.RELAUNCHED, new, Did.STOPPED)
         wait_states(url, run, {job: "KILLED", job2: "KILLED", new: "RUNNING"})
         ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
         assert [a["kind"] for a in ledger[f"cw|{job}"]["acts"]] == ["relaunch"]

@@ -9,6 +9,7 @@ import json
 import pytest
 from helpers import FIXTURES
 
+from sweep_core.iris.records import job_from_cli
 from sweep_core.iris.state import (
     IrisJob,
     IrisStateError,
@@ -18,7 +19,6 @@ from sweep_core.iris.state import (
     sanitize_label_value,
 )
 from sweep_core.models import ClusterStatus
-from sweep_operators.iris_hook import job_from_cli
 
 T0 = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(hours=3)

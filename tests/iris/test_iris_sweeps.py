@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import table_rows
+from helpers import act_said, table_rows
 from hitl_responder import CANCEL, HITLResponder
 from iris_local import free_port, iris_ops, needs_iris, start_controller, stop_all, submit, wait_states
 from k8s_stub import PodListStub, kubeconfig, pod
@@ -132,7 +132,7 @@ def test_an_approved_stop_ends_a_running_iris_job(controller, jobs_stopped, tag,
     assert verdicts["rl__other"]["reasons"] == [
         f"job id reused: the iris controller names it {name!r}, the request 'rl__other'"
     ]
-    assert result.values["scancel"] == {"cw": {job: "stopped (iris KILLED)"}}
+    assert act_said(result.values, "scancel") == {"cw": {job: "stopped (iris KILLED)"}}
     wait_states(url, run, {job: "KILLED"})
 
 

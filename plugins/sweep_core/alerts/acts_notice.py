@@ -28,6 +28,12 @@ class Notice:
     message: Message
 
 
+def hears(channel: Any, n: Notice) -> bool:
+    """Whether a channel hears a notice: a critical one, the channels hearing critical; the others,
+    the channels hearing hand-offs."""
+    return "critical" in channel.severities if n.kind == ESCALATED else bool(channel.handoffs)
+
+
 def _where(d: Mapping[str, Any]) -> str:
     r = d["request"]
     return clean(f"{r['cluster']} {r['job_id']} {r['name']}", newlines=False)
@@ -47,13 +53,14 @@ def _evidence(d: Mapping[str, Any]) -> list[str]:
 
 def notices(
     decisions: Iterable[Mapping[str, Any]],
-    results: Mapping[str, Mapping[str, str]],
+    results: Mapping[str, Mapping[str, object]],
     *,
     run_id: str,
     links: list[tuple[str, str]],
 ) -> list[Notice]:
     """The announcements of one sweep_cancel run: per job a standing-permission act that ran (its
-    result in ``results``: cluster -> job id -> outcome) and per RECURRING job its escalation."""
+    result in ``results``: cluster -> job id -> outcome, said as its text) and per RECURRING job its
+    escalation."""
     out: list[Notice] = []
     for d in decisions:
         if d.get("verdict") != "cancel":
@@ -92,7 +99,7 @@ def notices(
                 keys=[key],
             )
             out.append(Notice(ESCALATED, key, msg))
-        res = results.get(r["cluster"], {}).get(r["job_id"], "")
+        res = str(results.get(r["cluster"], {}).get(r["job_id"]) or "")
         if offer.get("standing") and res:
             msg = Message(
                 clean(f"Standing permission acted, no human asked: {where}: {res}", newlines=False),

@@ -57,6 +57,13 @@ def _one_line(text: str) -> str:
     return clean(text, newlines=False)
 
 
+def report_text(result: SweepResult) -> str:
+    """The sweep as the task log prints it: the changes, the tables, the actions taken / flagged."""
+    text = "Changes since the previous sweep\n" + "\n".join(f"- {c}" for c in result.changes)
+    text += "\n\n" + result.rendered.text()
+    return text + "\n\nActions taken / flagged\n" + ("\n".join(f"- {f}" for f in flagged_lines(result)) or "- none")
+
+
 def flagged_lines(result: SweepResult, esc: Callable[[str], str] = _one_line) -> list[str]:
     """The 'actions taken / flagged' items: cluster problems, then every rule's flag by severity.
 

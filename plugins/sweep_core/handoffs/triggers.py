@@ -1,4 +1,4 @@
-"""Which hand-offs a sweep gives work, and the ``conf`` each gets (spec §4 "Flag + hand off").
+"""Which hand-offs a sweep gives work, and the ``conf`` each gets (a cancel job: a flag_record.FlagRecord).
 
 The sweep only decides and hands off; the hand-offs re-validate everything themselves before
 anything destructive (sweep_cleanup probes squeue/sacct/paths/hub again). Which DAG and task
@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from sweep_core.handoffs.cleanup.plan import targets_from_flags
+from sweep_core.handoffs.flag_record import FlagRecord
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.vocab import CANCEL_ACTIONS, Action
 from sweep_core.window import is_past_window
@@ -43,14 +44,7 @@ def plan_handoffs(
     reclaim = sorted({f.cluster for f in flags if f.action == Action.RECLAIM and f.cluster in trusted})
     past = {s.cluster for s in snaps if is_past_window(s.window_end, s.remote_now)}  # never cancel from a past window
     cancel = [
-        {
-            "cluster": f.cluster,
-            "job_id": f.job_id,
-            "name": f.job_name,
-            "action": str(f.action),
-            "rule": f.rule,
-            "evidence": f.line(),
-        }  # fmt: skip
+        FlagRecord.from_flag(f).to_dict()  # typed: read back field by field, never from the line
         for f in flags
         if f.action in CANCEL_ACTIONS and f.cluster in trusted - past and f.job_id
     ]

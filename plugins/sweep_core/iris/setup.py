@@ -6,10 +6,12 @@ set but absent on this worker is an ERROR naming the file, the field and the pat
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass
 
 from sweep_core.config.ops import ClusterConfig
+from sweep_core.models import ClusterSnapshot, ClusterStatus
 
 FILL_IN = "set it in the ops.md front matter (docs/configuration.md: Adding a CoreWeave (iris) cluster)"
 
@@ -55,3 +57,14 @@ def iris_setup_problems(cfg: ClusterConfig) -> list[SetupProblem]:
             SetupProblem("controller_url", "is unset: the client poll needs it (iris_cluster is for iris_binary)", True)
         )
     return out
+
+
+def unready_snapshot(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime) -> ClusterSnapshot | None:
+    """The snapshot of an iris cluster not to be contacted (None = ready): fields not filled in yet
+    UNCONFIGURED, a client path absent on this worker ERROR; both name the file and the field."""
+    problems = iris_setup_problems(cfg)
+    if not problems:
+        return None
+    status = ClusterStatus.UNCONFIGURED if all(p.unset for p in problems) else ClusterStatus.ERROR
+    return ClusterSnapshot(cfg.name, "iris", status, notes=[p.line(cfg.path) for p in problems],
+                           window_start=start.isoformat(), window_end=end.isoformat())  # fmt: skip

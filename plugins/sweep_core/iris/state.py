@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.tracebacks import drop_separators
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.window import PAST_RUNNING_LOG_NOTE, is_past_window
@@ -328,4 +329,20 @@ def iris_snapshot(
         elif ij.finished_at_ms is None or lo <= ij.finished_at_ms < hi:
             finished.append(job)
     snap.running, snap.finished, snap.pending = running, finished, pending
+    return snap
+
+
+NO_PODS = "pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected"
+COUNTED = ("RUNNING", "BUILDING", "PENDING")  # the states whose pods are counted
+
+
+def polled_snapshot(
+    cfg: ClusterConfig, jobs: Sequence[IrisJob], pods: dict[str, PodCount], *, now: float, window_start: dt.datetime,
+    window_end: dt.datetime, source: str, ended_since: dt.datetime | None, past: bool,
+) -> ClusterSnapshot:  # fmt: skip
+    """iris_snapshot of a controller that answered, saying so when pods are not counted (no kubeconfig)."""
+    snap = iris_snapshot(cfg.name, jobs, pods, now=now, window_start=window_start, window_end=window_end,
+                         source=source, ended_since=ended_since)  # fmt: skip
+    if not cfg.kubeconfig and not past:
+        snap.notes.append(NO_PODS)
     return snap

@@ -1,5 +1,6 @@
-"""The ledger's record of each cancel hand-off a sweep gives: the run, the flag it came from and the
-evidence it was judged on. ``sweep_cancel`` trusts this record, never a conf (handoffs.cancel.authority)."""
+"""The ledger's record of each cancel hand-off a sweep gives: the run, the flag it came from (its
+rule, severity and action, as handoffs.flag_record.FlagRecord carries them) and the evidence it was
+judged on. ``sweep_cancel`` trusts this record, never a conf (handoffs.cancel.authority)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def handoff_record(
         "run": run_id,
         "flag_run": flag_run or run_id,
         "rule": str(job.get("rule") or ""),
+        "severity": str(job.get("severity") or ""),
         "action": action,
         "flag_action": flag_action or action,
         "name": str(job.get("name") or ""),

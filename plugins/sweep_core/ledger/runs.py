@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from sweep_core.ledger.cancel_handoff import record_handoffs
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
+from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
 from sweep_core.ledger.since_report import carry
 from sweep_core.ledger.store import fold_run, update_ledger
 from sweep_core.models import ClusterSnapshot
@@ -88,3 +90,35 @@ def give_once(
 
 def _name(item: Mapping[str, Any]) -> str:
     return str(item.get("name") or item.get("job_name") or "")
+
+
+@dataclass(frozen=True)
+class RunChanges:
+    """What a sweep run tells first: its lines (a hold and a confirmation first, the notes, then
+    each change), why acts are held ("" = not held) and how many changes the fold found."""
+
+    lines: list[str]
+    held: str
+    count: int
+
+
+def sweep_changes(
+    run_log_dir: str | Path,
+    snaps: Sequence[ClusterSnapshot],
+    *,
+    run_id: str,
+    window_end: dt.datetime,
+    notes: list[str],
+    confirm: bool = False,
+) -> RunChanges:
+    """Fold this sweep in (fold_sweep_run) and say what changed; ``confirm``: a person checked the
+    cluster after a ledger recovery (the ``confirm_ledger_reset`` param): the hold is cleared."""
+    changes = fold_sweep_run(run_log_dir, snaps, run_id=run_id, window_end=window_end, notes=notes)
+    lines = list(notes) + [c.line for c in changes]
+    if confirm:
+        cleared = confirm_reset(run_log_dir, f"run {run_id}")
+        lines.insert(0, cleared or f"{CONFIRM_PARAM}: the ledger held no acts: nothing to confirm")
+    hold = held(run_log_dir)
+    if hold:
+        lines.insert(0, held_line(hold))
+    return RunChanges(lines, held_line(hold) if hold else "", len(changes))

@@ -4,8 +4,9 @@ makes; each rule family lives in its own module of this package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 
+from sweep_core.config.sweep import SweepConfigError
 from sweep_core.fanin.isolate import run_isolated
 from sweep_core.models import Flag
 from sweep_core.rules.campaigns import rule_campaign_drift
@@ -84,3 +85,10 @@ def apply_rules(ctx: RuleContext, only: Collection[str] | None = None) -> list[F
         for job in [*s.all_jobs(), *(s.pending or [])]:
             job.flags = [f.to_dict() for f in by_job.get((job.cluster, job.job_id), [])]
     return flags
+
+
+def check_watch_rules(rules: Iterable[str], where: str) -> None:
+    """sweep.yaml ``watch.rules`` names only rules there are (SweepConfigError naming ``where``)."""
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        raise SweepConfigError(f"{where}: unknown rule(s) {unknown}; the rules are {', '.join(RULES)}")

@@ -47,7 +47,7 @@ def _ledger() -> Ledger:
 
 
 def test_the_relaunch_excludes_the_node_and_so_do_the_series_pending_jobs() -> None:
-    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x")
+    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x", rule="liveness_stale")
     d = CancelDecision(req, "cancel", state="RUNNING")
     ev = Evidence("11", "rl__s", requeue="1", nodelist="gpu-a[01-04]", exc_nodes="gpu-a09", tail=NCCL)
     plan = relaunch_plan(d, ev, CancelConfig(), [], _ledger())
@@ -69,14 +69,14 @@ def test_the_relaunch_excludes_the_node_and_so_do_the_series_pending_jobs() -> N
 
 
 def test_a_hostile_node_name_never_reaches_the_script_unquoted() -> None:
-    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x")
+    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x", rule="liveness_stale")
     ev = Evidence("11", "rl__s", requeue="1", nodelist="gpu-a01", tail="NCCL WARN x host gpu-a01;reboot\n")
     plan = relaunch_plan(CancelDecision(req, "cancel", state="RUNNING"), ev, CancelConfig(), [], None)
     assert plan.bad == ()  # "gpu-a01;reboot" is not a node name, nor the job's node
 
 
 def test_the_outcome_says_where_the_node_was_excluded() -> None:
-    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x")
+    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x", rule="liveness_stale")
     ev = Evidence("11", "rl__s", requeue="1", nodelist="gpu-a[01-04]", tail=NCCL)
     plan = relaunch_plan(CancelDecision(req, "cancel", state="RUNNING"), ev, CancelConfig(), [], _ledger())
     after = "JobId=11 JobName=rl__s JobState=PENDING Restarts=1 StartTime=2026-12-04T08:00:00 ExcNodeList=gpu-a03"
@@ -85,7 +85,7 @@ def test_the_outcome_says_where_the_node_was_excluded() -> None:
         "after:0": CommandResult(0, after, ""), "pexclude:0": CommandResult(0, "", ""),
         "pexclude:1": CommandResult(2, "not PENDING under its name (squeue shows [])", ""),
     }, complete=True, marker="MK")  # fmt: skip
-    res = read_requeue(out, [plan], "")["11"]
+    res = read_requeue(out, [plan], "")["11"].text
     assert res.startswith("requeued (PENDING, Restarts=1")
     assert "bad node(s) named in the log: gpu-a03: excluded (ExcNodeList=gpu-a03)" in res
     assert "PENDING 20 of its series exclude gpu-a03 too" in res and "not excluded: 21 (not PENDING" in res
@@ -95,7 +95,7 @@ def test_an_ops_md_command_gets_the_bad_nodes_as_a_template() -> None:
     from sweep_core.config.relaunch_schema import RelaunchCommand
 
     cmd = RelaunchCommand.model_validate({"match": "^rl__", "argv": ["sbatch", "--exclude={exclude}", "r.sbatch"]})
-    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x")
+    req = CancelRequest("local", "11", "rl__s", "kill-approval", "[liveness_stale] x", rule="liveness_stale")
     ev = Evidence("11", "rl__s", requeue="1", nodelist="gpu-a[01-04]", tail=NCCL)
     plan = relaunch_plan(CancelDecision(req, "cancel", state="RUNNING"), ev, CancelConfig(), [cmd], None)
     assert shlex.split(plan.command_line()) == ["sbatch", "--exclude=gpu-a03", "r.sbatch"]

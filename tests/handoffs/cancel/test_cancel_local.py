@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from cancel_handoff import hand_off
 from conftest import USER, sh
+from helpers import act_said
 from hitl_responder import CANCEL, REJECT, TIMEOUT, HITLResponder
 from sweep_runner import run_dag
 
@@ -100,7 +101,7 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     c.wait_finished(ids[link], "CANCELLED")
     assert c.squeue_state(ids[reused]) == "RUNNING"
     assert c.squeue_state(ids[renamed]) == "RUNNING"
-    done = run.values["scancel"]["local"]
+    done = act_said(run.values, "scancel")["local"]
     assert done[ids[wedged]] == "cancelled" and done[ids[link]] == "cancelled"
     assert done[ids[renamed]].startswith("refused before scancel") and f"{renamed}_v2" in done[ids[renamed]]
     assert _decisions(run)[f"rl__{tag}_the_old_job"]["verdict"] == "blocked"
@@ -135,7 +136,7 @@ def test_dry_run_cancels_nothing_even_when_approved(local_cluster, tag, tmp_path
     c.wait_running(jid)
     run, responder = _cancel(tmp_path, [_job(jid, name)], CANCEL, dry_run=True, sweep=False)
     assert responder.detail["subject"].startswith("[DRY RUN] [BY HAND]")  # a person's request: asked
-    assert run.values["scancel"]["local"][jid] == "would scancel (dry run)"
+    assert act_said(run.values, "scancel")["local"][jid] == "would scancel (dry run)"
     assert c.squeue_state(jid) == "RUNNING"
     assert "would scancel (dry run)" in Path(run.values["record"]).read_text()
 
@@ -176,6 +177,7 @@ def test_sweep_hands_a_spurious_chain_link_to_cancel(local_cluster, tag, tmp_pat
     mine = [j for j in conf["jobs"] if j["job_id"] == jid]
     assert mine and mine[0]["action"] == "cancel" and mine[0]["name"] == name
     assert "rl_resume_overshoot" in mine[0]["evidence"]
+    assert (mine[0]["rule"], mine[0]["severity"]) == ("rl_resume_overshoot", "warn")  # the typed flag record
     conf = {**conf, "jobs": mine, "approval_timeout_minutes": 5}
     with create_session() as s:  # no scheduler here: dag.test runs the queued run the sweep triggered, by its id
         s.query(DagRun).filter(DagRun.dag_id == "sweep_cancel", DagRun.run_id == f"{sweep.run_id}__cancel").delete()
@@ -185,6 +187,7 @@ def test_sweep_hands_a_spurious_chain_link_to_cancel(local_cluster, tag, tmp_pat
     d = _decisions(run)[name]  # the ledger's hand-off record, this run id and the history flag row agree
     assert not d["by_hand"] and d["authority"].startswith(f"handed off by sweep {sweep.run_id} ([rl_resume_overshoot]")
     assert d["request"]["evidence"].startswith("[rl_resume_overshoot]")
-    assert run.values["scancel"]["local"][jid] == "cancelled"
+    assert d["request"]["rule"] == "rl_resume_overshoot"  # typed, from the sweep's record: never re-parsed
+    assert act_said(run.values, "scancel")["local"][jid] == "cancelled"
     c.wait_finished(jid, "CANCELLED")
     assert Path(conf["run_log"]).read_text().count("Hand-off sweep_cancel") == 1

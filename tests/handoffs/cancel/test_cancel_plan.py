@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import (
     CancelDecision,
     CancelRequest,
@@ -184,9 +185,10 @@ def test_scancel_script_rechecks_each_job_right_before(stubs: Path) -> None:
     assert not (Path(os.environ["HOME"]) / "pwned").exists()
     assert set(sacct) == {"11", "15"}
     ds = [CancelDecision(CancelRequest("leo", j.job_id, j.name, "cancel"), "cancel", state=j.state) for j in jobs]
-    assert outcome(ds[0], *per_job[0], sacct) == "cancelled"
-    assert outcome(ds[1], *per_job[1], sacct).startswith("refused before scancel")
-    assert outcome(ds[0], None, "", sacct).startswith("not run")
+    assert outcome(ds[0], *per_job[0], sacct) == ActOutcome(Did.CANCELLED, "cancelled")
+    refused = outcome(ds[1], *per_job[1], sacct)
+    assert refused.did == Did.REFUSED and refused.text.startswith("refused before scancel")
+    assert outcome(ds[0], None, "", sacct).did == Did.NOT_RUN
 
 
 def test_scancel_sent_but_not_confirmed(stubs: Path) -> None:
@@ -197,7 +199,7 @@ def test_scancel_sent_but_not_confirmed(stubs: Path) -> None:
     out = parse_gather_output(_bash(build_scancel_script("sweep", jobs, m, 2), stubs), m)
     per_job, sacct, _ = read_scancel(out, jobs)
     d = CancelDecision(CancelRequest("leo", "21", "rl__a", "kill-approval"), "cancel", state="RUNNING")
-    assert outcome(d, *per_job[0], sacct) == "scancel sent; sacct says RUNNING"
+    assert outcome(d, *per_job[0], sacct) == ActOutcome(Did.SENT, "scancel sent; sacct says RUNNING")
 
 
 def test_scripts_refuse_bad_values() -> None:

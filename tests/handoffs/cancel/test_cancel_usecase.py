@@ -5,7 +5,9 @@ scancel; a dry run prints the scancel and contacts nothing; the outcome table.""
 from __future__ import annotations
 
 from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops, squeue
+from helpers import said as texts
 
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, approval_prompt
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
 from sweep_core.remote_result import CommandResult
@@ -28,7 +30,7 @@ def test_validate_refuses_each_case_with_its_reason() -> None:
     got = _verdicts(validate_jobs(jobs + [_job("15", c="coreweave"), _job("16", c="old")], load, ssh))
     assert got["11"] == ("cancel", "")
     assert got["12"] == ("blocked", "not in squeue: finished, or not the cluster user's job")
-    assert got["?"] == ("blocked", "job id '13; id' is not a Slurm job id (nor an iris /<user>/<job>)")
+    assert got["?"] == ("blocked", "flag record field 'job_id': '13; id' is not a Slurm job id (nor an iris /<user>/<job>)")
     assert got["14"][0] == "blocked" and got["14"][1].startswith("ops.md: /ops/nowhere/ops.md")
     assert got["15"] == ("blocked", "coreweave is iris/active: not an active SLURM cluster, not contacted")
     assert got["16"] == ("blocked", "old is slurm/dropped: not an active SLURM cluster, not contacted")
@@ -54,7 +56,7 @@ def test_dry_run_prints_the_scancel_and_contacts_nothing() -> None:
     done = scancel_approved(
         _validated(), confirm_timeout_s=5, dry_run=True, load_cluster=ops(cluster()), run_script=ssh, say=said.append
     )
-    assert done == {"local": {"11": "would scancel (dry run)"}}  # the blocked job 12 is not even printed
+    assert texts(done) == {"local": {"11": "would scancel (dry run)"}}  # the blocked job 12 is not even printed
     assert said == ["DRY RUN: would run on local: scancel -u sweep -n rl__a -t RUNNING -- 11"] and ssh.calls == []
 
 
@@ -62,10 +64,10 @@ def test_scancel_confirmed_by_sacct_and_not_run_when_unreachable() -> None:
     sacct = ok(f"{SACCT_HEAD}\n11|11|CANCELLED by 1001|0:0|x|x|00:01|p|n|rl__a\n")
     ssh = FakeSsh({"scancel": lambda m, s: {"scancel:0": ok(), "sacct": sacct}})
     kw = {"confirm_timeout_s": 5, "dry_run": False, "load_cluster": ops(cluster()), "say": print}
-    assert scancel_approved(_validated(), run_script=ssh, **kw) == {"local": {"11": "cancelled"}}
+    assert scancel_approved(_validated(), run_script=ssh, **kw) == {"local": {"11": ActOutcome(Did.CANCELLED, "cancelled")}}
     assert ssh.whats() == [("local", "scancel")]  # one session re-checks, scancels, waits for sacct
     down = scancel_approved(_validated(), run_script=FakeSsh(), **kw)
-    assert down["local"]["11"].startswith("not run: unreachable")
+    assert down["local"]["11"].did == Did.NOT_RUN and down["local"]["11"].text.startswith("not run: unreachable")
 
 
 def test_outcome_table_says_the_approval_and_leaves_blocked_jobs_alone() -> None:
@@ -74,7 +76,7 @@ def test_outcome_table_says_the_approval_and_leaves_blocked_jobs_alone() -> None
     assert approved == "approved by ana"
     assert approval_text({"timed_out": True}, False) == "approval timed out: rejected"
     assert approval_text({}, False) == "no approval (not asked, or the approval task failed)"
-    table = cancel_record(ds, {"local": {"11": "cancelled"}}, approved)
+    table = cancel_record(ds, {"local": {"11": ActOutcome(Did.CANCELLED, "cancelled")}}, approved)
     assert "blocked: left alone" in table and "cancelled" in table
     assert "requested by hand (not verified): stale 190 min" in " ".join(table.split())  # never as evidence
     rejected = cancel_record(ds, {}, approval_text({"responded_by": "bo"}, False))
@@ -107,18 +109,20 @@ def test_an_iris_job_is_validated_by_its_controller_and_stopped_through_the_clie
     assert subject == "[BY HAND] iris job stop 1 job(s) on cw?" and "scancel" not in body  # no sweep hand-off
     kw = {"confirm_timeout_s": 5, "load_cluster": load, "run_script": FakeSsh(), "stop_iris": stop}
     lines: list[str] = []
-    assert scancel_approved(decisions, dry_run=True, say=lines.append, **kw) == {
+    assert texts(scancel_approved(decisions, dry_run=True, say=lines.append, **kw)) == {
         "cw": {"/sweep/rl__a": "would stop (dry run)"}
     }
     assert sent == [] and lines == [
         "DRY RUN: would run on cw: iris job stop /sweep/rl__a (re-checked RUNNING under its name first)"
     ]
     done = scancel_approved(decisions, dry_run=False, say=lines.append, **kw)
-    assert done == {"cw": {"/sweep/rl__a": "stopped (iris KILLED)"}}
+    assert done == {"cw": {"/sweep/rl__a": ActOutcome(Did.STOPPED, "stopped (iris KILLED)")}}
     assert sent == [[{"job_id": "/sweep/rl__a", "name": "rl__a", "state": "RUNNING"}]]
 
 
 def test_a_scancel_whose_session_dropped_after_it_was_sent_is_unknown_not_not_run() -> None:
     kw = {"confirm_timeout_s": 5, "dry_run": False, "load_cluster": ops(cluster()), "say": print}
     lost = scancel_approved(_validated(), run_script=lost_after_send(FakeSsh(), "scancel"), **kw)
-    assert lost["local"]["11"].startswith("UNKNOWN: outcome UNKNOWN") and "not sent again" in lost["local"]["11"]
+    got = lost["local"]["11"]
+    assert got.did == Did.UNKNOWN and got.text.startswith("UNKNOWN: outcome UNKNOWN") and "not sent again" in got.text
+    assert got.cancelled and not got.relaunch_attempt  # recorded as a cancel (counted), never sent again

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cancel_handoff import hand_off
 from conftest import LOGS, sh
+from helpers import act_said
 from hitl_responder import CANCEL, RELAUNCH, HITLResponder
 from lab import USER
 from sweep_runner import run_dag
@@ -57,7 +58,7 @@ def test_a_relaunch_approved_before_the_job_printed_again_is_not_done(local_clus
     c = local_cluster
     name, jid, go = _moving(c, tag)
     run = _approve_after_it_moved(c, tmp_path, jid, name, go, RELAUNCH)
-    res = run.values["scancel"]["local"][jid]
+    res = act_said(run.values, "scancel")["local"][jid]
     assert res.startswith("left alone: moved since the flag: silent "), res
     assert "step 520 (was 500)" in res, res
     assert c.squeue_state(jid) == "RUNNING" and _scontrol(jid)["Restarts"] == "0"
@@ -71,7 +72,7 @@ def test_a_cancel_approved_before_the_job_printed_again_is_not_done(local_cluste
     c = local_cluster
     name, jid, go = _moving(c, tag)
     run = _approve_after_it_moved(c, tmp_path, jid, name, go, CANCEL)
-    res = run.values["scancel"]["local"][jid]
+    res = act_said(run.values, "scancel")["local"][jid]
     assert res.startswith("left alone: moved since the flag: silent "), res  # found by the scancel script itself
     assert "step 520 (was 500)" in res, res
     assert c.squeue_state(jid) == "RUNNING"

@@ -18,6 +18,7 @@ from sweep_runner import ROOT
 from sweep_core.alerts.acts_notice import notices
 from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.fresh import moved, rejudge
+from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, approval_prompt
 from sweep_core.handoffs.cancel.relaunch import assess
 from sweep_core.handoffs.cancel.relaunch_policy import relaunch_offer, standing_permission
@@ -121,7 +122,8 @@ def test_the_act_scripts_leave_a_moved_job_alone_in_the_same_session() -> None:
         "moved:0": CommandResult(3, f"{T - 5} 4400 {T}", ""),
         "fresh:0": CommandResult(0, "Training Step Progress: 520/1000\n", ""),
     }, complete=True, marker="MK")  # fmt: skip
-    assert read_requeue(out, [RelaunchJob("11", "rl__x")], "")["11"].startswith("left alone")
+    left = read_requeue(out, [RelaunchJob("11", "rl__x")], "")["11"]
+    assert left.did == Did.LEFT_ALONE and left.text.startswith("left alone") and not left.relaunch_attempt
     how = moved_in_script(
         out, 0, "11", "rl__x", silent_evidence("11", "rl__x").to_dict(), [r"Training Step Progress: (\d+)"]
     )
@@ -209,14 +211,15 @@ def test_cap_reached_is_escalated_once_per_series(tmp_path, monkeypatch) -> None
 
 
 def test_a_command_failing_after_the_cancel_is_a_recorded_relaunch_attempt() -> None:
-    from sweep_operators.relaunch_tasks import outcome_acts
+    from sweep_core.handoffs.cancel.remember import outcome_acts
 
     job = RelaunchJob("11", "rl__x", command=("sbatch", "--parsable", "r.sbatch"))
     out = GatherOutput(records={"scancel:0": CommandResult(0, "", ""),
                                 "relaunch:0": CommandResult(1, "", "sbatch: error: Batch job submission failed")},
                        complete=True, marker="MK")  # fmt: skip
     res = read_requeue(out, [job], "")["11"]
-    assert res.startswith("cancelled; the ops.md relaunch command failed after the cancel (exit 1)"), res
+    assert res.text.startswith("cancelled; the ops.md relaunch command failed after the cancel (exit 1)"), res
+    assert res.did == Did.COMMAND_FAILED and res.relaunch_attempt
     d = wedged_decision("a", "11", "rl__x")
     d.offer = {"relaunch": True, "series": "a|rl__x"}
     acts, release = outcome_acts([d], {"11": res}, "c1", NOW.isoformat(), "ana")
@@ -232,7 +235,8 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
     deep-dive KILL) keeps printing and is cancelled all the same; its state is still re-checked."""
     from sweep_core.handoffs.cancel.usecase import scancel_approved
 
-    req = CancelRequest("a", "11", "rl__x", "cancel-salvage", "[rl_collapse] CRITICAL a RL 11 rl__x: reward collapsed")
+    req = CancelRequest("a", "11", "rl__x", "cancel-salvage", "[rl_collapse] CRITICAL a RL 11 rl__x: reward collapsed",
+                        rule="rl_collapse")  # fmt: skip
     d = CancelDecision(
         req, "cancel", state="RUNNING", nodes="2", by_hand=False, evidence=silent_evidence("11", "rl__x").to_dict()
     )
@@ -251,6 +255,7 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
 
 
 def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(tmp_path, monkeypatch) -> None:
+    from sweep_core.handoffs.cancel import acts
     from sweep_operators import relaunch_tasks
 
     conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
@@ -261,15 +266,16 @@ def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(
     def act_cluster(cluster, mine, *_args):
         if cluster == "b":
             raise ConnectionResetError("session dropped")
-        return {d.request.job_id: "requeued (PENDING, Restarts=1, starts again ~x)" for d in mine}
+        said = "requeued (PENDING, Restarts=1, starts again ~x)"
+        return {d.request.job_id: ActOutcome(Did.REQUEUED, said, Act.RELAUNCH) for d in mine}
 
-    monkeypatch.setattr(relaunch_tasks, "_act_cluster", act_cluster)
+    monkeypatch.setattr(acts, "act_on_cluster", act_cluster)
     decisions = [wedged_decision("a", "11", "rl__x"), wedged_decision("b", "12", "rl__y")]
     for d in decisions:
         d.offer = {"relaunch": True, "series": f"{d.request.cluster}|{d.request.name}"}
     got = relaunch_tasks.act(decisions, True, ccfg=cancel_cfg(), limits=None, load=None, sweep_yaml=str(tmp_path / "sweep.yaml"),
                              context={"run_id": "c1"}, dry_run=False, by="ana")  # fmt: skip
-    assert got["b"]["12"] == "outcome unknown: ConnectionResetError: session dropped"
+    assert got["b"]["12"] == ActOutcome(Did.ERROR, "outcome unknown: ConnectionResetError: session dropped")
     ledger = load_ledger(tmp_path)
     assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.RELAUNCH] and ledger.relaunches[
         "a|rl__x"

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
-from sweep_core.handoffs.cancel.relaunch_remote import RelaunchJob, read_requeue, relaunched_as
+from sweep_core.handoffs.cancel.relaunch_remote import RelaunchJob, read_requeue
 from sweep_core.ledger.acts import relaunched_from, series_key
 from sweep_core.ledger.entries import LedgerEntry
 from sweep_core.ledger.store import LEDGER_FILE, load_ledger, update_ledger
@@ -36,9 +37,10 @@ def test_the_new_id_of_an_ops_md_relaunch_is_read_from_its_output() -> None:
         "relaunch:2": CommandResult(0, "done, see the log\n", ""),
     })  # fmt: skip
     res = read_requeue(out, jobs, "")
-    assert res["11"] == "cancelled and relaunched by the ops.md command as job 4242"
-    assert relaunched_as(res["11"]) == "4242" and relaunched_as(res["12"]) == "4243"
-    assert relaunched_as(res["13"]) == "" and "no new job id in its output" in res["13"]
+    assert res["11"].text == "cancelled and relaunched by the ops.md command as job 4242"
+    assert res["11"].new_job_id == "4242" and res["12"].new_job_id == "4243"
+    assert res["13"].new_job_id == "" and "no new job id in its output" in res["13"].text
+    assert all(r.did == Did.RELAUNCHED and r.relaunch_attempt for r in res.values())
 
 
 def test_a_requeued_link_with_successors_is_said_to_hold_its_chain() -> None:
@@ -46,11 +48,11 @@ def test_a_requeued_link_with_successors_is_said_to_hold_its_chain() -> None:
     deps = "20MKafterok:11(unfulfilled)MK\n21MKafterany:110(unfulfilled)MK\n22MKafterok:11_3(unfulfilled)MK\n"  # not 110, not a task of an array 11
     out = _out({"relaunch:0": CommandResult(0, "", ""), "after:0": CommandResult(0, after, ""),
                 "deps": CommandResult(0, deps, "")})  # fmt: skip
-    res = read_requeue(out, [RelaunchJob("11", "rl__a")], "")["11"]
+    res = read_requeue(out, [RelaunchJob("11", "rl__a")], "")["11"].text
     assert res.endswith("; holds its chain: successor(s) 20 wait on it (dependency) until it ends again"), res
     cmd = RelaunchJob("11", "rl__a", command=("sbatch", "--parsable", "r.sbatch"))
     out.records["relaunch:0"] = CommandResult(0, "4242\n", "")
-    res = read_requeue(out, [cmd], "")["11"]
+    res = read_requeue(out, [cmd], "")["11"].text
     assert "as job 4242; successor(s) 20 depend on the OLD id 11" in res
 
 
@@ -67,10 +69,11 @@ def test_the_ledger_links_the_new_id_to_the_old_in_the_same_series(tmp_path, mon
         return ledger, None
 
     update_ledger(tmp_path, seed)
-    req = CancelRequest("local", "11", "rl__a", "kill-approval", "[liveness_stale] x")
+    req = CancelRequest("local", "11", "rl__a", "kill-approval", "[liveness_stale] x", rule="liveness_stale")
     ev = {"step": 5, "remote_now": 100, "last_output": 40}
     d = CancelDecision(req, "cancel", state="RUNNING", offer={"relaunch": True, "series": "rl__a-series"}, evidence=ev)
-    done = {"local": {"11": "cancelled and relaunched by the ops.md command as job 4242"}}
+    said = "cancelled and relaunched by the ops.md command as job 4242"
+    done = {"local": {"11": ActOutcome(Did.RELAUNCHED, said, new_job_id="4242")}}
     ctx = {"run_id": "c1"}
     remember(str(tmp_path / "sweep.yaml"), ctx, [d], done, {"chosen_options": ["Cancel and relaunch"]}, {}, False)
     led = load_ledger(tmp_path)

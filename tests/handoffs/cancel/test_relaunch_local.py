@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cancel_handoff import hand_off
 from conftest import sh
+from helpers import act_said
 from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
 from lab import LAB_CONFIG, LOGS
 from sweep_runner import run_dag
@@ -80,7 +81,7 @@ def test_cancel_and_relaunch_requeues_the_same_id_and_a_second_wedge_is_escalate
     body = responder.detail["body"]
     assert "**Cancel and relaunch** requeues it" in body and "Training Step Progress: 5/10" in body
     assert "step 5" in body and "localhost" in body
-    result = run.values["scancel"]["local"][jid]
+    result = act_said(run.values, "scancel")["local"][jid]
     assert result.startswith("requeued (PENDING, Restarts=1"), result
     assert c.squeue_state(jid) == "PENDING"  # the same id, held for Slurm's requeue delay
     info = _scontrol(jid)
@@ -115,7 +116,7 @@ def test_a_no_requeue_job_and_an_array_task_are_requeued_by_their_own_ids(local_
     c.wait_log(jid)
     assert _scontrol(jid)["Requeue"] == "0"
     run, _ = _relaunch(tmp_path, [_job(jid, single), _job(tasks[1], arr)])
-    done = run.values["scancel"]["local"]
+    done = act_said(run.values, "scancel")["local"]
     assert done[jid].startswith("requeued (PENDING, Restarts=1"), done  # default requeue_disabled: set
     assert _scontrol(jid)["Requeue"] == "1"
     assert done[tasks[1]].startswith("requeued (PENDING, Restarts=1"), done
@@ -131,7 +132,7 @@ def test_requeue_disabled_refused_by_config_is_cancelled_not_requeued(local_clus
     run, responder = _relaunch(tmp_path, [_job(jid, name)], CANCEL, SWEEP_CONFIG=cfg)
     assert responder.detail["options"] == ["Cancel", "Reject"]
     assert "Requeue=0 (sbatch --no-requeue): refused" in responder.detail["body"]
-    assert run.values["scancel"]["local"][jid] == "cancelled"
+    assert act_said(run.values, "scancel")["local"][jid] == "cancelled"
     c.wait_finished(jid, "CANCELLED")
 
 
@@ -147,7 +148,7 @@ def test_a_standing_permission_relaunches_with_no_human(local_cluster, tag, tmp_
     conf = {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}  # the sweep's own hand-off
     run = run_dag("sweep_cancel", conf, tmp_path, run_id=run_id, SWEEP_CONFIG=cfg)  # nobody answers anything
     assert run.task_states["approve"] == "skipped" and run.task_states["standing"] == "success", run.task_states
-    assert run.values["standing"]["local"][jid].startswith("requeued (PENDING, Restarts=1")
+    assert act_said(run.values, "standing")["local"][jid].startswith("requeued (PENDING, Restarts=1")
     log = Path(run.values["record"]).read_text()
     assert "standing permission: standing[0] relaunch liveness_stale" in log and "log tail before the relaunch" in log
     assert [a["kind"] for a in _acts(tmp_path, jid)] == ["evidence", "relaunch"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cancel_handoff import hand_off
+from helpers import act_said
 from hitl_responder import RELAUNCH, HITLResponder
 from lab import LAB_OPS, LOGS
 from sweep_runner import run_dag
@@ -53,7 +54,7 @@ def test_a_bad_node_is_excluded_from_the_requeue_and_the_series_pending_job_and_
 
     update_ledger(tmp_path, seed)
     run = _relaunch(tmp_path, [_job(jid, name)])
-    res = run.values["scancel"]["local"][jid]
+    res = act_said(run.values, "scancel")["local"][jid]
     assert res.startswith("requeued (PENDING, Restarts=1"), res
     assert "bad node(s) named in the log: localhost: excluded (ExcNodeList=localhost)" in res
     assert f"PENDING {later} of its series exclude localhost too" in res
@@ -81,7 +82,7 @@ def test_an_ops_md_relaunch_command_gets_a_new_id_linked_in_the_ledger(local_clu
     )
     (ops / "local" / "ops.md").write_text(md)
     run = _relaunch(tmp_path, [_job(jid, name)], ops_dir=ops)
-    res = run.values["scancel"]["local"][jid]
+    res = act_said(run.values, "scancel")["local"][jid]
     assert res.startswith("cancelled and relaunched by the ops.md command as job "), res
     new = res.split("as job ", 1)[1].split(";")[0].strip()
     assert new.isdigit() and new != jid

@@ -120,7 +120,7 @@ def test_acts_survive_the_ledger_round_trip_and_a_fold_and_release_their_hand_of
 
 
 def _decision(job_id: str = "11", nodes: str = "2") -> CancelDecision:
-    req = CancelRequest("local", job_id, "rl__a", "kill-approval", WEDGE)
+    req = CancelRequest("local", job_id, "rl__a", "kill-approval", WEDGE, rule="liveness_stale")
     return CancelDecision(req, "cancel", state="RUNNING", elapsed="3:00:00", nodes=nodes, nodelist="node[1-2]",
                           by_hand=False)  # fmt: skip  # the sweep's own request (authority.authorize)
 
@@ -168,7 +168,8 @@ def test_the_prompt_offers_the_relaunch_with_the_evidence_and_escalates_a_recurr
 
 def test_a_standing_cancel_covers_a_pending_chain_link_and_nothing_else() -> None:
     link = CancelRequest(
-        "local", "12", "rl__a", "cancel", "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps"
+        "local", "12", "rl__a", "cancel", "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps",
+        rule="rl_resume_overshoot",
     )
     d = [CancelDecision(link, "cancel", state="PENDING", nodes="1", by_hand=False), _decision()]
     stand = _cfg(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cancel_handoff import hand_off
+from helpers import act_said
 from lab import ARTIFACTS, LAB_CONFIG
 from receivers import smtp_connection, smtp_server
 from sweep_runner import run_dag
@@ -81,7 +82,7 @@ def test_a_kill_under_a_standing_permission_is_cancelled_with_no_human_and_annou
         assert req["rule"] == "deep_dive_kill" and req["evidence"].startswith("[deep_dive_kill] KILL verdict on ")
         run = run_dag("sweep_cancel", conf, tmp_path, run_id=cancel_run, SWEEP_CONFIG=cfg)  # nobody answers
         assert run.task_states["approve"] == "skipped" and run.task_states["standing"] == "success", run.task_states
-        assert run.values["standing"]["local"][jid] == "cancelled", run.values["standing"]
+        assert act_said(run.values, "standing")["local"][jid] == "cancelled", act_said(run.values, "standing")
         c.wait_finished(jid, "CANCELLED")
         print(f"\nTIMING deep-dive start -> CANCELLED (standing permission): {time.monotonic() - started:.1f} s")
 

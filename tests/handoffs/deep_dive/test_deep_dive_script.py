@@ -94,6 +94,7 @@ def test_real_bash_probe_to_verdicts_kill_requests_and_ledger(tmp_path) -> None:
             "cluster": "local",
             "job_id": "12",
             "name": "rl__dead",
+            "severity": "critical",
             "action": "kill-approval",
             "rule": "deep_dive_kill",
             "evidence": "[deep_dive_kill] KILL verdict on 3 strong signals (all-reward-0, empty-rollouts, weight-sync): "

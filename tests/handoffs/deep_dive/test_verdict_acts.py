@@ -121,10 +121,11 @@ def test_a_kill_is_a_deep_dive_kill_cancel_request_with_its_evidence_backed_by_t
     auth = judge("local", "11", "rl__a", "kill-approval", ledger, rows, dry_run=False,
                  is_hand_off_run=lambda run: run == "dd1")  # fmt: skip
     assert auth.kind == SWEEP and auth.evidence == job["evidence"]
+    assert (auth.rule, auth.severity) == ("deep_dive_kill", "critical")  # typed, from the ledger's record
 
 
 def _decision(evidence: str) -> CancelDecision:
-    req = CancelRequest("local", "11", "rl__a", "kill-approval", evidence)
+    req = CancelRequest("local", "11", "rl__a", "kill-approval", evidence, rule="deep_dive_kill", severity="critical")
     return CancelDecision(req, "cancel", state="RUNNING", elapsed="3:00:00", nodes="2", nodelist="node[1-2]",
                           by_hand=False)  # fmt: skip
 
@@ -180,7 +181,7 @@ def test_a_reject_stands_until_a_probe_finds_more_evidence(tmp_path) -> None:
     (job,), _ = _settle(tmp_path, [_kill()], "dd1")
     ledger = load_ledger(tmp_path)
     reject = {"kind": ActKind.REJECT, "run": "dd1__cancel", "at": NOW.isoformat(), "by": "ana",
-              **reject_fields(ledger, "local", "11", job["evidence"])}  # fmt: skip
+              **reject_fields(ledger, "local", "11", job["rule"])}  # fmt: skip
     assert reject["rule"] == "deep_dive_kill" and reject["weight"] == "2"
     record_acts(tmp_path, [("local", "11", "rl__a", reject)], release=[{"cluster": "local", "job_id": "11"}])
     flags, given, _, _ = _sweep(tmp_path, "s2")

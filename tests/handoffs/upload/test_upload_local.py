@@ -18,6 +18,7 @@ import pytest
 import yaml
 from cancel_handoff import hand_off
 from conftest import sh
+from helpers import act_said
 from hf_hub_stub import hub_stub
 from hitl_responder import CANCEL, HITLResponder
 from lab import ARTIFACTS, LAB_CONFIG, USER
@@ -185,7 +186,7 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
         with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
             cancel = run_dag("sweep_cancel", {**conf, "dry_run": False, "approval_timeout_minutes": 5}, logs,
                              run_id=run_id, SWEEP_CONFIG=cfg)  # fmt: skip
-        assert responder.errors == [] and cancel.values["scancel"]["local"][jid] == "cancelled"
+        assert responder.errors == [] and act_said(cancel.values, "scancel")["local"][jid] == "cancelled"
         salvage = [a for a in _acts(logs, jid) if a["kind"] == "salvage"]
         assert len(salvage) == 1 and salvage[0]["step"] == "41" and salvage[0]["flavor"] == flavor
 

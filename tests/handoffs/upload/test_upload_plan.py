@@ -12,6 +12,7 @@ from handoff_fakes import FakeSsh, cluster, lost_after_send, ok, ops
 
 from sweep_core.config.ops_schema import UploadCommand
 from sweep_core.handoffs.batch_job.remote import build_submit_script, build_track_script, read_track
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
@@ -249,7 +250,8 @@ def test_only_a_confirmed_cancel_salvage_is_recorded_and_it_opens_a_cleanup_targ
         _Dec(_Req("6", "cancel+salvage", ev)),
         _Dec(_Req("7", "cancel", ev)),
     ]
-    done = {"local": {"5": "cancelled", "6": "scancel sent; sacct says RUNNING", "7": "cancelled"}}
+    cancelled = ActOutcome(Did.CANCELLED, "cancelled")
+    done = {"local": {"5": cancelled, "6": ActOutcome(Did.SENT, "scancel sent; sacct says RUNNING"), "7": cancelled}}
     acts = salvage_acts(decisions, done, "now")
     assert [(a[1], a[3]["kind"], a[3]["step"]) for a in acts] == [("5", SALVAGE, "41")]
     ledger = record_acts(tmp_path, acts)

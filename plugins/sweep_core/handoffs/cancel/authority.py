@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sweep_core.handoffs.flag_record import read_line
 from sweep_core.ledger.cancel_handoff import KIND, record_handoffs
 from sweep_core.ledger.entries import Ledger
 
@@ -35,6 +36,8 @@ class Authority:
     kind: str
     evidence: str
     why: str
+    rule: str = ""  # the flag's rule and severity as the sweep's record holds them ("" by hand)
+    severity: str = ""
 
     @property
     def by_hand(self) -> bool:
@@ -87,7 +90,10 @@ def judge(
     ):
         return _by_hand(f"the history of sweep {flag_run} has no [{row_rule or '?'}] → {flag_action} flag of this job")
     via = f"; via {giver}" if giver != flag_run else ""
-    return Authority(SWEEP, rec.get("evidence", ""), f"handed off by sweep {flag_run} ([{rule}] → {flag_action}{via})")
+    evidence = rec.get("evidence", "")
+    severity = rec.get("severity") or read_line(evidence)[1]  # a record written before it kept the severity
+    why = f"handed off by sweep {flag_run} ([{rule}] → {flag_action}{via})"
+    return Authority(SWEEP, evidence, why, rule, severity)
 
 
 def flag_runs(ledger: Ledger, keys: Iterable[tuple[str, str]]) -> list[str]:
@@ -110,12 +116,13 @@ def authorize(
     is_hand_off_run: Callable[[str], bool],
 ) -> None:
     """Each plan.CancelDecision (in place): ``by_hand``, ``authority`` and the request's evidence
-    (the sweep's, "" by hand); the conf's evidence stays only in ``request.asked_evidence``."""
+    and flag rule and severity (the sweep's, "" by hand); the conf's evidence stays only in
+    ``request.asked_evidence``."""
     for d in decisions:
         r = d.request
         a = judge(r.cluster, r.job_id, r.name, r.action, ledger, flags_by_run, dry_run=dry_run,
                   is_hand_off_run=is_hand_off_run)  # fmt: skip
-        d.request = replace(r, evidence=a.evidence)
+        d.request = replace(r, evidence=a.evidence, rule=a.rule, severity=a.severity)
         d.by_hand, d.authority = a.by_hand, a.why
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.relaunch_schema import BreakerConfig
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch_policy import flag_rule
 from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.entries import Ledger
 
@@ -41,7 +40,7 @@ def breaker_trips(
     """cluster -> its trip, where one rule flagged >= ``min_jobs`` of the cluster's RUNNING jobs and
     >= ``min_share`` of them (``running``: RUNNING jobs per cluster in the validating squeue; a count
     below the flagged jobs, or none, counts as the flagged jobs alone: a share of 1)."""
-    flagged = Counter((d.request.cluster, flag_rule(d.request.evidence)) for d in decisions if d.state == "RUNNING")
+    flagged = Counter((d.request.cluster, d.request.rule) for d in decisions if d.state == "RUNNING")
     trips: dict[str, Trip] = {}
     for (cluster, rule), n in sorted(flagged.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1])):
         total = max(int(running.get(cluster, 0)), n)

@@ -18,7 +18,7 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch_policy import flag_rule, relaunch_offer, standing_permission
+from sweep_core.handoffs.cancel.relaunch_policy import relaunch_offer, standing_permission
 from sweep_core.handoffs.cancel.relaunch_remote import Evidence, last_step, stat_pair
 from sweep_core.ledger.entries import Ledger
 from sweep_core.slurm.gather import GatherOutput
@@ -39,7 +39,7 @@ def _silent(ev: Mapping[str, Any]) -> int | None:
 
 def on_silence(d: CancelDecision) -> bool:
     """Whether the job was flagged for its log's silence (then a log write or a step means it moved)."""
-    return flag_rule(d.request.evidence) in SILENCE_RULES
+    return d.request.rule in SILENCE_RULES
 
 
 def moved(before: Mapping[str, Any], now: Evidence, silence: bool = True) -> str:
@@ -91,7 +91,7 @@ def rejudge(
     if d.offer.get("standing"):
         nodes = int(d.nodes) if d.nodes.isdigit() else 1
         still = standing_permission(ccfg.standing, action="relaunch" if relaunch else "cancel",
-                                    rule=flag_rule(r.evidence), cluster=r.cluster, name=r.name,
+                                    rule=r.rule, cluster=r.cluster, name=r.name,
                                     silent_s=fresh.silent_s, nodes=nodes)  # fmt: skip
         if not still:
             return (

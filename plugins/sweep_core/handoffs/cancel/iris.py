@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.iris.state import TO_SWEEP, IrisJob
 from sweep_core.slurm.parse import SqueueRow
 
@@ -42,15 +43,15 @@ def stop_line(job_id: str, state: str) -> str:
     return f"iris job stop {job_id} (re-checked {state} under its name first)"
 
 
-def stop_outcome(rec: dict[str, Any] | None, problem: str) -> str:
-    """One job's result: ``stopped`` only when the controller then says KILLED."""
+def stop_outcome(rec: dict[str, Any] | None, problem: str) -> ActOutcome:
+    """One job's result: STOPPED only when the controller then says KILLED."""
     if rec is None:
-        return f"not run: {problem}" if problem else "not run (stop cut short)"
+        return ActOutcome(Did.NOT_RUN, f"not run: {problem}" if problem else "not run (stop cut short)")
     rc, text, state = rec.get("rc"), str(rec.get("text") or ""), str(rec.get("state") or "")
     if rc == 2:
-        return f"refused before stop: {text}"
+        return ActOutcome(Did.REFUSED, f"refused before stop: {text}")
     if rc != 0:
-        return f"iris stop failed: {text[:200]}"
+        return ActOutcome(Did.FAILED, f"iris stop failed: {text[:200]}")
     if state == "KILLED":
-        return "stopped (iris KILLED)"
-    return f"stop sent; iris says {state or '?'}"
+        return ActOutcome(Did.STOPPED, "stopped (iris KILLED)")
+    return ActOutcome(Did.SENT, f"stop sent; iris says {state or '?'}")

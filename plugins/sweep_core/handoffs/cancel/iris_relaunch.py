@@ -13,6 +13,7 @@ from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.handoffs.cancel.iris import IrisStop, stop_line, stop_outcome
+from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_remote import command_argv
 from sweep_core.handoffs.ports import Say
@@ -44,54 +45,64 @@ def relaunch_iris(
     stop_iris: IrisStop | None,
     run_local: RunLocal | None,
     say: Say,
-) -> dict[str, str]:
+) -> dict[str, ActOutcome]:
     """Job id -> outcome: ONE stop call for all (re-check, terminate, wait for KILLED), then per job
     that is KILLED its ops.md command; a job not stopped is never relaunched."""
     cmds: dict[str, tuple[str, ...]] = {}
-    out: dict[str, str] = {}
+    out: dict[str, ActOutcome] = {}
     todo = []
     for d in decisions:
         try:
             given = tuple(d.offer.get("with") or ())
             cmds[d.request.job_id] = iris_command(cfg, d.request.job_id, d.request.name, given)
         except ValueError as exc:
-            out[d.request.job_id] = f"not relaunched: {exc}"
+            out[d.request.job_id] = _not_relaunched(str(exc))
             continue
         if not cmds[d.request.job_id]:
-            out[d.request.job_id] = f"not relaunched: {NO_COMMAND}"
+            out[d.request.job_id] = _not_relaunched(NO_COMMAND)
         else:
             todo.append(d)
     if dry_run:
         for d in todo:
             line = " ".join(cmds[d.request.job_id])
             say(f"DRY RUN: would run for {cfg.name}: {stop_line(d.request.job_id, d.state)}; then {line}")
-        return {**out, **{d.request.job_id: "would stop and relaunch (dry run)" for d in todo}}
+        dry = ActOutcome(Did.DRY_RUN, "would stop and relaunch (dry run)", Act.RELAUNCH)
+        return {**out, **{d.request.job_id: dry for d in todo}}
     if not todo:
         return out
     if stop_iris is None or run_local is None:
-        return {**out, **{d.request.job_id: "not run: no iris client wired in" for d in todo}}
+        return {**out, **{d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in", Act.RELAUNCH)
+                          for d in todo}}  # fmt: skip
     approved = [{"job_id": d.request.job_id, "name": d.request.name, "state": d.state} for d in todo]
     recs, problem = stop_iris(cfg, approved, confirm_timeout_s)
     for d in todo:
         jid = d.request.job_id
         stopped = stop_outcome((recs or {}).get(jid), problem)
-        if stopped != "stopped (iris KILLED)":
-            out[jid] = f"not relaunched: {stopped}"
+        if stopped.did != Did.STOPPED:
+            out[jid] = _not_relaunched(stopped.text)
             continue
         rc, text = run_local(cfg, cmds[jid], command_timeout_s)
         out[jid] = relaunch_outcome(jid, rc, text)
     return out
 
 
-def relaunch_outcome(job_id: str, rc: int, text: str) -> str:
-    """What the ops.md command did after the stop (``as job <id>``: the ledger links it)."""
+def _not_relaunched(why: str) -> ActOutcome:
+    return ActOutcome(Did.NOT_RELAUNCHED, f"not relaunched: {why}", Act.RELAUNCH)
+
+
+def relaunch_outcome(job_id: str, rc: int, text: str) -> ActOutcome:
+    """What the ops.md command did after the stop (``new_job_id``: the ledger links it). A command
+    that failed after the stop is recorded as the stop (a cancel), not as a relaunch attempt."""
     if rc != 0:
-        return f"stopped (iris KILLED); relaunch command FAILED (exit {rc}): {text.strip()[-200:]}"
+        said = f"stopped (iris KILLED); relaunch command FAILED (exit {rc}): {text.strip()[-200:]}"
+        return ActOutcome(Did.STOPPED, said, Act.RELAUNCH)
     ids = IRIS_ID_RE.findall(text)
     if not ids:
-        return f"cancelled and relaunched by the ops.md command (no new job id in its output) after iris job stop: {text.strip()[-120:]}"
+        said = "cancelled and relaunched by the ops.md command (no new job id in its output) after iris job stop"
+        return ActOutcome(Did.RELAUNCHED, f"{said}: {text.strip()[-120:]}", Act.RELAUNCH)
     same = " (the same id)" if ids[-1] == job_id else ""
-    return f"cancelled and relaunched by the ops.md command as job {ids[-1]}{same} after iris job stop (KILLED)"
+    said = f"cancelled and relaunched by the ops.md command as job {ids[-1]}{same} after iris job stop (KILLED)"
+    return ActOutcome(Did.RELAUNCHED, said, Act.RELAUNCH, ids[-1])
 
 
 def iris_offer_why(why: str) -> str:

@@ -14,19 +14,19 @@ jobs need approval anyway (DESIGN.md). A timeout means reject.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.schema_base import section
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.overrides import parse_overrides
-from sweep_core.safe_names import JOB_ID_RE, MAX_NAME, check_job_line
+from sweep_core.handoffs.flag_record import IRIS_JOB_ID_RE, FlagRecord, read_line
+from sweep_core.safe_names import check_job_line
 from sweep_core.safe_text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
 from sweep_core.vocab import CANCEL_ACTIONS, Action
 
-IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # /<user>/<job>[/...]
 check_slurm_job = check_job_line  # the quoted identity check (safe_names); paths and templates: plain_name
 
 
@@ -41,7 +41,7 @@ def cancel_config(raw: CancelConfig | dict[str, Any] | None) -> CancelConfig:
 
 @dataclass(frozen=True)
 class CancelRequest:
-    """One job of the hand-off conf (sweep_core.handoffs.triggers)."""
+    """One job of the hand-off conf (sweep_core.handoffs.triggers: a flag_record.FlagRecord)."""
 
     cluster: str
     job_id: str
@@ -49,24 +49,31 @@ class CancelRequest:
     action: str  # one of vocab.CANCEL_ACTIONS (from_dict checks)
     evidence: str = ""  # the SWEEP's flag line from the ledger (authority.authorize), never the conf's
     asked_evidence: str = ""  # the conf's evidence: shown as "given by hand, not verified", never used
+    rule: str = ""  # the SWEEP's flag rule from the ledger ("" = by hand), never the conf's
+    severity: str = ""  # the SWEEP's flag severity from the ledger ("" = by hand)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelRequest:
-        """Strictly checked: a malformed entry raises ValueError and is never sent to a cluster.
-        The conf's ``evidence`` goes to ``asked_evidence`` only (the conf is not trusted)."""
+        """Strictly checked (flag_record.FlagRecord.from_conf, which reads the form before the record
+        once): a malformed entry raises ValueError naming the field and is never sent to a cluster.
+        The conf's evidence goes to ``asked_evidence`` only (the conf is not trusted)."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
-        req = cls(**{k: str(data.get(k) or "") for k in ("cluster", "job_id", "name", "action")},
-                  asked_evidence=str(data.get("evidence") or "")[:2000])  # fmt: skip
-        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", req.cluster):
-            raise ValueError(f"cluster {req.cluster!r} is not a cluster name")
-        if not (JOB_ID_RE.match(req.job_id) or IRIS_JOB_ID_RE.match(req.job_id)):
-            raise ValueError(f"job id {req.job_id!r} is not a Slurm job id (nor an iris /<user>/<job>)")
-        if not req.name or len(req.name) > MAX_NAME or any(c in req.name for c in "\n\r\0"):
-            raise ValueError(f"job name {req.name[:80]!r} is empty, too long or not one line")
-        if req.action not in CANCEL_ACTIONS:
-            raise ValueError(f"action {req.action!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}")
-        return req
+        action = data.get("action")
+        if action not in tuple(CANCEL_ACTIONS):  # the actions sweep_cancel carries out, named
+            raise ValueError(
+                f"flag record field 'action': {str(action)[:80]!r} is not one of {tuple(a.value for a in CANCEL_ACTIONS)}"
+            )
+        rec = FlagRecord.from_conf(data)
+        return cls(rec.cluster, rec.job_id, rec.name, rec.action, asked_evidence=rec.evidence)
+
+    @classmethod
+    def from_xcom(cls, data: dict[str, Any]) -> CancelRequest:
+        """As validate kept it; one validated before the typed rule had only the line: read once here."""
+        if "rule" not in data and data.get("evidence"):
+            rule, severity = read_line(str(data["evidence"]))
+            data = {**data, "rule": rule, "severity": severity}
+        return cls(**data)
 
 
 @dataclass
@@ -90,7 +97,7 @@ class CancelDecision:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelDecision:
-        return cls(**{**data, "request": CancelRequest(**data["request"])})
+        return cls(**{**data, "request": CancelRequest.from_xcom(data["request"])})
 
 
 def job_key(cluster: str, job_id: str) -> str:
@@ -166,6 +173,34 @@ def override_answer(chosen: list[str], params_input: Any) -> tuple[tuple[str, ..
         return parse_overrides(raw if raw is not None else ""), ""
     except ValueError as exc:
         return (), f"{RELAUNCH_WITH} refused, nothing done: {exc}"
+
+
+def approved(answer: dict[str, Any] | None) -> bool:
+    """Whether a human allowed to answer chose Cancel or Cancel and relaunch (not the timeout default;
+    Cancel and relaunch with … only with its overrides)."""
+    a = answer or {}
+    chosen = a.get("chosen_options")
+    ok = chosen in ([CANCEL], [RELAUNCH]) or (chosen == [RELAUNCH_WITH] and bool(a.get("overrides")))
+    return ok and not a.get("timed_out") and not a.get("refused")
+
+
+def approved_batches(
+    decisions: list[CancelDecision], answers: dict[str, dict[str, Any]]
+) -> dict[tuple[bool, str], list[CancelDecision]]:
+    """(relaunch, approver) -> the approved decisions, one act call each (each job's act records who
+    approved it); a Cancel and relaunch with … puts its overrides in the offer (validated when answered,
+    command_argv checks again)."""
+    batches: dict[tuple[bool, str], list[CancelDecision]] = {}
+    for d in decisions:
+        a = answers.get(job_key(d.request.cluster, d.request.job_id))
+        if not approved(a):
+            continue
+        assert a is not None
+        if a["chosen_options"] == [RELAUNCH_WITH]:
+            d.offer = {**d.offer, "relaunch": True, "with": list(a.get("overrides") or [])}
+        relaunch = a["chosen_options"] in ([RELAUNCH], [RELAUNCH_WITH])
+        batches.setdefault((relaunch, str(a.get("responded_by") or "")), []).append(d)
+    return batches
 
 
 def _relaunch_lines(d: CancelDecision) -> list[str]:
@@ -266,17 +301,19 @@ def approval_prompt(
     return subject, "\n".join(lines).rstrip() + "\n"
 
 
-def outcome(decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]) -> str:
-    """One job's result from the scancel script: ``cancelled`` only when sacct says CANCELLED."""
+def outcome(
+    decision: CancelDecision, record_rc: int | None, record_text: str, sacct: dict[str, SacctRow]
+) -> ActOutcome:
+    """One job's result from the scancel script: CANCELLED only when sacct says so."""
     if record_rc is None:
-        return "not run (script cut short)"
+        return ActOutcome(Did.NOT_RUN, "not run (script cut short)")
     if record_rc == 2:
-        return f"refused before scancel: {record_text.strip()}"
+        return ActOutcome(Did.REFUSED, f"refused before scancel: {record_text.strip()}")
     if record_rc != 0:
-        return f"scancel failed (exit {record_rc}): {record_text.strip()[:200]}"
+        return ActOutcome(Did.FAILED, f"scancel failed (exit {record_rc}): {record_text.strip()[:200]}")
     row = sacct.get(decision.request.job_id)
     if row is None:
-        return "scancel sent; sacct has no row yet"
+        return ActOutcome(Did.SENT, "scancel sent; sacct has no row yet")
     if row.base_state == "CANCELLED":
-        return "cancelled"
-    return f"scancel sent; sacct says {row.state}"
+        return ActOutcome(Did.CANCELLED, "cancelled")
+    return ActOutcome(Did.SENT, f"scancel sent; sacct says {row.state}")

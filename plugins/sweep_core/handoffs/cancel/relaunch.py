@@ -13,14 +13,14 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.bad_nodes import find_bad_nodes, merged_exclude
-from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence, rejudge
+from sweep_core.handoffs.cancel.fresh import moved_in_script, on_silence, rejudge
 from sweep_core.handoffs.cancel.iris_relaunch import NO_COMMAND, has_command, iris_offer_why
+from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, Outcomes, left_alone
 from sweep_core.handoffs.cancel.overrides import takes_overrides
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_policy import (
     Offer,
     asked_again,
-    flag_rule,
     relaunch_offer,
     series_pending,
     series_spec,
@@ -69,6 +69,24 @@ def read_all_evidence(
     return out
 
 
+def evidence_targets(
+    decisions: Sequence[CancelDecision], load_cluster: LoadCluster
+) -> tuple[list[tuple[str, str, str]], dict[str, Any], dict[str, Sequence[Any]]]:
+    """What assess needs read for the RUNNING jobs validated for cancel: the SLURM jobs whose evidence
+    is read (cluster, id, name), the iris clusters' ops.md, each cluster's relaunch_commands."""
+    jobs, iris, commands = [], {}, {}
+    for d in decisions:
+        if d.verdict != "cancel" or d.state != "RUNNING":
+            continue
+        ops = load_cluster(d.request.cluster)
+        commands[d.request.cluster] = ops.relaunch_commands
+        if ops.scheduler == "slurm":
+            jobs.append((d.request.cluster, d.request.job_id, d.request.name))
+        elif ops.scheduler == "iris":
+            iris[d.request.cluster] = ops
+    return jobs, iris, commands
+
+
 def _nodes(d: CancelDecision) -> int:
     return int(d.nodes) if d.nodes.isdigit() else 1
 
@@ -91,7 +109,7 @@ def assess(
     relaunch with …" where one matching its name takes ``{overrides}``)."""
     for d in decisions:
         _assess_one(d, evidence, ledger, ccfg, now=now, run_id=run_id, iris=iris)
-        if d.verdict == "cancel" and d.state == "RUNNING" and flag_rule(d.request.evidence) == DEEP_DIVE_KILL:
+        if d.verdict == "cancel" and d.state == "RUNNING" and d.request.rule == DEEP_DIVE_KILL:
             cmds = (commands or {}).get(d.request.cluster) or ()
             cmd = next((c for c in cmds if c.match.search(d.request.name)), None)
             if cmd is not None and takes_overrides(cmd.argv):
@@ -126,7 +144,7 @@ def _assess_one(
         d.offer["standing"] = _standing(ccfg, "cancel", d, None)
         return
     d.evidence = ev.to_dict()
-    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.evidence, ev.silent_s, rcfg.reask_factor)
+    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.rule, ev.silent_s, rcfg.reask_factor)
     if not ok:
         d.verdict, d.reasons = "blocked", [why]
         return
@@ -154,11 +172,11 @@ def _assess_one(
 
 
 def _may_ask(
-    ledger: Ledger, cluster: str, job_id: str, evidence: str, silent_s: int | None, factor: float
+    ledger: Ledger, cluster: str, job_id: str, rule: str, silent_s: int | None, factor: float
 ) -> tuple[bool, str]:
     """(may ask, why not) after a Reject: a deep-dive KILL once a probe weighs more than the KILL
     rejected (deep_dive.follow_up), any other request once its silence grew ``factor`` times."""
-    if flag_rule(evidence) == DEEP_DIVE_KILL:
+    if rule == DEEP_DIVE_KILL:
         v = latest_verdict(ledger.jobs.get(f"{cluster}|{job_id}"))
         return may_ask_kill(ledger.jobs.get(f"{cluster}|{job_id}"), int((v or {}).get("weight") or 0))
     return asked_again(ledger, cluster, job_id, silent_s, factor)
@@ -168,7 +186,7 @@ def _assess_iris(d: CancelDecision, icfg: Any, ledger: Ledger, ccfg: CancelConfi
     """An iris RUNNING job: the same policy (its step from the ledger), offered only where an ops.md
     relaunch command matches its name (iris has no requeue)."""
     r = d.request
-    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.evidence, None, ccfg.relaunch.reask_factor)
+    ok, why = _may_ask(ledger, r.cluster, r.job_id, r.rule, None, ccfg.relaunch.reask_factor)
     if not ok:
         d.verdict, d.reasons = "blocked", [why]
         return
@@ -191,9 +209,8 @@ def _standing(ccfg: CancelConfig, act: str, d: CancelDecision, silent_s: int | N
     if d.by_hand:
         return ""
     r = d.request
-    rule = flag_rule(r.evidence)
     return standing_permission(
-        ccfg.standing, action=act, rule=rule, cluster=r.cluster, name=r.name, silent_s=silent_s, nodes=_nodes(d)
+        ccfg.standing, action=act, rule=r.rule, cluster=r.cluster, name=r.name, silent_s=silent_s, nodes=_nodes(d)
     )
 
 
@@ -240,12 +257,12 @@ def relaunch_jobs(
     step_patterns: Any = (),
     ledger: Ledger | None = None,
     now: dt.datetime | None = None,
-) -> dict[str, dict[str, str]]:
+) -> Outcomes:
     """cluster -> job id -> result for the given (approved or standing) relaunches: per cluster,
     fresh evidence, judged again (a job that moved since it was judged, or no longer offered a
     relaunch or covered by its standing permission, is left alone with why), saved by ``save``
     first, then ONE session re-checks (the log as saved, handoffs.cancel.fresh) and requeues."""
-    results: dict[str, dict[str, str]] = {}
+    results: Outcomes = {}
     led = ledger or Ledger()
     for cluster in sorted({d.request.cluster for d in decisions}):
         cfg = load_cluster(cluster)
@@ -258,8 +275,8 @@ def relaunch_jobs(
             ev = fresh[(cluster, d.request.job_id)]
             why = rejudge(d, ev, led, ccfg, now=now or dt.datetime.now(dt.UTC), relaunch=True)
             if why:
-                results[cluster][d.request.job_id] = f"{LEFT_ALONE}: {why}"
-                say(f"{cluster} {d.request.job_id} {d.request.name}: {LEFT_ALONE}: {why}")
+                results[cluster][d.request.job_id] = left = left_alone(why, Act.RELAUNCH)
+                say(f"{cluster} {d.request.job_id} {d.request.name}: {left}")
             else:
                 go.append((d, ev))
         plans, kept = [], []
@@ -268,7 +285,9 @@ def relaunch_jobs(
                 plans.append(relaunch_plan(d, ev, ccfg, cfg.relaunch_commands, ledger))
                 kept.append((d, ev))
             except ValueError as exc:  # the name may not fill the ops.md command: nothing sent
-                results[cluster][d.request.job_id] = f"not relaunched: {exc}"
+                results[cluster][d.request.job_id] = ActOutcome(
+                    Did.NOT_RELAUNCHED, f"not relaunched: {exc}", Act.RELAUNCH
+                )
         go = kept
         if not plans:
             continue
@@ -276,7 +295,8 @@ def relaunch_jobs(
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")
-            results[cluster].update({p.job_id: "would relaunch (dry run)" for p in plans})
+            results[cluster].update({p.job_id: ActOutcome(Did.DRY_RUN, "would relaunch (dry run)", Act.RELAUNCH)
+                                     for p in plans})  # fmt: skip
             continue
         save(cluster, evs)  # BEFORE the requeue: it truncates the log
         marker = new_marker()
@@ -287,7 +307,7 @@ def relaunch_jobs(
         got = read_requeue(out, plans, problem)
         for k, p in enumerate(plans):
             how = moved_in_script(out, k, p.job_id, p.name, judged[k], step_patterns)
-            results[cluster][p.job_id] = f"{LEFT_ALONE}: {how}" if how else got[p.job_id]
+            results[cluster][p.job_id] = left_alone(how, Act.RELAUNCH) if how else got[p.job_id]
     return results
 
 

@@ -9,7 +9,6 @@ circuit breaker are handoffs.cancel.brakes), and whether a Rejected request may 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,8 +17,6 @@ from sweep_core.config.relaunch_schema import RelaunchConfig, SeriesRelaunch, St
 from sweep_core.ledger.acts import ActKind, acts_of, relaunch_series, series_acts, series_key, series_record
 from sweep_core.ledger.entries import Ledger
 
-RULE_RE = re.compile(r"^\[([a-z_]+)\]")
-
 
 def failure_kind(evidence: str, cfg: RelaunchConfig) -> str:
     """The first configured kind whose regex matches the flag line (its evidence); "" = none."""
@@ -27,12 +24,6 @@ def failure_kind(evidence: str, cfg: RelaunchConfig) -> str:
         if kp.pattern.search(evidence):
             return kp.kind
     return ""
-
-
-def flag_rule(evidence: str) -> str:
-    """The rule a flag line names (``[liveness_stale] CRITICAL ...`` -> liveness_stale)."""
-    m = RULE_RE.match(evidence)
-    return m.group(1) if m else ""
 
 
 def series_spec(name: str, cfg: RelaunchConfig) -> SeriesRelaunch | None:

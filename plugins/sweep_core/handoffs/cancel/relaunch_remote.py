@@ -18,18 +18,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sweep_core.handoffs.batch_job.plan import last_job_id
+from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, left_alone, not_done
 from sweep_core.handoffs.cancel.overrides import ELEMENT, parse_overrides, takes_overrides
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
 from sweep_core.handoffs.cancel.recheck import guard_values
 from sweep_core.safe_names import check_plain_name
-from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose
 
 SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
-AS_JOB_RE = re.compile(r"by the ops\.md command as job (\d{1,12}\b|/[\w./-]{1,200})")  # Slurm or iris id
-COMMAND_FAILED = "cancelled; the ops.md relaunch command failed after the cancel"  # a relaunch attempt all the same
 HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
 
 
@@ -277,38 +275,41 @@ def _exclusion(out: GatherOutput | None, j: RelaunchJob, k: int, first: int) -> 
     return told
 
 
-def read_requeue(out: GatherOutput | None, jobs: list[RelaunchJob], problem: str) -> dict[str, str]:
-    """Job id -> the outcome: ``requeued`` only when scontrol then shows it not RUNNING with more Restarts."""
-    res: dict[str, str] = {}
+def read_requeue(out: GatherOutput | None, jobs: list[RelaunchJob], problem: str) -> dict[str, ActOutcome]:
+    """Job id -> the outcome: REQUEUED only when scontrol then shows it not RUNNING with more Restarts."""
+    res: dict[str, ActOutcome] = {}
     firsts = [sum(len(x.pending) for x in jobs[:k]) for k in range(len(jobs))]
     for k, j in enumerate(jobs):
-        res[j.job_id] = _one(out, j, k, problem) + _exclusion(out, j, k, firsts[k])
+        res[j.job_id] = _one(out, j, k, problem).with_text(_exclusion(out, j, k, firsts[k]))
     return res
 
 
-def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
-    """One job's relaunch outcome (``requeued`` only when scontrol shows it so)."""
+def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> ActOutcome:
+    """One job's relaunch outcome (REQUEUED only when scontrol shows it so)."""
     rec = out.get(f"relaunch:{k}") if out else None
     if rec is None:
         setreq = out.get(f"setreq:{k}") if out else None
         if setreq is not None and setreq.rc != 0:
-            return f"Requeue=1 refused: {(setreq.stdout + setreq.stderr).strip()[:200]}"
-        return not_done(problem)
+            return _did(Did.REFUSED, f"Requeue=1 refused: {(setreq.stdout + setreq.stderr).strip()[:200]}")
+        return not_done(problem, Act.RELAUNCH)
     text = (rec.stdout + rec.stderr).strip()
     if rec.rc == 2:
-        return f"refused before relaunch: {text[:200]}"
+        return _did(Did.REFUSED, f"refused before relaunch: {text[:200]}")
     if rec.rc == 3:
-        return f"left alone: {text[:200]}"
+        return left_alone(text[:200], Act.RELAUNCH)
     cancelled = out.get(f"scancel:{k}") if out and j.command else None
     if rec.rc != 0 and cancelled is not None and cancelled.rc == 0:
-        return f"{COMMAND_FAILED} (exit {rec.rc}): {text[:200]}"
+        failed = "cancelled; the ops.md relaunch command failed after the cancel"
+        return _did(Did.COMMAND_FAILED, f"{failed} (exit {rec.rc}): {text[:200]}")
     if rec.rc != 0:
-        return f"relaunch failed (exit {rec.rc}): {text[:200]}"
+        return _did(Did.FAILED, f"relaunch failed (exit {rec.rc}): {text[:200]}")
     if j.command:
         new_id = last_job_id(rec.stdout)  # the batch-job machine reads what sbatch printed
+        said = "cancelled and relaunched by the ops.md command"
         if new_id:
-            return f"cancelled and relaunched by the ops.md command as job {new_id}{_holding(out, j.job_id, True)}"
-        return f"cancelled and relaunched by the ops.md command (no new job id in its output): {text[:120]}"
+            return ActOutcome(Did.RELAUNCHED, f"{said} as job {new_id}{_holding(out, j.job_id, True)}", Act.RELAUNCH,
+                              new_id)  # fmt: skip
+        return _did(Did.RELAUNCHED, f"{said} (no new job id in its output): {text[:120]}")
     after = out.get(f"after:{k}") if out else None
     info = {}
     if after is not None and after.rc == 0:
@@ -317,13 +318,12 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> str:
         except SlurmOutputError:
             info = {}
     state, restarts, begin = info.get("JobState", "?"), info.get("Restarts", "?"), info.get("StartTime", "?")
-    return f"requeued ({state}, Restarts={restarts}, starts again ~{begin}){_holding(out, j.job_id, False)}"
+    said = f"requeued ({state}, Restarts={restarts}, starts again ~{begin}){_holding(out, j.job_id, False)}"
+    return _did(Did.REQUEUED, said)
 
 
-def relaunched_as(result: str) -> str:
-    """The new job id a relaunch outcome names ("" = the same id, or none)."""
-    m = AS_JOB_RE.search(result)
-    return m.group(1) if m else ""
+def _did(did: Did, text: str) -> ActOutcome:
+    return ActOutcome(did, text, Act.RELAUNCH)
 
 
 def successors(out: GatherOutput | None, job_id: str) -> list[str]:

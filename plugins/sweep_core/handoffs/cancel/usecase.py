@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweep_core.fanin.render import box_table
-from sweep_core.handoffs.cancel.fresh import LEFT_ALONE, moved_in_script, on_silence
+from sweep_core.handoffs.cancel.fresh import moved_in_script, on_silence
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_line, stop_outcome
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did, Outcomes, left_alone, not_done
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, job_key, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
-from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
 from sweep_core.vocab import Action, Flavor
@@ -49,7 +49,7 @@ def validate_jobs(
         by_cluster[req.cluster].append(req)
     for cluster, reqs in by_cluster.items():
         cfg, why = active_slurm(load_cluster, cluster, "not an active SLURM cluster, not contacted")
-        if cfg is None and list_iris is not None and why.startswith(f"{cluster} is iris/active"):
+        if cfg is None and list_iris is not None and _active_iris(load_cluster, cluster):
             decisions += _validate_iris(load_cluster(cluster), reqs, list_iris)
             continue
         if cfg is None:
@@ -71,6 +71,14 @@ def validate_jobs(
     return decisions
 
 
+def _active_iris(load_cluster: LoadCluster, cluster: str) -> bool:
+    try:
+        cfg = load_cluster(cluster)
+    except ValueError:  # ops.md unreadable: active_slurm said why
+        return False
+    return cfg.scheduler == "iris" and cfg.status == "active"
+
+
 def _validate_iris(cfg: Any, reqs: list[CancelRequest], list_iris: IrisList) -> list[CancelDecision]:
     jobs, problem = list_iris(cfg)
     return validate(reqs, None if jobs is None else iris_rows(jobs), problem, source="the iris controller")
@@ -78,14 +86,14 @@ def _validate_iris(cfg: Any, reqs: list[CancelRequest], list_iris: IrisList) -> 
 
 def _stop_iris(
     cfg: Any, mine: list[CancelDecision], confirm_timeout_s: int, dry_run: bool, stop_iris: IrisStop | None, say: Say
-) -> dict[str, str]:
+) -> dict[str, ActOutcome]:
     """Job id -> result for one iris cluster's approved jobs (dry run: ``say`` each stop)."""
     if dry_run:
         for d in mine:
             say(f"DRY RUN: would run on {cfg.name}: {stop_line(d.request.job_id, d.state)}")
-        return {d.request.job_id: "would stop (dry run)" for d in mine}
+        return {d.request.job_id: ActOutcome(Did.DRY_RUN, "would stop (dry run)") for d in mine}
     if stop_iris is None:
-        return {d.request.job_id: "not run: no iris client wired in" for d in mine}
+        return {d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in") for d in mine}
     approved = [{"job_id": d.request.job_id, "name": d.request.name, "state": d.state} for d in mine]
     recs, problem = stop_iris(cfg, approved, confirm_timeout_s)
     return {d.request.job_id: stop_outcome((recs or {}).get(d.request.job_id), problem) for d in mine}
@@ -108,14 +116,14 @@ def scancel_approved(
     stop_iris: IrisStop | None = None,
     step_patterns: Any = (),
     tail_bytes: int = 4096,
-) -> dict[str, dict[str, str]]:
+) -> Outcomes:
     """cluster -> job id -> result for every ``cancel`` decision (call only after approval):
     one SSH session per cluster re-checks (state, name, and for a RUNNING job flagged for its
     silence its log as judged at validation: one that moved since is left alone, handoffs.cancel.fresh),
     scancels and waits for sacct (an iris cluster: one ``stop_iris`` call re-checks, stops and waits
     for KILLED); dry run: ``say`` each line."""
     todo = [d for d in decisions if d.verdict == "cancel"]
-    results: dict[str, dict[str, str]] = {}
+    results: Outcomes = {}
     for cluster in sorted({d.request.cluster for d in todo}):
         cfg = load_cluster(cluster)
         mine = [d for d in todo if d.request.cluster == cluster]
@@ -126,7 +134,7 @@ def scancel_approved(
         if dry_run:
             for j in jobs:
                 say(f"DRY RUN: would run on {cluster}: {scancel_line(cfg.user, j)}")
-            results[cluster] = {j.job_id: "would scancel (dry run)" for j in jobs}
+            results[cluster] = {j.job_id: ActOutcome(Did.DRY_RUN, "would scancel (dry run)") for j in jobs}
             continue
         marker = new_marker()
         judged = [d.evidence if d.state == "RUNNING" and on_silence(d) else {} for d in mine]
@@ -138,11 +146,11 @@ def scancel_approved(
             res = outcome(d, rc, text, sacct)
             how = moved_in_script(out, k, d.request.job_id, d.request.name, judged[k], step_patterns)
             if how:
-                res = f"{LEFT_ALONE}: {how}"
+                res = left_alone(how)
             elif rc is None and problem:
                 res = not_done(problem)
-            elif res.startswith("scancel sent") and sacct_problem:
-                res += f" (sacct: {sacct_problem[:120]})"
+            elif res.did == Did.SENT and sacct_problem:
+                res = res.with_text(f" (sacct: {sacct_problem[:120]})")
             results[cluster][d.request.job_id] = res
     return results
 
@@ -159,7 +167,7 @@ def approval_text(answer: dict[str, Any], approved: bool) -> str:
 
 
 def cancel_record(
-    decisions: list[CancelDecision], done: dict[str, dict[str, str]], approval: str | Mapping[str, str]
+    decisions: list[CancelDecision], done: Mapping[str, Mapping[str, ActOutcome]], approval: str | Mapping[str, str]
 ) -> str:
     """The outcome table: a row per requested job, blocked ones left alone with why. ``approval``:
     the answer's text, or per job (``job_key``) when each job had its own answer."""
@@ -172,7 +180,10 @@ def cancel_record(
             said = approval if isinstance(approval, str) else approval.get(job_key(r.cluster, r.job_id), "not asked")
             if d.offer.get("standing") and not d.by_hand:
                 said = f"standing permission: {d.offer['standing']}"
-            result = done.get(r.cluster, {}).get(r.job_id) or f"not cancelled: {said}"
+            got = done.get(r.cluster, {}).get(r.job_id)
+            result = got.text if got else f"not cancelled: {said}"
+            if got and got.did == Did.CANCELLED and r.action == Action.CANCEL_SALVAGE:
+                result += f"; salvage next ({Flavor.RL_AGENTIC})"
             why = f"{said}; evidence: {r.evidence}" if r.evidence else said
             if d.offer.get("why"):
                 why += f"; relaunch: {d.offer['why']}"
@@ -180,8 +191,6 @@ def cancel_record(
             why += f"; {d.authority}"
         if d.by_hand and r.asked_evidence:
             why += f"; requested by hand (not verified): {r.asked_evidence}"
-            if result == "cancelled" and r.action == Action.CANCEL_SALVAGE:
-                result += f"; salvage next ({Flavor.RL_AGENTIC})"
         rows.append([r.cluster, r.job_id, r.name, r.action, d.state or "-", result, why])
     return box_table(
         ["Cluster", "Job", "Name", "Action", "State", "Outcome", "Approval / why"],

@@ -21,10 +21,11 @@ from typing import Any
 
 from sweep_core.handoffs.cancel.authority import give_kills
 from sweep_core.handoffs.deep_dive.verdict import KILL, UNKNOWN, Verdict
+from sweep_core.handoffs.flag_record import FlagRecord
 from sweep_core.ledger.acts import ActKind, add_act
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import release_given
-from sweep_core.vocab import Action
+from sweep_core.vocab import Action, Severity
 
 DEEP_DIVE_KILL = "deep_dive_kill"  # the cancel hand-off's rule (sweep.yaml cancel.standing may name it)
 HANDOFF = "deep_dive"  # the per-job hand-off kind (ledger.runs.PER_JOB)
@@ -39,8 +40,9 @@ def kill_evidence(v: Verdict) -> str:
 
 def kill_request(v: Verdict) -> dict[str, str]:
     """sweep_cancel's conf job for one KILL verdict."""
-    return {"cluster": v.cluster, "job_id": v.job_id, "name": v.name, "action": Action.KILL_APPROVAL.value,
-            "rule": DEEP_DIVE_KILL, "evidence": kill_evidence(v)}  # fmt: skip
+    rec = FlagRecord(v.cluster, v.job_id, v.name, DEEP_DIVE_KILL, Severity.CRITICAL.value, Action.KILL_APPROVAL.value,
+                     kill_evidence(v))  # fmt: skip
+    return rec.to_dict()
 
 
 def verdict_act(v: Verdict, run_id: str, at: str) -> dict[str, str]:
@@ -91,9 +93,10 @@ def may_ask_kill(e: LedgerEntry | None, weight: int) -> tuple[bool, str]:
     )
 
 
-def reject_fields(ledger: Ledger, cluster: str, job_id: str, evidence: str) -> dict[str, str]:
-    """What a Reject act of a deep_dive_kill request keeps: its rule and the evidence weight rejected."""
-    if not evidence.startswith(f"[{DEEP_DIVE_KILL}]"):
+def reject_fields(ledger: Ledger, cluster: str, job_id: str, rule: str) -> dict[str, str]:
+    """What a Reject act of a deep_dive_kill request (``rule``: the request's) keeps: its rule and the
+    evidence weight rejected."""
+    if rule != DEEP_DIVE_KILL:
         return {}
     v = latest_verdict(ledger.jobs.get(f"{cluster}|{job_id}"))
     return {"rule": DEEP_DIVE_KILL, "weight": (v or {}).get("weight", "0")}

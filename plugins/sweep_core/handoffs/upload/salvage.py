@@ -9,19 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, story_of
 from sweep_core.ledger.entries import Ledger
 from sweep_core.vocab import Action, Flavor
 
 
 def salvage_acts(
-    decisions: Sequence[Any], done: Mapping[str, Mapping[str, str]], now: str, flavor: str = Flavor.RL_AGENTIC
+    decisions: Sequence[Any], done: Mapping[str, Mapping[str, ActOutcome]], now: str, flavor: str = Flavor.RL_AGENTIC
 ) -> list[tuple[str, str, str, dict[str, str]]]:
-    """A ``salvage`` act per cancel+salvage request whose scancel sacct confirmed (``cancelled``)."""
+    """A ``salvage`` act per cancel+salvage request whose scancel sacct confirmed (``done``: cluster ->
+    job id -> handoffs.cancel.outcome.ActOutcome, CANCELLED)."""
     acts = []
     for d in decisions:
         r = d.request
-        if r.action != Action.CANCEL_SALVAGE or done.get(r.cluster, {}).get(r.job_id) != "cancelled":
+        got = done.get(r.cluster, {}).get(r.job_id)
+        if r.action != Action.CANCEL_SALVAGE or got is None or got.did != Did.CANCELLED:
             continue
         step = salvage_step(r.evidence)
         act = {"kind": SALVAGE, "flavor": str(flavor), "step": "" if step is None else str(step), "at": now}

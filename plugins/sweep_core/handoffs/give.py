@@ -1,0 +1,52 @@
+"""The hand-offs one sweep gives (pure over the ledger file): the conf of each hand-off with work
+(handoffs.triggers), without the jobs another run already handed off (ledger.runs.give_once), and
+the cleanup hand-off kept on while an upload, salvage or consolidation is in flight."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sweep_core.config.sweep import SweepConfig
+from sweep_core.handoffs.triggers import Handoff, plan_handoffs
+from sweep_core.handoffs.upload.salvage import follow_open
+from sweep_core.ledger.runs import give_once
+from sweep_core.ledger.store import load_ledger
+from sweep_core.models import ClusterSnapshot, Flag
+
+Confs = dict[str, dict[str, Any] | None]
+
+
+def give_handoffs(
+    snaps: list[ClusterSnapshot],
+    flags: list[Flag],
+    config: SweepConfig,
+    log_dir: str | Path,
+    *,
+    run_id: str,
+    run_log: str,
+    dry_run: bool,
+    handed: dict[str, bool],
+    kinds: list[str] | None = None,
+) -> tuple[Confs, list[str], list[str]]:
+    """(conf per hand-off, one note per job already handed off, the consolidations cleanup keeps
+    tracking). ``kinds``: only these hand-offs (a watch run gives the act hand-offs only);
+    ``handed[kind]``: this run's hand-off run of that kind exists already (ledger.runs.give_once)."""
+    from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
+
+    hf_chain = any(not s.unset() and not s.db_registration for s in config.hf_chain.series)
+    trackers = tracker_settings(config.trackers) is not None
+    confs = plan_handoffs(snaps, flags, dry_run=dry_run, run_log=run_log, trackers=trackers, hf_chain=hf_chain)
+    if kinds is not None:
+        confs = {k: (c if k in kinds else None) for k, c in confs.items()}
+    confs, given = give_once(log_dir, confs, run_id=run_id, dry_run=dry_run, handed=handed)
+    # cleanup follows uploads, salvages and consolidations in flight (the report sweep's: not a watch's)
+    follow = not handed.get(Handoff.CLEANUP.value) and (kinds is None or Handoff.CLEANUP.value in kinds)
+    tracking: list[str] = []
+    if follow:
+        confs = follow_open(confs, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
+    if follow and config.consolidate.flavors:
+        from sweep_core.handoffs.consolidate.trigger import keep_tracking
+
+        confs, tracking = keep_tracking(confs, snaps, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
+    return confs, given, tracking
