@@ -16,6 +16,7 @@ from urllib.parse import quote
 from airflow.sdk import BaseNotifier
 
 from sweep_core.alerts.approvals import (
+    approval_clusters,
     approval_message,
     approvers_for,
     failing_message,
@@ -24,7 +25,6 @@ from sweep_core.alerts.approvals import (
 )
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.ledger.outcomes import record_outcome, record_watch_outcome, tells_failing
 from sweep_core.vocab import NO_CHANNEL
 from sweep_operators.handoff_record import run_log_dir
@@ -58,15 +58,7 @@ class ApprovalNotifier(BaseNotifier):
 
         cfg = load_sweep_config(self.sweep_yaml).notify
         raw = context["ti"].xcom_pull(task_ids=Cancel.VALIDATE, key="return_value", map_indexes=-1) or {}
-        decisions = [CancelDecision.from_dict(d) for d in raw.get("decisions", [])]
-        key = str(getattr(context["task"], "job_key", "") or "")  # one job per approval task
-        clusters = {
-            d.request.cluster
-            for d in decisions
-            if d.verdict == "cancel" and (not key or key.startswith(f"{d.request.cluster}|"))
-        }
-        if raw.get("cluster"):  # sweep_snapshots' validate (same task id): one cluster's snapshot list
-            clusters.add(str(raw["cluster"]))
+        clusters = approval_clusters(raw, str(getattr(context["task"], "job_key", "") or ""))  # one job per task
         link = HITLOperator.generate_link_to_ui_from_context(context=context, base_url=_base_url())
         task = context["task"]
         msg = approval_message(str(task.subject), str(task.body or ""), link, clusters)

@@ -145,7 +145,7 @@ def test_the_deployments_run_this_clean_up_at_the_configured_time() -> None:
     assert svc["command"] == "python -m sweep_core.db_clean --loop"
     assert svc["environment"]["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
     assert svc["environment"]["PYTHONPATH"] == "/opt/airflow/plugins" and svc["restart"] == "on-failure"
-    assert "start db-clean python -m sweep_core.db_clean --loop" in (ROOT / "scripts" / "deploy_local.sh").read_text()
+    assert "python -m sweep_core.db_clean --loop" in (ROOT / "scripts" / "deploy_local.sh").read_text()
     at = dt.datetime(2026, 12, 5, 3, 17, tzinfo=dt.UTC)
     assert next_run("17 3 * * *", at) == at + dt.timedelta(days=1)
     assert next_run("17 3 * * *", at - dt.timedelta(minutes=1)) == at

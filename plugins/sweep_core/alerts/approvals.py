@@ -8,9 +8,27 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from sweep_core.alerts.layout import Message
 from sweep_core.safe_text import clean
+
+
+def approval_clusters(validated: Mapping[str, Any], job_key: str = "") -> set[str]:
+    """The clusters one approval asks about, from its DAG's ``validate`` XCom: sweep_cancel's jobs to
+    cancel (only the job ``job_key`` names, ``cluster|job``, when one task asks per job), or
+    sweep_snapshots' one cluster."""
+    from sweep_core.handoffs.cancel.plan import CancelDecision
+
+    decisions = [CancelDecision.from_dict(d) for d in validated.get("decisions", [])]
+    clusters = {
+        d.request.cluster
+        for d in decisions
+        if d.verdict == "cancel" and (not job_key or job_key.startswith(f"{d.request.cluster}|"))
+    }
+    if validated.get("cluster"):
+        clusters.add(str(validated["cluster"]))
+    return clusters
 
 
 def approvers_for(clusters: Iterable[str], approvers: Mapping[str, Sequence[str]]) -> list[str]:
