@@ -5,8 +5,9 @@
 #            parallel lanes (each its own Slurm user), the exclusive ones on scratch instances of
 #            the cluster, and all the others;
 #   pytest args: one pytest with them.
-#   --fast: the inner loop's tier: ruff + the tests that start no real service (unit, DagBag, the
-#           config and remote-script checks); no cluster, no apt. Every test runs without it.
+#   --fast: the inner loop's tier: ruff + the tests that start no real service and run no whole DAG
+#           (unit, DagBag, the config and remote-script checks) in two workers; no cluster, no apt.
+#           Every test runs without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fast" ]; then
@@ -16,7 +17,8 @@ if [ "${1:-}" = "--fast" ]; then
   ruff check .
   if command -v shellcheck >/dev/null; then shellcheck plugins/sweep_core/programs/*.sh; fi
   echo "[test --fast] pytest -m 'not slow'"
-  exec python -m pytest -q -p no:cacheprovider -m "not slow" "$@"
+  # two workers (the machine's 2 cores), each on its own copy of the metadata DB (tests/conftest.py)
+  exec python -m pytest -q -p no:cacheprovider -m "not slow" -n "${SWEEP_FAST_WORKERS:-2}" "$@"
 fi
 scripts/local_cluster.sh up
 # Debian's docker-compose (v1) checks docker-compose.yaml offline (`config`), no Docker engine needed.

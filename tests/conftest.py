@@ -138,7 +138,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses = set(getattr(item, "fixturenames", ()))
         if "_local_cluster_session" in uses and not item.get_closest_marker("cluster"):
             item.add_marker(pytest.mark.cluster)
-        if uses & SLOW_FIXTURES or item.get_closest_marker("cluster") or item.get_closest_marker("deploy"):
+        if uses & SLOW_FIXTURES or any(item.get_closest_marker(m) for m in ("cluster", "deploy", "dagrun")):
             item.add_marker(pytest.mark.slow)
 
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pytest
 from receivers import slack_webhook_stub
 from sweep_runner import run_dag
 from test_notify_dag import ghost_sweep
 
 from sweep_core.handoffs.cleanup.backlog import BACKLOG
 from sweep_core.state.documents import write_document
+
+pytestmark = pytest.mark.dagrun  # whole DAG runs: every run, not --fast
 
 HUB = "hub check failed for model org/sft__a: config.json missing"
 

@@ -12,11 +12,14 @@ import datetime as dt
 import json
 from typing import Any
 
+import pytest
 import yaml
 from receivers import slack_webhook_stub
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.ledger.store import load_ledger
+
+pytestmark = pytest.mark.dagrun  # whole DAG runs: every run, not --fast
 
 OPS = """---
 name: cw

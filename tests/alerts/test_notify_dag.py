@@ -11,11 +11,14 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 from receivers import free_port, slack_webhook_stub, smtp_server
 from sweep_runner import ROOT, run_dag
 
 from sweep_core.history.store import HistoryStore
+
+pytestmark = pytest.mark.dagrun  # whole DAG runs: every run, not --fast
 
 OPS = """---
 name: ghost

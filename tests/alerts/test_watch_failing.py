@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from sweep_core.alerts.approvals import watch_failing_message
 from sweep_core.cadence import watch_run_id
 from sweep_core.ledger.outcomes import record_outcome, record_watch_outcome
@@ -70,6 +72,7 @@ def test_the_message_says_since_when_wedges_are_not_being_seen() -> None:
     assert "since 2026-12-03 14:05 UTC" in later.title and "last success: watch__x 13:55" in later.text()
 
 
+@pytest.mark.dagrun  # a real DAG run / airflow db clean: every run, not --fast
 def test_real_watch_runs_that_fail_tell_their_own_streak_and_leave_the_reports_alone(tmp_path) -> None:
     """Two real runs of monitor_cron_watch (dag.test, no cluster: its one cluster's ops.md names an iris
     python that is not there, so the verdict task fails the run), 5-minute windows, failing_minutes 10:

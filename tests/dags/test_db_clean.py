@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sweep_core.config.db_clean_schema import DbCleanSection
 from sweep_core.db_clean import WATCH_DAG_ID, clean_commands, failed_tables
 
@@ -86,6 +88,7 @@ def _rows(db: Path) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
+@pytest.mark.dagrun  # a real DAG run / airflow db clean: every run, not --fast
 def test_the_scheduled_clean_up_deletes_old_watch_and_report_runs_and_keeps_recent_ones(tmp_path) -> None:
     home = tmp_path / "airflow"
     home.mkdir()
