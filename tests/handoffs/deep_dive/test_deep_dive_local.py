@@ -79,6 +79,7 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
 
     # the verdicts in the run log and the ledger (the next sweep's row Note reads it)
     text = Path(run.values["record"]).read_text()
+    print("\nRUN LOG of the deep-dive (pytest -s shows it):\n" + text)
     assert "Hand-off sweep_rl_deep_dive" in text and f"{dead}: KILL" in text and f"{good}: NO-KILL" in text
     ledger = load_ledger(tmp_path)
     assert ledger.jobs[f"local|{ids[dead]}"].deep_dive.endswith(
