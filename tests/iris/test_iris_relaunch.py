@@ -112,10 +112,12 @@ def test_a_deep_dive_kill_is_relaunched_with_the_corrected_setting_after_its_sto
             "cancels it, then runs its ops.md relaunch command with the corrected setting" in responder.detail["body"]
         )
         new = f"/sweep/{name}-r1"
-        done = result.values["scancel"]["cw"]
+        done = act_said(result.values, "scancel")["cw"]
         assert done == {
             job: f"cancelled and relaunched by the ops.md command as job {new} after iris job stop (KILLED)"
         }
+        typed = result.values["scancel"]["cw"][job]  # the typed outcome the ledger reads, not the text
+        assert (typed["did"], typed["act"], typed["new_job_id"]) == ("relaunched", "relaunch", new)
         wait_states(url, run, {job: "KILLED", new: "RUNNING", job2: "RUNNING"})  # the refused one left alone
         lines = _log_lines(url, run, new, "relaunched with:")
         assert "relaunched with: actor.lr=1e-6 +rollout.n=8" in lines, lines

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import sh
 from gather_reference import old_gather_script, run_on_login01
 from lab import LOGS, USER
 
@@ -40,6 +41,18 @@ def _jobs(snap) -> dict[str, dict]:
     return out
 
 
+def _wait_chunks_running(array: str, n: int, timeout: float = 90) -> None:
+    """Until accounting (sacct asks slurmdbd, which the gathers' chunk counts read) lists the array's
+    ``n`` chunks RUNNING: squeue knows a chunk started before slurmdbd does."""
+    end = time.time() + timeout
+    while time.time() < end:
+        res = sh("sacct", "-n", "-X", "-P", "-j", array, "-o", "JobID,State", check=False)
+        if sum(1 for ln in res.stdout.splitlines() if ln.endswith("|RUNNING")) >= n:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"array {array}: not {n} chunks RUNNING in sacct after {timeout}s")
+
+
 def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None:
     c = local_cluster
     start = int(time.time()) - 2  # the window: this test's jobs, not the other tests' ended ones
@@ -59,6 +72,8 @@ def test_new_gather_gives_the_records_of_the_old_one(local_cluster, tag) -> None
     for job in (failed, other):
         c.wait_finished(job, "FAILED")
         c.wait_windowed(job)
+    array = running[2].split(";")[0]
+    _wait_chunks_running(array, 2)  # slurmdbd lags slurmctld: both reads must see the same chunks
     time.sleep(2)  # every log written
     now = int(time.time())
     req = GatherRequest(user=USER, window_start=start, window_end=now - 1, settle_s=0, max_finished_logs=5000,

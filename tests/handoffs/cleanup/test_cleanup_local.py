@@ -97,12 +97,13 @@ def test_cleanup_guards_then_delete_and_reclaim(local_cluster, tag, tmp_path) ->
     assert (precious / "keep.txt").read_text() == "do not delete"
     verified = real.values["verify"]["local"]
     assert len(verified["removed"]) == 3 and verified["left"] == []
-    freed = [x for x in verified["reclaim"] if "inodes freed" in x]
     # 180 files + 12 dirs went; the count is df -i of the whole shared filesystem, where other processes
-    # (parallel test lanes, pip) create and remove files at the same time: it is said, and > 0
-    assert freed and int(freed[0].split("(")[1].split()[0]) > 0, freed
+    # (the parallel test runs, pip) create and remove files at the same time: the reclaim is read before
+    # and after and said, as inodes freed or as no measurable reclaim (the arithmetic: test_cleanup_plan)
+    (reclaim,) = [x for x in verified["reclaim"] if x.startswith("df -i")]
+    assert "UNKNOWN" not in reclaim and ("inodes freed on" in reclaim or "no measurable reclaim" in reclaim), reclaim
     log = Path(real.values["record"]).read_text()
-    assert "Hand-off sweep_cleanup" in log and "deleted" in log and "inodes freed" in log
+    assert "Hand-off sweep_cleanup" in log and "deleted" in log and reclaim in log
     # a re-run finds the trees gone: nothing done twice
     assert _outcomes(again)[good]["action"] == "nothing-to-do"
     assert again.task_states["delete"] == "skipped"

@@ -71,8 +71,9 @@ def test_by_hand_kill_reaches_sweep_cancel_and_no_kill_names_its_watch(local_clu
             "cluster": "local",
             "job_id": ids[dead],
             "name": dead,
-            "action": "kill-approval",
             "rule": "deep_dive_kill",
+            "severity": "critical",
+            "action": "kill-approval",
             "evidence": f"[deep_dive_kill] KILL verdict on {k['basis']}: " + "; ".join(k["evidence"]),
         }
     ]
