@@ -121,6 +121,8 @@ def test_what_the_config_turns_on_is_said_on(capsys, include, monkeypatch, tmp_p
         f"tracker rows under {tmp_path / 'trackers'}; results from /home/sweep/jobs/eval/%j",
     )
     assert got["coreweave"][1]["cancel"][0] == "on"
+    assert got["coreweave"][1]["deep_dive"][0] == "on"  # the iris probe: the client reads the whole log
+    assert "probed through the iris client (whole log since submission; GPU" in got["coreweave"][1]["deep_dive"][1]
     assert got["coreweave"][1]["relaunch"] == (
         "off",
         f"relaunch needs relaunch_commands in {include / 'ops' / 'coreweave' / 'ops.md'} (iris has no requeue)",

@@ -103,6 +103,21 @@ def _chain(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
     return Switch("hf_chain", True, f"series {', '.join(series)}")
 
 
+def _iris_deep_dive(cfg: ClusterConfig, ops_file: str) -> Switch:
+    """The iris probe reads the job's whole log since submission through the client; pods' GPUs
+    through an exec when ops.md allows one (else "unknown", said)."""
+    unset = " and ".join(k for k in ("controller_url", "iris_python") if not getattr(cfg, k))
+    if unset:
+        return Switch("deep_dive", False, f"deep_dive needs {unset} in {ops_file} (the iris client reads the log)")
+    gpus = (
+        "GPUs by nvidia-smi exec'd in the pods"
+        if cfg.gpu_exec and cfg.kubeconfig
+        else f"GPU utilisation unknown (needs gpu_exec and kubeconfig in {ops_file})"
+    )
+    why = f"flagged RL jobs probed through the iris client (whole log since submission; {gpus})"
+    return Switch("deep_dive", True, why)
+
+
 def _kind(cfg: ClusterConfig) -> str:
     return f"{cfg.scheduler}/{cfg.status}"
 
@@ -129,7 +144,7 @@ def _iris(cfg: ClusterConfig, chain: Switch, ops_file: str) -> list[Switch]:
         Switch("harvest", False, "iris: its tracker rows stay unknown (results are read over SSH)"),
         cancel,
         relaunch,
-        Switch("deep_dive", False, "iris: the probe runs on a Slurm login node"),
+        _iris_deep_dive(cfg, ops_file),
         Switch("canary", False, "iris: the canary check runs in a Slurm cluster's gather"),
         Switch("snapshots", False, "iris: the snapshot list runs in a Slurm cluster's gather"),
         Switch("db_register", False, "iris: no upload job here to register after"),
