@@ -17,7 +17,7 @@ from sweep_core.safe_text import clean
 def approval_clusters(validated: Mapping[str, Any], job_key: str = "") -> set[str]:
     """The clusters one approval asks about, from its DAG's ``validate`` XCom: sweep_cancel's jobs to
     cancel (only the job ``job_key`` names, ``cluster|job``, when one task asks per job), or
-    sweep_snapshots' one cluster."""
+    sweep_snapshots' one cluster, or sweep_hygiene's clusters offered a pull."""
     from sweep_core.handoffs.cancel.plan import CancelDecision
 
     decisions = [CancelDecision.from_dict(d) for d in validated.get("decisions", [])]
@@ -28,6 +28,7 @@ def approval_clusters(validated: Mapping[str, Any], job_key: str = "") -> set[st
     }
     if validated.get("cluster"):
         clusters.add(str(validated["cluster"]))
+    clusters.update(str(c) for c in validated.get("clusters") or [])
     return clusters
 
 
