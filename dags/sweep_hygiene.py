@@ -17,12 +17,10 @@ Thin wiring only: plugins/sweep_core/handoffs/hygiene/.
 
 from __future__ import annotations
 
-from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, Param, TriggerRule
+from airflow.sdk import DAG, Param
 
 from sweep_operators import hygiene_tasks
-from sweep_operators.approval_notify import ApprovalNotifier
-from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.dag_common import approval_chain, config_paths, handoff_dag_kwargs
 from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import DagId, Hygiene
 
@@ -45,17 +43,13 @@ with DAG(
         ),  # fmt: skip
     )
 ) as dag:
-    common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    validate = PythonOperator(task_id=Hygiene.VALIDATE, python_callable=hygiene_tasks.validate, op_kwargs=common)
-    approve = hygiene_tasks.HygieneApprovalOperator(
-        task_id=Hygiene.APPROVE, sweep_yaml=SWEEP_YAML, notifiers=[ApprovalNotifier(sweep_yaml=SWEEP_YAML)]
+    approval_chain(  # validate -> approve (HITL) -> act -> record
+        Hygiene,
+        Hygiene.PULL,
+        hygiene_tasks,
+        hygiene_tasks.pull_approved,
+        hygiene_tasks.HygieneApprovalOperator,
+        OPS_DIR,
+        SWEEP_YAML,
     )
-    pull = PythonOperator(task_id=Hygiene.PULL, python_callable=hygiene_tasks.pull_approved, op_kwargs=common)
-    record = PythonOperator(
-        task_id=Hygiene.RECORD,
-        python_callable=hygiene_tasks.record,
-        op_kwargs={"sweep_yaml": SWEEP_YAML},
-        trigger_rule=TriggerRule.ALL_DONE,
-    )
-    validate >> approve >> pull >> record
     handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

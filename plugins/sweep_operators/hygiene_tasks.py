@@ -15,7 +15,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.alerts.approvals import answer_counts, may_answer
+from sweep_core.alerts.approvals import hitl_answer, may_answer
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.hygiene.handoff import approval_body, pull, record_lines, validate_cluster
@@ -101,15 +101,9 @@ class HygieneApprovalOperator(HITLOperator):
         clusters = list(_validated(context).get("clusters") or [])
         self.options = [Hygiene.NONE, *(Hygiene.option(c) for c in clusters)]
         if "error" not in event:
-            who = event.get("responded_by_user") or {}
-            rid = str(who.get("id") or "") if isinstance(who, dict) else ""
-            timed_out = bool(event.get("timedout"))
-            allowed = _allowed(self.sweep_yaml, clusters)
-            counts, why = answer_counts(rid, allowed, requester="", by_hand=False, timed_out=timed_out)
             picked = set(event.get("chosen_options") or [])
             chosen = [c for c in clusters if Hygiene.option(c) in picked]
-            answer = {"chosen": [] if timed_out or not counts else chosen, "timed_out": timed_out, "refused": why,
-                      "responded_by": who.get("name") if isinstance(who, dict) else None}  # fmt: skip
+            answer = hitl_answer(event, _allowed(self.sweep_yaml, clusters), chosen)
             context["ti"].xcom_push(key=Hygiene.ANSWER_KEY, value=answer)
         return super().execute_complete(context, event)
 

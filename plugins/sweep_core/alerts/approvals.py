@@ -70,6 +70,18 @@ def answer_counts(
     return True, ""
 
 
+def hitl_answer(event: Mapping[str, Any], allowed: Sequence[str] | None, chosen: Sequence[str]) -> dict[str, Any]:
+    """What a hand-off's act reads of one HITL answer (sweep_snapshots, sweep_hygiene): the options
+    ``chosen`` (none on a timeout or an answer that does not count), whether it timed out, why it was
+    not counted, who answered."""
+    who = event.get("responded_by_user") or {}
+    rid = str(who.get("id") or "") if isinstance(who, dict) else ""
+    timed_out = bool(event.get("timedout"))
+    counts, why = answer_counts(rid, allowed, requester="", by_hand=False, timed_out=timed_out)
+    return {"chosen": [] if timed_out or not counts else list(chosen), "timed_out": timed_out, "refused": why,
+            "responded_by": who.get("name") if isinstance(who, dict) else None}  # fmt: skip
+
+
 def approval_message(subject: str, body: str, link: str, clusters: Iterable[str]) -> Message:
     """The approvers' message: the prompt's subject, its evidence lines, where to answer."""
     where = ", ".join(sorted(set(clusters))) or "?"
