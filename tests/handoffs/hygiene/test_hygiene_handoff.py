@@ -18,7 +18,7 @@ from lab import USER
 
 from sweep_core.handoffs.hygiene.handoff import fresh_read, pull, read_tree, tree_fingerprint, validate_cluster
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
-from sweep_core.ledger.runs import give_once
+from sweep_core.ledger.runs import fold_sweep_run, give_once
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
@@ -141,7 +141,8 @@ def test_a_file_that_is_too_big_or_not_text_or_outside_the_clone_is_not_brought(
 def _snap(items: list[dict[str, str]], triage: bool = True) -> ClusterSnapshot:
     tree = {"summary": "1 reusable", "clean": False, "branch": "main", "behind": 1, "ahead": 0, "items": items,
             "problems": [], "triage": triage}  # fmt: skip
-    return ClusterSnapshot("leonardo", "slurm", ClusterStatus.OK, tree=tree)
+    end = "2026-07-01T00:00:00+00:00"
+    return ClusterSnapshot("leonardo", "slurm", ClusterStatus.OK, tree=tree, window_end=end, running=[], finished=[])
 
 
 def test_the_sweep_hands_a_clone_off_once_per_change_of_what_it_found(tmp_path: Path) -> None:
@@ -149,9 +150,12 @@ def test_the_sweep_hands_a_clone_off_once_per_change_of_what_it_found(tmp_path: 
     confs = plan_handoffs([_snap([item])], [], dry_run=False, run_log="r.md", trackers=False, hf_chain=False)
     jobs = confs[Handoff.HYGIENE.value]["jobs"]
     assert jobs[0]["cluster"] == "leonardo" and jobs[0]["paths"] == ["launch_q8b.sh"]
+    assert jobs[0]["seen"] == "2026-07-01T00:00:00+00:00"
     assert jobs[0]["job_id"] == f"tree:{tree_fingerprint(_snap([item]).tree)}"
     first, _ = give_once(tmp_path, confs, run_id="run1", dry_run=False)
     assert first[Handoff.HYGIENE.value] is not None
+    end = dt.datetime(2026, 7, 1, 6, tzinfo=dt.UTC)
+    fold_sweep_run(tmp_path, [_snap([item])], run_id="run2", window_end=end)  # the next sweep's fold keeps it
     again, notes = give_once(tmp_path, confs, run_id="run2", dry_run=False)  # the same tree: not again
     assert again[Handoff.HYGIENE.value] is None and "already handed off by run1" in notes[0]
     more = {**item, "path": "eval_list.txt"}

@@ -44,7 +44,8 @@ def tree_fingerprint(tree: Mapping[str, Any]) -> str:
 def tree_jobs(snaps: Sequence[ClusterSnapshot], clusters: set[str]) -> list[dict[str, Any]]:
     """One hand-off item per trusted cluster (of ``clusters``) whose clone is not clean or is behind
     and whose ops.md turns hygiene on (``tree["triage"]``): ``job_id`` ``tree:<fingerprint>`` (the
-    ledger gives it once), ``paths`` the files the triage brings to the local clone."""
+    ledger gives it once; kept as an ended job seen at ``seen``, so an unchanged tree is handed off
+    again after ledger.fold.KEEP_ENDED_DAYS), ``paths`` the files the triage brings to the local clone."""
     out = []
     for s in snaps:
         tree = s.tree or {}
@@ -52,7 +53,7 @@ def tree_jobs(snaps: Sequence[ClusterSnapshot], clusters: set[str]) -> list[dict
             continue
         paths = [i["path"] for i in tree.get("items", []) if i.get("kind") in KINDS_BROUGHT]
         out.append({"cluster": s.cluster, "job_id": f"tree:{tree_fingerprint(tree)}",
-                    "name": str(tree.get("summary", ""))[:120], "paths": paths})  # fmt: skip
+                    "name": str(tree.get("summary", ""))[:120], "paths": paths, "seen": s.window_end})  # fmt: skip
     return out
 
 
