@@ -219,3 +219,23 @@ def test_the_pull_happens_only_after_an_approver_chose_it(repos, sweep_yaml, mon
     assert git(repos["cluster"], "rev-parse", "HEAD") == head
     got = hygiene_tasks.pull_approved("ops", str(sweep_yaml), ti=_Ti({}, {"chosen": ["leonardo"]}), **ctx)
     assert got["leonardo"]["outcome"] == "pulled" and git(repos["cluster"], "rev-parse", "HEAD") != head
+
+
+def test_the_run_log_says_the_local_commit_the_offer_the_answer_and_the_pull(repos) -> None:
+    from sweep_core.alerts.approvals import approval_clusters
+    from sweep_core.handoffs.hygiene.handoff import record_lines
+
+    _clean(repos)
+    (repos["cluster"] / "launch_x.sh").write_text("sbatch x\n")
+    dirty = validate_cluster(repos["cfg"], ["launch_x.sh"], repos["run"], dry_run=False)
+    (repos["cluster"] / "launch_x.sh").unlink()
+    offered = validate_cluster(repos["cfg"], [], repos["run"], dry_run=False)
+    assert approval_clusters({"checked": [dirty, offered], "clusters": ["leonardo"]}) == {"leonardo"}
+    text = "\n".join(record_lines([dirty], {}, {}))
+    assert f": {dirty['commit']}" in text and "launch_x.sh -> scripts/launch_x.sh" in text
+    assert "pull not offered: tree not clean" in text
+    asked = "\n".join(record_lines([offered], {"chosen": [], "timed_out": True, "refused": ""}, {}))
+    assert "pull offered (git -C" in asked and "Do not pull / no answer" in asked and "- pull:" not in asked
+    done = record_lines([offered], {"chosen": ["leonardo"], "responded_by": "ana"}, {"leonardo": {"outcome": "pulled",
+                        "why": "Fast-forward"}})  # fmt: skip
+    assert done[-2].endswith(": Pull by ana") and done[-1] == "- pull: pulled Fast-forward"
