@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The hygiene hand-off's ONE read of the cluster clone (read-only; after tree_status.sh): R: the
 # clone, U: the cluster user, FILES: the paths (relative to R) the triage brings to the local clone,
-# LAUNCH_FORMAT: squeue -O fields each followed by the marker (JobID, Command, STDOUT).
+# LAUNCH_FORMAT: squeue -O fields each followed by the marker (JobArrayID, Command, StdOut).
 # Records: `launches` (the user's RUNNING jobs, their Command and log path), `banner:<job>` (the
 # first BANNER_BYTES of each one's log, when its path is expanded), `file:<k>` (the k-th FILES
 # entry's bytes; rc 2 not a regular file, rc 4 over MAX_FILE_BYTES or the MAX_TOTAL_BYTES left).

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _squeue(jobs: Path) -> str:
-    """squeue -O JobID:0<M>,Command:0<M>,STDOUT:0<M>: the rows of ``jobs`` (id|command|log), marker-split."""
+    """squeue -O JobArrayID:0<M>,Command:0<M>,StdOut:0<M>: the rows of ``jobs`` (id|command|log), marker-split."""
     return (
-        '#!/bin/bash\nfor a in "$@"; do f=$a; done\nm=${f#JobID:0}; m=${m%%,*}\n'
+        '#!/bin/bash\nfor a in "$@"; do f=$a; done\nm=${f#*:0}; m=${m%%,*}\n'
         f"[ -f {jobs} ] || exit 0\n"
         f'while IFS=\'|\' read -r i c o; do printf \'%s%s%s%s%s%s\\n\' "$i" "$m" "$c" "$m" "$o" "$m"; done <{jobs}\n'
     )

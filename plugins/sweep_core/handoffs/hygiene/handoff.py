@@ -30,7 +30,7 @@ MAX_FILE_BYTES = 256 * 1024  # one file brought to the local clone at most
 MAX_TOTAL_BYTES = 2 * 1024 * 1024  # all of them in one read
 MAX_GIT_FILES = 100  # modified files compared with upstream (as the gather)
 BANNER_BYTES = 4096  # the head of a RUNNING job's log read for its launch text
-LAUNCH_FIELDS = ("JobID", "Command", "STDOUT")
+LAUNCH_FIELDS = ("JobArrayID", "Command", "StdOut")  # squeue -O names, as the gather's PATHS_FIELDS
 KINDS_BROUGHT = ("reusable", "modified-diverged")
 
 
