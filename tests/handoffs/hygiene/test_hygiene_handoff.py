@@ -115,6 +115,22 @@ def test_the_pull_runs_only_when_the_gates_still_hold_right_before(repos) -> Non
     assert (clu / "README").read_text() == "v2\n" and (clu / "old.bak").exists()
 
 
+def test_a_file_appearing_between_the_check_and_the_act_session_stops_the_pull(repos) -> None:
+    """The act session hashes git status itself: not the tree the gates were judged on, no pull."""
+    _clean(repos)
+    clu = repos["cluster"]
+    head = git(clu, "rev-parse", "HEAD")
+
+    def racing(cfg, script, marker, what):  # type: ignore[no-untyped-def]
+        if what == "hygiene pull":
+            (clu / "launch_late.sh").write_text("sbatch late\n")
+        return repos["run"](cfg, script, marker, what)
+
+    got = pull(repos["cfg"], racing, dry_run=False)
+    assert got["outcome"] == "failed" and "the tree changed since the check right before" in got["why"]
+    assert git(clu, "rev-parse", "HEAD") == head
+
+
 def test_a_launch_is_read_from_the_log_head_too(repos, tmp_path: Path) -> None:
     _clean(repos)
     log = tmp_path / "slurm-7.out"

@@ -84,6 +84,7 @@ class TreeRead:
 
     report: TreeReport | None
     why: str = ""
+    status_sha1: str = ""  # of the git status read (the act pulls only while it is the same)
     contents: dict[str, bytes] = field(default_factory=dict)
     left: dict[str, str] = field(default_factory=dict)
     launches: dict[str, str | None] = field(default_factory=dict)
@@ -111,7 +112,9 @@ def read_tree(out: GatherOutput, paths: Sequence[str]) -> TreeRead:
     report = tree_report(out)
     if not isinstance(report, TreeReport):
         return TreeRead(None, report or "no git status record (repo_path unset?)")
-    got = TreeRead(report, launches=_launches(out))
+    status = out.get("gitstatus")
+    sha = hashlib.sha1(status.stdout.encode("utf-8")).hexdigest() if status else ""
+    got = TreeRead(report, status_sha1=sha, launches=_launches(out))
     for k, path in enumerate([p for p in paths if _plain(p)], start=1):
         rec = out.get(f"file:{k}")
         if rec is None:
@@ -171,7 +174,7 @@ def pull(cfg: ClusterConfig, run_script: RunScript, dry_run: bool) -> dict[str, 
     if dry_run:
         return {"outcome": "would pull", "why": offer.command()}
     marker = new_marker()
-    out, problem = run_script(cfg, pull_script(offer, marker), marker, "hygiene pull")
+    out, problem = run_script(cfg, pull_script(offer, marker, got.status_sha1), marker, "hygiene pull")
     rec = out.get("pull") if out else None
     if rec is not None and rec.rc == 0:
         return {"outcome": "pulled", "why": (rec.stdout.strip().splitlines() or [""])[-1][:200]}
