@@ -3,13 +3,16 @@
 # clone, U: the cluster user, FILES: the paths (relative to R) the triage brings to the local clone,
 # LAUNCH_FORMAT: squeue -O fields each followed by the marker (JobArrayID, Command, StdOut).
 # Records: `launches` (the user's RUNNING jobs, their Command and log path), `banner:<job>` (the
-# first BANNER_BYTES of each one's log, when its path is expanded), `file:<k>` (the k-th FILES
-# entry's bytes; rc 2 not a regular file, rc 4 over MAX_FILE_BYTES or the MAX_TOTAL_BYTES left).
+# first BANNER_BYTES of each one's log, when its path is expanded; MAX_BANNERS logs at most),
+# `file:<k>` (the k-th FILES entry's bytes; rc 2 not a regular file, rc 4 over MAX_FILE_BYTES or
+# the MAX_TOTAL_BYTES left).
 if run launches squeue --local -u "$U" -t RUNNING -h -O "$LAUNCH_FORMAT"; then
   cp "$T/o" "$T/launch"
+  n=0
   while IFS= read -r line; do
     jid=${line%%"$M"*}; rest=${line#*"$M"}; rest=${rest#*"$M"}; log=${rest%%"$M"*}
     case $log in "" | *%*) continue ;; esac
+    n=$((n + 1)); [ "$n" -le "$MAX_BANNERS" ] || break
     [ -f "$log" ] && [ -r "$log" ] && run "banner:$jid" head -c "$BANNER_BYTES" -- "$log"
   done <"$T/launch"
 fi

@@ -30,6 +30,7 @@ MAX_FILE_BYTES = 256 * 1024  # one file brought to the local clone at most
 MAX_TOTAL_BYTES = 2 * 1024 * 1024  # all of them in one read
 MAX_GIT_FILES = 100  # modified files compared with upstream (as the gather)
 BANNER_BYTES = 4096  # the head of a RUNNING job's log read for its launch text
+MAX_BANNERS = 200  # logs read so in one session at most (the others: their Command alone)
 LAUNCH_FIELDS = ("JobArrayID", "Command", "StdOut")  # squeue -O names, as the gather's PATHS_FIELDS
 KINDS_BROUGHT = ("reusable", "modified-diverged")
 
@@ -72,6 +73,7 @@ def read_script(cfg: ClusterConfig, paths: Sequence[str], marker: str) -> str:
         "MAX_FILE_BYTES": MAX_FILE_BYTES,
         "MAX_TOTAL_BYTES": MAX_TOTAL_BYTES,
         "BANNER_BYTES": BANNER_BYTES,
+        "MAX_BANNERS": MAX_BANNERS,
         "LAUNCH_FORMAT": ",".join(f"{f}:0{marker}" for f in LAUNCH_FIELDS),
     }
     return compose(marker, values, ("tree_status.sh", "hygiene_read.sh"))
