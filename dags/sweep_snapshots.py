@@ -15,12 +15,10 @@ Thin wiring only: plugins/sweep_core/handoffs/snapshots.py and plugins/sweep_cor
 
 from __future__ import annotations
 
-from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, Param, TriggerRule
+from airflow.sdk import DAG, Param
 
 from sweep_operators import snapshot_tasks
-from sweep_operators.approval_notify import ApprovalNotifier
-from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
+from sweep_operators.dag_common import approval_chain, config_paths, handoff_dag_kwargs
 from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import DagId, Snapshots
 
@@ -42,17 +40,13 @@ with DAG(
         ),
     )
 ) as dag:
-    common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}
-    validate = PythonOperator(task_id=Snapshots.VALIDATE, python_callable=snapshot_tasks.validate, op_kwargs=common)
-    approve = snapshot_tasks.SnapshotApprovalOperator(
-        task_id=Snapshots.APPROVE, sweep_yaml=SWEEP_YAML, notifiers=[ApprovalNotifier(sweep_yaml=SWEEP_YAML)]
+    approval_chain(  # validate -> approve (HITL) -> act -> record
+        Snapshots,
+        Snapshots.DELETE,
+        snapshot_tasks,
+        snapshot_tasks.delete,
+        snapshot_tasks.SnapshotApprovalOperator,
+        OPS_DIR,
+        SWEEP_YAML,
     )
-    delete = PythonOperator(task_id=Snapshots.DELETE, python_callable=snapshot_tasks.delete, op_kwargs=common)
-    record = PythonOperator(
-        task_id=Snapshots.RECORD,
-        python_callable=snapshot_tasks.record,
-        op_kwargs={"sweep_yaml": SWEEP_YAML},
-        trigger_rule=TriggerRule.ALL_DONE,
-    )
-    validate >> approve >> delete >> record
     handoff_limits(dag, SWEEP_YAML, OPS_DIR)  # execution_timeout on every task; retries: read-only only

@@ -1,10 +1,11 @@
-"""What every DAG file of the package shares: where its config lives, and the hand-off DAGs'
-common arguments and params (dry run, the sweep's run log)."""
+"""What every DAG file of the package shares: where its config lives, the hand-off DAGs' common
+arguments and params (dry run, the sweep's run log), and the approval hand-offs' task chain."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,3 +47,24 @@ def handoff_dag_kwargs(
             "run_log": Param("", type="string", title="Run log", description="The sweep's dated run log to append to"),
         },
     }
+
+
+def approval_chain(
+    ids: Any, act_id: str, tasks: Any, act: Callable[..., Any], approval: type, ops_dir: str, sweep_yaml: str
+) -> None:
+    """Inside ``with DAG``: validate -> approve (``approval``: HITL, the approvers told by the
+    ApprovalNotifier) -> ``act`` -> record (ALL_DONE); ``ids``: the DAG's task ids (task_ids.py),
+    ``tasks``: its module of callables (``validate``, ``record``)."""
+    from airflow.providers.standard.operators.python import PythonOperator
+    from airflow.sdk import TriggerRule
+
+    from sweep_operators.approval_notify import ApprovalNotifier
+
+    common = {"ops_dir": ops_dir, "sweep_yaml": sweep_yaml}
+    validate = PythonOperator(task_id=ids.VALIDATE, python_callable=tasks.validate, op_kwargs=common)
+    notify = [ApprovalNotifier(sweep_yaml=sweep_yaml)]
+    approve = approval(task_id=ids.APPROVE, sweep_yaml=sweep_yaml, notifiers=notify)
+    acting = PythonOperator(task_id=act_id, python_callable=act, op_kwargs=common)
+    record = PythonOperator(task_id=ids.RECORD, python_callable=tasks.record, op_kwargs={"sweep_yaml": sweep_yaml},
+                            trigger_rule=TriggerRule.ALL_DONE)  # fmt: skip
+    validate >> approve >> acting >> record

@@ -99,7 +99,7 @@ def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
 
     needs = {DagId.CANCEL: _cancel_needs, DagId.CLEANUP: _cleanup_needs, DagId.HF_CHAIN: _chain_needs,
              DagId.HARVEST: _harvest_needs, DagId.DEEP_DIVE: _deep_dive_needs,
-             DagId.SNAPSHOTS: _snapshots_needs}  # fmt: skip
+             DagId.SNAPSHOTS: _snapshots_needs, DagId.HYGIENE: _hygiene_needs}  # fmt: skip
     if dag_id not in needs:
         raise ValueError(f"no reliability needs for DAG {dag_id!r}")
     return needs[dag_id](config)
@@ -172,6 +172,18 @@ def _snapshots_needs(config: Any) -> dict[str, Need]:
         Snapshots.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
         Snapshots.DELETE: Need(Kind.ACT, sessions=2),
         Snapshots.RECORD: LOCAL,
+    }
+
+
+def _hygiene_needs(config: Any) -> dict[str, Need]:
+    """One read per cluster (then the local commit); the pull: a read of the gates + one act session."""
+    from sweep_operators.task_ids import Hygiene
+
+    return {
+        Hygiene.VALIDATE: Need(Kind.CHECK, sessions=1),  # a read, then the local-clone commit: not retried
+        Hygiene.APPROVE: Need(Kind.APPROVAL, extra_s=approval_wait_s()),
+        Hygiene.PULL: Need(Kind.ACT, sessions=2),
+        Hygiene.RECORD: LOCAL,
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.alerts.approvals import answer_counts, may_answer
+from sweep_core.alerts.approvals import hitl_answer, may_answer
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import load_sweep_config
@@ -97,14 +97,8 @@ class SnapshotApprovalOperator(HITLOperator):
             config = load_sweep_config(self.sweep_yaml)
             cluster = _validated(context).get("cluster", "")
             users = may_answer(cluster, config.notify.approver_users, requester="", by_hand=False)
-            who = event.get("responded_by_user") or {}
-            rid = str(who.get("id") or "") if isinstance(who, dict) else ""
-            timed_out = bool(event.get("timedout"))
-            counts, why = answer_counts(rid, users, requester="", by_hand=False, timed_out=timed_out)
             chosen = [c for c in event.get("chosen_options") or [] if c != Snapshots.NONE]
-            answer = {"chosen": [] if timed_out or not counts else chosen, "timed_out": timed_out, "refused": why,
-                      "responded_by": who.get("name") if isinstance(who, dict) else None}  # fmt: skip
-            context["ti"].xcom_push(key=Snapshots.ANSWER_KEY, value=answer)
+            context["ti"].xcom_push(key=Snapshots.ANSWER_KEY, value=hitl_answer(event, users, chosen))
         return super().execute_complete(context, event)
 
 

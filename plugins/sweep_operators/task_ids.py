@@ -11,13 +11,14 @@ from sweep_core.handoffs.triggers import Handoff
 
 
 class DagId:
-    """The eight DAGs of the package."""
+    """The nine DAGs of the package."""
 
     SWEEP: Final = "monitor_cron_sweep"
     WATCH: Final = "monitor_cron_watch"  # the light sweep every few minutes (sweep_core.cadence)
     CLEANUP, CANCEL, HF_CHAIN, HARVEST = "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"
     DEEP_DIVE: Final = "sweep_rl_deep_dive"
     SNAPSHOTS: Final = "sweep_snapshots"  # Daytona at its HARD cap: STALE snapshots deleted once approved
+    HYGIENE: Final = "sweep_hygiene"  # a cluster clone's triage: local-clone commit, ff pull once approved
 
 
 class Sweep:
@@ -44,6 +45,7 @@ HANDOFF_TRIGGERS: Final[dict[Handoff, tuple[str, str]]] = {
     Handoff.HARVEST: ("trigger_tracker_harvest", DagId.HARVEST),
     Handoff.DEEP_DIVE: ("trigger_deep_dive", DagId.DEEP_DIVE),
     Handoff.SNAPSHOTS: ("trigger_snapshots", DagId.SNAPSHOTS),
+    Handoff.HYGIENE: ("trigger_hygiene", DagId.HYGIENE),
 }
 
 
@@ -73,6 +75,20 @@ class Snapshots:
     VALIDATE, APPROVE, DELETE, RECORD = "validate", "approve", "delete", "record"
     ANSWER_KEY: Final = "answer"
     NONE: Final = "Delete none"  # the default: no answer in time deletes nothing
+
+
+class Hygiene:
+    """sweep_hygiene: validate (read, local-clone commit, pull offer) -> approve (a human) -> pull -> record."""
+
+    # validate: the same task id as sweep_cancel's (the ApprovalNotifier reads its XCom "clusters")
+    VALIDATE, APPROVE, PULL, RECORD = "validate", "approve", "pull", "record"
+    ANSWER_KEY: Final = "answer"
+    NONE: Final = "Do not pull"  # the default: no answer in time pulls nothing
+
+    @staticmethod
+    def option(cluster: str) -> str:
+        """The approval option that pulls on ``cluster``."""
+        return f"Pull (fast-forward) on {cluster}"
 
 
 class Cancel:

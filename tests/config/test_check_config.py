@@ -303,3 +303,19 @@ def test_connect_reaches_a_listening_hub_and_an_iris_controller(capsys, include,
         assert rc == 1 and "whoami answered HTTP 401" in out
     finally:
         srv.shutdown()
+
+
+def test_hygiene_is_off_until_the_local_clone_is_named_then_on(capsys, include, tmp_path) -> None:
+    """The hygiene hand-off needs both clones: the cluster's (repo_path) and the LOCAL one (local_clone)."""
+    leo = include / "ops" / "leonardo" / "ops.md"
+    got = _clusters(_run(capsys, str(include), "--on", "2026-07-01")[1])
+    assert got["leonardo"][1]["hygiene"] == ("off", f"hygiene needs local_clone in {leo} (the tree is reported only)")
+    assert got["coreweave"][1]["hygiene"] == ("off", "iris: no cluster clone read (git status runs in a Slurm gather)")
+    clone = tmp_path / "ot-agent"
+    leo.write_text(leo.read_text().replace("repo_path: ", f"local_clone: {clone}\nrepo_path: ", 1))
+    rc, out, err = _run(capsys, str(include), "--on", "2026-07-01")
+    assert rc == 0, err
+    assert _clusters(out)["leonardo"][1]["hygiene"] == (
+        "on",
+        f"/leonardo/home/userexternal/bfeuer00/ot-agent triaged into {clone} (local commit; ff pull after approval)",
+    )

@@ -245,3 +245,20 @@ def test_an_unknown_watch_rule_fails_the_watch_import_naming_file_and_key(tmp_pa
     error = next(msg for path, msg in bag.import_errors.items() if path.endswith("monitor_cron_watch.py"))
     assert f"{bad}: watch.rules: unknown rule(s) ['liveness_stail']" in error
     assert "monitor_cron_sweep" in bag.dag_ids  # the report sweep runs every rule: not affected
+
+
+def test_the_hygiene_handoff_asks_a_human_before_it_pulls() -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(ROOT / "dags"))
+    assert bag.import_errors == {}
+    dag = bag.get_dag("sweep_hygiene")
+    assert set(dag.params) == {"jobs", "cluster", "paths", "dry_run", "run_log"}
+    assert dag.params["dry_run"] is True and dag.schedule is None and dag.max_active_runs == 1
+    assert dag.get_task("approve").upstream_task_ids == {"validate"}
+    assert type(dag.get_task("approve")).__name__ == "HygieneApprovalOperator"
+    assert dag.get_task("pull").upstream_task_ids == {"approve"}
+    assert dag.get_task("record").upstream_task_ids == {"pull"} and dag.get_task("record").trigger_rule == "all_done"
+    sweep = bag.get_dag("monitor_cron_sweep")
+    trigger = sweep.get_task("trigger_hygiene")
+    assert trigger.trigger_dag_id == "sweep_hygiene" and "handoff_branch" in trigger.upstream_task_ids

@@ -13,12 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 ACTS = {  # every task that changes something: never retried (exactly-once is the ledger's claim)
     ("monitor_cron_sweep", "handoffs"), ("monitor_cron_watch", "handoffs"), ("monitor_cron_watch", "trigger_cancel"),
     *(("monitor_cron_sweep", t) for t in ("trigger_cleanup", "trigger_cancel", "trigger_hf_chain",
-                                          "trigger_tracker_harvest", "trigger_deep_dive", "trigger_snapshots")),
+                                          "trigger_tracker_harvest", "trigger_deep_dive", "trigger_snapshots",
+                                          "trigger_hygiene")),
     ("sweep_cancel", "standing"), ("sweep_cancel", "scancel"), ("sweep_cancel", "approve"),
     ("sweep_cleanup", "consolidate"), ("sweep_cleanup", "upload"), ("sweep_cleanup", "delete"),
     ("sweep_cleanup", "db_register"), ("sweep_snapshots", "approve"), ("sweep_snapshots", "delete"),
     ("sweep_hf_chain", "advance"), ("sweep_tracker_harvest", "harvest"), ("sweep_rl_deep_dive", "verdict"),
-    ("sweep_rl_deep_dive", "trigger_cancel"),
+    ("sweep_rl_deep_dive", "trigger_cancel"), ("sweep_hygiene", "validate"), ("sweep_hygiene", "approve"),
+    ("sweep_hygiene", "pull"),
 }  # fmt: skip
 READS = {("monitor_cron_sweep", "history"), ("monitor_cron_sweep", "notify"), ("monitor_cron_watch", "history"),
          ("monitor_cron_watch", "notify"), ("sweep_cleanup", "plan"),
@@ -39,7 +41,7 @@ def _tasks(bag):
 
 
 def test_every_task_of_every_dag_has_an_execution_timeout(bag) -> None:
-    assert len(bag.dags) == 8  # the six, the watch (monitor_cron_watch) and sweep_snapshots
+    assert len(bag.dags) == 9  # the six, the watch (monitor_cron_watch), sweep_snapshots and sweep_hygiene
     missing = [(d, t.task_id) for d, t in _tasks(bag) if not t.execution_timeout]
     assert missing == []
 
@@ -68,8 +70,9 @@ def test_timeouts_cover_the_waits_the_tasks_own(bag) -> None:
     need = len(leonardo.login_nodes) * (g.connect_timeout_s + g.command_timeout_s)
     assert sweep.get_task("leonardo.gather").execution_timeout >= dt.timedelta(seconds=need)
     # an approval task is never killed before its own (largest) response timeout
-    approve = bag.get_dag("sweep_cancel").get_task("approve")
-    assert approve.execution_timeout > dt.timedelta(minutes=MAX_APPROVAL_MINUTES)
+    for dag_id in ("sweep_cancel", "sweep_snapshots", "sweep_hygiene"):
+        approve = bag.get_dag(dag_id).get_task("approve")
+        assert approve.execution_timeout > dt.timedelta(minutes=MAX_APPROVAL_MINUTES), dag_id
     verify = bag.get_dag("sweep_cleanup").get_task("verify")
     assert verify.execution_timeout > dt.timedelta(seconds=config.cleanup.verify_timeout_s)
 

@@ -17,7 +17,7 @@ from sweep_core.safe_text import clean
 def approval_clusters(validated: Mapping[str, Any], job_key: str = "") -> set[str]:
     """The clusters one approval asks about, from its DAG's ``validate`` XCom: sweep_cancel's jobs to
     cancel (only the job ``job_key`` names, ``cluster|job``, when one task asks per job), or
-    sweep_snapshots' one cluster."""
+    sweep_snapshots' one cluster, or sweep_hygiene's clusters offered a pull."""
     from sweep_core.handoffs.cancel.plan import CancelDecision
 
     decisions = [CancelDecision.from_dict(d) for d in validated.get("decisions", [])]
@@ -28,6 +28,7 @@ def approval_clusters(validated: Mapping[str, Any], job_key: str = "") -> set[st
     }
     if validated.get("cluster"):
         clusters.add(str(validated["cluster"]))
+    clusters.update(str(c) for c in validated.get("clusters") or [])
     return clusters
 
 
@@ -67,6 +68,18 @@ def answer_counts(
             f"answered by {responder}, not an approver of this job ({', '.join(allowed) or 'none'}): not counted",
         )
     return True, ""
+
+
+def hitl_answer(event: Mapping[str, Any], allowed: Sequence[str] | None, chosen: Sequence[str]) -> dict[str, Any]:
+    """What a hand-off's act reads of one HITL answer (sweep_snapshots, sweep_hygiene): the options
+    ``chosen`` (none on a timeout or an answer that does not count), whether it timed out, why it was
+    not counted, who answered."""
+    who = event.get("responded_by_user") or {}
+    rid = str(who.get("id") or "") if isinstance(who, dict) else ""
+    timed_out = bool(event.get("timedout"))
+    counts, why = answer_counts(rid, allowed, requester="", by_hand=False, timed_out=timed_out)
+    return {"chosen": [] if timed_out or not counts else list(chosen), "timed_out": timed_out, "refused": why,
+            "responded_by": who.get("name") if isinstance(who, dict) else None}  # fmt: skip
 
 
 def approval_message(subject: str, body: str, link: str, clusters: Iterable[str]) -> Message:

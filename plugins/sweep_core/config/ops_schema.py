@@ -161,6 +161,12 @@ class _SlurmKeys(StrictModel):
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
+    local_clone: str = Field(
+        "",
+        description="slurm: the LOCAL clone (on the Airflow worker) of the repo at `repo_path`: the hygiene hand-off "
+        "commits the cluster's triaged files there (never pushed, never on the cluster), then offers a fast-forward "
+        "`git pull` on the cluster through approval; \"\" = hygiene OFF (the tree is reported only)",
+    )
     login_python: str = Field(
         "python3",
         description="slurm: the login nodes' python3, which reads every log of a sweep in ONE process; "

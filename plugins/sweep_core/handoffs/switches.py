@@ -27,6 +27,7 @@ HANDOFFS = (
     "canary",
     "snapshots",
     "db_register",
+    "hygiene",
 )
 
 
@@ -148,6 +149,7 @@ def _iris(cfg: ClusterConfig, chain: Switch, ops_file: str) -> list[Switch]:
         Switch("canary", False, "iris: the canary check runs in a Slurm cluster's gather"),
         Switch("snapshots", False, "iris: the snapshot list runs in a Slurm cluster's gather"),
         Switch("db_register", False, "iris: no upload job here to register after"),
+        Switch("hygiene", False, "iris: no cluster clone read (git status runs in a Slurm gather)"),
     ]
 
 
@@ -202,6 +204,7 @@ def _slurm(
         _canary(cfg, ops_file),
         _snapshots(cfg, config, sweep_file),
         _register(config, cleanup, sweep_file),
+        _hygiene(cfg, ops_file),
     ]
 
 
@@ -241,6 +244,15 @@ def _register(config: SweepConfig, cleanup: Switch, sweep_file: str) -> Switch:
     hf_only = sorted(s.name for s in config.hf_chain.series if not s.db_registration)
     never = f"; never for the HF-only series {', '.join(hf_only)}" if hf_only else "; never for an HF-only series"
     return Switch("db_register", True, f"flavors {', '.join(flavors)}, once per upload the hub holds{never}")
+
+
+def _hygiene(cfg: ClusterConfig, ops_file: str) -> Switch:
+    unset = " and ".join(k for k in ("repo_path", "local_clone") if not getattr(cfg, k))
+    if unset:
+        return Switch("hygiene", False, f"hygiene needs {unset} in {ops_file} (the tree is reported only)")
+    return Switch(
+        "hygiene", True, f"{cfg.repo_path} triaged into {cfg.local_clone} (local commit; ff pull after approval)"
+    )
 
 
 def _ray(cfg: ClusterConfig, ops_file: str) -> str:

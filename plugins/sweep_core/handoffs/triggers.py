@@ -12,6 +12,7 @@ from typing import Any
 
 from sweep_core.handoffs.cleanup.plan import targets_from_flags
 from sweep_core.handoffs.flag_record import FlagRecord
+from sweep_core.handoffs.hygiene.handoff import tree_jobs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.vocab import CANCEL_ACTIONS, Action
 from sweep_core.window import is_past_window
@@ -26,6 +27,7 @@ class Handoff(StrEnum):
     HARVEST = "harvest"
     DEEP_DIVE = "deep_dive"
     SNAPSHOTS = "snapshots"  # Daytona at its HARD cap: delete STALE snapshots a human approves
+    HYGIENE = "hygiene"  # a cluster clone not clean or behind: local-clone commit, ff pull once approved
 
 
 def plan_handoffs(
@@ -54,6 +56,7 @@ def plan_handoffs(
         if f.action == Action.DEEP_DIVE and f.cluster in trusted - past and f.job_id
     ]
     snapshots = _snapshot_conf(snaps, flags, trusted - past)
+    trees = tree_jobs(snaps, trusted - past)  # once per change of what it found (the ledger's given-once)
     return {
         Handoff.CLEANUP.value: {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,
         Handoff.CANCEL.value: {**base, "jobs": cancel} if cancel else None,
@@ -61,6 +64,7 @@ def plan_handoffs(
         Handoff.HARVEST.value: dict(base) if trackers else None,
         Handoff.DEEP_DIVE.value: {**base, "jobs": deep} if deep else None,
         Handoff.SNAPSHOTS.value: {**base, **snapshots} if snapshots else None,
+        Handoff.HYGIENE.value: {**base, "jobs": trees} if trees else None,
     }
 
 

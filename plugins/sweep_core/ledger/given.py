@@ -40,13 +40,16 @@ def split_given(
 
 
 def mark_given(ledger: Ledger, kind: str, items: Sequence[Mapping[str, Any]], run_id: str) -> Ledger:
-    """The ledger with ``kind`` recorded as given by ``run_id`` for every item (modified in place)."""
+    """The ledger with ``kind`` recorded as given by ``run_id`` for every item (modified in place).
+    An item no sweep lists as a job (a clone's tree, ``seen``: its sweep's window end) is kept as
+    long as an ended job last seen then (ledger.fold's prune)."""
     for item in items:
         key = _key(item)
         e = ledger.jobs.get(key)
         if e is None:
             name = str(item.get("name") or item.get("job_name") or "")
             e = ledger.jobs[key] = LedgerEntry(str(item["cluster"]), str(item["job_id"]), name)
+        e.last_seen = e.last_seen or str(item.get("seen") or "")
         e.handoffs.setdefault(kind, run_id)
     return ledger
 

@@ -257,7 +257,8 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
         "gather_in_shell", "gather_shell.sh"
     )
-    script = compose(marker, values, ("log_helpers.sh", "gather.sh", "gpu_probe.sh"), trailer, req.bound_s, functions)
+    files = ("log_helpers.sh", "gather.sh", "tree_status.sh", "gpu_probe.sh")
+    script = compose(marker, values, files, trailer, req.bound_s, functions)
     return script, marker
 
 

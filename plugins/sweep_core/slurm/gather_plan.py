@@ -74,6 +74,8 @@ def gathered_snapshot(
                                 len(req.df_paths), cfg.gpu_probe_timeout_s, cfg.gpu_mem_ceiling, cfg.gpu_probe_max,
                                 cfg.gpu_probe, req.artifact_roots)  # fmt: skip
     attach_steps(snap, result.output, cfg.eval_canary, daytona, snap.remote_now or now)
+    if snap.tree is not None:
+        snap.tree["triage"] = bool(cfg.local_clone)  # the hygiene hand-off is ON here
     if result.attempts:
         snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
     return snap

@@ -8,7 +8,7 @@ from sweep_core.config.ops import QuotaConfig
 from sweep_core.gpu.accounting import accounting_readings
 from sweep_core.gpu.probe import readings
 from sweep_core.health.headroom import quota_verdict
-from sweep_core.health.tree_hygiene import parse_tree_status
+from sweep_core.health.tree_hygiene import TreeReport, parse_tree_status
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.launch_facts import launch_facts
@@ -172,20 +172,30 @@ def _attach_chunks(job: Job, output: GatherOutput) -> None:
     job.chunks = [[r.job_id, r.state] for r in rows if mine or r.job_id.split("_", 1)[0] == array]
 
 
-def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:
-    """git status of the cluster's clone, classified (read-only: nothing is changed there)."""
+def tree_report(output: GatherOutput) -> TreeReport | str | None:
+    """The cluster clone's classified ``git status`` from the ``gitstatus``/``gitsame:<k>`` records
+    (programs/tree_status.sh); a str says why it was not read; None = not asked (no repo_path)."""
     rec = output.get("gitstatus")
     if rec is None:
-        return
+        return None
     if rec.rc != 0:
-        snap.tree = {"error": f"git status failed: {rec.stderr.strip()[:200] or rec.rc}"}
-        return
+        return f"git status failed: {rec.stderr.strip()[:200] or rec.rc}"
     same: dict[str, bool] = {}
     k = 1
     while (g := output.get(f"gitsame:{k}")) is not None:
         same[g.stdout] = g.rc == 0
         k += 1
-    report = parse_tree_status(rec.stdout, same)
+    return parse_tree_status(rec.stdout, same)
+
+
+def _attach_tree(snap: ClusterSnapshot, output: GatherOutput) -> None:
+    """git status of the cluster's clone, classified (read-only: nothing is changed there)."""
+    report = tree_report(output)
+    if report is None:
+        return
+    if isinstance(report, str):
+        snap.tree = {"error": report}
+        return
     snap.tree = {
         "summary": report.summary(),
         "clean": report.clean,

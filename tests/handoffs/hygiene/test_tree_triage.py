@@ -9,29 +9,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from git_repos import git, origin_clones
+
 from sweep_core.handoffs.hygiene.triage import prepare_local_commit, pull_offer, pull_script, triage_plan
 from sweep_core.health.tree_hygiene import TreeReport, parse_tree_status
 from sweep_core.slurm.gather import new_marker, parse_gather_output
-
-WHO = ["-c", "user.name=t", "-c", "user.email=t@x"]
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *WHO, *args], check=True, capture_output=True, text=True).stdout
-
-
-def _origin(tmp: Path) -> tuple[Path, Path, Path]:
-    origin, local, cluster = tmp / "origin.git", tmp / "local", tmp / "clu ster's"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    subprocess.run(["git", "clone", "-q", str(origin), str(local)], check=True, capture_output=True)
-    (local / "scripts").mkdir()
-    (local / "scripts" / "run.sh").write_text("echo run\n")
-    (local / "train.py").write_text("print('v1')\n")
-    git(local, "add", ".")
-    git(local, "commit", "-qm", "init")
-    git(local, "push", "-q", "origin", "HEAD:main")
-    subprocess.run(["git", "clone", "-q", str(origin), str(cluster)], check=True, capture_output=True)
-    return origin, local, cluster
 
 
 def _report(cluster: Path) -> TreeReport:
@@ -41,12 +23,14 @@ def _report(cluster: Path) -> TreeReport:
     same = {}
     for e in status.split("\0"):
         if e[:2].strip() == "M":
-            same[e[3:]] = subprocess.run(["git", "-C", str(cluster), "diff", "--quiet", "@{u}", "--", e[3:]]).returncode == 0
+            same[e[3:]] = (
+                subprocess.run(["git", "-C", str(cluster), "diff", "--quiet", "@{u}", "--", e[3:]]).returncode == 0
+            )
     return parse_tree_status(status, same)
 
 
 def test_the_triage_commit_is_prepared_in_the_local_clone_only(tmp_path: Path) -> None:
-    origin, local, cluster = _origin(tmp_path)
+    origin, local, cluster = origin_clones(tmp_path)
     (cluster / "launch_q8b.sh").write_text("sbatch x\n")  # reusable: tracked under scripts/
     (cluster / "run.bak").write_text("old\n")  # transient
     (cluster / "&1").write_text("")  # transient
@@ -75,7 +59,7 @@ def test_the_triage_commit_is_prepared_in_the_local_clone_only(tmp_path: Path) -
 
 
 def _behind(tmp: Path) -> tuple[Path, Path]:
-    _, local, cluster = _origin(tmp)
+    _, local, cluster = origin_clones(tmp)
     (local / "train.py").write_text("print('v2')\n")
     git(local, "commit", "-qam", "v2")
     git(local, "push", "-q", "origin", "HEAD:main")

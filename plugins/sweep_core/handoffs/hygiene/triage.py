@@ -142,8 +142,20 @@ def pull_offer(report: TreeReport, repo_path: str, launches: Mapping[str, str | 
     return PullOffer(True, f"behind {report.upstream} by {report.behind}, tree clean, no RUNNING job uses it", argv)
 
 
-def pull_script(offer: PullOffer, marker: str) -> str:
-    """The act run once the offer is approved: ``git -C <repo> pull --ff-only``, record ``pull``."""
+CHANGED_RC = 97  # the pull's record when the tree is not the one the gates were judged on
+
+
+def pull_script(offer: PullOffer, marker: str, status_sha1: str = "") -> str:
+    """The act run once the offer is approved: ``git -C <repo> pull --ff-only``, record ``pull``.
+    ``status_sha1``: the sha1 of the ``git status --porcelain=v1 -b -z`` the gates were judged on
+    right before; the act session pulls only when its own status still hashes to it (else record
+    ``pull`` with rc CHANGED_RC)."""
     if not offer.offer or offer.argv[:2] != ("git", "-C") or offer.argv[3:] != ("pull", "--ff-only"):
         raise ValueError(f"not an approvable ff pull: {offer.why}")
-    return compose(marker, {}, (), trailer=f"run pull {offer.command()}\n", act=True)
+    run = f"run pull {offer.command()}\n"
+    if status_sha1:
+        status = shlex.join(["git", "-C", offer.argv[2], "status", "--porcelain=v1", "-b", "-z"])
+        changed = "the tree changed since the check right before: not pulled"
+        run = (f'if [ "$({status} | sha1sum)" = {shlex.quote(status_sha1 + "  -")} ]; then {run.strip()}; '
+               f'else echo {shlex.quote(changed)} >"$T/e"; : >"$T/o"; rec pull {CHANGED_RC}; fi\n')  # fmt: skip
+    return compose(marker, {}, (), trailer=run, act=True)
