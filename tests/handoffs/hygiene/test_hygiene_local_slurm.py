@@ -31,7 +31,7 @@ def _clones(where: Path) -> Path:
              "&& git push -q origin HEAD:main")  # fmt: skip
     _as_user(f"git clone -q {w}/origin.git {w}/clone")
     _as_user(f"cd {w}/seed && printf 'v2\\n' > README && git add README && git {WHO} commit -qm v2 "
-             "&& git push -q origin HEAD:main && git -C {w}/clone fetch -q")  # fmt: skip
+             f"&& git push -q origin HEAD:main && git -C {w}/clone fetch -q")  # fmt: skip
     return where / "clone"
 
 
