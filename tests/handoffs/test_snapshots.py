@@ -17,6 +17,7 @@ from helpers import steps_fixture
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.handoffs.snapshots import build_delete_script, delete_approved, delete_argv, read_delete, still_stale
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
+from sweep_core.ledger.runs import give_once
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import new_marker, parse_gather_output
@@ -107,7 +108,33 @@ def test_the_sweep_hands_off_the_offered_names_of_a_trusted_cluster_only() -> No
     flag = Flag(rule="snapshot_cap", severity=Severity.CRITICAL, cluster="tacc", message="at cap",
                 action=Action.SNAPSHOT_CLEANUP)  # fmt: skip
     confs = plan_handoffs([snap], [flag], dry_run=False, run_log="r.md", trackers=False, hf_chain=False)
-    assert confs[Handoff.SNAPSHOTS.value] == {"dry_run": False, "run_log": "r.md", "cluster": "tacc", "offered": STALE}
+    conf = confs[Handoff.SNAPSHOTS.value]
+    assert {k: conf[k] for k in ("dry_run", "run_log", "cluster", "offered")} == {
+        "dry_run": False, "run_log": "r.md", "cluster": "tacc", "offered": STALE}  # fmt: skip
     snap.status = ClusterStatus.UNKNOWN
     confs = plan_handoffs([snap], [flag], dry_run=False, run_log="r.md", trackers=False, hf_chain=False)
     assert confs[Handoff.SNAPSHOTS.value] is None
+
+
+def test_the_same_stale_set_is_offered_once_not_every_sweep_at_the_cap(tmp_path: Path) -> None:
+    """A person is asked once per STALE set: while the org stays at the cap with the same STALE
+    snapshots, later sweeps (a backfill, a run by hand) do not ask again; a changed set is asked."""
+
+    def confs(names: list[str]) -> dict:
+        checks = {"snapshots": {"status": "AT_CAP", "stale": [{"name": n, "idle_days": 30} for n in names]}}
+        snap = ClusterSnapshot("tacc", "slurm", ClusterStatus.OK, checks=checks, window_end="2026-07-01T00:00:00+00:00")
+        flag = Flag(rule="snapshot_cap", severity=Severity.CRITICAL, cluster="tacc", message="at cap",
+                    action=Action.SNAPSHOT_CLEANUP)  # fmt: skip
+        return plan_handoffs([snap], [flag], dry_run=False, run_log="r.md", trackers=False, hf_chain=False)
+
+    first, _ = give_once(tmp_path, confs(STALE), run_id="run1", dry_run=False)
+    assert first[Handoff.SNAPSHOTS.value]["offered"] == STALE
+    again, notes = give_once(tmp_path, confs(list(reversed(STALE))), run_id="run2", dry_run=False)
+    assert again[Handoff.SNAPSHOTS.value] is None
+    assert notes == [f"snapshots: tacc {confs(STALE)['snapshots']['jobs'][0]['job_id']} 3 STALE snapshots "
+                     "already handed off by run1"]  # fmt: skip
+    fewer, _ = give_once(tmp_path, confs(STALE[:2]), run_id="run3", dry_run=False)  # one was deleted since
+    assert fewer[Handoff.SNAPSHOTS.value]["offered"] == STALE[:2]
+    dry, _ = give_once(tmp_path, confs(STALE[1:]), run_id="run4", dry_run=True)  # a dry run records nothing
+    assert dry[Handoff.SNAPSHOTS.value] is not None
+    assert give_once(tmp_path, confs(STALE[1:]), run_id="run5", dry_run=False)[0][Handoff.SNAPSHOTS.value] is not None

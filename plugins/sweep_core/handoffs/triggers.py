@@ -7,6 +7,8 @@ carry each hand-off is the Airflow side's (sweep_operators.task_ids).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import StrEnum
 from typing import Any
 
@@ -70,11 +72,18 @@ def plan_handoffs(
 
 def _snapshot_conf(snaps: list[ClusterSnapshot], flags: list[Flag], clusters: set[str]) -> dict[str, Any]:
     """The Daytona snapshot cleanup's conf: the cluster whose list was read and the STALE names it
-    offered (a snapshot_cap flag asking for it, on a trusted cluster of a current window); {} = none."""
+    offered (a snapshot_cap flag asking for it, on a trusted cluster of a current window); {} = none.
+    ``jobs`` holds one item, ``snapshots:<hash of the names>``: the ledger gives it once, so a person is
+    asked again when the STALE set changes, not every sweep while the org stays at the cap (kept as an
+    ended job seen at ``seen``: the same set is offered again after ledger.fold.KEEP_ENDED_DAYS)."""
     asking = {f.cluster for f in flags if f.action == Action.SNAPSHOT_CLEANUP and f.cluster in clusters}
     for s in snaps:
         if s.cluster in asking and (stale := (s.checks.get("snapshots") or {}).get("stale")):
-            return {"cluster": s.cluster, "offered": [x["name"] for x in stale]}
+            names = [x["name"] for x in stale]
+            digest = hashlib.sha1(json.dumps(sorted(names)).encode()).hexdigest()[:12]
+            item = {"cluster": s.cluster, "job_id": f"snapshots:{digest}", "name": f"{len(names)} STALE snapshots",
+                    "seen": s.window_end}  # fmt: skip
+            return {"cluster": s.cluster, "offered": names, "jobs": [item]}
     return {}
 
 

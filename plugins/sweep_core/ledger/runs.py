@@ -21,7 +21,8 @@ from sweep_core.ledger.since_report import carry
 from sweep_core.ledger.store import fold_run, update_ledger
 from sweep_core.models import ClusterSnapshot
 
-PER_JOB = ("cleanup", "cancel", "deep_dive", "hygiene")  # given once per job (conf key "jobs"; hygiene: per tree found)
+# given once per job (conf key "jobs"; hygiene: per tree found; snapshots: per STALE set offered)
+PER_JOB = ("cleanup", "cancel", "deep_dive", "hygiene", "snapshots")
 
 
 def fold_sweep_run(
