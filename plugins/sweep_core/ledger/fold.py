@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
 from sweep_core.ledger.metric_values import latest_values, stored_cursor
 from sweep_core.ledger.progress import link_index, note_counter
+from sweep_core.ledger.reconcile import reconcile_lost_cancels
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 
 ACTIVE = frozenset(
@@ -33,7 +34,7 @@ NO_WINDOW_BEFORE = "no earlier window on record: nothing to compare this backfil
 class Change:
     """One change since the last sweep that knew the cluster: ``kind`` for code, ``line`` for people."""
 
-    kind: str  # new | failure | completed | ended | state | stall | stall_cleared | gone | left | cluster | first
+    kind: str  # new | failure | completed | ended | state | stall | stall_cleared | gone | left | cluster | first | act
     cluster: str
     line: str
 
@@ -215,6 +216,9 @@ def fold_sweep(
             _remember_series(new, e)
         if older:
             continue  # an earlier window cannot tell that a job is gone now
+        listed = dt.datetime.fromtimestamp(s.remote_now, dt.UTC) if s.remote_now else window_end
+        for cluster, line in reconcile_lost_cancels(new, seen, running, ACTIVE, listed_at=listed, end=end, run_id=run_id):
+            changes.append(Change("act", cluster, line))
         blind = was if was is not None and was not in TRUSTED else ""
         for key, e in sorted(new.jobs.items()):
             if e.cluster == s.cluster and e.state in ACTIVE and key not in seen:

@@ -47,6 +47,7 @@ def outcome_acts(
             "by": who,
             "result": res.text,
             "standing": str(d.offer.get("standing") or ""),
+            "did": res.did.value,  # an UNKNOWN one is reconciled by the next sweep that lists the job (ledger.reconcile)
         }
         if res.relaunch_attempt:
             act_ = {**base, "kind": ActKind.RELAUNCH, "new_job_id": res.new_job_id or None}  # None: not stored
