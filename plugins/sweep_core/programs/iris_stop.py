@@ -3,9 +3,12 @@
 Usage: ``<iris python> iris_stop.py URL JOBS_JSON CONFIRM_TIMEOUT_S``; JOBS_JSON is a list of
 ``{"job_id", "name", "state"}`` as the human approved them. Per job, right before its stop: the
 controller must list it now in that state (iris RUNNING -> RUNNING, PENDING/BUILDING -> PENDING)
-under that name, else it is refused (rc 2, nothing sent). Then ``terminate`` (the ``iris job stop``
-equivalent), and its state is polled (bounded) until it is terminal. Prints one JSON document:
-``{"results": {job_id: {"rc", "text", "state"}}}``; a controller error: ``{"error"}`` and exit 2.
+under that name, else it is refused (rc 2, nothing sent). A job flagged for its log's silence
+carries ``quiet_since_ms``, the newest log line's time it was judged on: a line the controller's
+log store holds after it means the job moved since, and it is left alone (rc 4, nothing sent). Then
+``terminate`` (the ``iris job stop`` equivalent), and its state is polled (bounded) until it is
+terminal. Prints one JSON document: ``{"results": {job_id: {"rc", "text", "state"}}}``; a controller
+error: ``{"error"}`` and exit 2.
 """
 
 from __future__ import annotations
@@ -14,10 +17,28 @@ import json
 import sys
 import time
 
-from iris_poll import iris_api  # its neighbour: run as a script, this directory is on sys.path
+from iris_poll import _ms, iris_api  # its neighbour: run as a script, this directory is on sys.path
 
 SWEEP_STATE = {"RUNNING": "RUNNING", "PENDING": "PENDING", "BUILDING": "PENDING"}
 TERMINAL = {"SUCCEEDED", "FAILED", "KILLED", "WORKER_FAILED", "UNSCHEDULABLE"}
+
+
+def _written_since(client, JobName, jid: str, since_ms: object) -> str | None:  # noqa: ANN001, N803
+    """Why the job moved (a log line after ``since_ms``), or None (silent since, or no time judged)."""
+    if not isinstance(since_ms, int) or isinstance(since_ms, bool):
+        return None
+    from iris.cluster.log_keys import build_log_source
+
+    source, scope = build_log_source(JobName.from_wire(jid), -1)
+    resp = client._cluster_client.fetch_logs(
+        source, match_scope=scope, since_ms=since_ms + 1, cursor=0, max_lines=50, tail=False
+    )
+    newer = [t for t in (_ms(e.timestamp) for e in resp.entries) if t and t > since_ms]
+    if not newer:
+        return None
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(min(newer) / 1000))
+    was = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since_ms / 1000))
+    return f"moved since the flag: its log was written at {at}, after the last line it was judged on ({was})"
 
 
 def main() -> int:
@@ -42,6 +63,9 @@ def main() -> int:
                     "rc": 2,
                     "text": f"controller shows [{seen}], approved [{jid}|{job['state']}|{job['name']}]",
                 }
+                continue
+            if (moved := _written_since(client, JobName, jid, job.get("quiet_since_ms"))) is not None:
+                results[jid] = {"rc": 4, "text": moved, "state": now}
                 continue
             client.terminate(JobName.from_wire(jid))
             results[jid] = {"rc": 0, "text": "terminate sent", "state": now}

@@ -126,3 +126,28 @@ def test_a_scancel_whose_session_dropped_after_it_was_sent_is_unknown_not_not_ru
     got = lost["local"]["11"]
     assert got.did == Did.UNKNOWN and got.text.startswith("UNKNOWN: outcome UNKNOWN") and "not sent again" in got.text
     assert got.cancelled and not got.relaunch_attempt  # recorded as a cancel (counted), never sent again
+
+
+def test_an_iris_job_flagged_for_its_silence_is_stopped_only_if_its_log_stayed_silent() -> None:
+    """validate keeps the controller's newest log line time; the stop gets it for a silence flag and
+    a job whose log was written after it comes back left alone (the real re-check: test_iris_stop_recheck)."""
+    from dataclasses import replace
+
+    from sweep_core.iris.state import IrisJob
+
+    load = ops(cluster("cw", scheduler="iris"))
+    listed = [IrisJob("/sweep/rl__a", "RUNNING", log_mtime=1_782_864_000.25)]
+    decisions = validate_jobs([_job("/sweep/rl__a", "rl__a", c="cw")], load, FakeSsh(), lambda cfg: (listed, ""))
+    assert decisions[0].evidence == {"last_output_ms": 1_782_864_000_250}
+    assert "newest log line at 2026-07-01 00:00:00Z" in approval_prompt(decisions, dry_run=False, timeout_minutes=30)[1]
+    decisions[0].request = replace(decisions[0].request, rule="liveness_stale")  # the sweep's own flag (authority)
+    sent = []
+
+    def stop(cfg, approved, timeout):
+        sent.append(approved)
+        return {"/sweep/rl__a": {"rc": 4, "text": "moved since the flag: its log was written at …", "state": "RUNNING"}}, ""
+
+    kw = {"confirm_timeout_s": 5, "load_cluster": load, "run_script": FakeSsh(), "stop_iris": stop}
+    done = scancel_approved(decisions, dry_run=False, say=print, **kw)
+    assert sent == [[{"job_id": "/sweep/rl__a", "name": "rl__a", "state": "RUNNING", "quiet_since_ms": 1_782_864_000_250}]]
+    assert done["cw"]["/sweep/rl__a"].did == Did.LEFT_ALONE

@@ -10,14 +10,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
+from sweep_core.handoffs.cancel.outcome import ActOutcome, Did, left_alone
 from sweep_core.iris.state import TO_SWEEP, IrisJob
 from sweep_core.slurm.parse import SqueueRow
 
 # cluster's ops.md -> (its jobs as the controller lists them now | None when it did not answer, problem)
 IrisList = Callable[[ClusterConfig], tuple[list[IrisJob] | None, str]]
-# (ops.md, approved [{job_id, name, state}], confirm timeout s) -> (job id -> {rc, text, state} | None, problem)
-IrisStop = Callable[[ClusterConfig, list[dict[str, str]], int], tuple[dict[str, dict[str, Any]] | None, str]]
+# (ops.md, approved [{job_id, name, state, quiet_since_ms?}], confirm timeout s) -> (job id -> {rc, text, state} | None, problem)
+IrisStop = Callable[[ClusterConfig, list[dict[str, Any]], int], tuple[dict[str, dict[str, Any]] | None, str]]
 
 
 def iris_rows(jobs: Sequence[IrisJob]) -> list[SqueueRow]:
@@ -38,6 +38,20 @@ def iris_rows(jobs: Sequence[IrisJob]) -> list[SqueueRow]:
     ]
 
 
+def approved_stops(decisions: Sequence[Any], on_silence: Callable[[Any], bool]) -> list[dict[str, Any]]:
+    """The stop step's jobs: ``{job_id, name, state}`` as approved, and for a job flagged for its
+    log's silence ``quiet_since_ms``, the newest log line's time validation read (a line after it
+    = the job moved: left alone, never stopped)."""
+    out = []
+    for d in decisions:
+        job: dict[str, Any] = {"job_id": d.request.job_id, "name": d.request.name, "state": d.state}
+        last = (d.evidence or {}).get("last_output_ms")
+        if on_silence(d) and isinstance(last, int):
+            job["quiet_since_ms"] = last
+        out.append(job)
+    return out
+
+
 def stop_line(job_id: str, state: str) -> str:
     """What a dry run prints (the stop step runs the same, after its re-check)."""
     return f"iris job stop {job_id} (re-checked {state} under its name first)"
@@ -50,6 +64,8 @@ def stop_outcome(rec: dict[str, Any] | None, problem: str) -> ActOutcome:
     rc, text, state = rec.get("rc"), str(rec.get("text") or ""), str(rec.get("state") or "")
     if rc == 2:
         return ActOutcome(Did.REFUSED, f"refused before stop: {text}")
+    if rc == 4:  # its log was written since it was judged: the next sweep hands it again if it wedges again
+        return left_alone(text)
     if rc != 0:
         return ActOutcome(Did.FAILED, f"iris stop failed: {text[:200]}")
     if state == "KILLED":

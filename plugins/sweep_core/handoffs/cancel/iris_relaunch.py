@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.handoffs.cancel.iris import IrisStop, stop_line, stop_outcome
+from sweep_core.handoffs.cancel.fresh import on_silence
+from sweep_core.handoffs.cancel.iris import IrisStop, approved_stops, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.cancel.relaunch_remote import command_argv
@@ -73,11 +74,13 @@ def relaunch_iris(
     if stop_iris is None or run_local is None:
         return {**out, **{d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in", Act.RELAUNCH)
                           for d in todo}}  # fmt: skip
-    approved = [{"job_id": d.request.job_id, "name": d.request.name, "state": d.state} for d in todo]
-    recs, problem = stop_iris(cfg, approved, confirm_timeout_s)
+    recs, problem = stop_iris(cfg, approved_stops(todo, on_silence), confirm_timeout_s)
     for d in todo:
         jid = d.request.job_id
         stopped = stop_outcome((recs or {}).get(jid), problem)
+        if stopped.did == Did.LEFT_ALONE:  # it moved since it was judged: neither stopped nor relaunched
+            out[jid] = ActOutcome(Did.LEFT_ALONE, stopped.text, Act.RELAUNCH)
+            continue
         if stopped.did != Did.STOPPED:
             out[jid] = _not_relaunched(stopped.text)
             continue

@@ -14,6 +14,7 @@ jobs need approval anyway (DESIGN.md). A timeout means reject.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -218,7 +219,11 @@ def _relaunch_lines(d: CancelDecision) -> list[str]:
         )
     if o.get("brake"):
         lines.append(f"- standing permission NOT used: {md_text(str(o['brake']))}")
-    if ev:
+    if set(ev) == {"last_output_ms"}:  # an iris job: the controller's newest log line
+        at = dt.datetime.fromtimestamp(ev["last_output_ms"] / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        lines.append(f"- evidence read now: newest log line at {md_text(at)} (a line after it = the job moved: "
+                     "left alone, not stopped)")  # fmt: skip
+    elif ev:
         silent = ev.get("remote_now", 0) - ev["last_output"] if ev.get("last_output") and ev.get("remote_now") else None
         lines.append(
             f"- evidence read now: silent {md_text(str(silent // 60) + ' min' if silent is not None else '?')}, "

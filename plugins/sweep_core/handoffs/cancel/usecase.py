@@ -13,7 +13,7 @@ from typing import Any
 
 from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.cancel.fresh import moved_in_script, on_silence
-from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, iris_rows, stop_line, stop_outcome
+from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, approved_stops, iris_rows, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did, Outcomes, left_alone, not_done
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, job_key, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
@@ -80,8 +80,15 @@ def _active_iris(load_cluster: LoadCluster, cluster: str) -> bool:
 
 
 def _validate_iris(cfg: Any, reqs: list[CancelRequest], list_iris: IrisList) -> list[CancelDecision]:
+    """validate on the controller's list; each job's newest log line time as its evidence (the stop
+    leaves a job flagged for its silence alone when its log was written after it)."""
     jobs, problem = list_iris(cfg)
-    return validate(reqs, None if jobs is None else iris_rows(jobs), problem, source="the iris controller")
+    decisions = validate(reqs, None if jobs is None else iris_rows(jobs), problem, source="the iris controller")
+    newest = {j.job_id: j.log_mtime for j in jobs or [] if j.log_mtime is not None}
+    for d in decisions:
+        if d.verdict == "cancel" and d.request.job_id in newest:
+            d.evidence = {**(d.evidence or {}), "last_output_ms": int(newest[d.request.job_id] * 1000)}
+    return decisions
 
 
 def _stop_iris(
@@ -94,8 +101,7 @@ def _stop_iris(
         return {d.request.job_id: ActOutcome(Did.DRY_RUN, "would stop (dry run)") for d in mine}
     if stop_iris is None:
         return {d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in") for d in mine}
-    approved = [{"job_id": d.request.job_id, "name": d.request.name, "state": d.state} for d in mine]
-    recs, problem = stop_iris(cfg, approved, confirm_timeout_s)
+    recs, problem = stop_iris(cfg, approved_stops(mine, on_silence), confirm_timeout_s)
     return {d.request.job_id: stop_outcome((recs or {}).get(d.request.job_id), problem) for d in mine}
 
 
