@@ -46,8 +46,7 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
     os.environ["SWEEP_CONFIG"] = saved or str(LAB_CONFIG)
     os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
     try:
-        one = ROOT / "dags" / f"{dag_id}.py"  # its own file (every DAG file is parsed by dag.test's sync anyway)
-        bag = DagBag(str(one if one.exists() else ROOT / "dags"))
+        bag = DagBag(str(ROOT / "dags" / "monitor_cron_sweep.py"))  # its own file (dag.test syncs the folder)
         assert bag.import_errors == {}, bag.import_errors
         dag = bag.get_dag("monitor_cron_sweep")
         dr = dag.test(run_conf=conf, **test_kwargs)
