@@ -262,3 +262,22 @@ def test_the_hygiene_handoff_asks_a_human_before_it_pulls() -> None:
     sweep = bag.get_dag("monitor_cron_sweep")
     trigger = sweep.get_task("trigger_hygiene")
     assert trigger.trigger_dag_id == "sweep_hygiene" and "handoff_branch" in trigger.upstream_task_ids
+
+
+def test_the_watch_can_give_the_deep_dive_too(tmp_path, monkeypatch) -> None:
+    """watch.handoffs [cancel, deep_dive] with rl_new_untested among its rules: a new RL run is
+    deep-dived within minutes (its KILL verdict asks the kill-approval), not at the next report sweep."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    text = (ROOT / "include" / "sweep.yaml").read_text()
+    assert "  handoffs: [cancel]\n" in text and "sft_divergence]\n" in text
+    both = tmp_path / "sweep.yaml"
+    both.write_text(text.replace("  handoffs: [cancel]\n", "  handoffs: [cancel, deep_dive]\n", 1)
+                    .replace("sft_divergence]\n", "sft_divergence, rl_new_untested]\n", 1))  # fmt: skip
+    monkeypatch.setenv("SWEEP_CONFIG", str(both))
+    bag = DagBag(str(ROOT / "dags" / "monitor_cron_watch.py"))
+    assert bag.import_errors == {}
+    watch = bag.get_dag("monitor_cron_watch")
+    assert watch.get_task("handoffs").op_kwargs["kinds"] == ["cancel", "deep_dive"]
+    assert watch.get_task("trigger_deep_dive").trigger_dag_id == "sweep_rl_deep_dive"
+    assert "trigger_cleanup" not in watch.task_ids

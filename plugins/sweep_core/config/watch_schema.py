@@ -31,8 +31,11 @@ class WatchSection(StrictModel):
         description="a watch run's history file (flag and cluster rows, under `<history>/watch/`) is kept this "
         "long; the digest's streaks live on in the report sweeps' history",
     )
-    handoffs: Tup[Literal["cancel"]] = Field(
-        WATCH_HANDOFFS, description="the hand-offs a watch run gives (the others are the report sweep's)"
+    handoffs: Tup[Literal["cancel", "deep_dive"]] = Field(
+        WATCH_HANDOFFS,
+        description="the act hand-offs a watch run gives (the others are the report sweep's): `cancel`, and "
+        "`deep_dive` to have a new RL run deep-dived (and its KILL verdict's kill-approval asked) within minutes, "
+        "with `rl_new_untested` in `rules`",
     )
 
     failing_minutes: Annotated[int, Field(ge=0)] | None = Field(
