@@ -73,7 +73,7 @@ def report(ops_dir: Path, sweep_yaml: Path, on: dt.date, env: Mapping[str, str])
             continue
         ops_file = str(ops_dir / name / "ops.md")
         switches = cluster_switches(cfg, config, trackers, ops_file, str(sweep_yaml))
-        lines += [f"  {s.handoff:<12} {s.line()}" for s in switches]
+        lines += [f"  {s.handoff:<15} {s.line()}" for s in switches]
     if config is not None:
         lines += _dangling(config, set(names))
     return lines, errors

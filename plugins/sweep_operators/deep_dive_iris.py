@@ -56,5 +56,5 @@ def iris_probe(
         elif not cfg.gpu_exec:
             g.gpu_note = f"not probed: {cfg.path} gpu_exec is false (no pod exec on this cluster)"
         else:
-            g.gpu_note = f"not probed: {cfg.path} gpu_exec needs kubeconfig + kube_context (or kube_conn_id)"
+            g.gpu_note = f"not probed: {cfg.path} gpu_exec needs kubeconfig (or kube_conn_id)"
     return out

@@ -1,18 +1,19 @@
 """Pod counts of iris jobs through the cncf-kubernetes provider's KubernetesHook.
 
-The kubeconfig path and context are always named explicitly (ops.md ``kubeconfig`` and
-``kube_context``): a process-default kubeconfig pointing at another cluster reads "0 pods",
-which the silent-wedge rule would call TERMINAL.
+The kubeconfig path and context are always named explicitly (ops.md ``kubeconfig``, ``~`` = the
+worker's HOME, and ``kube_context``, else that file's current-context read from it,
+sweep_core.iris.kubeconfig): a process-default kubeconfig pointing at another cluster reads
+"0 pods", which the silent-wedge rule would call TERMINAL.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from sweep_core.gpu.probe import POD_EXEC_COMMAND, exec_refusal, pod_readings, running_pods
 from sweep_core.handoffs.deep_dive.inputs import GpuUtil
+from sweep_core.iris.kubeconfig import explicit_context
 from sweep_core.iris.state import PodCount, pod_count_from_list, sanitize_label_value
 from sweep_core.remote_result import CommandResult
 
@@ -27,6 +28,7 @@ class PodCounter:
     ) -> None:
         from airflow.providers.cncf.kubernetes.hooks.kubernetes import KubernetesHook
 
+        path, context, problem = explicit_context(kubeconfig, context)
         self.namespace = namespace
         self.context = context
         self.kubeconfig = kubeconfig
@@ -34,12 +36,12 @@ class PodCounter:
         self.hook = KubernetesHook(
             conn_id=conn_id or None,
             kubernetes_conn_id=conn_id or KubernetesHook.default_conn_name,
-            config_file=os.path.expanduser(kubeconfig),
-            cluster_context=context,
+            config_file=path,
+            cluster_context=context or None,
             in_cluster=False,
         )
         self._api: Any = None
-        self._error = ""
+        self._error = problem  # no context to name: every count unknown with why, never 0
 
     def _client(self) -> Any:
         if self._api is None and not self._error:

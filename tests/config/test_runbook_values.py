@@ -38,6 +38,13 @@ OPS_FIELDS: list[tuple[str, str, Any, str]] = [
     # §1 "iris_ops.py /benjaminfeuer/<job>"; "iris --cluster=cw-us-east-02a"
     ("coreweave", "user", "benjaminfeuer", "§1 CoreWeave /benjaminfeuer/<job>"),
     ("coreweave", "iris_cluster", "cw-us-east-02a", "§1 CoreWeave --cluster=cw-us-east-02a"),
+    # §1 "export KUBECONFIG=~/.kube/coreweave-iris-gpu": the file named, its own current-context (none named)
+    ("coreweave", "kubeconfig", "~/.kube/coreweave-iris-gpu", "§1 export KUBECONFIG=~/.kube/coreweave-iris-gpu"),
+    ("coreweave", "kube_context", "", "§1 KUBECONFIG=...: the file's current-context"),
+    # §1 TACC: "eval_jobs_dir=/scratch/10635/penfever/eval_jobs": where the harvest reads its results
+    ("tacc", "eval_results_dir", "/scratch/10635/penfever/eval_jobs", "§1 TACC eval_jobs_dir"),
+    # §1 TACC quota: its own command (read by health/quota_parsers.parse_taccinfo)
+    ("tacc", "quota.command", "/usr/local/etc/taccinfo", "§1 INODE HEADROOM per cluster"),
     # §1 CoreWeave: "artifacts go to HF/R2, no POSIX tree to reap"; Leonardo's bind is disk quota
     ("coreweave", "quota.kind", "none", "§1 INODE HEADROOM: CoreWeave no POSIX tree"),
     ("leonardo", "quota.kind", "bytes", "§1 INODE HEADROOM: Leonardo's bind is disk quota"),
@@ -166,3 +173,39 @@ def test_every_off_of_the_shipped_config_has_its_reason() -> None:
                 assert " in include/" in s.why, s.why
             else:
                 assert s.why.startswith((f"status {cfg.status} in ops.md", f"{cfg.scheduler}:", "relaunch_commands"))
+
+
+# (cluster, hand-off, the OFF line's field and file): what the runbook does not name, left empty on
+# purpose, said in check-config and every sweep (the ops.md file named as include/ops/<cluster>/ops.md)
+OFF_BY_DESIGN: list[tuple[str, str, str]] = [
+    # §1 "Harvest finished TACC evals the same way as Leonardo": Leonardo's results dir is not named
+    ("leonardo", "harvest", "eval_results_dir in include/ops/leonardo/ops.md"),
+    # §1 "Drive named campaigns (flawed_summ et al.) off their OWN tracker docs": no path named
+    ("leonardo", "campaigns", "campaigns in include/sweep.yaml"),
+    ("tacc", "campaigns", "campaigns in include/sweep.yaml"),
+    ("coreweave", "campaigns", "campaigns in include/sweep.yaml"),
+    # §6 "update the relevant tracker (a3 / MiniMax datagen / Delphi)": the datagen tracker's path is not named
+    ("leonardo", "datagen_tracker", "consolidate.tracker in include/sweep.yaml"),
+    ("tacc", "datagen_tracker", "consolidate.tracker in include/sweep.yaml"),
+    # §1 the otagent-env client is the operator's Mac's: no deployment path named
+    ("coreweave", "cancel", "controller_url and iris_python in include/ops/coreweave/ops.md"),
+]
+
+
+@pytest.mark.parametrize(("cluster", "handoff", "needs"), OFF_BY_DESIGN, ids=[f"{c}.{h}" for c, h, _ in OFF_BY_DESIGN])
+def test_what_the_runbook_does_not_name_is_off_naming_its_field_and_file(cluster: str, handoff: str, needs: str) -> None:
+    cfg = load_cluster(OPS, cluster)
+    got = {s.handoff: s for s in cluster_switches(cfg, CONFIG, None, f"include/ops/{cluster}/ops.md", "include/sweep.yaml")}
+    s = got[handoff]
+    assert not s.on and s.needs_config and needs in s.why, s.why
+
+
+def test_tacc_harvest_waits_only_for_the_tracker_clone() -> None:
+    """TACC's results dir is the runbook's: with a tracker clone its harvest is ON, reading there."""
+    from sweep_core.handoffs.harvest.plan import tracker_settings
+
+    trackers = tracker_settings(CONFIG.trackers, {"SWEEP_TRACKER_REPO": "/srv/ot-agent"})
+    got = {s.handoff: s for s in cluster_switches(load_cluster(OPS, "tacc"), CONFIG, trackers)}
+    assert got["harvest"].on and got["harvest"].why.endswith("results from /scratch/10635/penfever/eval_jobs")
+    leo = {s.handoff: s for s in cluster_switches(load_cluster(OPS, "leonardo"), CONFIG, trackers)}
+    assert not leo["harvest"].on and leo["harvest"].why == "harvest needs eval_results_dir in ops.md"

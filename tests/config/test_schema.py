@@ -155,8 +155,11 @@ def test_iris_cluster_needs_its_kube_pair_at_step0_and_unset_client_fields_are_u
     from sweep_core.iris.setup import iris_setup_problems
 
     text = "---\nscheduler: iris\nstatus: active\nuser: u\nkubeconfig: ~/.kube/x\n---\n"
-    err = ops_error(text)
-    assert [f for f, _ in err.errors] == ["kube_context"]
+    # a context with no file would be one of the process default kubeconfig: refused
+    err = ops_error(text.replace("kubeconfig: ~/.kube/x", "kube_context: cw"))
+    assert [f for f, _ in err.errors] == ["kube_context"] and "needs kubeconfig" in err.errors[0][1]
+    # the file alone is explicit (its current-context is read from it, sweep_core.iris.kubeconfig)
+    assert parse_ops_text(text, "ops/cw/ops.md", "cw").kubeconfig == "~/.kube/x"
     cfg = parse_ops_text(text.replace("kubeconfig: ~/.kube/x\n", ""), "ops/cw/ops.md", "cw")
     problems = iris_setup_problems(cfg)
     assert [(p.field, p.unset) for p in problems] == [("controller_url", True), ("iris_python", True)]

@@ -5,7 +5,7 @@ Documented contracts driven here:
 - log_metrics: extract_rl/sft/datagen/eval and hang_evidence never raise; parse_metric_dict raises
   only ValueError.
 - eval_results: parse_results / extract_scores raise only EvalResultsError.
-- quota: parse_df_inodes / parse_jutil_dataquota / parse_cindata / parse_lfs_quota never raise (a bad
+- quota: parse_df_inodes / parse_jutil_dataquota / parse_cindata / parse_lfs_quota / parse_taccinfo never raise (a bad
   line is a ParseProblem); headroom.quota_verdict never raises (UNKNOWN with the reason).
 - iris_state: iris_state_name raises only IrisStateError; pod_count_from_list never raises;
   iris.records.job_from_cli / job_from_poll raise only IrisStateError (a malformed record).
@@ -44,7 +44,13 @@ from sweep_core.handoffs.harvest.tracker_rows import pending_rows, read_rows, ro
 from sweep_core.handoffs.hub_evidence import judge_hub_listing
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.quota import KINDS
-from sweep_core.health.quota_parsers import parse_cindata, parse_df_inodes, parse_jutil_dataquota, parse_lfs_quota
+from sweep_core.health.quota_parsers import (
+    parse_cindata,
+    parse_df_inodes,
+    parse_jutil_dataquota,
+    parse_lfs_quota,
+    parse_taccinfo,
+)
 from sweep_core.iris.state import IRIS_STATES, IrisStateError, iris_state_name, pod_count_from_list
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.pipeline import run_fan_in
@@ -125,20 +131,22 @@ def test_eval_results_raise_only_eval_results_error(text: str) -> None:
 @FUZZ
 @given(any_text(QUOTA))
 def test_quota_parsers_never_raise(text: str) -> None:
-    for parse in (parse_df_inodes, parse_jutil_dataquota, parse_cindata, parse_lfs_quota):
+    for parse in (parse_df_inodes, parse_jutil_dataquota, parse_cindata, parse_lfs_quota, parse_taccinfo):
         got = parse(text)
         assert got.readings or got.problems  # nothing read is a problem with a reason, never an empty OK
         assert all(p.reason and isinstance(p.line, str) for p in got.problems)
         for r in got.readings:
             assert all(v is None or (isinstance(v, int) and v >= 0) for v in (r.used, r.soft, r.hard))
             assert r.kind in KINDS
-            if parse in (parse_df_inodes, parse_lfs_quota):  # plain columns (no JSON/CSV quoting)
+            if parse in (parse_df_inodes, parse_lfs_quota, parse_taccinfo):  # plain columns (no JSON/CSV quoting)
                 assert r.target and r.target in text  # a filesystem the output names
 
 
 @FUZZ
 @given(
-    st.sampled_from(["jutil project dataquota -p x", "cindata", "lfs quota -u x /fs", "df -i /x", "true"]),
+    st.sampled_from(
+        ["jutil project dataquota -p x", "cindata", "lfs quota -u x /fs", "df -i /x", "/usr/local/etc/taccinfo", "true"]
+    ),
     any_text(QUOTA),
     st.integers(-2, 2),
 )

@@ -23,8 +23,12 @@ OPS = ROOT / "include" / "ops"
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
 # short file names as the DAG would pass them (relative to the worker's cwd), so a wrap never splits a path
 OPS_DIR, SWEEP = "include/ops", "include/sweep.yaml"
-HARVEST_OFF = f"OFF: harvest needs trackers.repo in {SWEEP} (or SWEEP_TRACKER_REPO)"
+# Leonardo: the runbook names neither the tracker clone nor its eval results dir
+HARVEST_OFF = f"OFF: harvest needs trackers.repo in {SWEEP} (or SWEEP_TRACKER_REPO) and eval_results_dir in {OPS_DIR}/leonardo/ops.md"
 CONSOLIDATE_OFF = f"OFF: consolidate needs consolidate.flavors in {SWEEP}"
+# the runbook names flawed_summ and the MiniMax datagen tracker, neither its docs' nor the tracker's path
+CAMPAIGNS_OFF = f"OFF: campaigns needs campaigns in {SWEEP} (e.g. flawed_summ's POLICY/STATE)"
+DATAGEN_TRACKER_OFF = f"OFF: datagen_tracker needs consolidate.tracker in {SWEEP}"
 
 
 def _ops(*names: str) -> dict:
@@ -60,7 +64,9 @@ def test_off_lines_are_the_switches_that_need_a_value_with_field_and_file() -> N
     off = _off()
     assert set(off) == {"leonardo", "coreweave"}  # jupiter is skipped: its hand-offs are off by status, not config
     leo = off["leonardo"]
-    assert HARVEST_OFF in leo and CONSOLIDATE_OFF in leo
+    assert HARVEST_OFF in leo and CONSOLIDATE_OFF in leo and CAMPAIGNS_OFF in leo and DATAGEN_TRACKER_OFF in leo
+    assert CAMPAIGNS_OFF in off["coreweave"]  # a campaign's jobs may run on any cluster
+    assert DATAGEN_TRACKER_OFF not in off["coreweave"]  # no datagen arrays consolidated on iris: not config
     assert all(line.startswith("OFF: ") and " needs " in line and " in include/" in line for line in leo)
     # the same switches check-config prints, no second copy of the logic
     cfg = load_cluster(OPS, "leonardo")
@@ -91,6 +97,7 @@ def test_run_log_head_lists_every_off_line_per_cluster() -> None:
     head = text.split("## Changes since the previous sweep")[0]
     assert f"- leonardo: {HARVEST_OFF}\n" in head
     assert f"- leonardo: {CONSOLIDATE_OFF}\n" in head
+    assert f"- leonardo: {CAMPAIGNS_OFF}\n" in head and f"- leonardo: {DATAGEN_TRACKER_OFF}\n" in head
     assert "- coreweave: OFF: cancel needs controller_url and iris_python in include/ops/coreweave/ops.md" in head
     bare = render_step(_snaps(), CONFIG, cadence_table(CONFIG, {}))
     plain = render_run_log(bare, ROOT / "include" / "templates", dag_id="d", run_id="r",
@@ -129,3 +136,18 @@ def test_a_value_set_turns_its_off_line_away() -> None:
     config = parse_sweep_config(text)
     off = off_lines(_ops("leonardo"), config, None, OPS_DIR, SWEEP)
     assert CONSOLIDATE_OFF not in off["leonardo"] and HARVEST_OFF in off["leonardo"]
+    # the campaigns and the datagen tracker, named: their OFF lines go; eval_results_dir set: harvest
+    # then needs only the tracker clone
+    text = text.replace(
+        "campaigns: []", "campaigns: [{name: flawed_summ, jobs: flawed, policy: /c/P.md, state: /c/S.md}]"
+    )
+    config = parse_sweep_config(text.replace('  tracker: ""', "  tracker: datagen/TRACKER.md"))
+    leo = load_cluster(OPS, "leonardo").model_copy(update={"eval_results_dir": "/leonardo_work/evals/%j"})
+    off = off_lines({"leonardo": leo}, config, None, OPS_DIR, SWEEP)["leonardo"]
+    assert CAMPAIGNS_OFF not in off and DATAGEN_TRACKER_OFF not in off
+    assert f"OFF: harvest needs trackers.repo in {SWEEP} (or SWEEP_TRACKER_REPO)" in off
+    # the datagen tracker is a file of the tracker clone: without trackers.repo it says so
+    assert (
+        f"OFF: datagen_tracker needs trackers.repo in {SWEEP} (or SWEEP_TRACKER_REPO): consolidate.tracker is in it"
+        in off
+    )

@@ -30,8 +30,10 @@ def test_failed_or_unknown_command_is_unknown_never_ok() -> None:
     err = (1, "", (FIX / "jutil_error.txt").read_text())
     v = quota_verdict("inodes", "jutil project dataquota -p datasets", err, [])
     assert v["status"] == "UNKNOWN" and "exited 1" in v["reason"]
-    v = quota_verdict("inodes", "taccinfo", (0, "whatever", ""), [])
-    assert v["status"] == "UNKNOWN" and "no parser" in v["reason"]
+    v = quota_verdict("inodes", "quota -s", (0, "whatever", ""), [])
+    assert v["status"] == "UNKNOWN" and "no parser" in v["reason"] and "taccinfo" in v["reason"]
+    v = quota_verdict("inodes", "/usr/local/etc/taccinfo", (0, "whatever", ""), [])
+    assert v["status"] == "UNKNOWN" and "no taccinfo disk-quota header" in v["reason"]
     v = quota_verdict("inodes", "jutil project dataquota -p x", None, [])
     assert v["status"] == "UNKNOWN" and "did not run" in v["reason"]
 
@@ -43,3 +45,9 @@ def test_df_with_explicit_soft_limit() -> None:
 def test_bytes_bind_judges_bytes() -> None:
     v = quota_verdict("bytes", "lfs quota -h -u u /leonardo_scratch", _ok("lfs_quota_h_over.txt"), [])
     assert v["status"] == "OVER" and v["kind"] == "bytes"
+
+
+def test_taccinfo_is_read_for_tacc() -> None:
+    """TACC's ops.md quota command (/usr/local/etc/taccinfo) is parsed: a verdict, not UNKNOWN."""
+    v = quota_verdict("inodes", "/usr/local/etc/taccinfo", _ok("taccinfo.txt"), [], warn_fraction=0.9)
+    assert v["status"] == "NEAR" and "on /work" in v["reason"]

@@ -20,6 +20,7 @@ from sweep_core.health.quota_parsers import (
     parse_df_inodes,
     parse_jutil_dataquota,
     parse_lfs_quota,
+    parse_taccinfo,
     parser_for,
 )
 
@@ -178,4 +179,33 @@ def test_parse_count_and_parser_for() -> None:
     assert parser_for("df -i /home/sweep") == "df"
     assert parser_for("cindata") == "cindata"
     assert parser_for("lfs quota -h -u bob /leonardo_scratch") == "lfs"
-    assert parser_for("/usr/local/etc/taccinfo") == ""
+    assert parser_for("/usr/local/etc/taccinfo") == "taccinfo"
+    assert parser_for("quota -s") == ""
+
+
+def test_taccinfo_bytes_and_files_per_filesystem() -> None:
+    """TACC's taccinfo (fixture synthesized from TACC's documented layout): used/limit in GB and files
+    per filesystem; a 0 limit (scratch: purged, no quota) is no reading, never 'unlimited OK'."""
+    p = parse_taccinfo(fx("taccinfo.txt"))
+    assert not p.problems
+    by = {(r.target, r.kind): r for r in p.readings}
+    assert set(by) == {("/home1", "bytes"), ("/home1", "inodes"), ("/work", "bytes"), ("/work", "inodes")}
+    assert by["/work", "bytes"].used == 512 * 1024**3 and by["/work", "bytes"].hard == 1024 * 1024**3
+    assert by["/work", "inodes"].used == 2_850_000 and by["/work", "inodes"].hard == 3_000_000
+    assert by["/home1", "bytes"].used == round(9.2 * 1024**3)
+    v = judge_headroom(p, 0.9, kind="inodes")
+    assert v.status == NEAR and v.worst is not None and v.worst.target == "/work"
+    assert judge_headroom(p, 0.9, kind="bytes").status == OK
+
+
+def test_taccinfo_unreadable_is_unknown_with_the_reason() -> None:
+    p = parse_taccinfo(fx("taccinfo_no_quota_section.txt"))
+    assert not p.readings and "no taccinfo disk-quota header" in p.problems[0].reason
+    v = judge_headroom(p, 0.9, kind="inodes")
+    assert v.status == UNKNOWN and "no taccinfo disk-quota header" in v.reason
+    # a row cut short is named, and the verdict is not OK even though /home1 reads fine
+    text = fx("taccinfo.txt").replace("| /work             512.0    1024.0    50.00", "| /work             512.0")
+    p = parse_taccinfo(text)
+    assert [pr.reason for pr in p.problems] == ["taccinfo row has 5 cells, need 7 (Disk ... %Used)"]
+    assert judge_headroom(p, 0.9, kind="inodes").status == UNKNOWN
+    assert parse_taccinfo("").problems[0].reason.startswith("no taccinfo disk-quota header")

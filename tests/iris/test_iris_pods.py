@@ -21,6 +21,31 @@ def test_counts_pods_of_the_job_on_the_named_context(tmp_path) -> None:
         assert counter.count("/sweep/gone").total == 0
 
 
+def test_a_tilde_kubeconfig_without_a_context_uses_that_files_current_context(tmp_path, monkeypatch) -> None:
+    """ops.md `kubeconfig: ~/.kube/coreweave-iris-gpu` (the runbook's), no kube_context: `~` is the
+    worker's HOME and the context is that file's current-context, named, never the process
+    default kubeconfig (KUBECONFIG pointing at another cluster here)."""
+    with PodListStub({"iris": [pod("sweep.rl__a", "p0")]}) as cw, PodListStub({"iris": []}) as mac:
+        (tmp_path / ".kube").mkdir()
+        kubeconfig(tmp_path / ".kube" / "coreweave-iris-gpu", {"cw-iris": cw.url, "other": mac.url}, current="cw-iris")
+        monkeypatch.setenv("HOME", str(tmp_path))
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "default", {"mac": mac.url}, current="mac")))
+        counter = PodCounter(kubeconfig="~/.kube/coreweave-iris-gpu", context="", namespace="iris")
+        assert counter.context == "cw-iris"
+        assert counter.count("/sweep/rl__a").total == 1
+        assert cw.requests and not mac.requests
+
+
+def test_a_kubeconfig_with_no_current_context_or_no_file_is_unknown_naming_why(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    missing = PodCounter(kubeconfig="~/.kube/coreweave-iris-gpu", context="", namespace="iris").count("/sweep/x")
+    assert missing.total is None
+    assert f"kubeconfig {tmp_path}/.kube/coreweave-iris-gpu: cannot be read (FileNotFoundError" in missing.error
+    bare = kubeconfig(tmp_path / "kc", {"cw": "http://127.0.0.1:9"}, current="")
+    pc = PodCounter(kubeconfig=str(bare), context="", namespace="iris").count("/sweep/x")
+    assert pc.total is None and pc.error == f"kubeconfig {bare} has no current-context: set kube_context in ops.md"
+
+
 def test_wrong_namespace_or_context_is_unknown_not_zero(tmp_path) -> None:
     with PodListStub({"default": []}) as wrong:
         cfg = kubeconfig(tmp_path / "kc", {"other": wrong.url}, current="other")

@@ -201,9 +201,13 @@ class _IrisKeys(StrictModel):
         "metrics (RUNNING jobs are read on from their cursor)",
     )
     kubeconfig: str = Field(
-        "", description="iris: the kubeconfig of the pod count, named explicitly (with kube_context)"
+        "", description="iris: the kubeconfig FILE of the pod count, named explicitly (`~` = the worker's HOME)"
     )
-    kube_context: str = Field("", description="iris: its context (never the process default kubeconfig)")
+    kube_context: str = Field(
+        "",
+        description='iris: its context; `""` = that file\'s current-context, read from it and named (never the '
+        "process default kubeconfig)",
+    )
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
     kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
     rollout_url: str = Field(
@@ -250,9 +254,9 @@ class IrisOps(_IrisKeys, OpsCommon):
             return errors
         if not self.user:
             errors.append(("user", "is required for an iris cluster (jobs are /<user>/<name>)"))
-        if bool(self.kubeconfig) != bool(self.kube_context):
+        if self.kube_context and not self.kubeconfig:
             errors.append(
-                ("kube_context", "kubeconfig and kube_context go together: never the process default kubeconfig")
+                ("kube_context", "needs kubeconfig (the file it is a context of): never the process default kubeconfig")
             )
         return errors
 

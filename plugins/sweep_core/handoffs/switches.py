@@ -28,6 +28,9 @@ HANDOFFS = (
     "snapshots",
     "db_register",
     "hygiene",
+    # the runbook's own docs and trackers the sweep reads or advances (sweep.yaml campaigns, consolidate.tracker)
+    "campaigns",
+    "datagen_tracker",
 )
 
 
@@ -83,9 +86,46 @@ def cluster_switches(
     if cfg.status != "active":
         why = f"status {cfg.status} in ops.md: hand-offs act on active clusters only"
         return [chain if h == "hf_chain" else Switch(h, False, why) for h in HANDOFFS]
+    docs = _campaigns(config, trackers, sweep_file)
     if cfg.scheduler == "iris":
-        return _iris(cfg, chain, ops_file)
-    return _slurm(cfg, config, trackers, chain, ops_file, sweep_file)
+        return [*_iris(cfg, chain, ops_file), docs, Switch("datagen_tracker", False, "iris: no datagen arrays here")]
+    got = _slurm(cfg, config, trackers, chain, ops_file, sweep_file)
+    consolidate = next(s for s in got if s.handoff == "consolidate")
+    return [*got, docs, _datagen_tracker(config, trackers, consolidate, sweep_file)]
+
+
+def _campaigns(config: SweepConfig, trackers: TrackerSettings | None, sweep_file: str) -> Switch:
+    """The named campaigns' POLICY.md/STATE.md, read each sweep (campaigns/docs.py) for every cluster's jobs."""
+    if not config.campaigns:
+        return Switch(
+            "campaigns", False, f"campaigns needs campaigns in {sweep_file} (e.g. flawed_summ's POLICY/STATE)"
+        )
+    names = ", ".join(c.name for c in config.campaigns)
+    relative = [
+        c.name for c in config.campaigns if not all(Path(p).expanduser().is_absolute() for p in (c.policy, c.state))
+    ]
+    if relative and trackers is None:
+        why = f"campaigns needs trackers.repo in {sweep_file} (or SWEEP_TRACKER_REPO): {', '.join(relative)} name relative docs"
+        return Switch("campaigns", False, why)
+    return Switch("campaigns", True, f"{names}: POLICY.md/STATE.md read each sweep, drift flagged, never edited")
+
+
+def _datagen_tracker(
+    config: SweepConfig, trackers: TrackerSettings | None, consolidate: Switch, sweep_file: str
+) -> Switch:
+    """The datagen tracker row a finished consolidate advances (runbook §6: the relevant tracker)."""
+    if not config.consolidate.tracker:
+        return Switch("datagen_tracker", False, f"datagen_tracker needs consolidate.tracker in {sweep_file}")
+    if trackers is None:
+        why = (
+            f"datagen_tracker needs trackers.repo in {sweep_file} (or SWEEP_TRACKER_REPO): consolidate.tracker is in it"
+        )
+        return Switch("datagen_tracker", False, why)
+    if not consolidate.on:
+        return Switch("datagen_tracker", False, consolidate.why)
+    return Switch(
+        "datagen_tracker", True, f"{config.consolidate.tracker} rows go ✅ once a consolidated dataset is on the hub"
+    )
 
 
 def _chain(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
@@ -185,11 +225,13 @@ def _slurm(
         consolidate = Switch("consolidate", False, f"consolidate needs consolidate.flavors in {sweep_file}")
     else:
         consolidate = Switch("consolidate", cleanup.on, f"flavors {', '.join(flavors)}" if cleanup.on else cleanup.why)
-    if trackers is None:
-        harvest = Switch("harvest", False, f"harvest needs trackers.repo in {sweep_file} (or SWEEP_TRACKER_REPO)")
+    if trackers is None or not cfg.eval_results_dir:
+        # without a results dir a COMPLETED eval's row stays ⏳ (flagged, the field named), a failed one still ❌
+        needs = [f"trackers.repo in {sweep_file} (or SWEEP_TRACKER_REPO)"] if trackers is None else []
+        needs += [] if cfg.eval_results_dir else [f"eval_results_dir in {ops_file}"]
+        harvest = Switch("harvest", False, f"harvest needs {' and '.join(needs)}")
     else:
-        results = cfg.eval_results_dir or "none in ops.md (eval_results_dir): a failed job's log only"
-        harvest = Switch("harvest", True, f"tracker rows under {trackers.repo}; results from {results}")
+        harvest = Switch("harvest", True, f"tracker rows under {trackers.repo}; results from {cfg.eval_results_dir}")
     return [
         cleanup,
         upload,

@@ -32,7 +32,7 @@ def quota_verdict(
         elif quota_output[0] != 0:
             problems.append(f"`{command}` exited {quota_output[0]}: {quota_output[2].strip()[:200] or '(no stderr)'}")
         elif not name:
-            problems.append(f"`{command}`: no parser for this command (df, jutil, cindata, lfs)")
+            problems.append(f"`{command}`: no parser for this command ({', '.join(PARSERS)})")
         else:
             got = PARSERS[name](quota_output[1])
             parsed.readings += got.readings

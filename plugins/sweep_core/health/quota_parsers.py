@@ -1,5 +1,6 @@
 """Inode and disk-quota parsers (spec §1 INODE HEADROOM): what the gather brings back from ``df -i -P``,
-``jutil project dataquota``, ``cindata`` or ``lfs quota``, read into QuotaReadings (sweep_core.health.quota).
+``jutil project dataquota``, ``cindata``, ``lfs quota`` or ``taccinfo``, read into QuotaReadings
+(sweep_core.health.quota).
 
 Parsers never guess a number and never raise: a line they cannot read becomes a
 :class:`ParseProblem` (with the line), and :func:`~sweep_core.health.quota.judge_headroom` turns
@@ -26,6 +27,13 @@ Formats (what each parser was written against):
 - ``lfs quota [-h] -u|-g|-p <id> <fs>`` (Lustre, Leonardo's storage): ``Filesystem kbytes quota limit
   grace files quota limit grace``; ``*`` marks a value over its limit; ``0`` limit = none; ``-h``
   prints units (``1.2T``); a long filesystem name wraps the numbers onto the next line.
+- ``/usr/local/etc/taccinfo`` (TACC, Vista/Frontera/Stampede3): a boxed report whose ``Disk quotas
+  for user <user>`` section has the header ``| Disk  Usage (GB)  Limit  %Used  File Usage  Limit
+  %Used |`` and one ``| <path> <used> <limit> <pct> <files> <limit> <pct> |`` row per filesystem,
+  written against the sample in TACC's user guides (no captured output): the header's unit (GB,
+  read as binary like TACC's 1024.0 GB = 1 TB ``/work`` limit) scales the bytes; a ``0`` limit is
+  a filesystem without a quota (scratch is purged instead): nothing to judge there, so no reading
+  (``df -i`` of the artifact roots still reads it).
 """
 
 from __future__ import annotations
@@ -289,6 +297,53 @@ def parse_lfs_quota(text: str) -> QuotaParse:
     return out
 
 
+# ---- taccinfo (TACC) ------------------------------------------------------------------------
+
+_TACC_HEADER = re.compile(
+    r"^\s*\|?\s*Disk\s+Usage\s*\((?P<unit>[KMGTP]?B)\)\s+Limit\s+%Used\s+File\s+Usage\s+Limit\s+%Used\s*\|?\s*$",
+    re.IGNORECASE,
+)
+
+
+def parse_taccinfo(text: str) -> QuotaParse:
+    """``/usr/local/etc/taccinfo`` → a bytes and an inodes reading per disk-quota row with a limit."""
+    out = QuotaParse()
+    lines = text.splitlines()
+    found = next(((i, m) for i, ln in enumerate(lines) if (m := _TACC_HEADER.match(ln))), None)
+    if found is None:
+        first = next((ln for ln in lines if ln.strip()), "")
+        why = "no taccinfo disk-quota header (Disk Usage (GB) Limit %Used File Usage Limit %Used)"
+        out.problems.append(ParseProblem(why, first))
+        return out
+    hdr_i, unit = found[0], _BIN[found[1].group("unit")[:-1].upper()]
+    rows = 0
+    for ln in lines[hdr_i + 1 :]:
+        body = ln.strip()
+        if not body or set(body) <= set("-=| "):
+            break  # the box's bottom rule ends the section
+        if body.startswith("-"):
+            break  # the next section's heading
+        cells = body.strip("|").split()
+        if len(cells) != 7 or not cells[0].startswith("/"):
+            out.problems.append(ParseProblem(f"taccinfo row has {len(cells)} cells, need 7 (Disk ... %Used)", ln))
+            continue
+        rows += 1
+        fs = cells[0]
+        b_used, b_limit = (parse_count(v, binary=True, unit=unit) for v in cells[1:3])
+        i_used, i_limit = (parse_count(v, binary=False) for v in cells[4:6])
+        if None in (b_used, b_limit, i_used, i_limit):
+            out.problems.append(ParseProblem(f"{fs}: taccinfo usage or limit is not a number", ln))
+            continue
+        if b_limit:
+            out.readings.append(QuotaReading(fs, fs, "bytes", b_used or 0, hard=b_limit, source="taccinfo"))
+        if i_limit:
+            out.readings.append(QuotaReading(fs, fs, "inodes", i_used or 0, hard=i_limit, source="taccinfo"))
+    if not out.readings and not out.problems:
+        why = "no filesystem with a quota (every Limit 0)" if rows else "the disk-quota header and no rows"
+        out.problems.append(ParseProblem(f"taccinfo printed {why}", lines[hdr_i]))
+    return out
+
+
 def _is_count(s: str) -> bool:
     return parse_count(s, binary=True) is not None
 
@@ -298,11 +353,13 @@ PARSERS = {
     "jutil": parse_jutil_dataquota,
     "cindata": parse_cindata,
     "lfs": parse_lfs_quota,
+    "taccinfo": parse_taccinfo,
 }
 
 
 def parser_for(command: str) -> str:
-    """The parser name for an ops.md ``quota.command`` (``df -i …`` / ``jutil …`` / ``cindata`` / ``lfs quota …``)."""
+    """The parser name for an ops.md ``quota.command`` (``df -i …`` / ``jutil …`` / ``cindata`` / ``lfs quota …``
+    / ``/usr/local/etc/taccinfo``)."""
     words = command.split()
     head = words[0].rsplit("/", 1)[-1] if words else ""
     return head if head in PARSERS else ""

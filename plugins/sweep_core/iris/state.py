@@ -332,7 +332,7 @@ def iris_snapshot(
     return snap
 
 
-NO_PODS = "pod counts not configured (ops.md kubeconfig + kube_context): 0-pod wedges not detected"
+NO_PODS = "pod counts not configured (ops.md kubeconfig): 0-pod wedges not detected"
 COUNTED = ("RUNNING", "BUILDING", "PENDING")  # the states whose pods are counted
 
 

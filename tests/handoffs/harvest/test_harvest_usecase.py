@@ -119,3 +119,15 @@ def test_an_unsafe_results_name_is_skipped(tmp_path) -> None:
     got = _harvest(tmp_path, ssh, cluster(), cluster("leonardo"), commits=[])
     a = next(o for o in got["outcomes"] if o["job"] == "local:101")
     assert "skipped (unsafe name)" in a["note"] and not (grid.parent / "cell_a").exists()
+
+
+def test_a_completed_eval_on_a_cluster_without_eval_results_dir_names_the_field(tmp_path) -> None:
+    """ops.md eval_results_dir empty (Leonardo's, left empty on purpose): the harvest script reads no
+    results there, so the row stays ⏳ flagged naming the missing field, not a vague "no results"."""
+    grid = _repo(tmp_path)
+    ssh = FakeSsh({"harvest": _sacct("101|COMPLETED|eval-a\n102|COMPLETED|eval-b\n")})
+    got = _harvest(tmp_path, ssh, cluster(), cluster("leonardo", eval_results_dir="/e/%j"), commits=[])
+    notes = {o["job"]: (o["outcome"], o["note"]) for o in got["outcomes"]}
+    assert notes["local:101"] == ("flagged", "COMPLETED but no eval_results_dir in local's ops.md (harvest OFF)")
+    assert notes["leonardo:102"] == ("flagged", "COMPLETED but no results_*.json in the eval's results dir")
+    assert "no eval_results_dir in local's ops.md" in grid.read_text()

@@ -49,7 +49,12 @@ def poll_cluster(
     marker = new_marker()
     script = build_harvest_script(ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, tail_bytes)
     out, problem = run_script(cfg, script, marker, "harvest")
-    return read_harvest(out, ids, problem, delimiter=marker)
+    reports = read_harvest(out, ids, problem, delimiter=marker)
+    if not cfg.eval_results_dir:  # no results dir to read: the row says which field, not "no results_*.json"
+        for rep in reports.values():
+            if not rep.results and not rep.results_problem:
+                rep.results_problem = f"no eval_results_dir in {cluster}'s ops.md (harvest OFF)"
+    return reports
 
 
 def _write(tracker: Path, items: list[tuple[PendingRow, RowOutcome]], written: list[Path]) -> None:
