@@ -234,3 +234,52 @@ def test_the_cli_path_reads_a_long_log_whole_then_only_new_entries_and_the_ended
     assert job2.log_cursor["read"] == sum(len(x) + 1 for x in new)
     assert calls[-1] == 1  # one page, not the 300 KB again
     assert job2.metrics["step"] == 13 and job2.metrics["reward"] == 0.42 and "reward" in job2.metrics["carried"]
+
+
+@needs_iris
+def test_the_client_path_reads_an_ended_job_on_from_its_running_cursor(controller, tag, tmp_path) -> None:
+    """The iris client poll (iris_poll.py) on a REAL controller: a job seen RUNNING, then FAILED,
+    gets a final read of only the entries after its cursor; its row shows its last step, the
+    reward of its running read and the traceback."""
+    from iris_local import iris_ops
+
+    from sweep_operators.iris_gather import cursor_request, gather_iris
+
+    url, run = controller
+    go = tmp_path / "go"
+    cmd = (
+        "echo 'Training Step Progress: 5/50'; "
+        'echo \'WANDB_MIRROR {"trainer/global_step": 5, "reward/mean": 0.3}\'; sleep 1; echo flushed; '
+        f"while [ ! -e {go} ]; do sleep 0.2; done; "
+        "echo 'Training Step Progress: 6/50'; echo 'Traceback (most recent call last):'; "
+        "echo 'RuntimeError: reward model died'; sleep 1; echo flushed2; exit 1"
+    )
+    job_id = submit(url, run, f"rl__{tag}_ends", cmd)
+    wait_states(url, run, {job_id: "RUNNING"})
+    iris_ops(tmp_path, "cw", url, run)
+    cfg = parse_ops_text((tmp_path / "cw" / "ops.md").read_text(), tmp_path / "cw" / "ops.md", "cw")
+
+    def sweep(ledger: Ledger, until: str) -> Any:
+        for _ in range(60):
+            end = dt.datetime.now(dt.UTC)
+            req = cursor_request(iris_cursors_for(ledger, "cw"), LITERALS, CONFIG.gather)
+            snap = gather_iris(cfg, end - dt.timedelta(minutes=15), end, read=req)
+            job = next(j for j in snap.all_jobs() if j.job_id == job_id)
+            if until in job.log_tail:
+                break
+            time.sleep(1)
+        assert snap.login_node == "iris client"
+        before_digest(snap, ledger)
+        digest_step([snap], CONFIG)
+        carry(snap, ledger)
+        return snap, job, end
+
+    snap, job, end = sweep(Ledger(), "flushed")
+    assert job.state == "RUNNING" and job.metrics["reward"] == 0.3
+    ledger, _ = fold_sweep(Ledger(), [snap], run_id="r1", window_end=end)
+    go.touch()
+    wait_states(url, run, {job_id: "FAILED"})
+    _, gone, _ = sweep(ledger, "flushed2")
+    assert gone.state == "FAILED" and gone.log_cursor["why"] == "cont" and gone.log_cursor["lines"] == 4
+    assert gone.metrics["step"] == 6 and gone.metrics["reward"] == 0.3  # the ledger's last lines before the new
+    assert "RuntimeError: reward model died" in gone.evidence["traceback"]
