@@ -75,6 +75,20 @@ def test_a_burst_in_one_second_is_paged_through_each_line_once_and_the_next_read
     assert lines == [] and c3["read"] == 0 and cli.printed == 1 and c3["ms"] == c2["ms"]
 
 
+def test_a_second_holding_more_lines_than_a_page_may_ask_for_is_skipped_past_and_said() -> None:
+    cli = Cli()
+    for i in range(300):
+        cli.push(SUB + 100, f"burst-{i}")
+    cli.push(SUB + 3000, "Training Step Progress: 5/50")
+    lines, c, _ = read_cli(cli, SUB, None, _req(max_page=250), None)
+    assert lines[:200] == [f"burst-{i}" for i in range(200)] and lines[-1] == "Training Step Progress: 5/50"
+    assert len(lines) == 201 and c["skipped"] == 1 and max(n for _, n, _ in cli.calls) <= 250
+    job = iris_snapshot("cw", [IrisJob("/sweep/j", "RUNNING", log_cursor=c)], {}, now=SUB / 1000,
+                        window_start=dt.datetime.now(dt.UTC), window_end=dt.datetime.now(dt.UTC),
+                        source="iris CLI").running[0]  # fmt: skip
+    assert "log lines of 1 second(s) skipped" in cursor_note(job)
+
+
 def test_a_read_past_the_budget_keeps_its_metric_lines_then_the_newest_lines() -> None:
     cli = Cli()
     cli.push(SUB + 10, 'WANDB_MIRROR {"trainer/global_step": 1, "reward/mean": 0.1}')

@@ -92,8 +92,9 @@ def read_cli(fetch: Fetch, sub: int, cur: dict[str, Any] | None, req: dict[str, 
     """Read one job's log on from its cursor ``cur`` (None: from its submission ``sub``, epoch ms),
     a page of ``req['page']`` new entries at a time; ``left``: bytes of the sweep's budget left
     (None: unbounded) and ``req['stop_at']`` (monotonic) end it between pages (history: its literal
-    lines, then the newest ``tail_lines`` entries). A second holding more than ``max_page`` entries
-    is skipped past (``skipped`` in the cursor). Returns (lines, log cursor, newest ms)."""
+    lines, then the newest ``tail_lines`` entries). A second holding more entries than ``max_page``
+    (or than the server returns a page) is skipped past (``skipped`` in the cursor). Returns
+    (lines, log cursor, newest ms)."""
     why, sec, skip, total = _start(sub, cur)
     keep = Kept(req.get("literals") or [], int(req.get("keep") or 50), int(req.get("tail_bytes") or 16384))
     page, cap, stop = int(req.get("page") or 2000), int(req.get("max_page") or 100_000), req.get("stop_at")
@@ -106,6 +107,9 @@ def read_cli(fetch: Fetch, sub: int, cur: dict[str, Any] | None, req: dict[str, 
         if skip + page > cap:  # one second holds more entries than the CLI pages through: past it
             sec, skip, skipped = sec + 1, 0, skipped + 1
         got = entries(fetch(sec * 1000 - 1 if since is None else since, skip + page, False), sec)
+        if skip and len(got) < skip:  # fewer than already read: the server caps its pages below this
+            sec, skip, skipped, since = sec + 1, 0, skipped + 1, None
+            continue
         fresh, full, since = got[skip:], len(got) >= skip + page, None
         for _, data in fresh:
             keep.add(data)
