@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from iris_local import IRIS_PY, needs_iris, submit, wait_states
+from iris_local import IRIS_PY, long_log_command, needs_iris, submit, wait_states
 from lab import USER
 
 from sweep_core.config.ops import parse_ops_text
@@ -177,6 +177,26 @@ def test_an_ended_jobs_final_read_meets_the_ledger_and_the_budget_cut_is_said() 
     assert "reading history" in note and "ended: its final read cut there" in note
 
 
+def _sweep(cfg: Any, job_id: str, ledger: Ledger, until: str, source: str) -> Any:
+    """One gather of the cluster read on from ``ledger``'s cursors, repeated until ``job_id``'s log
+    holds ``until`` (the controller has stored it), digested: (snapshot, the job, window end)."""
+    from sweep_operators.iris_gather import cursor_request, gather_iris
+
+    for _ in range(60):
+        end = dt.datetime.now(dt.UTC)
+        req = cursor_request(iris_cursors_for(ledger, "cw"), LITERALS, CONFIG.gather)
+        snap = gather_iris(cfg, end - dt.timedelta(minutes=15), end, read=req)
+        job = next(j for j in snap.all_jobs() if j.job_id == job_id)
+        if until in job.log_tail:
+            break
+        time.sleep(1)
+    assert snap.login_node == source
+    before_digest(snap, ledger)
+    digest_step([snap], CONFIG)
+    carry(snap, ledger)
+    return snap, job, end
+
+
 @needs_iris
 def test_the_cli_path_reads_a_long_log_whole_then_only_new_entries_and_the_ended_row_keeps_step_and_reward(
     controller, tag, tmp_path, monkeypatch
@@ -185,19 +205,11 @@ def test_the_cli_path_reads_a_long_log_whole_then_only_new_entries_and_the_ended
     reward, then >300 KB of engine output; the first sweep reads it whole (past the old bound),
     the job ENDS, and the second sweep's final read reads only what came after the cursor: its
     row shows the last step and the reward kept from the first read."""
-    from sweep_operators.iris_gather import cursor_request, gather_iris
     from sweep_operators.iris_hook import IrisHook
 
     url, run = controller
     go = tmp_path / "go"
-    noise = "x" * 100
-    cmd = (
-        "echo 'Training Step Progress: 12/50'; "
-        'echo \'WANDB_MIRROR {"trainer/global_step": 12, "reward/mean": 0.42}\'; '
-        f'for i in $(seq 1 3000); do echo "engine {noise} $i"; done; sleep 1; echo flushed; '  # > 300 KB
-        f"while [ ! -e {go} ]; do sleep 0.2; done; "
-        "echo 'Training Step Progress: 13/50'; for i in $(seq 1 10); do echo more-$i; done; sleep 1; echo flushed2"
-    )  # the local backend emits a burst's last buffered lines when the next write comes: hence the flush lines
+    cmd = long_log_command(go, "exit 0")
     job_id = submit(url, run, f"rl__{tag}_clilong", cmd)
     wait_states(url, run, {job_id: "RUNNING"})
     (tmp_path / "cw").mkdir()
@@ -215,23 +227,8 @@ def test_the_cli_path_reads_a_long_log_whole_then_only_new_entries_and_the_ended
         finally:
             calls.append(hook.log_calls)
 
-    def sweep(ledger: Ledger, until: str) -> Any:
-        for _ in range(60):  # until the controller holds the line the test waits for
-            end = dt.datetime.now(dt.UTC)
-            req = cursor_request(iris_cursors_for(ledger, "cw"), LITERALS, CONFIG.gather)
-            snap = gather_iris(cfg, end - dt.timedelta(minutes=15), end, read=req)
-            job = next(j for j in snap.all_jobs() if j.job_id == job_id)
-            if until in job.log_tail:
-                break
-            time.sleep(1)
-        assert snap.login_node == "iris CLI"
-        before_digest(snap, ledger)
-        digest_step([snap], CONFIG)
-        carry(snap, ledger)
-        return snap, job, end
-
     monkeypatch.setattr(IrisHook, "_poll_cli", counted)
-    snap, job, end = sweep(Ledger(), "flushed")
+    snap, job, end = _sweep(cfg, job_id, Ledger(), "flushed", "iris CLI")
     assert job.state == "RUNNING" and job.log_cursor["why"] == "first"
     assert job.log_cursor["read"] > 300_000 and job.log_cursor["lines"] >= 3003  # whole, not a bounded tail
     assert job.metrics["step"] == 12 and job.metrics["reward"] == 0.42
@@ -241,7 +238,7 @@ def test_the_cli_path_reads_a_long_log_whole_then_only_new_entries_and_the_ended
 
     go.touch()
     wait_states(url, run, {job_id: "SUCCEEDED"})
-    snap2, job2, _ = sweep(ledger, "flushed2")
+    snap2, job2, _ = _sweep(cfg, job_id, ledger, "flushed2", "iris CLI")
     new = ["Training Step Progress: 13/50", *(f"more-{i}" for i in range(1, 11)), "flushed2"]
     assert job2.state == "COMPLETED" and job2 in snap2.finished
     assert job2.log_cursor["why"] == "cont" and job2.log_cursor["lines"] == len(new)  # only the new entries
@@ -257,8 +254,6 @@ def test_the_client_path_reads_an_ended_job_on_from_its_running_cursor(controlle
     reward of its running read and the traceback."""
     from iris_local import iris_ops
 
-    from sweep_operators.iris_gather import cursor_request, gather_iris
-
     url, run = controller
     go = tmp_path / "go"
     cmd = (
@@ -273,27 +268,12 @@ def test_the_client_path_reads_an_ended_job_on_from_its_running_cursor(controlle
     iris_ops(tmp_path, "cw", url, run)
     cfg = parse_ops_text((tmp_path / "cw" / "ops.md").read_text(), tmp_path / "cw" / "ops.md", "cw")
 
-    def sweep(ledger: Ledger, until: str) -> Any:
-        for _ in range(60):
-            end = dt.datetime.now(dt.UTC)
-            req = cursor_request(iris_cursors_for(ledger, "cw"), LITERALS, CONFIG.gather)
-            snap = gather_iris(cfg, end - dt.timedelta(minutes=15), end, read=req)
-            job = next(j for j in snap.all_jobs() if j.job_id == job_id)
-            if until in job.log_tail:
-                break
-            time.sleep(1)
-        assert snap.login_node == "iris client"
-        before_digest(snap, ledger)
-        digest_step([snap], CONFIG)
-        carry(snap, ledger)
-        return snap, job, end
-
-    snap, job, end = sweep(Ledger(), "flushed")
+    snap, job, end = _sweep(cfg, job_id, Ledger(), "flushed", "iris client")
     assert job.state == "RUNNING" and job.metrics["reward"] == 0.3
     ledger, _ = fold_sweep(Ledger(), [snap], run_id="r1", window_end=end)
     go.touch()
     wait_states(url, run, {job_id: "FAILED"})
-    _, gone, _ = sweep(ledger, "flushed2")
+    _, gone, _ = _sweep(cfg, job_id, ledger, "flushed2", "iris client")
     assert gone.state == "FAILED" and gone.log_cursor["why"] == "cont" and gone.log_cursor["lines"] == 4
     assert gone.metrics["step"] == 6 and gone.metrics["reward"] == 0.3  # the ledger's last lines before the new
     assert "RuntimeError: reward model died" in gone.evidence["traceback"]
