@@ -121,3 +121,18 @@ def stop_all(url: str, run: Path) -> None:
         "        pass\n"
     )
     subprocess.run([IRIS_PY, "-c", code, url], capture_output=True, timeout=60, env={**os.environ, "HOME": str(run)})
+
+
+def long_log_command(go: Path, then: str) -> str:
+    """A job's shell command: its step 12 and reward 0.42, then >300 KB of engine output (3,000
+    lines), and once ``go`` exists its step 13, ten more lines, ``flushed2``, then ``then``. The local
+    backend emits a burst's last buffered lines when the next write comes: hence the flush lines."""
+    noise = "x" * 100
+    return (
+        "echo 'Training Step Progress: 12/50'; "
+        'echo \'WANDB_MIRROR {"trainer/global_step": 12, "reward/mean": 0.42}\'; '
+        f'for i in $(seq 1 3000); do echo "engine {noise} $i"; done; sleep 1; echo flushed; '
+        f"while [ ! -e {go} ]; do sleep 0.2; done; "
+        "echo 'Training Step Progress: 13/50'; for i in $(seq 1 10); do echo more-$i; done; sleep 1; echo flushed2; "
+        f"{then}"
+    )

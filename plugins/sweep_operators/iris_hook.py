@@ -19,6 +19,7 @@ from typing import Any
 
 from sweep_core.config.ops_schema import OpsFrontMatter
 from sweep_core.config.schema_base import default_of
+from sweep_core.iris.cli_logs import read_jobs
 from sweep_core.iris.records import IrisPollError, job_from_cli, read_poll
 from sweep_core.iris.state import IrisJob, IrisStateError
 from sweep_core.programs import DIR as PROGRAMS_DIR
@@ -104,6 +105,7 @@ class IrisHook:
         if home:
             self.env["HOME"] = home  # the client keeps a token store under $HOME/.iris
         self.source = ""
+        self.log_calls = 0  # iris CLI log pages fetched (each one command)
 
     @classmethod
     def for_cluster(cls, cfg: Any) -> IrisHook:
@@ -182,13 +184,14 @@ class IrisHook:
         """(jobs, controller-side now in epoch seconds); raises IrisUnavailable. Logs: since
         ``since_ms`` (the window start), the newest ``log_bytes`` of them (client poll only);
         ``logs=False`` asks for none (a past window: today's log tells about now). ``read``: each
-        RUNNING job's log read on from its cursor instead (iris_poll.py ``--request``: ``cursors``,
-        ``literals``, ``keep``, ``budget``, ``tail_bytes``; client poll only); the reads stop at half
-        of ``timeout_s`` (history, read on next sweep) so the poll answers in time."""
+        RUNNING job's log, and each one's that ended since ``since_ms`` (its final read), read on
+        from its cursor instead (iris_poll.py ``--request``: ``cursors``, ``literals``, ``keep``,
+        ``budget``, ``tail_bytes``; the CLI: sweep_core.iris.cli_logs); the reads stop at half of
+        ``timeout_s`` (history, read on next sweep) so the poll answers in time."""
         if self.python and self.url and Path(self.python).exists():
             return self._poll_client(since_ms, logs, read)
         if self.binary:
-            return self._poll_cli()
+            return self._poll_cli(since_ms, read if logs else None)
         raise IrisUnavailable(f"iris_python {self.python!r} does not exist and no iris_binary is configured")
 
     def _poll_client(
@@ -206,24 +209,48 @@ class IrisHook:
             json.dumps({"deadline_s": self.timeout_s / 2, **read}) if request and read is not None else None,
         )
         if res.returncode == 3 and self.binary:  # client not importable there: the CLI
-            return self._poll_cli()
+            return self._poll_cli(since_ms, read if logs else None)
         try:
             return read_poll(res.returncode, res.stdout, res.stderr)
         except IrisPollError as exc:
             raise IrisUnavailable(f"{self.where}: {exc}") from exc
 
-    def _cli(self, *args: str) -> Any:
+    def _cli_text(self, *args: str) -> str:
+        """The stdout of one iris CLI command; raises IrisUnavailable when it fails."""
         target = ["--controller-url", self.url] if self.url else [f"--cluster={self.cluster}"]
         res = _run([self.binary, *target, *args], self.timeout_s, self.env, self.where)
         if res.returncode != 0:
             tail = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1]
             raise IrisUnavailable(f"{self.where}: iris {' '.join(args[:2])} failed: {tail}")
+        return res.stdout
+
+    def _cli(self, *args: str) -> Any:
+        text = self._cli_text(*args)
         try:
-            return json.loads(res.stdout)
+            return json.loads(text)
         except json.JSONDecodeError as exc:
             raise IrisUnavailable(f"{self.where}: iris {' '.join(args[:2])} printed no JSON: {exc}") from exc
 
-    def _poll_cli(self) -> tuple[list[IrisJob], float | None]:
+    def _log_pages(self, job_id: str) -> Any:
+        """A page fetch of one job's log (sweep_core.iris.cli_logs.Fetch): ``iris job logs JOB
+        --since-ms S --no-tail --max-lines N`` (``--tail``: the newest N), one page in memory."""
+
+        def fetch(since_ms: int, max_lines: int, tail: bool) -> list[str]:
+            self.log_calls += 1
+            args = ["--since-ms", str(since_ms), "--tail" if tail else "--no-tail", "--max-lines", str(max_lines)]
+            return self._cli_text("job", "logs", job_id, *args).splitlines()
+
+        return fetch
+
+    def _poll_cli(self, since_ms: int = 0, read: dict[str, Any] | None = None) -> tuple[list[IrisJob], float | None]:
+        """The jobs from ``job list``/``job summary``; ``read``: each RUNNING job's log, and each
+        one's that ended since ``since_ms``, read on from its cursor (sweep_core.iris.cli_logs)."""
+        jobs = self._list_cli()
+        if read is not None:
+            read_jobs(jobs, self._log_pages, {"deadline_s": self.timeout_s / 2, **read}, since_ms)
+        return jobs, None
+
+    def _list_cli(self) -> list[IrisJob]:
         self.source = "iris CLI"
         listed = self._cli("job", "list", "--prefix", self.prefix, "--json")
         rows = listed if isinstance(listed, list) else listed.get("jobs", [])
@@ -237,4 +264,4 @@ class IrisHook:
                 jobs.append(job_from_cli(row, summary))
             except IrisStateError as exc:  # one unreadable record: the running set is UNKNOWN, never short
                 raise IrisUnavailable(f"{self.where}: iris job list: {exc}") from exc
-        return jobs, None
+        return jobs

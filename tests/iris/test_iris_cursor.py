@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from iris_local import iris_ops, needs_iris, submit, wait_states
+from iris_local import iris_ops, long_log_command, needs_iris, submit, wait_states
 
 from sweep_core.config.ops import parse_ops_text
 from sweep_core.config.sweep import load_sweep_config
@@ -189,15 +189,7 @@ def test_a_running_job_with_long_engine_output_shows_its_step_and_reward_and_rea
 
     url, run = controller
     go = tmp_path / "go"
-    noise = "x" * 100
-    cmd = (
-        "echo 'Training Step Progress: 12/50'; "
-        'echo \'WANDB_MIRROR {"trainer/global_step": 12, "reward/mean": 0.42}\'; '
-        f'for i in $(seq 1 3000); do echo "engine {noise} $i"; done; sleep 1; echo flushed; '  # > 256 KiB after
-        f"while [ ! -e {go} ]; do sleep 0.2; done; "
-        "echo 'Training Step Progress: 13/50'; for i in $(seq 1 10); do echo more-$i; done; sleep 1; echo flushed2; "
-        "sleep 300"
-    )  # the local backend emits a burst's last buffered lines when the next write comes: hence the flush lines
+    cmd = long_log_command(go, "sleep 300")
     job_id = submit(url, run, f"rl__{tag}_long", cmd)
     wait_states(url, run, {job_id: "RUNNING"})
     iris_ops(tmp_path, "cw", url, run)

@@ -38,7 +38,10 @@ def _dict_line(step: int, reward: float) -> bytes:
     return b"WANDB_MIRROR " + json.dumps(d).encode() + b"\n"
 
 
-def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int, budget: int = 0) -> ClusterSnapshot:
+def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int, budget: int = 0,
+            ended: dict[str, str] | None = None) -> ClusterSnapshot:  # fmt: skip
+    """One stubbed gather: ``logs`` RUNNING (job id -> its log); ``ended``: job id -> state of jobs
+    that ended in the window (their log at ``<tmp>/<id>.out``, ops.md log_pattern ``%j.out``)."""
     rows = [
         {"i": j, "A": j, "T": "RUNNING", "M": "5:00", "l": "UNLIMITED", "D": "1", "P": "debug", "R": "n1",
          "j": f"rl__cursor{j}", "o": str(p)}
@@ -54,8 +57,11 @@ def _gather(tmp: Path, logs: dict[str, Path], ledger: Ledger, run: int, budget: 
         cursors=cursors_for(ledger, "c"),
         literals=LITERALS,
         log_budget=budget,
+        log_pattern=str(tmp / "%j.out"),
     )
-    output = run_stubbed(tmp, req, running=rows)
+    finished = [{"JobID": j, "JobIDRaw": j, "State": st, "ExitCode": "1:0", "JobName": f"rl__cursor{j}"}
+                for j, st in (ended or {}).items()]  # fmt: skip
+    output = run_stubbed(tmp, req, running=rows, finished=finished)
     snap = snapshot_from_output("c", output, "login01", "s", f"2026-01-01T00:0{run}:00+00:00")
     before_digest(snap, ledger)
     digest_step([snap], CONFIG)
@@ -106,6 +112,32 @@ def test_first_sight_reads_whole_log_then_only_appended_bytes_and_carries_metric
     job3 = _jobs(snap3)["101"]
     assert job3.log_cursor["read"] == 0 and job3.metrics["reward"] == 0.61
     assert "Training Step Progress: 9/100" in job3.evidence["last_lines"]  # the ledger's last lines
+
+
+def test_an_ended_jobs_final_read_goes_on_from_its_running_cursor_and_one_never_seen_from_0_under_the_budget(
+    tmp_path,
+) -> None:
+    """A job seen RUNNING, then FAILED: its final read is only the bytes after its cursor, its row
+    keeps the reward of its first read and shows its last step and traceback. A job never seen
+    running is read from 0 under the byte budget; its note says the budget cut its final read."""
+    log = tmp_path / "301.out"
+    head = _dict_line(7, 0.61) + NOISE * 40_000  # ~2.9 MB: the metric line far outside any bounded tail
+    log.write_bytes(head)
+    ledger = _fold(Ledger(), _gather(tmp_path, {"301": log}, Ledger(), 1), 1)
+    end = NOISE * 30 + b"Training Step Progress: 9/100\nTraceback (most recent call last):\nRuntimeError: boom\n"
+    with open(log, "ab") as f:
+        f.write(end)
+    (tmp_path / "302.out").write_bytes(head + end)
+    snap = _gather(tmp_path, {}, ledger, 2, budget=100_000, ended={"301": "FAILED", "302": "FAILED"})
+    done = {j.job_id: j for j in snap.finished or []}
+    gone, never = done["301"], done["302"]
+    assert gone.log_cursor["why"] == "cont" and gone.log_cursor["read"] == len(end)  # only the bytes after it
+    assert gone.metrics["step"] == 9 and gone.metrics["reward"] == 0.61 and "reward" in gone.metrics["carried"]
+    assert "RuntimeError: boom" in gone.evidence["traceback"]
+    assert never.log_cursor["why"] == "first" and never.log_cursor["read"] <= 100_000 - len(end)
+    assert never.metrics["reward"] == 0.61 and "RuntimeError: boom" in never.evidence["traceback"]
+    assert "ended: its final read cut there" in _job_note(never) and "carried" not in never.metrics
+    assert _fold(ledger, snap, 2).jobs["c|301"].cursor["offset"] == len(head) + len(end)
 
 
 def test_truncated_and_replaced_logs_restart_from_zero_and_say_so(tmp_path) -> None:

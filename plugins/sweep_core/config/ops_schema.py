@@ -197,8 +197,8 @@ class _IrisKeys(StrictModel):
     iris_log_bytes: int = Field(
         262144,
         gt=0,
-        description="iris: bytes of an ended or waiting job's log since the window start (newest kept) read for "
-        "metrics (RUNNING jobs are read on from their cursor)",
+        description="iris: bytes of a waiting job's log since the window start (newest kept) read for metrics "
+        "(RUNNING jobs, and jobs that ended in the window, are read on from their cursor)",
     )
     kubeconfig: str = Field(
         "", description="iris: the kubeconfig FILE of the pod count, named explicitly (`~` = the worker's HOME)"

@@ -48,9 +48,10 @@ class GatherLimits(StrictModel):
     log_budget_bytes: int = Field(
         1073741824,
         ge=0,
-        description="bytes of RUNNING logs read per sweep per cluster from their cursors (SLURM StdOut, iris "
-        "log entries; 0 = unbounded): a first sight past it reads the rest of its history over the next "
-        "sweeps, its newest tail every sweep",
+        description="bytes of logs read per sweep per cluster from their cursors (SLURM StdOut, iris "
+        "log entries; RUNNING jobs first, then the final reads of jobs ended in the window; 0 = unbounded): "
+        "a first sight past it reads the rest of its history over the next sweeps, its newest tail every "
+        "sweep; an ended job's final read stops there (said in its note)",
     )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")

@@ -28,14 +28,14 @@ from typing import Any
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import required_literals
 from sweep_core.ledger.entries import Ledger, LedgerEntry
-from sweep_core.ledger.metric_values import is_value
+from sweep_core.ledger.metric_values import IRIS_CURSOR, is_value
 from sweep_core.models import ClusterSnapshot, Job
 
 MIN_LITERAL = (
     2  # a shorter required literal would send back nearly every line: its pattern is read in the last bytes only
 )
 KEEP_LINES = 50  # of the lines holding each literal, the last this many come back
-RESTARTED = ("truncated", "replaced", "attempt", "resubmitted", "reset")  # SLURM, then iris
+RESTARTED = ("truncated", "replaced", "attempt", "resubmitted", "reset", "source")  # SLURM, then iris
 CARRIED = "carried"  # metrics key: the columns kept from the ledger, and why
 
 
@@ -90,7 +90,7 @@ def iris_cursors_for(ledger: Ledger, cluster: str) -> dict[str, dict[str, int | 
     for e in ledger.jobs.values():
         c = e.cursor
         if e.cluster == cluster and all(isinstance(c.get(k), int) for k in ("ms", "seq", "sub")):
-            out[e.job_id] = {k: c[k] for k in ("ms", "seq", "sub", "attempt", "bytes") if k in c}
+            out[e.job_id] = {k: c[k] for k in IRIS_CURSOR if k in c}
     return out
 
 
@@ -104,6 +104,7 @@ _RESTART_WHY = {
     "attempt": "new attempt (tasks now {attempt}, were {was}): read from the attempt's start",
     "resubmitted": "resubmitted (another submission under this name): read from its submission",
     "reset": "the controller's log ids restarted below the cursor: read from the submission",
+    "source": "last read through the other iris path (client vs CLI: cursors differ): read from the submission",
 }
 MIB = 1 << 20
 
@@ -124,11 +125,14 @@ def restart_line(job: Job) -> str:
 
 
 def history_line(job: Job) -> str:
-    """A read stopped at the sweep's byte budget: how much of the history is read ("" otherwise)."""
+    """A read stopped at the sweep's byte budget: how much of the history is read ("" otherwise);
+    an ended job's final read says that its metrics and traceback come from the part read."""
     c = job.log_cursor
     if "tail" not in c:
         return ""
     budget = "gather.log_budget_bytes a sweep"
+    if job.source != "squeue":
+        budget += "; ended: its final read cut there, metrics and traceback from the part read"
     if "ino" in c:  # SLURM: a file of known size
         return (f"reading history: {c.get('offset', 0) / MIB:.1f} of {c.get('size', 0) / MIB:.1f} MiB "
                 f"({budget}; the newest {c['tail']} bytes read too)")  # fmt: skip
@@ -136,17 +140,23 @@ def history_line(job: Job) -> str:
             f"(log runs to {_utc(c.get('newest_ms'))}; {budget}; its newest {c['tail']} lines read too)")  # fmt: skip
 
 
+def skipped_line(job: Job) -> str:
+    """An iris CLI read that skipped past seconds holding more entries than it pages through."""
+    n = job.log_cursor.get("skipped")
+    return f"log lines of {n} second(s) skipped (more than the iris CLI pages through)" if n else ""
+
+
 def cursor_note(job: Job) -> str:
-    """What the row says about its log read: a restart, history still being read."""
-    return "; ".join(x for x in (restart_line(job), history_line(job)) if x)
+    """What the row says about its log read: a restart, history still being read, lines skipped."""
+    return "; ".join(x for x in (restart_line(job), history_line(job), skipped_line(job)) if x)
 
 
 def before_digest(snap: ClusterSnapshot, ledger: Ledger) -> None:
-    """Put the ledger's last lines before a job's new lines when its read went on from the cursor
-    (after the ``hist`` lines of a history read: they are older); name the jobs whose read
+    """Put the ledger's last lines before a job's new lines (RUNNING, or ended: its final read)
+    when its read went on from the cursor (after the ``hist`` lines of a history read: they are older); name the jobs whose read
     restarted in the cluster's notes."""
     restarted = []
-    for job in snap.running or []:
+    for job in [*(snap.running or []), *(snap.finished or [])]:
         why = job.log_cursor.get("why")
         if why in RESTARTED:
             restarted.append(f"{job.job_id} {why}")
@@ -163,9 +173,9 @@ def before_digest(snap: ClusterSnapshot, ledger: Ledger) -> None:
 
 
 def carry(snap: ClusterSnapshot, ledger: Ledger) -> None:
-    """A digested RUNNING job read from its cursor: each metric the new lines left unknown keeps the
+    """A digested job (RUNNING, or ended: its final read) read from its cursor: each metric the new lines left unknown keeps the
     ledger's latest value, named in ``metrics['carried']``; the problems about those columns go."""
-    for job in snap.running or []:
+    for job in [*(snap.running or []), *(snap.finished or [])]:
         e = _entry(ledger, job)
         if not job.log_cursor or job.log_cursor.get("why") != "cont" or e is None or not e.metrics:
             continue

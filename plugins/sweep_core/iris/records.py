@@ -60,7 +60,7 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
 
 
 _CURSOR_INTS = ("ms", "seq", "sub", "bytes", "read", "lines", "hist", "tail", "tail_bytes", "newest_ms")
-CURSOR_WHY = ("first", "cont", "attempt", "resubmitted", "reset")
+CURSOR_WHY = ("first", "cont", "attempt", "resubmitted", "reset", "source")
 
 
 def _log_cursor(c: Any) -> dict[str, Any]:

@@ -19,9 +19,10 @@ def latest_values(metrics: dict[str, Any]) -> dict[str, int | float]:
 
 # The cursor keys the ledger keeps: a SLURM StdOut (byte offset, inode, device), an iris log (the
 # newest entry time and the controller's entry id read up to, the submission time, the attempts
-# as "task:attempt,…", the bytes read since the start)
+# as "task:attempt,…", the bytes read since the start; read by the iris CLI: the attempt "cli" and
+# ``at``, the entries of the cursor's second read, sweep_core.iris.cli_logs)
 SLURM_CURSOR = ("offset", "ino", "dev")
-IRIS_CURSOR = ("ms", "seq", "sub", "attempt", "bytes")
+IRIS_CURSOR = ("ms", "seq", "sub", "attempt", "bytes", "at")
 
 
 def stored_cursor(c: dict[str, Any]) -> dict[str, Any] | None:

@@ -8,8 +8,9 @@ since ``--since-ms`` (the sweep window's start), the newest ``--max-bytes`` of t
 since then gets its last ``--log-lines`` lines (its last output time and last metric).
 
 ``--request -`` (a JSON document on stdin: ``cursors`` {job id: cursor}, ``literals``, ``keep``,
-``budget``, ``tail_bytes``, ``page``, ``deadline_s``): each RUNNING job's log is read on from its
-cursor instead (``read_on``), streaming page by page: from its submission on first sight (the
+``budget``, ``tail_bytes``, ``page``, ``deadline_s``): each RUNNING job's log, and the log of each
+job that ended since ``--since-ms`` (its final read: last metrics, the traceback), is read on from
+its cursor instead (``read_on``), streaming page by page: from its submission on first sight (the
 runbook's ``--since-ms <submitted_at_ms> --no-tail``), only the entries stored since on later sweeps.
 
 iris retries every RPC for up to 30 minutes by default (iris.rpc.errors.call_with_retry):
@@ -61,6 +62,7 @@ def _newest(entries, max_bytes):
     return out[::-1], size
 
 
+ENDED = ("SUCCEEDED", "FAILED", "KILLED", "WORKER_FAILED", "UNSCHEDULABLE")  # terminal iris job states
 LATE_MS = 600_000  # an entry stored up to this much later than its own time is still read
 MAX_LINE = 16384  # a matched line is kept up to this many characters
 
@@ -116,6 +118,8 @@ def read_on(fetch, job, tasks, cur, req, left):
     if cur:
         if cur.get("sub") != sub:
             why = "resubmitted"
+        elif cur.get("attempt") == "cli":  # read by the iris CLI (whole seconds, no entry ids): from the start
+            why = "source"
         elif cur.get("attempt") != attempt:
             why, only = "attempt", {t.current_attempt_id for t in tasks}
             since = max(since, (attempt_start_ms(tasks) or sub) - 1)
@@ -209,7 +213,9 @@ def main() -> int:
                 "finished_at_ms": _ms(j.finished_at),
                 "tasks": tasks,
             }
-            if req is not None and js(j.state) in ("RUNNING", "JOB_STATE_RUNNING") and not args.no_logs:
+            state = js(j.state).removeprefix("JOB_STATE_")
+            ended = state in ENDED and (_ms(j.finished_at) or 0) >= args.since_ms  # its final read
+            if req is not None and (state == "RUNNING" or ended) and not args.no_logs:
                 source, scope = build_log_source(jid, -1)
                 fetch = functools.partial(client._cluster_client.fetch_logs, source, match_scope=scope)
                 lines, cur, last = read_on(fetch, j, raw, req["cursors"].get(j.job_id), req, left)

@@ -312,7 +312,8 @@ class Dirs:
 
 def running(out, a, listing, dirs, arrays, mtimes):
     """Per RUNNING job: path, ambiguous/nolog, stat, tail, chain links (records as gather.sh's);
-    each log's mtime into ``mtimes`` (the GPU probe's order: the oldest log first)."""
+    each log's mtime into ``mtimes`` (the GPU probe's order: the oldest log first). Returns the
+    bytes of the sweep's budget left for the ended jobs' final reads (None: unbounded)."""
     rows = []
     for job_id, fields in rows_of(read(a["T"] + b"/squeue"), a["D"]):
         if not OK_ID.fullmatch(job_id):
@@ -367,11 +368,15 @@ def running(out, a, listing, dirs, arrays, mtimes):
         d, _, own = path.rpartition(b"/")
         for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"], job_id), start=1):
             out.rec(b"chain:%s:%d" % (job_id, i), *tail(link, a["tail_bytes"]))
+    return left
 
 
-def finished(out, a, listing, arrays):
+def finished(out, a, listing, arrays, left=None):
     """Per job ended in the window: ops.md log_pattern first, else the controller's StdOut. The
-    paths found go to $T/fpaths too (``id NUL path NUL``: gather.sh's HF-only facts read them)."""
+    paths found go to $T/fpaths too (``id NUL path NUL``: gather.sh's HF-only facts read them).
+    Incremental reads: its final read (``ftail``, ``fcursor``) goes on from its RUNNING cursor
+    when the request holds one, else from 0, within ``left`` bytes of the budget (the running
+    logs took theirs first); else its bounded tail."""
     nf = 0
     found = []
     for job_id, fields in rows_of(read(a["T"] + b"/sacct"), a["D"]):
@@ -402,7 +407,15 @@ def finished(out, a, listing, arrays):
         if k is not None:
             out.rec(b"fnolog:" + job_id, 0, k + b"\n")
             continue
-        out.rec(b"ftail:" + job_id, *tail(p, a["tail_bytes"]))
+        if a["cursors"] is None:
+            out.rec(b"ftail:" + job_id, *tail(p, a["tail_bytes"]))
+            continue
+        rc, text, err, cur = stream(p, a["cursors"].get(job_id), a["lits"], a["keep"], a["tail_bytes"], left)
+        out.rec(b"ftail:" + job_id, rc, text, err)
+        if rc == 0:
+            out.rec(b"fcursor:" + job_id, 0, cur)
+            if left is not None:
+                left = max(0, left - int(cur.split()[5]))
     with open(a["T"] + b"/fpaths", "wb") as f:
         f.write(b"".join(found))
 
@@ -462,14 +475,15 @@ def main(argv):
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"
     out.rec(b"paths", a["paths_rc"] if listing is not None or a["paths_rc"] else 1, b"", a["paths_err"])
     arrays = []
+    left = a["budget"] or None
     try:
         if a["sq_rc"] == 0:
             mtimes = []
-            running(out, a, listing, Dirs(), arrays, mtimes)
+            left = running(out, a, listing, Dirs(), arrays, mtimes)
             with open(a["T"] + b"/mtimes", "wb") as f:  # read by gpu_probe.sh
                 f.write(b"".join(m for m in mtimes))
         if a["sa_rc"] == 0:
-            finished(out, a, listing, arrays)
+            finished(out, a, listing, arrays, left)
         chunks(out, a, arrays)
     except Exception:  # a bug here costs the logs not yet read, never the script's other records
         out.rec(b"readerror", 1, b"", traceback.format_exc().encode())

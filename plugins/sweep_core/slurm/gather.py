@@ -141,7 +141,9 @@ class GatherRequest:
     # the last tail_bytes of the new bytes. False = the bounded tail of each log (as before).
     # ``log_budget``: bytes the cursor reads of one sweep may take in all (0 = unbounded); the logs
     # already caught up first, then first sights; a log over what is left reads that much of its
-    # history (the cursor advances by it) and its newest tail_bytes.
+    # history (the cursor advances by it) and its newest tail_bytes. A job ended in the window gets
+    # its final read the same way (records ftail/fcursor): on from its RUNNING cursor, else from 0,
+    # with what the running logs left of the budget.
     incremental: bool = False
     cursors: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     literals: tuple[str, ...] = ()

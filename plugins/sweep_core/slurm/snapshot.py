@@ -127,7 +127,8 @@ def _no_log_file(path: str, kind: str) -> str:
 
 
 def _attach_failed_log(job: Job, output: GatherOutput) -> None:
-    """A job that failed in the window: its log tail, for the first real traceback."""
+    """A job that ended in the window: its log (a bounded tail, or its final read on from its
+    cursor: the whole log), for its last metrics and the first real traceback."""
     path = output.get(f"fpath:{job.job_id}")
     tail = output.get(f"ftail:{job.job_id}")
     if path is not None:
@@ -140,6 +141,9 @@ def _attach_failed_log(job: Job, output: GatherOutput) -> None:
         job.log_tail = tail.stdout
     elif tail is not None:
         job.log_note = f"log not readable: {tail.stderr.strip() or tail.rc}"
+    cur = output.get(f"fcursor:{job.job_id}")
+    if cur is not None and cur.rc == 0:  # its final read, on from its RUNNING cursor (read_logs.py finished)
+        job.log_cursor = parse_cursor(cur.stdout)
 
 
 def _attach_traces(job: Job, output: GatherOutput, roots: tuple[str, ...]) -> None:
