@@ -158,6 +158,14 @@ class _SlurmKeys(StrictModel):
         "relative = below its log's dir, e.g. `ray-%j/session_latest/logs`), listed once at depth 1 by the RL "
         "deep-dive for hang lines; \"\" = off: Ray's default is each node's `/tmp/ray`, unreadable from the login node",
     )
+    faulthandler_signal: Literal["", "USR1", "USR2"] = Field(
+        "",
+        description="slurm: the signal this cluster's job launcher registers with `faulthandler.register` in every "
+        "python process it starts (e.g. `USR1`): the RL deep-dive sends it (`srun --jobid --overlap`, only to the "
+        "job's python processes whose /proc status shows the signal caught) to a RUNNING job whose log stopped "
+        "advancing, and reads the thread stacks it writes to the job's StdErr (ptrace is blocked: no py-spy); "
+        '"" = off: an unregistered SIGUSR1/SIGUSR2 terminates the process, so set it only when the launcher registers it',
+    )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
