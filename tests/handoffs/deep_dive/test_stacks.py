@@ -142,3 +142,23 @@ def test_a_signal_with_no_block_after_it_is_said_and_off_is_said_with_its_reason
     v = decide(DeepDiveInput("c", "7", "rl__x", series=[], stack_note=STACK_OFF), DeepDiveSection())
     assert "Python stacks (faulthandler): " + STACK_OFF in v.unknown
     assert "unregistered, SIGUSR1 terminates the process" in STACK_OFF
+
+
+def test_check_config_says_whether_a_silent_job_gets_the_faulthandler_signal_and_why_not() -> None:
+    from pathlib import Path
+
+    from handoff_fakes import cluster
+
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_core.handoffs.switches import cluster_switches
+
+    sweep = load_sweep_config(Path(__file__).resolve().parents[3] / "include" / "sweep.yaml")
+
+    def line(**kw: str) -> str:
+        cfg = cluster("x", log_roots=("/l",), **kw)
+        return next(s for s in cluster_switches(cfg, sweep, None, "ops/x/ops.md") if s.handoff == "deep_dive").why
+
+    assert "Python stacks OFF: needs faulthandler_signal in ops/x/ops.md, set only when the launcher registers" in line()
+    assert "Python stacks of a silent job: SIGUSR2 to its python processes that catch it" in line(
+        faulthandler_signal="USR2"
+    )
