@@ -160,11 +160,9 @@ class _SlurmKeys(StrictModel):
     )
     faulthandler_signal: Literal["", "USR1", "USR2"] = Field(
         "",
-        description="slurm: the signal this cluster's job launcher registers with `faulthandler.register` in every "
-        "python process it starts (e.g. `USR1`): the RL deep-dive sends it (`srun --jobid --overlap`, only to the "
-        "job's python processes whose /proc status shows the signal caught) to a RUNNING job whose log stopped "
-        "advancing, and reads the thread stacks it writes to the job's StdErr (ptrace is blocked: no py-spy); "
-        '"" = off: an unregistered SIGUSR1/SIGUSR2 terminates the process, so set it only when the launcher registers it',
+        description="slurm: the signal the job launcher registers with `faulthandler.register` in every python "
+        "process: the RL deep-dive sends it to a silent job's python processes that catch it and quotes their "
+        'stacks (ptrace blocked: no py-spy); "" = off: unregistered, SIGUSR1 terminates the process',
     )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")

@@ -58,7 +58,8 @@ def test_a_hung_python_job_has_its_thread_stacks_in_the_verdict_and_keeps_runnin
     (tmp_path / "off").mkdir()
     off = run_dag("sweep_rl_deep_dive", {"jobs": job}, tmp_path / "off")
     (v,) = off.values["probe"]["verdicts"]
-    assert any(u.startswith("Python stacks (faulthandler): off: ops.md faulthandler_signal is unset") for u in v["unknown"]), v
+    off_line = "Python stacks (faulthandler): off: ops.md faulthandler_signal is unset"
+    assert any(u.startswith(off_line) for u in v["unknown"]), v
     assert "Thread 0x" not in err.read_text()  # nothing was sent
 
     run = run_dag("sweep_rl_deep_dive", {"jobs": job}, tmp_path, ops_dir=_ops(tmp_path, "faulthandler_signal: USR1\n"))

@@ -136,7 +136,10 @@ def test_a_signal_with_no_block_after_it_is_said_and_off_is_said_with_its_reason
     )
     lines, note = stack_evidence(g, 3)
     assert lines is None
-    assert note == "signal sent to 1 python process(es): python3 pid 901, but no faulthandler block in the 7 byte(s) read from /l/e after it"
+    assert note == (
+        "signal sent to 1 python process(es): python3 pid 901, "
+        "but no faulthandler block in the 7 byte(s) read from /l/e after it"
+    )
     off = Gathered()
     assert stack_evidence(off, 3) == (None, STACK_OFF)
     v = decide(DeepDiveInput("c", "7", "rl__x", series=[], stack_note=STACK_OFF), DeepDiveSection())
@@ -158,7 +161,8 @@ def test_check_config_says_whether_a_silent_job_gets_the_faulthandler_signal_and
         cfg = cluster("x", log_roots=("/l",), **kw)
         return next(s for s in cluster_switches(cfg, sweep, None, "ops/x/ops.md") if s.handoff == "deep_dive").why
 
-    assert "Python stacks OFF: needs faulthandler_signal in ops/x/ops.md, set only when the launcher registers" in line()
+    off = "Python stacks OFF: needs faulthandler_signal in ops/x/ops.md, set only when the launcher registers"
+    assert off in line()
     assert "Python stacks of a silent job: SIGUSR2 to its python processes that catch it" in line(
         faulthandler_signal="USR2"
     )

@@ -279,7 +279,8 @@ def _read_stack(out: GatherOutput, k: int, g: Gathered, problem: str, stack_on: 
     if not stack_on:
         return
     if (no := out.get(f"nostack:{k}")) is not None:
-        g.stack_note = "" if no.rc == 0 else f"no signal sent: {no.stderr.strip()}" + (f" ({no.stdout})" if no.stdout else "")
+        where = f" ({no.stdout})" if no.stdout else ""
+        g.stack_note = "" if no.rc == 0 else f"no signal sent: {no.stderr.strip()}{where}"
         return
     sig = out.get(f"stacksig:{k}")
     if sig is None:
