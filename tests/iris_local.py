@@ -59,13 +59,14 @@ def start_controller(run: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise AssertionError(f"iris controller did not come up:\n{(run / 'ctl.log').read_text()[-3000:]}")
 
 
-def submit(url: str, run: Path, name: str, command: str) -> str:
+def submit(url: str, run: Path, name: str, command: str, max_retries: int = 0) -> str:
+    """Submit ``command`` as /sweep/<name> (``max_retries``: the launch's --max-retries)."""
     res = subprocess.run(
         [IRIS_PY, str(HERE / "iris_submit.py"), url, "sweep", name, command],
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "HOME": str(run)},
+        env={**os.environ, "HOME": str(run), "SWEEP_IRIS_MAX_RETRIES": str(max_retries)},
     )
     assert res.returncode == 0, res.stderr[-2000:]
     return f"/sweep/{name}"

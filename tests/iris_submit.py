@@ -1,6 +1,8 @@
 """TEST ONLY: submit a shell-command job to an iris controller (run by the iris venv's python).
-Usage: iris_submit.py URL USER NAME COMMAND [ARG...] (the ARGs are the command's "$@")"""
+Usage: iris_submit.py URL USER NAME COMMAND [ARG...] (the ARGs are the command's "$@");
+$SWEEP_IRIS_MAX_RETRIES: the launch's --max-retries (max_retries_failure, default 0)."""
 
+import os
 import sys
 
 from iris.client.client import IrisClient
@@ -14,5 +16,6 @@ job = client.submit(
     name,
     ResourceSpec(cpu=0.5, memory="256m"),
     user=user,
+    max_retries_failure=int(os.environ.get("SWEEP_IRIS_MAX_RETRIES") or 0),
 )
 print(job.job_id if hasattr(job, "job_id") else f"/{user}/{name}")

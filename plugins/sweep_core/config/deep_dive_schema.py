@@ -72,6 +72,11 @@ class DeepDiveSection(StrictModel):
     ray_window_minutes: Positive = Field(
         30, description="a Ray worker log is read when last written within this many minutes of the job log's"
     )
+    stack_wait_s: Positive = Field(
+        5, description="seconds between the faulthandler signal (ops.md faulthandler_signal) and reading the dump"
+    )
+    stack_timeout_s: Positive = Field(20, description="seconds the `srun --overlap` that sends the signal may take")
+    stack_frames: Positive = Field(4, description="frames quoted per thread of a faulthandler dump (most recent first)")
     ray_max_files: Positive = Field(16, description="Ray worker logs read per job at most (the newest first)")
     ray_file_bytes: Positive = Field(65536, description="bytes read from the end of each Ray worker log")
     weight_sync_patterns: Tup[Regex] = Field(

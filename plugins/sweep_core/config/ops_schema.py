@@ -158,6 +158,12 @@ class _SlurmKeys(StrictModel):
         "relative = below its log's dir, e.g. `ray-%j/session_latest/logs`), listed once at depth 1 by the RL "
         "deep-dive for hang lines; \"\" = off: Ray's default is each node's `/tmp/ray`, unreadable from the login node",
     )
+    faulthandler_signal: Literal["", "USR1", "USR2"] = Field(
+        "",
+        description="slurm: the signal the job launcher registers with `faulthandler.register` in every python "
+        "process: the RL deep-dive sends it to a silent job's python processes that catch it and quotes their "
+        'stacks (ptrace blocked: no py-spy); "" = off: unregistered, SIGUSR1 terminates the process',
+    )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")

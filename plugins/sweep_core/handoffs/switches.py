@@ -241,7 +241,10 @@ def _slurm(
         Switch("cancel", True, "scancel after a human's approval" + _standing(config, cfg.name, "cancel")),
         Switch("relaunch", True, _requeue(cfg) + _standing(config, cfg.name, "relaunch")),
         Switch(
-            "deep_dive", True, f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe}; {_ray(cfg, ops_file)})"
+            "deep_dive",
+            True,
+            f"flagged RL jobs probed over SSH (gpu_probe: {cfg.gpu_probe}; {_ray(cfg, ops_file)}; "
+            f"{_stacks(cfg, ops_file)})",
         ),
         _canary(cfg, ops_file),
         _snapshots(cfg, config, sweep_file),
@@ -303,6 +306,15 @@ def _ray(cfg: ClusterConfig, ops_file: str) -> str:
     return (
         f"Ray worker logs OFF: needs ray_log_dir in {ops_file} (Ray's default /tmp/ray is on each node, "
         "unreadable from the login node)"
+    )
+
+
+def _stacks(cfg: ClusterConfig, ops_file: str) -> str:
+    if cfg.faulthandler_signal:
+        return f"Python stacks of a silent job: SIG{cfg.faulthandler_signal} to its python processes that catch it"
+    return (
+        f"Python stacks OFF: needs faulthandler_signal in {ops_file}, set only when the launcher registers "
+        "faulthandler on it (unregistered, SIGUSR1 terminates the process)"
     )
 
 

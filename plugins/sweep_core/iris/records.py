@@ -21,6 +21,13 @@ def _int(v: Any) -> int | None:
         return None
 
 
+def _count(v: Any) -> int | None:
+    """A count the record carries (0 included); None when it does not carry it."""
+    if v is None or v == "" or isinstance(v, bool):
+        return None
+    return int(v)
+
+
 def _record(fn: Any) -> Any:
     """Wrap a record reader: a malformed record raises only IrisStateError, naming what is wrong."""
 
@@ -49,9 +56,14 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
         started_at_ms=_int(d.get("started_at_ms")),
         finished_at_ms=_int(d.get("finished_at_ms")),
         tasks=[
-            IrisTask(t.get("task_id", ""), t.get("state", ""), t.get("exit_code"), t.get("error") or "")
+            IrisTask(t.get("task_id", ""), t.get("state", ""), t.get("exit_code"), t.get("error") or "",
+                     int(t.get("attempt") or 0))
             for t in d.get("tasks") or []
-        ],
+        ],  # fmt: skip
+        failure_count=_count(d.get("failure_count")),
+        preemption_count=_count(d.get("preemption_count")),
+        max_retries=_count(d.get("max_retries")),
+        max_retries_error=str(d.get("max_retries_error") or ""),
         log_tail="\n".join(lines) + ("\n" if lines else ""),
         log_mtime=last / 1000 if last else None,
         log_truncated=bool(d.get("log_truncated")),
@@ -105,6 +117,9 @@ def job_from_cli(listed: dict[str, Any], summary: dict[str, Any] | None) -> Iris
         started_at_ms=ms("started_at"),
         finished_at_ms=ms("finished_at"),
         tasks=tasks,
+        failure_count=_count((summary or {}).get("failure_count")),
+        preemption_count=_count((summary or {}).get("preemption_count")),
+        max_retries_error="the CLI's job summary does not carry the launch's --max-retries",
     )
 
 

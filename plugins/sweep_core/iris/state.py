@@ -80,7 +80,8 @@ class IrisTask:
     task_id: str
     state: str
     exit_code: int | None = None
-    error: str = ""
+    error: str = ""  # the controller keeps the last failed attempt's error while a retry runs
+    attempt: int = 0  # current_attempt_id: 0 = the first bring-up, k = the k-th re-bring-up
 
 
 @dataclass
@@ -100,6 +101,10 @@ class IrisJob:
     # a log read on from the ledger's cursor (iris_poll.py read_on; sweep_core.fanin.cursor): the new
     # cursor (ms, seq, sub, attempt, bytes), why (first | cont | attempt | resubmitted | reset), read
     log_cursor: dict[str, Any] = field(default_factory=dict)
+    failure_count: int | None = None  # task failures so far (aggregated); None = not in the record
+    preemption_count: int | None = None
+    max_retries: int | None = None  # the launch's --max-retries (max_retries_failure); None = not read
+    max_retries_error: str = ""  # why it was not read
 
     @property
     def name(self) -> str:
@@ -177,6 +182,55 @@ def bringup_notes(job: IrisJob, pods: PodCount | None) -> list[str]:
         if pattern.search(job.log_tail):
             notes.append(text)
     return notes
+
+
+# a model's weights not resolved from the Hugging Face hub (a transient flake that --max-retries >= 1
+# absorbs by bringing the gang up again)
+HF_WEIGHT_FLAKE = re.compile(
+    r"huggingface\.co|hf_hub|HfHubHTTPError|RepositoryNotFound|LocalEntryNotFound|snapshot_download"
+    r"|resolv\w* (the )?(model )?weights|weights? (resolution|resolv\w*)",
+    re.I,
+)
+_FAILED_STATES = frozenset({"FAILED", "WORKER_FAILED", "UNSCHEDULABLE"})
+
+
+def _per_task_failures(job: IrisJob) -> int | None:
+    """The failures per task (the controller's count is summed over the gang's tasks)."""
+    if job.failure_count is None:
+        return None
+    return -(-job.failure_count // max(1, len(job.tasks)))
+
+
+def retry_note(job: IrisJob) -> str:
+    """The Note of a retried launch: ``re-bring-up k of N after <reason>`` while it runs (benign
+    bring-up noise, said so for a transient HF weight-resolution flake), ``--max-retries N exhausted``
+    once it failed with every retry spent (the failure it is), a relaunch hint for an HF flake that
+    ended a launch with no retry; "" otherwise. k is the tasks' current attempt (or their failures
+    while the retry is still pending); N the launch's --max-retries as the controller keeps it
+    (unknown: said why)."""
+    attempt, failures, n = max((t.attempt for t in job.tasks), default=0), _per_task_failures(job), job.max_retries
+    reason = drop_separators(next((t.error for t in job.tasks if t.error), "") or job.error).strip()[:200]
+    hf = bool(HF_WEIGHT_FLAKE.search(reason))
+    after = f" after {reason}" if reason else " (no error kept)"
+    if job.state in _FAILED_STATES and n is not None:
+        spent = failures > n if failures is not None else attempt >= n
+        if spent and n > 0:
+            return f"--max-retries {n} exhausted: {failures or attempt + 1} bring-up(s) failed, the last{after}"
+        if spent and hf:
+            return (
+                f"--max-retries 0: a transient HF weight-resolution flake ended the only bring-up ({reason}); "
+                "relaunch with --max-retries >= 1"
+            )
+        return ""
+    k = attempt if job.state in TERMINAL else max(attempt, failures or 0)
+    if k == 0:
+        return ""
+    of = f"{k} of {n}" if n is not None else f"{k} of ? (--max-retries unknown: {job.max_retries_error or 'not read'})"
+    pre = f", {job.preemption_count} preemption(s) among them" if job.preemption_count else ""
+    note = f"re-bring-up {of}{pre}{after}"
+    if hf:
+        note += ": a transient HF weight-resolution flake, benign bring-up noise (--max-retries re-brings up the gang)"
+    return note
 
 
 def _ms_to_iso(ms: int | None) -> str:
@@ -296,10 +350,13 @@ def iris_snapshot(
         elif pc is not None and pc.total is not None and not (pc.gated or pc.image_pull):
             notes.append(f"{pc.total} pod(s)")  # else the bring-up note gives the count, once
         notes += bringup_notes(ij, pc)
+        retried = retry_note(ij)
+        if retried:
+            notes.append(retried)  # it quotes the error: not said twice
         if ij.log_truncated:
             notes.append("log since the window start over the byte bound (ops.md iris_log_bytes): newest kept")
         task_errors = [t.error for t in ij.tasks if t.error]
-        if ij.error or task_errors:
+        if (ij.error or task_errors) and not retried:
             notes.append(drop_separators(ij.error or task_errors[0])[:200])
         job = Job(
             cluster=cluster,

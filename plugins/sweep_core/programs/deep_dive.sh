@@ -4,13 +4,16 @@
 # log_pattern), PATHS_FORMAT, LOG_ROOTS and ART_ROOTS (ops.md log_roots / artifact_roots),
 # TDIRS + TJOB (candidate trace dirs and the index of their job), TGLOBS, LOG_BYTES, CHAIN_LOGS,
 # MAX_FILES, FILE_BYTES, GPU_PROBE (ops.md gpu_probe), GPU_TIMEOUT_S, GPU_QUERY, RAY_DIR (ops.md
-# ray_log_dir, "" = off), RAY_GLOBS, RAY_WINDOW_S, RAY_MAX, RAY_BYTES. Nothing outside the roots is
-# read (realpath -e, then the prefix); no directory is walked (depth-1 `ls` only: the GPFS ban).
+# ray_log_dir, "" = off), RAY_GLOBS, RAY_WINDOW_S, RAY_MAX, RAY_BYTES, STACK_SIG ("" = off), HANG_AFTER_S,
+# STACK_WAIT_S, STACK_TIMEOUT_S. Nothing outside the roots is read (realpath -e, then the prefix); no
+# directory is walked (depth-1 `ls` only: the GPFS ban). Read-only but for the faulthandler signal.
 # Records: now; states (ONE squeue); per job k: logpath:k + mtime:k + log:k + chain:k:n, or
 # nolog:k; raydir:k + rayname:k:n (name, "mtime size") + rayfile:k:n, or noray:k;
 # tdir:k + tname:k:n (name, size) + tfile:k:n, or notrace:k; gpu:k (srun-overlap: one
 # bounded `srun --jobid --overlap nvidia-smi` per RUNNING job, one task per node) or nogpu:k;
-# gpuacct (accounting: ONE bounded sstat for all the jobs).
+# gpuacct (accounting: ONE bounded sstat for all the jobs); with STACK_SIG (ops.md faulthandler_signal)
+# set, per RUNNING job whose log stopped advancing (HANG_AFTER_S): stacksig:k (what the signal reached)
+# + stack:k (what its StdErr got after it), or nostack:k (why none was sent).
 run now date +%s
 ifs=$IFS; IFS=,; ids="${IDS[*]}"; IFS=$ifs
 run states squeue -h -t all -j "$ids" -o "%i$M%T$M"
@@ -57,6 +60,7 @@ ray_logs() {
   done <"$lst"
   say "raydir:$k" "$rd" "$seen" 0
 }
+declare -A LREAL=() LMT=()
 k=0
 for id in ${IDS[@]+"${IDS[@]}"}; do
   name=${NAMES[$k]}; p=""
@@ -71,6 +75,7 @@ for id in ${IDS[@]+"${IDS[@]}"}; do
   else
     say "logpath:$k" "$p" "" 0
     lm=""; run "mtime:$k" stat -L -c %Y -- "$real" && lm=$(<"$T/o")
+    LREAL[$k]=$real; LMT[$k]=$lm
     run "log:$k" tail -c "$LOG_BYTES" -- "$real"
     d=${real%/*}; b=${real##*/}; n=0
     : >"$T/ls"
@@ -127,4 +132,56 @@ if [ "$GPU_PROBE" = srun-overlap ]; then
 elif [ "$GPU_PROBE" = accounting ]; then  # ONE sstat for every job (sweep_core.gpu.accounting reads it)
   run gpuacct timeout -k 2 "$GPU_TIMEOUT_S" sstat -a -n -P -j "$ids" \
     -o JobID,TRESUsageInAve,TRESUsageInMin,TRESUsageInMax </dev/null
+fi
+# Python stacks without ptrace (STACK_SIG: the signal the launcher registers with faulthandler):
+# per RUNNING job whose log has not been written for HANG_AFTER_S, its StdErr (scontrol; the log when
+# the same or unset) is resolved inside the log roots FIRST, then ONE bounded `srun --jobid --overlap`
+# task per node sends STACK_SIG to the job's processes (scontrol listpids, our own step left out) that
+# run a python binary AND whose /proc/<pid>/status SigCgt shows the signal caught: a process that
+# does not catch it is never sent it (the default action terminates). After STACK_WAIT_S, what the
+# StdErr got past its old size (at most LOG_BYTES) is stack:k.
+# shellcheck disable=SC2016  # expanded by the bash on the node
+STACK_PROG='id=$1 sig=$2 own=${SLURM_STEP_ID:-}
+n=$(kill -l "$sig") || exit 3
+scontrol listpids "$id" 2>/dev/null | while read -r pid _ step _; do
+  case $pid in ""|*[!0-9]*) continue ;; esac
+  [ "$step" = "$own" ] && continue
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
+  case ${exe##*/} in python*) ;; *) continue ;; esac
+  cgt=$(awk "/^SigCgt:/{print \$2}" "/proc/$pid/status" 2>/dev/null)
+  case $cgt in ""|*[!0-9a-fA-F]*) echo "skipped $pid ${exe##*/}: SigCgt unreadable"; continue ;; esac
+  if (( (16#$cgt >> (n - 1)) & 1 )); then
+    if kill -s "$sig" "$pid"; then echo "sent $pid ${exe##*/}"; fi
+  else echo "skipped $pid ${exe##*/}: does not catch SIG$sig"; fi
+done'
+if [ -n "$STACK_SIG" ]; then
+  declare -A SN=()
+  while read -r a b; do SN[$a]=$b; done < <(squeue -h -t RUNNING -j "$ids" -o "%i %D" 2>/dev/null)
+  now_s=$(date +%s)
+  k=0
+  for id in ${IDS[@]+"${IDS[@]}"}; do
+    lm=${LMT[$k]-}; lr=${LREAL[$k]-}
+    if [ -z "${SN[$id]+x}" ]; then say "nostack:$k" "" "not RUNNING (or an array task): no signal sent"
+    elif [ -z "$lr" ]; then say "nostack:$k" "" "its log was not read: no signal sent"
+    elif case $lm in ''|*[!0-9]*) true ;; *) false ;; esac; then say "nostack:$k" "" "log age unknown: no signal sent"
+    elif [ $((now_s - lm)) -lt "$HANG_AFTER_S" ]; then say "nostack:$k" "" "not asked: the log advances" 0
+    else
+      ep=$(scontrol show job -o "$id" 2>/dev/null); ef=""
+      case $ep in *" StdErr="*" StdIn="*) ep=${ep#*" StdErr="}; ep=${ep%%" StdIn="*}; ef=$(realpath -e -- "$ep" 2>/dev/null) ;; esac
+      [ -n "$ef" ] || ef=$lr
+      if ! below "$ef" ${RLR[@]+"${RLR[@]}"}; then say "nostack:$k" "$ef" "StdErr outside the ops.md log_roots: no signal sent" 2
+      elif [ ! -f "$ef" ] || [ -L "$ef" ]; then say "nostack:$k" "$ef" "StdErr $(kind "$ef"): no signal sent" 2
+      else
+        size=$(stat -c %s -- "$ef" 2>/dev/null || echo 0)
+        run "stacksig:$k" timeout -k 2 "$STACK_TIMEOUT_S" srun --jobid="$id" --overlap --nodes="${SN[$id]}" \
+          --ntasks="${SN[$id]}" --ntasks-per-node=1 --label --quiet bash -c "$STACK_PROG" _ "$id" "$STACK_SIG" </dev/null
+        if grep -q ': sent ' "$T/o"; then
+          sleep "$STACK_WAIT_S"
+          tail -c +"$((size + 1))" -- "$ef" 2>/dev/null | head -c "$LOG_BYTES" >"$T/o"; printf '%s' "$ef" >"$T/e"
+          rec "stack:$k" 0
+        fi
+      fi
+    fi
+    k=$((k + 1))
+  done
 fi

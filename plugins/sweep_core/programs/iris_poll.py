@@ -3,7 +3,8 @@
 Not imported by Airflow: IrisHook runs ``<iris_python> iris_poll.py URL PREFIX`` (the iris
 client lives in its own environment, e.g. the otagent env; its pins clash with Airflow's).
 Prints one JSON document on stdout; on a controller/transport error prints
-``{"error": ...}`` and exits 2. Only ListJobs / ListTasks / FetchLogs are called. Logs: every line
+``{"error": ...}`` and exits 2. Only ListJobs / ListTasks / FetchLogs are called (and GetJobStatus of a retried job: its
+``--max-retries``). Logs: every line
 since ``--since-ms`` (the sweep window's start), the newest ``--max-bytes`` of them; a job silent
 since then gets its last ``--log-lines`` lines (its last output time and last metric).
 
@@ -65,6 +66,21 @@ def _newest(entries, max_bytes):
 ENDED = ("SUCCEEDED", "FAILED", "KILLED", "WORKER_FAILED", "UNSCHEDULABLE")  # terminal iris job states
 LATE_MS = 600_000  # an entry stored up to this much later than its own time is still read
 MAX_LINE = 16384  # a matched line is kept up to this many characters
+
+
+def max_retries_of(client, job_id):
+    """``{"max_retries": N}``: the launch's ``--max-retries`` (max_retries_failure of the request the
+    controller keeps; one GetJobStatus, asked only of a retried job), or ``{"max_retries_error": why}``."""
+    try:
+        from iris.rpc import controller_pb2
+
+        req = controller_pb2.Controller.GetJobStatusRequest(job_id=job_id)
+        got = client._cluster_client._client.get_job_status(req)
+        if not got.HasField("request"):
+            return {"max_retries_error": "the controller returned no launch request"}
+        return {"max_retries": int(got.request.max_retries_failure)}
+    except Exception as exc:  # noqa: BLE001 - said on the row, the poll goes on
+        return {"max_retries_error": f"{type(exc).__name__}: {exc}"[:200]}
 
 
 def attempts_of(tasks):
@@ -201,9 +217,10 @@ def main() -> int:
             jid = JobName.from_wire(j.job_id)
             raw = sorted(client.list_tasks(jid), key=lambda t: str(t.task_id))
             tasks = [
-                {"task_id": str(t.task_id), "state": ts(t.state), "exit_code": t.exit_code, "error": t.error}
+                {"task_id": str(t.task_id), "state": ts(t.state), "exit_code": t.exit_code, "error": t.error,
+                 "attempt": max(0, int(t.current_attempt_id))}
                 for t in raw
-            ]
+            ]  # fmt: skip
             row = {
                 "job_id": j.job_id,
                 "state": js(j.state),
@@ -212,7 +229,11 @@ def main() -> int:
                 "started_at_ms": _ms(j.started_at),
                 "finished_at_ms": _ms(j.finished_at),
                 "tasks": tasks,
+                "failure_count": int(j.failure_count),
+                "preemption_count": int(j.preemption_count),
             }
+            if j.failure_count or any(t["attempt"] for t in tasks):  # a retried job: its --max-retries
+                row.update(max_retries_of(client, j.job_id))
             state = js(j.state).removeprefix("JOB_STATE_")
             ended = state in ENDED and (_ms(j.finished_at) or 0) >= args.since_ms  # its final read
             if req is not None and (state == "RUNNING" or ended) and not args.no_logs:

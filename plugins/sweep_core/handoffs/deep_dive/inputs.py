@@ -60,6 +60,8 @@ class DeepDiveInput:
     last_output: int | None = None  # the log's last write (epoch s, remote clock)
     hang_hits: list[HangHit] | None = None  # hang lines of the Ray worker logs near it; None = not read
     hang_note: str = ""  # what was looked at, or why not (ops.md ray_log_dir off)
+    stacks: list[str] | None = None  # the faulthandler dump's lines (threads, top frames); None = no dump
+    stack_note: str = ""  # why there is no dump ("" = none asked: the log advances), or where it was read
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -29,6 +29,11 @@ RAY_OFF = (
     "which the login node cannot read)"
 )
 
+STACK_OFF = (
+    "off: ops.md faulthandler_signal is unset (only a launcher that registers faulthandler on the signal may "
+    "get it: unregistered, SIGUSR1 terminates the process; ptrace is blocked, so no py-spy)"
+)
+
 
 @dataclass(frozen=True)
 class ProbeJob:
@@ -71,6 +76,9 @@ class Gathered:
     log_mtime: int | None = None  # the job log's last write (epoch s, remote clock): its last output
     ray: list[RayLog] | None = None  # Ray worker logs written near the last output; None = not read
     ray_note: str = RAY_OFF  # why they were not read, or what was looked at
+    stack_sent: str = ""  # what the faulthandler signal reached (``0: sent 1234 python3`` lines)
+    stack_text: str | None = None  # what the job's StdErr got after the signal; None = no signal sent
+    stack_note: str = STACK_OFF  # why no signal was sent ("" = not asked: the log advances)
 
 
 def trace_dirs(job: ProbeJob, roots: tuple[str, ...], cfg: DeepDiveSection) -> list[str]:
@@ -117,8 +125,13 @@ def build_deep_dive_script(cfg_cluster: ClusterConfig, jobs: list[ProbeJob], cfg
         "RAY_WINDOW_S": cfg.ray_window_minutes * 60,
         "RAY_MAX": cfg.ray_max_files,
         "RAY_BYTES": cfg.ray_file_bytes,
+        "STACK_SIG": cfg_cluster.faulthandler_signal,
+        "HANG_AFTER_S": cfg.advancing_minutes * 60,
+        "STACK_WAIT_S": cfg.stack_wait_s,
+        "STACK_TIMEOUT_S": cfg.stack_timeout_s,
     }
-    return compose(marker, values, ("log_helpers.sh", "deep_dive.sh"))
+    # the faulthandler signal is the script's one act (never re-sent once sent)
+    return compose(marker, values, ("log_helpers.sh", "deep_dive.sh"), act=bool(cfg_cluster.faulthandler_signal))
 
 
 def _states(out: GatherOutput) -> dict[str, str]:
@@ -139,15 +152,19 @@ def read_deep_dive(
     problem: str = "",
     timeout_s: int | None = None,
     ray_on: bool = False,
+    stack_on: bool = False,
 ) -> list[Gathered]:
     """One Gathered per job; a cluster that did not answer leaves every input unknown (said why).
-    ``ray_on``: ops.md ray_log_dir is set (else the Ray worker logs are off, said why)."""
+    ``ray_on``: ops.md ray_log_dir is set (else the Ray worker logs are off, said why); ``stack_on``:
+    ops.md faulthandler_signal is set (else the stack dump is off, said why)."""
     got = [Gathered() for _ in jobs]
     if out is None:
         for g in got:
             g.log_problem = g.trace_problem = g.gpu_note = problem or "the cluster did not answer"
             if ray_on:
                 g.ray_note = f"not read: {g.log_problem}"
+            if stack_on:
+                g.stack_note = f"no signal sent: {g.log_problem}"
         return got
     states = _states(out)
     now = out.get("now")
@@ -158,6 +175,7 @@ def read_deep_dive(
         _read_ray(out, k, g, problem, ray_on)
         _read_trace(out, k, g, problem)
         _read_gpu(out, k, g, timeout_s)
+        _read_stack(out, k, g, problem, stack_on)
     if (acct := out.get("gpuacct")) is not None:
         found = accounting_readings([(j.job_id, j.job_id) for j in jobs], acct, timeout_s)
         for job, g in zip(jobs, got, strict=True):
@@ -253,3 +271,25 @@ def _read_ray(out: GatherOutput, k: int, g: Gathered, problem: str, ray_on: bool
             g.ray.append(RayLog(name.stdout, int(mt), body.stdout, cut))
         n += 1
     g.ray_note = f"{d.stderr or 0} matching file(s) in {d.stdout} looked at, {len(g.ray)} written near the last output"
+
+
+def _read_stack(out: GatherOutput, k: int, g: Gathered, problem: str, stack_on: bool) -> None:
+    """What the faulthandler step did for the job: not asked (the log advances: nothing said), why no
+    signal was sent, or what the signal reached and the StdErr text written after it."""
+    if not stack_on:
+        return
+    if (no := out.get(f"nostack:{k}")) is not None:
+        where = f" ({no.stdout})" if no.stdout else ""
+        g.stack_note = "" if no.rc == 0 else f"no signal sent: {no.stderr.strip()}{where}"
+        return
+    sig = out.get(f"stacksig:{k}")
+    if sig is None:
+        g.stack_note = f"no signal sent: {problem or 'script cut short'}"
+        return
+    g.stack_sent = sig.stdout
+    if (dump := out.get(f"stack:{k}")) is not None:
+        g.stack_text, g.stack_note = dump.stdout, f"read from {dump.stderr}"
+        return
+    said = "; ".join(line.strip() for line in sig.stdout.splitlines() if line.strip())
+    err = sig.stderr.strip()[:200]
+    g.stack_note = "no signal sent: " + (said or err or f"no python process of the job found (rc {sig.rc})")

@@ -7,6 +7,7 @@ UNKNOWN re-probed up to a cap, then escalated); the record table.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,12 +25,15 @@ from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
 from sweep_core.handoffs.deep_dive.ray_logs import hang_hits
 from sweep_core.handoffs.deep_dive.remote import Gathered, ProbeJob, build_deep_dive_script, read_deep_dive
 from sweep_core.handoffs.deep_dive.rollouts import rollout_texts
+from sweep_core.handoffs.deep_dive.stacks import parse_dumps, stack_lines
 from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
 from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
 from sweep_core.slurm.gather import new_marker
 
+_SENT = re.compile(r"^(?:\d+: )?sent (\d+) (\S+)$", re.M)  # a line of the signal step (srun --label)
+NO_IRIS_STACK = "not asked: the deep-dive sends no signal into an iris pod"
 # (cluster, job id) -> the job's GPU readings (None = not probed, and why); optional
 GpuSource = Callable[[str, str], tuple[list[GpuUtil] | None, str]]
 # an iris cluster's ops.md and its jobs -> what was read of each (whole log since submission, the
@@ -72,6 +76,7 @@ def build_input(
         inp.signatures = g.signatures if g.signatures is not None else signature_hits(g.log, g.chains, kinds)
         inp.starvation_log = g.log
         inp.traps = [t.evidence() for t in named_traps(g.log)]
+    inp.stacks, inp.stack_note = stack_evidence(g, cfg.stack_frames)
     if g.files:
         texts, missing = rollout_texts(g.files, cfg.text_field, cfg.max_rollouts)
         inp.rollouts = texts or None
@@ -82,6 +87,20 @@ def build_input(
     else:
         inp.rollout_note = g.trace_problem
     return inp
+
+
+def stack_evidence(g: Gathered, frames: int) -> tuple[list[str] | None, str]:
+    """The faulthandler dump's evidence lines (None: no dump, the note says why; a note of "" says
+    nothing: the log advances, no dump was asked)."""
+    if g.stack_text is None:
+        return None, g.stack_note
+    sent = [f"{m[2]} pid {m[1]}" for m in _SENT.finditer(g.stack_sent)]
+    threads = parse_dumps(g.stack_text)
+    how = f"{len(sent)} python process(es): {', '.join(sent)}"
+    if not threads:
+        size = len(g.stack_text.encode("utf-8", "replace"))
+        return None, f"signal sent to {how}, but no faulthandler block in the {size} byte(s) {g.stack_note} after it"
+    return stack_lines(threads, frames, how), g.stack_note
 
 
 def deep_dive(
@@ -115,6 +134,7 @@ def deep_dive(
                 else read_deep_dive(None, todo, f"{cluster} is iris: no iris probe wired")
             )
             for job, g in zip(todo, gathered, strict=True):
+                g.stack_note = NO_IRIS_STACK
                 verdicts.append(decide(build_input(job, g, cfg, mcfg, (g.gpus, g.gpu_note), lut), cfg))
             continue
         notes += [f"not probed: {j.cluster} {j.job_id}: an iris job id on a SLURM cluster" for j in todo if j.iris]
@@ -128,8 +148,8 @@ def deep_dive(
             marker = new_marker()
             script = build_deep_dive_script(cfg_cluster, todo, cfg, marker)
             out, problem = run_script(cfg_cluster, script, marker, "deep-dive")
-            ray_on = bool(cfg_cluster.ray_log_dir)
-            gathered = read_deep_dive(out, todo, problem, cfg_cluster.gpu_probe_timeout_s, ray_on)
+            ray_on, stack_on = bool(cfg_cluster.ray_log_dir), bool(cfg_cluster.faulthandler_signal)
+            gathered = read_deep_dive(out, todo, problem, cfg_cluster.gpu_probe_timeout_s, ray_on, stack_on)
         for job, g in zip(todo, gathered, strict=True):
             # the script's own probe (ops.md gpu_probe: srun-overlap) unless a source is given
             gpus = (g.gpus, g.gpu_note) if gpu_source is no_gpu_probe else gpu_source(job.cluster, job.job_id)

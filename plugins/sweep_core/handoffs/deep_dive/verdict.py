@@ -284,6 +284,10 @@ def decide(inp: DeepDiveInput, cfg: DeepDiveSection) -> Verdict:
     _rollouts(inp, cfg, sig, ok, unknown)
     _signatures(inp, cfg, sig, ok, unknown)
     _hangs(inp, cfg, sig, ok, unknown)
+    if inp.stacks:  # what each thread was doing: evidence for a human, never a signal by itself
+        ok.extend(inp.stacks)
+    elif inp.stack_note:
+        unknown.append(f"Python stacks (faulthandler): {inp.stack_note}")
     if inp.log_note:
         ok.append(f"log read whole: {inp.log_note}")
     kill = sig.kill()
