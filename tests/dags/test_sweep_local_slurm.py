@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import table_rows
 from lab import HOME, LAB_OPS, LOGIN_PORTS, USER
 from sweep_runner import ROOT, run_sweep
 
@@ -327,46 +330,27 @@ def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> N
     assert "## Changes since the previous sweep" in report
 
 
-def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) -> None:
-    """A real fork failure: an sshd whose sessions run under `ulimit -u 1` for the cluster user
-    (who already has processes), so the gather script's first fork fails; login02 answers."""
-    c = local_cluster
+@contextlib.contextmanager
+def _login_sshd(tmp_path: Path, name: str, force_command: str) -> Iterator[Path]:
+    """A test-only sshd on a free port standing in for ops.md's login01 as ``name`` (its sessions
+    run ``force_command``, with the cluster's SLURM_CONF): yields an ops dir naming it."""
     port = _closed_port()
-    pidfile = tmp_path / "forky.pid"
-    sshd = subprocess.run(
-        [
-            "/usr/sbin/sshd",
-            "-p",
-            str(port),
-            "-o",
-            "ListenAddress=127.0.0.1",
-            "-o",
-            f"PidFile={pidfile}",
-            "-o",
-            "UsePAM=no",
-            "-o",
-            "PasswordAuthentication=no",
-            "-o",
-            f"AllowUsers={USER}",
-            "-o",
-            'ForceCommand=ulimit -u 1; exec bash -c "$SSH_ORIGINAL_COMMAND"',
-            "-E",
-            str(tmp_path / "forky.log"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    pidfile = tmp_path / f"{name}.pid"
+    env = [f"SetEnv=SLURM_CONF={os.environ['SLURM_CONF']}"] if os.environ.get("SLURM_CONF") else []
+    opts = ["ListenAddress=127.0.0.1", f"PidFile={pidfile}", "UsePAM=no", "PasswordAuthentication=no",
+            f"AllowUsers={USER}", f"ForceCommand={force_command}", *env]  # fmt: skip
+    args = [w for o in opts for w in ("-o", o)]
+    sshd = subprocess.run(["/usr/sbin/sshd", "-p", str(port), *args, "-E", str(tmp_path / f"{name}.log")],
+                          capture_output=True, text=True)  # fmt: skip
     assert sshd.returncode == 0, sshd.stderr
     try:
         ops = _ops_copy(tmp_path)
         text = (ops / "local" / "ops.md").read_text()
-        text = text.replace(
-            f"  - {{name: login01, host: 127.0.0.1, port: {LOGIN_PORTS[0]}}}", f"  - {{name: forky01, host: 127.0.0.1, port: {port}}}"
-        )
-        (ops / "local" / "ops.md").write_text(text)
-        job = c.submit(f"rl__{tag}_forkcheck", LOOP)
-        c.wait_running(job)
-        run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, ops_dir=ops)
+        login01 = f"  - {{name: login01, host: 127.0.0.1, port: {LOGIN_PORTS[0]}}}"
+        assert login01 in text
+        standin = f"  - {{name: {name}, host: 127.0.0.1, port: {port}}}"
+        (ops / "local" / "ops.md").write_text(text.replace(login01, standin))
+        yield ops
     finally:
         for _ in range(50):
             if pidfile.exists():
@@ -374,12 +358,53 @@ def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) ->
             time.sleep(0.1)
         if pidfile.exists():
             os.kill(int(pidfile.read_text().strip()), 15)
+
+
+def test_login_node_that_cannot_fork_fails_over(local_cluster, tag, tmp_path) -> None:
+    """A real fork failure: an sshd whose sessions run under `ulimit -u 1` for the cluster user
+    (who already has processes), so the gather script's first fork fails; login02 answers."""
+    c = local_cluster
+    with _login_sshd(tmp_path, "forky01", 'ulimit -u 1; exec bash -c "$SSH_ORIGINAL_COMMAND"') as ops:
+        job = c.submit(f"rl__{tag}_forkcheck", LOOP)
+        c.wait_running(job)
+        run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, ops_dir=ops)
     local = run.snapshots["local"]
     assert local.status == ClusterStatus.OK
     assert local.login_node.startswith("login02")
     note = next(n for n in local.notes if "failed over" in n)
     assert "forky01" in note and "cannot fork" in note
     assert run.job(f"rl__{tag}_forkcheck").state == "RUNNING"
+
+
+def test_squeue_that_cannot_fork_on_login01_is_read_again_on_login02(local_cluster, tag, tmp_path) -> None:
+    """login01 is fork-saturated but the gather script still runs there to its end: only the
+    squeue its sessions find (a wrapper first on their PATH) runs under `ulimit -u 1`, so it cannot
+    fork the real squeue (bash retries 15 s, then gives up). The sweep reads the cluster again on
+    login02, and its row says why."""
+    c = local_cluster
+    real = shutil.which("squeue")
+    assert real
+    wrap = HOME / f".forkwrap-{tag}"
+    wrap.mkdir(mode=0o755)
+    (wrap / "squeue").write_text(f'#!/bin/bash\nulimit -u 1\n{real} "$@"\nexit $?\n')
+    (wrap / "squeue").chmod(0o755)
+    job = c.submit(f"rl__{tag}_forkread", LOOP)
+    c.wait_running(job)
+    try:
+        with _login_sshd(tmp_path, "login01", f'PATH={wrap}:$PATH; exec bash -c "$SSH_ORIGINAL_COMMAND"') as ops:
+            run = run_sweep({"clusters": ["local"], "lookback_hours": 0.25}, tmp_path, ops_dir=ops)
+    finally:
+        shutil.rmtree(wrap)
+    assert run.state == "success", run.task_states
+    local = run.snapshots["local"]
+    assert local.status == ClusterStatus.OK and local.login_node.startswith("login02")
+    assert run.job(f"rl__{tag}_forkread").state == "RUNNING"
+    note = local.notes[0]
+    assert note.startswith("failed over, read on login02: login01 (127.0.0.1:"), local.notes
+    assert "squeue" in note and "could not fork" in note and note.endswith("fork: Resource temporarily unavailable")
+    row = next(r for r in table_rows(run.rendered["overview"]) if r["Cluster"] == "local")
+    assert row["Login node"].startswith("login02") and row["Running"] != "?"
+    assert "read on login02: login01" in row["Note"] and "could not fork" in row["Note"]
 
 
 def test_tree_hygiene_reports_and_never_touches_the_clone(local_cluster, tag, tmp_path) -> None:

@@ -1,7 +1,11 @@
 """Login-node failover for one SLURM script: try each login node in ops.md order.
 
 A read-only script (a gather, a probe) on a node that refuses the connection, times out, or cannot
-fork (login01 fork saturation: the script dies before its end record) is retried on the next one.
+fork (login01 fork saturation: the script dies before its end record) is retried on the next one;
+so is one that ran to its end but lost a read to the fork saturation inside it (squeue, sacct or
+scontrol exited with a fork failure, or the shell could not start one: sweep_core.slurm.gather.
+fork_lost_reads). When every node lost reads that way, the run with the fewest lost is kept: its
+errored commands read UNKNOWN as any errored command does, never as no jobs.
 A script that ACTS (remote_scripts.is_act) moves on only when nothing of it was sent (connect or
 login failed): once sent, a dropped session, a reader timeout or a script cut short leaves its
 outcome UNKNOWN (``FailoverResult.unknown``) and it is never sent again, here or elsewhere: the
@@ -15,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sweep_core.config.ops import LoginNode
-from sweep_core.slurm.gather import GatherOutput, looks_like_fork_failure, parse_gather_output
+from sweep_core.slurm.gather import GatherOutput, fork_lost_reads, looks_like_fork_failure, parse_gather_output
 
 
 class NodeUnreachable(Exception):
@@ -64,9 +68,11 @@ class FailoverResult:
 
 
 def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str, act: bool = False) -> FailoverResult:
-    """The first complete run; else the last partial one; else nothing, with every attempt noted.
-    ``act``: the next node is tried only when nothing was sent to this one (module docstring)."""
+    """The first complete run that lost no read to a fork failure; else the complete one that lost
+    the fewest; else the last partial one; else nothing, with every attempt noted. ``act``: the next
+    node is tried only when nothing was sent to this one (module docstring)."""
     partial: tuple[GatherOutput, LoginNode] | None = None
+    forked: tuple[GatherOutput, LoginNode, int] | None = None
     attempts: list[str] = []
     for node in nodes:
         where = f"{node.name} ({node.host}:{node.port})"
@@ -85,7 +91,13 @@ def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str
             continue
         output = parse_gather_output(stdout, marker)
         if output.complete:
-            return FailoverResult(output, node, attempts)
+            lost = [] if act else fork_lost_reads(output, stderr)
+            if not lost:
+                return FailoverResult(output, node, attempts)
+            attempts.append(f"{where}: {lost_reads_text(lost)}")
+            if forked is None or len(lost) < forked[2]:
+                forked = (output, node, len(lost))
+            continue
         if act and not _prelude_failed(output, stderr):
             tail = (stderr.strip().splitlines()[-1:] or [""])[0][:200]
             why = f"sent to {where}, then it stopped before its end record (exit {rc}{': ' + tail if tail else ''})"
@@ -99,9 +111,18 @@ def gather_with_failover(nodes: Sequence[LoginNode], run: RunOnNode, marker: str
         attempts.append(f"{where}: {why}{': ' + tail[0][:200] if tail[0] else ''}")
         if output.records:
             partial = (output, node)
+    if forked is not None:
+        return FailoverResult(forked[0], forked[1], attempts)
     if partial is not None:
         return FailoverResult(partial[0], partial[1], attempts)
     return FailoverResult(None, None, attempts)
+
+
+def lost_reads_text(lost: Sequence[tuple[str, str]]) -> str:
+    """``squeue, paths could not fork (fork saturation inside the script): <the failure's line>``."""
+    names = list(dict.fromkeys(name for name, _ in lost))
+    shown = ", ".join(names[:4]) + (f" (+{len(names) - 4} more)" if len(names) > 4 else "")
+    return f"{shown} could not fork (fork saturation inside the script): {lost[0][1]}"
 
 
 def _prelude_failed(output: GatherOutput, stderr: str) -> bool:

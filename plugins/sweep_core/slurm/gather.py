@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -308,3 +309,38 @@ def looks_like_fork_failure(stderr: str) -> bool:
     """Whether a login node's stderr says it could not fork (fork saturation)."""
     low = stderr.lower()
     return any(m.lower() in low for m in FORK_FAILURE_MARKERS)
+
+
+# A line that names a failed fork (bash's "fork: retry: Resource temporarily unavailable", "fork:
+# Cannot allocate memory", "Cannot fork", "fork failed"); a bare "Resource temporarily unavailable"
+# (slurmctld busy: EAGAIN over the wire) is not one.
+_FORK_LINE = re.compile(
+    r"\bcannot fork\b|\bfork(?:\(\))? failed\b|\bfork: (?:retry: )?(?:resource temporarily unavailable|cannot allocate memory)",
+    re.IGNORECASE,
+)
+# Records whose stderr is a compute node's (the srun GPU probe): its fork trouble is not the login node's.
+_REMOTE_STDERR = ("gpu:",)
+
+
+def _fork_line(text: str, final: bool = False) -> str:
+    """The last line of ``text`` naming a failed fork ('' = none); ``final``: not a ``fork: retry``
+    line (bash retried, and may have started the command after all)."""
+    lines = [ln.strip() for ln in text.splitlines() if _FORK_LINE.search(ln)]
+    if final:
+        lines = [ln for ln in lines if "fork: retry" not in ln.lower()]
+    return lines[-1][:200] if lines else ""
+
+
+def fork_lost_reads(output: GatherOutput, stderr: str) -> list[tuple[str, str]]:
+    """What a run that reached its end record lost to its login node not forking, as (record, the
+    fork failure's line): each command that exited non-zero with a fork failure on its stderr
+    (squeue, sacct, scontrol, ...; an in-script wrapper or the command itself), and ``script``
+    when the script's own shell could not start one (that command left no record). [] = none."""
+    lost = [
+        (name, line)
+        for name, rec in output.records.items()
+        if rec.rc != 0 and not name.startswith(_REMOTE_STDERR) and (line := _fork_line(rec.stderr))
+    ]
+    if line := _fork_line(stderr, final=True):
+        lost.append(("script", line))
+    return lost

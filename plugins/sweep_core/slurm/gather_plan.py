@@ -1,6 +1,7 @@
 """One SLURM cluster's gather, the pure ends (the SSH run between them is the Airflow side's):
 the request built from its ops.md and sweep.yaml's gather limits, and the snapshot made of what the
-failover run brought back (UNREACHABLE when no login node answered, a failover said in the notes)."""
+failover run brought back (UNREACHABLE when no login node answered, a failover said in the notes:
+which node's read it is, and why each one before it was passed over)."""
 
 from __future__ import annotations
 
@@ -77,5 +78,10 @@ def gathered_snapshot(
     if snap.tree is not None:
         snap.tree["triage"] = bool(cfg.local_clone)  # the hygiene hand-off is ON here
     if result.attempts:
-        snap.notes.insert(0, "failed over: " + " | ".join(result.attempts))
+        used = result.node.name
+        if any(a.startswith(used + " (") for a in result.attempts):  # no node read it whole: its read kept
+            head = f"failed over, no login node read it whole (kept {used}'s read)"
+        else:
+            head = f"failed over, read on {used}"
+        snap.notes.insert(0, f"{head}: " + " | ".join(result.attempts))
     return snap
