@@ -33,6 +33,13 @@ def _tree(name: str, files: int = 60) -> Path:
     return base
 
 
+def _completed(c, name: str, flavor: str, script: str = "echo done") -> tuple[str, Path, dict]:
+    """A job run to COMPLETED with its artifact tree: (job id, tree, its cleanup conf entry)."""
+    jid = c.submit(name, script)
+    c.wait_finished(jid, "COMPLETED")
+    return jid, _tree(name), {"cluster": "local", "job_id": jid, "name": name, "flavor": flavor}
+
+
 def _count(path: Path) -> int:
     return sum(1 for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
@@ -188,12 +195,8 @@ def test_each_sweep_rejudges_the_backlog_and_hands_off_what_the_hub_now_holds_on
     """Sweep 1 hands a completion off; the hub lacks its upload: blocked, in the backlog. The upload
     lands; sweep 2 (no inode pressure, no upload in flight, the job already handed off once) asks the
     hub again and hands it off; sweep 3 does not; the cleanup run it gave removes the trees."""
-    c = local_cluster
     name = f"rl__{tag}_harbor"
-    jid = c.submit(name, "echo 'Training Step Progress: 5/5'")
-    c.wait_finished(jid, "COMPLETED")
-    tree = _tree(name)
-    job = {"cluster": "local", "job_id": jid, "name": name, "flavor": "rl-agentic-job-cleanup"}
+    jid, tree, job = _completed(local_cluster, name, "rl-agentic-job-cleanup", "echo 'Training Step Progress: 5/5'")
     sweep = {"clusters": ["local"], "lookback_hours": 0.25}
     with hub_stub({}) as hub:  # nothing uploaded yet
         first = run_dag("monitor_cron_sweep", sweep, tmp_path, HF_ENDPOINT=hub.url)
@@ -332,10 +335,7 @@ def test_rm_script_rechecks_squeue_on_the_cluster(local_cluster, tag, tmp_path) 
 
     c = local_cluster
     name = f"sft__{tag}_late"
-    jid = c.submit(name, "echo done")
-    c.wait_finished(jid, "COMPLETED")
-    tree = _tree(name)
-    job = {"cluster": "local", "job_id": jid, "name": name, "flavor": "sft-job-cleanup"}
+    jid, tree, job = _completed(c, name, "sft-job-cleanup")
     with hub_stub({("model", f"{ORG}/{name}"): ["config.json", "model.safetensors"]}) as hub:
         planned = run_dag("sweep_cleanup", {"jobs": [job], "dry_run": True}, tmp_path, HF_ENDPOINT=hub.url)
     d = _outcomes(planned)[name]
