@@ -209,7 +209,7 @@ def give_backlog(
     todo, given = update_ledger(log_dir, claim) if verdicts.unblocked else ([], [])
     lines = verdicts.notes + given
     lines += [
-        f"cleanup backlog: {j['cluster']} {j['job_id']} {j['name']} unblocked: handed off to sweep_cleanup"
+        f"cleanup backlog: {j['cluster']} {j['job_id']} {j['name']} unblocked: handed off to sweep_cleanup again (its block cleared)"
         for j in todo
     ]
     if verdicts.reasons:
