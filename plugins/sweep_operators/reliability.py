@@ -20,6 +20,7 @@ from sweep_core.transport import is_transport_error
 log = logging.getLogger(__name__)
 
 LOCAL = Need(Kind.LOCAL)
+HUB_ASK_S = 10  # one hub check at most (sweep_operators.hf_hub: 2 attempts of 4 s, a pause)
 
 
 def transport_only(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -87,6 +88,7 @@ def sweep_needs(config: Any, clusters: list[str]) -> dict[str, Need]:
     needs = {t: LOCAL for t in (Sweep.BUCKET, Sweep.RENDER, Sweep.FOLD, Sweep.VERDICT, Sweep.HANDOFFS, Sweep.HANDOFF_BRANCH,
                                  Sweep.NO_HANDOFF, *(task_id for task_id, _ in HANDOFF_TRIGGERS.values()))}  # fmt: skip
     needs[Sweep.HISTORY] = needs[Sweep.NOTIFY] = Need(Kind.READ, extra_s=local_s)
+    needs[Sweep.HANDOFFS] = Need(Kind.LOCAL, extra_s=HUB_ASK_S * int(config.cleanup.backlog_hub_asks))  # the backlog
     for name in clusters:
         needs[f"{name}.{Sweep.STEP0}"] = LOCAL
         needs[f"{name}.{Sweep.GATHER}"] = Need(Kind.READ, sessions=1)

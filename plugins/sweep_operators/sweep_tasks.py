@@ -42,6 +42,7 @@ from sweep_core.pipeline import (
     skip_snapshot,
 )
 from sweep_core.safe_text import clean, md_text
+from sweep_operators.handoff_io import hub_check
 from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store
 from sweep_operators.run_note import paused_dags, set_dag_run_note
@@ -233,11 +234,13 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, **context: Any) ->
     run_id = run_id_of(context)
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
-    confs, given, tracking = give_handoffs(snaps, flags, config, run_log_dir(config), run_id=run_id, run_log=run_log,
-                                           dry_run=bool(context["params"].get("dry_run", False)), handed=handed,
-                                           kinds=kinds)  # fmt: skip
+    confs, given, tracking, backlog = give_handoffs(snaps, flags, config, run_log_dir(config), run_id=run_id,
+                                                    run_log=run_log, dry_run=bool(context["params"].get("dry_run", False)),
+                                                    handed=handed, kinds=kinds, hub_check=hub_check())  # fmt: skip
     for line in tracking:
         log.info("%s", line)
+    if backlog:
+        _tell_backlog(config, run_log, run_id, backlog)
     for name, conf in confs.items():
         log.info("hand-off %s: %s", name, "not triggered" if conf is None else conf)
     if given:
@@ -283,14 +286,24 @@ def _tell_paused(config: Any, run_log: str, run_id: str, dag_ids: list[str]) -> 
         store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
 
 
-def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
-    """The "already handed off" notes: task log, a section of the run log, the DAG run note."""
-    for line in given:
+def _tell_lines(config: Any, run_log: str, run_id: str, section: str, title: str, lines: list[str]) -> None:
+    """``lines`` in this task's log and as the run log's section ``title`` (key ``section``)."""
+    for line in lines:
         log.info("%s", clean(line))
     store, name = _own_run_log(config, run_log)
     if name:
-        body = "## Already handed off (not handed off again)\n\n" + "\n".join(f"- {md_text(g)}" for g in given)
-        store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:given", body + "\n"))
+        body = f"## {title}\n\n" + "\n".join(f"- {md_text(x)}" for x in lines)
+        store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:{section}", body + "\n"))
+
+
+def _tell_backlog(config: Any, run_log: str, run_id: str, lines: list[str]) -> None:
+    """What re-judging the cleanup backlog found (handed off again, still blocked, not re-judged and why)."""
+    _tell_lines(config, run_log, run_id, "backlog", "Cleanup backlog re-judged", lines)
+
+
+def _tell_given(context: dict[str, Any], config: Any, run_log: str, run_id: str, given: list[str]) -> None:
+    """The "already handed off" notes: task log, a section of the run log, the DAG run note."""
+    _tell_lines(config, run_log, run_id, "given", "Already handed off (not handed off again)", given)
     note = run_note(_result(context, config), run_log or None)
     set_dag_run_note(context, note + f"\n\nAlready handed off: {len(given)} (see run log)")
 

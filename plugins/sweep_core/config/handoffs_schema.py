@@ -90,6 +90,11 @@ class CleanupSection(StrictModel):
         1, description="a DB registration that failed (its command answered non-zero) is run again at most this often"
     )
     register_timeout_s: Positive = Field(120, description="seconds one DB registration command may run")
+    backlog_hub_asks: Annotated[int, Field(ge=0)] = Field(
+        20,
+        description="each sweep re-judges the blocked cleanups, oldest first, asking the hub at most this often; "
+        "the rest wait for the next sweep (said in the run log)",
+    )
 
     @field_validator("flavors", mode="after")
     @classmethod

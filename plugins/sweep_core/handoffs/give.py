@@ -1,6 +1,7 @@
 """The hand-offs one sweep gives (pure over the ledger file): the conf of each hand-off with work
-(handoffs.triggers), without the jobs another run already handed off (ledger.runs.give_once), and
-the cleanup hand-off kept on while an upload, salvage or consolidation is in flight."""
+(handoffs.triggers), without the jobs another run already handed off (ledger.runs.give_once), with
+the cleanup backlog's entries this sweep finds unblocked (handoffs.cleanup.rejudge), and the cleanup
+hand-off kept on while an upload, salvage or consolidation is in flight."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.config.sweep import SweepConfig
+from sweep_core.handoffs.cleanup.rejudge import give_backlog
+from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.ledger.runs import give_once
@@ -28,10 +31,12 @@ def give_handoffs(
     dry_run: bool,
     handed: dict[str, bool],
     kinds: list[str] | None = None,
-) -> tuple[Confs, list[str], list[str]]:
+    hub_check: HubCheck | None = None,
+) -> tuple[Confs, list[str], list[str], list[str]]:
     """(conf per hand-off, one note per job already handed off, the consolidations cleanup keeps
-    tracking). ``kinds``: only these hand-offs (a watch run gives the act hand-offs only);
-    ``handed[kind]``: this run's hand-off run of that kind exists already (ledger.runs.give_once)."""
+    tracking, what re-judging the cleanup backlog found). ``kinds``: only these hand-offs (a watch
+    run gives the act hand-offs only); ``handed[kind]``: this run's hand-off run of that kind exists
+    already (ledger.runs.give_once); ``hub_check``: the hub the backlog is judged against (None: not judged)."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
     hf_chain = any(not s.unset() and not s.db_registration for s in config.hf_chain.series)
@@ -43,10 +48,15 @@ def give_handoffs(
     # cleanup follows uploads, salvages and consolidations in flight (the report sweep's: not a watch's)
     follow = not handed.get(Handoff.CLEANUP.value) and (kinds is None or Handoff.CLEANUP.value in kinds)
     tracking: list[str] = []
+    backlog: list[str] = []
+    if follow and hub_check is not None:
+        confs, backlog = give_backlog(
+            confs, snaps, config, log_dir, hub_check, run_id=run_id, run_log=run_log, dry_run=dry_run
+        )
     if follow:
         confs = follow_open(confs, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
     if follow and config.consolidate.flavors:
         from sweep_core.handoffs.consolidate.trigger import keep_tracking
 
         confs, tracking = keep_tracking(confs, snaps, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
-    return confs, given, tracking
+    return confs, given, tracking, backlog

@@ -33,6 +33,13 @@ def _tree(name: str, files: int = 60) -> Path:
     return base
 
 
+def _completed(c, name: str, flavor: str, script: str = "echo done") -> tuple[str, Path, dict]:
+    """A job run to COMPLETED with its artifact tree: (job id, tree, its cleanup conf entry)."""
+    jid = c.submit(name, script)
+    c.wait_finished(jid, "COMPLETED")
+    return jid, _tree(name), {"cluster": "local", "job_id": jid, "name": name, "flavor": flavor}
+
+
 def _count(path: Path) -> int:
     return sum(1 for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
@@ -156,11 +163,19 @@ def test_cleanup_reclaims_the_backlog_when_asked(local_cluster, tag, tmp_path) -
     assert [b["job_id"] for b in backlog if b["job_id"] == jid] == []
 
 
-def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> None:
-    """The sweep's completion_cleanup flag becomes a sweep_cleanup run with the job in its conf."""
+def _cleanup_conf(run) -> dict | None:
+    """The conf of the sweep_cleanup run a sweep run triggered (None: it triggered none)."""
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
 
+    with create_session() as s:
+        q = s.query(DagRun).filter(DagRun.dag_id == "sweep_cleanup", DagRun.run_id == f"{run.run_id}__cleanup")
+        triggered = q.one_or_none()
+        return None if triggered is None else dict(triggered.conf)
+
+
+def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> None:
+    """The sweep's completion_cleanup flag becomes a sweep_cleanup run with the job in its conf."""
     c = local_cluster
     name = f"rl__{tag}_harbor"
     jid = c.submit(name, "echo 'Training Step Progress: 5/5'")
@@ -168,14 +183,43 @@ def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> Non
     run = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path)
     assert run.task_states["trigger_cleanup"] == "success", run.task_states
     assert run.task_states["trigger_cancel"] == "skipped"
-    with create_session() as s:
-        triggered = (
-            s.query(DagRun).filter(DagRun.dag_id == "sweep_cleanup", DagRun.run_id == f"{run.run_id}__cleanup").one()
-        )
-        conf = triggered.conf
+    conf = _cleanup_conf(run)
     assert {"cluster": "local", "job_id": jid, "name": name, "flavor": "rl-agentic-job-cleanup"} in conf["jobs"]
     assert conf["dry_run"] is False and conf["run_log"].endswith(".md")
     assert yaml.safe_load(LAB_CONFIG.read_text())["cleanup"]["hub_org"] == ORG
+
+
+def test_each_sweep_rejudges_the_backlog_and_hands_off_what_the_hub_now_holds_once(
+    local_cluster, tag, tmp_path
+) -> None:
+    """Sweep 1 hands a completion off; the hub lacks its upload: blocked, in the backlog. The upload
+    lands; sweep 2 (no inode pressure, no upload in flight, the job already handed off once) asks the
+    hub again and hands it off; sweep 3 does not; the cleanup run it gave removes the trees."""
+    name = f"rl__{tag}_harbor"
+    jid, tree, job = _completed(local_cluster, name, "rl-agentic-job-cleanup", "echo 'Training Step Progress: 5/5'")
+    sweep = {"clusters": ["local"], "lookback_hours": 0.25}
+    with hub_stub({}) as hub:  # nothing uploaded yet
+        first = run_dag("monitor_cron_sweep", sweep, tmp_path, HF_ENDPOINT=hub.url)
+        conf = _cleanup_conf(first)
+        assert conf is not None and job in conf["jobs"] and not conf["reclaim_clusters"], conf
+        blocked = run_dag("sweep_cleanup", conf, tmp_path, HF_ENDPOINT=hub.url)
+    assert _outcomes(blocked)[name]["action"] == "blocked" and (tree / "trace_jobs").exists()
+    (held,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]
+    assert "hub check failed" in held["reason"], held
+    with hub_stub(_hub_has(name)) as hub:  # the upload landed
+        second = run_dag("monitor_cron_sweep", sweep, tmp_path, HF_ENDPOINT=hub.url)
+        conf = _cleanup_conf(second)
+        assert conf is not None and conf["jobs"] == [job] and not conf["reclaim_clusters"], conf
+        said = Path(second.values["render"]["run_log"]).read_text()
+        assert "Cleanup backlog re-judged" in said and f"{jid} {name} unblocked" in said
+        (handed,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]
+        assert handed["since"] == held["since"] and handed["handed"] == second.run_id
+        third = run_dag("monitor_cron_sweep", sweep, tmp_path, HF_ENDPOINT=hub.url)
+        assert job not in ((_cleanup_conf(third) or {}).get("jobs") or []), _cleanup_conf(third)
+        cleaned = run_dag("sweep_cleanup", conf, tmp_path, HF_ENDPOINT=hub.url)
+    assert _outcomes(cleaned)[name]["action"] == "delete", _outcomes(cleaned)[name]
+    assert not (tree / "trace_jobs").exists() and (tree / "checkpoints").exists()
+    assert [b for b in load_backlog(tmp_path) if b["job_id"] == jid] == []
 
 
 def test_datagen_needs_every_chunk_and_an_answering_hub(local_cluster, tag, tmp_path) -> None:
@@ -291,10 +335,7 @@ def test_rm_script_rechecks_squeue_on_the_cluster(local_cluster, tag, tmp_path) 
 
     c = local_cluster
     name = f"sft__{tag}_late"
-    jid = c.submit(name, "echo done")
-    c.wait_finished(jid, "COMPLETED")
-    tree = _tree(name)
-    job = {"cluster": "local", "job_id": jid, "name": name, "flavor": "sft-job-cleanup"}
+    jid, tree, job = _completed(c, name, "sft-job-cleanup")
     with hub_stub({("model", f"{ORG}/{name}"): ["config.json", "model.safetensors"]}) as hub:
         planned = run_dag("sweep_cleanup", {"jobs": [job], "dry_run": True}, tmp_path, HF_ENDPOINT=hub.url)
     d = _outcomes(planned)[name]

@@ -3,7 +3,8 @@ removed (the document ``cleanup_backlog.json`` of the run-log directory's space 
 database, sweep_core.state). An inode reclaim of a cluster plans its backlog again; a job whose trees
 are gone (or were already) leaves it. Each entry keeps ``since`` (UTC, when it joined) and, once a
 cleanup run judged it, ``reason`` (why its trees are still there) and ``judged`` (when): the
-digest's "N cleanups blocked for > 24 h" line (sweep_core.alerts.backlog_line) reads them. Each change is one transaction under the document's lock (two
+digest's "N cleanups blocked for > 24 h" line (sweep_core.alerts.backlog_line) reads them. Every
+sweep judges the entries again and hands off those unblocked (sweep_core.handoffs.cleanup.rejudge). Each change is one transaction under the document's lock (two
 cleanup runs may end at once, on two hosts); a backlog that cannot be read is BacklogUnreadable:
 never read as empty, never overwritten.
 """
@@ -20,6 +21,7 @@ from sweep_core.state.documents import Documents, locked
 
 log = logging.getLogger(__name__)
 BACKLOG = "cleanup_backlog.json"
+HANDED = "handed"  # the sweep run that handed a blocked entry off again (cleanup.rejudge) until a cleanup run judges it
 
 
 def job_key(d: dict[str, Any]) -> tuple[str, str]:
@@ -75,13 +77,14 @@ def remember(backlog: list[dict[str, str]], requested: list[dict[str, str]], now
 
 def judge(backlog: list[dict[str, str]], reasons: dict[tuple[str, str], str], now: str) -> list[dict[str, str]]:
     """The backlog with this run's reason for each job it planned and did not finish (``reasons``:
-    (cluster, job id) -> why its trees are still there); an entry without ``since`` (kept before
+    (cluster, job id) -> why its trees are still there; a ``handed`` mark goes); an entry without ``since`` (kept before
     ages were) gets ``now``: its age counts from here."""
     out = []
     for b in backlog:
         b = {**b, "since": b.get("since") or now}
         if job_key(b) in reasons:
             b["reason"], b["judged"] = reasons[job_key(b)], now
+            b.pop(HANDED, None)  # judged by a cleanup run: the sweeps judge it again
         out.append(b)
     return out
 

@@ -278,6 +278,33 @@ def done_signal(target: CleanupTarget, spec: FlavorSpec, state: ClusterState, sa
     return None
 
 
+def live_reason(target: CleanupTarget, state: ClusterState, template: str = DEFAULT_ARTIFACT_DIR) -> str | None:
+    """Why squeue's live jobs hold the target's trees (the job itself, or a live job mapping to the
+    same artifact dir: a rerun, a chain successor); None when none does."""
+    live = state.live.get(target.job_id) or state.live.get(target.array_id)
+    if live:
+        return f"job is {live} in squeue: a live job is never cleaned"
+    same = live_same_dir(target, state, template)
+    if same:
+        return (
+            f"live job {', '.join(same)} of the same name maps to the same artifact dir: "
+            "its trees are never deleted while it is listed by squeue"
+        )
+    return None
+
+
+def hub_reasons(hub: list[dict[str, Any]]) -> list[str]:
+    """Why the hub evidence does not hold (one reason per artifact not positively there; [] = it holds)."""
+    if not hub:
+        return ["no hub evidence: nothing deleted"]
+    out = []
+    for h in hub:
+        if h.get("ok") is not True:
+            verdict = "UNKNOWN" if h.get("ok") is None else "failed"
+            out.append(f"hub check {verdict} for {h.get('repo_type')} {h.get('repo_id')}: {h.get('reason')}")
+    return out
+
+
 def _local_guards(
     d: CleanupDecision,
     spec: FlavorSpec | None,
@@ -295,16 +322,9 @@ def _local_guards(
     if not state.squeue_ok:
         d.reasons.append(f"squeue UNKNOWN on {target.cluster}: no destructive step ({state.squeue_problem})")
         return False
-    live = state.live.get(target.job_id) or state.live.get(target.array_id)
-    if live:
-        d.reasons.append(f"job is {live} in squeue: a live job is never cleaned")
-        return False
-    same = live_same_dir(target, state, template)
-    if same:
-        d.reasons.append(
-            f"live job {', '.join(same)} of the same name maps to the same artifact dir: "
-            "its trees are never deleted while it is listed by squeue"
-        )
+    why = live_reason(target, state, template)
+    if why:
+        d.reasons.append(why)
         return False
     why = done_signal(target, spec, state, salvage)
     if why:
@@ -365,14 +385,9 @@ def decide(
     d = CleanupDecision(target, "blocked", hub=hub)
     if not _local_guards(d, spec, state, checks, resolved_roots, template, salvage):
         return d
-    if not hub:
-        d.reasons.append("no hub evidence: nothing deleted")
-        return d
-    hub_bad = [h for h in hub if h.get("ok") is not True]
-    for h in hub_bad:
-        verdict = "UNKNOWN" if h.get("ok") is None else "failed"
-        d.reasons.append(f"hub check {verdict} for {h.get('repo_type')} {h.get('repo_id')}: {h.get('reason')}")
+    hub_bad = hub_reasons(hub)
     if hub_bad:
+        d.reasons += hub_bad
         return d
     present = [c for c in checks if c.exists]
     if not present:

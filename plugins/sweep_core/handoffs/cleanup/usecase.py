@@ -19,6 +19,7 @@ from sweep_core.handoffs.cleanup.plan import (
     CleanupConfig,
     CleanupDecision,
     CleanupTarget,
+    FlavorSpec,
     HubArtifact,
     candidate_paths,
     decide,
@@ -109,6 +110,22 @@ def own_evidence(hub_check: HubCheck, repo: str, art: HubArtifact, revision: str
     return {**entry, "ok": ev.ok, "reason": f"its own upload's commit {revision[:12]}: {ev.reason}"}
 
 
+def hub_evidence(
+    t: CleanupTarget, spec: FlavorSpec, org: str, hub_check: HubCheck, own: Mapping[tuple[str, str], str]
+) -> list[dict[str, Any]]:
+    """The hub entry of each artifact of ``t``'s flavor (one hub ask each); ``own``: as plan_cluster's."""
+    hub: list[dict[str, Any]] = []
+    for k, art in enumerate(spec.hub):
+        repo = hub_repo_id(art, t, org)
+        key = (t.cluster, t.job_id)
+        if k == 0 and key in own:  # the repo its upload writes ({hub_repo}): that commit only
+            hub.append(own_evidence(hub_check, repo, art, own[key]))
+            continue
+        ev = hub_check(repo, art.repo_type, list(art.expected))
+        hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
+    return hub
+
+
 def plan_cluster(
     cluster: str,
     targets: list[CleanupTarget],
@@ -159,15 +176,7 @@ def plan_cluster(
         if pre is not None:  # blocked, or already removed: the hub is not asked
             plan.decisions.append(pre)
             continue
-        hub: list[dict[str, Any]] = []
-        for k, art in enumerate(spec.hub):
-            repo = hub_repo_id(art, t, ccfg.hub_org)
-            key = (t.cluster, t.job_id)
-            if k == 0 and key in own:  # the repo its upload writes ({hub_repo}): that commit only
-                hub.append(own_evidence(hub_check, repo, art, own[key]))
-                continue
-            ev = hub_check(repo, art.repo_type, list(art.expected))
-            hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
+        hub = hub_evidence(t, spec, ccfg.hub_org, hub_check, own)
         plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir, salvage))
 
 
