@@ -97,8 +97,8 @@ def test_resume_overshoot_and_completion_at_max() -> None:
     link = run("rl__a2_cell5", "Training Step Progress: 3/100\n")
     _, flags = sweep([link], [done])
     # the spurious link still runs under the same name (same artifact dir): cancel it first
-    held = flags[("completion_cleanup", "rl__a2_cell5")]
-    assert held.action == "" and "NOT handed off" in held.message
+    held = flags[("completion_cleanup", "rl__a2_cell5")]  # handed off: sweep_cleanup's probe holds it in the backlog
+    assert held.action == "cleanup:rl-standard-job-cleanup" and "nothing is deleted while it lives" in held.message
     assert flags[("rl_resume_overshoot", "rl__a2_cell5")].action == "cancel"
     _, flags = sweep([], [done])
     assert flags[("completion_cleanup", "rl__a2_cell5")].action == "cleanup:rl-standard-job-cleanup"
@@ -373,18 +373,20 @@ def test_ended_jobs_are_remembered_but_not_flagged() -> None:
     assert ("rl_new_untested", "rl__a2_qwen8b") not in flags
 
 
-def test_completed_job_whose_name_a_live_job_reuses_is_not_handed_to_cleanup() -> None:
+def test_completed_job_whose_name_a_live_job_reuses_waits_in_the_backlog() -> None:
     """Cleanup deletes by name ({root}/{name}): a completed job whose name a RUNNING rerun or a
-    PENDING successor of the same cluster reuses keeps its trees, and the flag says why."""
+    PENDING successor of the same cluster reuses keeps its trees while it lives, and the flag says
+    why; it is handed off all the same (the probe refuses it, the backlog keeps it: never forgotten)."""
     done = ended("sft__reuse", "COMPLETED", job_id="150", metrics={"launch_yaml": ""})  # its banner names no YAML
     rerun = run("sft__reuse", "", job_id="151")
     _, flags = sweep([rerun], [done])
     f = flags[("completion_cleanup", "sft__reuse")]
-    assert f.action == "" and "NOT handed off" in f.message and "151 (RUNNING)" in f.message
+    assert f.action == "cleanup:sft-job-cleanup" and "151 (RUNNING)" in f.message
+    assert "nothing is deleted while it lives" in f.message
     held = Job(cluster="leo", job_id="152", name="sft__reuse", state="PENDING", source="squeue")
     _, flags = sweep([], [done], pending=[held])
     f = flags[("completion_cleanup", "sft__reuse")]
-    assert f.action == "" and "152 (PENDING)" in f.message
+    assert f.action == "cleanup:sft-job-cleanup" and "152 (PENDING)" in f.message
     # another name, or the same name on another cluster, does not hold the hand-off back
     other = Job(cluster="jupiter", job_id="153", name="sft__reuse", state="RUNNING", source="squeue")
     _, flags = sweep([run("sft__other", "", job_id="154"), other], [done])

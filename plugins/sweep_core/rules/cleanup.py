@@ -23,14 +23,17 @@ def _live_by_name(ctx: RuleContext) -> dict[tuple[str, str], list[Job]]:
 
 def _hold_for_live_namesake(flag: Flag, live: dict[tuple[str, str], list[Job]]) -> Flag:
     """A cleanup hand-off whose artifact dir (keyed by name) a live job of the same cluster still
-    uses becomes a note without action: its trees are not handed off while that job lives."""
+    uses says so: it is handed off all the same, so that it is never forgotten once out of the
+    window; sweep_cleanup's probe refuses it (the same-name guard) and it waits in the cleanup
+    backlog, judged again every sweep (handoffs.cleanup.rejudge), until that job has ended."""
     base = flag.job_id.split("_", 1)[0]
     others = [j for j in live.get((flag.cluster, flag.job_name), []) if j.job_id.split("_", 1)[0] != base]
     if cleanup_flavor(flag.action) is None or not others:
         return flag
     who = ", ".join(f"{j.job_id} ({j.state})" for j in others[:3])
-    msg = f"{flag.message}; cleanup NOT handed off: live job {who} of the same name uses the same artifact dir"
-    return dataclasses.replace(flag, message=msg, action="")
+    msg = (f"{flag.message}; live job {who} of the same name uses the same artifact dir: nothing is deleted "
+           "while it lives (the cleanup waits in the backlog, judged again every sweep)")  # fmt: skip
+    return dataclasses.replace(flag, message=msg)
 
 
 def rl_flavor(job: Job, agentic_tags: tuple[str, ...]) -> tuple[Flavor, str]:
