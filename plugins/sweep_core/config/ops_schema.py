@@ -165,7 +165,7 @@ class _SlurmKeys(StrictModel):
         "",
         description="slurm: the LOCAL clone (on the Airflow worker) of the repo at `repo_path`: the hygiene hand-off "
         "commits the cluster's triaged files there (never pushed, never on the cluster), then offers a fast-forward "
-        "`git pull` on the cluster through approval; \"\" = hygiene OFF (the tree is reported only)",
+        '`git pull` on the cluster through approval; "" = hygiene OFF (the tree is reported only)',
     )
     login_python: str = Field(
         "python3",
@@ -205,7 +205,11 @@ class _IrisKeys(StrictModel):
     )
     kube_context: str = Field("", description="iris: its context (never the process default kubeconfig)")
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
-    kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
+    kube_conn_id: str = Field(
+        "",
+        description="iris: the pod count's cluster as an Airflow `kubernetes` Connection (its extra: `kube_config` "
+        "inline, `cluster_context`), instead of kubeconfig + kube_context (never both)",
+    )
     rollout_url: str = Field(
         "",
         description="iris: where a job's rollout/trace files are reachable (an ObjectStoragePath URL: s3://, gs://, "
@@ -250,7 +254,13 @@ class IrisOps(_IrisKeys, OpsCommon):
             return errors
         if not self.user:
             errors.append(("user", "is required for an iris cluster (jobs are /<user>/<name>)"))
-        if bool(self.kubeconfig) != bool(self.kube_context):
+        if self.kube_conn_id and (self.kubeconfig or self.kube_context):
+            both = " and ".join(k for k in ("kubeconfig", "kube_context") if getattr(self, k))
+            errors.append(
+                ("kube_conn_id", f"kube_conn_id and {both} are set together: the pods' cluster comes from ONE place, "
+                 "the Connection (kube_config + cluster_context in its extra) or the file (kubeconfig + kube_context)")
+            )  # fmt: skip
+        elif bool(self.kubeconfig) != bool(self.kube_context):
             errors.append(
                 ("kube_context", "kubeconfig and kube_context go together: never the process default kubeconfig")
             )
