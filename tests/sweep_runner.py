@@ -82,7 +82,7 @@ class DagRun:
 def run_dag(
     dag_id: str,
     conf: dict[str, Any],
-    run_log_dir: Path,
+    run_log_dir: Path | str,
     ops_dir: Path | None = None,
     logical_date: Any = None,
     run_after: Any = None,
@@ -90,6 +90,7 @@ def run_dag(
     **env: str,
 ) -> DagRun:
     """dag.test() any DAG of the project with ``conf``; its return-value XComs by task id.
+    ``run_log_dir``: a folder, or an ObjectStoragePath URL (``s3://…``) as a string.
     ``logical_date`` sets the data interval (dag.test replaces an earlier run of the same logical
     date); the run id is ``manual__<run_after>`` (now by default: the same run_after again = the
     same run id, as an Airflow "clear" re-runs it), or ``run_id`` (e.g. the ``<sweep run>__cancel``

@@ -23,6 +23,7 @@ from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_co
 from sweep_core.connect_check import Reach, hub_whoami, try_cluster
 from sweep_core.handoffs.harvest.plan import TrackerSettings, tracker_settings
 from sweep_core.handoffs.switches import cluster_switches
+from sweep_core.iris.state import NO_PODS, pod_source
 
 
 def config_paths(include: str | None, env: Mapping[str, str]) -> tuple[Path, Path]:
@@ -68,6 +69,8 @@ def report(ops_dir: Path, sweep_yaml: Path, on: dt.date, env: Mapping[str, str])
             lines.append(f"\n{name}: invalid ({exc.path})")
             continue
         lines.append(f"\n{name}: {cfg.scheduler}, {_status(cfg, on)}")
+        if cfg.scheduler == "iris":
+            lines.append(f"  pods: counted through {pod_source(cfg)}" if pod_source(cfg) else f"  pods: {NO_PODS}")
         if config is None:
             lines.append("  hand-offs: unknown (sweep.yaml is invalid)")
             continue

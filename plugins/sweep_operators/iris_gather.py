@@ -14,7 +14,7 @@ from airflow.sdk import BaseOperator
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.fanin.digest import payload_line
 from sweep_core.iris.setup import unready_snapshot
-from sweep_core.iris.state import COUNTED, PodCount, iris_snapshot, polled_snapshot
+from sweep_core.iris.state import COUNTED, PodCount, iris_snapshot, pod_source, polled_snapshot
 from sweep_core.models import ClusterSnapshot
 from sweep_core.window import is_past_window
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
@@ -44,7 +44,7 @@ def gather_iris(
         return iris_snapshot(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
         )
-    pods = _pods(cfg, jobs) if cfg.kubeconfig and not past else {}
+    pods = _pods(cfg, jobs) if pod_source(cfg) and not past else {}
     snap = polled_snapshot(cfg, jobs, pods, now=now or time.time(), window_start=start, window_end=end,
                            source=hook.source, ended_since=ended_since, past=past)  # fmt: skip
     if log:

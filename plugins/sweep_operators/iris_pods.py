@@ -1,9 +1,12 @@
 """Pod counts of iris jobs through the cncf-kubernetes provider's KubernetesHook.
 
-The kubeconfig path and context are always named explicitly (ops.md ``kubeconfig``, ``~`` = the
-worker's HOME, and ``kube_context``, else that file's current-context read from it,
-sweep_core.iris.kubeconfig): a process-default kubeconfig pointing at another cluster reads
-"0 pods", which the silent-wedge rule would call TERMINAL.
+The cluster is always named explicitly, from ONE place: an Airflow ``kubernetes`` Connection
+(ops.md ``kube_conn_id``; its extra holds ``kube_config`` inline and ``cluster_context``: a
+Kubernetes Secret as ``AIRFLOW_CONN_<ID>``, no mounted file) or a file (ops.md ``kubeconfig``, ``~``
+= the worker's HOME, and ``kube_context``, else that file's current-context read from it,
+sweep_core.iris.kubeconfig). A process-default kubeconfig pointing at another cluster reads "0 pods",
+which the silent-wedge rule would call TERMINAL: a Connection whose extra names no kubeconfig or no
+context counts nothing (unknown, with the reason).
 """
 
 from __future__ import annotations
@@ -30,28 +33,42 @@ class PodCounter:
 
         path, context, problem = explicit_context(kubeconfig, context)
         self.namespace = namespace
+        self.conn_id = conn_id
         self.context = context
         self.kubeconfig = kubeconfig
         self.timeout_s = timeout_s
-        self.hook = KubernetesHook(
-            conn_id=conn_id or None,
-            kubernetes_conn_id=conn_id or KubernetesHook.default_conn_name,
-            config_file=path,
-            cluster_context=context or None,
-            in_cluster=False,
-        )
+        if conn_id:  # everything from the Connection: a file or context given too would clash
+            self.source = f"Connection {conn_id!r}"
+            self.hook = KubernetesHook(conn_id=conn_id, in_cluster=False)
+            problem = ""
+        else:
+            self.source = f"kubeconfig {kubeconfig} context {context!r}"
+            self.hook = KubernetesHook(conn_id=None, config_file=path, cluster_context=context or None, in_cluster=False)
         self._api: Any = None
         self._error = problem  # no context to name: every count unknown with why, never 0
 
     def _client(self) -> Any:
         if self._api is None and not self._error:
             try:
-                self._api = self.hook.core_v1_client
-            except Exception as exc:  # bad kubeconfig / unknown context: unknown, not zero
-                self._error = (
-                    f"kubeconfig {self.kubeconfig} context {self.context!r}: {type(exc).__name__}: {str(exc)[:200]}"
-                )
+                self._error = self._connection_gap()
+                if not self._error:
+                    self._api = self.hook.core_v1_client
+            except Exception as exc:  # bad kubeconfig / unknown context / no Connection: unknown, not zero
+                self._error = f"{self.source}: {type(exc).__name__}: {str(exc)[:200]}"
         return self._api
+
+    def _connection_gap(self) -> str:
+        """What the Connection lacks to name the cluster itself ('' = nothing): without ``kube_config``
+        (or ``kube_config_path``) and ``cluster_context`` the provider falls back to the process
+        default kubeconfig or its current context."""
+        if not self.conn_id:
+            return ""
+        wanted = {"kube_config": ("kube_config", "kube_config_path"), "cluster_context": ("cluster_context",)}
+        missing = [k for k, fields in wanted.items() if not any(self.hook._get_field(f) for f in fields)]
+        if not missing:
+            return ""
+        return (f"{self.source}: its extra has no {' and no '.join(missing)}: pods not counted "
+                "(never the process default kubeconfig)")  # fmt: skip
 
     def count(self, job_id: str) -> PodCount:
         api = self._client()
@@ -66,7 +83,7 @@ class PodCounter:
         except Exception as exc:  # ApiException, connection errors, bad JSON: retryable unknown
             status = getattr(exc, "status", None)
             reason = getattr(exc, "reason", "") or str(exc)
-            where = f"namespace {self.namespace!r} on context {self.context!r} of kubeconfig {self.kubeconfig}"
+            where = f"namespace {self.namespace!r} through {self.source}"
             what = f"{type(exc).__name__}{f' {status}' if status else ''}: {str(reason)[:160]}"
             return PodCount(None, error=f"{where}: {what} (timeout {self.timeout_s:g}s)"[:400])
 

@@ -326,3 +326,30 @@ def test_hygiene_is_off_until_the_local_clone_is_named_then_on(capsys, include, 
         "on",
         f"/leonardo/home/userexternal/bfeuer00/ot-agent triaged into {clone} (local commit; ff pull after approval)",
     )
+
+
+def test_an_iris_cluster_says_where_its_pods_are_counted_from(capsys, include) -> None:
+    """Not counted (the shipped coreweave), a kubeconfig file with its context, or a kubernetes
+    Connection (Helm: a Secret, no file); both at once is an error naming both keys."""
+    cw = include / "ops" / "coreweave" / "ops.md"
+    shipped = cw.read_text()
+    rc, out, _ = _run(capsys, str(include), "--on", "2026-07-01")
+    assert rc == 0 and "\n  pods: pod counts not configured (ops.md kube_conn_id, or kubeconfig + kube_context)" in out
+    filled = {
+        "file": ('kubeconfig: ""', "kubeconfig: /opt/airflow/kube/config", 'kube_context: ""', "kube_context: cw"),
+        "connection": ('kube_conn_id: ""', "kube_conn_id: cw_kube", "", ""),
+        "both": ('kube_conn_id: ""', "kube_conn_id: cw_kube", 'kubeconfig: ""', "kubeconfig: /opt/airflow/kube/config"),
+    }
+    said = {
+        "file": "  pods: counted through kubeconfig /opt/airflow/kube/config, context 'cw'",
+        "connection": "  pods: counted through Connection 'cw_kube' (kube_config + cluster_context in its extra)",
+    }
+    for how, (a, b, c, d) in filled.items():
+        text = shipped.replace(a, b).replace(c, d) if c else shipped.replace(a, b)
+        assert text != shipped
+        cw.write_text(text)
+        rc, out, err = _run(capsys, str(include), "--on", "2026-07-01")
+        if how == "both":
+            assert rc == 1 and "kube_conn_id" in err and "kube_conn_id and kubeconfig are set together" in err, err
+        else:
+            assert rc == 0 and said[how] in out.split("\n\ncoreweave: ")[1].split("\n\n")[0], out

@@ -122,3 +122,33 @@ def test_yaml_merge_keys_are_not_duplicates() -> None:
         ("l1", "h1"),
         ("l2", "h1"),
     ]
+
+
+IRIS = """---
+scheduler: iris
+status: active
+user: u
+{keys}---
+prose
+"""
+
+
+@pytest.mark.parametrize(
+    ("keys", "named"),
+    [
+        (
+            "kubeconfig: /k/config\nkube_context: cw\nkube_conn_id: cw_kube\n",
+            "kube_conn_id and kubeconfig and kube_context are set together",
+        ),
+        ("kubeconfig: /k/config\nkube_conn_id: cw_kube\n", "kube_conn_id and kubeconfig are set together"),
+        ("kube_context: cw\nkube_conn_id: cw_kube\n", "kube_conn_id and kube_context are set together"),
+    ],
+)
+def test_a_kube_connection_and_a_kubeconfig_file_together_are_an_error_naming_both(keys: str, named: str) -> None:
+    """The pods' cluster from ONE place: the Connection (its extra holds the kubeconfig and the
+    context) or the file with its context; never a mix the provider would refuse or resolve silently."""
+    with pytest.raises(OpsConfigError) as err:
+        parse_ops_text(IRIS.format(keys=keys), "/ops/cw/ops.md", "cw")
+    assert err.value.field == "kube_conn_id" and named in str(err.value) and "/ops/cw/ops.md" in str(err.value)
+    for alone in ("kube_conn_id: cw_kube\n", "kubeconfig: /k/config\nkube_context: cw\n"):
+        assert parse_ops_text(IRIS.format(keys=alone), "/ops/cw/ops.md", "cw").name == "cw"

@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 import fsspec
 import pytest
 from fsspec.implementations.dirfs import DirFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
 
 from sweep_core.fanin.report import upsert_section
 from sweep_core.fanin.run_logs import RunLogStore
@@ -113,3 +114,29 @@ def test_the_memory_of_an_object_store_run_log_dir_is_one_space_wherever_it_is_n
 
     assert space_of("s3://ops/run-logs/") == space_of("s3://ops/run-logs") == "s3://ops/run-logs"
     assert space_of(f"file://{tmp_path}") == space_of(tmp_path) == str(tmp_path)  # file:// is this disk
+
+
+class _Refusing(MemoryFileSystem):
+    """A store that answers as S3 does for a bucket that is not there (s3fs: FileNotFoundError on
+    the put, with no path in the message), and a connection error on a read."""
+
+    def pipe_file(self, path, value, **kwargs) -> None:  # noqa: ANN001
+        raise FileNotFoundError("The specified bucket does not exist")
+
+    def cat_file(self, path, start=None, end=None, **kwargs) -> bytes:  # noqa: ANN001
+        raise ConnectionError('Could not connect to the endpoint URL: "http://127.0.0.1:9/bucket"')
+
+
+def test_a_store_that_refuses_fails_with_the_run_logs_url_and_writes_nowhere_else(tmp_path, monkeypatch) -> None:
+    from sweep_core.fanin.run_logs import RunLogUnavailable
+
+    monkeypatch.chdir(tmp_path)
+    store = RunLogStore("missing-bucket/logs", _Refusing(skip_instance_cache=True))
+    with pytest.raises(RunLogUnavailable, match=r"run log memory:///?missing-bucket/logs/" + re.escape(NAME) +
+                       r" could not be written: FileNotFoundError: The specified bucket"):  # fmt: skip
+        store.write(NAME, "# sweep\n")
+    with pytest.raises(
+        RunLogUnavailable, match=r"memory:///?missing-bucket/logs/.* could not be read: ConnectionError"
+    ):
+        store.read(NAME)
+    assert list(tmp_path.iterdir()) == []  # no local file instead

@@ -5,6 +5,7 @@ Pod counts go through the real KubernetesHook against the STUB pod-list endpoint
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shutil
 import time
 from pathlib import Path
@@ -64,7 +65,11 @@ def test_iris_jobs_in_buckets_and_a_dead_controller_is_unknown(local_cluster, co
     assert "cwdown" in result.rendered["overview"] and "cwdown" not in result.rendered["tables"]["RL"]
 
 
-def test_running_with_zero_pods_is_terminal(controller, tag, tmp_path) -> None:
+@pytest.mark.parametrize("source", ["kubeconfig file", "kubernetes Connection"])
+def test_running_with_zero_pods_is_terminal(controller, tag, tmp_path, monkeypatch, source) -> None:
+    """The pods' cluster named by a kubeconfig file + context, or (Helm: a Secret, no mounted file)
+    by ops.md kube_conn_id alone: a ``kubernetes`` Connection (AIRFLOW_CONN_<ID>) holding the
+    kubeconfig inline and the context."""
     from sweep_operators.iris_gather import gather_iris
 
     url, run = controller
@@ -76,7 +81,13 @@ def test_running_with_zero_pods_is_terminal(controller, tag, tmp_path) -> None:
         PodListStub({"iris": [pod(f"sweep.rl__{tag}_wedge", "x")]}) as other,
     ):
         kc = kubeconfig(tmp_path / "kc", {"cw": cw.url, "laptop": other.url}, current="laptop")
-        iris_ops(tmp_path, "cw", url, run, f"kubeconfig: {kc}\nkube_context: cw\nkube_namespace: iris\n")
+        if source == "kubeconfig file":
+            keys = f"kubeconfig: {kc}\nkube_context: cw\n"
+        else:
+            conn = {"conn_type": "kubernetes", "extra": {"kube_config": kc.read_text(), "cluster_context": "cw"}}
+            monkeypatch.setenv(f"AIRFLOW_CONN_CW_KUBE_{tag.upper()}", json.dumps(conn))
+            keys = f"kube_conn_id: cw_kube_{tag}\n"
+        iris_ops(tmp_path, "cw", url, run, keys + "kube_namespace: iris\n")
         cfg = parse_ops_text((tmp_path / "cw" / "ops.md").read_text(), tmp_path / "cw" / "ops.md", "cw")
         end = dt.datetime.now(dt.UTC)
         snap = gather_iris(cfg, end - dt.timedelta(hours=1), end)

@@ -105,3 +105,48 @@ def test_an_exec_failure_without_a_status_keeps_its_first_reason() -> None:
 
     assert exec_refusal(["TimeoutError: timed out"], "iris") == "exec failed: TimeoutError: timed out"
     assert exec_refusal([], "iris") == "exec failed: no reason given"
+
+
+def _connection(monkeypatch, conn_id: str, extra: dict) -> None:
+    """A ``kubernetes`` Connection as a Kubernetes Secret gives it: AIRFLOW_CONN_<ID> JSON."""
+    import json
+
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kubernetes", "extra": extra}))
+
+
+def test_counts_pods_through_a_kubernetes_connection_with_the_kubeconfig_inline(tmp_path, monkeypatch) -> None:
+    """ops.md kube_conn_id alone (Helm: no mounted file): the Connection's extra holds the kubeconfig
+    (YAML text, or the same as a JSON object) and the context; neither the inline kubeconfig's
+    current context nor the process default kubeconfig (KUBECONFIG) is asked."""
+    import yaml
+
+    with (
+        PodListStub({"iris": [pod("sweep.rl__a", "p0"), pod("sweep.rl__a", "p1")]}) as cw,
+        PodListStub({"iris": []}) as other,
+        PodListStub({"iris": []}) as default,
+    ):
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "default", {"laptop": default.url}, "laptop")))
+        inline = kubeconfig(tmp_path / "kc", {"coreweave": cw.url, "laptop": other.url}, current="laptop").read_text()
+        for conn_id, kube_config in (("cw_yaml", inline), ("cw_json", yaml.safe_load(inline))):
+            _connection(monkeypatch, conn_id, {"kube_config": kube_config, "cluster_context": "coreweave"})
+            pc = PodCounter(kubeconfig="", context="", namespace="iris", conn_id=conn_id).count("/sweep/rl__a")
+            assert (pc.total, pc.error) == (2, ""), conn_id
+        assert len(cw.requests) == 2 and not other.requests and not default.requests
+
+
+def test_a_connection_that_does_not_name_the_cluster_counts_nothing_and_says_what_it_lacks(tmp_path,
+                                                                                          monkeypatch) -> None:  # fmt: skip
+    """No context (the inline kubeconfig's current one would be used) or no kubeconfig (the process
+    default would be): unknown, never 0 pods, naming the Connection and the missing field."""
+    with PodListStub({"iris": []}) as default:
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "default", {"laptop": default.url}, "laptop")))
+        inline = kubeconfig(tmp_path / "kc", {"coreweave": default.url}, current="coreweave").read_text()
+        _connection(monkeypatch, "no_context", {"kube_config": inline})
+        _connection(monkeypatch, "no_config", {"cluster_context": "coreweave"})
+        for conn_id, lacks in (("no_context", "cluster_context"), ("no_config", "kube_config")):
+            pc = PodCounter(kubeconfig="", context="", namespace="iris", conn_id=conn_id).count("/sweep/x")
+            assert pc.total is None
+            assert pc.error.startswith(f"Connection {conn_id!r}: its extra has no {lacks}"), pc.error
+        missing = PodCounter(kubeconfig="", context="", namespace="iris", conn_id="nowhere").count("/sweep/x")
+        assert missing.total is None and "Connection 'nowhere'" in missing.error and "isn't defined" in missing.error
+        assert not default.requests

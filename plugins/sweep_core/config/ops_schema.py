@@ -171,7 +171,7 @@ class _SlurmKeys(StrictModel):
         "",
         description="slurm: the LOCAL clone (on the Airflow worker) of the repo at `repo_path`: the hygiene hand-off "
         "commits the cluster's triaged files there (never pushed, never on the cluster), then offers a fast-forward "
-        "`git pull` on the cluster through approval; \"\" = hygiene OFF (the tree is reported only)",
+        '`git pull` on the cluster through approval; "" = hygiene OFF (the tree is reported only)',
     )
     login_python: str = Field(
         "python3",
@@ -215,7 +215,11 @@ class _IrisKeys(StrictModel):
         "process default kubeconfig)",
     )
     kube_namespace: str = Field("iris", description="iris: the namespace of the job pods")
-    kube_conn_id: str = Field("", description="iris: an Airflow Kubernetes Connection instead of the kubeconfig")
+    kube_conn_id: str = Field(
+        "",
+        description="iris: the pod count's cluster as an Airflow `kubernetes` Connection (its extra: `kube_config` "
+        "inline, `cluster_context`), instead of kubeconfig + kube_context (never both)",
+    )
     rollout_url: str = Field(
         "",
         description="iris: where a job's rollout/trace files are reachable (an ObjectStoragePath URL: s3://, gs://, "
@@ -260,7 +264,13 @@ class IrisOps(_IrisKeys, OpsCommon):
             return errors
         if not self.user:
             errors.append(("user", "is required for an iris cluster (jobs are /<user>/<name>)"))
-        if self.kube_context and not self.kubeconfig:
+        if self.kube_conn_id and (self.kubeconfig or self.kube_context):
+            both = " and ".join(k for k in ("kubeconfig", "kube_context") if getattr(self, k))
+            errors.append(
+                ("kube_conn_id", f"kube_conn_id and {both} are set together: the pods' cluster comes from ONE place, "
+                 "the Connection (kube_config + cluster_context in its extra) or the file (kubeconfig + kube_context)")
+            )  # fmt: skip
+        elif self.kube_context and not self.kubeconfig:
             errors.append(
                 ("kube_context", "needs kubeconfig (the file it is a context of): never the process default kubeconfig")
             )

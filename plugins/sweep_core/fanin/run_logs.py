@@ -26,6 +26,11 @@ NAME = re.compile(r"^[^/\\\x00-\x1f]+\.md$")  # one file name, no folder, no con
 Lock = Callable[[str], AbstractContextManager[Any]]
 
 
+class RunLogUnavailable(OSError):
+    """The run-log store could not be read or written (a missing bucket, an endpoint down, a denied
+    key): the message names the run log's path or URL; nothing was written anywhere else."""
+
+
 def is_url(where: str | Path) -> bool:
     """``s3://…``, ``gs://…``, ``file://…`` (not a plain path)."""
     return "://" in str(where)
@@ -108,6 +113,8 @@ class RunLogStore:
             data = Path(path).read_bytes() if self.local else self.fs.cat_file(path)
         except FileNotFoundError:
             return None
+        except Exception as exc:  # noqa: BLE001 - object stores raise their own kinds
+            raise self._unavailable(name, "read", exc) from exc
         return data.decode("utf-8", errors="replace")
 
     def exists(self, name: str) -> bool:
@@ -116,11 +123,20 @@ class RunLogStore:
     def write(self, name: str, text: str) -> str:
         """Replace the run log whole: local, a temp file renamed over it; an object store, one put."""
         path, data = self._path(name), text.encode("utf-8")
-        if self.local:
-            write_atomic(Path(path), data)
-        else:
-            self.fs.pipe_file(path, data)  # one whole object: never a partial one visible
+        try:
+            if self.local:
+                write_atomic(Path(path), data)
+            else:
+                self.fs.pipe_file(path, data)  # one whole object: never a partial one visible
+        except Exception as exc:  # noqa: BLE001 - object stores raise their own kinds
+            raise self._unavailable(name, "written", exc) from exc
         return self.ref(name)
+
+    def _unavailable(self, name: str, what: str, exc: BaseException) -> RunLogUnavailable:
+        """The error naming the run log's path or URL (a missing bucket says only "does not exist")."""
+        return RunLogUnavailable(
+            f"run log {self.ref(name)} could not be {what}: {type(exc).__name__}: {str(exc)[:200]}"
+        )
 
     @contextmanager
     def locked(self, name: str) -> Iterator[None]:

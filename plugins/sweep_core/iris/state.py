@@ -389,7 +389,21 @@ def iris_snapshot(
     return snap
 
 
-NO_PODS = "pod counts not configured (ops.md kubeconfig): 0-pod wedges not detected"
+NO_PODS = "pod counts not configured (ops.md kube_conn_id, or kubeconfig): 0-pod wedges not detected"
+
+
+def pod_source(cfg: ClusterConfig) -> str:
+    """Where an iris cluster's pods are counted from, as check-config and the errors say it; '' when
+    they are not counted. A Connection (``kube_conn_id``: its extra holds ``kube_config`` inline and
+    ``cluster_context``) or a file (``kubeconfig``, its ``kube_context`` or current-context): never both."""
+    if cfg.kube_conn_id:
+        return f"Connection {cfg.kube_conn_id!r} (kube_config + cluster_context in its extra)"
+    if cfg.kubeconfig:
+        return f"kubeconfig {cfg.kubeconfig}, context {cfg.kube_context!r}" if cfg.kube_context else (
+            f"kubeconfig {cfg.kubeconfig}, its current-context")
+    return ""
+
+
 COUNTED = ("RUNNING", "BUILDING", "PENDING")  # the states whose pods are counted
 
 
@@ -397,9 +411,9 @@ def polled_snapshot(
     cfg: ClusterConfig, jobs: Sequence[IrisJob], pods: dict[str, PodCount], *, now: float, window_start: dt.datetime,
     window_end: dt.datetime, source: str, ended_since: dt.datetime | None, past: bool,
 ) -> ClusterSnapshot:  # fmt: skip
-    """iris_snapshot of a controller that answered, saying so when pods are not counted (no kubeconfig)."""
+    """iris_snapshot of a controller that answered, saying so when pods are not counted (neither a kubeconfig nor a Connection)."""
     snap = iris_snapshot(cfg.name, jobs, pods, now=now, window_start=window_start, window_end=window_end,
                          source=source, ended_since=ended_since)  # fmt: skip
-    if not cfg.kubeconfig and not past:
+    if not pod_source(cfg) and not past:
         snap.notes.append(NO_PODS)
     return snap
