@@ -334,15 +334,19 @@ def test_an_iris_cluster_says_where_its_pods_are_counted_from(capsys, include) -
     cw = include / "ops" / "coreweave" / "ops.md"
     shipped = cw.read_text()
     rc, out, _ = _run(capsys, str(include), "--on", "2026-07-01")
-    assert rc == 0 and "\n  pods: pod counts not configured (ops.md kube_conn_id, or kubeconfig + kube_context)" in out
+    assert rc == 0 and "\n  pods: counted through kubeconfig ~/.kube/coreweave-iris-gpu, its current-context" in out
+    kc, conn = "kubeconfig: ~/.kube/coreweave-iris-gpu", '# kube_conn_id: ""'
+    assert kc in shipped and conn in shipped
     filled = {
-        "file": ('kubeconfig: ""', "kubeconfig: /opt/airflow/kube/config", 'kube_context: ""', "kube_context: cw"),
-        "connection": ('kube_conn_id: ""', "kube_conn_id: cw_kube", "", ""),
-        "both": ('kube_conn_id: ""', "kube_conn_id: cw_kube", 'kubeconfig: ""', "kubeconfig: /opt/airflow/kube/config"),
+        "file": (kc, "kubeconfig: /opt/airflow/kube/config", 'kube_context: ""', "kube_context: cw"),
+        "connection": (conn, "kube_conn_id: cw_kube", kc, 'kubeconfig: ""'),
+        "both": (conn, "kube_conn_id: cw_kube", "", ""),
+        "none": (kc, 'kubeconfig: ""', "", ""),
     }
     said = {
         "file": "  pods: counted through kubeconfig /opt/airflow/kube/config, context 'cw'",
         "connection": "  pods: counted through Connection 'cw_kube' (kube_config + cluster_context in its extra)",
+        "none": "  pods: pod counts not configured (ops.md kube_conn_id, or kubeconfig)",
     }
     for how, (a, b, c, d) in filled.items():
         text = shipped.replace(a, b).replace(c, d) if c else shipped.replace(a, b)
