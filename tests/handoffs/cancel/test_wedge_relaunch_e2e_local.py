@@ -201,9 +201,10 @@ def _row(dep: Deployment, jid: str, tl: Timeline) -> str:
     tl.mark("the next sweep's row written (report sweep done)", _at(done["end_date"]))
     text = Path(dep.xcom(SWEEP, done["dag_run_id"], "render")["run_log"]).read_text()
     flat = " ".join(text.replace("│", " ").split())
-    at = flat.find(f" {jid} ")
-    assert at >= 0, f"no row of {jid} in the next sweep's run log"
-    return flat[at : at + 2000]
+    table = flat.find("Cluster Job ID Name State")  # the bucket tables, after the changes list
+    at = flat.find(f" local {jid} ", table)
+    assert table >= 0 and at >= 0, f"no table row of {jid} in the next sweep's run log"
+    return flat[at : at + 1500].replace("= ", "=")  # a wrapped Note cell
 
 
 def _rerun(c: Any, jid: str, bad: str, tl: Timeline) -> None:
