@@ -11,7 +11,8 @@
 #
 # Idempotent and systemd-free. Must run as root. State lives under $SWEEP_CLUSTER_DIR.
 #
-# The nodes ("localhost" and "node2" by default, $SWEEP_SLURM_NODES) are several slurmd on this
+# The nodes ("localhost" and "node2" by default; a scratch instance, below, runs a third, "node3";
+# $SWEEP_SLURM_NODES sets them) are several slurmd on this
 # one machine, each started as `slurmd -N NAME`: its own NodeName with its own Port= (node k
 # listens on $SWEEP_SLURMD_PORT + k - 1: 6821, 6822), NodeAddr=127.0.0.1, its own spool dir, pid
 # file and log through %n (SlurmdSpoolDir=.../slurmd/%n). Debian 12's slurm-wlm 22.05 is NOT built
@@ -41,6 +42,10 @@
 # (sweepxK, no lane users), job ids (from K * 1000000) and ports (login 22201/22202 + 10K, MariaDB
 # 33061 + K, slurmctld/slurmdbd/slurmd 6817/6819/6821 + 100K). scripts/test.sh runs the tests that
 # stop daemons on such instances, beside the lanes on the shared one (instance 0, the default).
+# A scratch instance has three nodes (localhost node2 node3): a 2-node job requeued with one of its
+# nodes in ExcNodeList runs again, on 2 nodes, without it (tests/handoffs/cancel/
+# test_wedge_relaunch_e2e_local.py). `up` over a running instance whose node list changed restarts
+# slurmctld and the slurmd (22.05 takes no new node without a restart).
 set -euo pipefail
 
 K=${SWEEP_CLUSTER_INSTANCE:-0}
@@ -58,7 +63,8 @@ LOGIN02_PORT=${SWEEP_LOGIN02_PORT:-$((22202 + 10 * K))}
 DB_PORT=${SWEEP_DB_PORT:-$((33061 + K))}
 CLUSTER=${SWEEP_SLURM_CLUSTER:-sweeplocal${SCRATCH#-}}
 CPUS=${SWEEP_SLURM_CPUS:-256}  # per node
-read -r -a NODES <<<"${SWEEP_SLURM_NODES:-localhost node2}"
+if [ "$K" -gt 0 ]; then NODES_DEFAULT="localhost node2 node3"; else NODES_DEFAULT="localhost node2"; fi
+read -r -a NODES <<<"${SWEEP_SLURM_NODES:-$NODES_DEFAULT}"
 CONF_DIR=${SWEEP_SLURM_CONF_DIR:-/etc/slurm$SCRATCH}
 CTLD_PORT=${SWEEP_SLURMCTLD_PORT:-$((6817 + 100 * K))}
 SLURMD_PORT=${SWEEP_SLURMD_PORT:-$((6821 + 100 * K))}
@@ -373,8 +379,19 @@ install_gpu_stub() {
     || install -m 755 "$GPU_STUB_SRC/nvidia-smi" /usr/local/bin/nvidia-smi
 }
 
+restart_if_nodes_changed() { # a running instance whose slurm.conf names other nodes: stop its Slurm daemons
+  local was want node
+  was=$(sed -n 's/^PartitionName=debug Nodes=\([^ ]*\) .*/\1/p' "$CONF_DIR/slurm.conf" 2>/dev/null || true)
+  want=$(IFS=,; echo "${NODES[*]}")
+  [ -n "$was" ] && [ "$was" != "$want" ] || return 0
+  say "nodes changed ($was -> $want): restarting slurmctld and the slurmd"
+  for node in ${was//,/ }; do stop_one "slurmd-$node"; done
+  stop_one slurmctld
+}
+
 up() {
   install -d -m 755 "$DIR" "$RUN" "$LOG"
+  restart_if_nodes_changed
   install_gpu_stub
   install_packages
   local u

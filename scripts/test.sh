@@ -57,8 +57,9 @@ fi
 #  - the cluster tests that stop a daemon, fail a node, cut sessions or start a deployment (marker
 #    exclusive), in SWEEP_TEST_SCRATCH (default 2) pytest-xdist workers, each on a scratch instance of
 #    the cluster of its own (scripts/local_cluster.sh with SWEEP_CLUSTER_INSTANCE=k: own daemons,
-#    ports, user and job ids), whole files per worker, so what they stop stops nobody else (and
-#    one deployment at a time: tests/deploy_client.py deployment_slot);
+#    ports, user and job ids, and three nodes: a 2-node job requeued without one runs on the other
+#    two), whole files per worker, so what they stop stops nobody else (and one deployment at a
+#    time: tests/deploy_client.py deployment_slot);
 #  - the other cluster tests on the shared instance, in SWEEP_TEST_LANES (default 3) pytest-xdist
 #    workers, each its own Slurm user (lane k: sweep, sweep2, …; the cluster script makes them).
 copy_db() { # copy_db DIR: DIR/airflow.db, a copy of the migrated metadata DB

@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import os
 import shlex
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,6 +31,44 @@ def deployment_slot() -> Iterator[None]:
     with open("/var/tmp/sweep-deploy-slot.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+SCRIPT = str(Path(__file__).resolve().parents[1] / "scripts" / "deploy_local.sh")
+PORTS = ("API", "PG", "REDIS", "WORKER_LOG", "TRIGGER_LOG", "HEALTH")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def deploy_env(home: Path, executor: str, **extra: str) -> dict[str, str]:
+    """The environment scripts/deploy_local.sh runs with: this one, ``extra`` (SWEEP_CONFIG, …), the
+    deployment under ``home/deploy`` on ``executor``, a free port each, no AIRFLOW_HOME of the tests."""
+    env = {**os.environ, **extra, "SWEEP_DEPLOY_HOME": str(home / "deploy"), "SWEEP_DEPLOY_EXECUTOR": executor}
+    env.update({f"SWEEP_DEPLOY_{k}_PORT": str(free_port()) for k in PORTS})
+    env.pop("AIRFLOW_HOME", None)
+    return env
+
+
+def deploy(env: dict[str, str], action: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``scripts/deploy_local.sh ACTION`` (up, down, status) with ``env``."""
+    return subprocess.run([SCRIPT, action], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@contextlib.contextmanager
+def deployed(env: dict[str, str], connections: Path) -> Iterator[Deployment]:
+    """A deployment up (``env`` from deploy_env), its REST client logged in as admin and the lab's
+    Connections imported; brought down after, whatever happened."""
+    try:
+        up = deploy(env, "up", timeout=600)
+        assert up.returncode == 0, up.stdout + up.stderr
+        dep = Deployment.connect(Path(env["SWEEP_DEPLOY_HOME"]), int(env["SWEEP_DEPLOY_API_PORT"]))
+        dep.airflow("connections", "import", str(connections))
+        yield dep
+    finally:
+        deploy(env, "down")
 
 
 def _secrets(home: Path) -> dict[str, str]:

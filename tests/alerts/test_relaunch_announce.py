@@ -142,3 +142,21 @@ def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(loca
         assert mail["Subject"].startswith(f"Standing permission acted, no human asked: local {jid} {name}: requeued")
         assert "standing[0] relaunch liveness_stale" in mail.get_body(("html",)).get_content()
         assert "announced: team: Standing permission acted" in Path(run.values["record"]).read_text()
+
+
+def test_the_next_sweeps_row_of_a_relaunched_job_says_when_by_whom_and_which_node_it_excluded() -> None:
+    from sweep_core.fanin.render import render_bucket
+
+    config = load_sweep_config(ROOT / "include" / "sweep.yaml")
+    ledger = Ledger()
+    result = "requeued (PENDING, Restarts=1); bad node(s) named in the log: node2: excluded (ExcNodeList=node2)"
+    add_act(ledger, "local", "80", "rl__r", {"kind": "relaunch", "at": "2026-12-04T06:00:00+00:00", "step": "3",
+                                             "by": "carol", "result": result})  # fmt: skip
+    jobs = [Job("local", i, n, "RUNNING", "squeue", bucket="RL") for i, n in (("80", "rl__r"), ("81", "rl__q"))]
+    snap = _snap(jobs)
+    rules_step([snap], config, {}, history=History(ledger=ledger))
+    assert "relaunched" not in jobs[1].metrics  # never relaunched: nothing said
+    table = render_bucket("RL", jobs[:1], [snap], lambda c, b: 30)
+    cells = " ".join(table.replace("│", " ").split())  # the Note cell wraps over lines
+    assert "relaunched 2026-12-04T06:00 by carol: requeued (PENDING, Restarts=1)" in cells
+    assert "excluded (ExcNodeList=node2)" in cells.replace("= ", "=")

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from conftest import CLUSTER_DIR, ROOT
-from deploy_client import Deployment, deployment_slot, run_timing
+from conftest import CLUSTER_DIR
+from deploy_client import Deployment, deploy, deploy_env, deployed, deployment_slot, run_timing
 from lab import LAB_CONFIG, LAB_OPS
 
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
@@ -30,12 +29,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900),
 SWEEP = "monitor_cron_sweep"
 HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest", "sweep_rl_deep_dive")
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "CeleryExecutor")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _now() -> str:
@@ -66,31 +59,16 @@ def deployment(_local_cluster_session) -> Iterator[Deployment]:
 def _deployment() -> Iterator[Deployment]:
     home = Path(tempfile.mkdtemp(prefix="sweep-deploy-", dir="/var/tmp"))
     home.chmod(0o755)  # the postgres user reaches its data dir below it
-    env = {
-        **os.environ,
-        **_test_config(home),
-        "SWEEP_DEPLOY_HOME": str(home / "deploy"),
-        "SWEEP_DEPLOY_EXECUTOR": EXECUTOR,
-        **{
-            f"SWEEP_DEPLOY_{k}_PORT": str(_free_port())
-            for k in ("API", "PG", "REDIS", "WORKER_LOG", "TRIGGER_LOG", "HEALTH")
-        },
-    }
-    env.pop("AIRFLOW_HOME", None)
-    script = str(ROOT / "scripts" / "deploy_local.sh")
+    env = deploy_env(home, EXECUTOR, **_test_config(home))
     try:
-        up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=600)
-        assert up.returncode == 0, up.stdout + up.stderr
-        again = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=300)
-        # postgres, 4 Airflow services and the db-clean loop; + redis and the worker on Celery
-        services = 8 if EXECUTOR == "CeleryExecutor" else 6
-        assert again.returncode == 0 and again.stdout.count("already running") == services, again.stdout
-        dep = Deployment.connect(home / "deploy", int(env["SWEEP_DEPLOY_API_PORT"]))
-        dep.airflow("connections", "import", str(CLUSTER_DIR / "connections.json"))
-        yield dep
+        with deployed(env, CLUSTER_DIR / "connections.json") as dep:
+            again = deploy(env, "up")
+            # postgres, 4 Airflow services and the db-clean loop; + redis and the worker on Celery
+            services = 8 if EXECUTOR == "CeleryExecutor" else 6
+            assert again.returncode == 0 and again.stdout.count("already running") == services, again.stdout
+            yield dep
+        status = deploy(env, "status", timeout=60).stdout
     finally:
-        subprocess.run([script, "down"], env=env, capture_output=True, text=True, timeout=300)
-        status = subprocess.run([script, "status"], env=env, capture_output=True, text=True, timeout=60).stdout
         shutil.rmtree(home, ignore_errors=True)
     assert "running" not in status, status
 

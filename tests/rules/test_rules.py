@@ -72,6 +72,20 @@ def test_stalled_job_names_last_line_and_hang_signals() -> None:
     assert f.severity == "critical" and f.action == "kill-approval"  # multi-node, hours stale
 
 
+def test_the_kill_threshold_of_a_silent_multi_node_job_is_rules_liveness_kill_minutes() -> None:
+    tail = "Training Step Progress: 12/100\n"
+    job = run("rl__a2_quiet", tail, age_min=70, num_nodes=2)
+    _, flags = sweep([job])
+    assert flags[("liveness_stale", "rl__a2_quiet")].action == "investigate"  # 70 min < the default 120
+    short = CONFIG.model_copy(update={"rules": CONFIG.rules.model_copy(update={"liveness_kill_minutes": 60})})
+    flags = {f.job_name: f for f in run_fan_in([_snap([job])], short).flags if f.rule == "liveness_stale"}
+    assert flags["rl__a2_quiet"].severity == "critical" and flags["rl__a2_quiet"].action == "kill-approval"
+
+
+def _snap(running: list[Job]) -> ClusterSnapshot:
+    return ClusterSnapshot("leo", "slurm", ClusterStatus.OK, remote_now=NOW, running=running, finished=[], pending=[])
+
+
 def test_collapse_two_signals_same_step_flags_cancel_and_salvage() -> None:
     result, flags = sweep([run("rl__a2_qwen8b_lr3e6", log("rl_collapsed.out"))])
     f = flags[("rl_collapse", "rl__a2_qwen8b_lr3e6")]

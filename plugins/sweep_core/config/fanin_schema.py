@@ -238,6 +238,12 @@ class RulesSection(StrictModel):
     gpu_idle_util_pct: float = Field(
         5.0, ge=0, le=100, description="gpu_idle: a RUNNING job whose busiest GPU reads at or below this percent"
     )
+    liveness_kill_minutes: int = Field(
+        120,
+        gt=0,
+        description="liveness_stale: a multi-node job silent this long (and past its cadence) is CRITICAL, "
+        "kill-approval (handed to sweep_cancel); shorter silences are WARN, investigate",
+    )
 
 
 class CampaignSpec(StrictModel):

@@ -217,6 +217,8 @@ def _job_note(job: Job) -> str:
         parts.append(f"max steps {job.metrics.get('max_steps')} from {job.metrics['max_steps_from']}")
     if job.metrics.get("deep_dive"):  # filled by rl_new_untested from the ledger
         parts.append(f"deep-dive {job.metrics['deep_dive']}")
+    if job.metrics.get("relaunched"):  # filled by relaunch_escalated from the ledger
+        parts.append(str(job.metrics["relaunched"]))
     told = any(f["rule"] == "progress_unreadable" for f in job.flags)  # its flag already says why
     if job.source == "squeue" and job.log_note and not told:
         parts.append(job.log_note)

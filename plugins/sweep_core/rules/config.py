@@ -41,6 +41,7 @@ class RulesConfig:
     sft_divergence: SftDivergenceThresholds = SftDivergenceThresholds()
     pending: PendingThresholds = PendingThresholds()
     gpu_idle_util_pct: float = 5.0
+    liveness_kill_minutes: int = 120
     # HF-only series (sweep.yaml hf_chain.series with a match, db_registration false): (name, SFT job names)
     hf_only: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
@@ -71,6 +72,7 @@ def rules_config(raw: RulesSection | dict[str, Any] | None) -> RulesConfig:
         sft_divergence=sect.sft_divergence,
         pending=sect.pending,
         gpu_idle_util_pct=float(sect.gpu_idle_util_pct),
+        liveness_kill_minutes=sect.liveness_kill_minutes,
     )
 
 

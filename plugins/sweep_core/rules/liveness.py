@@ -33,7 +33,7 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
         ran = predates_job(job)
         if ran is not None:  # the silence predates the job: no evidence for a kill
             msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
-        if multi and mins >= 120 and ran is None and not quota:
+        if multi and mins >= ctx.cfg.liveness_kill_minutes and ran is None and not quota:
             out.append(
                 job_flag(
                     "liveness_stale",
