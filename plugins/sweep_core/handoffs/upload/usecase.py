@@ -217,9 +217,8 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
     return acts
 
 
-def _in_flight(j: _Job, run_id: str, now: str, claimed_at: float) -> dict[str, str]:
-    """The act a claimed submission holds until its answer is recorded: UNKNOWN, found by its job
-    name next run (a task that dies mid-act never records the answer; its retry never sends it again)."""
+def _unknown_act(j: _Job, run_id: str, now: str, claimed_at: float, why: str) -> dict[str, str]:
+    """A submission whose answer is not known: found by its job name in sacct next run, never sent again."""
     return {
         "kind": UPLOAD,
         "upload_job": "",
@@ -231,8 +230,15 @@ def _in_flight(j: _Job, run_id: str, now: str, claimed_at: float) -> dict[str, s
         "flavor": j.d.target.flavor,
         "run": run_id,
         "at": now,
-        "why": f"claimed by {run_id}, its answer never recorded (the task ended mid-act: its worker lost?)",
+        "why": why,
     }
+
+
+def _in_flight(j: _Job, run_id: str, now: str, claimed_at: float) -> dict[str, str]:
+    """The act a claimed submission holds until its answer is recorded (a task that dies mid-act
+    never records the answer; its retry finds the job by name, never sends it again)."""
+    why = f"claimed by {run_id}, its answer never recorded (the task ended mid-act: its worker lost?)"
+    return _unknown_act(j, run_id, now, claimed_at, why)
 
 
 def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str, now: str) -> list[tuple[_Job, dict[str, str]]]:
@@ -275,16 +281,7 @@ def _submit(cfg: Any, jobs: list[_Job], run_script: RunScript, now: str, run_id:
         }
         if sub.outcome is Outcome.UNKNOWN:
             j.state, j.outcome = UNKNOWN, f"{j.move.why}; submission {sub.why}"
-            act = {
-                "kind": UPLOAD,
-                "upload_job": "",
-                "outcome": UNKNOWN,
-                "job_name": job_name_of(j.argv),
-                "claimed_at": f"{claimed_at:.0f}",
-                "log": j.log,
-                **common,
-                "why": sub.session[:300],
-            }
+            act = {**_unknown_act(j, run_id, now, claimed_at, sub.session[:300]), **common}
         elif sub.outcome is not Outcome.SUBMITTED:
             j.outcome = f"{j.move.why}; submission FAILED: {sub.why}"
             failed.append(j)
