@@ -7,7 +7,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import os
 import shlex
+import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,6 +32,34 @@ def deployment_slot() -> Iterator[None]:
     with open("/var/tmp/sweep-deploy-slot.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "deploy_local.sh"
+PORTS = ("API", "PG", "REDIS", "WORKER_LOG", "TRIGGER_LOG", "HEALTH")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def deployed(home: Path, settings: dict[str, str], connections: Path) -> Iterator[Deployment]:
+    """``deploy_local.sh up`` in ``home``/deploy on free ports with ``settings`` over this process's
+    environment, the cluster's Connections imported; ``down`` and ``home`` removed after."""
+    env = {**os.environ, **settings, "SWEEP_DEPLOY_HOME": str(home / "deploy")}
+    env.update({f"SWEEP_DEPLOY_{k}_PORT": str(_free_port()) for k in PORTS})
+    env.pop("AIRFLOW_HOME", None)
+    try:
+        up = subprocess.run([str(SCRIPT), "up"], env=env, capture_output=True, text=True, timeout=600)
+        assert up.returncode == 0, up.stdout + up.stderr
+        dep = Deployment.connect(home / "deploy", int(env["SWEEP_DEPLOY_API_PORT"]))
+        dep.airflow("connections", "import", str(connections))
+        yield dep
+    finally:
+        subprocess.run([str(SCRIPT), "down"], env=env, capture_output=True, text=True, timeout=300)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _secrets(home: Path) -> dict[str, str]:

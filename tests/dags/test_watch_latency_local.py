@@ -14,8 +14,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import CLUSTER_DIR, ROOT
-from deploy_client import Deployment, deployment_slot
+from deploy_client import Deployment, deployed, deployment_slot
 from lab import LAB_CONFIG, LAB_OPS
 from receivers import slack_webhook_stub
 
@@ -34,12 +32,6 @@ WATCH = "monitor_cron_watch"
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "LocalExecutor")
 INTERVAL_S = 60  # the test's watch cron: */1
 BOUND_S = INTERVAL_S + 120  # one interval + one watch run (gather settles sacct 10 s; task start-up)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -58,32 +50,17 @@ def _watch() -> Iterator[tuple[Deployment, list[dict[str, Any]]]]:
         conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub",
                                         "severities": ["critical", "warn", "info"]}]}  # fmt: skip
         (home / "sweep.yaml").write_text(yaml.safe_dump(conf))
-        env = {
-            **os.environ,
+        settings = {
             "SWEEP_CONFIG": str(home / "sweep.yaml"),
             "SWEEP_OPS_DIR": str(home / "ops"),
             "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url}),
-            "SWEEP_DEPLOY_HOME": str(home / "deploy"),
             "SWEEP_DEPLOY_EXECUTOR": EXECUTOR,
-            **{
-                f"SWEEP_DEPLOY_{k}_PORT": str(_free_port())
-                for k in ("API", "PG", "REDIS", "WORKER_LOG", "TRIGGER_LOG", "HEALTH")
-            },  # fmt: skip
         }
-        env.pop("AIRFLOW_HOME", None)
-        script = str(ROOT / "scripts" / "deploy_local.sh")
-        try:
-            up = subprocess.run([script, "up"], env=env, capture_output=True, text=True, timeout=600)
-            assert up.returncode == 0, up.stdout + up.stderr
-            dep = Deployment.connect(home / "deploy", int(env["SWEEP_DEPLOY_API_PORT"]))
-            dep.airflow("connections", "import", str(CLUSTER_DIR / "connections.json"))
+        with deployed(home, settings, CLUSTER_DIR / "connections.json") as dep:
             dep.wait_dags({WATCH, "sweep_cancel"})
             dep.patch(f"/api/v2/dags/{WATCH}", {"is_paused": False})
             dep.wait_scheduled(WATCH, count=2, timeout=300)  # the first runs: the history has a sweep before the events
             yield dep, posts
-        finally:
-            subprocess.run([script, "down"], env=env, capture_output=True, text=True, timeout=300)
-            shutil.rmtree(home, ignore_errors=True)
 
 
 def _alert_at(posts: list[dict[str, Any]], since: int, pattern: str, timeout: float) -> float:
