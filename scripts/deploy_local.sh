@@ -271,7 +271,7 @@ start_worker() { # worker K (>= 2): what another host would have of its own (the
   start "worker$k" env -u AIRFLOW__API_AUTH__JWT_SECRET AIRFLOW_HOME="$w/airflow" TMPDIR="$w/tmp" \
     PYTHONPATH="$PYTHONPATH:$w/py" AIRFLOW__CORE__HOSTNAME_CALLABLE=sweep_deploy_host.hostname \
     AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$((WORKER_LOG_PORT + k - 1)) \
-    bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4 -n "$2"' "worker$k" \
+    bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4 --celery-hostname "$2"' "worker$k" \
     "$w/worker-env-names" "worker$k@$host"
 }
 
