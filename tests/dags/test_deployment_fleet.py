@@ -144,13 +144,24 @@ def _until(what: str, timeout: float, probe):
     raise AssertionError(f"{what}: not after {timeout}s")
 
 
+@pytest.fixture
+def names(tag: str) -> Iterator[tuple[str, str]]:
+    """This test's two job names; after it, their trees removed and their upload jobs cancelled, so the
+    other state variant's deployment (a memory of its own) finds nothing of them to clean or upload."""
+    done, up = f"rl__{tag}_done_harbor", f"rl__{tag}_up"
+    yield done, up
+    for n in (done, up):
+        shutil.rmtree(ARTIFACTS / n, ignore_errors=True)
+    sh("runuser", "-u", USER, "--", "scancel", "-n", f"upload__{up}", check=False)
+
+
 def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_lost_worker(
-    fleet: Fleet, tag: str
+    fleet: Fleet, names: tuple[str, str]
 ) -> None:
     dep, c = fleet.dep, LocalCluster(CLUSTER_DIR)
     t_start = time.monotonic()
     dep.wait_dags({SWEEP, CLEANUP})
-    done, up = f"rl__{tag}_done_harbor", f"rl__{tag}_up"
+    done, up = names
     _tree(done, ("trace_jobs", "exports"))
     _tree(up, ("checkpoints/step_10", "exports"))
     fleet.hub.repos.update(
@@ -167,12 +178,12 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
     minute = ended.replace(second=0, microsecond=0)
     time.sleep(max(0.0, (minute + dt.timedelta(minutes=1, seconds=2) - dt.datetime.now(dt.UTC)).total_seconds()))
     # at once: a backfill of the two windows up to the jobs' end (the DAG paused: its runs wait), a run by
-    # hand over the last 15 min, then the cron
+    # hand over the last 3 min, then the cron
     frm = (minute - dt.timedelta(minutes=1)).isoformat()
     back = dep.airflow("backfill", "create", "--dag-id", SWEEP, "--from-date", frm, "--to-date", minute.isoformat(),
                        "--max-active-runs", "2", "--reprocess-behavior", "none")  # fmt: skip
     assert back.returncode == 0, back.stdout + back.stderr
-    manual = dep.post(f"/api/v2/dags/{SWEEP}/dagRuns", {"logical_date": None, "conf": {"lookback_hours": 0.25}})
+    manual = dep.post(f"/api/v2/dags/{SWEEP}/dagRuns", {"logical_date": None, "conf": {"lookback_hours": 0.05}})
     dep.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})  # the cron's next window comes after the backfill's
     # the upload's act is in flight (sbatch made its job, --wait holds the answer)
     first = _until("the upload job submitted", 420, lambda: _uploads(up))
