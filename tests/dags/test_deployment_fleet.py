@@ -178,12 +178,12 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
     minute = ended.replace(second=0, microsecond=0)
     time.sleep(max(0.0, (minute + dt.timedelta(minutes=1, seconds=2) - dt.datetime.now(dt.UTC)).total_seconds()))
     # at once: a backfill of the two windows up to the jobs' end (the DAG paused: its runs wait), a run by
-    # hand over the last 3 min, then the cron
+    # hand over the last 6 min (the least the param takes), then the cron
     frm = (minute - dt.timedelta(minutes=1)).isoformat()
     back = dep.airflow("backfill", "create", "--dag-id", SWEEP, "--from-date", frm, "--to-date", minute.isoformat(),
                        "--max-active-runs", "2", "--reprocess-behavior", "none")  # fmt: skip
     assert back.returncode == 0, back.stdout + back.stderr
-    manual = dep.post(f"/api/v2/dags/{SWEEP}/dagRuns", {"logical_date": None, "conf": {"lookback_hours": 0.05}})
+    manual = dep.post(f"/api/v2/dags/{SWEEP}/dagRuns", {"logical_date": None, "conf": {"lookback_hours": 0.1}})
     dep.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})  # the cron's next window comes after the backfill's
     # the upload's act is in flight (sbatch made its job, --wait holds the answer)
     first = _until("the upload job submitted", 420, lambda: _uploads(up))
