@@ -10,11 +10,22 @@
 # airflow.env (`source` it to run `airflow …` against this deployment), pg/, redis/, airflow/,
 # pids/, logs/. Settings (env): SWEEP_DEPLOY_EXECUTOR (CeleryExecutor | LocalExecutor),
 # SWEEP_DEPLOY_{API,PG,REDIS,WORKER_LOG,TRIGGER_LOG,HEALTH}_PORT; SWEEP_CONFIG / SWEEP_OPS_DIR /
-# SWEEP_RUN_LOG_DIR are handed to every Airflow process.
+# SWEEP_RUN_LOG_DIR are handed to every Airflow process. SWEEP_DEPLOY_WORKERS=N (Celery, default 1):
+# N workers laid out as N hosts would be: worker k >= 2 has its own AIRFLOW_HOME (workers/<k>/airflow:
+# its task logs), its own scratch disk (workers/<k>/tmp, its TMPDIR), its own hostname (the celery
+# node and the task instances' hostname: <this host>-worker<k>) and log-server port (WORKER_LOG_PORT
+# + k - 1); every worker shares the state database and SWEEP_RUN_LOG_DIR (the run-log store: on a
+# real fleet an object store, e.g. s3://…; here a file:// URL or a path). SWEEP_DEPLOY_STATE_DB=postgres:
+# the sweep's state database is the database sweep_state of this Postgres, the Connection sweep_state
+# (AIRFLOW_CONN_SWEEP_STATE), upgraded by `up`; sweep.yaml `state: {conn_id: sweep_state}` uses it
+# (default: none, the sweep's SQLite file in the run-log dir).
 set -euo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DH=$(mkdir -p "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && cd "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && pwd)
 EXECUTOR=${SWEEP_DEPLOY_EXECUTOR:-CeleryExecutor}
+WORKERS=${SWEEP_DEPLOY_WORKERS:-1}
+STATE_DB=${SWEEP_DEPLOY_STATE_DB:-}
+case "$STATE_DB" in "" | postgres) ;; *) echo "[deploy] SWEEP_DEPLOY_STATE_DB: postgres or unset" >&2 && exit 2 ;; esac
 API_PORT=${SWEEP_DEPLOY_API_PORT:-8080}
 PG_PORT=${SWEEP_DEPLOY_PG_PORT:-5432}
 REDIS_PORT=${SWEEP_DEPLOY_REDIS_PORT:-6379}
@@ -25,6 +36,7 @@ PGBIN=/usr/lib/postgresql/15/bin
 PIDS=$DH/pids
 LOGS=$DH/logs
 AIRFLOW_SERVICES=(api-server scheduler dag-processor triggerer worker db-clean)
+for ((k = 2; k <= WORKERS; k++)); do AIRFLOW_SERVICES+=("worker$k"); done
 
 say() { echo "[deploy] $*"; }
 AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
@@ -118,6 +130,9 @@ write_airflow_env() { # the compose file's environment, for this machine's ports
   # shellcheck disable=SC1091
   source "$DH/secrets.env"
   local db="airflow:$POSTGRES_PASSWORD@127.0.0.1:$PG_PORT/airflow" api="http://127.0.0.1:$API_PORT"
+  local state="" conn='{"conn_type": "postgres", "host": "127.0.0.1", "port": %s, "login": "airflow", "password": "%s", "schema": "sweep_state"}'
+  # shellcheck disable=SC2059  # the format is the JSON above
+  [ -z "$STATE_DB" ] || state="export AIRFLOW_CONN_SWEEP_STATE='$(printf "$conn" "$PG_PORT" "$POSTGRES_PASSWORD")'"
   (
     umask 077
     cat >"$DH/airflow.env" <<EOF
@@ -148,6 +163,8 @@ export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT=$HEALTH_PORT
 # The run note goes through the REST API as the sweep's own user, role USER (it edits DAG runs and
 # nothing else; sweep_operators/run_note.py). The admin password is in no process's environment.
 export AIRFLOW_CONN_SWEEP_AIRFLOW_API='{"conn_type": "http", "host": "$api", "login": "$SWEEP_API_USERNAME", "password": "$SWEEP_API_PASSWORD"}'
+# SWEEP_DEPLOY_STATE_DB=postgres: the sweep's state database (ledger, claims) on this Postgres (sweep.yaml state.conn_id)
+$state
 export SWEEP_RUN_LOG_DIR=${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}
 ${SWEEP_CONFIG:+export SWEEP_CONFIG=$SWEEP_CONFIG}
 ${SWEEP_OPS_DIR:+export SWEEP_OPS_DIR=$SWEEP_OPS_DIR}
@@ -183,9 +200,12 @@ start_postgres() {
     "${psql[@]}" -c "CREATE ROLE airflow LOGIN"
   fi
   "${psql[@]}" -c "ALTER ROLE airflow PASSWORD '$POSTGRES_PASSWORD'"
-  if [ "$("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname='airflow'")" != 1 ]; then
-    "${psql[@]}" -c "CREATE DATABASE airflow OWNER airflow"
-  fi
+  local db
+  for db in airflow ${STATE_DB:+sweep_state}; do
+    if [ "$("${psql[@]}" -tAc "SELECT 1 FROM pg_database WHERE datname='$db'")" != 1 ]; then
+      "${psql[@]}" -c "CREATE DATABASE $db OWNER airflow"
+    fi
+  done
 }
 
 start_redis() {
@@ -220,6 +240,8 @@ up() {
   if ! running_pid scheduler >/dev/null; then
     say "airflow db migrate (log $LOGS/db-migrate.log)"
     airflow db migrate >"$LOGS/db-migrate.log" 2>&1 || { tail -n 30 "$LOGS/db-migrate.log" >&2; exit 1; }
+    [ -z "$STATE_DB" ] || python -m sweep_operators.state_cli upgrade --conn-id sweep_state \
+      >>"$LOGS/db-migrate.log" 2>&1 || { tail -n 30 "$LOGS/db-migrate.log" >&2; exit 1; }
   fi
   start api-server airflow api-server --host 127.0.0.1 --port "$API_PORT"
   wait_for api-server 180 api_up
@@ -233,13 +255,29 @@ up() {
   # shellcheck disable=SC2016  # $1 is bash -c's own argument
   [ "$EXECUTOR" != CeleryExecutor ] || start worker env -u AIRFLOW__API_AUTH__JWT_SECRET \
     bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4' worker "$DH/worker-env-names"
+  [ "$EXECUTOR" != CeleryExecutor ] || for ((k = 2; k <= WORKERS; k++)); do start_worker "$k"; done
   start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
   say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
   say "CLI: source $DH/airflow.env"
 }
 
+start_worker() { # worker K (>= 2): what another host would have of its own (the header)
+  local k=$1 w=$DH/workers/$1 host
+  host="$(hostname -f 2>/dev/null || hostname)-worker$k"
+  mkdir -p "$w/airflow" "$w/tmp" "$w/py"
+  # the task instances' hostname (Airflow's [core] hostname_callable takes a callable's import path)
+  printf 'def hostname() -> str:\n    return %s\n' "'$host'" >"$w/py/sweep_deploy_host.py"
+  # shellcheck disable=SC2016  # $1 is bash -c's own argument
+  start "worker$k" env -u AIRFLOW__API_AUTH__JWT_SECRET AIRFLOW_HOME="$w/airflow" TMPDIR="$w/tmp" \
+    PYTHONPATH="$PYTHONPATH:$w/py" AIRFLOW__CORE__HOSTNAME_CALLABLE=sweep_deploy_host.hostname \
+    AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$((WORKER_LOG_PORT + k - 1)) \
+    bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4 --celery-hostname "$2"' "worker$k" \
+    "$w/worker-env-names" "worker$k@$host"
+}
+
 down() {
-  local name
+  local name f
+  for f in "$PIDS"/worker[0-9]*.pid; do [ ! -e "$f" ] || stop "$(basename "$f" .pid)"; done # however many up started
   for name in db-clean worker triggerer dag-processor scheduler api-server redis; do stop "$name"; done
   stop postgres INT pid # fast shutdown; the postmaster ends its backends
 }

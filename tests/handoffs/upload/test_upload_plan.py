@@ -324,3 +324,35 @@ def test_an_unknown_submission_sacct_never_saw_frees_its_attempt(tmp_path, monke
     )
     rep2, _ = _run(tmp_path, [_decision()], again, run_id="r3")
     assert [c.what for c in again.calls] == ["upload find", "upload submit"] and rep2.rows[0][4] == "907"
+
+
+def test_a_try_killed_mid_act_leaves_its_claim_unknown_and_its_retry_finds_the_job_never_resends(tmp_path) -> None:
+    """A worker killed while sbatch's answer is on its way (the task's try dies after the claim, before
+    any answer is recorded): the retry, same run id on another worker, looks the job up by its name."""
+
+    def killed(m: str, s: str) -> dict:
+        raise SystemExit("worker lost")  # the process ends mid-act: nothing after the claim runs
+
+    with pytest.raises(SystemExit):
+        _run(tmp_path, [_decision()], FakeSsh({"upload submit": killed}))
+    (act,) = acts_of(load_ledger(tmp_path), "local", "4242", UPLOAD)  # the claim's in-flight act
+    assert act["outcome"] == "UNKNOWN" and act["job_name"] == "upload__sft__cell_a" and "mid-act" in act["why"]
+    at = int(act["claimed_at"]) + 1
+    row = f"906{{m}}{at}{{m}}PENDING{{m}}upload__sft__cell_a\n"
+    retry = FakeSsh(
+        {
+            "upload find": lambda m, s: {"find": ok(""), "findq": ok(row.replace("{m}", m))},
+            "upload submit": lambda m, s: {"sub:0": ok("999\n")},
+        }
+    )
+    rep, _ = _run(tmp_path, [_decision()], retry, run_id="r1")  # the same run's next try
+    assert [c.what for c in retry.calls] == ["upload find"] and rep.rows[0][4] == "906"
+    ups = acts_of(load_ledger(tmp_path), "local", "4242", UPLOAD)
+    assert [a["upload_job"] for a in ups] == ["", "906"]
+
+
+def test_an_answered_submission_leaves_no_in_flight_act(tmp_path) -> None:
+    ssh = FakeSsh({"upload submit": lambda m, s: {"sub:0": ok("901\n")}})
+    rep, _ = _run(tmp_path, [_decision()], ssh)
+    ups = acts_of(load_ledger(tmp_path), "local", "4242", UPLOAD)
+    assert [(a["upload_job"], a.get("outcome", "")) for a in ups] == [("901", "")]

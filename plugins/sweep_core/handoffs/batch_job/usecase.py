@@ -27,22 +27,59 @@ from sweep_core.slurm.gather import new_marker
 Key = Mapping[str, str]  # {"cluster", "job_id", "name"}: the ledger entry a claim is on
 
 
-def claim(ledger_dir: str | Path, kind: str, items: Sequence[tuple[Key, int]], run_id: str) -> list[str]:
+def claim(
+    ledger_dir: str | Path,
+    kind: str,
+    items: Sequence[tuple[Key, int]],
+    run_id: str,
+    in_flight: Sequence[Mapping[str, Any]] = (),
+) -> list[str]:
     """Claim each (entry, attempt) as ``kind#attempt`` under the ledger lock. Per item: '' when
-    this run holds the claim now, else the run that made that attempt already."""
+    this run holds the claim now, else the run that made that attempt already. ``in_flight`` (one
+    per item): the act recorded with a claim taken, in the same transaction (an UNKNOWN outcome
+    until ``settle`` replaces it: a task that dies mid-act, its worker lost, leaves it; the retry
+    reads it and looks the act up instead of sending it again)."""
 
     def change(ledger: Ledger) -> tuple[Ledger, list[str]]:
         got = []
-        for key, attempt in items:
+        for k, (key, attempt) in enumerate(items):
             by = given_by(ledger, f"{kind}#{attempt}", key)
             if by and by != run_id:
                 got.append(by)
                 continue
             mark_given(ledger, f"{kind}#{attempt}", [key], run_id)
+            if in_flight:
+                add_act(ledger, key["cluster"], key["job_id"], str(key.get("name", "")), in_flight[k])
             got.append("")
         return ledger, got
 
     return update_ledger(ledger_dir, change) if items else []
+
+
+def settle(
+    ledger_dir: str | Path,
+    in_flight: Sequence[tuple[Key, Mapping[str, Any]]],
+    acts: Sequence[tuple[str, str, str, Mapping[str, Any]]],
+    kind: str = "",
+    release: Sequence[tuple[Key, int | str]] = (),
+) -> None:
+    """In one transaction: each claim's in-flight act (``claim``) dropped, the acts its answer made
+    recorded, and the ``kind#attempt`` claims of ``release`` freed (nothing of them ran)."""
+
+    def change(ledger: Ledger) -> tuple[Ledger, None]:
+        for key, act in in_flight:
+            e = ledger.jobs.get(f"{key['cluster']}|{key['job_id']}")
+            rec = {k: str(v) for k, v in act.items() if v is not None}
+            if e is not None:
+                e.acts = [a for a in e.acts if a != rec]
+        for cluster, job_id, name, act in acts:
+            add_act(ledger, cluster, job_id, name, act)
+        for key, attempt in release:
+            release_given(ledger, f"{kind}#{attempt}", [key])
+        return ledger, None
+
+    if in_flight or acts or release:
+        update_ledger(ledger_dir, change)
 
 
 def release(ledger_dir: str | Path, kind: str, items: Sequence[tuple[Key, int | str]]) -> None:

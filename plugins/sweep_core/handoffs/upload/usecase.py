@@ -217,16 +217,46 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
     return acts
 
 
-def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str) -> list[_Job]:
-    """The submissions this run may make: each (job, attempt) claimed once (batch_job.usecase.claim)."""
+def _unknown_act(j: _Job, run_id: str, now: str, claimed_at: float, why: str) -> dict[str, str]:
+    """A submission whose answer is not known: found by its job name in sacct next run, never sent again."""
+    return {
+        "kind": UPLOAD,
+        "upload_job": "",
+        "outcome": UNKNOWN,
+        "job_name": job_name_of(j.argv),
+        "claimed_at": f"{claimed_at:.0f}",
+        "log": j.log,
+        "attempt": str(j.move.attempt),
+        "flavor": j.d.target.flavor,
+        "run": run_id,
+        "at": now,
+        "why": why,
+    }
+
+
+def _in_flight(j: _Job, run_id: str, now: str, claimed_at: float) -> dict[str, str]:
+    """The act a claimed submission holds until its answer is recorded (a task that dies mid-act
+    never records the answer; its retry finds the job by name, never sends it again)."""
+    why = f"claimed by {run_id}, its answer never recorded (the task ended mid-act: its worker lost?)"
+    return _unknown_act(j, run_id, now, claimed_at, why)
+
+
+def _claim(ledger_dir: str | Path, todo: list[_Job], run_id: str, now: str) -> list[tuple[_Job, dict[str, str]]]:
+    """The submissions this run may make, each with its in-flight act: each (job, attempt) claimed
+    once (batch_job.usecase.claim), its in-flight act recorded in the same transaction."""
+    clock = time.time()
+    flight = [_in_flight(j, run_id, now, clock) for j in todo]
     mine = []
-    for j, by in zip(
-        todo, batch.claim(ledger_dir, UPLOAD, [(j.key, j.move.attempt) for j in todo], run_id), strict=True
+    for j, act, by in zip(
+        todo,
+        flight,
+        batch.claim(ledger_dir, UPLOAD, [(j.key, j.move.attempt) for j in todo], run_id, flight),
+        strict=True,
     ):
         if by:
             j.outcome = f"attempt {j.move.attempt} already submitted by {by}"
         else:
-            mine.append(j)
+            mine.append((j, act))
     return mine
 
 
@@ -251,16 +281,7 @@ def _submit(cfg: Any, jobs: list[_Job], run_script: RunScript, now: str, run_id:
         }
         if sub.outcome is Outcome.UNKNOWN:
             j.state, j.outcome = UNKNOWN, f"{j.move.why}; submission {sub.why}"
-            act = {
-                "kind": UPLOAD,
-                "upload_job": "",
-                "outcome": UNKNOWN,
-                "job_name": job_name_of(j.argv),
-                "claimed_at": f"{claimed_at:.0f}",
-                "log": j.log,
-                **common,
-                "why": sub.session[:300],
-            }
+            act = {**_unknown_act(j, run_id, now, claimed_at, sub.session[:300]), **common}
         elif sub.outcome is not Outcome.SUBMITTED:
             j.outcome = f"{j.move.why}; submission FAILED: {sub.why}"
             failed.append(j)
@@ -344,11 +365,13 @@ def run_uploads(
             if act is not None and not dry_run:
                 report.acts.append((cluster, t.job_id, t.name, act))
         if todo:
-            mine = _claim(ledger_dir, todo, run_id)
+            mine = _claim(ledger_dir, todo, run_id, now)
             if mine:
-                acts, failed = _submit(cfg, mine, run_script, now, run_id)
+                acts, failed = _submit(cfg, [j for j, _ in mine], run_script, now, run_id)
                 report.acts += acts
-                batch.release(ledger_dir, UPLOAD, [(j.key, j.move.attempt) for j in failed])
+                # the answers replace the in-flight acts; a surely-unsent submission frees its attempt
+                release = [(j.key, j.move.attempt) for j in failed]
+                batch.settle(ledger_dir, [(j.key, act) for j, act in mine], acts, UPLOAD, release)
         report.rows += [_row(j) for j in jobs]
     return report
 
