@@ -55,7 +55,7 @@ fi
 # Three runs at once, each on its own copy of the migrated metadata DB (SQLite's backup API):
 #  - the tests that start no Slurm (unit, DagBag, iris controller, api-server): -m "not cluster";
 #  - the cluster tests that stop a daemon, fail a node, cut sessions or start a deployment (marker
-#    exclusive), in SWEEP_TEST_SCRATCH (default 2) pytest-xdist workers, each on a scratch instance of
+#    exclusive), in SWEEP_TEST_SCRATCH (default 3) pytest-xdist workers, each on a scratch instance of
 #    the cluster of its own (scripts/local_cluster.sh with SWEEP_CLUSTER_INSTANCE=k: own daemons,
 #    ports, user and job ids, and three nodes: a 2-node job requeued without one runs on the other
 #    two), whole files per worker, so what they stop stops nobody else (and one deployment at a
@@ -70,7 +70,7 @@ with sqlite3.connect(sys.argv[1]) as src, sqlite3.connect(sys.argv[2]) as dst:
     src.backup(dst)
 PY
 }
-SCRATCH=${SWEEP_TEST_SCRATCH:-2}
+SCRATCH=${SWEEP_TEST_SCRATCH:-3}
 LANES=${SWEEP_TEST_LANES:-3}
 scratch_dirs=()
 for k in $(seq 1 "$SCRATCH"); do
