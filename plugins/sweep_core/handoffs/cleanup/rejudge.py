@@ -35,6 +35,7 @@ from sweep_core.handoffs.cleanup.plan import (
     live_reason,
 )
 from sweep_core.handoffs.cleanup.usecase import hub_evidence, target_paths
+from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.upload.salvage import open_jobs, own_uploads
 from sweep_core.ledger.entries import Ledger
@@ -88,13 +89,13 @@ def rejudge(
 ) -> Rejudged:
     """Judge every backlog entry again (oldest first); ``own``: the jobs whose hub evidence is their
     own upload's commit (upload.salvage.own_uploads); ``followed``: the jobs sweep_cleanup follows
-    anyway (an upload or salvage open)."""
+    anyway (an upload or salvage open, a consolidation in flight: by its array id, any chunk of it)."""
     out = Rejudged()
     states = {s.cluster: squeue_state(s) for s in snaps}
     asks, cut, unread = 0, 0, set()
     for entry in _oldest_first(backlog):
         key = job_key(entry)
-        if entry.get(HANDED) or key in followed:
+        if entry.get(HANDED) or key in followed or (key[0], key[1].split("_", 1)[0]) in followed:
             continue
         try:
             t = CleanupTarget.from_dict(dict(entry))
@@ -188,7 +189,9 @@ def give_backlog(
     if not backlog:
         return confs, []
     ledger = load_ledger(log_dir)
+    # sweep_cleanup follows these anyway: an upload or salvage open, a consolidation in flight (by array)
     followed = {job_key(j) for j in open_jobs(ledger)}
+    followed |= {(str(j["cluster"]), str(j["job_id"]).split("_", 1)[0]) for j in open_consolidations(ledger)}
     verdicts = rejudge(
         backlog, snaps, ccfg, hub_check, own=own_uploads(ledger), followed=followed,
         max_hub_asks=config.cleanup.backlog_hub_asks,
