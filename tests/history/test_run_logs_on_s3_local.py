@@ -74,6 +74,8 @@ def _sweep(where: str, env: dict[str, str], monkeypatch, current: bool = False) 
     started now is in it), else the default schedule's last window."""
     for k, v in env.items():
         monkeypatch.setenv(k, v)  # the Connections for this process too (the page's app reads them)
+    # the page's store too (SWEEP_RUN_LOG_DIR wins over sweep.yaml; an earlier test's may be left set)
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", where)
     if not current:
         return run_dag("monitor_cron_sweep", {"clusters": ["local"]}, where, **env)
     end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)
