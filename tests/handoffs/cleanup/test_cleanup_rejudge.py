@@ -149,3 +149,17 @@ def test_a_dry_run_hands_off_in_its_conf_and_writes_nothing(tmp_path) -> None:
     confs, _ = _sweep(tmp_path, FakeHub({REPO: True}), "sweep-1", dry_run=True)
     assert confs["cleanup"]["dry_run"] is True and confs["cleanup"]["jobs"][0]["job_id"] == "4242"
     assert load_backlog(tmp_path) == [_entry()] and "local|4242" not in load_ledger(tmp_path).jobs
+
+
+def test_an_entry_its_first_cleanup_run_has_not_judged_yet_is_left_to_that_run(tmp_path) -> None:
+    """A job handed off by a sweep joins the backlog when its cleanup run starts; a sweep meanwhile
+    (a cron run beside a backfill) must not hand it off again (seen in the fleet deployment test:
+    one job in two cleanup runs). After FIRST_RUN_GRACE with no run's judgement, it is judged."""
+    fresh = {"cluster": "local", "job_id": "4242", "name": NAME, "flavor": "sft-job-cleanup"}
+    update_backlog(tmp_path, lambda _: [{**fresh, "since": (NOW - dt.timedelta(minutes=2)).isoformat()}])
+    hub = FakeHub({REPO: True})
+    confs, _ = _sweep(tmp_path, hub, "sweep-1")
+    assert confs["cleanup"] is None and hub.asked == []  # not handed off, the hub not even asked
+    update_backlog(tmp_path, lambda _: [{**fresh, "since": (NOW - dt.timedelta(hours=7)).isoformat()}])
+    confs, _ = _sweep(tmp_path, hub, "sweep-2")  # its run never judged it (paused, crashed): judged now
+    assert confs["cleanup"]["jobs"] == [fresh]

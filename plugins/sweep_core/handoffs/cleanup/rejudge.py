@@ -4,9 +4,11 @@ the job and its same-name twins in this sweep's squeue (plan.live_reason), the h
 facts now hold is handed off to sweep_cleanup again (which re-validates every guard itself) and is
 marked ``handed`` until a cleanup run judges it; the others keep their age and get this sweep's reason.
 
-Not re-judged here: an entry already handed off and not judged since (its cleanup run is pending), a
-job with an upload or salvage open in the ledger (sweep_cleanup follows those every sweep), and an
-entry of a cluster whose squeue this sweep could not read (its reason stays; a note says so).
+Not re-judged here: an entry already handed off and not judged since (its cleanup run is pending);
+an entry no run has judged yet, for ``FIRST_RUN_GRACE`` after it joined (its first cleanup run is
+still working on it: handing it off again would give one job twice); a job with an upload or
+salvage open in the ledger, or a consolidation in flight (sweep_cleanup follows those every sweep);
+and an entry of a cluster whose squeue this sweep could not read (its reason stays; a note says so).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus
 CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
 
 DEFAULT_MAX_HUB_ASKS = 20
+FIRST_RUN_GRACE = dt.timedelta(hours=6)  # an entry no run judged yet is left to its first cleanup run this long
 AWAITING = "awaiting its cleanup run"  # the reason's words while it is handed (alerts.backlog_line)
 
 Key = tuple[str, str]
@@ -86,17 +89,21 @@ def rejudge(
     own: Mapping[Key, str],
     followed: set[Key],
     max_hub_asks: int = DEFAULT_MAX_HUB_ASKS,
+    now: dt.datetime | None = None,
 ) -> Rejudged:
     """Judge every backlog entry again (oldest first); ``own``: the jobs whose hub evidence is their
     own upload's commit (upload.salvage.own_uploads); ``followed``: the jobs sweep_cleanup follows
     anyway (an upload or salvage open, a consolidation in flight: by its array id, any chunk of it)."""
     out = Rejudged()
+    first_run_cutoff = ((now or dt.datetime.now(dt.UTC)) - FIRST_RUN_GRACE).isoformat()
     states = {s.cluster: squeue_state(s) for s in snaps}
     asks, cut, unread = 0, 0, set()
     for entry in _oldest_first(backlog):
         key = job_key(entry)
         if entry.get(HANDED) or key in followed or (key[0], key[1].split("_", 1)[0]) in followed:
             continue
+        if not entry.get("judged") and str(entry.get("since") or "") > first_run_cutoff:
+            continue  # its first cleanup run has not judged it yet
         try:
             t = CleanupTarget.from_dict(dict(entry))
         except (ValueError, TypeError):
@@ -194,7 +201,7 @@ def give_backlog(
     followed |= {(str(j["cluster"]), str(j["job_id"]).split("_", 1)[0]) for j in open_consolidations(ledger)}
     verdicts = rejudge(
         backlog, snaps, ccfg, hub_check, own=own_uploads(ledger), followed=followed,
-        max_hub_asks=config.cleanup.backlog_hub_asks,
+        max_hub_asks=config.cleanup.backlog_hub_asks, now=now,
     )  # fmt: skip
     by_key = {job_key(b): b for b in backlog}
 
