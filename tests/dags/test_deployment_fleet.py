@@ -60,10 +60,10 @@ def _config(home: Path, hub: str, hook: str, state: str) -> tuple[dict[str, str]
     store.mkdir(parents=True)
     conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf["schedule"] = "*/1 * * * *"
-    conf["gather"]["command_timeout_s"] = 420  # the upload's act waits up to ~410 s: the kill comes first
+    conf["gather"]["command_timeout_s"] = 900  # the upload's act waits up to ~890 s: the kill comes first
     conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
     conf["cleanup"]["flavors"]["rl-standard-job-cleanup"]["upload"] = [
-        "sbatch", "--wait", "--begin=now+600", "-J", "upload__{name}",
+        "sbatch", "--wait", "--begin=now+1800", "-J", "upload__{name}",
         f"--export=ALL,HF_ENDPOINT={hub},PYTHONPATH={SITE},HF_HUB_DISABLE_TELEMETRY=1",
         str(JOB_PY), "{artifact_dir}", "{hub_repo}", "{step}",
     ]  # fmt: skip
@@ -192,10 +192,17 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
     # the upload's act is in flight (sbatch made its job, --wait holds the answer)
     first = _until("the upload job submitted", 420, lambda: _uploads(up))
     theirs = {r["dag_run_id"] for r in _runs(dep, SWEEP) if r["run_type"] in ("backfill", "manual")}
-    _until("the backfill and the run by hand done", 420,
-           lambda: {r["dag_run_id"] for r in _runs(dep, SWEEP) if r["state"] in DONE} >= theirs | {manual["dag_run_id"]})  # fmt: skip
+
+    def all_three() -> bool:  # the backfill's and the by-hand runs done, and a cron run (it waits: max_active_runs 1)
+        runs = _runs(dep, SWEEP)
+        done = {r["dag_run_id"] for r in runs if r["state"] in DONE}
+        return done >= theirs | {manual["dag_run_id"]} and any(
+            r["run_type"] == "scheduled" and r["state"] in DONE for r in runs
+        )
+
+    _until("the backfill, the run by hand and a cron run done", 480, all_three)
     dep.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})  # no new cron run: the kill hits the act alone
-    _until("no sweep task running", 180, lambda: all(r["state"] != "running" for r in _runs(dep, SWEEP)))
+    _until("no sweep task running", 420, lambda: all(r["state"] != "running" for r in _runs(dep, SWEEP)))
     running = _until(
         "a cleanup run's upload task running, its delete done",
         120,
@@ -226,7 +233,7 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
     _until("every cleanup run done", 300, lambda: all(r["state"] in DONE for r in _runs(dep, CLEANUP)) or None)
     sweeps = [r for r in _runs(dep, SWEEP) if r["state"] != "queued"]  # a cron run queued while paused: never ran
     kinds = sorted({r["run_type"] for r in sweeps})
-    assert {"backfill", "manual"} <= set(kinds), kinds
+    assert {"backfill", "manual", "scheduled"} <= set(kinds), kinds
     assert manual["dag_run_id"] in {r["dag_run_id"] for r in sweeps}
     assert all(r["state"] == "success" for r in sweeps), [(r["dag_run_id"], r["state"]) for r in sweeps]
 
