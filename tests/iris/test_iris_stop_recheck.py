@@ -11,7 +11,6 @@ from pathlib import Path
 
 from iris_local import IRIS_PY, needs_iris, stop_all, submit, wait_states
 
-from sweep_core.handoffs.cancel.fresh import on_silence
 from sweep_core.handoffs.cancel.iris import approved_stops, stop_outcome
 from sweep_core.handoffs.cancel.outcome import Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
@@ -49,7 +48,7 @@ def test_a_silent_iris_job_is_stopped_and_one_whose_log_moved_since_is_left_alon
         moving_first = _lines(hook, moving_id, 1)[0]  # judged on its first line ...
         _lines(hook, moving_id, 2)  # ... then it wrote another
         decisions = [_decision(quiet_id, quiet, quiet_last), _decision(moving_id, moving, moving_first)]
-        jobs = approved_stops(decisions, on_silence)
+        jobs = approved_stops(decisions)
         assert [j["quiet_since_ms"] for j in jobs] == [quiet_last, moving_first]
         got = hook.stop(jobs, 60)
     finally:
@@ -65,4 +64,4 @@ def test_a_silent_iris_job_is_stopped_and_one_whose_log_moved_since_is_left_alon
 def test_a_job_flagged_for_something_else_is_stopped_whatever_its_log_does() -> None:
     """A collapse keeps logging: its log moving is no reason to spare it (no quiet_since_ms sent)."""
     d = _decision("/sweep/rl__x", "rl__x", 1_700_000_000_000, rule="rl_collapse")
-    assert approved_stops([d], on_silence) == [{"job_id": "/sweep/rl__x", "name": "rl__x", "state": "RUNNING"}]
+    assert approved_stops([d]) == [{"job_id": "/sweep/rl__x", "name": "rl__x", "state": "RUNNING"}]

@@ -10,7 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
+from sweep_core.handoffs.cancel.fresh import on_silence
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did, left_alone
+from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.iris.state import TO_SWEEP, IrisJob
 from sweep_core.slurm.parse import SqueueRow
 
@@ -38,7 +40,7 @@ def iris_rows(jobs: Sequence[IrisJob]) -> list[SqueueRow]:
     ]
 
 
-def approved_stops(decisions: Sequence[Any], on_silence: Callable[[Any], bool]) -> list[dict[str, Any]]:
+def approved_stops(decisions: Sequence[CancelDecision]) -> list[dict[str, Any]]:
     """The stop step's jobs: ``{job_id, name, state}`` as approved, and for a job flagged for its
     log's silence ``quiet_since_ms``, the newest log line's time validation read (a line after it
     = the job moved: left alone, never stopped)."""

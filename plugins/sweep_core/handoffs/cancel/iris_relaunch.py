@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.handoffs.cancel.fresh import on_silence
 from sweep_core.handoffs.cancel.iris import IrisStop, approved_stops, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision
@@ -74,7 +73,7 @@ def relaunch_iris(
     if stop_iris is None or run_local is None:
         return {**out, **{d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in", Act.RELAUNCH)
                           for d in todo}}  # fmt: skip
-    recs, problem = stop_iris(cfg, approved_stops(todo, on_silence), confirm_timeout_s)
+    recs, problem = stop_iris(cfg, approved_stops(todo), confirm_timeout_s)
     for d in todo:
         jid = d.request.job_id
         stopped = stop_outcome((recs or {}).get(jid), problem)

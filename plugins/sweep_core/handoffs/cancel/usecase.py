@@ -101,7 +101,7 @@ def _stop_iris(
         return {d.request.job_id: ActOutcome(Did.DRY_RUN, "would stop (dry run)") for d in mine}
     if stop_iris is None:
         return {d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in") for d in mine}
-    recs, problem = stop_iris(cfg, approved_stops(mine, on_silence), confirm_timeout_s)
+    recs, problem = stop_iris(cfg, approved_stops(mine), confirm_timeout_s)
     return {d.request.job_id: stop_outcome((recs or {}).get(d.request.job_id), problem) for d in mine}
 
 
