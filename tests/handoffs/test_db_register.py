@@ -156,3 +156,24 @@ def test_a_name_that_is_not_plain_is_refused(tmp_path) -> None:
     ssh = FakeSsh({"db register: launch YAML": _yaml("true"), "db register": _reg(0)})
     rep, _ = _run(tmp_path, ssh, decisions=[_decision(name="sft__x;touch PWNED")])
     assert "db register" not in _whats(ssh) and "is not a plain name" in rep.rows[0][-1]
+
+
+def test_a_retry_of_a_task_that_died_mid_act_waits_on_its_claim_instead_of_registering_again(tmp_path) -> None:
+    def dies(marker: str, script: str) -> dict[str, CommandResult]:
+        raise SystemExit("the worker was lost while the command ran")  # the task ends: no answer recorded
+
+    try:
+        _run(tmp_path, FakeSsh({"db register: launch YAML": _yaml("true"), "db register": dies}))
+    except SystemExit:
+        pass
+    [act] = _acts(tmp_path)
+    assert act["outcome"] == "UNKNOWN" and "its answer never recorded" in act["why"]
+    ssh = FakeSsh({"db register: launch YAML": _yaml("true"), "db register": _reg(0)})
+    rep, _ = _run(tmp_path, ssh)  # Airflow's retry: the same run id
+    assert "db register" not in _whats(ssh), "the retry ran the registration a second time"
+    assert "outcome UNKNOWN" in rep.rows[0][-1] and "never run again blind" in rep.rows[0][-1]
+
+
+def test_an_answered_registration_leaves_no_in_flight_act(tmp_path) -> None:
+    _run(tmp_path, FakeSsh({"db register: launch YAML": _yaml("true"), "db register": _reg(1)}))
+    assert [a["outcome"] for a in _acts(tmp_path)] == ["failed"]

@@ -201,16 +201,37 @@ def _run(
     now: str,
     run_script: RunScript,
 ) -> list[tuple[str, str, str, dict[str, str]]]:
-    """Claim each attempt, run the claimed ones in ONE act session, record what became of each."""
-    claims = batch.claim(ledger_dir, REGISTER, [(j.key, j.move.attempt) for j in todo], run_id)
+    """Claim each attempt with its in-flight act (an UNKNOWN outcome in the same transaction: a task
+    that dies mid-act leaves it, and its retry under the same run id waits on it instead of running
+    the command again), run the claimed ones in ONE act session, record what became of each."""
+    flight = [_in_flight(j, run_id, now) for j in todo]
+    claims = batch.claim(ledger_dir, REGISTER, [(j.key, j.move.attempt) for j in todo], run_id, flight)
     mine = []
-    for j, by in zip(todo, claims, strict=True):
+    for j, act, by in zip(todo, flight, claims, strict=True):
         if by:
             j.outcome = f"attempt {j.move.attempt} already made by {by}"
         else:
-            mine.append(j)
+            mine.append((j, act))
     if not mine:
         return []
+    acts, unsent = _send(cfg, [j for j, _ in mine], rs, run_id, now, run_script)
+    release = [(j.key, j.move.attempt) for j in unsent]
+    batch.settle(ledger_dir, [(j.key, act) for j, act in mine], acts, REGISTER, release)
+    return acts
+
+
+def _in_flight(j: _Job, run_id: str, now: str) -> dict[str, str]:
+    """The act a claimed registration holds until its answer is recorded."""
+    why = f"claimed by {run_id}, its answer never recorded (the task ended mid-act: its worker lost?)"
+    command = " ".join(shlex.quote(a) for a in j.argv)
+    return {"kind": REGISTER, "attempt": str(j.move.attempt), "outcome": UNKNOWN, "why": why, "command": command,
+            "run": run_id, "at": now}  # fmt: skip
+
+
+def _send(
+    cfg: Any, mine: list[_Job], rs: RegisterSettings, run_id: str, now: str, run_script: RunScript
+) -> tuple[list[tuple[str, str, str, dict[str, str]]], list[_Job]]:
+    """ONE act session runs every claimed command: the act each answer makes, the jobs not sent."""
     marker = new_marker()
     script = build_register_script([j.argv for j in mine], rs.timeout_s, marker)
     out, problem = run_script(cfg, script, marker, "db register")
@@ -224,8 +245,7 @@ def _run(
         act = {"kind": REGISTER, "attempt": str(j.move.attempt), "outcome": outcome, "why": why[:300],
                "command": " ".join(shlex.quote(a) for a in j.argv), "run": run_id, "at": now}  # fmt: skip
         acts.append((t.cluster, t.job_id, t.name, act))
-    batch.release(ledger_dir, REGISTER, [(j.key, j.move.attempt) for j in unsent])
-    return acts
+    return acts, unsent
 
 
 def _row(j: _Job, why: str = "") -> list[str]:
