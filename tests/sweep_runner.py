@@ -41,19 +41,21 @@ def run_sweep(conf: dict[str, Any], run_log_dir: Path, ops_dir: Path | None = No
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
-    saved = os.environ.get("SWEEP_CONFIG")
+    saved = {k: os.environ.get(k) for k in ("SWEEP_OPS_DIR", "SWEEP_CONFIG", "SWEEP_RUN_LOG_DIR")}
     os.environ["SWEEP_OPS_DIR"] = str(ops_dir or LAB_OPS)
-    os.environ["SWEEP_CONFIG"] = saved or str(LAB_CONFIG)
+    os.environ["SWEEP_CONFIG"] = saved["SWEEP_CONFIG"] or str(LAB_CONFIG)
     os.environ["SWEEP_RUN_LOG_DIR"] = str(run_log_dir)
     try:
         bag = DagBag(str(ROOT / "dags" / "monitor_cron_sweep.py"))  # its own file (dag.test syncs the folder)
         assert bag.import_errors == {}, bag.import_errors
         dag = bag.get_dag("monitor_cron_sweep")
         dr = dag.test(run_conf=conf, **test_kwargs)
-    finally:
-        os.environ.pop("SWEEP_OPS_DIR", None)
-        if saved is None:
-            os.environ.pop("SWEEP_CONFIG", None)
+    finally:  # as they were: a later test never reads this sweep's run-log dir by accident
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     with create_session() as session:
         rows = session.scalars(
             select(XComModel).where(
