@@ -20,7 +20,12 @@ class DuplicateKeyError(yaml.constructor.ConstructorError):
         super().__init__(None, None, f"key {key!r} appears twice (YAML lines {lines})")
 
 
-class StrictLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (the wheels are): the same SafeLoader construction
+# in Python over a C scanner and parser, ~10x faster on a 30 KB sweep.yaml read at every DAG parse
+_SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+
+
+class StrictLoader(_SafeBase):  # type: ignore[valid-type,misc]
     """SafeLoader that rejects duplicate mapping keys and keeps impossible dates as strings."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

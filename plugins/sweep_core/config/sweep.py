@@ -4,6 +4,7 @@ the schema (sweep_schema). Every error names the file and the key path, all of t
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import yaml
@@ -24,8 +25,10 @@ class SweepConfigError(ValueError):
         super().__init__(message)
 
 
+@functools.lru_cache(maxsize=16)
 def parse_sweep_config(text: str, source: str = "sweep.yaml") -> SweepConfig:
-    """Validate sweep.yaml text; ``source`` names the file in errors."""
+    """Validate sweep.yaml text; ``source`` names the file in errors. Kept per (text, source): every
+    DAG file, task and SSH call reads the config, and the model is immutable (an error is not kept)."""
     try:
         raw = strict_load(text) or {}
     except DuplicateKeyError as exc:
