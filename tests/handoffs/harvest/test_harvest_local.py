@@ -31,6 +31,18 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
+def _tracker_clone(tmp_path: Path, rel: str, text: str) -> tuple[Path, Path]:
+    """(clone, tracker): a real git repo holding ``text`` at ``rel``, committed."""
+    repo = tmp_path / "clone"
+    tracker = repo / rel
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(text)
+    _git(repo.parent, "init", "-q", str(repo))
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracker")
+    return repo, tracker
+
+
 def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     good_json = _results(0.428, [0.1, 0.0667, 0.1333], 0.681).replace("'", "'\\''")
@@ -46,9 +58,6 @@ def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, t
         c.wait_finished(j, st)
     c.wait_running(running)
 
-    repo = tmp_path / "clone"
-    tracker = repo / TRACKER
-    tracker.parent.mkdir(parents=True)
     original = (
         "# base_sft_evals — base-model SFT grid\n\nProse stays   exactly as it was.  \n\n"
         "| base | recipe | run | eval job | MATH500 | AIME24 | gsm8k | status | notes |\n"
@@ -61,10 +70,7 @@ def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, t
         "| OLMo-2-1B | tulu3 | olmo2_1b__tulu3 | — | | | | ⏳ | upload pending |\n"
         "\nTrailing prose | with a pipe.\n"
     )
-    tracker.write_text(original)
-    _git(repo.parent, "init", "-q", str(repo))
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracker")
+    repo, tracker = _tracker_clone(tmp_path, TRACKER, original)
     env = {"SWEEP_TRACKER_REPO": str(repo)}
 
     dry = run_dag("sweep_tracker_harvest", {"dry_run": True}, tmp_path / "logs", **env)
@@ -119,16 +125,12 @@ def test_harvest_reads_harbor_job_results_under_the_run_tag(local_cluster, tag, 
     cut = harbor_job(f"eval-{tag}_tb_cut", f"tb2_{tag}_cut", job_result(pending=3, finished=False))
     for j in (good, cut):
         c.wait_finished(j, "COMPLETED")
-    repo = tmp_path / "clone"
-    tracker = repo / "experiments/active/ot-agent/tacc_evals/grid.md"
-    tracker.parent.mkdir(parents=True)
-    tracker.write_text(
+    repo, tracker = _tracker_clone(
+        tmp_path,
+        "experiments/active/ot-agent/tacc_evals/grid.md",
         "| run | eval job | terminal-bench | status | notes |\n|---|---|---|---|---|\n"
-        f"| tb2_{tag}_good | local:{good} | | ⏳ | |\n| tb2_{tag}_cut | local:{cut} | | ⏳ | |\n"
+        f"| tb2_{tag}_good | local:{good} | | ⏳ | |\n| tb2_{tag}_cut | local:{cut} | | ⏳ | |\n",
     )
-    _git(repo.parent, "init", "-q", str(repo))
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracker")
 
     run = run_dag("sweep_tracker_harvest", {"dry_run": False}, tmp_path / "logs", SWEEP_TRACKER_REPO=str(repo))
     assert run.state == "success", run.task_states

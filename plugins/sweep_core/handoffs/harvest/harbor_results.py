@@ -33,8 +33,6 @@ from typing import Any
 
 from sweep_core.handoffs.harvest.eval_results import EvalResultsError, format_score, is_numeric
 
-RESULT_NAME = "result.json"
-
 
 class HarborResultError(EvalResultsError):
     """A Harbor result.json that cannot be scored (malformed, a trial's, unfinished, no metric)."""
