@@ -44,7 +44,7 @@ while IFS= read -r line; do
         n=0
         while IFS= read -r sub; do
           f="$d/$r/$sub/result.json"
-          [ -f "$f" ] && [ ! -L "$d/$r/$sub" ] || continue
+          if [ ! -f "$f" ] || [ -L "$d/$r/$sub" ]; then continue; fi
           n=$((n + 1)); [ "$n" -le 20 ] || break
           harbor_file "$jid" "$n" "$r/$sub/result.json" "$f"
         done <"$T/hls"
