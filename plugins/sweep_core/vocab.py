@@ -42,6 +42,9 @@ class Action(StrEnum):
     INVESTIGATE = "investigate"  # a stale job, a dead datagen, an unhealthy eval
     RECLAIM = "reclaim"  # over the inode soft limit: the cleanup DAG over the backlog
     TRIAGE_LOCAL = "triage-local"  # the cluster clone's piled-up files: act in the LOCAL clone
+    # an SFT completion whose launch YAML does not tell HF-only or not: kept in the cleanup backlog,
+    # its YAML read again every sweep (handoffs.cleanup.undecided), handed off once it can be told
+    CLEANUP_UNDECIDED = "cleanup-undecided"
     SNAPSHOT_CLEANUP = "snapshot-cleanup"  # Daytona at its HARD cap: delete STALE snapshots once a human approves
 
 

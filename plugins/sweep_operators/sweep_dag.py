@@ -116,7 +116,7 @@ def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> D
         gathers = [_gather_group(name, ops_dir, sweep_yaml) for name in clusters]
         report = _fan_in(gathers, clusters, ops_dir, sweep_yaml, template_dir, watch)
         kinds = list(config.watch.handoffs) if watch else None
-        handoffs = _handoffs(report, sweep_yaml, kinds)
+        handoffs = _handoffs(report, ops_dir, sweep_yaml, kinds)
         # Tell people: the sweep's rows into the Parquet history, then one digest per channel.
         history = PythonOperator(
             task_id=Sweep.HISTORY, python_callable=notify_tasks.record_history, op_kwargs={"sweep_yaml": sweep_yaml}
@@ -166,12 +166,12 @@ def _fan_in(gathers: list[Any], clusters: list[str], ops_dir: str, sweep_yaml: s
     return report
 
 
-def _handoffs(report: Any, sweep_yaml: str, kinds: list[str] | None) -> Any:
+def _handoffs(report: Any, ops_dir: str, sweep_yaml: str, kinds: list[str] | None) -> Any:
     """The hand-offs: the branch follows only the triggers with work; each hand-off DAG re-validates
     before anything destructive. A re-run of the same sweep triggers nothing twice: jobs only it
     found go to a follow-up run (`…__2`)."""
     handoffs = PythonOperator(task_id=Sweep.HANDOFFS, python_callable=sweep_tasks.handoffs,
-                              op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds}, multiple_outputs=True)  # fmt: skip
+                              op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds, "ops_dir": ops_dir}, multiple_outputs=True)  # fmt: skip
     branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
     report >> handoffs >> branch
     branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)

@@ -223,7 +223,7 @@ def verdict(**context: Any) -> None:
         raise AirflowFailException("configuration errors: " + " | ".join(errors))
 
 
-def handoffs(sweep_yaml: str, kinds: list[str] | None = None, **context: Any) -> dict[str, Any]:
+def handoffs(sweep_yaml: str, kinds: list[str] | None = None, ops_dir: str = "", **context: Any) -> dict[str, Any]:
     """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off;
     ``kinds``: only these hand-offs, the others None: a watch run gives the act hand-offs only).
     A job another run already handed off (per kind) is dropped with a note: in this log, in the run
@@ -236,7 +236,8 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, **context: Any) ->
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
     confs, given, tracking, backlog = give_handoffs(snaps, flags, config, run_log_dir(config), run_id=run_id,
                                                     run_log=run_log, dry_run=bool(context["params"].get("dry_run", False)),
-                                                    handed=handed, kinds=kinds, hub_check=hub_check())  # fmt: skip
+                                                    handed=handed, kinds=kinds, hub_check=hub_check(),
+                                                    read_launch=_launch_reader(config, ops_dir))  # fmt: skip
     for line in tracking:
         log.info("%s", line)
     if backlog:
@@ -247,6 +248,15 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, **context: Any) ->
         _tell_given(context, config, run_log, run_id, given)
     _tell_paused(config, run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
     return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
+
+
+def _launch_reader(config: SweepConfig, ops_dir: str) -> Any:
+    """The cleanup backlog's launch-YAML reader: ops.md read now, one SSH session per cluster."""
+    from sweep_core.handoffs.cleanup.undecided import launch_reader
+    from sweep_operators.dag_common import config_paths
+    from sweep_operators.handoff_io import ops_loader, ssh_runner
+
+    return launch_reader(ops_loader(ops_dir or config_paths()[0]), ssh_runner(config.gather, log))
 
 
 def _free_trigger_run_id(context: dict[str, Any], run_id: str, handoff: Handoff) -> str:

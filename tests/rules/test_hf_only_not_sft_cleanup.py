@@ -11,7 +11,7 @@ from pathlib import Path
 from sweep_core.config.sweep import parse_sweep_config
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.pipeline import rules_step
-from sweep_core.vocab import Flavor, cleanup_action
+from sweep_core.vocab import Action, Flavor, cleanup_action
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,7 +68,8 @@ def test_the_launch_yaml_decides_and_unknown_is_held_back_with_its_reason() -> N
     assert got["82"][0] == cleanup_action(Flavor.SFT) and "enable_db_registration: true" in got["82"][1]
     for jid, why in (("83", "not readable"), ("84", "no log path"), ("85", "no launch YAML fact")):
         action, message = got[jid]
-        assert action == "" and "held back" in message and why in message, (jid, message)
+        assert action == Action.CLEANUP_UNDECIDED and "held back" in message and why in message, (jid, message)
+        assert "kept in the cleanup backlog" in message
     # a listed series wins over what its YAML says
     listed = _flags(
         _config(db_registration=False), _sft("86", "sft__delphi_c9", {"launch_yaml": yaml, "db_registration": True})

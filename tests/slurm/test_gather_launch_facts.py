@@ -16,7 +16,7 @@ from sweep_core.config.sweep import load_sweep_config
 from sweep_core.pipeline import run_fan_in
 from sweep_core.slurm.gather import GatherRequest, bucket_patterns
 from sweep_core.slurm.snapshot import snapshot_from_output
-from sweep_core.vocab import Bucket
+from sweep_core.vocab import Action, Bucket
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
@@ -74,7 +74,7 @@ def test_sft_completions_are_routed_by_the_launch_yaml_their_log_names(tmp_path:
     assert flags["51"].action == "" and "HF-only" in flags["51"].message
     assert flags["52"].action == flags["53"].action == "cleanup:sft-job-cleanup"
     for jid in ("54", "55", "56"):
-        assert flags[jid].action == "" and "held back" in flags[jid].message
+        assert flags[jid].action == Action.CLEANUP_UNDECIDED and "held back" in flags[jid].message
 
 
 def test_no_sft_patterns_means_no_launch_reads(tmp_path: Path) -> None:

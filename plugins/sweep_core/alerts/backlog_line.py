@@ -22,6 +22,7 @@ BACKLOG_TOLD = "cleanup_backlog_told.json"  # {"line": the text told last, "run_
 # (words found in a reason, what the line calls it): the first that matches names the kind
 KINDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cleanup.hub_org is empty",), "no hub org configured"),
+    (("HF-only or not cannot be told",), "launch YAML unreadable (HF-only or not)"),
     (("awaiting its cleanup run",), "handed off again, its cleanup run pending"),
     (("own upload has not landed",), "its upload has not landed"),
     (("hub check UNKNOWN",), "hub answer UNKNOWN"),

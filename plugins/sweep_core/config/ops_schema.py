@@ -179,7 +179,9 @@ class _SlurmKeys(StrictModel):
         '`""` = none there: a batched shell path runs (the cluster\'s note says so)',
     )
     eval_results_dir: str = Field(
-        "", description="where an eval job writes `results_*.json` (`%j` = job id), for the tracker harvest"
+        "",
+        description="where an eval job writes `results_*.json` (`%j` = job id), for the tracker harvest; an agentic "
+        "(Harbor) eval's job `result.json` is read under `<this dir>/<the row's run tag>/`",
     )
     upload_commands: Tup[UploadCommand] = Field(
         (), description="`{flavor, argv}`: this cluster's upload job for a cleanup flavor (overrides sweep.yaml's)"

@@ -10,6 +10,7 @@ from typing import Any
 
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
+from sweep_core.handoffs.cleanup.undecided import ReadLaunch
 from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.handoffs.upload.salvage import follow_open
@@ -32,11 +33,13 @@ def give_handoffs(
     handed: dict[str, bool],
     kinds: list[str] | None = None,
     hub_check: HubCheck | None = None,
+    read_launch: ReadLaunch | None = None,
 ) -> tuple[Confs, list[str], list[str], list[str]]:
     """(conf per hand-off, one note per job already handed off, the consolidations cleanup keeps
     tracking, what re-judging the cleanup backlog found). ``kinds``: only these hand-offs (a watch
     run gives the act hand-offs only); ``handed[kind]``: this run's hand-off run of that kind exists
-    already (ledger.runs.give_once); ``hub_check``: the hub the backlog is judged against (None: not judged)."""
+    already (ledger.runs.give_once); ``hub_check``: the hub the backlog is judged against (None: not judged);
+    ``read_launch``: reads the launch YAMLs of its undecided SFT completions again (None: they wait)."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
     hf_chain = any(not s.unset() and not s.db_registration for s in config.hf_chain.series)
@@ -51,8 +54,9 @@ def give_handoffs(
     backlog: list[str] = []
     if follow and hub_check is not None:
         confs, backlog = give_backlog(
-            confs, snaps, config, log_dir, hub_check, run_id=run_id, run_log=run_log, dry_run=dry_run
-        )
+            confs, snaps, config, log_dir, hub_check, run_id=run_id, run_log=run_log, dry_run=dry_run,
+            flags=flags, read_launch=read_launch,
+        )  # fmt: skip
     if follow:
         confs = follow_open(confs, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
     if follow and config.consolidate.flavors:

@@ -9,7 +9,7 @@ import dataclasses
 from sweep_core.handoffs.chain.hf_only import HfOnly, from_facts
 from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, has_tag, job_flag
-from sweep_core.vocab import Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
+from sweep_core.vocab import Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 
 
 def _live_by_name(ctx: RuleContext) -> dict[tuple[str, str], list[Job]]:
@@ -67,8 +67,9 @@ def _sft_completion(job: Job, slurm: set[str]) -> Flag:
     if v.hf_only:
         msg = f"SFT completed: {v.why}; its series is not in hf_chain.series: the chain uploads it once listed"
         return job_flag("completion_cleanup", Severity.INFO, job, msg, "")
-    msg = f"SFT completed: cleanup held back, HF-only or not cannot be told ({v.why}): not handed to {Flavor.SFT}"
-    return job_flag("completion_cleanup", Severity.INFO, job, msg, "")
+    msg = (f"SFT completed: cleanup held back, HF-only or not cannot be told ({v.why}): not handed to {Flavor.SFT}; "
+           "kept in the cleanup backlog, its launch YAML read again every sweep")  # fmt: skip
+    return job_flag("completion_cleanup", Severity.INFO, job, msg, Action.CLEANUP_UNDECIDED)
 
 
 def rule_completion_cleanup(ctx: RuleContext) -> list[Flag]:

@@ -388,3 +388,38 @@ def test_rm_script_over_ssh_cannot_be_raced_out_of_the_root(local_cluster, tag) 
         assert started and not set(tree.targets_left()) & started
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_an_sft_completion_with_an_unreadable_launch_yaml_waits_then_is_handed_off(local_cluster, tag, tmp_path) -> None:
+    """Sweep 1: the SFT job's log names a launch YAML that is not there yet: HF-only or not cannot
+    be told; it is not handed to sft-job-cleanup but kept in the cleanup backlog with why and its
+    age. The YAML appears (enable_db_registration: true); sweep 2 re-judges the backlog: it reads the
+    YAML again over SSH and hands the job off to sft-job-cleanup (the hub holds the model); the entry
+    loses its undecided mark and keeps its age. (The unit tests cover a job out of the window.)"""
+    c = local_cluster
+    name = f"sft__{tag}_later"
+    conf_dir = HOME / "launch" / tag
+    subprocess.run(["runuser", "-u", USER, "--", "mkdir", "-p", str(conf_dir)], check=True)
+    yaml_path = conf_dir / "later.yaml"
+    jid = c.submit(name, f"echo 'Loading config from {yaml_path}'; echo \"{{'loss': 0.5, 'grad_norm': 1.0}}\"")
+    c.wait_finished(jid, "COMPLETED")
+    job = {"cluster": "local", "job_id": jid, "name": name, "flavor": "sft-job-cleanup"}
+    with hub_stub({("model", f"{ORG}/{name}"): ["config.json", "model.safetensors"]}) as hub:
+        first = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path,
+                        HF_ENDPOINT=hub.url)  # fmt: skip
+        assert job not in ((_cleanup_conf(first) or {}).get("jobs") or []), _cleanup_conf(first)
+        (held,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]
+        assert held["undecided"] and "not readable" in held["reason"] and held["since"], held
+        subprocess.run(
+            ["runuser", "-u", USER, "--", "bash", "-c", f"printf 'train:\\n  enable_db_registration: true\\n' > {yaml_path}"],
+            check=True,
+        )
+        second = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path,
+                         HF_ENDPOINT=hub.url)  # fmt: skip
+    conf = _cleanup_conf(second)
+    assert conf is not None and job in conf["jobs"], conf
+    (handed,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]
+    assert "undecided" not in handed and handed["since"] == held["since"] and handed["handed"] == second.run_id
+    said = Path(second.values["render"]["run_log"]).read_text()
+    assert f"{jid} {name}" in said and "enable_db_registration: true: sft-job-cleanup" in said
+    assert "judged on as sft-job-cleanup" in said  # the backlog's re-read, not only the gather's

@@ -31,6 +31,18 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
+def _tracker_clone(tmp_path: Path, rel: str, text: str) -> tuple[Path, Path]:
+    """(clone, tracker): a real git repo holding ``text`` at ``rel``, committed."""
+    repo = tmp_path / "clone"
+    tracker = repo / rel
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(text)
+    _git(repo.parent, "init", "-q", str(repo))
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracker")
+    return repo, tracker
+
+
 def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
     good_json = _results(0.428, [0.1, 0.0667, 0.1333], 0.681).replace("'", "'\\''")
@@ -46,9 +58,6 @@ def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, t
         c.wait_finished(j, st)
     c.wait_running(running)
 
-    repo = tmp_path / "clone"
-    tracker = repo / TRACKER
-    tracker.parent.mkdir(parents=True)
     original = (
         "# base_sft_evals — base-model SFT grid\n\nProse stays   exactly as it was.  \n\n"
         "| base | recipe | run | eval job | MATH500 | AIME24 | gsm8k | status | notes |\n"
@@ -61,10 +70,7 @@ def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, t
         "| OLMo-2-1B | tulu3 | olmo2_1b__tulu3 | — | | | | ⏳ | upload pending |\n"
         "\nTrailing prose | with a pipe.\n"
     )
-    tracker.write_text(original)
-    _git(repo.parent, "init", "-q", str(repo))
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tracker")
+    repo, tracker = _tracker_clone(tmp_path, TRACKER, original)
     env = {"SWEEP_TRACKER_REPO": str(repo)}
 
     dry = run_dag("sweep_tracker_harvest", {"dry_run": True}, tmp_path / "logs", **env)
@@ -93,3 +99,48 @@ def test_harvest_fills_flags_and_fails_rows_preserving_the_rest(local_cluster, t
     again = run_dag("sweep_tracker_harvest", {"dry_run": False}, tmp_path / "logs", **env)
     assert tracker.read_text() == new  # nothing harvested twice, no note stacked
     assert {o["outcome"] for o in again.values["harvest"]["outcomes"]} == {"flagged", "waiting"}
+
+
+def test_harvest_reads_harbor_job_results_under_the_run_tag(local_cluster, tag, tmp_path) -> None:
+    """Agentic evals (Harbor, TACC's listener): the eval job writes <results dir>/<run tag>/<job>/
+    result.json with its trial dirs beside it; the harvest fills the dataset's column from the
+    job-level result, keeps an unfinished one ⏳ with why, and copies the job result next to the tracker."""
+    import base64
+
+    from harbor_fixture import job_result, trial_names, trial_result
+
+    def harbor_job(name: str, run: str, doc: dict) -> str:
+        files = {f"{run}/2026-12-04__21-02-11/result.json": json.dumps(doc, indent=4),
+                 f"{run}/2026-12-04__21-02-11/config.json": "{}"}  # fmt: skip
+        for i, trial in enumerate(trial_names(5)):
+            files[f"{run}/2026-12-04__21-02-11/{trial}/result.json"] = json.dumps(trial_result(trial, float(i < 3)))
+        body = "; ".join(
+            f"mkdir -p $d/$(dirname {p}); echo {base64.b64encode(t.encode()).decode()} | base64 -d > $d/{p}"
+            for p, t in files.items()
+        )
+        return _eval_job(c, name, body)
+
+    c = local_cluster
+    good = harbor_job(f"eval-{tag}_tb_good", f"tb2_{tag}_good", job_result(passed=3, failed=1, errors=1))
+    cut = harbor_job(f"eval-{tag}_tb_cut", f"tb2_{tag}_cut", job_result(pending=3, finished=False))
+    for j in (good, cut):
+        c.wait_finished(j, "COMPLETED")
+    repo, tracker = _tracker_clone(
+        tmp_path,
+        "experiments/active/ot-agent/tacc_evals/grid.md",
+        "| run | eval job | terminal-bench | status | notes |\n|---|---|---|---|---|\n"
+        f"| tb2_{tag}_good | local:{good} | | ⏳ | |\n| tb2_{tag}_cut | local:{cut} | | ⏳ | |\n",
+    )
+
+    run = run_dag("sweep_tracker_harvest", {"dry_run": False}, tmp_path / "logs", SWEEP_TRACKER_REPO=str(repo))
+    assert run.state == "success", run.task_states
+    outcomes = {o["job"].split(":")[1]: o for o in run.values["harvest"]["outcomes"]}
+    assert outcomes[good]["outcome"] == "filled" and "terminal-bench@2.0 60.0" in outcomes[good]["note"]
+    assert outcomes[cut]["outcome"] == "flagged" and "UNKNOWN" in outcomes[cut]["note"]
+    assert "unfinished" in outcomes[cut]["note"]
+    lines = tracker.read_text().splitlines()
+    assert "| 60.0 |" in lines[2] and "✅" in lines[2]
+    assert "⏳" in lines[3] and "unfinished" in lines[3]
+    copied = tracker.parent / f"tb2_{tag}_good" / "2026-12-04__21-02-11" / "result.json"
+    assert json.loads(copied.read_text())["n_total_trials"] == 5
+    assert not any(p.name != "result.json" for p in (tracker.parent / f"tb2_{tag}_good").rglob("*") if p.is_file())

@@ -21,6 +21,7 @@ from sweep_core.state.documents import Documents, locked
 
 log = logging.getLogger(__name__)
 BACKLOG = "cleanup_backlog.json"
+UNDECIDED = "undecided"  # an SFT completion whose cleanup is not decided yet (handoffs.cleanup.undecided)
 HANDED = "handed"  # the sweep run that handed a blocked entry off again (cleanup.rejudge) until a cleanup run judges it
 
 
@@ -62,10 +63,13 @@ def update_backlog(run_log_dir: str | Path, change: Callable[[list[dict[str, str
 
 
 def jobs_to_plan(requested: list[Any], backlog: list[dict[str, str]], reclaim: Iterable[str]) -> list[Any]:
-    """The requested jobs, then the backlog of the ``reclaim`` clusters not requested already."""
+    """The requested jobs, then the backlog of the ``reclaim`` clusters not requested already (never
+    an ``undecided`` entry: which cleanup it gets is not known yet, handoffs.cleanup.undecided)."""
     clusters = set(reclaim)
     asked = {job_key(j) for j in requested if isinstance(j, dict)}
-    return list(requested) + [b for b in backlog if b.get("cluster") in clusters and job_key(b) not in asked]
+    return list(requested) + [
+        b for b in backlog if b.get("cluster") in clusters and job_key(b) not in asked and not b.get(UNDECIDED)
+    ]
 
 
 def remember(backlog: list[dict[str, str]], requested: list[dict[str, str]], now: str = "") -> list[dict[str, str]]:

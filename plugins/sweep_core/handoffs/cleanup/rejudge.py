@@ -9,6 +9,9 @@ an entry no run has judged yet, for ``FIRST_RUN_GRACE`` after it joined (its fir
 still working on it: handing it off again would give one job twice); a job with an upload or
 salvage open in the ledger, or a consolidation in flight (sweep_cleanup follows those every sweep);
 and an entry of a cluster whose squeue this sweep could not read (its reason stays; a note says so).
+An ``undecided`` SFT completion (handoffs.cleanup.undecided) has its launch YAML read again first:
+still unknown, it keeps its age with the new reason; HF-only, it leaves the backlog (the HF chain's);
+DB-registered, it loses the mark and is judged on like any entry.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.config.sweep import SweepConfig
+from sweep_core.handoffs.chain.hf_only import HfOnly
 from sweep_core.handoffs.cleanup.backlog import (
     HANDED,
     BacklogUnreadable,
@@ -36,6 +40,14 @@ from sweep_core.handoffs.cleanup.plan import (
     hub_reasons,
     live_reason,
 )
+from sweep_core.handoffs.cleanup.undecided import (
+    CANNOT_TELL,
+    UNDECIDED,
+    ReadLaunch,
+    keep_undecided,
+    to_read,
+    undecided_entries,
+)
 from sweep_core.handoffs.cleanup.usecase import hub_evidence, target_paths
 from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.ports import HubCheck
@@ -43,7 +55,7 @@ from sweep_core.handoffs.upload.salvage import open_jobs, own_uploads
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given, split_given
 from sweep_core.ledger.store import load_ledger, update_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 
 CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
 
@@ -62,6 +74,8 @@ class Rejudged:
     unblocked: list[dict[str, str]] = field(default_factory=list)
     reasons: dict[Key, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    decided: set[Key] = field(default_factory=set)  # undecided entries told DB-registered: the mark goes
+    hf_only: set[Key] = field(default_factory=set)  # undecided entries told HF-only: they leave the backlog
 
 
 def squeue_state(snap: ClusterSnapshot) -> ClusterState | None:
@@ -90,13 +104,19 @@ def rejudge(
     followed: set[Key],
     max_hub_asks: int = DEFAULT_MAX_HUB_ASKS,
     now: dt.datetime | None = None,
+    read_launch: ReadLaunch | None = None,
+    fresh: set[Key] | None = None,
 ) -> Rejudged:
     """Judge every backlog entry again (oldest first); ``own``: the jobs whose hub evidence is their
     own upload's commit (upload.salvage.own_uploads); ``followed``: the jobs sweep_cleanup follows
-    anyway (an upload or salvage open, a consolidation in flight: by its array id, any chunk of it)."""
+    anyway (an upload or salvage open, a consolidation in flight: by its array id, any chunk of it);
+    ``read_launch``: reads the undecided entries' launch YAMLs (None: they wait); ``fresh``: the
+    undecided entries this very sweep held back (their YAML was just read)."""
     out = Rejudged()
     first_run_cutoff = ((now or dt.datetime.now(dt.UTC)) - FIRST_RUN_GRACE).isoformat()
     states = {s.cluster: squeue_state(s) for s in snaps}
+    readable = {c for c, st in states.items() if st is not None}
+    launch = _read_launch(backlog, readable, read_launch, fresh or set())
     asks, cut, unread = 0, 0, set()
     for entry in _oldest_first(backlog):
         key = job_key(entry)
@@ -112,6 +132,22 @@ def rejudge(
         if state is None:
             unread.add(t.cluster)
             continue
+        if entry.get(UNDECIDED):
+            verdict = launch.get(key)
+            if verdict is None:  # not read this sweep (just held back, or no reader): it waits
+                continue
+            if verdict.hf_only is None:
+                out.reasons[key] = f"SFT completed: {CANNOT_TELL} ({verdict.why}): its launch YAML is read again every sweep"
+                continue
+            if verdict.hf_only:
+                out.hf_only.add(key)
+                out.notes.append(
+                    f"cleanup backlog: {t.cluster} {t.job_id} {t.name}: {verdict.why}: leaves the backlog "
+                    f"(not {t.flavor}; the HF chain uploads it once its series is listed)"
+                )
+                continue
+            out.decided.add(key)
+            out.notes.append(f"cleanup backlog: {t.cluster} {t.job_id} {t.name}: {verdict.why}: judged on as {t.flavor}")
         why = live_reason(t, state, ccfg.artifact_dir) or target_paths(t, ccfg, ())[1]
         if why:
             out.reasons[key] = why
@@ -139,6 +175,24 @@ def rejudge(
     return out
 
 
+def _read_launch(
+    backlog: Sequence[Mapping[str, Any]], clusters: set[str], read: ReadLaunch | None, fresh: set[Key]
+) -> dict[Key, HfOnly]:
+    """The undecided entries' verdicts read now: ONE read per cluster whose squeue this sweep read."""
+    if read is None:
+        return {}
+    got: dict[Key, HfOnly] = {}
+    for cluster, jobs in sorted(to_read(backlog, fresh).items()):
+        if cluster not in clusters:
+            continue
+        try:
+            verdicts = read(cluster, jobs)
+        except ValueError as exc:  # an id or path the script refuses: said, never guessed
+            verdicts = {jid: HfOnly(None, f"unknown: {exc}") for jid, _, _ in jobs}
+        got.update({(cluster, jid): v for jid, v in verdicts.items()})
+    return got
+
+
 def apply(
     backlog: list[dict[str, str]],
     verdicts: Rejudged,
@@ -153,6 +207,10 @@ def apply(
     out = []
     for b in backlog:
         key = job_key(b)
+        if key in verdicts.hf_only:
+            continue
+        if key in verdicts.decided:
+            b = {k: v for k, v in b.items() if k != UNDECIDED}
         if key in gave and not b.get(HANDED):
             why = f"unblocked (squeue and hub hold): handed off to sweep_cleanup by {run_id}, {AWAITING}"
             b = {**b, HANDED: run_id, "reason": why, "judged": stamp}
@@ -184,24 +242,39 @@ def give_backlog(
     run_log: str,
     dry_run: bool,
     now: dt.datetime | None = None,
+    flags: Sequence[Flag] = (),
+    read_launch: ReadLaunch | None = None,
 ) -> tuple[dict[str, dict[str, Any] | None], list[str]]:
     """``confs`` with the cleanup hand-off given the backlog entries this sweep finds unblocked
     (each claimed once in the ledger), and the run-log lines; the backlog gets the verdicts (not on a
-    dry run). An unreadable backlog or cleanup config: a line, nothing re-judged."""
+    dry run). This sweep's held-back SFT completions (``flags``) join it first, undecided (not on a
+    dry run); ``read_launch`` reads the undecided entries' launch YAMLs again. An unreadable backlog
+    or cleanup config: a line, nothing re-judged."""
+    held = undecided_entries(flags, snaps)
+    lines: list[str] = []
     try:
         ccfg = cleanup_config(config.cleanup)
+        if held and not dry_run:
+            stamp = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
+            update_backlog(log_dir, lambda items: keep_undecided(items, held, stamp))
         backlog = load_backlog(log_dir)
     except (CleanupConfigError, BacklogUnreadable) as exc:
         return confs, [f"cleanup backlog not re-judged: {exc}"]
+    lines += [
+        f"cleanup backlog: {h['cluster']} {h['job_id']} {h['name']} kept{' (dry run: not written)' if dry_run else ''}: "
+        f"{CANNOT_TELL}: its launch YAML is read again every sweep"
+        for h in held
+    ]
     if not backlog:
-        return confs, []
+        return confs, lines
     ledger = load_ledger(log_dir)
     # sweep_cleanup follows these anyway: an upload or salvage open, a consolidation in flight (by array)
     followed = {job_key(j) for j in open_jobs(ledger)}
     followed |= {(str(j["cluster"]), str(j["job_id"]).split("_", 1)[0]) for j in open_consolidations(ledger)}
     verdicts = rejudge(
         backlog, snaps, ccfg, hub_check, own=own_uploads(ledger), followed=followed,
-        max_hub_asks=config.cleanup.backlog_hub_asks, now=now,
+        max_hub_asks=config.cleanup.backlog_hub_asks, now=now, read_launch=read_launch,
+        fresh={job_key(h) for h in held},
     )  # fmt: skip
     by_key = {job_key(b): b for b in backlog}
 
@@ -217,7 +290,7 @@ def give_backlog(
         return led, (todo, given)
 
     todo, given = update_ledger(log_dir, claim) if verdicts.unblocked else ([], [])
-    lines = verdicts.notes + given
+    lines += verdicts.notes + given
     lines += [
         f"cleanup backlog: {j['cluster']} {j['job_id']} {j['name']} unblocked: handed off to sweep_cleanup again (its block cleared)"
         for j in todo

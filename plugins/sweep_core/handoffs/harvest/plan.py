@@ -4,6 +4,9 @@
 - COMPLETED with numeric scores  -> the results JSON copied to ``<tracker dir>/<RUN>/``, the
   score columns filled, ⏳ -> ✅.
 - COMPLETED without them (``results: {}``, NaN, no file) -> stays ⏳, flagged with the reason.
+- COMPLETED agentic eval (Harbor, no results_*.json): its job-level ``result.json`` under
+  ``<results dir>/<run tag>/`` (harvest.harbor_results) -> the score column of its dataset filled
+  and ✅; malformed, unfinished or without a numeric metric -> stays ⏳ with why it is UNKNOWN.
 - FAILED / TIMEOUT / OOM / NODE_FAIL / CANCELLED -> ❌ with the first real traceback (or state).
 - RUNNING / PENDING -> untouched; sacct unknown or no record -> untouched, reported.
 
@@ -24,8 +27,15 @@ from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.batch_job.plan import LIVE_STATES
 from sweep_core.handoffs.harvest.clone_path import in_clone
-from sweep_core.handoffs.harvest.eval_results import EvalResultsError, ScoreSpec, extract_scores, parse_results
-from sweep_core.handoffs.harvest.tracker_edit import fill_row, mark_row
+from sweep_core.handoffs.harvest.eval_results import (
+    EvalResultsError,
+    ScoreSpec,
+    extract_scores,
+    format_score,
+    parse_results,
+)
+from sweep_core.handoffs.harvest.harbor_results import HarborJob, HarborResultError, latest_job
+from sweep_core.handoffs.harvest.tracker_edit import fill_row, has_column, mark_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError, TrackerRow
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows, rows_without_job
 from sweep_core.safe_names import plain_name
@@ -113,6 +123,8 @@ class JobReport:
     problem: str = ""  # sacct failed / cluster unreachable: nothing can be concluded
     results: dict[str, str] = field(default_factory=dict)  # results file name -> its text
     results_problem: str = ""
+    harbor: dict[str, str] = field(default_factory=dict)  # Harbor job result.json (path under the dir) -> text
+    harbor_problem: str = ""
     log_tail: str = ""
     log_problem: str = ""  # why there is no log tail (not found, unreadable)
 
@@ -155,8 +167,10 @@ def decide_row(p: PendingRow, rep: JobReport, spec: ScoreSpec | None = None) -> 
         return RowOutcome(**base, outcome="failed", note=f"eval {rep.state}{why}")
     if state != "COMPLETED":
         return RowOutcome(**base, outcome="unknown", note=f"sacct state {rep.state}")
+    if not rep.results and (rep.harbor or rep.harbor_problem):
+        return _decide_harbor(base, p, rep)
     if rep.results_problem or not rep.results:
-        why = rep.results_problem or "no results_*.json in the eval's results dir"
+        why = rep.results_problem or "no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)"
         return RowOutcome(**base, outcome="flagged", note=f"COMPLETED but {why}")
     try:
         docs = [parse_results(text, name) for name, text in sorted(rep.results.items())]
@@ -167,6 +181,42 @@ def decide_row(p: PendingRow, rep: JobReport, spec: ScoreSpec | None = None) -> 
     cells = scores.cells()
     note = ", ".join(f"{k} {v}" for k, v in cells.items())
     return RowOutcome(**base, outcome="filled", note=note, files=files, cells=cells)
+
+
+# columns a single-eval Harbor job's score may fill when no column is named after its dataset
+HARBOR_COLUMNS = ("pass rate", "pass_rate", "pass@1", "reward", "mean reward", "score", "accuracy", "resolved")
+
+
+def harbor_cells(job: HarborJob, header: tuple[str, ...]) -> tuple[dict[str, str], list[str]]:
+    """Cell text per column for each eval of ``job`` (the column named after its dataset, with or
+    without ``@version``; a single eval also a generic score column), and the evals with no column."""
+    cells, missing = {}, []
+    for e in job.evals:
+        names = [e.dataset, e.dataset.split("@", 1)[0], *(HARBOR_COLUMNS if len(job.evals) == 1 else ())]
+        col = next((n for n in names if n and has_column(header, n)), None)
+        if col is None:
+            missing.append(e.dataset)
+        else:
+            cells[col] = format_score(e.mean)
+    return cells, missing
+
+
+def _decide_harbor(base: dict[str, Any], p: PendingRow, rep: JobReport) -> RowOutcome:
+    """A COMPLETED agentic eval from its Harbor job result.json: filled, or ⏳ with why UNKNOWN."""
+    try:
+        job = latest_job(rep.harbor) if rep.harbor else None
+    except HarborResultError as exc:
+        return RowOutcome(**base, outcome="flagged", note=f"COMPLETED but its Harbor result is UNKNOWN: {exc}"[:300])
+    if job is None:
+        return RowOutcome(**base, outcome="flagged", note=f"COMPLETED but {rep.harbor_problem}"[:300])
+    cells, missing = harbor_cells(job, p.row.header)
+    if missing:
+        note = f"COMPLETED, Harbor {job.note()}, but the tracker has no column for {', '.join(missing)}"
+        return RowOutcome(**base, outcome="flagged", note=note[:300])
+    parts = job.source.split("/")  # <run tag>/[<job dir>/]result.json under the results dir
+    rel = "/".join([base["run"], *parts[1:]]) if all(plain_name(x) for x in parts[1:]) else ""
+    files = {rel: rep.harbor[job.source]} if rel else {}
+    return RowOutcome(**base, outcome="filled", note=job.note(), files=files, cells=cells)
 
 
 def apply_outcome(text: str, p: PendingRow, o: RowOutcome) -> str:

@@ -85,6 +85,15 @@ def _resolve(header: tuple[str, ...], key: str) -> int:
     raise TrackerError(f"column {key!r} not in table header {list(header)}")
 
 
+def has_column(header: tuple[str, ...], key: str) -> bool:
+    """Whether ``key`` names one column of ``header`` as :func:`fill_row` matches it."""
+    try:
+        _resolve(header, key)
+    except TrackerError:
+        return False
+    return True
+
+
 def _note_col(header: tuple[str, ...]) -> int | None:
     for k, name in enumerate(header):
         if norm_header(name) in _NOTE_HEADERS:

@@ -29,7 +29,7 @@ from sweep_core.handoffs.harvest.remote import build_harvest_script, read_harves
 from sweep_core.handoffs.ports import CommitFiles, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.slurm.gather import new_marker
 
-_RESULTS_NAME = re.compile(r"^results_[A-Za-z0-9._:+-]+\.json$")
+_RESULTS_NAME = re.compile(r"^(?:results_[A-Za-z0-9._:+-]+|result)\.json$")  # lm-eval's, Harbor's job result
 
 
 def poll_cluster(
@@ -47,7 +47,12 @@ def poll_cluster(
     if cfg is None:
         return read_harvest(None, ids, why)
     marker = new_marker()
-    script = build_harvest_script(ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, tail_bytes)
+    runs: dict[str, str] = {}
+    for p in rows:
+        runs.setdefault(p.row.job_id or "", (p.row.run or "").strip("` "))
+    script = build_harvest_script(
+        ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, tail_bytes, runs=runs
+    )
     out, problem = run_script(cfg, script, marker, "harvest")
     reports = read_harvest(out, ids, problem, delimiter=marker)
     if not cfg.eval_results_dir:  # no results dir to read: the row says which field, not "no results_*.json"
