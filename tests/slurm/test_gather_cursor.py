@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -174,7 +175,9 @@ def test_truncated_and_replaced_logs_restart_from_zero_and_say_so(tmp_path, read
     assert ledger2.jobs["c|202"].cursor["ino"] == repl.stat().st_ino
 
 
-def test_a_first_sight_over_the_byte_budget_reads_its_history_over_sweeps_and_its_newest_tail_each(tmp_path, reader: str) -> None:
+def test_a_first_sight_over_the_byte_budget_reads_its_history_over_sweeps_and_its_newest_tail_each(
+    tmp_path, reader: str
+) -> None:
     budget = 1 << 20
     caught_up, big = tmp_path / "a.out", tmp_path / "b.out"
     caught_up.write_bytes(_dict_line(3, 0.3) + NOISE * 10)
@@ -303,3 +306,33 @@ def test_python_and_shell_readers_give_the_same_records_read_on_from_cursors(tmp
     assert sorted(py) == sorted(sh)
     for k in py:
         assert py[k] == sh[k], k
+
+
+def test_the_shell_path_reads_a_50_mb_log_in_bounded_memory(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without python3 the log streams through tail into awk: awk's peak RSS (GNU time, around
+    the real awk) stays a few MiB while it reads the whole 50 MB, and both metric lines come back."""
+    log = tmp_path / "big.out"
+    block = (NOISE * 15_000)[: 1 << 20]
+    with open(log, "wb") as f:
+        f.write(_dict_line(1, 0.1))
+        for _ in range(50):
+            f.write(block)
+        f.write(_dict_line(99, 0.9))
+    shim, rss = tmp_path / "shim", tmp_path / "rss"
+    shim.mkdir()
+    real = shutil.which("awk")
+    assert real is not None
+    (shim / "awk").write_text(f'#!/bin/sh\nexec /usr/bin/time -f %M -a -o {rss} {os.path.realpath(real)} "$@"\n')
+    (shim / "awk").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}:{os.environ['PATH']}")
+    now = int(time.time())
+    req = GatherRequest(user="sweep", window_start=now - 3600, window_end=now - 60, settle_s=0, incremental=True,
+                        literals=LITERALS, python="")  # fmt: skip
+    row = {"i": "501", "A": "501", "T": "RUNNING", "M": "5:00", "l": "UNLIMITED", "D": "1", "P": "debug", "R": "n1",
+           "j": "rl__big", "o": str(log)}  # fmt: skip
+    out = run_stubbed(tmp_path, req, running=[row])
+    assert out.get("cursor:501").stdout.split()[5] == str(log.stat().st_size)  # type: ignore[union-attr]
+    text = out.get("tail:501").stdout  # type: ignore[union-attr]
+    assert text.count("WANDB_MIRROR") == 2 and len(text) < 1 << 20  # the first line's dict and the last's
+    peak_kb = [int(x) for x in rss.read_text().split()]
+    assert len(peak_kb) == 1 and peak_kb[0] < 16 * 1024, peak_kb  # ONE awk, MiB of lines, not the 50 MB read

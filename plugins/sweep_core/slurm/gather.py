@@ -266,9 +266,11 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     marker = marker or new_marker()
     values = gather_values(req, marker)
     trailer = headroom_lines(req.df_paths, req.quota_command) + req.step_lines
-    functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
-        "gather_in_shell", "gather_shell.sh"
-    ) + shell_header({"READ_ON_AWK": script_file("read_on.awk")})
+    functions = (
+        heredoc_function("read_logs", "PY", "read_logs.py")
+        + shell_function("gather_in_shell", "gather_shell.sh")
+        + shell_header({"READ_ON_AWK": script_file("read_on.awk")})
+    )
     files = ("log_helpers.sh", "gather.sh", "tree_status.sh", "gpu_probe.sh")
     script = compose(marker, values, files, trailer, req.bound_s, functions)
     return script, marker
