@@ -229,14 +229,20 @@ def test_unterminated_last_line_is_read_again_when_it_ends(tmp_path, reader: str
     assert job.metrics["reward"] == 0.9 and job.metrics["step"] == 3
 
 
-def test_reading_a_100_mb_log_keeps_memory_bounded(tmp_path) -> None:
-    log = tmp_path / "big.out"
+def _big_log(tmp: Path, mib: int) -> Path:
+    """A log of ``mib`` MiB of noise between a metric line at its start and one at its end."""
+    log = tmp / "big.out"
     block = (NOISE * 15_000)[: 1 << 20]
     with open(log, "wb") as f:
         f.write(_dict_line(1, 0.1))
-        for _ in range(100):
+        for _ in range(mib):
             f.write(block)
         f.write(_dict_line(99, 0.9))
+    return log
+
+
+def test_reading_a_100_mb_log_keeps_memory_bounded(tmp_path) -> None:
+    log = _big_log(tmp_path, 100)
     code = (
         "import resource, sys; sys.path.insert(0, sys.argv[1]); import read_logs as r;"
         "rc, text, err, cur = r.stream(sys.argv[2].encode(), None, [l.encode() for l in sys.argv[3:]], 50, 16384);"
@@ -311,13 +317,7 @@ def test_python_and_shell_readers_give_the_same_records_read_on_from_cursors(tmp
 def test_the_shell_path_reads_a_50_mb_log_in_bounded_memory(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without python3 the log streams through tail into awk: awk's peak RSS (GNU time, around
     the real awk) stays a few MiB while it reads the whole 50 MB, and both metric lines come back."""
-    log = tmp_path / "big.out"
-    block = (NOISE * 15_000)[: 1 << 20]
-    with open(log, "wb") as f:
-        f.write(_dict_line(1, 0.1))
-        for _ in range(50):
-            f.write(block)
-        f.write(_dict_line(99, 0.9))
+    log = _big_log(tmp_path, 50)
     shim, rss = tmp_path / "shim", tmp_path / "rss"
     shim.mkdir()
     real = shutil.which("awk")
