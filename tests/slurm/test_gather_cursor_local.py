@@ -65,13 +65,14 @@ def _wait_size(path: Path, size: int, timeout: float = 60) -> None:
 def test_shell_path_reads_on_from_the_cursor_on_the_real_cluster(local_cluster, tag) -> None:
     head = _dict_line(7, 0.61)
     cmd = f"echo '{head.decode().strip()}'; yes '{NOISE.decode().strip()}' | head -n {N_NOISE}; exec sleep 600"
+    start = int(time.time())  # the window: no job an earlier test ended is read (the process counts compare)
     job = local_cluster.submit(f"rl__{tag}_cur", cmd)
     local_cluster.wait_running(job)
     log = LOGS / f"rl__{tag}_cur-{job}.out"
     size = len(head) + N_NOISE * len(NOISE)
     _wait_size(log, size)
     now = int(time.time())
-    req = GatherRequest(user=USER, window_start=now - 600, window_end=now - 1, settle_s=0, python="",
+    req = GatherRequest(user=USER, window_start=start, window_end=now - 1, settle_s=0, python="",
                         incremental=True, literals=LITERALS, log_pattern=str(LOGS / "%x-%j.out"))  # fmt: skip
 
     # the bounded tail (the shell path before): the metric line is out of its reach

@@ -143,6 +143,16 @@ if [ "${#qp[@]}" -gt 0 ]; then
     fi
     qs+=("$st"); qw+=("$why"); qa+=("$al")
   done
+  # `piped ERRFILE TAILRC HEADRC`: rc of a `tail | head -c N` read: head's, unless tail failed to
+  # read (head stopping early ends tail by SIGPIPE, or by EPIPE where SIGPIPE is ignored: no failure)
+  piped() {
+    local el=""
+    rc=$3
+    if [ "$2" -ne 0 ] && [ "$2" -ne 141 ]; then
+      if [ -s "$1" ]; then IFS= read -r el <"$1"; fi
+      case $el in *"Broken pipe"*) : >"$1" ;; *) rc=$2 ;; esac
+    fi
+  }
   # every read streamed into ONE awk, each followed by its separator line (read_on.awk)
   {
     for k in "${!qp[@]}"; do
@@ -154,12 +164,12 @@ if [ "${#qp[@]}" -gt 0 ]; then
       fi
       # over the budget: its first bytes from the cursor (history), then the newest TAIL_BYTES
       tail -c +"$((st + 1))" -- "$p" 2>"$T/lg.$k.e" | head -c "${qa[$k]}"
-      ps=("${PIPESTATUS[@]}"); rc=${ps[1]}; if [ "${ps[0]}" -ne 0 ] && [ "${ps[0]}" -ne 141 ]; then rc=${ps[0]}; fi
+      piped "$T/lg.$k.e" "${PIPESTATUS[@]}"
       printf '\n%s h %s %s %s %s 0\n' "$M" "$k" "$rc" "$st" "$sz"
       [ "$rc" -eq 0 ] || continue
       ns=$((sz - TAIL_BYTES)); [ "$ns" -ge "$st" ] || ns=$st
       tail -c +"$((ns + 1))" -- "$p" 2>"$T/lg.$k.e" | head -c "$((sz - ns))"
-      ps=("${PIPESTATUS[@]}"); rc=${ps[1]}; if [ "${ps[0]}" -ne 0 ] && [ "${ps[0]}" -ne 141 ]; then rc=${ps[0]}; fi
+      piped "$T/lg.$k.e" "${PIPESTATUS[@]}"
       printf '\n%s n %s %s %s %s %s\n' "$M" "$k" "$rc" "$st" "$sz" "$ns"
     done
   } | awk -v M="$M" -v TB="$TAIL_BYTES" -v KEEP="$KEEP_LINES" -v LITS="$T/literals" -v OUT="$T/lg" "$READ_ON_AWK"
