@@ -22,13 +22,17 @@ def run_stubbed(
     running: Sequence[dict[str, Any]] = (),
     finished: Sequence[dict[str, Any]] = (),
     timeout: float = 60,
+    ignore_sigpipe: bool = False,
 ) -> GatherOutput:
-    """The script of ``req`` run under bash with the stand-ins first on PATH; its parsed output (complete)."""
+    """The script of ``req`` run under bash with the stand-ins first on PATH; its parsed output (complete).
+    ``ignore_sigpipe``: the script and all it starts ignore SIGPIPE (as under a parent that ignores it)."""
     stub = tmp / "stub"
     stub.mkdir(exist_ok=True)
     (stub / "squeue_RUNNING.json").write_text(json.dumps(list(running)))
     (stub / "sacct.json").write_text(json.dumps(list(finished)))
     script, marker = build_gather_script(req)
+    if ignore_sigpipe:
+        script = "trap '' PIPE\n" + script
     (tmp / "tmp").mkdir(exist_ok=True)
     env = {**os.environ, "PATH": f"{STUBS}:{os.environ['PATH']}", "STUB_DIR": str(stub), "TMPDIR": str(tmp / "tmp")}
     proc = subprocess.run(["bash", "-s"], input=script, text=True, capture_output=True, env=env, timeout=timeout)

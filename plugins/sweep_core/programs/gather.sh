@@ -7,8 +7,8 @@
 # log_pattern), MAX_FINISHED_LOGS, CHUNKS_SINCE, MAX_ARRAYS, R (ops.md repo_path), MAX_GIT_FILES,
 # PY (ops.md login_python; '' = none), INCREMENTAL (1: read RUNNING logs from the cursors in
 # CURSORS, lines "id offset inode dev", keeping lines holding one of LITERALS (one a line), the
-# last KEEP_LINES of each, at most LOG_BUDGET bytes of them a sweep (0 = unbounded); python
-# reader only), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS,
+# last KEEP_LINES of each, at most LOG_BUDGET bytes of them a sweep (0 = unbounded); both
+# readers), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS,
 # LAUNCH_BYTES. Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
 # --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk

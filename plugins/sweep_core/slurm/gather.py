@@ -33,7 +33,15 @@ from sweep_core.slurm.parse import (
     squeue_format,
 )
 from sweep_core.slurm.past_window import PAST_RUNNING_FORMAT
-from sweep_core.slurm.remote_scripts import HeaderValue, compose, headroom_lines, heredoc_function, shell_function
+from sweep_core.slurm.remote_scripts import (
+    HeaderValue,
+    compose,
+    headroom_lines,
+    heredoc_function,
+    script_file,
+    shell_function,
+    shell_header,
+)
 from sweep_core.window import past_window_grace_s
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
@@ -135,7 +143,7 @@ class GatherRequest:
     # that YAML's first launch_bytes (records lbanner/lpath/lyaml:<id>, sweep_core.handoffs.chain.hf_only).
     sft_patterns: tuple[str, ...] = ()
     launch_bytes: int = 65536
-    # Incremental log reads (python reader): each RUNNING log is read from its ledger cursor
+    # Incremental log reads (either reader): each RUNNING log is read from its ledger cursor
     # (job id -> (offset, inode, dev); from 0 on first sight, a new inode, or a file now shorter),
     # streaming; only the new bytes' lines holding one of ``literals`` (the metric patterns'
     # required literals, sweep_core.fanin.cursor) come back, the last ``keep_lines`` of each, then
@@ -253,12 +261,15 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
 
 def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[str, str]:
     """The bash script for ``bash -s`` (sweep_core/programs/gather.sh under a header of req's values,
-    read_logs.py and gather_shell.sh as its functions) and the record marker it prints."""
+    read_logs.py and gather_shell.sh as its functions, read_on.awk as READ_ON_AWK) and the record
+    marker it prints."""
     marker = marker or new_marker()
     values = gather_values(req, marker)
     trailer = headroom_lines(req.df_paths, req.quota_command) + req.step_lines
-    functions = heredoc_function("read_logs", "PY", "read_logs.py") + shell_function(
-        "gather_in_shell", "gather_shell.sh"
+    functions = (
+        heredoc_function("read_logs", "PY", "read_logs.py")
+        + shell_function("gather_in_shell", "gather_shell.sh")
+        + shell_header({"READ_ON_AWK": script_file("read_on.awk")})
     )
     files = ("log_helpers.sh", "gather.sh", "tree_status.sh", "gpu_probe.sh")
     script = compose(marker, values, files, trailer, req.bound_s, functions)
