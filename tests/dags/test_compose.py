@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRETS = (
     "AIRFLOW__API_AUTH__JWT_SECRET",
     "AIRFLOW__CORE__FERNET_KEY",
+    "AIRFLOW__API__SECRET_KEY",
     "POSTGRES_PASSWORD",
     "_AIRFLOW_WWW_USER_PASSWORD",
     "SWEEP_API_PASSWORD",
@@ -121,7 +122,8 @@ def test_only_the_services_that_sign_or_check_tokens_hold_the_jwt_secret() -> No
         env = _compose_env(service)
         assert jwt not in env and "AIRFLOW__CELERY__BROKER_URL" in env, service
     script = DEPLOY.read_text()  # deploy_local.sh starts its worker and db-clean loop without it
-    assert re.search(r"start worker env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r"local env=\(env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r'start "\$name" "\$\{env\[@\]\}"', script)  # every worker, with that env
     assert re.search(r"start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
 
 
