@@ -218,8 +218,8 @@ def test_the_note_connection_is_the_sweeps_user_role_login() -> None:
     assert 'e["SWEEP_API_USER"]: e["SWEEP_API_PASSWORD"]' in init  # its password is in the file the API reads
 
 
-@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
-def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_password(tmp_path: Path) -> None:
+def _resolved(tmp_path: Path) -> tuple[dict[str, str], dict[str, dict]]:
+    """The secrets given (a value each) and the services as ``docker-compose config`` resolves them."""
     shutil.copy(COMPOSE, tmp_path / "docker-compose.yaml")
     values = {var: f"s3cr3t-{var.lower()}" for var in SECRETS}
     env = {**{k: v for k, v in os.environ.items() if k not in SECRETS}, **values}
@@ -227,7 +227,12 @@ def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_passwor
         ["docker-compose", "config"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
-    services = yaml.safe_load(out.stdout)["services"]
+    return values, yaml.safe_load(out.stdout)["services"]
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
+def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_password(tmp_path: Path) -> None:
+    values, services = _resolved(tmp_path)
     for name in ("airflow-worker", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"):
         text = yaml.safe_dump(services[name])
         assert values["_AIRFLOW_WWW_USER_PASSWORD"] not in text, name
@@ -279,14 +284,7 @@ postgres_url = throwaway_pg.postgres_url  # the fixture
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
 def test_compose_gives_the_state_store_its_own_database_and_every_service_its_connection(tmp_path: Path) -> None:
-    shutil.copy(COMPOSE, tmp_path / "docker-compose.yaml")
-    values = {var: f"s3cr3t-{var.lower()}" for var in SECRETS}
-    env = {**{k: v for k, v in os.environ.items() if k not in SECRETS}, **values}
-    out = subprocess.run(
-        ["docker-compose", "config"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    services = yaml.safe_load(out.stdout)["services"]
+    values, services = _resolved(tmp_path)
     # the init folder, mounted from the repo where the postgres image runs it on first start
     mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in services["postgres"]["volumes"]]
     assert any(m.endswith("scripts/postgres-initdb:/docker-entrypoint-initdb.d:ro") or
