@@ -11,11 +11,13 @@
 # pids/, logs/. Settings (env): SWEEP_DEPLOY_EXECUTOR (CeleryExecutor | LocalExecutor),
 # SWEEP_DEPLOY_{API,PG,REDIS,WORKER_LOG,TRIGGER_LOG,HEALTH}_PORT; SWEEP_CONFIG / SWEEP_OPS_DIR /
 # SWEEP_RUN_LOG_DIR are handed to every Airflow process. SWEEP_DEPLOY_WORKERS=N (Celery, default 1):
-# N workers laid out as N hosts would be: worker k >= 2 has its own AIRFLOW_HOME (workers/<k>/airflow:
-# its task logs), its own scratch disk (workers/<k>/tmp, its TMPDIR), its own hostname (the celery
-# node and the task instances' hostname: <this host>-worker<k>) and log-server port (WORKER_LOG_PORT
-# + k - 1); every worker shares the state database and SWEEP_RUN_LOG_DIR (the run-log store: on a
-# real fleet an object store, e.g. s3://…; here a file:// URL or a path). SWEEP_DEPLOY_STATE_DB=postgres:
+# N workers laid out as N hosts would be: worker k is the host 127.0.0.k (the task instances'
+# hostname; its log server, Airflow's own, on 127.0.0.k:WORKER_LOG_PORT, where the API server fetches
+# its task logs); worker k >= 2 has its own AIRFLOW_HOME (workers/<k>/airflow: its task logs) and
+# scratch disk (workers/<k>/tmp, its TMPDIR); every worker shares the state database and
+# SWEEP_RUN_LOG_DIR (the run-log store: on a real fleet an object store, e.g. s3://…; here a file://
+# URL or a path). SWEEP_DEPLOY_WORKER_QUEUES="Q1 Q2 …": worker k serves the comma-separated Celery
+# queues Qk (default: Airflow's default queue; sweep.yaml queues: routes the acts). SWEEP_DEPLOY_STATE_DB=postgres:
 # the sweep's state database is the database sweep_state of this Postgres, the Connection sweep_state
 # (AIRFLOW_CONN_SWEEP_STATE), upgraded by `up`; sweep.yaml `state: {conn_id: sweep_state}` uses it
 # (default: none, the sweep's SQLite file in the run-log dir).
@@ -24,6 +26,7 @@ PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DH=$(mkdir -p "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && cd "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && pwd)
 EXECUTOR=${SWEEP_DEPLOY_EXECUTOR:-CeleryExecutor}
 WORKERS=${SWEEP_DEPLOY_WORKERS:-1}
+read -r -a WORKER_QUEUES <<<"${SWEEP_DEPLOY_WORKER_QUEUES:-}"
 STATE_DB=${SWEEP_DEPLOY_STATE_DB:-}
 case "$STATE_DB" in "" | postgres) ;; *) echo "[deploy] SWEEP_DEPLOY_STATE_DB: postgres or unset" >&2 && exit 2 ;; esac
 API_PORT=${SWEEP_DEPLOY_API_PORT:-8080}
@@ -35,8 +38,8 @@ HEALTH_PORT=${SWEEP_DEPLOY_HEALTH_PORT:-8974}
 PGBIN=/usr/lib/postgresql/15/bin
 PIDS=$DH/pids
 LOGS=$DH/logs
-AIRFLOW_SERVICES=(api-server scheduler dag-processor triggerer worker db-clean)
-for ((k = 2; k <= WORKERS; k++)); do AIRFLOW_SERVICES+=("worker$k"); done
+AIRFLOW_SERVICES=(api-server scheduler dag-processor triggerer worker worker-logs db-clean)
+for ((k = 2; k <= WORKERS; k++)); do AIRFLOW_SERVICES+=("worker$k" "worker$k-logs"); done
 
 say() { echo "[deploy] $*"; }
 AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
@@ -110,6 +113,8 @@ have = {line.split("=", 1)[0] for line in open(path) if "=" in line}
 want = {
     "AIRFLOW__CORE__FERNET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),  # = Fernet.generate_key()
     "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(48),
+    # the API server signs its task-log requests with it, every worker's log server checks them
+    "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
     "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
     "_AIRFLOW_WWW_USER_USERNAME": "admin",
     "_AIRFLOW_WWW_USER_PASSWORD": secrets.token_urlsafe(18),
@@ -149,6 +154,8 @@ export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$_AIRFLOW_WWW_USER_USERNAME:admi
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=$DH/auth/passwords.json
 export AIRFLOW__CORE__FERNET_KEY=$AIRFLOW__CORE__FERNET_KEY
 export AIRFLOW__API_AUTH__JWT_SECRET=$AIRFLOW__API_AUTH__JWT_SECRET
+# The API server's task-log requests to a worker's log server are signed with it: one value on every host.
+export AIRFLOW__API__SECRET_KEY=$AIRFLOW__API__SECRET_KEY
 export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=postgresql+psycopg2://$db
 export AIRFLOW__CELERY__RESULT_BACKEND=db+postgresql+psycopg2://$db
 export AIRFLOW__CELERY__BROKER_URL=redis://127.0.0.1:$REDIS_PORT/0
@@ -252,33 +259,37 @@ up() {
   # worker only presents it, so a worker host never holds what mints a token. The names of the
   # environment it is exec'd with are written to worker-env-names (a Celery worker retitles itself,
   # which blanks its /proc environ).
-  # shellcheck disable=SC2016  # $1 is bash -c's own argument
-  [ "$EXECUTOR" != CeleryExecutor ] || start worker env -u AIRFLOW__API_AUTH__JWT_SECRET \
-    bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4' worker "$DH/worker-env-names"
-  [ "$EXECUTOR" != CeleryExecutor ] || for ((k = 2; k <= WORKERS; k++)); do start_worker "$k"; done
+  [ "$EXECUTOR" != CeleryExecutor ] || for ((k = 1; k <= WORKERS; k++)); do start_worker "$k"; done
   start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
   say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
   say "CLI: source $DH/airflow.env"
 }
 
-start_worker() { # worker K (>= 2): what another host would have of its own (the header)
-  local k=$1 w=$DH/workers/$1 host
-  host="$(hostname -f 2>/dev/null || hostname)-worker$k"
-  mkdir -p "$w/airflow" "$w/tmp" "$w/py"
-  # the task instances' hostname (Airflow's [core] hostname_callable takes a callable's import path)
-  printf 'def hostname() -> str:\n    return %s\n' "'$host'" >"$w/py/sweep_deploy_host.py"
+start_worker() { # worker K: what another host would have of its own (the header)
+  local k=$1 name=worker home=$DH/airflow w=$DH addr=127.0.0.$1 queues=${WORKER_QUEUES[$(($1 - 1))]:-}
+  if [ "$k" -gt 1 ]; then name=worker$k home=$DH/workers/$k/airflow w=$DH/workers/$k; fi
+  mkdir -p "$home" "$w/tmp" "$w/py"
+  # the task instances' hostname (Airflow's [core] hostname_callable takes a callable's import path):
+  # the address the API server fetches this worker's task logs from
+  printf 'def hostname() -> str:\n    return %s\n' "'$addr'" >"$w/py/sweep_deploy_host.py"
+  local env=(env -u AIRFLOW__API_AUTH__JWT_SECRET AIRFLOW_HOME="$home" TMPDIR="$w/tmp" PYTHONPATH="$PYTHONPATH:$w/py"
+    AIRFLOW__CORE__HOSTNAME_CALLABLE=sweep_deploy_host.hostname)
+  # Airflow's log server binds every address (serve_logs: host ""): one per host and port. Each worker
+  # gets its own, Airflow's app bound to its address, so N workers serve on the one port the API server asks.
+  start "$name-logs" "${env[@]}" python "$PROJECT/scripts/serve_worker_logs.py" "$addr" "$WORKER_LOG_PORT"
+  # The worker gets no JWT secret: the scheduler signs each task's token and the API server checks it; a
+  # worker only presents it, so a worker host never holds what mints a token. The names of the
+  # environment it is exec'd with are written to worker-env-names (a Celery worker retitles itself,
+  # which blanks its /proc environ).
   # shellcheck disable=SC2016  # $1 is bash -c's own argument
-  start "worker$k" env -u AIRFLOW__API_AUTH__JWT_SECRET AIRFLOW_HOME="$w/airflow" TMPDIR="$w/tmp" \
-    PYTHONPATH="$PYTHONPATH:$w/py" AIRFLOW__CORE__HOSTNAME_CALLABLE=sweep_deploy_host.hostname \
-    AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$((WORKER_LOG_PORT + k - 1)) \
-    bash -c 'compgen -e >"$1" && exec airflow celery worker --concurrency 4 --celery-hostname "$2"' "worker$k" \
-    "$w/worker-env-names" "worker$k@$host"
+  start "$name" "${env[@]}" bash -c 'compgen -e >"$1" && shift && exec airflow celery worker --concurrency 4 \
+    --skip-serve-logs --celery-hostname "$@"' "$name" "$w/worker-env-names" "$name@$addr" ${queues:+--queues "$queues"}
 }
 
 down() {
   local name f
   for f in "$PIDS"/worker[0-9]*.pid; do [ ! -e "$f" ] || stop "$(basename "$f" .pid)"; done # however many up started
-  for name in db-clean worker triggerer dag-processor scheduler api-server redis; do stop "$name"; done
+  for name in db-clean worker worker-logs triggerer dag-processor scheduler api-server redis; do stop "$name"; done
   stop postgres INT pid # fast shutdown; the postmaster ends its backends
 }
 

@@ -209,4 +209,20 @@ def handoff_limits(dag: Any, sweep_yaml: str, ops_dir: str) -> None:
     except (SweepConfigError, OSError) as exc:
         log.warning("%s: sized from the schema's defaults: %s", dag.dag_id, exc)
         config = SweepConfig.model_construct()
-    apply_limits(dag, config, handoff_needs(dag.dag_id, config), {"*": peek_clusters(ops_dir)})
+    needs = handoff_needs(dag.dag_id, config)
+    apply_limits(dag, config, needs, {"*": peek_clusters(ops_dir)})
+    apply_queues(dag, config, needs)
+
+
+def apply_queues(dag: Any, config: Any, needs: Mapping[str, Need]) -> None:
+    """Each task's Celery ``queue`` from sweep.yaml ``queues:`` (acts, and any task named by
+    ``<dag_id>.<task_id>``); "" leaves Airflow's default queue. A named task the DAG lacks is an error."""
+    unknown = config.queues.unknown(dag.dag_id, set(dag.task_ids))
+    if unknown:
+        raise ValueError(
+            f"sweep.yaml queues.tasks names {unknown}: {dag.dag_id} has no such task ({sorted(dag.task_ids)})"
+        )
+    for task in dag.tasks:
+        queue = config.queues.queue(dag.dag_id, task.task_id, needs[task.task_id].kind is Kind.ACT)
+        if queue:
+            task.queue = queue

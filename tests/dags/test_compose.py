@@ -9,15 +9,19 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+import throwaway_pg
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS = (
     "AIRFLOW__API_AUTH__JWT_SECRET",
     "AIRFLOW__CORE__FERNET_KEY",
+    "AIRFLOW__API__SECRET_KEY",
     "POSTGRES_PASSWORD",
     "_AIRFLOW_WWW_USER_PASSWORD",
     "SWEEP_API_PASSWORD",
@@ -121,7 +125,8 @@ def test_only_the_services_that_sign_or_check_tokens_hold_the_jwt_secret() -> No
         env = _compose_env(service)
         assert jwt not in env and "AIRFLOW__CELERY__BROKER_URL" in env, service
     script = DEPLOY.read_text()  # deploy_local.sh starts its worker and db-clean loop without it
-    assert re.search(r"start worker env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r"local env=\(env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r'start "\$name" "\$\{env\[@\]\}"', script)  # every worker, with that env
     assert re.search(r"start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
 
 
@@ -133,7 +138,9 @@ def _deploy_env() -> dict[str, str]:
 def test_compose_and_deploy_local_use_the_same_settings() -> None:
     compose, deploy = _compose_env(), _deploy_env()
     airflow_keys = {k for k in compose if k.startswith("AIRFLOW")}
-    assert airflow_keys == set(deploy) - MACHINE_ONLY - {"SWEEP_RUN_LOG_DIR"}
+    # the state Connection: deploy_local.sh writes it with SWEEP_DEPLOY_STATE_DB=postgres
+    assert 'state="export AIRFLOW_CONN_SWEEP_STATE=' in DEPLOY.read_text()
+    assert airflow_keys == set(deploy) - MACHINE_ONLY - {"SWEEP_RUN_LOG_DIR"} | {"AIRFLOW_CONN_SWEEP_STATE"}
     for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__CORE__AUTH_MANAGER", "AIRFLOW__API__WORKERS"):
         assert compose[key] == deploy[key].replace("$EXECUTOR", "CeleryExecutor"), key
     for key in (
@@ -211,8 +218,8 @@ def test_the_note_connection_is_the_sweeps_user_role_login() -> None:
     assert 'e["SWEEP_API_USER"]: e["SWEEP_API_PASSWORD"]' in init  # its password is in the file the API reads
 
 
-@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
-def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_password(tmp_path: Path) -> None:
+def _resolved(tmp_path: Path) -> tuple[dict[str, str], dict[str, dict]]:
+    """The secrets given (a value each) and the services as ``docker-compose config`` resolves them."""
     shutil.copy(COMPOSE, tmp_path / "docker-compose.yaml")
     values = {var: f"s3cr3t-{var.lower()}" for var in SECRETS}
     env = {**{k: v for k, v in os.environ.items() if k not in SECRETS}, **values}
@@ -220,7 +227,12 @@ def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_passwor
         ["docker-compose", "config"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
-    services = yaml.safe_load(out.stdout)["services"]
+    return values, yaml.safe_load(out.stdout)["services"]
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
+def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_password(tmp_path: Path) -> None:
+    values, services = _resolved(tmp_path)
     for name in ("airflow-worker", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"):
         text = yaml.safe_dump(services[name])
         assert values["_AIRFLOW_WWW_USER_PASSWORD"] not in text, name
@@ -264,3 +276,63 @@ def test_deploy_local_adds_the_sweeps_login_to_an_older_secrets_file(tmp_path: P
     assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] == "old-admin" and secrets["POSTGRES_PASSWORD"] == "p"  # kept
     assert secrets["SWEEP_API_USERNAME"] == "sweep_api" and passwords["sweep_api"] == secrets["SWEEP_API_PASSWORD"]
     assert "old-admin" not in airflow_env
+
+
+INITDB = ROOT / "scripts" / "postgres-initdb"
+postgres_url = throwaway_pg.postgres_url  # the fixture
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose (v1) not installed")
+def test_compose_gives_the_state_store_its_own_database_and_every_service_its_connection(tmp_path: Path) -> None:
+    values, services = _resolved(tmp_path)
+    # the init folder, mounted from the repo where the postgres image runs it on first start
+    mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in services["postgres"]["volumes"]]
+    assert any(m.endswith("scripts/postgres-initdb:/docker-entrypoint-initdb.d:ro") or
+               m.endswith("scripts/postgres-initdb:/docker-entrypoint-initdb.d") for m in mounts), mounts  # fmt: skip
+    assert services["postgres"]["environment"]["POSTGRES_USER"] == "airflow"  # who runs it, so owns sweep_state
+    for name, svc in services.items():
+        if not name.startswith("airflow-"):
+            continue
+        conn = json.loads(svc["environment"]["AIRFLOW_CONN_SWEEP_STATE"])
+        assert (conn["conn_type"], conn["host"], conn["schema"]) == ("postgres", "postgres", "sweep_state"), name
+        assert conn["password"] == values["POSTGRES_PASSWORD"] and conn["schema"] != "airflow", name
+    init = services["airflow-init"]
+    assert "state_cli upgrade --conn-id sweep_state" in "\n".join(init["command"])
+    assert init["environment"]["PYTHONPATH"] == "/opt/airflow/plugins"
+
+
+@pytest.mark.slow
+def test_the_init_sql_creates_sweep_state_and_sweep_state_upgrade_makes_its_tables_there(postgres_url) -> None:
+    """What the postgres image does on first start (the folder's files, in order, as POSTGRES_USER on
+    POSTGRES_DB), then airflow-init's upgrade through a Connection shaped like the compose file's."""
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:  # the image makes POSTGRES_USER a superuser and POSTGRES_DB its database
+        c.execute(sa.text("CREATE ROLE airflow LOGIN SUPERUSER"))
+        c.execute(sa.text("CREATE DATABASE airflow OWNER airflow"))
+    base = postgres_url.rsplit("/", 1)[0].replace("postgres@", "airflow@")
+    files = sorted(INITDB.iterdir())
+    assert files and all(f.suffix in (".sql", ".sh") for f in files), files
+    as_airflow = sa.create_engine(f"{base}/airflow", isolation_level="AUTOCOMMIT")
+    with as_airflow.connect() as c:
+        for f in files:
+            if f.suffix == ".sql":
+                c.exec_driver_sql(f.read_text())
+        owner = c.execute(
+            sa.text("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'sweep_state'")
+        ).scalar()
+    assert owner == "airflow"
+    url = sa.engine.make_url(base)
+    conn = {"conn_type": "postgres", "host": url.host, "port": url.port, "login": "airflow", "schema": "sweep_state"}
+    got = subprocess.run(
+        [sys.executable, "-m", "sweep_operators.state_cli", "upgrade", "--conn-id", "sweep_state"],
+        env={**os.environ, "AIRFLOW_CONN_SWEEP_STATE": json.dumps(conn)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stdout + got.stderr
+    tables = set(sa.inspect(sa.create_engine(f"{base}/sweep_state")).get_table_names())
+    assert {"sweep_state_version", "sweep_state_documents"} <= tables
+    assert not {"sweep_state_version", "dag_run"} & set(
+        sa.inspect(as_airflow).get_table_names()
+    )  # nothing in Airflow's

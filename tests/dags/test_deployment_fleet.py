@@ -1,13 +1,17 @@
 """A fleet: scripts/deploy_local.sh with TWO Celery workers laid out as two hosts (each its own
-AIRFLOW_HOME, scratch TMPDIR and hostname), sharing the state database (the deployment's Postgres
-through the Connection sweep_state, or the SQLite default in a shared run-log dir) and the run-log
+AIRFLOW_HOME, scratch TMPDIR, hostname and address, 127.0.0.1 / 127.0.0.2, its log server on it),
+sharing the state database (the deployment's Postgres through the Connection sweep_state, or the
+SQLite default in a shared run-log dir) and the run-log
 store (a file:// URL standing where s3:// would; a shared path on SQLite). Against the scratch
 Slurm cluster and the hub STUB, at once: a backfill of two windows, a run by hand and the cron runs,
 over windows that overlap on two completed jobs, one whose cleanup deletes (the hub holds it), one
 whose cleanup uploads (sbatch --wait on a job held by --begin: the act stays in flight, the test's own
-condition). The worker running the upload is SIGKILLed (its process group) mid-act, the task cleared
-and run again on the other worker. Measured: each hand-off given once, one upload job in sacct, each
-job told in one digest, tasks on both workers, every sweep's run log in the Sweeps page."""
+condition). sweep.yaml queues: sends the cleanup's delete to worker 1's queue (acts-a) and its upload to
+worker 2's (acts-b). Worker 2 is SIGKILLed (its process group) mid-upload, the task cleared, the worker
+started again (`deploy_local.sh up`: the host back) and the upload run there again. Measured: each
+hand-off given once, one upload job in sacct, each job told in one digest, the delete on worker 1 and
+the upload on worker 2 (each once), worker 2's task log served through the REST API, every sweep's run
+log in the Sweeps page."""
 
 from __future__ import annotations
 
@@ -21,13 +25,16 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import huggingface_hub
 import pytest
 import yaml
 from conftest import CLUSTER_DIR, ROOT, LocalCluster, sh
-from deploy_client import DONE, Deployment, deploy_env, deployed, deployment_slot
+from deploy_client import DONE, Deployment, deploy, deploy_env, deployed, deployment_slot
 from hf_hub_stub import hub_stub
 from lab import ARTIFACTS, LAB_CONFIG, LAB_OPS, USER
 from receivers import slack_webhook_stub
@@ -38,6 +45,7 @@ from sweep_core.state.db import use_url
 pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(1800), pytest.mark.exclusive]
 SWEEP, CLEANUP = "monitor_cron_sweep", "sweep_cleanup"
 ORG = "sweep-local"
+W1, W2 = "127.0.0.1", "127.0.0.2"  # the two workers' hostnames (deploy_local.sh: worker k is 127.0.0.k)
 JOB_PY = ROOT / "tests" / "fixtures" / "upload" / "hf_upload_job.py"
 SITE = Path(huggingface_hub.__file__).resolve().parents[1]  # readable by the cluster user
 
@@ -67,6 +75,8 @@ def _config(home: Path, hub: str, hook: str, state: str) -> tuple[dict[str, str]
         f"--export=ALL,HF_ENDPOINT={hub},PYTHONPATH={SITE},HF_HUB_DISABLE_TELEMETRY=1",
         str(JOB_PY), "{artifact_dir}", "{hub_repo}", "{step}",
     ]  # fmt: skip
+    # the acts on the workers that serve their queue: the delete on worker 1, the upload on worker 2
+    conf["queues"] = {"tasks": {f"{CLEANUP}.delete": "acts-a", f"{CLEANUP}.upload": "acts-b"}}
     run_logs = str(store)
     if state == "postgres":
         conf["state"] = {"conn_id": "sweep_state"}
@@ -85,11 +95,17 @@ def _config(home: Path, hub: str, hook: str, state: str) -> tuple[dict[str, str]
     return env, run_logs
 
 
+@dataclass
 class Fleet:
-    """The deployment, its run-log store and the state database's URL (None: the SQLite default)."""
+    """The deployment, its environment (deploy_local.sh's), the run-log store and the state database's
+    URL (None: the SQLite default), the hub stub and the Slack stub's posts."""
 
-    def __init__(self, dep: Deployment, run_logs: str, state_url: str | None, hub, posts: list) -> None:
-        self.dep, self.run_logs, self.state_url, self.hub, self.posts = dep, run_logs, state_url, hub, posts
+    dep: Deployment
+    env: dict[str, str]
+    run_logs: str
+    state_url: str | None
+    hub: Any
+    posts: list
 
     def ledger(self):
         use_url(self.state_url)
@@ -109,6 +125,7 @@ def fleet(request, _local_cluster_session) -> Iterator[Fleet]:
         home.chmod(0o755)  # the postgres user reaches its data dir below it
         extra, run_logs = _config(home, hub.url, hook, request.param)
         extra["SWEEP_DEPLOY_WORKERS"] = "2"
+        extra["SWEEP_DEPLOY_WORKER_QUEUES"] = "default,acts-a default,acts-b"  # worker 1's, worker 2's
         extra["SWEEP_DEPLOY_STATE_DB"] = "postgres" if request.param == "postgres" else ""
         env = deploy_env(home, extra.pop("SWEEP_DEPLOY_EXECUTOR", "CeleryExecutor"), **extra)
         try:
@@ -117,8 +134,10 @@ def fleet(request, _local_cluster_session) -> Iterator[Fleet]:
                 if request.param == "postgres":
                     env_file = (dep.home / "airflow.env").read_text()
                     conn = json.loads(re.search(r"AIRFLOW_CONN_SWEEP_STATE='(.*)'", env_file)[1])  # type: ignore[index]
-                    url = f"postgresql+psycopg2://{conn['login']}:{conn['password']}@127.0.0.1:{conn['port']}/sweep_state"
-                yield Fleet(dep, run_logs, url, hub, posts)
+                    url = (
+                        f"postgresql+psycopg2://{conn['login']}:{conn['password']}@127.0.0.1:{conn['port']}/sweep_state"
+                    )
+                yield Fleet(dep, env, run_logs, url, hub, posts)
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
@@ -129,6 +148,25 @@ def _runs(dep: Deployment, dag_id: str) -> list[dict]:
 
 def _ti(dep: Deployment, dag_id: str, run_id: str, task_id: str) -> dict:
     return next(t for t in dep.task_instances(dag_id, run_id) if t["task_id"] == task_id)
+
+
+def _served_log(dep: Deployment, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
+    """A task's log as the UI reads it (the REST API: the API server fetches it from the worker's log server)."""
+    path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}/logs/{try_number}"
+    r = dep.client.get(path, params={"full_content": True}, headers={"Accept": "application/json"})
+    assert r.status_code == 200, r.text[:300]
+    return json.dumps(r.json()["content"])
+
+
+BUSY = {"running", "queued", "scheduled", "deferred", "up_for_retry", "up_for_reschedule", "restarting"}
+
+
+def _settled(dep: Deployment, run: dict) -> bool:
+    """A sweep run done, queued, or held by the pause (running, none of its tasks busy: a paused DAG's
+    running run schedules no further task)."""
+    if run["state"] != "running":
+        return True
+    return not any(t["state"] in BUSY for t in dep.task_instances(SWEEP, run["dag_run_id"]))
 
 
 def _uploads(name: str) -> list[str]:
@@ -202,7 +240,7 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
 
     _until("the backfill, the run by hand and a cron run done", 480, all_three)
     dep.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})  # no new cron run: the kill hits the act alone
-    _until("no sweep task running", 420, lambda: all(r["state"] != "running" for r in _runs(dep, SWEEP)))
+    _until("no sweep task running", 420, lambda: all(_settled(dep, r) for r in _runs(dep, SWEEP)))
     running = _until(
         "a cleanup run's upload task running, its delete done",
         120,
@@ -217,21 +255,26 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
         ),
     )
     run_id, ti = running
-    victim = "worker2" if ti["hostname"].endswith("-worker2") else "worker"
-    survivor = "worker" if victim == "worker2" else "worker2"
-    os.killpg(fleet.worker_pid(victim), signal.SIGKILL)
+    assert (ti["hostname"], ti["queue"]) == (W2, "acts-b"), ti  # the upload's queue: worker 2's alone
+    os.killpg(fleet.worker_pid("worker2"), signal.SIGKILL)
     lost = _until("the lost worker's task failed", 180,
                   lambda: (t := _ti(dep, CLEANUP, run_id, "upload"))["state"] == "failed" and t)  # fmt: skip
-    # a person clears it: the same run's next try, on the worker left
+    # a person clears it: the same run's next try waits in acts-b until worker 2's host is back
     dep.post(f"/api/v2/dags/{CLEANUP}/clearTaskInstances",
              {"dry_run": False, "dag_run_id": run_id, "task_ids": ["upload"], "include_downstream": True,
               "only_failed": False, "reset_dag_runs": True})  # fmt: skip
+    time.sleep(20)
+    assert _ti(dep, CLEANUP, run_id, "upload")["state"] in ("queued", "scheduled", None), "ran with no worker on acts-b"
+    back = deploy(fleet.env, "up", timeout=600)
+    assert back.returncode == 0 and "worker2 started" in back.stdout, back.stdout + back.stderr
     retry = _until("the cleared upload task's retry", 300,
                    lambda: (t := _ti(dep, CLEANUP, run_id, "upload"))["state"] in DONE and t["try_number"] > lost["try_number"] and t)  # fmt: skip
     assert retry["state"] == "success", retry
-    _until("every sweep run done", 300, lambda: all(r["state"] in DONE | {"queued"} for r in _runs(dep, SWEEP)))
+    _until("every sweep run done", 300, lambda: all(_settled(dep, r) for r in _runs(dep, SWEEP)))
     _until("every cleanup run done", 300, lambda: all(r["state"] in DONE for r in _runs(dep, CLEANUP)) or None)
-    sweeps = [r for r in _runs(dep, SWEEP) if r["state"] != "queued"]  # a cron run queued while paused: never ran
+    runs = _runs(dep, SWEEP)
+    frozen = [r["dag_run_id"] for r in runs if r["state"] == "running"]  # a cron run the pause caught: stays there
+    sweeps = [r for r in runs if r["state"] in DONE]  # (a cron run queued while paused never ran)
     kinds = sorted({r["run_type"] for r in sweeps})
     assert {"backfill", "manual", "scheduled"} <= set(kinds), kinds
     assert manual["dag_run_id"] in {r["dag_run_id"] for r in sweeps}
@@ -255,11 +298,23 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
     assert not (ARTIFACTS / done / "exports").exists()
     deletes = [r["dag_run_id"] for r in cleanups if _ti(dep, CLEANUP, r["dag_run_id"], "delete")["state"] == "success"]
     assert deletes == given[done], deletes
-    # tasks ran on both workers; the upload's two tries on two hosts
-    hosts = {t["hostname"] for r in sweeps + cleanups for t in dep.task_instances(r["dag_id"], r["dag_run_id"])
-             if t.get("hostname")}  # fmt: skip
-    assert len(hosts) == 2 and any(h.endswith("-worker2") for h in hosts), hosts
-    assert lost["hostname"] != retry["hostname"] and retry["hostname"].endswith("-worker2") == (survivor == "worker2")
+    # tasks ran on both workers; the delete on worker 1 (acts-a), the upload's two tries on worker 2 (acts-b)
+    tis = [t for r in sweeps + cleanups for t in dep.task_instances(r["dag_id"], r["dag_run_id"])]
+    hosts = {t["hostname"] for t in tis if t.get("hostname")}
+    assert hosts == {W1, W2}, hosts
+    ran = {(t["task_id"], t["hostname"], t["queue"]) for t in tis if t["dag_id"] == CLEANUP and t["state"] == "success"
+           and t["task_id"] in ("delete", "upload")}  # fmt: skip
+    assert ran == {("delete", W1, "acts-a"), ("upload", W2, "acts-b")}, ran
+    assert lost["hostname"] == retry["hostname"] == W2
+    # worker 2's task logs in the UI: served from its own disk by its log server (127.0.0.2), both tries
+    for t in (lost, retry):
+        text = _served_log(dep, CLEANUP, run_id, "upload", t["try_number"])
+        assert "Could not read served logs" not in text and f"http://{W2}:" in text, text[:500]
+    assert up in _served_log(dep, CLEANUP, run_id, "upload", retry["try_number"])  # the task's own rows
+    deleted_on = _ti(dep, CLEANUP, deletes[0], "delete")
+    text = _served_log(dep, CLEANUP, deletes[0], "delete", deleted_on["try_number"])
+    # worker 1 shares the API server's AIRFLOW_HOME (one host here): its log is read from that disk
+    assert "Could not read" not in text and done in text, text[:500]
     # each job told in one digest
     told = {n: [p for p in fleet.posts if n in json.dumps(p)] for n in (done, up)}
     assert len(told[done]) == 1, told[done]
@@ -271,7 +326,9 @@ def test_a_fleet_of_two_workers_hands_off_uploads_and_tells_each_once_through_a_
         assert r["dag_run_id"] in page.text or Path(log).name in page.text, r["dag_run_id"]
     print(
         f"\nfleet ({fleet.state_url and 'postgres' or 'sqlite'}): sweeps {[(r['run_type'], r['state']) for r in sweeps]}, "
-        f"workers {sorted(hosts)}, upload lost on {lost['hostname']} retried on {retry['hostname']}, "
+        f"held by the pause {frozen}, "
+        f"workers {sorted(hosts)}, delete on {deleted_on['hostname']} ({deleted_on['queue']}), upload lost on "
+        f"{lost['hostname']} retried on {retry['hostname']} ({retry['queue']}), "
         f"hand-offs {given}, uploads {first}, digests { ({n: len(v) for n, v in told.items()}) }, deletes {deletes}, "
         f"{time.monotonic() - t_start:.0f} s"
     )

@@ -97,3 +97,47 @@ def test_the_overrun_deadline_is_on_by_default_and_off_by_config(monkeypatch, tm
     assert sweep_deadline("x.yaml", config.schedule, 0) is None
     monkeypatch.setenv("SWEEP_OVERRUN_ALERT", "off")
     assert sweep_deadline("x.yaml", config.schedule, 1) is None
+
+
+def _bag_with(monkeypatch, tmp_path, queues: dict, files: str = ""):
+    import yaml
+    from airflow.dag_processing.dagbag import DagBag
+
+    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    conf["queues"] = queues
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
+    monkeypatch.setenv("SWEEP_CONFIG", str(tmp_path / "sweep.yaml"))
+    return DagBag(str(ROOT / "dags" / files))
+
+
+def test_the_acts_run_on_the_queues_sweep_yaml_names_and_nothing_else_moves(bag, monkeypatch, tmp_path) -> None:
+    from airflow.configuration import conf
+
+    default = conf.get("operators", "default_queue")
+    assert {t.queue for _, t in _tasks(bag)} == {default}  # shipped: every task on Airflow's default queue
+    got = _bag_with(monkeypatch, tmp_path, {"acts": "acts", "tasks": {"sweep_cleanup.delete": "acts-a",
+                                                                     "sweep_cleanup.upload": "acts-b",
+                                                                     "sweep_cleanup.plan": "acts-a"}})  # fmt: skip
+    assert got.import_errors == {}
+    queues = {(d, t.task_id): t.queue for d, t in _tasks(got)}
+    assert queues[("sweep_cleanup", "delete")] == "acts-a" and queues[("sweep_cleanup", "plan")] == "acts-a"
+    assert queues[("sweep_cleanup", "upload")] == "acts-b"
+    handoff_acts = {
+        ("sweep_cancel", "standing"),
+        ("sweep_cancel", "scancel"),
+        ("sweep_cleanup", "consolidate"),
+        ("sweep_cleanup", "db_register"),
+        ("sweep_hf_chain", "advance"),
+        ("sweep_tracker_harvest", "harvest"),
+        ("sweep_snapshots", "delete"),
+        ("sweep_hygiene", "pull"),
+    }  # the tasks that change a cluster or hub
+    assert {queues[k] for k in handoff_acts} == {"acts"}
+    rest = set(queues) - handoff_acts - {("sweep_cleanup", t) for t in ("delete", "upload", "plan")}
+    assert {queues[k] for k in rest} == {default}, sorted(k for k in rest if queues[k] != default)
+
+
+def test_a_queue_for_a_task_the_dag_lacks_is_a_parse_error(monkeypatch, tmp_path) -> None:
+    got = _bag_with(monkeypatch, tmp_path, {"tasks": {"sweep_cleanup.uplod": "acts-b"}}, "sweep_cleanup.py")
+    assert len(got.import_errors) == 1
+    assert "sweep_cleanup.uplod" in next(iter(got.import_errors.values()))

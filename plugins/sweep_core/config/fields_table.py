@@ -18,6 +18,7 @@ from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.fanin_schema import LogProfile, MetricsSection, ProfileKeys, ProfilePin
 from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
 from sweep_core.config.ops_schema import OpsFrontMatter, scheduler_of
+from sweep_core.config.queues_schema import QueuesSection
 from sweep_core.config.sweep_schema import StateSection, SweepConfig
 from sweep_core.config.tasks_schema import TasksSection
 from sweep_core.config.watch_schema import WatchSection
@@ -31,6 +32,7 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml notify channel": (Channel, ""),
     "sweep.yaml tasks": (TasksSection, ""),
     "sweep.yaml state": (StateSection, ""),
+    "sweep.yaml queues": (QueuesSection, ""),
     "sweep.yaml watch": (WatchSection, ""),
     "sweep.yaml db_clean": (DbCleanSection, ""),
     "sweep.yaml deep_dive": (DeepDiveSection, ""),

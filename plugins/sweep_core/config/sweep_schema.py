@@ -16,6 +16,7 @@ from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
 from sweep_core.config.notify_schema import HistorySection, NotifySection
+from sweep_core.config.queues_schema import QueuesSection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.tasks_schema import TasksSection
@@ -127,6 +128,10 @@ class SweepConfig(StrictModel):
     )
     state: StateSection = Field(
         StateSection(), description="the state database of the ledger and cleanup backlog (`sweep-state` upgrades it)"
+    )
+    queues: QueuesSection = Field(
+        QueuesSection(),
+        description="the Celery queues of the hand-off DAGs' acts: in a fleet, only the workers trusted to act serve them",
     )
     db_clean: DbCleanSection = Field(
         DbCleanSection(),
