@@ -41,11 +41,14 @@ def _steps(reward: str, n: int = 12) -> str:
 
 
 FILLER = 'for i in $(seq 1 2500); do echo "rollout worker heartbeat $i"; done; '
+# then alive: the local worker reads one buffered line per pipe event (select + readline), so a burst's
+# last lines reach the log store only with the job's next write; a beat every 2 s ships them (a job
+# that printed nothing after its burst held them until its end: the test waited out a `sleep 300`)
+BEAT = 'while true; do sleep 2; echo "rollout worker heartbeat"; done'
 
 
 def _wait_logged(url: str, run: Path, job_id: str, lines: int, timeout: float = 300) -> None:
-    """Until the controller's log store holds ``lines`` lines of the job (the local worker ships a
-    burst's last lines late or never: the test waits for the bulk, not for its end). A condition
+    """Until the controller's log store holds ``lines`` lines of the job (BEAT above). A condition
     wait: 300 s only bounds it (the worker ships slowly while the other test runs share the cores)."""
     from iris_local import IRIS_PY
 
@@ -91,8 +94,8 @@ def test_coreweave_rl_gets_real_verdicts_from_the_whole_log(controller, tag, tmp
     url, run = controller
     dead, ok = f"rl__{tag}_reward0", f"rl__{tag}_healthy"
     # the reward-0 collapse is logged FIRST, then 2500 lines (two pages of FetchLogs): far past any tail
-    dead_id = submit(url, run, dead, _steps("0.0") + FILLER + "sleep 300")
-    ok_id = submit(url, run, ok, _steps("0.$((30 + i))") + FILLER.replace("2500", "200") + "sleep 300")
+    dead_id = submit(url, run, dead, _steps("0.0") + FILLER + BEAT)
+    ok_id = submit(url, run, ok, _steps("0.$((30 + i))") + FILLER.replace("2500", "200") + BEAT)
     try:
         wait_states(url, run, {dead_id: "RUNNING", ok_id: "RUNNING"})
         ro = tmp_path / "rollouts"
@@ -133,7 +136,7 @@ def test_coreweave_rl_gets_real_verdicts_from_the_whole_log(controller, tag, tmp
 def test_unreachable_rollouts_and_no_exec_are_unknown_not_healthy(controller, tag, tmp_path) -> None:
     url, run = controller
     name = f"rl__{tag}_bare"
-    jid = submit(url, run, name, _steps("0.5", 3) + "sleep 300")
+    jid = submit(url, run, name, _steps("0.5", 3) + BEAT)
     try:
         wait_states(url, run, {jid: "RUNNING"})
         iris_ops(tmp_path / "ops", "cw", url, run)  # shipped defaults: no rollout_url, gpu_exec false
