@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from handoff_fakes import FakeHub, cluster, local_bash, ops
+from handoff_fakes import NO_JOB_SQUEUE, FakeHub, cluster, local_bash, ops
 
 from sweep_core.alerts.backlog_line import blocked_line
 from sweep_core.config.sweep_schema import SweepConfig
@@ -125,7 +125,8 @@ def test_the_reader_judges_as_the_gather_does_over_real_bash(tmp_path: Path) -> 
     (logs / "b.out").write_text(f"config: {conf}/hf.yaml\n")
     (logs / "c.out").write_text(f"config: {conf}/gone.yaml\n")
     cfg = cluster(log_pattern=f"{logs}/%x.out")
-    read = launch_reader(ops(cfg), local_bash(tmp_path))
+    # scontrol as for jobs that have left slurmctld (no Slurm runs in this tier: a real one would retry)
+    read = launch_reader(ops(cfg), local_bash(tmp_path, {"squeue": NO_JOB_SQUEUE, "scontrol": NO_JOB_SQUEUE}))
     got = read("local", [("1", "a", f"{logs}/a.out"), ("2", "b", ""), ("3", "c", ""), ("4", "d", "")])
     assert got["1"].hf_only is False and "enable_db_registration: true" in got["1"].why
     assert got["2"].hf_only is True  # no StdOut stored: ops.md log_pattern with its name
