@@ -62,6 +62,7 @@ fi
 #    time: tests/deploy_client.py deployment_slot);
 #  - the other cluster tests on the shared instance, in SWEEP_TEST_LANES (default 3) pytest-xdist
 #    workers, each its own Slurm user (lane k: sweep, sweep2, …; the cluster script makes them).
+# Files are handed to the workers in collection order, the longest first (marker long, tests/conftest.py).
 copy_db() { # copy_db DIR: DIR/airflow.db, a copy of the migrated metadata DB
   rm -rf "$1" && mkdir -p "$1"
   python - "$AIRFLOW_HOME/airflow.db" "$1/airflow.db" <<'PY'
@@ -88,11 +89,11 @@ SCRATCH_HOME=$PROJECT/.airflow-scratch
 copy_db "$SCRATCH_HOME"
 echo "[test] pytest -m 'cluster and exclusive' on $SCRATCH scratch instances (its output follows)"
 AIRFLOW_HOME=$SCRATCH_HOME SWEEP_LAB_SCRATCH="${scratch_dirs[*]}" python -m pytest -q -p no:cacheprovider \
-  -m "cluster and exclusive" -n "$SCRATCH" --dist loadfile --durations=10 >"$SCRATCH_HOME/pytest.log" 2>&1 &
+  -m "cluster and exclusive" -n "$SCRATCH" --dist loadfile --no-loadscope-reorder --durations=10 >"$SCRATCH_HOME/pytest.log" 2>&1 &
 excl=$!
 echo "[test] pytest -m 'cluster and not exclusive' in $LANES lanes"
 rc1=0
-python -m pytest -q -p no:cacheprovider -m "cluster and not exclusive" -n "$LANES" --dist loadfile \
+python -m pytest -q -p no:cacheprovider -m "cluster and not exclusive" -n "$LANES" --dist loadfile --no-loadscope-reorder \
   --durations=20 || rc1=$?
 echo "[test] cluster lanes: exit $rc1 after $((SECONDS - start)) s"
 rc3=0

@@ -140,6 +140,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)
         if uses & SLOW_FIXTURES or any(item.get_closest_marker(m) for m in ("cluster", "deploy", "dagrun")):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_minutes_first)  # stable: the rest keep their order
+
+
+def _minutes_first(item: pytest.Item) -> int:
+    """The longest files first (marker ``long(minutes)``): scripts/test.sh hands files to its parallel
+    workers in collection order (--no-loadscope-reorder), so no long one starts last."""
+    mark = item.get_closest_marker("long")
+    return -int(mark.args[0]) if mark else 0
 
 
 @pytest.fixture(scope="session")

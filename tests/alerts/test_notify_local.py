@@ -26,7 +26,7 @@ from lab import LAB_CONFIG
 from receivers import slack_webhook_stub, smtp_server
 from sweep_runner import DagRun, run_dag
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.long(4)]
 DIGESTS = Path(os.environ.get("SWEEP_DIGEST_OUT", "/tmp/sweep-digests"))
 
 

@@ -25,7 +25,13 @@ from lab import LAB_CONFIG, LAB_OPS
 
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
 
-pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(900), pytest.mark.exclusive]
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.deploy,
+    pytest.mark.timeout(900),
+    pytest.mark.exclusive,
+    pytest.mark.long(4),
+]
 SWEEP = "monitor_cron_sweep"
 HANDOFF_DAGS = ("sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest", "sweep_rl_deep_dive")
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "CeleryExecutor")
@@ -62,10 +68,17 @@ def _deployment() -> Iterator[Deployment]:
     env = deploy_env(home, EXECUTOR, **_test_config(home))
     try:
         with deployed(env, CLUSTER_DIR / "connections.json") as dep:
+            running = {
+                ln.split()[0] for ln in deploy(env, "status", timeout=60).stdout.splitlines() if " running " in ln
+            }
             again = deploy(env, "up")
-            # postgres, 4 Airflow services and the db-clean loop; + redis and the worker on Celery
-            services = 8 if EXECUTOR == "CeleryExecutor" else 6
-            assert again.returncode == 0 and again.stdout.count("already running") == services, again.stdout
+            # a second `up` starts nothing: every service it names is one `status` saw running
+            said = set(re.findall(r"\[deploy\] (\S+) already running", again.stdout))
+            core = {"postgres", "api-server", "scheduler", "dag-processor", "triggerer", "db-clean"}
+            if EXECUTOR == "CeleryExecutor":
+                core |= {"redis", "worker", "worker-logs"}
+            assert again.returncode == 0 and " started (pid" not in again.stdout, again.stdout
+            assert said == running and core <= said, (said, running, again.stdout)
             yield dep
         status = deploy(env, "status", timeout=60).stdout
     finally:

@@ -42,7 +42,13 @@ from receivers import slack_webhook_stub
 from sweep_core.ledger.store import load_ledger
 from sweep_core.state.db import use_url
 
-pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(1800), pytest.mark.exclusive]
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.deploy,
+    pytest.mark.timeout(1800),
+    pytest.mark.exclusive,
+    pytest.mark.long(11),
+]
 SWEEP, CLEANUP = "monitor_cron_sweep", "sweep_cleanup"
 ORG = "sweep-local"
 W1, W2 = "127.0.0.1", "127.0.0.2"  # the two workers' hostnames (deploy_local.sh: worker k is 127.0.0.k)

@@ -27,7 +27,13 @@ from deploy_client import Deployment, deploy_env, deployed, deployment_slot
 from lab import LAB_CONFIG, LAB_OPS
 from receivers import slack_webhook_stub
 
-pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.timeout(1500), pytest.mark.exclusive]
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.deploy,
+    pytest.mark.timeout(1500),
+    pytest.mark.exclusive,
+    pytest.mark.long(7),
+]
 WATCH = "monitor_cron_watch"
 EXECUTOR = os.environ.get("SWEEP_DEPLOY_TEST_EXECUTOR", "LocalExecutor")
 INTERVAL_S = 60  # the test's watch cron: */1

@@ -23,7 +23,7 @@ from browser import CHROMIUM, api_server, login_token
 from lab import LAB_CONFIG
 from sweep_runner import ROOT, run_dag
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.long(2)]
 SHOTS = os.environ.get("SWEEP_SCREENSHOTS", "")
 
 

@@ -25,7 +25,7 @@ from sweep_runner import DagRun, run_dag
 
 from sweep_core.ledger.store import load_ledger
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.long(4)]
 PERIOD = 60  # seconds: the test schedule's cron step (one-minute windows)
 CRON = "* * * * *"
 JOBS = HOME / "jobs"

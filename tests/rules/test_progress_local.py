@@ -18,7 +18,7 @@ from sweep_runner import DagRun, run_dag
 
 from sweep_core.ledger.store import load_ledger
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.long(4)]
 COUNT = 'i={start}; while true; do i=$((i+1)); echo "Training Step Progress: $i/100000"; sleep 2; done'
 
 

@@ -25,7 +25,7 @@ import yaml
 from conftest import ROOT, USER, sh
 from lab import LAB_CONFIG, LAB_OPS
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900), pytest.mark.long(2)]
 DAG = "sweep_cancel"
 USERS = "admin:admin,bob:user,carol:user"
 

@@ -21,7 +21,7 @@ from sweep_runner import run_dag
 from sweep_core.ledger.store import LEDGER_FILE
 from sweep_core.state.documents import read_document
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.long(5)]
 STEP = "echo 'Training Step Progress: 5/10'; sleep 900"  # prints, then wedges
 REQUEUE_WAIT_S = 240  # Slurm holds a requeued job ~120 s (BeginTime) before it may start again
 

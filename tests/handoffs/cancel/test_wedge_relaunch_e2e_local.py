@@ -34,7 +34,13 @@ from deploy_client import Deployment, deploy_env, deployed, deployment_slot
 from hitl_responder import RELAUNCH
 from lab import LAB_CONFIG, LAB_OPS
 
-pytestmark = [pytest.mark.cluster, pytest.mark.deploy, pytest.mark.exclusive, pytest.mark.timeout(1800)]
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.deploy,
+    pytest.mark.exclusive,
+    pytest.mark.timeout(1800),
+    pytest.mark.long(6),
+]
 WATCH, CANCEL, SWEEP = "monitor_cron_watch", "sweep_cancel", "monitor_cron_sweep"
 WATCH_CRON = os.environ.get("SWEEP_E2E_WATCH_CRON", "*/1 * * * *")
 HOLD = bool(os.environ.get("SWEEP_E2E_REQUEUE_HOLD"))  # 1: wait out Slurm's requeue hold (the measured timeline)
