@@ -74,6 +74,8 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     ids = {n: c.submit(n, "sleep 600") for n in (wedged, reused, renamed)}
     ids[link] = c.submit(link, "sleep 600", "--begin=now+2hours")  # a spurious chain link, PENDING
     c.wait_running(ids[wedged], ids[reused], ids[renamed])
+    node = sh("squeue", "-h", "-j", ids[wedged], "-o", "%N").stdout.strip()  # the lanes' jobs share the nodes
+    assert node
     jobs = [
         _job(ids[wedged], wedged),
         _job(ids[link], link, "cancel", f"[rl_resume_overshoot] WARN local RL {ids[link]} {link}: past max_steps"),
@@ -90,7 +92,7 @@ def test_approved_cancels_only_what_still_matches(local_cluster, tag, tmp_path) 
     # the prompt carried the evidence
     assert responder.status == 200 and responder.detail["defaults"] == [REJECT]
     body = "".join(d["body"] for d in responder.details.values())  # one approval task per job
-    for text in (ids[wedged], wedged, "no output for 185 min", "localhost", link, "past max_steps", "PENDING"):
+    for text in (ids[wedged], wedged, "no output for 185 min", node, link, "past max_steps", "PENDING"):
         assert text in body, text
     assert "BY HAND" not in body and body.count("evidence (the sweep's flag)") == 3
     assert sorted(d["subject"] for d in responder.details.values()) == [

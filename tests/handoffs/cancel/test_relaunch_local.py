@@ -74,13 +74,14 @@ def _sweep_yaml(tmp_path: Path, cancel_keys: str) -> str:
 def test_cancel_and_relaunch_requeues_the_same_id_and_a_second_wedge_is_escalated(local_cluster, tag, tmp_path):
     c = local_cluster
     name, jid = _wedged(c, tag)
+    node = sh("squeue", "-h", "-j", jid, "-o", "%N").stdout.strip()  # the lanes' jobs share the nodes
     flagged = time.monotonic()
     run, responder = _relaunch(tmp_path, [_job(jid, name)])
     assert run.state == "success", run.task_states
     assert responder.detail["options"] == ["Cancel", "Cancel and relaunch", "Reject"]
     body = responder.detail["body"]
     assert "**Cancel and relaunch** requeues it" in body and "Training Step Progress: 5/10" in body
-    assert "step 5" in body and "localhost" in body
+    assert "step 5" in body and node and node in body
     result = act_said(run.values, "scancel")["local"][jid]
     assert result.startswith("requeued (PENDING, Restarts=1"), result
     assert c.squeue_state(jid) == "PENDING"  # the same id, held for Slurm's requeue delay
