@@ -24,14 +24,14 @@ DONE = {"success", "failed"}
 FAN_IN = ("bucket", "render", "handoffs", "handoff_branch", "history", "notify")
 
 
-SLOTS = int(os.environ.get("SWEEP_DEPLOY_SLOTS", "2"))
+SLOTS = int(os.environ.get("SWEEP_DEPLOY_SLOTS", "1"))
 
 
 @contextlib.contextmanager
 def deployment_slot() -> Iterator[None]:
-    """Held while a test's deployment runs: at most ``SWEEP_DEPLOY_SLOTS`` (default 2) at a time on
-    this machine (the exclusive tests run in parallel workers; a deployment mostly waits on its cron
-    ticks, so two at once on 2 cores shorten the exclusive run; more would starve their schedulers)."""
+    """Held while a test's deployment runs: at most ``SWEEP_DEPLOY_SLOTS`` (default 1) at a time on
+    this machine. Two at once cut the suite from 24 to 20 min on 2 cores (one run), but in the next
+    run the REST wedge test, beside the fleet test, saw no requeue within 300 s: 1 until that holds."""
     files = [open(f"/var/tmp/sweep-deploy-slot{k}.lock", "w") for k in range(max(1, SLOTS))]  # noqa: SIM115
     try:
         while True:
