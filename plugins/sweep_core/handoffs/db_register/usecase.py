@@ -223,9 +223,13 @@ def _run(
 def _in_flight(j: _Job, run_id: str, now: str) -> dict[str, str]:
     """The act a claimed registration holds until its answer is recorded."""
     why = f"claimed by {run_id}, its answer never recorded (the task ended mid-act: its worker lost?)"
-    command = " ".join(shlex.quote(a) for a in j.argv)
-    return {"kind": REGISTER, "attempt": str(j.move.attempt), "outcome": UNKNOWN, "why": why, "command": command,
-            "run": run_id, "at": now}  # fmt: skip
+    return _act(j, UNKNOWN, why, run_id, now)
+
+
+def _act(j: _Job, outcome: str, why: str, run_id: str, now: str) -> dict[str, str]:
+    """The ledger act of one registration attempt with its outcome."""
+    return {"kind": REGISTER, "attempt": str(j.move.attempt), "outcome": outcome, "why": why[:300],
+            "command": " ".join(shlex.quote(a) for a in j.argv), "run": run_id, "at": now}  # fmt: skip
 
 
 def _send(
@@ -242,9 +246,7 @@ def _send(
         if outcome == "not sent":
             unsent.append(j)
             continue
-        act = {"kind": REGISTER, "attempt": str(j.move.attempt), "outcome": outcome, "why": why[:300],
-               "command": " ".join(shlex.quote(a) for a in j.argv), "run": run_id, "at": now}  # fmt: skip
-        acts.append((t.cluster, t.job_id, t.name, act))
+        acts.append((t.cluster, t.job_id, t.name, _act(j, outcome, why, run_id, now)))
     return acts, unsent
 
 
