@@ -19,12 +19,32 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 APPROVE, REJECT, TIMEOUT = "Approve", "Reject", "timeout"
 CANCEL, RELAUNCH = "Cancel", "Cancel and relaunch"  # sweep_cancel's options besides Reject
 RELAUNCH_WITH = "Cancel and relaunch with …"  # its form field: params_input {"overrides": "k=v ..."}
+
+
+def wait_exit_seen(
+    scheduler_log: Path, run_id: str, task_id: str, map_indexes: Iterable[int] = (-1,), timeout: float = 120
+) -> None:
+    """Until the scheduler (its log: "Received executor event ... for task instance TaskInstanceKey(...)")
+    has read the exit of each parked ``task_id`` process of ``run_id``. On a real scheduler a HITL task
+    parks in AWAITING_INPUT before its process has exited; an answer that resumes it before the
+    scheduler has seen that exit has the late event fail the resumed try (Airflow 3.3: the "state
+    mismatch" of a QUEUED task; seen on a loaded machine 3 s after the park), so a test answers after this."""
+    indexes = list(map_indexes)
+    keys = [(f"task_id='{task_id}', run_id='{run_id}',", f"map_index={m})") for m in indexes]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        lines = [x for x in scheduler_log.read_text(errors="replace").splitlines() if "Received executor event" in x]
+        if all(any(k in x and m in x for x in lines) for k, m in keys):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the scheduler saw no exit of {task_id} {indexes} of {run_id} in {timeout:.0f} s")
 
 
 def _client_and_headers(user: str) -> tuple[Any, dict[str, str]]:

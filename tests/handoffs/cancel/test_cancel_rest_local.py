@@ -23,6 +23,7 @@ import httpx
 import pytest
 import yaml
 from conftest import ROOT, USER, sh
+from hitl_responder import wait_exit_seen
 from lab import LAB_CONFIG, LAB_OPS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900), pytest.mark.long(2)]
@@ -78,6 +79,7 @@ def _airflow(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
         "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",  # parsed once: the file does not change
         "SWEEP_CONFIG": str(_sweep_yaml(tmp_path)),
         "SWEEP_OPS_DIR": str(LAB_OPS),
         "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs"),
@@ -182,7 +184,7 @@ def test_a_forged_cancel_from_a_non_admin_user_asks_per_job_and_only_an_approver
             assert "**BY HAND**, requested by `bob`" in d["body"]
             assert "requested by hand (not verified)" in d["body"] and "no output for 600 min" in d["body"]
             assert "evidence: none from the sweep" in d["body"]
-        time.sleep(3)  # an answer within ~1 s of the prompt fails the task
+        wait_exit_seen(tmp_path / "scheduler.log", run_id, "approve", (0, 1))  # else an answer can fail the task
         ma, mb = by_job[a][0], by_job[b][0]
         refused = bob.patch(f"{runs}/taskInstances/approve/{ma}/hitlDetails",
                             json={"chosen_options": ["Cancel"], "params_input": {}})  # fmt: skip
