@@ -7,8 +7,10 @@ import os
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lab import LOGS, USER, WORKER
@@ -130,16 +132,22 @@ class LocalCluster:
 SLOW_FIXTURES = frozenset({"local_cluster", "_local_cluster_session", "controller"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test that needs the cluster, a deployment or a real iris controller, and
     ``cluster`` every test that uses the local Slurm cluster (its fixture, even through another):
-    scripts/test.sh runs the ``cluster`` tests in one lane and every other test beside them."""
+    scripts/test.sh runs the ``cluster`` tests in one lane and every other test beside them. An
+    ``exclusive`` test with no ``xdist_group`` is grouped with its file: scripts/test.sh hands the
+    exclusive run's groups to its workers (--dist loadgroup), a deployment file's group being one of
+    the two chains of deployments (two at once at most, each chain's one after the other)."""
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         if "_local_cluster_session" in uses and not item.get_closest_marker("cluster"):
             item.add_marker(pytest.mark.cluster)
         if uses & SLOW_FIXTURES or any(item.get_closest_marker(m) for m in ("cluster", "deploy", "dagrun")):
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("exclusive") and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=_minutes_first)  # stable: the rest keep their order
 
 
@@ -198,3 +206,31 @@ def controller(tmp_path_factory):
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def figure(record_property) -> Callable[[str], None]:
+    """``figure(text)``: a figure the test measured (a latency, a timeline step), printed and listed
+    again in the session's summary ("measured figures"), even under -q and from xdist workers."""
+
+    def note(text: str) -> None:
+        print(text)
+        record_property("figure", text)
+
+    return note
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The figures tests measured (fixture ``figure``), one per line, test by test."""
+    lines = [
+        f"{rep.nodeid.split('::')[-1]}: {value}"
+        for reports in terminalreporter.stats.values()
+        for rep in reports
+        if getattr(rep, "when", None) == "call"
+        for key, value in getattr(rep, "user_properties", ())
+        if key == "figure"
+    ]
+    if lines:
+        terminalreporter.section("measured figures")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -24,14 +24,13 @@ DONE = {"success", "failed"}
 FAN_IN = ("bucket", "render", "handoffs", "handoff_branch", "history", "notify")
 
 
-SLOTS = int(os.environ.get("SWEEP_DEPLOY_SLOTS", "1"))
+SLOTS = int(os.environ.get("SWEEP_DEPLOY_SLOTS", "2"))
 
 
 @contextlib.contextmanager
 def deployment_slot() -> Iterator[None]:
-    """Held while a test's deployment runs: at most ``SWEEP_DEPLOY_SLOTS`` (default 1) at a time on
-    this machine. Two at once cut the suite from 24 to 20 min on 2 cores (one run), but in the next
-    run the REST wedge test, beside the fleet test, saw no requeue within 300 s: 1 until that holds."""
+    """Held while a test's deployment runs: at most ``SWEEP_DEPLOY_SLOTS`` (default 2) at a time on
+    this machine (scripts/test.sh runs two chains of them, each in its own worker: tests/conftest.py)."""
     files = [open(f"/var/tmp/sweep-deploy-slot{k}.lock", "w") for k in range(max(1, SLOTS))]  # noqa: SIM115
     try:
         while True:
@@ -49,6 +48,13 @@ def deployment_slot() -> Iterator[None]:
 
 
 SCRIPT = str(Path(__file__).resolve().parents[1] / "scripts" / "deploy_local.sh")
+# What a test's Airflow services need less of than production's (CPU: a 2-core machine runs two
+# deployments and the other tests at once): one API server worker, and each DAG file parsed once
+# (the files do not change during a test) rather than every 30 s.
+TEST_SERVICES = {
+    "SWEEP_DEPLOY_API_WORKERS": "1",
+    "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
+}
 PORTS = ("API", "PG", "REDIS", "WORKER_LOG", "TRIGGER_LOG", "HEALTH")
 
 
@@ -61,7 +67,13 @@ def free_port() -> int:
 def deploy_env(home: Path, executor: str, **extra: str) -> dict[str, str]:
     """The environment scripts/deploy_local.sh runs with: this one, ``extra`` (SWEEP_CONFIG, …), the
     deployment under ``home/deploy`` on ``executor``, a free port each, no AIRFLOW_HOME of the tests."""
-    env = {**os.environ, **extra, "SWEEP_DEPLOY_HOME": str(home / "deploy"), "SWEEP_DEPLOY_EXECUTOR": executor}
+    env = {
+        **os.environ,
+        **TEST_SERVICES,
+        **extra,
+        "SWEEP_DEPLOY_HOME": str(home / "deploy"),
+        "SWEEP_DEPLOY_EXECUTOR": executor,
+    }
     env.update({f"SWEEP_DEPLOY_{k}_PORT": str(free_port()) for k in PORTS})
     env.pop("AIRFLOW_HOME", None)
     return env
@@ -168,6 +180,28 @@ class Deployment:
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances"
         return self.get(path)["task_instances"]
+
+    def explain(self, dag_id: str, run_id: str, lines: int = 25) -> str:
+        """What a failed wait needs to be read: the run's task instances (state, try, host), the last
+        ``lines`` of each unfinished or failed one's log (REST), and of the scheduler's own log."""
+        out = []
+        try:
+            for ti in self.task_instances(dag_id, run_id):
+                out.append(
+                    f"{ti['task_id']}[{ti['map_index']}] {ti['state']} try {ti['try_number']} on {ti['hostname']}"
+                )
+                if ti["state"] in ("success", "skipped", None) or not ti["try_number"]:
+                    continue
+                path = (f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{ti['task_id']}"
+                        f"/logs/{ti['try_number']}")  # fmt: skip
+                r = self.client.get(path, params={"map_index": ti["map_index"]}, headers={"Accept": "text/plain"})
+                out += [f"  | {line}" for line in r.text.splitlines()[-lines:]]
+        except (httpx.HTTPError, KeyError) as exc:
+            out.append(f"(the REST API did not answer: {exc})")
+        sched = self.home / "logs" / "scheduler.log"
+        if sched.exists():
+            out += ["scheduler.log:"] + [f"  | {x}" for x in sched.read_text(errors="replace").splitlines()[-lines:]]
+        return "\n".join(out)
 
     def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
         path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"

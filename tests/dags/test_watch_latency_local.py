@@ -2,8 +2,9 @@
 dag-processor, api-server, a worker), the watch on a one-minute cron and a Slack webhook stub as the
 channel: event -> alert delivered, for a wedge, a collapse, a FAILED job and a cluster that goes
 UNKNOWN. Each must arrive within one watch interval + one run (the rule's own threshold is already
-past at the event: a wedge's log is aged past its cadence the moment it is made). Prints each time
-(docs/dag.md "The watch cadence" reports them). Marked cluster, deploy, exclusive (it stops slurmctld).
+past at the event: a wedge's log is aged past its cadence the moment it is made); the first three
+happen at once, each timed from its own moment. Each time is a measured figure (the session's
+summary lists it; docs/dag.md "The watch cadence" reports them). Marked cluster, deploy, exclusive (it stops slurmctld).
 
 Run: bash scripts/test.sh tests/dags/test_watch_latency_local.py (never with another cluster run)."""
 
@@ -32,6 +33,7 @@ pytestmark = [
     pytest.mark.deploy,
     pytest.mark.timeout(1500),
     pytest.mark.exclusive,
+    pytest.mark.xdist_group("deployments-2"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.long(7),
 ]
 WATCH = "monitor_cron_watch"
@@ -69,76 +71,68 @@ def _watch() -> Iterator[tuple[Deployment, list[dict[str, Any]]]]:
             shutil.rmtree(home, ignore_errors=True)
 
 
-def _alert_at(posts: list[dict[str, Any]], since: int, pattern: str, timeout: float) -> float:
-    """The time a post (after the first ``since``) matching ``pattern`` was seen."""
-    end, rx = time.time() + timeout, re.compile(pattern)
-    while time.time() < end:
-        if any(rx.search(json.dumps(p)) for p in posts[since:]):
-            return time.time()
+def _alerts_at(posts: list[dict[str, Any]], since: int, patterns: dict[str, str], timeout: float) -> dict[str, float]:
+    """The time a post (after the first ``since``) matching each of ``patterns`` was first seen."""
+    end, seen = time.time() + timeout, {}
+    rx = {what: re.compile(pattern) for what, pattern in patterns.items()}
+    while time.time() < end and len(seen) < len(rx):
+        now, new = time.time(), [json.dumps(p) for p in posts[since:]]
+        seen.update({w: now for w, r in rx.items() if w not in seen and any(r.search(t) for t in new)})
         time.sleep(1)
+    missing = sorted(set(rx) - set(seen))
     tail = [p.get("text", "")[:300] for p in posts[since:]]
-    raise AssertionError(f"no alert matching {pattern!r} within {timeout:.0f} s; posts: {tail}")
+    assert not missing, f"no alert for {missing} within {timeout:.0f} s; posts: {tail}"
+    return seen
 
 
-def _measure(posts: list[dict[str, Any]], what: str, pattern: str, event: Callable[[], float | None]) -> float:
-    """Seconds from the event (``event()`` returns its time, or None: when it was called) to the alert."""
-    since, start = len(posts), time.time()
-    t_event = event() or start
-    latency = _alert_at(posts, since, pattern, BOUND_S + 60) - t_event
-    print(f"\nwatch latency {what}: {latency:.0f} s (event -> alert delivered; bound {BOUND_S} s)")
-    assert latency <= BOUND_S, (what, latency)
-    return latency
+def _latencies(figure: Callable[[str], None], seen: dict[str, float], events: dict[str, float]) -> None:
+    """Each event's latency (event -> alert delivered), noted as a figure and held to the bound."""
+    late = {}
+    for what, t_event in events.items():
+        latency = seen[what] - t_event
+        figure(f"watch latency {what}: {latency:.0f} s (event -> alert delivered; bound {BOUND_S} s)")
+        if latency > BOUND_S:
+            late[what] = round(latency)
+    assert not late, late
 
 
-def test_a_wedge_is_alerted_within_one_watch_interval(watch, local_cluster, tag) -> None:
-    dep, posts = watch
-    c = local_cluster
-    job = c.submit(f"rl__{tag}_wedge", "echo 'Training Step Progress: 3/600'; exec sleep 1200")
-    c.wait_running(job)
-    log = c.wait_log(job)
-
-    def wedge() -> float | None:  # silent for 40 min: past the RL cadence (30 min) from this moment
-        old = time.time() - 40 * 60
-        os.utime(log, (old, old))
-        return None
-
-    _measure(posts, "wedge", rf"liveness_stale.*{re.escape(job)}", wedge)
-
-
-def test_a_collapse_is_alerted_within_one_watch_interval(watch, local_cluster, tag) -> None:
+def test_a_wedge_a_collapse_and_a_failed_job_are_each_alerted_within_one_watch_interval(
+    watch, local_cluster, tag, figure
+) -> None:
+    """Three events at once, each timed from its own moment: a wedge (a log aged 40 min: past the RL
+    cadence of 30 min from that moment), a collapse (its lines printed the moment the job starts)
+    and a job that ends FAILED."""
     _, posts = watch
+    c, since = local_cluster, len(posts)
     text = (ROOT / "tests" / "fixtures" / "logs" / "rl_collapsed.out").read_text()
-    c = local_cluster
-    box: dict[str, str] = {}
+    wedge = c.submit(f"rl__{tag}_wedge", "echo 'Training Step Progress: 3/600'; exec sleep 1200")
+    collapse = c.submit(f"rl__{tag}_collapse", f"printf '%s\\n' {shlex.quote(text)}; exec sleep 1200")
+    fails = c.submit(f"sft__{tag}_fails", "echo 'Traceback (most recent call last):'; echo 'ValueError: x'; exit 3")
+    events: dict[str, float] = {}
+    c.wait_running(wedge, collapse)
+    log = c.wait_log(wedge)
+    old = time.time() - 40 * 60
+    os.utime(log, (old, old))
+    events["wedge"] = time.time()
+    c.wait_log(collapse)
+    events["collapse"] = time.time()
+    c.wait_finished(fails, "FAILED")
+    events["FAILED job"] = time.time()
+    patterns = {
+        "wedge": rf"liveness_stale.*{re.escape(wedge)}",
+        "collapse": rf"rl_collapse.*rl__{tag}_collapse",
+        "FAILED job": rf"genuine_failure.*sft__{tag}_fails",
+    }
+    _latencies(figure, _alerts_at(posts, since, patterns, BOUND_S + 60), events)
 
-    def collapse() -> float:  # the collapse lines are printed the moment the job starts
-        box["job"] = c.submit(f"rl__{tag}_collapse", f"printf '%s\\n' {shlex.quote(text)}; exec sleep 1200")
-        c.wait_running(box["job"])
-        c.wait_log(box["job"])
-        return time.time()
 
-    _measure(posts, "collapse", rf"rl_collapse.*rl__{tag}_collapse", collapse)
-
-
-def test_a_failed_job_is_alerted_within_one_watch_interval(watch, local_cluster, tag) -> None:
+def test_a_cluster_that_goes_unknown_is_alerted_within_one_watch_interval(watch, local_cluster, figure) -> None:
     _, posts = watch
-    c = local_cluster
-    box: dict[str, str] = {}
-
-    def fail() -> None:
-        box["job"] = c.submit(
-            f"sft__{tag}_fails", "echo 'Traceback (most recent call last):'; echo 'ValueError: x'; exit 3"
-        )
-        c.wait_finished(box["job"], "FAILED")
-
-    _measure(posts, "FAILED job", rf"genuine_failure.*sft__{tag}_fails", fail)
-
-
-def test_a_cluster_that_goes_unknown_is_alerted_within_one_watch_interval(watch, local_cluster) -> None:
-    _, posts = watch
+    since = len(posts)
     try:
-        _measure(
-            posts, "cluster UNKNOWN", r"cluster local (UNKNOWN|UNREACHABLE)", lambda: local_cluster.stop("slurmctld")
-        )
+        local_cluster.stop("slurmctld")
+        events = {"cluster UNKNOWN": time.time()}
+        seen = _alerts_at(posts, since, {"cluster UNKNOWN": r"cluster local (UNKNOWN|UNREACHABLE)"}, BOUND_S + 60)
     finally:
         local_cluster.start("slurmctld")
+    _latencies(figure, seen, events)

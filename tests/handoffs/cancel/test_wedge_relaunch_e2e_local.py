@@ -31,13 +31,14 @@ import pytest
 import yaml
 from conftest import CLUSTER_DIR, sh
 from deploy_client import Deployment, deploy_env, deployed, deployment_slot
-from hitl_responder import RELAUNCH
+from hitl_responder import RELAUNCH, wait_exit_seen
 from lab import LAB_CONFIG, LAB_OPS
 
 pytestmark = [
     pytest.mark.cluster,
     pytest.mark.deploy,
     pytest.mark.exclusive,
+    pytest.mark.xdist_group("deployments-2"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.timeout(1800),
     pytest.mark.long(6),
 ]
@@ -215,20 +216,27 @@ def _wedged(dep: Deployment, c: Any, name: str, what: str) -> tuple[str, str, st
     return jid, bad, _handoff(dep, jid, tl), tl
 
 
-def _relaunched(dep: Deployment, c: Any, jid: str, bad: str, run_id: str, tl: Timeline, by: str) -> None:
+def _relaunched(
+    dep: Deployment, c: Any, jid: str, bad: str, run_id: str, tl: Timeline, by: str, figure: Callable[[str], None]
+) -> None:
     """Requeued without ``bad``, RUNNING again, sweep_cancel's run done, the next sweep's row says
     it was relaunched ``by`` whom without ``bad``; prints the timeline."""
-    _rerun(c, jid, bad, tl)
+    try:
+        _rerun(c, jid, bad, tl)
+    except AssertionError as exc:  # what sweep_cancel's run did, and the scheduler, to read why
+        raise AssertionError(f"{exc}\n{dep.explain(CANCEL, run_id)}") from exc
     done = dep.wait_run(CANCEL, run_id, timeout=300)
     assert done["state"] == "success", done
     row = _row(dep, jid, tl)
     total = tl.print()
-    print(f"first silent second -> RUNNING again: {dict(tl.rows)['RUNNING again']:.0f} s; to the row: {total:.0f} s")
+    figure(
+        f"{tl.what}: first silent second -> RUNNING again {dict(tl.rows)['RUNNING again']:.0f} s; to the row {total:.0f} s"
+    )
     assert "relaunched" in row and f"by {by}" in row and f"ExcNodeList={bad}" in row, row
 
 
 def test_a_wedge_from_a_real_watch_run_is_relaunched_without_its_bad_node_on_a_rest_answer(
-    deployment: Deployment, local_cluster, tag
+    deployment: Deployment, local_cluster, tag, figure
 ) -> None:
     dep, c = deployment, local_cluster
     jid, bad, run_id, tl = _wedged(dep, c, f"rl__{tag}_wedge", "HITL through REST")
@@ -242,19 +250,19 @@ def test_a_wedge_from_a_real_watch_run_is_relaunched_without_its_bad_node_on_a_r
     tl.mark("approval asked (approve awaiting input)")
     hitl = dep.get(f"{runs}/taskInstances/approve/{ti['map_index']}/hitlDetails")
     assert RELAUNCH in hitl["options"] and jid in hitl["body"] and "liveness_stale" in hitl["body"], hitl
-    time.sleep(3)  # an answer within ~1 s of the prompt fails the approval task (Airflow 3): not a wait on state
+    wait_exit_seen(dep.home / "logs" / "scheduler.log", run_id, "approve", [ti["map_index"]])  # see there
     answer = dep.client.patch(f"{runs}/taskInstances/approve/{ti['map_index']}/hitlDetails",
                               json={"chosen_options": [RELAUNCH], "params_input": {}})  # fmt: skip
     assert answer.status_code == 200, answer.text
     tl.mark(f"answered {RELAUNCH!r} (PATCH hitlDetails)")
-    _relaunched(dep, c, jid, bad, run_id, tl, by="admin")
+    _relaunched(dep, c, jid, bad, run_id, tl, by="admin", figure=figure)
 
 
 def test_a_wedge_a_standing_permission_covers_is_relaunched_with_nobody_asked(
-    deployment: Deployment, local_cluster, tag
+    deployment: Deployment, local_cluster, tag, figure
 ) -> None:
     dep, c = deployment, local_cluster
     jid, bad, run_id, tl = _wedged(dep, c, f"rl__{tag}_standing", "standing permission")
-    _relaunched(dep, c, jid, bad, run_id, tl, by="standing permission")
+    _relaunched(dep, c, jid, bad, run_id, tl, by="standing permission", figure=figure)
     tis = dep.task_instances(CANCEL, run_id)
     assert not [t for t in tis if t["task_id"] == "approve" and t["state"] not in ("skipped", "removed")], tis
