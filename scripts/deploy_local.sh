@@ -20,12 +20,15 @@
 # queues Qk (default: Airflow's default queue; sweep.yaml queues: routes the acts). SWEEP_DEPLOY_STATE_DB=postgres:
 # the sweep's state database is the database sweep_state of this Postgres, the Connection sweep_state
 # (AIRFLOW_CONN_SWEEP_STATE), upgraded by `up`; sweep.yaml `state: {conn_id: sweep_state}` uses it
-# (default: none, the sweep's SQLite file in the run-log dir).
+# (default: none, the sweep's SQLite file in the run-log dir). SWEEP_DEPLOY_API_WORKERS (default 2): the
+# API server's worker processes. Any AIRFLOW__* of the caller's environment reaches every service
+# unless airflow.env sets it (the tests: a DAG file parsed once, not every 30 s).
 set -euo pipefail
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DH=$(mkdir -p "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && cd "${SWEEP_DEPLOY_HOME:-$PROJECT/.deploy}" && pwd)
 EXECUTOR=${SWEEP_DEPLOY_EXECUTOR:-CeleryExecutor}
 WORKERS=${SWEEP_DEPLOY_WORKERS:-1}
+API_WORKERS=${SWEEP_DEPLOY_API_WORKERS:-2}
 read -r -a WORKER_QUEUES <<<"${SWEEP_DEPLOY_WORKER_QUEUES:-}"
 STATE_DB=${SWEEP_DEPLOY_STATE_DB:-}
 case "$STATE_DB" in "" | postgres) ;; *) echo "[deploy] SWEEP_DEPLOY_STATE_DB: postgres or unset" >&2 && exit 2 ;; esac
@@ -162,7 +165,7 @@ export AIRFLOW__CELERY__BROKER_URL=redis://127.0.0.1:$REDIS_PORT/0
 # The API server is not always on its default port: workers must be told where the Execution API is.
 export AIRFLOW__CORE__EXECUTION_API_SERVER_URL=$api/execution/
 export AIRFLOW__API__BASE_URL=$api
-export AIRFLOW__API__WORKERS=2
+export AIRFLOW__API__WORKERS=$API_WORKERS
 export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$WORKER_LOG_PORT
 export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$TRIGGER_LOG_PORT
 export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=True

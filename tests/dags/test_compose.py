@@ -142,7 +142,8 @@ def test_compose_and_deploy_local_use_the_same_settings() -> None:
     assert 'state="export AIRFLOW_CONN_SWEEP_STATE=' in DEPLOY.read_text()
     assert airflow_keys == set(deploy) - MACHINE_ONLY - {"SWEEP_RUN_LOG_DIR"} | {"AIRFLOW_CONN_SWEEP_STATE"}
     for key in ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__CORE__AUTH_MANAGER", "AIRFLOW__API__WORKERS"):
-        assert compose[key] == deploy[key].replace("$EXECUTOR", "CeleryExecutor"), key
+        assert compose[key] == deploy[key].replace("$EXECUTOR", "CeleryExecutor").replace("$API_WORKERS", "2"), key
+    assert "API_WORKERS=${SWEEP_DEPLOY_API_WORKERS:-2}" in DEPLOY.read_text()  # production's 2 unless told
     for key in (
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN",
         "AIRFLOW__CELERY__RESULT_BACKEND",

@@ -1,7 +1,7 @@
 """A fleet: scripts/deploy_local.sh with TWO Celery workers laid out as two hosts (each its own
 AIRFLOW_HOME, scratch TMPDIR, hostname and address, 127.0.0.1 / 127.0.0.2, its log server on it),
-sharing the state database (the deployment's Postgres through the Connection sweep_state, or the
-SQLite default in a shared run-log dir) and the run-log
+sharing the state database (the deployment's Postgres through the Connection sweep_state; the
+SQLite default in a shared run-log dir with SWEEP_FLEET_STATES=postgres,sqlite) and the run-log
 store (a file:// URL standing where s3:// would; a shared path on SQLite). Against the scratch
 Slurm cluster and the hub STUB, at once: a backfill of two windows, a run by hand and the cron runs,
 over windows that overlap on two completed jobs, one whose cleanup deletes (the hub holds it), one
@@ -47,6 +47,7 @@ pytestmark = [
     pytest.mark.deploy,
     pytest.mark.timeout(1800),
     pytest.mark.exclusive,
+    pytest.mark.xdist_group("deployments-1"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.long(11),
 ]
 SWEEP, CLEANUP = "monitor_cron_sweep", "sweep_cleanup"
@@ -124,7 +125,14 @@ class Fleet:
         return int((self.dep.home / "pids" / f"{service}.pid").read_text().split()[0])
 
 
-@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+# The state store a fleet names (sweep.yaml state.conn_id: docs/memory.md), every run; the SQLite default
+# shared by the two workers (one host's layout) with SWEEP_FLEET_STATES=postgres,sqlite. That layout's
+# claims are the suite's all the same: tests/state (two processes on one SQLite file) and
+# test_deployment.py (a Celery worker of 4 processes on the SQLite default).
+STATES = os.environ.get("SWEEP_FLEET_STATES", "postgres").split(",")
+
+
+@pytest.fixture(scope="module", params=STATES)
 def fleet(request, _local_cluster_session) -> Iterator[Fleet]:
     with deployment_slot(), hub_stub({}) as hub, slack_webhook_stub() as (hook, posts):
         home = Path(tempfile.mkdtemp(prefix="sweep-fleet-", dir="/var/tmp"))
