@@ -10,10 +10,9 @@ import datetime as dt
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import pandas as pd
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from sweep_core.alerts.acts_notice import Notice, hears
@@ -43,6 +42,9 @@ from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store, store_of, watch_history_store
 from sweep_operators.task_ids import DagId, Sweep
 from sweep_operators.window import dag_run_id, run_id_of, sweep_window
+
+if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 # The fan-in's output (snapshots + flags): task "rules" today, "bucket" once the fan-in is two tasks.
@@ -84,6 +86,8 @@ def _earlier(config: SweepConfig, run_id: str, end: dt.datetime, notes: list[str
     """The flag and cluster rows of every sweep before this one, report sweeps and watch runs alike
     (one edge for both cadences: what one told, the other does not tell again); a run of the other
     cadence whose window ends with this one's and that was written first counts as before it."""
+    import pandas as pd
+
     own = str(store_of(config, run_id).path_for(run_id, end))
     frames = []
     for store in (history_store(config), watch_history_store(config)):

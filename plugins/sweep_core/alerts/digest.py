@@ -16,12 +16,13 @@ import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from sweep_core.history.rows import CLUSTER, FLAG, cluster_signature
 from sweep_core.safe_text import clean
+
+if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
+    import pandas as pd
 
 READ = frozenset({"OK", "PARTIAL"})  # a cluster status whose flags are known
 PROBLEM = {"UNREACHABLE": "critical", "ERROR": "critical", "UNKNOWN": "warn"}
@@ -97,6 +98,8 @@ RulesOf = Callable[[str], "frozenset[str] | None"]  # run id -> the rules that r
 
 def sweeps_of(frame: pd.DataFrame, rules_of: RulesOf | None = None) -> list[Sweep]:
     """The history's flag and cluster rows, one Sweep per run (window end, run id), oldest first."""
+    import pandas as pd
+
     out = []
     if frame.empty:
         return out

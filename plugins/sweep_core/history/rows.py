@@ -10,11 +10,12 @@ import datetime as dt
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from sweep_core.models import ClusterSnapshot, Flag, Job, json_safe
+
+if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
+    import pandas as pd
 
 JOB, CLUSTER, FLAG = "job", "cluster", "flag"
 SCHEMA_VERSION = "1"
@@ -118,6 +119,8 @@ def sweep_frame(
 ) -> pd.DataFrame:
     """The rows of one sweep (jobs, clusters, flags), each carrying the run id, the window and the
     name of the sweep's run log in the run-log store (the Sweeps page links it)."""
+    import pandas as pd
+
     rows = [_cluster_row(s) for s in snaps]
     rows += [_job_row(j) for s in snaps for j in s.all_jobs()]
     rows += [_flag_row(f) for f in flags]

@@ -9,15 +9,16 @@ import datetime as dt
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from sweep_core.fanin.fingerprint import merge_fingerprints
 from sweep_core.history.rows import JOB, METRIC_PREFIX
 from sweep_core.history.store import HistoryStore, HistoryUnavailable
 from sweep_core.rules.context import History
 from sweep_core.vocab import Bucket
+
+if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 

@@ -20,14 +20,13 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sweep_core.history.rows import SCHEMA_VERSION
 from sweep_core.state_dir import move_aside
+
+if TYPE_CHECKING:  # pandas and pyarrow are imported where used: a DAG file's parse and most tasks need neither
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 META_KEY = b"sweep_history"
@@ -100,6 +99,9 @@ class HistoryStore:
 
     def append(self, frame: pd.DataFrame, *, run_id: str, window_end: dt.datetime) -> Any:
         """Write one sweep's rows atomically (a re-run of ``run_id`` replaces them); prune old sweeps."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: SCHEMA_VERSION.encode()})
         buf = io.BytesIO()
@@ -167,6 +169,8 @@ class HistoryStore:
             frame = _read_file(f.path, records, columns, notes)
             if frame is not None:
                 frames.append(frame)
+        import pandas as pd
+
         if not frames:
             return pd.DataFrame(columns=list(columns or ["record", "run_id", "window_end", "cluster"]))
         return pd.concat(reversed(frames), ignore_index=True)
@@ -224,6 +228,9 @@ def _read_file(
         return None
     if data is None:
         return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:  # the bytes are here: whatever fails now is the file itself (moved aside)
         pf = pq.ParquetFile(io.BytesIO(data))
         meta = pf.schema_arrow.metadata or {}
