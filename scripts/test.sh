@@ -58,9 +58,9 @@ fi
 #    exclusive), in SWEEP_TEST_SCRATCH (default 3) pytest-xdist workers, each on a scratch instance of
 #    the cluster of its own (scripts/local_cluster.sh with SWEEP_CLUSTER_INSTANCE=k: own daemons,
 #    ports, user and job ids, and three nodes: a 2-node job requeued without one runs on the other
-#    two), whole groups per worker (--dist loadgroup, tests/conftest.py: a file, or one of the two
-#    chains of deployment files), so what they stop stops nobody else and at most two deployments
-#    run at once, each in its own worker (tests/deploy_client.py deployment_slot holds it to two);
+#    two), whole files per worker (--dist loadfile; the deployment files in two chains, each chain
+#    taken as one file: tests/conftest.py DEPLOY_CHAINS), so what they stop stops nobody else and at
+#    most two deployments run at once, each in its own worker (deploy_client.py deployment_slot: two);
 #  - the other cluster tests on the shared instance, in SWEEP_TEST_LANES (default 3) pytest-xdist
 #    workers, each its own Slurm user (lane k: sweep, sweep2, …; the cluster script makes them).
 # Files are handed to the workers in collection order, the longest first (marker long, tests/conftest.py).
@@ -90,7 +90,7 @@ SCRATCH_HOME=$PROJECT/.airflow-scratch
 copy_db "$SCRATCH_HOME"
 echo "[test] pytest -m 'cluster and exclusive' on $SCRATCH scratch instances (its output follows)"
 AIRFLOW_HOME=$SCRATCH_HOME SWEEP_LAB_SCRATCH="${scratch_dirs[*]}" python -m pytest -q -p no:cacheprovider \
-  -m "cluster and exclusive" -n "$SCRATCH" --dist loadgroup --no-loadscope-reorder --durations=10 >"$SCRATCH_HOME/pytest.log" 2>&1 &
+  -m "cluster and exclusive" -n "$SCRATCH" --dist loadfile --no-loadscope-reorder --durations=10 >"$SCRATCH_HOME/pytest.log" 2>&1 &
 excl=$!
 echo "[test] pytest -m 'cluster and not exclusive' in $LANES lanes"
 rc1=0

@@ -132,22 +132,46 @@ class LocalCluster:
 SLOW_FIXTURES = frozenset({"local_cluster", "_local_cluster_session", "controller"})
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+# The files that start a real deployment (marker deploy), in two chains: scripts/test.sh's exclusive
+# run (--dist loadfile) hands each chain to one worker, as it hands a file, so two deployments run at
+# once at most, each chain's one after the other, and no worker waits for a deployment slot.
+DEPLOY_CHAINS = {
+    "tests/dags/test_deployment_fleet.py": "deployments-1",
+    "tests/dags/test_deployment.py": "deployments-1",
+    "tests/dags/test_watch_latency_local.py": "deployments-2",
+    "tests/handoffs/cancel/test_wedge_relaunch_e2e_local.py": "deployments-2",
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadfile, a deployment chain (DEPLOY_CHAINS) taken as one file. (xdist's loadgroup
+    cannot do it under pytest 9.2: it renames ``item._nodeid``, which a node id no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ChainScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return DEPLOY_CHAINS.get(path, path)
+
+    return ChainScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test that needs the cluster, a deployment or a real iris controller, and
     ``cluster`` every test that uses the local Slurm cluster (its fixture, even through another):
-    scripts/test.sh runs the ``cluster`` tests in one lane and every other test beside them. An
-    ``exclusive`` test with no ``xdist_group`` is grouped with its file: scripts/test.sh hands the
-    exclusive run's groups to its workers (--dist loadgroup), a deployment file's group being one of
-    the two chains of deployments (two at once at most, each chain's one after the other)."""
+    scripts/test.sh runs the ``cluster`` tests in one lane and every other test beside them. A
+    ``deploy`` file not in DEPLOY_CHAINS is a usage error (it would run as a third deployment)."""
     for item in items:
         uses = set(getattr(item, "fixturenames", ()))
         if "_local_cluster_session" in uses and not item.get_closest_marker("cluster"):
             item.add_marker(pytest.mark.cluster)
         if uses & SLOW_FIXTURES or any(item.get_closest_marker(m) for m in ("cluster", "deploy", "dagrun")):
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("exclusive") and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        path = item.nodeid.split("::", 1)[0]
+        if item.get_closest_marker("deploy") and path not in DEPLOY_CHAINS:
+            raise pytest.UsageError(f"{path} starts a deployment (marker deploy): name its chain in DEPLOY_CHAINS")
     items.sort(key=_minutes_first)  # stable: the rest keep their order
 
 

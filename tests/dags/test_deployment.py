@@ -30,7 +30,6 @@ pytestmark = [
     pytest.mark.deploy,
     pytest.mark.timeout(900),
     pytest.mark.exclusive,
-    pytest.mark.xdist_group("deployments-1"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.long(4),
 ]
 SWEEP = "monitor_cron_sweep"

@@ -47,7 +47,6 @@ pytestmark = [
     pytest.mark.deploy,
     pytest.mark.timeout(1800),
     pytest.mark.exclusive,
-    pytest.mark.xdist_group("deployments-1"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.long(11),
 ]
 SWEEP, CLEANUP = "monitor_cron_sweep", "sweep_cleanup"

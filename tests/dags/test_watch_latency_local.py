@@ -33,7 +33,6 @@ pytestmark = [
     pytest.mark.deploy,
     pytest.mark.timeout(1500),
     pytest.mark.exclusive,
-    pytest.mark.xdist_group("deployments-2"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.long(7),
 ]
 WATCH = "monitor_cron_watch"

@@ -38,7 +38,6 @@ pytestmark = [
     pytest.mark.cluster,
     pytest.mark.deploy,
     pytest.mark.exclusive,
-    pytest.mark.xdist_group("deployments-2"),  # a chain of deployments (tests/conftest.py)
     pytest.mark.timeout(1800),
     pytest.mark.long(6),
 ]
