@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import html
 import math
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
-
-import pandas as pd
 
 from sweep_core.fanin.liveness import age_text
 from sweep_core.history.page_view import PageView
@@ -21,6 +20,9 @@ from sweep_core.history.plots import plots
 from sweep_core.history.rows import METRIC_PREFIX
 from sweep_core.safe_text import clean
 from sweep_core.vocab import NO_CHANNEL
+
+if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
+    import pandas as pd
 
 METRICS = ("step", "max_steps", "reward", "loss", "grad_norm", "result_count", "pass_rate")
 STATE_CLASS = {"RUNNING": "run", "COMPLETED": "ok", "FAILED": "bad", "TIMEOUT": "bad", "OUT_OF_MEMORY": "bad",
@@ -50,6 +52,8 @@ if(d.classList.contains('open'))tail(d)}});"""
 
 def _e(value: object) -> str:
     """Escaped, control characters and ANSI sequences stripped; NaN/None as empty."""
+    import pandas as pd
+
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return ""
     if isinstance(value, float):
@@ -163,6 +167,8 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
         return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>The latest sweep's history file "
                 f"({_e(view.sweep)}) holds no rows or could not be read; {len(view.earlier)} earlier sweep(s).</p>"
                 + "".join(f"<p>{_e(n)}</p>" for n in view.notes))  # fmt: skip
+    import pandas as pd
+
     end = pd.Timestamp(view.window_end).strftime("%Y-%m-%d %H:%M UTC")
     over = "".join(
         f"<tr><td>{_e(c['cluster'])}<td>{_e(c.get('status'))}<td>{_e(c.get('login_node'))}<td>{_e(c.get('running'))}"

@@ -11,15 +11,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-import pandas as pd
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from sweep_core.fanin.run_logs import RunLogStore, safe_name
 from sweep_core.history.plots import PLOT_COLUMNS, Summary, summarize
 from sweep_core.history.rows import CLUSTER, FLAG, JOB
 from sweep_core.history.store import HistoryStore, SweepFile, read_file
 from sweep_core.safe_text import clean
+
+if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
+    import pandas as pd
 
 PER_PAGE, MAX_PER_PAGE = 200, 1000
 TAIL_COLUMN = "tail"
@@ -65,6 +66,12 @@ class PageQuery:
         return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), clean(self.q, newlines=False)[:200])
 
 
+def _frame() -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame()
+
+
 @dataclass
 class PageView:
     """What the page shows: the latest sweep (its file name, run, window end), its cluster rows, one
@@ -73,16 +80,16 @@ class PageView:
     sweep: str = ""
     run_id: str = ""
     window_end: pd.Timestamp | None = None
-    clusters: pd.DataFrame = field(default_factory=pd.DataFrame)
-    jobs: pd.DataFrame = field(default_factory=pd.DataFrame)  # this page's rows
-    flags: pd.DataFrame = field(default_factory=pd.DataFrame)  # the flags of this page's jobs
+    clusters: pd.DataFrame = field(default_factory=_frame)
+    jobs: pd.DataFrame = field(default_factory=_frame)  # this page's rows
+    flags: pd.DataFrame = field(default_factory=_frame)  # the flags of this page's jobs
     matched: int = 0  # job rows matching the query (all pages)
     total: int = 0  # job rows of the sweep
     query: PageQuery = field(default_factory=PageQuery)
     latest: Summary | None = None
     earlier: list[Summary] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    alerts: pd.DataFrame = field(default_factory=pd.DataFrame)  # the sweep's flags of severity warn and above
+    alerts: pd.DataFrame = field(default_factory=_frame)  # the sweep's flags of severity warn and above
     channels: int | None = None  # notify channels configured (None: not known to the page)
 
     @property
@@ -91,6 +98,8 @@ class PageView:
 
 
 def _columns_but_tail(path: object) -> list[str] | None:
+    import pyarrow.parquet as pq
+
     try:
         with path.open("rb") as fh:  # type: ignore[attr-defined]
             return [c for c in pq.read_schema(fh).names if c != TAIL_COLUMN]
@@ -106,6 +115,8 @@ def _ordered(jobs: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     """Jobs by bucket, flagged ones first, then cluster and job id."""
     if jobs.empty:
         return jobs
+    import pandas as pd
+
     flagged = set(_keys(flags)) if not flags.empty and "job_id" in flags else set()
     keys = pd.DataFrame({
         "bucket": jobs["bucket"].astype("string").fillna("") if "bucket" in jobs else "",
@@ -120,6 +131,8 @@ def _matching(jobs: pd.DataFrame, flags: pd.DataFrame, q: str) -> pd.DataFrame:
     """The jobs whose cluster, bucket, id, name, state, flag rules or flag messages hold ``q``."""
     if not q or jobs.empty:
         return jobs
+    import pandas as pd
+
     hay = pd.Series("", index=jobs.index, dtype="string")
     for col in SEARCHED:
         if col in jobs:
@@ -167,6 +180,8 @@ def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuer
     sums = summarize(frame)
     view.latest = sums[-1] if sums else None
     view.run_id = str(frame["run_id"].iloc[0]) if "run_id" in frame else ""
+    import pandas as pd
+
     view.window_end = pd.Timestamp(frame["window_end"].iloc[0]) if "window_end" in frame else None
     jobs, flags = frame[frame["record"] == JOB], frame[frame["record"] == FLAG]
     view.clusters = frame[frame["record"] == CLUSTER]

@@ -10,11 +10,13 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, METRIC_PREFIX
 from sweep_core.safe_text import clean
+
+if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
+    import pandas as pd
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 PLOT_COLUMNS = ("window_end", "run_id", "run_log", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity", "run_series",
@@ -103,6 +105,8 @@ def _first(rows: pd.DataFrame, column: str) -> str:
 
 def summarize(frame: pd.DataFrame) -> list[Summary]:
     """One Summary per sweep in ``frame`` (rows of one or more sweeps), oldest first."""
+    import pandas as pd
+
     out: list[Summary] = []
     if frame.empty or "window_end" not in frame or "record" not in frame:
         return out
