@@ -15,8 +15,10 @@ tests run, the instance's dir, user and login ports. Out of xdist and scratch th
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import pwd
 import shlex
 import shutil
 import tempfile
@@ -70,3 +72,10 @@ def copy_local(ops: Path) -> Path:
     ops.mkdir(parents=True, exist_ok=True)
     shutil.copytree(LAB_OPS / "local", ops / "local")
     return ops
+
+
+@functools.cache
+def lab_user() -> pwd.struct_passwd:
+    """This lane's Slurm user's passwd entry, looked up when a cluster test runs (not at collection: the
+    tier without a cluster collects these modules on a machine where the user does not exist yet)."""
+    return pwd.getpwnam(USER)

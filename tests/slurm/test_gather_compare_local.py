@@ -7,26 +7,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pwd
 import time
 from pathlib import Path
 
 import pytest
 from conftest import sh
 from gather_reference import old_gather_script, run_on_login01
-from lab import LOGS, USER
+from lab import LOGS, USER, lab_user
 
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm.snapshot import snapshot_from_output
 
 pytestmark = pytest.mark.cluster
-SWEEP = pwd.getpwnam(USER)
 STATIC = "echo 'Training Step Progress: 3/600'; exec sleep 600"  # a log that stays as it is
 
 
 def _file(path: Path, text: str, age_s: int) -> None:
     path.write_text(text)
-    os.chown(path, SWEEP.pw_uid, SWEEP.pw_gid)
+    os.chown(path, lab_user().pw_uid, lab_user().pw_gid)
     os.utime(path, (time.time() - age_s, time.time() - age_s))
 
 

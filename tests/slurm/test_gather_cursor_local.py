@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pwd
 import time
 from pathlib import Path
 
 import pytest
 from gather_reference import run_on_login01
-from lab import LOGS, USER
+from lab import LOGS, USER, lab_user
 from test_gather_cursor import CONFIG, LITERALS, NOISE, _dict_line, _fold
 
 from sweep_core.fanin.cursor import before_digest, carry, cursors_for
@@ -26,7 +25,6 @@ from sweep_core.slurm.gather import GatherOutput, GatherRequest, build_gather_sc
 from sweep_core.slurm.snapshot import snapshot_from_output
 
 pytestmark = pytest.mark.cluster
-SWEEP = pwd.getpwnam(USER)
 N_NOISE = 3_000  # ~220 KB of other output after the metric line: far more than the 16 KiB tail
 
 
@@ -113,7 +111,7 @@ def test_shell_path_reads_on_from_the_cursor_on_the_real_cluster(local_cluster, 
 
     os.rename(log, log.with_suffix(".old"))  # the old inode stays in use: the new file gets another
     log.write_bytes(_dict_line(2, 0.3) + NOISE * 500)
-    os.chown(log, SWEEP.pw_uid, SWEEP.pw_gid)
+    os.chown(log, lab_user().pw_uid, lab_user().pw_gid)
     snap4 = _gather(req, ledger, 4)[1]
     fourth = _job(snap4, job)
     assert (fourth.log_cursor["why"], fourth.log_cursor["read"]) == ("replaced", log.stat().st_size)

@@ -4,7 +4,6 @@ a FIFO as StdOut, a newline in a job name, /dev/null and /dev/zero logs, ``&`` i
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import time
 from pathlib import Path
@@ -12,14 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import table_rows
-from lab import LAB_CONFIG, LOGS, USER
+from lab import LAB_CONFIG, LOGS, lab_user
 from sweep_runner import run_sweep
 
 from sweep_core.models import ClusterStatus
 
 pytestmark = pytest.mark.cluster
 LOOP = 'for i in $(seq 1 600); do echo "Training Step Progress: $i/600"; sleep 2; done'
-SWEEP = pwd.getpwnam(USER)
 
 
 def _sweep_processes() -> dict[int, str]:
@@ -30,7 +28,7 @@ def _sweep_processes() -> dict[int, str]:
         if not d.name.isdigit():
             continue
         try:
-            if not re.search(rf"^Uid:\s+{SWEEP.pw_uid}\s", (d / "status").read_text(), re.M):
+            if not re.search(rf"^Uid:\s+{lab_user().pw_uid}\s", (d / "status").read_text(), re.M):
                 continue
             pid, job = int(d.name), False
             while pid > 1:
@@ -84,7 +82,7 @@ def _read(job, text: str) -> bool:
 
 def _mkfifo(path: Path) -> Path:
     os.mkfifo(path)
-    os.chown(path, SWEEP.pw_uid, SWEEP.pw_gid)
+    os.chown(path, lab_user().pw_uid, lab_user().pw_gid)
     return path
 
 
@@ -152,7 +150,7 @@ def test_newline_in_job_names_blinds_nothing(local_cluster, tag, tmp_path) -> No
     odd_dir = LOGS / f"rl__{tag}_nl\n   StdOut=" / "etc"
     odd_dir.mkdir(parents=True)
     for d in (odd_dir, odd_dir.parent):
-        os.chown(d, SWEEP.pw_uid, SWEEP.pw_gid)
+        os.chown(d, lab_user().pw_uid, lab_user().pw_gid)
     ids = {
         "nl_pattern": c.submit(hostile, LOOP),  # -o %x-%j.out: the path itself holds the newlines
         "nl_fixed": c.submit(f"sft__{tag}_nl\n   StdOut=/etc/hostname\ny", LOOP, output=str(fixed_log)),
