@@ -10,14 +10,13 @@ every worker writes to (a local folder, or ``s3://``/``gs://``).
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
+from sweep_core.config.locate import ConfigNotFound
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.history.page import sweeps_page
 from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view, run_log_text
@@ -29,7 +28,10 @@ _TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store
 
 
 def _sweep_yaml() -> str:
-    return os.environ.get("SWEEP_CONFIG", str(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml"))
+    """sweep.yaml as the DAGs find it (SWEEP_CONFIG, else include/ beside Airflow's dags_folder)."""
+    from sweep_operators.dag_common import config_location
+
+    return str(config_location().sweep_yaml)
 
 
 def _store():  # noqa: ANN202 (HistoryStore; the import waits for the first request)
@@ -55,6 +57,11 @@ def _auth() -> list[object]:
 def create_app() -> FastAPI:
     """The page's app; the api-server mounts it and its auth dependency guards every route."""
     app = FastAPI(title="Sweeps", dependencies=_auth(), docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(ConfigNotFound)
+    def no_config(_request: object, exc: ConfigNotFound) -> PlainTextResponse:
+        """sweep.yaml not where the DAGs find it: 503 naming the path and the setting, not a bare 500."""
+        return PlainTextResponse(f"the Sweeps page has no config: {exc}", status_code=503, headers=_TEXT_HEADERS)
 
     @app.get("/", response_class=HTMLResponse)
     def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
