@@ -99,3 +99,18 @@ class SweepsPagePlugin(AirflowPlugin):
     fastapi_apps = [{"app": create_app(), "url_prefix": PREFIX, "name": "Sweeps"}]
     external_views = [{"name": "Sweeps", "href": f"{PREFIX}/", "destination": "nav", "category": "browse",
                        "url_route": "sweeps"}]  # fmt: skip
+
+
+def _entry_point_installed() -> bool:
+    """The installed package names this page as its ``airflow.plugins`` entry point."""
+    from importlib.metadata import entry_points
+
+    return any(ep.value == ENTRY_POINT for ep in entry_points(group="airflow.plugins", name="sweeps_page"))
+
+
+ENTRY_POINT = "sweep_operators.sweeps_page:SweepsPagePlugin"  # pyproject.toml [project.entry-points."airflow.plugins"]
+if __name__ != "sweep_operators.sweeps_page" and _entry_point_installed():
+    # Imported from a plugins folder (Airflow names the module by its file, ``sweeps_page``) while the
+    # installed package's entry point registers the page too: leave it to the entry point, so the
+    # page is registered once ("Plugin 'sweeps_page' already registered" otherwise).
+    del SweepsPagePlugin
