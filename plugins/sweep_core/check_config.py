@@ -97,6 +97,7 @@ def report(ops_dir: Path, sweep_yaml: Path, on: dt.date, env: Mapping[str, str])
             continue
         lines.append(f"\n{name}: {cfg.scheduler}, {_status(cfg, on)}")
         if cfg.scheduler == "iris":
+            lines.append(f"  client: {cfg.iris_python or 'no iris_python'}, CLI {cfg.iris_binary or 'none'}")
             lines.append(f"  pods: counted through {pod_source(cfg)}" if pod_source(cfg) else f"  pods: {NO_PODS}")
         if config is None:
             lines.append("  hand-offs: unknown (sweep.yaml is invalid)")

@@ -54,14 +54,15 @@ def _auth() -> list[object]:
     return [Depends(requires_access_dag("GET", param_dag_id=DagId.SWEEP))]
 
 
+def _no_config(_request: object, exc: ConfigNotFound) -> PlainTextResponse:
+    """sweep.yaml not where the DAGs find it: 503 naming the path and the setting, not a bare 500."""
+    return PlainTextResponse(f"the Sweeps page has no config: {exc}", status_code=503, headers=_TEXT_HEADERS)
+
+
 def create_app() -> FastAPI:
     """The page's app; the api-server mounts it and its auth dependency guards every route."""
     app = FastAPI(title="Sweeps", dependencies=_auth(), docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.exception_handler(ConfigNotFound)
-    def no_config(_request: object, exc: ConfigNotFound) -> PlainTextResponse:
-        """sweep.yaml not where the DAGs find it: 503 naming the path and the setting, not a bare 500."""
-        return PlainTextResponse(f"the Sweeps page has no config: {exc}", status_code=503, headers=_TEXT_HEADERS)
+    app.add_exception_handler(ConfigNotFound, _no_config)  # type: ignore[arg-type]
 
     @app.get("/", response_class=HTMLResponse)
     def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
