@@ -24,7 +24,7 @@ from sweep_operators.dag_common import approval_chain, config_paths, handoff_dag
 from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import DagId, Hygiene
 
-OPS_DIR, SWEEP_YAML = config_paths()
+OPS_DIR, SWEEP_YAML = config_paths(__file__)
 
 with DAG(
     **handoff_dag_kwargs(

@@ -21,7 +21,7 @@ from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
 from sweep_operators.reliability import handoff_limits
 from sweep_operators.task_ids import DagId, DeepDive
 
-OPS_DIR, SWEEP_YAML = config_paths()
+OPS_DIR, SWEEP_YAML = config_paths(__file__)
 
 with DAG(
     **handoff_dag_kwargs(

@@ -152,6 +152,14 @@ export AIRFLOW__CORE__DAGS_FOLDER=$PROJECT/dags
 export AIRFLOW__CORE__PLUGINS_FOLDER=$PROJECT/plugins
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__EXECUTOR=$EXECUTOR
+# Big XCom values on object storage, their path in the metadata DB (as docker-compose.yaml; benchmarks/xcom_object_storage.py)
+export AIRFLOW__CORE__XCOM_BACKEND=airflow.providers.common.io.xcom.backend.XComObjectStorageBackend
+export AIRFLOW__COMMON_IO__XCOM_OBJECTSTORAGE_PATH=file://$DH/xcom
+export AIRFLOW__COMMON_IO__XCOM_OBJECTSTORAGE_THRESHOLD=65536
+export AIRFLOW__COMMON_IO__XCOM_OBJECTSTORAGE_COMPRESSION=gzip
+# Every worker of this deployment is on this one machine: the state store's default SQLite file is
+# shared by them (a real fleet names a PostgreSQL state.conn_id; sweep_core.state.db refuses SQLite there).
+export SWEEP_STATE_ONE_HOST=1
 export AIRFLOW__CORE__AUTH_MANAGER=airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$_AIRFLOW_WWW_USER_USERNAME:admin,$SWEEP_API_USERNAME:user
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=$DH/auth/passwords.json

@@ -1,5 +1,5 @@
 # Sourced by scripts/demo.sh and scripts/test.sh: the project venv and a project-local AIRFLOW_HOME.
-# Creates the venv (pip install -r requirements.txt + the test and dev pins, skipped while they are unchanged)
+# Creates the venv (pip install -r requirements.txt + the test and dev pins -c constraints.txt, skipped while they are unchanged)
 # and migrates the SQLite metadata DB on first use.
 PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PROJECT
@@ -9,11 +9,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 stamp=$VENV/.requirements.sha
-want=$(cat "$PROJECT"/requirements.txt "$PROJECT"/requirements-test.txt "$PROJECT"/requirements-dev.txt | sha256sum | cut -d' ' -f1)
+want=$(cat "$PROJECT"/requirements.txt "$PROJECT"/constraints.txt "$PROJECT"/requirements-test.txt "$PROJECT"/requirements-dev.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "[env] pip install -r requirements.txt -r requirements-test.txt -r requirements-dev.txt (into .venv)"
+  echo "[env] pip install -r requirements.txt -r requirements-test.txt -r requirements-dev.txt -c constraints.txt (into .venv)"
   "$VENV/bin/pip" install -q --disable-pip-version-check -r "$PROJECT/requirements.txt" \
-    -r "$PROJECT/requirements-test.txt" -r "$PROJECT/requirements-dev.txt" 2>&1 \
+    -r "$PROJECT/requirements-test.txt" -r "$PROJECT/requirements-dev.txt" -c "$PROJECT/constraints.txt" 2>&1 \
     | grep -v "is ignored: it is neither a file nor a directory" || true
   "$VENV/bin/python" -c "import airflow, airflow.providers.ssh, airflow.providers.cncf.kubernetes, airflow.providers.standard, tabulate, frontmatter" \
     || { echo "[env] ERROR: packages did not install" >&2; exit 1; }

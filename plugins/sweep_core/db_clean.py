@@ -23,9 +23,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from sweep_core.config.db_clean_schema import DbCleanSection
+from sweep_core.config.locate import locate
 from sweep_core.config.sweep import load_sweep_config
 
 WATCH_DAG_ID = "monitor_cron_watch"
@@ -91,12 +91,17 @@ def next_run(schedule: str, now: dt.datetime) -> dt.datetime:
 
 
 def _config_path() -> str:
-    return os.environ.get("SWEEP_CONFIG") or str(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml")
+    """sweep.yaml as the DAGs find it: SWEEP_CONFIG, else include/ beside Airflow's dags_folder."""
+    return str(locate(os.environ).sweep_yaml)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweep_core.db_clean", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=_config_path(), help="sweep.yaml (default: SWEEP_CONFIG or include/)")
+    parser.add_argument(
+        "--config",
+        default=_config_path(),
+        help="sweep.yaml (default: SWEEP_CONFIG, else include/ beside the DAGs folder)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--print", action="store_true", help="print the commands, run nothing")
     mode.add_argument("--dry-run", action="store_true", help="run them with airflow's --dry-run")

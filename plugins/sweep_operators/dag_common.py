@@ -6,21 +6,34 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Param
 
-PROJECT = Path(__file__).resolve().parents[2]
+from sweep_core.config.locate import ConfigPaths, dag_file_config, locate
+
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
-def config_paths() -> tuple[str, str]:
-    """(ops dir, sweep.yaml), read when a DAG file is parsed: SWEEP_OPS_DIR / SWEEP_CONFIG override."""
-    return (
-        os.environ.get("SWEEP_OPS_DIR", str(PROJECT / "include" / "ops")),
-        os.environ.get("SWEEP_CONFIG", str(PROJECT / "include" / "sweep.yaml")),
-    )
+def config_paths(dag_file: str | None = None) -> tuple[str, str]:
+    """(ops dir, sweep.yaml): SWEEP_OPS_DIR / SWEEP_CONFIG, else ``include/`` beside the DAGs folder
+    (``dag_file``'s folder at parse time, Airflow's ``[core] dags_folder`` in a task or the page;
+    sweep_core.config.locate). Not there: ConfigNotFound, the DAG file's import error."""
+    return config_location(dag_file).as_strings()
+
+
+def config_location(dag_file: str | None = None) -> ConfigPaths:
+    """The located config (paths and how they were found); raises ConfigNotFound when it is missing."""
+    if dag_file is not None:
+        return dag_file_config(dag_file)
+    return locate(os.environ, airflow_dags_folder()).require()
+
+
+def airflow_dags_folder() -> str:
+    """Airflow's own ``[core] dags_folder`` (its config file and environment, as Airflow reads them)."""
+    from airflow.configuration import conf
+
+    return conf.get("core", "dags_folder")
 
 
 def handoff_dag_kwargs(

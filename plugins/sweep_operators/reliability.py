@@ -200,15 +200,11 @@ def sweep_limits(dag: Any, config: Any, ops_dir: str) -> None:
 
 def handoff_limits(dag: Any, sweep_yaml: str, ops_dir: str) -> None:
     """A hand-off DAG's timeouts and retries: its remote steps sized over every ops.md cluster.
-    A sweep.yaml not readable at parse time sizes them from the schema's defaults (its tasks fail
-    at run time naming the file, as before)."""
-    from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
+    A sweep.yaml that cannot be read or is invalid raises: the DAG file's import error naming the
+    file and key (as the sweep DAGs do), never a warning followed by failed tasks."""
+    from sweep_core.config.sweep import load_sweep_config
 
-    try:
-        config = load_sweep_config(sweep_yaml)
-    except (SweepConfigError, OSError) as exc:
-        log.warning("%s: sized from the schema's defaults: %s", dag.dag_id, exc)
-        config = SweepConfig.model_construct()
+    config = load_sweep_config(sweep_yaml)
     needs = handoff_needs(dag.dag_id, config)
     apply_limits(dag, config, needs, {"*": peek_clusters(ops_dir)})
     apply_queues(dag, config, needs)

@@ -7,9 +7,10 @@ file in the run-log directory. The password stays in the Connection (secrets bac
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
-from sweep_core.state.db import use_url
+from sweep_core.state.db import CONN_ENV, use_url
 
 
 @functools.cache
@@ -36,7 +37,16 @@ def connection_url(conn_id: str) -> str:
     )
 
 
+def state_conn_id(config: Any) -> str | None:
+    """The state database's Connection: ``SWEEP_STATE_CONN_ID`` (the compose file sets it), else
+    sweep.yaml ``state.conn_id``; None: the core's default (an SQLite file in the run-log directory)."""
+    return os.environ.get(CONN_ENV) or config.state.conn_id
+
+
 def use_state_db(config: Any) -> None:
-    """Point this process's stores at the database sweep.yaml names (nothing named: the default)."""
-    conn_id = config.state.conn_id
-    use_url(connection_url(conn_id) if conn_id else None)
+    """Point this process's stores at the database sweep.yaml names (nothing named: the default), and
+    tell the core the executor: under Celery or Kubernetes a local SQLite file is refused when opened."""
+    from airflow.configuration import conf
+
+    conn_id = state_conn_id(config)
+    use_url(connection_url(conn_id) if conn_id else None, conf.get("core", "executor", fallback=None))

@@ -12,9 +12,7 @@ report sweep (``monitor_cron_sweep``) and the light watch (``monitor_cron_watch`
 
 from __future__ import annotations
 
-import os
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from airflow.providers.standard.operators.empty import EmptyOperator
@@ -22,6 +20,7 @@ from airflow.providers.standard.operators.python import BranchPythonOperator, Py
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, CronDataIntervalTimetable, Param, TaskGroup, TriggerRule
 
+from sweep_core.config.locate import dag_file_config
 from sweep_core.config.ops import cluster_names, peek_scheduler
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.rules.registry import check_watch_rules
@@ -91,14 +90,11 @@ def _kwargs(config: SweepConfig, sweep_yaml: str, watch: bool) -> dict[str, Any]
 
 
 def dag_file_paths(dag_file: str) -> tuple[str, str, str]:
-    """(ops dir, sweep.yaml, templates dir) beside a DAG file of the project (``include/`` next to
-    ``dags/``, where the package is deployed too); SWEEP_OPS_DIR / SWEEP_CONFIG override."""
-    project = Path(dag_file).resolve().parents[1]
-    return (
-        os.environ.get("SWEEP_OPS_DIR", str(project / "include" / "ops")),
-        os.environ.get("SWEEP_CONFIG", str(project / "include" / "sweep.yaml")),
-        str(project / "include" / "templates"),
-    )
+    """(ops dir, sweep.yaml, templates dir) of a DAG file: ``include/`` beside its DAGs folder (the
+    checkout, the package's deployment, the image), SWEEP_OPS_DIR / SWEEP_CONFIG override
+    (sweep_core.config.locate); missing: ConfigNotFound, the DAG file's import error."""
+    where = dag_file_config(dag_file)
+    return str(where.ops_dir), str(where.sweep_yaml), str(where.templates)
 
 
 def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> DAG:

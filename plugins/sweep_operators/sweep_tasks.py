@@ -247,6 +247,8 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, ops_dir: str = "",
     if given:
         _tell_given(context, config, run_log, run_id, given)
     _tell_paused(config, run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
+    if kinds is None and config.watch.schedule:  # the report sweep: is its 5-minute watch running?
+        _tell_watch_paused(config, run_log, run_id)
     return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
 
 
@@ -294,6 +296,21 @@ def _tell_paused(config: Any, run_log: str, run_id: str, dag_ids: list[str]) -> 
             f"- `{d}` is paused: the run this sweep triggered waits until someone unpauses it" for d in paused
         )
         store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:paused", body + "\n"))
+
+
+def _tell_watch_paused(config: Any, run_log: str, run_id: str) -> None:
+    """The report sweep runs but its watch (sweep.yaml watch.schedule) is paused: a person who
+    unpaused only this DAG is told, in this log and the run log, that liveness is read every few
+    hours instead of every few minutes. Needs sweep_airflow_api (unknown: nothing said)."""
+    if not paused_dags([DagId.WATCH]):
+        return
+    line = (f"{DagId.WATCH} is PAUSED: the watch (every {config.watch.schedule!r}: liveness, collapse, cancels) "
+            f"does not run; `airflow dags unpause {DagId.WATCH}` (or set sweep.yaml watch.schedule: null)")  # fmt: skip
+    log.warning("%s", line)
+    store, name = _own_run_log(config, run_log)
+    if name:
+        body = f"## The watch is paused\n\n- {line}\n"
+        store.update(name, lambda old: upsert_section(old, f"{DagId.SWEEP}:{run_id}:watch-paused", body))
 
 
 def _tell_lines(config: Any, run_log: str, run_id: str, section: str, title: str, lines: list[str]) -> None:

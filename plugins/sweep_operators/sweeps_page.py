@@ -10,14 +10,13 @@ every worker writes to (a local folder, or ``s3://``/``gs://``).
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
+from sweep_core.config.locate import ConfigNotFound
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.history.page import sweeps_page
 from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view, run_log_text
@@ -29,7 +28,10 @@ _TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store
 
 
 def _sweep_yaml() -> str:
-    return os.environ.get("SWEEP_CONFIG", str(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml"))
+    """sweep.yaml as the DAGs find it (SWEEP_CONFIG, else include/ beside Airflow's dags_folder)."""
+    from sweep_operators.dag_common import config_location
+
+    return str(config_location().sweep_yaml)
 
 
 def _store():  # noqa: ANN202 (HistoryStore; the import waits for the first request)
@@ -52,9 +54,15 @@ def _auth() -> list[object]:
     return [Depends(requires_access_dag("GET", param_dag_id=DagId.SWEEP))]
 
 
+def _no_config(_request: object, exc: ConfigNotFound) -> PlainTextResponse:
+    """sweep.yaml not where the DAGs find it: 503 naming the path and the setting, not a bare 500."""
+    return PlainTextResponse(f"the Sweeps page has no config: {exc}", status_code=503, headers=_TEXT_HEADERS)
+
+
 def create_app() -> FastAPI:
     """The page's app; the api-server mounts it and its auth dependency guards every route."""
     app = FastAPI(title="Sweeps", dependencies=_auth(), docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_exception_handler(ConfigNotFound, _no_config)  # type: ignore[arg-type]
 
     @app.get("/", response_class=HTMLResponse)
     def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
@@ -92,3 +100,18 @@ class SweepsPagePlugin(AirflowPlugin):
     fastapi_apps = [{"app": create_app(), "url_prefix": PREFIX, "name": "Sweeps"}]
     external_views = [{"name": "Sweeps", "href": f"{PREFIX}/", "destination": "nav", "category": "browse",
                        "url_route": "sweeps"}]  # fmt: skip
+
+
+def _entry_point_installed() -> bool:
+    """The installed package names this page as its ``airflow.plugins`` entry point."""
+    from importlib.metadata import entry_points
+
+    return any(ep.value == ENTRY_POINT for ep in entry_points(group="airflow.plugins", name="sweeps_page"))
+
+
+ENTRY_POINT = "sweep_operators.sweeps_page:SweepsPagePlugin"  # pyproject.toml [project.entry-points."airflow.plugins"]
+if __name__ != "sweep_operators.sweeps_page" and _entry_point_installed():
+    # Imported from a plugins folder (Airflow names the module by its file, ``sweeps_page``) while the
+    # installed package's entry point registers the page too: leave it to the entry point, so the
+    # page is registered once ("Plugin 'sweeps_page' already registered" otherwise).
+    del SweepsPagePlugin

@@ -1,8 +1,9 @@
-"""The image recipe (Dockerfile) against the requirements files (issue 26, a path for Kubernetes):
-the official Airflow image of the pinned Airflow version; every runtime pin of requirements.txt
-installed, nothing of the test, dev or Celery-deployment pins; the package on top with no
-dependency of its own; the iris client in its own venv from requirements-iris.txt; the DAG files
-and include/ where the package looks for them; no secret in the build context. The image is not
+"""The image recipe (Dockerfile) against the requirements files (issue 26, a path for Kubernetes;
+issue 38, the image compose builds too): the official Airflow image of the pinned Airflow version;
+the runtime dependencies (requirements.txt) at the pins of constraints.txt, nothing of the test,
+dev or Celery-deployment pins; the package on top with no dependency of its own; the iris client in
+its own venv from requirements-iris.txt, named by SWEEP_IRIS_VENV; the DAG files and include/ where
+the package looks for them; no secret in the build context. The image is not
 built here (no Docker engine on the CI machine): this reads the recipe as Docker would."""
 
 from __future__ import annotations
@@ -78,26 +79,33 @@ INSTALLS = _pip_installs(STEPS)
 
 def test_the_base_is_the_official_image_of_the_pinned_airflow() -> None:
     froms = [args for word, args in STEPS if word == "FROM"]
-    airflow = _pins(ROOT / "requirements.txt")["apache-airflow"]
+    airflow = _pins(ROOT / "constraints.txt")["apache-airflow"]
     python = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"].lstrip(">=")
     assert froms == [f"apache/airflow:{airflow}-python{python}"]
-    # the Celery layout runs the same image
-    compose = yaml.safe_load((ROOT / "docker-compose.yaml").read_text())["x-airflow-common"]["image"]
-    assert compose.endswith(f"apache/airflow:{airflow}-python{python}}}")
+    # the Celery layout builds and runs this same image
+    assert yaml.safe_load((ROOT / "docker-compose.yaml").read_text())["x-airflow-common"]["build"] == "."
+
+
+def _constraint_files(args: list[str]) -> list[str]:
+    return [args[i + 1] for i, a in enumerate(args) if a in ("-c", "--constraint")]
 
 
 def test_every_runtime_pin_and_nothing_else_is_installed_into_airflows_python() -> None:
     main = [args for pip, args in INSTALLS if not pip.startswith(IRIS_VENV)]
     files = [_source(COPIES, f) for args in main for f in _requirement_files(args)]
-    assert files == ["requirements.txt"]  # every runtime pin, through the file itself
+    assert files == ["requirements.txt"]  # every runtime dependency, through the file itself...
+    pins = [_source(COPIES, f) for args in main for f in _constraint_files(args)]
+    assert pins == ["constraints.txt"]  # ...at the tested versions
     # every other argument is a flag or the package itself, installed with --no-deps
-    named = [a for args in main for a in args if not a.startswith("-") and a not in _requirement_files(args)]
+    named = [a for args in main for a in args
+             if not a.startswith("-") and a not in _requirement_files(args) + _constraint_files(args)]  # fmt: skip
     package = [args for args in main if set(named) & set(args)]
     assert named == ["/tmp/sweep"] and "--no-deps" in package[0], main
     # the package's dependencies ARE requirements.txt: --no-deps drops nothing
     dynamic = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["dynamic"]
     assert dynamic["dependencies"] == {"file": ["requirements.txt"]}
     assert _source(COPIES, "/tmp/sweep/requirements.txt") == "requirements.txt"
+    assert _source(COPIES, "/tmp/sweep/constraints.txt") == "constraints.txt"
     assert {"pyproject.toml", "README.md"} <= set(COPIES["/tmp/sweep/"])
     assert COPIES["/tmp/sweep/plugins"] == ["plugins"]
 
@@ -105,7 +113,7 @@ def test_every_runtime_pin_and_nothing_else_is_installed_into_airflows_python() 
 def test_nothing_from_the_test_dev_or_celery_pins() -> None:
     text = DOCKERFILE.read_text()
     copied = {s for sources in COPIES.values() for s in sources}
-    runtime = _pins(ROOT / "requirements.txt")
+    runtime = _pins(ROOT / "constraints.txt")
     for other in ("requirements-test.txt", "requirements-dev.txt", "requirements-deploy.txt"):
         assert other not in copied, other
         for name in set(_pins(ROOT / other)) - set(runtime):
@@ -121,8 +129,8 @@ def test_the_iris_client_has_its_own_venv_from_requirements_iris() -> None:
     # the iris pins never go into Airflow's python (they clash)
     main = [args for pip, args in INSTALLS if not pip.startswith(IRIS_VENV)]
     assert "requirements-iris.txt" not in {_source(COPIES, f) for args in main for f in _requirement_files(args)}
-    # the same venv path the compose layout and the docs tell ops.md to name
-    assert f"iris-venv:{IRIS_VENV}" in (ROOT / "docker-compose.yaml").read_text()
+    # an iris ops.md without iris_python uses it (sweep_core.config.ops): the image needs no edit
+    assert ("ENV", f"SWEEP_IRIS_VENV={IRIS_VENV}") in STEPS
 
 
 def test_the_dags_and_include_sit_in_the_dags_folders_parent() -> None:

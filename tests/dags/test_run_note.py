@@ -29,8 +29,14 @@ def _jwt(claims: dict[str, Any]) -> str:
 class FakeApi:
     """A local HTTP server with the two routes the note uses, and the users it knows."""
 
-    def __init__(self, users: dict[str, tuple[str, str]], may_edit: set[str]) -> None:
+    def __init__(
+        self,
+        users: dict[str, tuple[str, str]],
+        may_edit: set[str],
+        paused: frozenset[str] = frozenset({"sweep_cleanup"}),
+    ) -> None:
         self.users, self.may_edit = users, may_edit  # login -> (password, role); roles that may PATCH
+        self.paused = paused  # the DAGs the API says are paused
         self.seen: list[tuple[str, str, str | None, Any]] = []
         api = self
 
@@ -71,7 +77,7 @@ class FakeApi:
 
             def do_GET(self) -> None:  # noqa: N802
                 api.seen.append(("GET", self.path, self._role(), None))
-                self._send(200, {"is_paused": self.path.endswith("/sweep_cleanup")})
+                self._send(200, {"is_paused": self.path.rsplit("/", 1)[-1] in api.paused})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -158,3 +164,31 @@ def test_token_role_reads_the_claim_and_tolerates_other_tokens() -> None:
     assert token_role(_jwt({"role": "admin"})) == "ADMIN"
     assert token_role(_jwt({"sub": "1"})) is None  # FAB's tokens carry no role
     assert token_role("not-a-jwt") is None
+
+
+@pytest.mark.parametrize("watch_paused", [True, False])
+def test_the_report_sweep_says_when_its_watch_is_paused(
+    watch_paused: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path
+) -> None:
+    """issue 38: someone unpauses monitor_cron_sweep only; its run says, in its log and its run log,
+    that monitor_cron_watch (liveness every 5 minutes) is paused and how to unpause it."""
+    from pathlib import Path
+
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_operators.sweep_tasks import _tell_watch_paused
+
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))
+    run_log = tmp_path / "2026-12-06_cron-sweep.md"
+    run_log.write_text("# Sweep\n")
+    config = load_sweep_config(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml")
+    with FakeApi(USERS, may_edit={"USER"}, paused=frozenset({"monitor_cron_watch"} if watch_paused else ())) as fake:
+        _connect(monkeypatch, fake.url, "sweep_api")
+        with caplog.at_level(logging.WARNING, logger="sweep_operators.sweep_tasks"):
+            _tell_watch_paused(config, str(run_log), "scheduled__2026-12-06T03:00:00+00:00")
+    said = [r.getMessage() for r in caplog.records if "monitor_cron_watch is PAUSED" in r.getMessage()]
+    text = run_log.read_text()
+    if watch_paused:
+        assert len(said) == 1 and "airflow dags unpause monitor_cron_watch" in said[0]
+        assert "## The watch is paused" in text and "every '*/5 * * * *'" in text
+    else:
+        assert said == [] and text == "# Sweep\n"

@@ -70,3 +70,23 @@ def test_a_dead_controller_is_unknown_naming_its_address(tmp_path) -> None:
     assert snap.status == ClusterStatus.UNKNOWN
     assert f"controller http://127.0.0.1:{port}: iris poll failed:" in snap.notes[0]
     print(snap.notes[0])
+
+
+def test_the_images_iris_client_is_found_without_an_edit(monkeypatch, tmp_path) -> None:
+    """issue 38: the image sets SWEEP_IRIS_VENV=/opt/iris-venv; the shipped ops.md (iris_python "")
+    then uses that venv's python and CLI, and what is left is truly per-site. Here the venv is the
+    lab's real one (.venv-iris): the client it ships, found with no ops.md edit."""
+    venv = Path(IRIS_PY).parent.parent
+    monkeypatch.setenv("SWEEP_IRIS_VENV", str(venv))
+    cfg = load_cluster(ROOT / "include" / "ops", "coreweave")
+    assert (cfg.iris_python, cfg.iris_binary) == (str(venv / "bin" / "python"), str(venv / "bin" / "iris"))
+    from sweep_core.iris.setup import iris_setup_problems
+
+    assert [p.field for p in iris_setup_problems(cfg)] == []  # the shipped iris_cluster + the image's CLI
+    bare = _cfg(tmp_path / "bare", "")
+    assert [p.field for p in iris_setup_problems(bare)] == ["controller_url"]  # only the address is left
+    # a path the ops.md names wins over the image's
+    named = _cfg(tmp_path / "named", "iris_python: /x/python\n")
+    assert (named.iris_python, named.iris_binary) == ("/x/python", "")
+    monkeypatch.delenv("SWEEP_IRIS_VENV")
+    assert load_cluster(ROOT / "include" / "ops", "coreweave").iris_python == ""  # the lab's, a laptop's: unchanged

@@ -9,6 +9,7 @@ its default; a key of the other scheduler is an error). A malformed file raises
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,23 @@ def parse_ops_text(text: str, path: Path | str, name: str) -> ClusterConfig:
         raise OpsConfigError(path, errors[0][0] or "front matter", errors[0][1], errors[1:]) from None
     if front.name not in (None, name):
         raise OpsConfigError(path, "name", f"is {front.name!r} but the directory is {name!r}")
-    return ClusterConfig.model_construct(**{**dict(front), "name": name}, path=str(path), body=post.content)
+    fields = {**dict(front), "name": name}
+    if fields.get("scheduler") == "iris":
+        fields |= shipped_iris_client(fields.get("iris_python", ""), fields.get("iris_binary", ""))
+    return ClusterConfig.model_construct(**fields, path=str(path), body=post.content)
+
+
+IRIS_VENV_ENV = "SWEEP_IRIS_VENV"  # the iris client's venv this worker ships (the Dockerfile: /opt/iris-venv)
+
+
+def shipped_iris_client(iris_python: str, iris_binary: str) -> dict[str, str]:
+    """An iris ops.md naming neither ``iris_python`` nor ``iris_binary`` uses the client the worker
+    ships (``$SWEEP_IRIS_VENV/bin/python`` and ``bin/iris``; the project's image sets it): only the
+    per-site fields (controller or CLI cluster, token, kubeconfig) are left to fill in."""
+    venv = os.environ.get(IRIS_VENV_ENV, "")
+    if iris_python or iris_binary or not venv:
+        return {}
+    return {"iris_python": str(Path(venv) / "bin" / "python"), "iris_binary": str(Path(venv) / "bin" / "iris")}
 
 
 def _other_scheduler(errors: list[tuple[str, str]], meta: Any) -> list[tuple[str, str]]:

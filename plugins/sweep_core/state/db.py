@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,14 @@ from sweep_core.state import migrate
 from sweep_core.state_dir import STATE_DIR
 
 ENV = "SWEEP_STATE_URL"
+CONN_ENV = "SWEEP_STATE_CONN_ID"  # overrides sweep.yaml state.conn_id (docker-compose.yaml sets it)
+ONE_HOST_ENV = "SWEEP_STATE_ONE_HOST"  # "1": every worker runs on this one machine (scripts/deploy_local.sh)
+LOCAL_EXECUTORS = {"LocalExecutor", "SequentialExecutor", "DebugExecutor"}  # every task on the scheduler's host
 DB_FILE = "state.db"
 SQLITE_BUSY_S = 600  # a writer waits this long for another's transaction (BEGIN IMMEDIATE)
 
 _configured: str | None = None
+_executor: str | None = None  # the executor the Airflow side runs under (None: not told, e.g. the CLI)
 _engines: dict[tuple[int, str], sa.Engine] = {}
 _guard = threading.Lock()
 
@@ -32,10 +37,32 @@ class StateSchemaError(RuntimeError):
     """The state database's schema is not the one this package knows: run ``sweep-state upgrade``."""
 
 
-def use_url(url: str | None) -> None:
-    """The database every store of this process uses (None: back to SWEEP_STATE_URL or the default)."""
-    global _configured
+def use_url(url: str | None, executor: str | None = None) -> None:
+    """The database every store of this process uses (None: back to SWEEP_STATE_URL or the default),
+    and the Airflow executor its tasks run under (a fleet's refuses a local SQLite file)."""
+    global _configured, _executor
     _configured = url or None
+    _executor = executor or None
+
+
+def spans_hosts(executor: str | None) -> bool:
+    """Whether tasks under Airflow's ``[core] executor`` setting can land on more than one machine
+    (Celery, Kubernetes, Edge, any executor of a list that is not a local one)."""
+    names = [e.strip().split(":")[-1].rsplit(".", 1)[-1] for e in (executor or "").split(",") if e.strip()]
+    return any(n not in LOCAL_EXECUTORS for n in names)
+
+
+def fleet_problem(url: str, executor: str | None, env: Mapping[str, str]) -> str | None:
+    """Why ``url`` cannot hold a fleet's memory: an SQLite file under an executor whose tasks land on
+    several machines keeps one memory per host, so it is refused (None: fine)."""
+    if sa.make_url(url).get_backend_name() != "sqlite" or not spans_hosts(executor) or env.get(ONE_HOST_ENV) == "1":
+        return None
+    return (
+        f"the state database is an SQLite file ({sa.make_url(url).database}) but the executor is {executor}: "
+        "each worker host would keep its own memory (ledger, claims, hand-offs given). Set sweep.yaml "
+        "state.conn_id to a PostgreSQL Connection every worker reaches (then `sweep-state upgrade --conn-id <id>`; "
+        f"docs/configuration.md), or {ONE_HOST_ENV}=1 when every worker runs on this one machine"
+    )
 
 
 class NoStateDatabase(ValueError):
@@ -62,7 +89,12 @@ def default_url(run_log_dir: str | Path) -> str:
 
 
 def state_url(run_log_dir: str | Path) -> str:
-    return _configured or os.environ.get(ENV) or default_url(run_log_dir)
+    """The memory's URL; NoStateDatabase when it is a local SQLite file under a fleet's executor."""
+    url = _configured or os.environ.get(ENV) or default_url(run_log_dir)
+    problem = fleet_problem(url, _executor, os.environ)
+    if problem:
+        raise NoStateDatabase(problem)
+    return url
 
 
 def space_of(run_log_dir: str | Path) -> str:
