@@ -109,9 +109,9 @@ def _load(rows: LedgerRows, notes: list[str] | None) -> tuple[Ledger, Bodies]:
     return ledger, bodies
 
 
-def _before(rows: LedgerRows, notes: list[str] | None, now: Bodies) -> tuple[str, str, Ledger, Bodies] | None:
-    """(run id, window end, ledger, its job texts) of the ledger before the latest fold; None when
-    none is kept (or its row is unusable: moved aside, noted)."""
+def _before_top(rows: LedgerRows, notes: list[str] | None) -> tuple[str, str, Any] | None:
+    """(run id, window end, ledger row) of the ledger before the latest fold; None when none is
+    kept (or its row is unusable: moved aside, noted)."""
     text = rows.top(BEFORE)
     if text is None:
         return None
@@ -119,11 +119,23 @@ def _before(rows: LedgerRows, notes: list[str] | None, now: Bodies) -> tuple[str
         raw = json.loads(text)
         if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("run_id", "window_end")):
             raise LedgerError("not an object with 'run_id' and 'window_end' strings")
-        ledger = _top(_dumps(raw.get("ledger")))
+        _top(_dumps(raw.get("ledger")))
     except (ValueError, RecursionError) as exc:
         _aside(rows, notes, "the ledger row before the latest fold", _why(exc), text, {}, BEFORE)
         rows.start_before(None)
         return None
+    return raw["run_id"], raw["window_end"], raw.get("ledger")
+
+
+def _before(
+    rows: LedgerRows, notes: list[str] | None, now: Bodies, top: tuple[str, str, Any] | None = None
+) -> tuple[str, str, Ledger, Bodies] | None:
+    """(run id, window end, ledger, its job texts) of the ledger before the latest fold: its ledger
+    row and, over the job rows ``now``, each job's body before it (None when none is kept)."""
+    top = top or _before_top(rows, notes)
+    if top is None:
+        return None
+    ledger = _top(_dumps(top[2]))
     bodies = {**now}
     for key, body in rows.jobs(BEFORE, nulls=True).items():
         if body is None:
@@ -131,7 +143,7 @@ def _before(rows: LedgerRows, notes: list[str] | None, now: Bodies) -> tuple[str
         else:
             bodies[key] = body
     ledger.jobs, _bad = _entries(bodies)  # a bad one is left out: it is the damaged row's own business
-    return raw["run_id"], raw["window_end"], ledger, bodies
+    return top[0], top[1], ledger, bodies
 
 
 def _aside(
@@ -264,12 +276,16 @@ def _base(
     """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
     (the same run id, or the same window of the same cadence), else ``current``. A report sweep and
     a watch run whose windows end together are two runs (sweep_core.cadence): the second folds on top."""
-    kept = _before(rows, notes, stored) if current.run_id else None
+    kept = _before_top(rows, notes) if current.run_id else None
     latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
     rerun = latest is not None and (
         run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))
     )
-    return (latest[2], latest[3]) if latest is not None and rerun else (current, stored)
+    if latest is None or not rerun:
+        return current, stored
+    full = _before(rows, notes, stored, latest)
+    assert full is not None
+    return full[2], full[3]
 
 
 def _fold_into_before(
