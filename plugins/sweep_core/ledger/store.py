@@ -256,7 +256,7 @@ def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[
                 ledger = _top(text)
             except (ValueError, RecursionError):
                 raise _Damaged from None
-            stored, _placeholders = rows.lock_jobs(wanted)
+            stored, placeholders = rows.lock_jobs(wanted)
             ledger.jobs, bad = _entries(stored)
             if bad or (text is None and rows.top(BEFORE) is not None):
                 raise _Damaged
@@ -264,7 +264,7 @@ def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[
             ledger, result = change(ledger)
             if _dumps(top_of(ledger)) != top or not ledger.jobs.keys() <= wanted:
                 raise ValueError("update_jobs: the change touched more than its jobs' rows: use update_ledger")
-            rows.write_jobs(_changed(ledger, stored, _placeholders), stored)
+            rows.write_jobs(_changed(ledger, stored, placeholders), stored)
             return result
     except _Damaged:
         return update_ledger(run_log_dir, change)
