@@ -1,5 +1,6 @@
-"""The ledger with 1,000 and 10,000 jobs in it: the size of its documents in the state database
-(ledger.json and the copy kept for a re-run, ledger.before.json; the default SQLite file) and the
+"""The ledger with 1,000 and 10,000 jobs in it: the size of its rows in the state database (every
+job row and the ledger row; the copies kept for a re-run, generation ``before``; the default SQLite
+file) and the
 time the render task adds to a sweep to fold the sweep in and save it (fold_sweep_run: load + fold
 + save in one locked transaction), plus a cleanup hand-off of
 every completed job given once (give_once). Snapshots are those of benchmarks/fan_in.py (3
@@ -20,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fan_in import snapshots  # noqa: E402
 
 from sweep_core.ledger.runs import fold_sweep_run, give_once  # noqa: E402
-from sweep_core.ledger.store import BEFORE_FILE, LEDGER_FILE  # noqa: E402
-from sweep_core.state.documents import read_document  # noqa: E402
+from sweep_core.state.db import engine_for, space_of, state_url  # noqa: E402
+from sweep_core.state.rows import BEFORE, NOW, LedgerRows  # noqa: E402
 
 SIZES = (1_000, 10_000)
 END = dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC)
@@ -49,9 +50,12 @@ def measure(n: int) -> dict[str, float]:
         t0 = time.perf_counter()
         give_once(d, {"cleanup": {"jobs": done, "reclaim_clusters": []}}, run_id="scheduled__2", dry_run=False)
         give_s = time.perf_counter() - t0
+        with engine_for(state_url(d)).begin() as conn:
+            rows = LedgerRows(conn, space_of(d))
+            size = {g: len(rows.top(g) or "") + sum(len(b or "") for b in rows.jobs(g).values()) for g in (NOW, BEFORE)}
         return {
-            "ledger_kib": len(read_document(d, LEDGER_FILE) or "") / 1024,
-            "before_kib": len(read_document(d, BEFORE_FILE) or "") / 1024,
+            "ledger_kib": size[NOW] / 1024,
+            "before_kib": size[BEFORE] / 1024,
             "fold_s": fold_s,
             "rerun_s": rerun_s,
             "give_s": give_s,
@@ -61,7 +65,7 @@ def measure(n: int) -> dict[str, float]:
 
 
 def main() -> None:
-    print(f"{'jobs':>7} {'ledger.json':>12} {'before':>10} {'fold+save':>10} {'re-run':>8} {'give_once':>10}")
+    print(f"{'jobs':>7} {'ledger rows':>12} {'before':>10} {'fold+save':>10} {'re-run':>8} {'give_once':>10}")
     for n in SIZES:
         best = min((measure(n) for _ in range(3)), key=lambda r: r["fold_s"])
         print(

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,19 +24,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
+class NoPostgres(RuntimeError):
+    """PostgreSQL 15 cannot be started here: why (a fixture skips, a benchmark says so)."""
+
+
+@contextmanager
+def running() -> Iterator[str]:
     """A throwaway PostgreSQL 15 on a free loopback port (run as user postgres when root), its data
-    in a tmp dir removed afterwards; trust auth on 127.0.0.1 only: no password anywhere."""
+    in a tmp dir removed afterwards; trust auth on 127.0.0.1 only: no password anywhere. Its URL."""
     if not (PGBIN / "initdb").exists() or not (PGBIN / "pg_ctl").exists():
-        pytest.skip(f"PostgreSQL 15 binaries absent ({PGBIN}/initdb, pg_ctl): apt-get install postgresql-15")
+        raise NoPostgres(f"PostgreSQL 15 binaries absent ({PGBIN}/initdb, pg_ctl): apt-get install postgresql-15")
     if importlib.util.find_spec("psycopg2") is None:
-        pytest.skip("psycopg2 absent: pip install -r requirements-deploy.txt")
+        raise NoPostgres("psycopg2 absent: pip install -r requirements-deploy.txt")
     as_pg: list[str] = []
     root = Path(tempfile.mkdtemp(prefix="sweep-state-pg-"))
     if os.geteuid() == 0:  # initdb refuses root
         if shutil.which("setpriv") is None:
-            pytest.skip("running as root without setpriv: cannot start PostgreSQL as user postgres")
+            raise NoPostgres("running as root without setpriv: cannot start PostgreSQL as user postgres")
         as_pg = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"]
         shutil.chown(root, "postgres", "postgres")
     port, data = _free_port(), root / "data"
@@ -51,3 +56,17 @@ def postgres_url() -> Iterator[str]:
     finally:
         run(str(PGBIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """running() for a test; skipped (with why) where PostgreSQL 15 cannot start."""
+    try:
+        server = running()
+        url = server.__enter__()
+    except NoPostgres as exc:
+        pytest.skip(str(exc))
+    try:
+        yield url
+    finally:
+        server.__exit__(None, None, None)

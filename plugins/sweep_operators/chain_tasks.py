@@ -1,7 +1,8 @@
 """Task callables of the sweep_hf_chain DAG: advance (sweep_core.handoffs.chain.usecase: every cell
 of every HF-only series by the legs its evidence allows) and record. Airflow-facing wiring only:
-the durable state is the Airflow Variable ``sweep_hf_chain``; ops.md, SSH and the hub client are
-wired in; the tracker rows and the cluster's own job list are the other two sources of truth."""
+the durable state is rows of the state database (sweep_core.state.cells: one per cell), the Airflow
+Variable ``sweep_hf_chain`` of earlier versions moved in once and deleted; ops.md, SSH and the hub
+client are wired in; the tracker rows and the cluster's own job list are the other two sources of truth."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from sweep_core.handoffs.chain.usecase import advance_chain as advance_cells
 from sweep_core.handoffs.chain.usecase import chain_record
 from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.harvest.plan import tracker_settings
+from sweep_core.state.cells import load_cells, save_cells
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
-from sweep_operators.handoff_record import append_record
+from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.notify_tasks import tell_once
 from sweep_operators.task_ids import Chain, DagId
 
@@ -29,17 +31,29 @@ log = logging.getLogger(__name__)
 STATE_VAR = "sweep_hf_chain"
 
 
-def _load_state() -> dict[str, Any]:
-    raw = Variable.get(STATE_VAR, default="{}")
-    try:
-        data = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    except ValueError as exc:
-        raise RuntimeError(f"Variable {STATE_VAR} is not JSON ({exc}): fix or delete it; nothing advanced") from exc
-    return data if isinstance(data, dict) else {}
+def _load_state(log_dir: str) -> dict[str, Any]:
+    """Every cell's state; the Variable an earlier version kept it in moved into the rows first, once."""
+    raw = Variable.get(STATE_VAR, default=None)
+    if raw is not None:
+        try:
+            data = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        except ValueError as exc:
+            raise RuntimeError(f"Variable {STATE_VAR} is not JSON ({exc}): fix or delete it; nothing advanced") from exc
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise RuntimeError(f"Variable {STATE_VAR} is not an object of cells: fix or delete it; nothing advanced")
+        if save_cells(log_dir, data, only_if_empty=True) < 0:
+            raise RuntimeError(
+                f"Variable {STATE_VAR} and the state database both hold the chain's state: compare them, "
+                f"then delete the Variable; nothing advanced"
+            )
+        Variable.delete(STATE_VAR)
+        log.warning("the chain's state moved from Variable %s into the state database (%d cells)", STATE_VAR, len(data))
+    return load_cells(log_dir)
 
 
-def _save_state(state: dict[str, Any]) -> None:
-    Variable.set(STATE_VAR, json.dumps(state, sort_keys=True))
+def _save_state(log_dir: str, state: dict[str, Any]) -> None:
+    """The cells whose state changed, written in one transaction."""
+    save_cells(log_dir, state)
 
 
 def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -48,6 +62,7 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
     series_list = chain_series(config.hf_chain)
     if not series_list:
         raise AirflowSkipException("no HF-only series configured (hf_chain.series)")
+    log_dir = run_log_dir(config)
     got = advance_cells(
         series_list,
         org=cleanup_config(config.cleanup).hub_org,
@@ -56,8 +71,8 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
         load_cluster=ops_loader(ops_dir),
         run_script=ssh_runner(config.gather, log),
         hub_check=hub_check(),
-        load_state=_load_state,
-        save_state=_save_state,
+        load_state=lambda: _load_state(log_dir),
+        save_state=lambda state: _save_state(log_dir, state),
         say=print,
     )
     for s in got["steps"]:
@@ -72,7 +87,9 @@ def record(sweep_yaml: str, **context: Any) -> str:
     text = chain_record(got)
     print(text)
     if not got.get("dry_run", True):
-        told = tell_once(load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context)))
+        told = tell_once(
+            load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context))
+        )
         text += "".join(f"\n- told {t}" for t in told)
     return str(append_record(context, sweep_yaml, DagId.HF_CHAIN, text))
 

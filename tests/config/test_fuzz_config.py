@@ -17,14 +17,14 @@ import yaml
 from fuzzing import FUZZ, any_text
 from hypothesis import given
 from hypothesis import strategies as st
+from ledger_rows import write_row
 
 from sweep_core.config.ops import OpsConfigError, parse_ops_text
 from sweep_core.config.sweep import SweepConfigError, parse_sweep_config
 from sweep_core.config.sweep_schema import SweepConfig
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.history.store import HistoryStore
-from sweep_core.ledger.store import LEDGER_FILE, load_ledger
-from sweep_core.state.documents import write_document
+from sweep_core.ledger.store import load_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = sorted(p.read_text() for p in (ROOT / "include" / "ops").glob("*/ops.md"))
@@ -111,7 +111,8 @@ def test_ops_md_tree_mutations_raise_only_ops_config_error_naming_the_file(data:
 )
 def test_history_readers_never_raise(tmp_path_factory, data: bytes) -> None:
     d = tmp_path_factory.mktemp("hist")
-    write_document(d, LEDGER_FILE, data.decode("utf-8", "replace"))
+    write_row(d, None, data.decode("utf-8", "replace"))  # the ledger row
+    write_row(d, "local|1", data.decode("utf-8", "replace"))  # a job row
     store = HistoryStore(d / "history")
     (d / "history").mkdir()
     (d / "history" / "20261201T000000Z_0123456789ab.parquet").write_bytes(data)

@@ -15,8 +15,7 @@ from iris_local import HERE, IRIS_PY, iris_ops, needs_iris, stop_all, submit, wa
 from sweep_runner import run_dag
 
 from sweep_core.handoffs.cancel.outcome import Did, from_xcom
-from sweep_core.ledger.store import LEDGER_FILE
-from sweep_core.state.documents import read_document
+from sweep_core.ledger.store import load_ledger
 
 pytestmark = needs_iris
 
@@ -52,7 +51,7 @@ def test_an_iris_job_is_relaunched_only_by_the_ops_md_command_after_its_stop(con
         typed = from_xcom(result.values["scancel"])["cw"]  # what the ledger reads: the fields, not the text
         assert (typed[job].did, typed[job].new_job_id, typed[job2].did) == (Did.RELAUNCHED, new, Did.STOPPED)
         wait_states(url, run, {job: "KILLED", job2: "KILLED", new: "RUNNING"})
-        ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
+        ledger = load_ledger(tmp_path).to_dict()["jobs"]
         assert [a["kind"] for a in ledger[f"cw|{job}"]["acts"]] == ["relaunch"]
         assert ledger[f"cw|{job}"]["acts"][0]["new_job_id"] == new
         assert ledger[f"cw|{new}"]["acts"][0] == {**ledger[f"cw|{new}"]["acts"][0], "kind": "relaunched_from",
@@ -121,7 +120,7 @@ def test_a_deep_dive_kill_is_relaunched_with_the_corrected_setting_after_its_sto
         wait_states(url, run, {job: "KILLED", new: "RUNNING", job2: "RUNNING"})  # the refused one left alone
         lines = _log_lines(url, run, new, "relaunched with:")
         assert "relaunched with: actor.lr=1e-6 +rollout.n=8" in lines, lines
-        ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
+        ledger = load_ledger(tmp_path).to_dict()["jobs"]
         assert [a["kind"] for a in ledger[f"cw|{job}"]["acts"] if a["kind"] != "evidence"] == ["relaunch"]
         assert ledger[f"cw|{job}"]["acts"][-1]["new_job_id"] == new
         assert not [a for a in ledger.get(f"cw|{job2}", {}).get("acts", []) if a["kind"] in ("cancel", "relaunch")]

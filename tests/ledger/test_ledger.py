@@ -7,13 +7,13 @@ import datetime as dt
 import json
 
 import pytest
+from ledger_rows import generations, write_row
 
 from sweep_core.ledger.entries import Ledger, LedgerError
 from sweep_core.ledger.fold import FIRST_SWEEP, fold_sweep
 from sweep_core.ledger.given import mark_given, split_given
-from sweep_core.ledger.store import LEDGER_FILE, load_ledger, save_ledger, update_ledger
+from sweep_core.ledger.store import load_ledger, save_ledger, update_ledger
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.state.documents import document_names, write_document
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 
@@ -156,11 +156,11 @@ def test_the_ledger_round_trips_and_a_corrupt_one_is_moved_aside_with_a_note(tmp
     assert load_ledger(tmp_path).to_dict() == ledger.to_dict()
     got = update_ledger(tmp_path, lambda led: (led, len(led.jobs)))
     assert got == 1
-    write_document(tmp_path, LEDGER_FILE, '{"version": 1, "jobs": {"leo|1": {"cluster": "leo", "job_id": 5}}}')
+    write_row(tmp_path, "leo|1", '{"cluster": "leo", "job_id": 5}')
     notes: list[str] = []
     assert load_ledger(tmp_path, notes).jobs == {}
     assert notes and "'job_id' is not str" in notes[0] and "moved aside" in notes[0]
-    assert document_names(tmp_path, "ledger.json.corrupt-")
+    assert [g for g in generations(tmp_path) if g.startswith("corrupt-")]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""A damaged ledger is recovered, not reset: ``ledger.before.json`` plus every entry of the damaged
-document that still reads (a truncated one keeps the entries before the cut; one bad entry costs only
-itself), the damaged document moved aside, a note naming what was lost; the recovered ledger holds every
+"""A damaged ledger is recovered, not reset: every row that still reads, a bad job row as it stood
+before the latest fold when that is kept (one bad entry costs at most itself), a damaged ledger row
+from the one before, the damaged rows moved aside, a note naming what was lost; the recovered ledger holds every
 submission and destructive act until a person confirms. An update that fails half-way writes nothing."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from ledger_rows import generations, read_row, write_row
 
 from sweep_core.handoffs.batch_job.remote import build_submit_script
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import given_by, mark_given
 from sweep_core.ledger.hold import confirm_reset, held
-from sweep_core.ledger.store import LEDGER_FILE, fold_run, load_ledger, update_ledger
-from sweep_core.state.documents import document_names, read_document, write_document
+from sweep_core.ledger.store import fold_run, load_ledger, update_ledger
 
 ITEM = {"cluster": "leo", "job_id": "1", "name": "rl__a"}
 
@@ -36,40 +36,50 @@ def _two_runs(tmp_path) -> None:
     fold_run(tmp_path, "r2", "2026-12-04T03:00:00+00:00", _add(*map(str, range(2, 10))))
 
 
-def test_a_truncated_ledger_is_recovered_from_before_plus_its_readable_entries_and_holds_acts(tmp_path) -> None:
+def test_a_damaged_job_row_is_recovered_as_it_stood_before_the_latest_fold_and_holds_acts(tmp_path) -> None:
     _two_runs(tmp_path)
-    text = read_document(tmp_path, LEDGER_FILE)
-    cut = text.index('"leo|5"') + 40  # mid-way through job 5's entry
-    write_document(tmp_path, LEDGER_FILE, text[:cut])
+    update_ledger(tmp_path, lambda led: (mark_given(led, "cancel", [ITEM], "r2") or led, None))  # after r2's fold
+    text = read_row(tmp_path, "leo|1")
+    write_row(tmp_path, "leo|1", text[:40])  # cut mid-way (a bad write by hand)
+    write_row(tmp_path, "leo|6", text[:30])  # job 6 was new in r2: nothing before it to recover from
     notes: list[str] = []
     got = load_ledger(tmp_path, notes)
-    assert set(got.jobs) == {f"leo|{i}" for i in range(1, 5)}  # 1 from ledger.before.json, 2..4 salvaged
+    assert set(got.jobs) == {f"leo|{i}" for i in range(1, 10)} - {"leo|6"}
+    assert got.jobs["leo|1"].handoffs == {"cleanup": "r1"}  # job 1 as it stood before r2 (its cancel is lost)
     assert given_by(got, "cleanup", ITEM) == "r1"  # the hand-off given is not forgotten
-    assert got.hold and "recovered from ledger.before.json (the ledger before run r2)" in got.hold
-    assert "after entry 'leo|4'" in got.hold and "characters unreadable" in got.hold
+    assert "2 bad entries" in got.hold and "recovered from what still reads and the ledger before run r2" in got.hold
+    assert "lost: job leo|6 (" in got.hold and "leo|1" not in got.hold.split("lost:")[1]
     assert any("moved aside" in n for n in notes) and any(n.startswith("LEDGER RECOVERED WITH LOSS") for n in notes)
-    (aside,) = document_names(tmp_path, "ledger.json.corrupt-")  # the damaged document is kept
-    assert read_document(tmp_path, aside) == text[:cut]
-    assert json.loads(read_document(tmp_path, LEDGER_FILE))["hold"] == got.hold  # saved: a second read is not an empty ledger
-    assert held(tmp_path) == got.hold
+    (aside,) = [g for g in generations(tmp_path) if g.startswith("corrupt-")]  # the damaged rows are kept
+    assert read_row(tmp_path, "leo|1", aside) == text[:40] and read_row(tmp_path, "leo|6", aside) == text[:30]
+    assert json.loads(read_row(tmp_path))["hold"] == got.hold  # saved: a second read is not an empty ledger
+    assert held(tmp_path) == got.hold and load_ledger(tmp_path).to_dict() == got.to_dict()
 
 
 def test_one_bad_entry_costs_only_itself_and_is_named(tmp_path) -> None:
     _two_runs(tmp_path)
-    raw = json.loads(read_document(tmp_path, LEDGER_FILE))
-    raw["jobs"]["leo|3"]["step"] = "five hundred"
-    write_document(tmp_path, LEDGER_FILE, json.dumps(raw))
+    raw = json.loads(read_row(tmp_path, "leo|3"))
+    raw["step"] = "five hundred"
+    write_row(tmp_path, "leo|3", json.dumps(raw))
     notes: list[str] = []
     got = load_ledger(tmp_path, notes)
     assert set(got.jobs) == {f"leo|{i}" for i in range(1, 10)} - {"leo|3"}
-    assert "job entry 'leo|3': 'step' is not int | None" in got.hold
+    assert "entry 'leo|3': 'step' is not int | None" in got.hold
 
 
-def test_a_ledger_gone_while_its_before_file_is_there_is_recovered_and_held(tmp_path) -> None:
+def test_a_damaged_ledger_row_is_recovered_from_the_one_before_with_every_job(tmp_path) -> None:
     _two_runs(tmp_path)
-    write_document(tmp_path, LEDGER_FILE, None)
+    write_row(tmp_path, None, '{"version": 1, "window_')
     got = load_ledger(tmp_path)
-    assert "leo|1" in got.jobs and "unusable (missing while ledger.before.json is there)" in got.hold
+    assert set(got.jobs) == {f"leo|{i}" for i in range(1, 10)} and "the ledger row: JSONDecodeError" in got.hold
+    assert "and the ledger before run r2" in got.hold  # the ledger row as it stood before r2's fold
+
+
+def test_a_ledger_row_gone_while_the_one_before_is_there_is_recovered_and_held(tmp_path) -> None:
+    _two_runs(tmp_path)
+    write_row(tmp_path, None, None)
+    got = load_ledger(tmp_path)
+    assert "leo|1" in got.jobs and "unusable (the ledger row missing while the one before is there)" in got.hold
 
 
 def test_a_first_ledger_is_not_a_reset(tmp_path) -> None:
@@ -81,7 +91,7 @@ def test_acts_are_held_until_a_person_confirms(tmp_path, monkeypatch) -> None:
     from sweep_operators import handoff_io
 
     _two_runs(tmp_path)
-    write_document(tmp_path, LEDGER_FILE, "{")
+    write_row(tmp_path, None, "{")
     monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))
     sent: list[str] = []
     monkeypatch.setattr(
@@ -101,7 +111,7 @@ def test_acts_are_held_until_a_person_confirms(tmp_path, monkeypatch) -> None:
 def test_an_update_that_fails_half_way_writes_nothing(tmp_path) -> None:
     """The change raises after editing the ledger: the stored ledger is the one before (one transaction)."""
     _two_runs(tmp_path)
-    before = read_document(tmp_path, LEDGER_FILE)
+    before = read_row(tmp_path), read_row(tmp_path, "leo|3")
 
     def half(ledger: Ledger) -> tuple[Ledger, None]:
         ledger.jobs.clear()
@@ -109,7 +119,7 @@ def test_an_update_that_fails_half_way_writes_nothing(tmp_path) -> None:
 
     with pytest.raises(RuntimeError):
         update_ledger(tmp_path, half)
-    assert read_document(tmp_path, LEDGER_FILE) == before and len(load_ledger(tmp_path).jobs) == 9
+    assert (read_row(tmp_path), read_row(tmp_path, "leo|3")) == before and len(load_ledger(tmp_path).jobs) == 9
 
 
 def test_a_database_that_cannot_be_read_fails_never_an_empty_ledger(tmp_path, monkeypatch) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from ledger_rows import generations
 from test_ledger import job, snap
 
 from sweep_core.fanin.report import keep_sections, upsert_section
 from sweep_core.ledger.runs import fold_sweep_run, give_once
-from sweep_core.ledger.store import LEDGER_FILE, load_ledger
-from sweep_core.state.documents import read_document
+from sweep_core.ledger.store import load_ledger
 
 T0 = dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC)
 
@@ -66,7 +66,7 @@ def test_a_hand_off_another_run_gave_is_dropped_with_a_note_and_a_dry_run_marks_
 
 def test_nothing_per_job_leaves_the_ledger_untouched(tmp_path) -> None:
     confs, notes = give_once(tmp_path, {"cleanup": None, "hf_chain": {"dry_run": False}}, run_id="r", dry_run=False)
-    assert notes == [] and confs["hf_chain"] == {"dry_run": False} and read_document(tmp_path, LEDGER_FILE) is None
+    assert notes == [] and confs["hf_chain"] == {"dry_run": False} and generations(tmp_path) == []
 
 
 def test_a_rewritten_run_log_keeps_the_sections_of_its_own_run_only() -> None:

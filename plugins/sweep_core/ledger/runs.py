@@ -18,7 +18,7 @@ from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
 from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
 from sweep_core.ledger.since_report import carry
-from sweep_core.ledger.store import fold_run, update_ledger
+from sweep_core.ledger.store import fold_run, update_jobs
 from sweep_core.models import ClusterSnapshot
 
 # given once per job (conf key "jobs"; hygiene: per tree found; snapshots: per STALE set offered)
@@ -84,9 +84,10 @@ def give_once(
             out[kind] = rest if keep else None
         return ledger, (out, notes)
 
-    if not any((confs.get(k) or {}).get("jobs") for k in PER_JOB):
+    keys = {f"{j['cluster']}|{j['job_id']}" for k in PER_JOB for j in (confs.get(k) or {}).get("jobs") or []}
+    if not keys:
         return dict(confs), []  # nothing per job: the ledger is not touched
-    return update_ledger(run_log_dir, change)
+    return update_jobs(run_log_dir, keys, change)  # a claim: these jobs' rows alone
 
 
 def _name(item: Mapping[str, Any]) -> str:

@@ -1,222 +1,313 @@
-"""Where the ledger lives: the document ``ledger.json`` of the run-log directory's space in the state
-database (sweep_core.state), read and rewritten in one transaction under its lock (backfills, a run
-by hand and workers on other hosts may fold at once), with ``ledger.before.json``: the ledger as it
-stood before the latest run folded, so that a re-run of that run folds against it again.
+"""Where the ledger lives: rows of the run-log directory's space in the state database
+(sweep_core.state.rows): one per job (its entry's JSON) and one for the rest (windows, clusters,
+series, relaunch counts, digests told, ...). A transaction reads the rows and writes back only those
+that changed. A fold or any whole-ledger change holds the ledger row's lock; a claim
+(``update_jobs``) holds only its own jobs' rows (and the ledger row shared), so claims of different
+jobs never wait on each other. Backfills, runs by hand and workers on other hosts may fold at once.
 
-A damaged ledger (not JSON, truncated, a bad entry, or gone while ``ledger.before.json`` is there)
-is moved aside (``ledger.json.corrupt-<stamp>``), never deleted, and recovered: ``ledger.before.json``
-plus every entry of the damaged document that still reads, with a note naming what was lost. A
-ledger recovered so carries ``hold``: every submission and destructive act waits until a person
-confirms (sweep_core.ledger.hold). A read that fails for another reason (the database unreachable,
-a permission) raises: never read as an empty ledger.
+``before``: what the latest run folded against, so that a re-run of that run folds against it
+again: its ledger row, and for each job row written since that fold the body it had before (the
+rows nobody wrote since are the same in both), so a fold copies only what it changes.
+
+A damaged ledger (a row not JSON or a bad entry, or the ledger row gone while ``before`` is there)
+is moved aside (generation ``corrupt-<stamp>``), never deleted, and recovered: what still reads,
+each bad job as it stood before the latest fold when that is kept, with a note naming what was
+lost. A ledger recovered so carries ``hold``: every submission and destructive act waits until a
+person confirms (sweep_core.ledger.hold). A read that fails for another reason (the database
+unreachable, a permission) raises: never read as an empty ledger.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sweep_core.cadence import same_cadence
-from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, SeriesMax, _record
+from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, _record
 from sweep_core.ledger.given import merge_given
-from sweep_core.state.documents import Documents, locked
+from sweep_core.state.db import engine_for, space_of, state_url
+from sweep_core.state.rows import BEFORE, LedgerRows
 
-LEDGER_FILE = "ledger.json"
-BEFORE_FILE = "ledger.before.json"
 T = TypeVar("T")
+Bodies = dict[str, str]  # job key -> its row's JSON text as stored
+
+
+class _Damaged(Exception):
+    """A claim met a damaged row: the whole-ledger transaction recovers it."""
 
 
 def _why(exc: Exception) -> str:
     return str(exc)[:160] if isinstance(exc, LedgerError) else f"{type(exc).__name__}: {str(exc)[:160]}"
 
 
-def _read(docs: Documents, name: str, notes: list[str] | None, parse: Callable[[Any], T]) -> T | None:
-    """``parse`` of the JSON document ``name``; None when absent or unusable (then moved aside, noted)."""
-    text = docs.read(name)
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)
+
+
+def top_of(ledger: Ledger) -> dict[str, Any]:
+    """The ledger's own row: everything but the jobs."""
+    top = dataclasses.replace(ledger, jobs={}).to_dict()
+    top.pop("jobs")
+    return top
+
+
+def entry_text(e: LedgerEntry) -> str:
+    return _dumps(dataclasses.asdict(e))
+
+
+def _top(text: str | None) -> Ledger:
+    """The ledger of a ledger row's text, no jobs (LedgerError or ValueError when unusable)."""
+    if text is None:
+        return Ledger()
+    raw = json.loads(text)
+    if not isinstance(raw, dict) or "jobs" in raw:
+        raise LedgerError("the ledger row is not an object without 'jobs'")
+    return Ledger.from_dict({**raw, "jobs": {}})
+
+
+def _entries(bodies: Bodies) -> tuple[dict[str, LedgerEntry], dict[str, str]]:
+    """The entries that read, and each row that does not with why."""
+    got, bad = {}, {}
+    for key, body in bodies.items():
+        try:
+            got[key] = _record(LedgerEntry, key, json.loads(body))
+        except (ValueError, RecursionError) as exc:  # LedgerError, not JSON, huge number
+            bad[key] = _why(exc)
+    return got, bad
+
+
+@contextmanager
+def _txn(run_log_dir: str | Path, *, shared: bool = False) -> Iterator[LedgerRows]:
+    """One transaction over the space's ledger rows, the ledger row locked (``shared``: FOR SHARE)."""
+    engine = engine_for(state_url(run_log_dir))
+    with engine.begin() as conn:  # SQLite: BEGIN IMMEDIATE
+        rows = LedgerRows(conn, space_of(run_log_dir))
+        rows.lock_top(shared=shared)
+        yield rows
+
+
+def _load(rows: LedgerRows, notes: list[str] | None) -> tuple[Ledger, Bodies]:
+    """The stored ledger and its job rows' texts (call under the lock): empty when none was ever
+    written; recovered (and saved, with ``hold``) when damaged; a database error raises."""
+    text, bodies = rows.top(), rows.jobs()
+    if text is None and rows.top(BEFORE) is not None:
+        return _recover(rows, notes, None, bodies, {}, "the ledger row missing while the one before is there")
+    try:
+        ledger = _top(text)
+    except (ValueError, RecursionError) as exc:
+        return _recover(rows, notes, text, bodies, {}, f"the ledger row: {_why(exc)}")
+    ledger.jobs, bad = _entries(bodies)
+    if bad:
+        first = next(iter(bad.items()))
+        why = f"{len(bad)} bad entr{'y' if len(bad) == 1 else 'ies'} ({first[0][:80]}: {first[1]})"
+        return _recover(rows, notes, None, bodies, bad, why, partial=ledger)
+    return ledger, bodies
+
+
+def _before_top(rows: LedgerRows, notes: list[str] | None) -> tuple[str, str, Any] | None:
+    """(run id, window end, ledger row) of the ledger before the latest fold; None when none is
+    kept (or its row is unusable: moved aside, noted)."""
+    text = rows.top(BEFORE)
     if text is None:
         return None
     try:
-        return parse(json.loads(text))
-    except (ValueError, RecursionError) as exc:  # LedgerError, not JSON, huge number
-        docs.move_aside(name, _why(exc), notes)
+        raw = json.loads(text)
+        if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("run_id", "window_end")):
+            raise LedgerError("not an object with 'run_id' and 'window_end' strings")
+        _top(_dumps(raw.get("ledger")))
+    except (ValueError, RecursionError) as exc:
+        _aside(rows, notes, "the ledger row before the latest fold", _why(exc), text, {}, BEFORE)
+        rows.start_before(None)
         return None
+    return raw["run_id"], raw["window_end"], raw.get("ledger")
 
 
-def _write(docs: Documents, name: str, obj: Any) -> None:
-    """Replace document ``name``: a reader never sees half of it (the transaction commits or not)."""
-    docs.write(name, json.dumps(obj, sort_keys=True))
+def _before(
+    rows: LedgerRows, notes: list[str] | None, now: Bodies, top: tuple[str, str, Any] | None = None
+) -> tuple[str, str, Ledger, Bodies] | None:
+    """(run id, window end, ledger, its job texts) of the ledger before the latest fold: its ledger
+    row and, over the job rows ``now``, each job's body before it (None when none is kept)."""
+    top = top or _before_top(rows, notes)
+    if top is None:
+        return None
+    ledger = _top(_dumps(top[2]))
+    bodies = {**now}
+    for key, body in rows.jobs(BEFORE, nulls=True).items():
+        if body is None:
+            bodies.pop(key, None)
+        else:
+            bodies[key] = body
+    ledger.jobs, _bad = _entries(bodies)  # a bad one is left out: it is the damaged row's own business
+    return top[0], top[1], ledger, bodies
 
 
-def _load(docs: Documents, notes: list[str] | None) -> Ledger:
-    """The stored ledger (call under the lock): empty when none was ever written; recovered (and
-    saved, with ``hold``) when damaged; a database error raises."""
-    data = docs.read(LEDGER_FILE)
-    if data is None:
-        if docs.read(BEFORE_FILE) is not None:
-            return _recover(docs, notes, None, "missing while ledger.before.json is there")
-        return Ledger()
-    lost: list[str] = []
-    try:
-        ledger = Ledger.from_dict(json.loads(data), lost)
-    except (ValueError, RecursionError) as exc:  # LedgerError, not JSON, huge number
-        return _recover(docs, notes, data, _why(exc))
-    if lost:
-        return _recover(docs, notes, data, f"{len(lost)} bad entr{'y' if len(lost) == 1 else 'ies'} ({lost[0][:160]})",
-                        partial=ledger, lost=lost)  # fmt: skip
-    return ledger
-
-
-def _salvage(text: str) -> tuple[Ledger, list[str]]:
-    """The job and series entries that still read in a damaged ledger's text (a truncated one
-    keeps every entry before the cut), and what was not read."""
-    dec = json.JSONDecoder()
-    got, lost = Ledger(), []
-    for section, cls, into in (("jobs", LedgerEntry, got.jobs), ("series", SeriesMax, got.series)):
-        head = f'"{section}": {{'
-        at = text.find(head)
-        if at < 0:
-            lost.append(f"the '{section}' object (not found)")
-            continue
-        i, last = at + len(head), ""
-        while i < len(text) and text[i] != "}":
-            try:
-                key, i = dec.raw_decode(text, i)
-                i = text.index(":", i) + 1
-                while text[i] == " ":
-                    i += 1
-                value, i = dec.raw_decode(text, i)
-                into[key] = _record(cls, str(key), value)
-                last = str(key)
-            except (ValueError, IndexError, RecursionError) as exc:  # LedgerError is a ValueError
-                lost.append(
-                    f"'{section}' after entry {last[:80]!r}: {len(text) - i} characters unreadable ({str(exc)[:80]})"
-                )
-                break
-            while i < len(text) and text[i] in ", ":
-                i += 1
-    return got, lost
+def _aside(
+    rows: LedgerRows, notes: list[str] | None, what: str, why: str, top: str | None, bad: Bodies, gen: str = ""
+) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    aside = rows.move_aside(stamp, top, bad) if not gen else rows.move_aside(f"{gen}-{stamp}", top, bad)
+    note = f"sweep history {what} (state of {rows.space}) is unusable ({why}): moved aside to {aside}, not used"
+    if notes is not None:
+        notes.append(note)
+    return aside
 
 
 def _recover(
-    docs: Documents,
+    rows: LedgerRows,
     notes: list[str] | None,
-    data: str | None,
+    top_text: str | None,
+    bodies: Bodies,
+    bad: dict[str, str],
     why: str,
     partial: Ledger | None = None,
-    lost: list[str] | None = None,
-) -> Ledger:
-    """``ledger.before.json`` plus the entries of the damaged file that read (they are newer), the
-    damaged file moved aside, the result saved with ``hold``; a note names what was lost."""
-    lost = list(lost or [])
-    kept = _read(docs, BEFORE_FILE, notes, _before)
-    before = kept[2] if kept is not None else Ledger()
-    if partial is not None:  # it parsed but for some entries: it is the ledger, the one before fills gaps
-        ledger, salvaged = partial, len(partial.jobs)
-        for key, entry in before.jobs.items():
-            ledger.jobs.setdefault(key, entry)
-        for key, smax in before.series.items():
-            ledger.series.setdefault(key, smax)
-    else:  # not JSON (truncated) or gone: the one before, then every entry of the file that still reads
-        ledger, salvaged = before, 0
-        if data is not None:
-            got, more = _salvage(data)
-            lost += more
-            ledger.jobs.update(got.jobs)
-            ledger.series.update(got.series)
-            salvaged = len(got.jobs)
+) -> tuple[Ledger, Bodies]:
+    """What still reads, the ledger row from the one before when it is damaged or gone, each bad job
+    as it stood before the latest fold when kept; damaged rows moved aside; saved with ``hold``."""
+    kept = _before(rows, notes, {k: b for k, b in bodies.items() if k not in bad})
+    if partial is not None:
+        ledger = partial
+    else:
+        ledger = dataclasses.replace(kept[2], jobs={}) if kept is not None else Ledger()
+        ledger.jobs, more = _entries(bodies)
+        bad = {**bad, **more}
+    lost = []
+    for key, reason in bad.items():
+        if kept is not None and key in kept[2].jobs:
+            ledger.jobs[key] = kept[2].jobs[key]
+        else:
+            ledger.jobs.pop(key, None)
+            lost.append(f"job {key[:80]} ({reason})")
     ledger.run_id = ""  # no re-run folds against a ledger before this recovery
-    base = (
-        f"ledger.before.json (the ledger before run {kept[0]})"
-        if kept is not None
-        else "nothing (no ledger.before.json)"
-    )
-    lost_text = "; ".join(lost) or "entries the damaged file alone held are unknown"
+    base = f"the ledger before run {kept[0]}" if kept is not None else "nothing (no ledger before the latest fold)"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     ledger.hold = (
-        f"{stamp}: ledger.json unusable ({why}): recovered from {base} and {salvaged} job entries of the damaged file; "
-        f"lost: {lost_text}"
+        f"{stamp}: ledger unusable ({why}): recovered from what still reads and {base}; "
+        f"lost: {'; '.join(lost) or 'nothing known'}"
     )
-    if data is not None:
-        docs.move_aside(LEDGER_FILE, why, notes)
-    _save(docs, ledger)
+    if top_text is not None or bad:
+        _aside(rows, notes, "ledger", why, top_text, {k: bodies[k] for k in bad if k in bodies})
+    _save(rows, ledger, {k: b for k, b in bodies.items() if k not in bad}, force=set(bad))
     if notes is not None:
         notes.append(f"LEDGER RECOVERED WITH LOSS: {ledger.hold}. Every submission and destructive act is held "
                      "until a person confirms (trigger monitor_cron_sweep with confirm_ledger_reset=true)")  # fmt: skip
-    return ledger
+    return ledger, {k: entry_text(e) for k, e in ledger.jobs.items()}
+
+
+def _changed(ledger: Ledger, stored: Bodies, force: Iterable[str] = ()) -> dict[str, str | None]:
+    """The job rows to write: each entry whose text differs from the stored one, None for a job gone."""
+    out: dict[str, str | None] = {}
+    for key, e in ledger.jobs.items():
+        text = entry_text(e)
+        if stored.get(key) != text:
+            out[key] = text
+    out.update({k: None for k in stored.keys() - ledger.jobs.keys()})
+    out.update({k: None for k in force if k not in ledger.jobs})
+    return out
+
+
+def _save(rows: LedgerRows, ledger: Ledger, stored: Bodies, force: Iterable[str] = ()) -> None:
+    """Write the ledger row when it changed and the job rows that changed (one transaction)."""
+    text = _dumps(top_of(ledger))
+    if rows.top() != text:
+        rows.write_top(text)
+    rows.write_jobs(_changed(ledger, stored, force), stored)
 
 
 def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
     """The stored ledger: empty when none was ever written, recovered when damaged (module docstring)."""
-    with _locked(run_log_dir) as docs:
-        return _load(docs, notes)
-
-
-def _save(docs: Documents, ledger: Ledger) -> None:
-    _write(docs, LEDGER_FILE, ledger.to_dict())
+    with _txn(run_log_dir) as rows:
+        return _load(rows, notes)[0]
 
 
 def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> None:
     """Replace the stored ledger in one transaction (a reader never sees half a ledger)."""
-    with _locked(run_log_dir) as docs:
-        _save(docs, ledger)
-
-
-def _before(raw: Any) -> tuple[str, str, Ledger]:
-    """(run id, window end, ledger) of a ``ledger.before.json``."""
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("run_id", "window_end")):
-        raise LedgerError("not an object with 'run_id' and 'window_end' strings")
-    return raw["run_id"], raw["window_end"], Ledger.from_dict(raw.get("ledger"))
-
-
-def _locked(run_log_dir: str | Path) -> AbstractContextManager[Documents]:
-    """The ledger's transaction: the lock of ``ledger.json`` guards ``ledger.before.json`` too."""
-    return locked(run_log_dir, LEDGER_FILE)
+    with _txn(run_log_dir) as rows:
+        _save(rows, ledger, rows.jobs())
 
 
 def update_ledger(
     run_log_dir: str | Path, change: Callable[[Ledger], tuple[Ledger, T]], notes: list[str] | None = None
 ) -> T:
-    """Load, apply ``change`` (returns the new ledger and a result), save — under one lock."""
-    with _locked(run_log_dir) as docs:
-        ledger, result = change(_load(docs, notes))
-        _save(docs, ledger)
+    """Load, apply ``change`` (returns the new ledger and a result), save what changed — under the
+    ledger row's lock."""
+    with _txn(run_log_dir) as rows:
+        ledger, stored = _load(rows, notes)
+        ledger, result = change(ledger)
+        _save(rows, ledger, stored)
     return result
 
 
-def _base(docs: Documents, current: Ledger, run_id: str, window_end: str, notes: list[str] | None) -> Ledger:
+def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[Ledger], tuple[Ledger, T]]) -> T:
+    """A claim: ``change`` given a ledger that holds only the jobs ``keys`` (those stored) and the
+    ledger row as read, under the lock of those jobs' rows alone (module docstring). ``change`` may
+    add or alter entries of ``keys`` only and must leave the rest of the ledger as it was
+    (ValueError otherwise: use update_ledger). A damaged row falls back to update_ledger, which
+    recovers it."""
+    wanted = set(keys)
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            text = rows.top()
+            try:
+                ledger = _top(text)
+            except (ValueError, RecursionError):
+                raise _Damaged from None
+            stored, placeholders = rows.lock_jobs(wanted)
+            ledger.jobs, bad = _entries(stored)
+            if bad or (text is None and rows.top(BEFORE) is not None):
+                raise _Damaged
+            top = _dumps(top_of(ledger))
+            ledger, result = change(ledger)
+            if _dumps(top_of(ledger)) != top or not ledger.jobs.keys() <= wanted:
+                raise ValueError("update_jobs: the change touched more than its jobs' rows: use update_ledger")
+            rows.write_jobs(_changed(ledger, stored, placeholders), stored)
+            return result
+    except _Damaged:
+        return update_ledger(run_log_dir, change)
+
+
+def _base(
+    rows: LedgerRows, current: Ledger, stored: Bodies, run_id: str, window_end: str, notes: list[str] | None
+) -> tuple[Ledger, Bodies]:
     """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
     (the same run id, or the same window of the same cadence), else ``current``. A report sweep and
     a watch run whose windows end together are two runs (sweep_core.cadence): the second folds on top."""
-    kept = _read(docs, BEFORE_FILE, notes, _before) if current.run_id else None
+    kept = _before_top(rows, notes) if current.run_id else None
     latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
     rerun = latest is not None and (
         run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))
     )
-    return latest[2] if latest is not None and rerun else current
+    if latest is None or not rerun:
+        return current, stored
+    full = _before(rows, notes, stored, latest)
+    assert full is not None
+    return full[2], full[3]
 
 
 def _fold_into_before(
-    docs: Documents, latest: str, fold: Callable[[Ledger], tuple[Ledger, Any]], notes: list[str] | None
+    rows: LedgerRows, latest: str, stored: Bodies, fold: Callable[[Ledger], tuple[Ledger, Any]], notes: list[str] | None
 ) -> None:
     """A backfill's fold also goes into the ledger kept for a re-run of the latest run, so that
     re-run does not lose what the backfill learned (the jobs only it saw, when they were first seen)."""
-    kept = _read(docs, BEFORE_FILE, notes, _before)
+    kept = _before(rows, notes, stored)
     if kept is None or kept[0] != latest:
         return
-    run, end, before = kept
+    run, end, before, texts = kept
     folded, _ = fold(before)
     folded.run_id = before.run_id
-    _write(docs, BEFORE_FILE, {"run_id": run, "window_end": end, "ledger": folded.to_dict()})
+    rows.write_top(_dumps({"run_id": run, "window_end": end, "ledger": top_of(folded)}), BEFORE)
+    rows.put_jobs(_changed(folded, texts), BEFORE)
 
 
 def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
     """The ledger run ``run_id`` (window ending ``window_end``, ISO UTC) will fold against, read-only."""
-    with _locked(run_log_dir) as docs:
-        return _base(docs, _load(docs, notes), run_id, window_end, notes)
+    with _txn(run_log_dir) as rows:
+        current, stored = _load(rows, notes)
+        return _base(rows, current, stored, run_id, window_end, notes)[0]
 
 
 def fold_run(
@@ -232,16 +323,21 @@ def fold_run(
     tells the same changes, keeping every hand-off given since. Any other run folds on top; a run
     of an OLDER window (a backfill) leaves the latest run as it was and is folded into that run's
     ledger before too, so a re-run of the latest run folds against what it folded against plus
-    what the backfill learned (nothing the backfill saw is lost to the re-run)."""
-    with _locked(run_log_dir) as docs:
-        current = _load(docs, notes)
-        base = _base(docs, current, run_id, window_end, notes)
+    what the backfill learned (nothing the backfill saw is lost to the re-run). Only the rows the
+    fold changed are written."""
+    with _txn(run_log_dir) as rows:
+        current, stored = _load(rows, notes)
+        base, _texts = _base(rows, current, stored, run_id, window_end, notes)
         older = bool(current.window_end) and window_end < current.window_end and base is current
         if not older:
-            _write(docs, BEFORE_FILE, {"run_id": run_id, "window_end": window_end, "ledger": base.to_dict()})
+            body = _dumps({"run_id": run_id, "window_end": window_end, "ledger": top_of(base)})
+            if base is current:
+                rows.start_before(body)  # a new fold: the job rows' copies start again
+            else:
+                rows.write_top(body, BEFORE)  # a re-run: the copies are still those of before it
         else:
-            _fold_into_before(docs, current.run_id, fold, notes)
+            _fold_into_before(rows, current.run_id, stored, fold, notes)
         ledger, result = fold(base)
         ledger.run_id = current.run_id if older else run_id
-        _save(docs, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()))
+        _save(rows, merge_given(ledger, current, dropped=base.jobs.keys() - ledger.jobs.keys()), stored)
     return result

@@ -37,20 +37,20 @@ def current(engine: sa.Engine) -> str | None:
         return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
 
 
-def upgrade(engine: sa.Engine) -> list[str]:
-    """Bring the schema to the newest revision in one transaction; the revisions applied ([]: it was)."""
+def upgrade(engine: sa.Engine, to: str = "head") -> list[str]:
+    """Bring the schema to revision ``to`` (the newest) in one transaction; the revisions applied ([]: it was)."""
     cfg, script = _script()
     applied: list[str] = []
 
     def steps(rev: Any, context: Any) -> Any:
-        todo = script._upgrade_revs("head", rev)
+        todo = script._upgrade_revs(to, rev)
         applied.extend(str(s.revision.revision) for s in todo)
         return todo
 
     with engine.begin() as conn:  # SQLite: BEGIN IMMEDIATE (sweep_core.state.db)
         if conn.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
-        with EnvironmentContext(cfg, script, fn=steps, destination_rev="head") as env:
+        with EnvironmentContext(cfg, script, fn=steps, destination_rev=to) as env:
             env.configure(connection=conn, version_table=VERSION_TABLE)
             env.run_migrations()
     return applied

@@ -5,7 +5,6 @@ chain (an ops.md relaunch: their dependency names the old id)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import yaml
@@ -15,10 +14,9 @@ from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
 from sweep_core.handoffs.cancel.relaunch_remote import RelaunchJob, read_requeue
 from sweep_core.ledger.acts import relaunched_from, series_key
 from sweep_core.ledger.entries import LedgerEntry
-from sweep_core.ledger.store import LEDGER_FILE, load_ledger, update_ledger
+from sweep_core.ledger.store import load_ledger, update_ledger
 from sweep_core.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
-from sweep_core.state.documents import read_document
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -82,4 +80,4 @@ def test_the_ledger_links_the_new_id_to_the_old_in_the_same_series(tmp_path, mon
     assert relaunched_from(led, "local", "4242") == "local|11"
     new = led.jobs["local|4242"]
     assert series_key(new, "local", new.name) == "rl__a-series"  # its relaunches count against the same cap
-    assert json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]["local|4242"]["name"] == "rl__a"
+    assert load_ledger(tmp_path).to_dict()["jobs"]["local|4242"]["name"] == "rl__a"

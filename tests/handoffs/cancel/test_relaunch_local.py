@@ -6,7 +6,6 @@ wedge at the same step gets no relaunch offer. Prints the time from the flag to 
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -18,8 +17,7 @@ from hitl_responder import CANCEL, REJECT, RELAUNCH, HITLResponder
 from lab import LAB_CONFIG, LOGS
 from sweep_runner import run_dag
 
-from sweep_core.ledger.store import LEDGER_FILE
-from sweep_core.state.documents import read_document
+from sweep_core.ledger.store import load_ledger
 
 pytestmark = [pytest.mark.cluster, pytest.mark.long(5)]
 STEP = "echo 'Training Step Progress: 5/10'; sleep 900"  # prints, then wedges
@@ -37,7 +35,7 @@ def _scontrol(job_id: str) -> dict[str, str]:
 
 
 def _ledger(tmp_path: Path) -> dict:
-    return json.loads(read_document(tmp_path, LEDGER_FILE))
+    return load_ledger(tmp_path).to_dict()
 
 
 def _acts(tmp_path: Path, job_id: str) -> list[dict]:

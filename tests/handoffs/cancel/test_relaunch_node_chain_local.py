@@ -20,8 +20,7 @@ from sweep_runner import run_dag
 from test_relaunch_local import _job, _scontrol
 
 from sweep_core.ledger.entries import LedgerEntry
-from sweep_core.ledger.store import LEDGER_FILE, update_ledger
-from sweep_core.state.documents import read_document
+from sweep_core.ledger.store import load_ledger, update_ledger
 
 pytestmark = pytest.mark.cluster
 
@@ -92,7 +91,7 @@ def test_an_ops_md_relaunch_command_gets_a_new_id_linked_in_the_ledger(local_clu
     c.wait_finished(jid, "CANCELLED")
     c.wait_running(new)
     assert _scontrol(new)["JobName"] == name
-    ledger = json.loads(read_document(tmp_path, LEDGER_FILE))["jobs"]
+    ledger = load_ledger(tmp_path).to_dict()["jobs"]
     assert [a["kind"] for a in ledger[f"local|{jid}"]["acts"]][-1] == "relaunch"
     assert ledger[f"local|{jid}"]["acts"][-1]["new_job_id"] == new
     link = ledger[f"local|{new}"]["acts"][-1]

@@ -14,6 +14,8 @@ from hf_hub_stub import hub_stub
 from lab import HOME, LAB_CONFIG, USER
 from sweep_runner import run_dag
 
+from sweep_core.state.cells import load_cells
+
 pytestmark = pytest.mark.cluster
 TRACKER = "experiments/active/delphi/base_sft_evals/grid.md"
 RESULTS = json.dumps(
@@ -106,7 +108,8 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
     conf_path.write_text(yaml.safe_dump(cfg))
     env = {"SWEEP_CONFIG": str(conf_path), "SWEEP_TRACKER_REPO": str(repo)}
     logs = tmp_path / "logs"
-    Variable.delete("sweep_hf_chain")
+    # the chain's state as an earlier version kept it (an Airflow Variable): moved into the rows once
+    Variable.set("sweep_hf_chain", json.dumps({"other/earlier__cell": {"leg": "done", "sft_job": "7"}}))
     model = ("model", f"sweep-local/{cell}")
 
     with hub_stub({}) as hub:
@@ -143,6 +146,9 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
         step = next(s for s in five.values["advance"]["steps"] if s["cell"] == cell)
         assert step["before"] == "done" and step["submit"] == ""
     assert len(_sacct_names(f"hf_upload__{cell}")) == 1 and len(_sacct_names(f"eval-{cell}")) == 1
-    state = json.loads(Variable.get("sweep_hf_chain"))
+    state = load_cells(logs)
     assert state[f"delphi-{tag}/{cell}"]["leg"] == "done"
+    assert (
+        state["other/earlier__cell"] == {"leg": "done", "sft_job": "7"} and Variable.get("sweep_hf_chain", None) is None
+    )
     assert _git(repo, "status", "--porcelain") == ""

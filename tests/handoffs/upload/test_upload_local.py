@@ -8,7 +8,6 @@ under the same name does not release the rm, the commit its own upload job print
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from pathlib import Path
@@ -24,8 +23,7 @@ from hitl_responder import CANCEL, HITLResponder
 from lab import ARTIFACTS, LAB_CONFIG, USER
 from sweep_runner import ROOT, run_dag
 
-from sweep_core.ledger.store import LEDGER_FILE
-from sweep_core.state.documents import read_document
+from sweep_core.ledger.store import load_ledger
 
 pytestmark = pytest.mark.cluster
 ART = ARTIFACTS
@@ -85,7 +83,7 @@ def _uploads(name: str, expect: int = 0, settle: float = 20) -> list[str]:
 
 
 def _acts(logs: Path, job_id: str) -> list[dict]:
-    return json.loads(read_document(logs, LEDGER_FILE))["jobs"][f"local|{job_id}"]["acts"]
+    return load_ledger(logs).to_dict()["jobs"][f"local|{job_id}"]["acts"]
 
 
 def _row(run, job_id: str) -> list[str]:

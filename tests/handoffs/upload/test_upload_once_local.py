@@ -14,7 +14,6 @@ sweep with ``confirm_ledger_reset``; the sweep's run log says ACTS HELD meanwhil
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -26,12 +25,12 @@ import yaml
 from conftest import CLUSTER_DIR, sh
 from hf_hub_stub import hub_stub
 from lab import LAB_CONFIG
+from ledger_rows import write_row
 from sweep_runner import run_dag, run_sweep
 from test_upload_local import JOB_PY, ORG, SITE, _row, _tree
 from test_upload_local import _config as _plain_config
 
-from sweep_core.ledger.store import LEDGER_FILE, fold_run
-from sweep_core.state.documents import read_document, write_document
+from sweep_core.ledger.store import fold_run, load_ledger
 
 pytestmark = pytest.mark.cluster
 FLAVOR = "sft-job-cleanup"
@@ -72,7 +71,7 @@ def _cleanup(logs: Path, jobs: list[dict], cfg: str, hub_url: str):
 
 
 def _upload_acts(logs: Path, job_id: str) -> list[dict]:
-    acts = json.loads(read_document(logs, LEDGER_FILE))["jobs"][f"local|{job_id}"]["acts"]
+    acts = load_ledger(logs).to_dict()["jobs"][f"local|{job_id}"]["acts"]
     return [a for a in acts if a["kind"] == "upload"]
 
 
@@ -208,7 +207,7 @@ def test_a_truncated_ledger_holds_the_upload_until_a_person_confirms(local_clust
     job = [{"cluster": "local", "job_id": jid, "name": name, "flavor": FLAVOR}]
     for run, end in (("r1", "2026-12-04T00:00:00+00:00"), ("r2", "2026-12-04T03:00:00+00:00")):
         fold_run(logs, run, end, lambda led: (led, None))
-    write_document(logs, LEDGER_FILE, read_document(logs, LEDGER_FILE)[:25])  # cut mid-way (a bad write by hand)
+    write_row(logs, None, '{"version": 1, "run_id')  # the ledger row cut mid-way (a bad write by hand)
     with hub_stub({}) as hub:
         cfg = _plain_config(tmp_path, hub.url, FLAVOR)
         held = _cleanup(logs, job, cfg, hub.url)

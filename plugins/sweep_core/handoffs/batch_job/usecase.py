@@ -21,7 +21,7 @@ from sweep_core.handoffs.ports import RunScript
 from sweep_core.ledger.acts import add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import given_by, mark_given, release_given
-from sweep_core.ledger.store import update_ledger
+from sweep_core.ledger.store import update_jobs, update_ledger
 from sweep_core.slurm.gather import new_marker
 
 Key = Mapping[str, str]  # {"cluster", "job_id", "name"}: the ledger entry a claim is on
@@ -53,7 +53,8 @@ def claim(
             got.append("")
         return ledger, got
 
-    return update_ledger(ledger_dir, change) if items else []
+    keys = {f"{key['cluster']}|{key['job_id']}" for key, _ in items}
+    return update_jobs(ledger_dir, keys, change) if items else []  # a claim: these entries' rows alone
 
 
 def settle(

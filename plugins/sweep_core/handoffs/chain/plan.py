@@ -85,7 +85,7 @@ def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
 
 @dataclass
 class CellState:
-    """Durable state of one cell (kept in the Airflow Variable ``sweep_hf_chain``)."""
+    """Durable state of one cell (a row of the state database: sweep_core.state.cells)."""
 
     leg: str = "sft"  # the leg waiting to complete: sft -> upload -> eval -> done
     sft_job: str = ""

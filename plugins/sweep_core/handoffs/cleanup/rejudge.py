@@ -54,7 +54,7 @@ from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.upload.salvage import open_jobs, own_uploads
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given, split_given
-from sweep_core.ledger.store import load_ledger, update_ledger
+from sweep_core.ledger.store import load_ledger, update_jobs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 
 CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
@@ -289,7 +289,8 @@ def give_backlog(
                 mark_given(led, kind, mine, run_id)
         return led, (todo, given)
 
-    todo, given = update_ledger(log_dir, claim) if verdicts.unblocked else ([], [])
+    keys = {f"{j['cluster']}|{j['job_id']}" for j in verdicts.unblocked}
+    todo, given = update_jobs(log_dir, keys, claim) if keys else ([], [])  # a claim: these jobs' rows alone
     lines += verdicts.notes + given
     lines += [
         f"cleanup backlog: {j['cluster']} {j['job_id']} {j['name']} unblocked: handed off to sweep_cleanup again (its block cleared)"
