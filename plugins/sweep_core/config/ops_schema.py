@@ -158,6 +158,14 @@ class _SlurmKeys(StrictModel):
         "relative = below its log's dir, e.g. `ray-%j/session_latest/logs`), listed once at depth 1 by the RL "
         "deep-dive for hang lines; \"\" = off: Ray's default is each node's `/tmp/ray`, unreadable from the login node",
     )
+    metric_streams: Tup[NonEmpty] = Field(
+        (),
+        description="slurm: the dirs a training job's structured metric streams go to (`%j %x %u %A %a`; relative "
+        "= below its log's dir, e.g. `tensorboard/%x`), each listed once at depth 1 per sweep for TensorBoard "
+        "`events.out.tfevents.*`, Lightning's `metrics.csv`, `*.jsonl` and HF `trainer_state.json` (or the newest "
+        "`checkpoint-N/`'s), read on from a cursor in the ledger by `login_python` (RL and SFT jobs; their numbers "
+        "beat the console's); () = none: the console log only",
+    )
     faulthandler_signal: Literal["", "USR1", "USR2"] = Field(
         "",
         description="slurm: the signal the job launcher registers with `faulthandler.register` in every python "

@@ -92,6 +92,14 @@ def expand(fields):
     is_task = task.isdigit()
     if is_task and pattern == workdir + b"/slurm-" + raw + b".out":
         return workdir + b"/slurm-" + array_job + b"_" + task + b".out"
+    path = expand_tokens(fields, pattern)
+    return path if path.startswith(b"/") or not path else workdir + b"/" + path
+
+
+def expand_tokens(fields, pattern):
+    """``pattern`` with %A %a %j %u %x %N %% of the listed job expanded in one pass."""
+    job_id, raw, array_job, task, user, batch, host, workdir, _, name = fields
+    is_task = task.isdigit()
     values = {
         b"%": b"%",
         b"A": array_job if is_task else raw,
@@ -101,8 +109,7 @@ def expand(fields):
         b"x": name,
         b"N": host,
     }
-    path = TOKEN.sub(lambda m: values[m.group(1)], pattern)
-    return path if path.startswith(b"/") or not path else workdir + b"/" + path
+    return TOKEN.sub(lambda m: values[m.group(1)], pattern)
 
 
 def kind(path):
@@ -363,9 +370,11 @@ def running(out, a, listing, dirs, arrays, mtimes):
                 out.rec(b"cursor:" + job_id, 0, cur)
                 if left is not None:
                     left = max(0, left - int(cur.split()[5]))
+        d, _, own = path.rpartition(b"/")
+        if a["streams"] is not None:  # the job's metric streams (streams.py, sent before this file)
+            a["streams"].job(out, job_id, name, d, lambda p, job=job: expand_tokens(job, p))
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
-        d, _, own = path.rpartition(b"/")
         for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"], job_id), start=1):
             out.rec(b"chain:%s:%d" % (job_id, i), *tail(link, a["tail_bytes"]))
     return left
@@ -470,6 +479,18 @@ def main(argv):
     a["lits"] = [x for x in read(a["T"] + b"/literals").split(b"\n") if x]
     a["keep"] = int(read(a["T"] + b"/keep") or b"50")
     a["budget"] = int(read(a["T"] + b"/budget").strip() or b"0")  # bytes per sweep of cursor reads, 0 = unbounded
+    a["streams"] = None
+    if os.path.exists(a["T"] + b"/sdirs"):  # ops.md metric_streams: StreamReader of streams.py
+        lim = [int(x) for x in read(a["T"] + b"/slimits").split()]
+        a["streams"] = StreamReader(  # noqa: F821 - streams.py is sent before this file
+            [x for x in read(a["T"] + b"/sdirs").split(b"\n") if x],
+            [x.decode() for x in read(a["T"] + b"/snames").split(b"\n") if x],
+            [x.decode() for x in read(a["T"] + b"/swords").split(b"\n") if x],
+            stream_cursors(read(a["T"] + b"/scursors")),  # noqa: F821
+            lim[0],
+            lim[1],
+            lim[2],
+        )
     listing = path_listing(read(a["T"] + b"/paths"), a["D"]) if a["paths_rc"] == 0 else None
     if a["paths_rc"] == 0 and listing is None:
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"
