@@ -214,7 +214,9 @@ def test_hf_trainer_state_only_new_entries(tmp_path: Path) -> None:
     path = tmp_path / "trainer_state.json"
     state = _State(max_steps=100, logging_steps=10)
     for s in (10, 20):
-        state.log_history.append({"epoch": s / 100, "grad_norm": 1.0, "learning_rate": 1e-5, "loss": 2.0 / s, "step": s})
+        state.log_history.append(
+            {"epoch": s / 100, "grad_norm": 1.0, "learning_rate": 1e-5, "loss": 2.0 / s, "step": s}
+        )
         state.global_step = s
     state.log_history.append({"epoch": 0.2, "eval_loss": 0.9, "step": 20})  # an eval entry: no training column
     _save_state(path, state)
@@ -234,7 +236,7 @@ def test_hf_trainer_state_only_new_entries(tmp_path: Path) -> None:
 def test_jsonl_lines_and_a_broken_line(tmp_path: Path) -> None:
     path = tmp_path / "metrics.jsonl"
     lines = [json.dumps({"step": s, "data": {"actor/entropy": 0.5, "critic/score/mean": 0.1 * s}}) for s in (1, 2)]
-    path.write_text("\n".join(lines) + "\nnot json\n" + json.dumps({"step": 3, "train/loss": 0.7}) + "\n{\"step\": 4")
+    path.write_text("\n".join(lines) + "\nnot json\n" + json.dumps({"step": 3, "train/loss": 0.7}) + '\n{"step": 4')
     points, cur, _, problems, _ = _read(path, "jsonl")
     assert points["critic/score/mean"] == [(1, 0.1), (2, 0.2)] and points["train/loss"] == [(3, 0.7)]
     assert problems == ["1 line(s) are no JSON object: skipped"]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
-from sweep_core.ledger.metric_values import latest_values, stored_cursor
+from sweep_core.ledger.metric_values import STREAM_CURSOR, latest_values, stored_cursor
 from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.ledger.reconcile import reconcile_lost_cancels
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
@@ -123,6 +123,21 @@ def _remember_read(e: LedgerEntry, job: Job) -> None:
     e.cursor = kept
     e.metrics = {**e.metrics, **latest_values(job.metrics)} if c.get("why") == "cont" else latest_values(job.metrics)
     e.log_lines = job.log_tail or (e.log_lines if c.get("why") == "cont" else "")
+    _remember_streams(e, job)
+
+
+def _remember_streams(e: LedgerEntry, job: Job) -> None:
+    """The metric streams read this sweep: each file's new cursor; a file that could not be read
+    keeps its old one; a file no longer found is dropped (its cursor with it)."""
+    if not job.stream_dirs:
+        return  # not asked (no metric_streams, the shell path): the cursors stay
+    kept: dict[str, dict[str, int]] = {}
+    for s in job.streams:
+        c, path = s.get("cursor") or {}, s.get("path")
+        if isinstance(path, str) and all(isinstance(c.get(k), int) for k in STREAM_CURSOR):
+            kept[path] = {k: c[k] for k in STREAM_CURSOR}
+    errors = {p for p in e.streams if any("error" in s and p in s["error"] for s in job.streams)}
+    e.streams = {**{p: e.streams[p] for p in errors}, **kept}
 
 
 def _remember_series(ledger: Ledger, e: LedgerEntry) -> None:
@@ -217,7 +232,9 @@ def fold_sweep(
         if older:
             continue  # an earlier window cannot tell that a job is gone now
         listed = dt.datetime.fromtimestamp(s.remote_now, dt.UTC) if s.remote_now else window_end
-        for cluster, line in reconcile_lost_cancels(new, seen, running, ACTIVE, listed_at=listed, end=end, run_id=run_id):
+        for cluster, line in reconcile_lost_cancels(
+            new, seen, running, ACTIVE, listed_at=listed, end=end, run_id=run_id
+        ):
             changes.append(Change("act", cluster, line))
         blind = was if was is not None and was not in TRUSTED else ""
         for key, e in sorted(new.jobs.items()):
