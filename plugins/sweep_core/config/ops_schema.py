@@ -160,11 +160,9 @@ class _SlurmKeys(StrictModel):
     )
     metric_streams: Tup[NonEmpty] = Field(
         (),
-        description="slurm: the dirs a training job's structured metric streams go to (`%j %x %u %A %a`; relative "
-        "= below its log's dir, e.g. `tensorboard/%x`), each listed once at depth 1 per sweep for TensorBoard "
-        "`events.out.tfevents.*`, Lightning's `metrics.csv`, `*.jsonl` and HF `trainer_state.json` (or the newest "
-        "`checkpoint-N/`'s), read on from a cursor in the ledger by `login_python` (RL and SFT jobs; their numbers "
-        "beat the console's); () = none: the console log only",
+        description="slurm: dirs of the RL/SFT jobs' metric streams (`%j %x %u %A %a`; relative = below its log's "
+        "dir, e.g. `tb/%x`), each listed at depth 1 per sweep: `events.out.tfevents.*`, `metrics.csv`, `*.jsonl`, "
+        "`trainer_state.json` (or the newest `checkpoint-N/`'s), read from a cursor; () = console only",
     )
     faulthandler_signal: Literal["", "USR1", "USR2"] = Field(
         "",
