@@ -129,10 +129,15 @@ def test_tfevents_partial_and_corrupt_records(tmp_path: Path) -> None:
     assert not problems and cur[0] < len(data) - 7
     assert max(s for s, _ in points["critic/rewards/mean"]) == 4 or max(s for s, _ in points["actor/entropy"]) == 4
     bad = bytearray(data)
-    bad[cur[0] + 8] ^= 0xFF  # the length CRC of the last whole record's successor
+    bad[cur[0] + 5] ^= 0x40  # a misframed length (huge) of the last whole record's successor
     cut.write_bytes(bytes(bad))
     _, cur2, _, problems2, _ = _read(cut, "tfevents")
     assert cur2[0] == cur[0] and problems2 and "length CRC mismatch" in problems2[0]
+    bad[cur[0] + 5] ^= 0x40
+    bad[cur[0] + 8] ^= 0xFF  # its length's CRC: checked on the first record a read from the cursor meets
+    cut.write_bytes(bytes(bad))
+    points3, cur3, why3, problems3, _ = _read(cut, "tfevents", cur)
+    assert why3 == "cont" and cur3[0] == cur[0] and not points3 and "length CRC mismatch" in problems3[0]
 
 
 def test_tfevents_read_over_sweeps_when_over_the_per_file_bytes(tmp_path: Path) -> None:

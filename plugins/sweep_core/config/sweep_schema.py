@@ -60,10 +60,13 @@ class GatherLimits(StrictModel):
         "longer history is read over the next sweeps",
     )
     stream_budget_bytes: int = Field(
-        268435456, ge=0, description="bytes of metric streams read per sweep per cluster in all (0 = unbounded)"
+        67108864,
+        ge=0,
+        description="bytes of metric streams read per sweep per cluster in all (0 = unbounded): first sights past "
+        "it read their history over the next sweeps (benchmarks/streams.py: ~11 s of the login node's CPU a sweep)",
     )
     stream_points: Positive = Field(
-        200,
+        50,
         description="points (step, value) per metric per job a sweep keeps of its streams (more are thinned "
         "evenly, the newest kept): what the history holds of each read",
     )

@@ -110,6 +110,7 @@ def _update(e: LedgerEntry, job: Job, state: str, end: str, run_id: str) -> None
     e.max_steps = top if top is not None else e.max_steps
     e.last_output = job.log_mtime if job.log_mtime is not None else e.last_output
     _remember_read(e, job)
+    _remember_streams(e, job)
     e.last_seen, e.last_run = max(e.last_seen, end), run_id
 
 
@@ -123,7 +124,6 @@ def _remember_read(e: LedgerEntry, job: Job) -> None:
     e.cursor = kept
     e.metrics = {**e.metrics, **latest_values(job.metrics)} if c.get("why") == "cont" else latest_values(job.metrics)
     e.log_lines = job.log_tail or (e.log_lines if c.get("why") == "cont" else "")
-    _remember_streams(e, job)
 
 
 def _remember_streams(e: LedgerEntry, job: Job) -> None:
