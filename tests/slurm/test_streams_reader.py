@@ -254,3 +254,19 @@ def test_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     os.mkfifo(fifo)
     rc, _, err, n = st.read_stream(os.fsencode(fifo), kind, None, BIG, BIG, 10, WANT)
     assert rc == 1 and b"not a regular file" in err and n == 0
+
+
+def test_stream_files_of_a_listing_and_the_runbooks_exclusion() -> None:
+    """Depth-1 names only: event files oldest first (a restart's newer file wins a step logged twice), metrics.csv, *.jsonl but never LLaMA-Factory's
+    trainer_log.jsonl (runbook §3: SFT numbers "from the .out (NOT trainer_log.jsonl)"), and the newest
+    checkpoint-N/'s trainer_state.json opened by name when the dir has none of its own."""
+    names = [b"events.out.tfevents.100.h", b"events.out.tfevents.200.h", b"metrics.csv", b"trainer_log.jsonl",
+             b"log.jsonl", b"checkpoint-500", b"checkpoint-1000", b"checkpoint-x"]  # fmt: skip
+    got = st.stream_files(b"/d", names)
+    assert got == [
+        ("tfevents", b"/d/events.out.tfevents.100.h"),
+        ("tfevents", b"/d/events.out.tfevents.200.h"),
+        ("csv", b"/d/metrics.csv"),
+        ("jsonl", b"/d/log.jsonl"),
+        ("hf", b"/d/checkpoint-1000/trainer_state.json"),
+    ]

@@ -17,7 +17,8 @@ MAX_FILES a job:
 - ``metrics.csv`` (Lightning CSVLogger): a header row (the metric names and ``step``), one row per
   logged step, empty cells for metrics not logged then. The logger rewrites the whole file when a
   new metric appears: the header's CRC-32 is in the cursor, a new header reads from 0.
-- ``*.jsonl`` (one JSON object a line: verl's file logger and the like): ``step`` (or
+- ``*.jsonl`` (one JSON object a line: verl's file logger and the like; never LLaMA-Factory's
+  ``trainer_log.jsonl``, which the runbook says not to read): ``step`` (or
   ``global_step``, ``trainer/global_step``, ``_step``) and the numbers, flat or under ``data``.
 - ``trainer_state.json`` (HF Trainer), in the dir or in its newest ``checkpoint-N/`` (opened by
   name, not listed): ``log_history`` entries past the cursor's step, and ``max_steps``.
@@ -54,6 +55,9 @@ HF_STATE = b"trainer_state.json"
 TFEVENTS = b"events.out.tfevents."
 CSV_NAME = b"metrics.csv"
 CKPT = re.compile(rb"checkpoint-([0-9]{1,12})")
+# the runbook (§3 SFT): step and loss/grad_norm "from the .out (NOT trainer_log.jsonl)": LLaMA-Factory's
+# trainer_log.jsonl is never read as a stream
+NOT_READ = (b"trainer_log.jsonl",)
 STEP_KEYS = ("step", "global_step", "trainer/global_step", "_step")
 SAFE_TAG = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -520,13 +524,14 @@ def read_stream(path, kind, cur, per_file, allow, keep, want):
 
 
 def stream_files(d, names):
-    """The stream files of one dir listing: (kind, path), newest event files first (MAX_FILES)."""
+    """The stream files of one dir listing: (kind, path); of the event files (a restarted run writes
+    another) the newest MAX_FILES, oldest first, so a step logged again reads the newest file's value."""
     out = []
-    events = sorted((n for n in names if n.startswith(TFEVENTS)), reverse=True)
-    out.extend(("tfevents", d + b"/" + n) for n in events)
+    events = sorted((n for n in names if n.startswith(TFEVENTS)), reverse=True)[:MAX_FILES]
+    out.extend(("tfevents", d + b"/" + n) for n in reversed(events))  # the newest MAX_FILES, oldest first
     if CSV_NAME in names:
         out.append(("csv", d + b"/" + CSV_NAME))
-    out.extend(("jsonl", d + b"/" + n) for n in sorted(names) if n.endswith(b".jsonl"))
+    out.extend(("jsonl", d + b"/" + n) for n in sorted(names) if n.endswith(b".jsonl") and n not in NOT_READ)
     if HF_STATE in names:
         out.append(("hf", d + b"/" + HF_STATE))
     else:
