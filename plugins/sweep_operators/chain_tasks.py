@@ -72,9 +72,7 @@ def record(sweep_yaml: str, **context: Any) -> str:
     text = chain_record(got)
     print(text)
     if not got.get("dry_run", True):
-        told = tell_once(
-            load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context))
-        )
+        told = tell_once(load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context)))
         text += "".join(f"\n- told {t}" for t in told)
     return str(append_record(context, sweep_yaml, DagId.HF_CHAIN, text))
 

@@ -47,19 +47,11 @@ def _params(clusters: list[str], watch: bool) -> dict[str, Param]:
             description="Clusters to sweep; empty = every active cluster in include/ops",
         ),
         "lookback_hours": Param(
-            None,
-            type=["null", "number"],
-            minimum=0.1,
-            maximum=744,
-            title="Lookback hours",
+            None, type=["null", "number"], minimum=0.1, maximum=744, title="Lookback hours",
             description="sacct window = [end - N hours, end); empty = the run's data interval",
         ),  # fmt: skip
-        "dry_run": Param(
-            False,
-            type="boolean",
-            title="Dry run",
-            description="Hand-offs print their plan only; nothing destructive runs",
-        ),  # fmt: skip
+        "dry_run": Param(False, type="boolean", title="Dry run",
+                         description="Hand-offs print their plan only; nothing destructive runs"),  # fmt: skip
     }
     if not watch:  # a ledger recovery is confirmed on the report sweep (its run log says ACTS HELD)
         params["confirm_ledger_reset"] = Param(
@@ -163,9 +155,7 @@ def _fan_in(gathers: list[Any], clusters: list[str], ops_dir: str, sweep_yaml: s
         trigger_rule=TriggerRule.ALL_DONE,
     )
     if watch:
-        report = PythonOperator(
-            task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml}
-        )
+        report = PythonOperator(task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml})
     else:
         report = PythonOperator(
             task_id=Sweep.RENDER,

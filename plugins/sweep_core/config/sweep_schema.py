@@ -63,7 +63,7 @@ class GatherLimits(StrictModel):
         67108864,
         ge=0,
         description="bytes of metric streams read per sweep per cluster in all (0 = unbounded): first sights past "
-        "it read their history over the next sweeps (benchmarks/streams.py: ~11 s of the login node's CPU a sweep)",
+        "it read their history over the next sweeps (benchmarks/streams.py: ~2.3 s of a login-node core per 64 MiB)",
     )
     stream_points: Positive = Field(
         50,

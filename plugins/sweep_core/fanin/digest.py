@@ -163,7 +163,7 @@ def evidence_of(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str, A
     return job.evidence if DIGESTED in job.evidence else tail_evidence(job, mcfg, rcfg)
 
 
-def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int, stream_points: int = 100) -> bool:
+def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int, stream_points: int = 50) -> bool:
     """Metric columns (the series bounded to ``points`` steps) and evidence from the raw tail, the
     metric streams' columns over the console's and this read's points per column (``stream_points``
     each: fanin/streams.py), then the tail cut to its excerpt (once: a digested job is left as it
@@ -221,7 +221,7 @@ def cap_excerpts(snap: ClusterSnapshot, budget: int, rcfg: RulesConfig) -> int:
 
 
 def digest_snapshot(
-    snap: ClusterSnapshot, mcfg: MetricsConfig, rcfg: RulesConfig, budget: int, points: int, stream_points: int = 100
+    snap: ClusterSnapshot, mcfg: MetricsConfig, rcfg: RulesConfig, budget: int, points: int, stream_points: int = 50
 ) -> int:
     """Digest every (bucketed) job of the snapshot (series bounded to ``points`` steps, a note
     saying how many were cut), then cap its excerpts; the count of excerpts dropped."""

@@ -137,9 +137,7 @@ def rejudge(
             if verdict is None:  # not read this sweep (just held back, or no reader): it waits
                 continue
             if verdict.hf_only is None:
-                out.reasons[key] = (
-                    f"SFT completed: {CANNOT_TELL} ({verdict.why}): its launch YAML is read again every sweep"
-                )
+                out.reasons[key] = f"SFT completed: {CANNOT_TELL} ({verdict.why}): its launch YAML is read again every sweep"
                 continue
             if verdict.hf_only:
                 out.hf_only.add(key)
@@ -149,9 +147,7 @@ def rejudge(
                 )
                 continue
             out.decided.add(key)
-            out.notes.append(
-                f"cleanup backlog: {t.cluster} {t.job_id} {t.name}: {verdict.why}: judged on as {t.flavor}"
-            )
+            out.notes.append(f"cleanup backlog: {t.cluster} {t.job_id} {t.name}: {verdict.why}: judged on as {t.flavor}")
         why = live_reason(t, state, ccfg.artifact_dir) or target_paths(t, ccfg, ())[1]
         if why:
             out.reasons[key] = why
