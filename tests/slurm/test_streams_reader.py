@@ -270,3 +270,40 @@ def test_stream_files_of_a_listing_and_the_runbooks_exclusion() -> None:
         ("jsonl", b"/d/log.jsonl"),
         ("hf", b"/d/checkpoint-1000/trainer_state.json"),
     ]
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.records: dict[bytes, tuple[int, bytes, bytes]] = {}
+
+    def rec(self, name: bytes, rc: int, out: bytes = b"", err: bytes = b"") -> None:
+        self.records[name] = (rc, out, err)
+
+
+def test_hostile_streams_cost_only_their_own_record(tmp_path: Path) -> None:
+    """Garbage where an event file should be, a CSV with a NUL byte, JSON nested past the parser's
+    depth, a trainer_state.json that is a list, a tag holding control characters: each is its own
+    record's problem or error; the good file beside them is read."""
+    d = tmp_path / "tb"
+    d.mkdir()
+    (d / "events.out.tfevents.1.garbage").write_bytes(os.urandom(4096))
+    (d / "metrics.csv").write_bytes(b"step,train_loss\n1,0.5\n2,\x000.4\n")
+    (d / "deep.jsonl").write_text("[" * 100000 + "\n" + json.dumps({"step": 3, "loss": 0.25}) + "\n")
+    (d / "trainer_state.json").write_text("[1, 2]")
+    w = SummaryWriter(str(d), filename_suffix=".good")
+    # a tag with control characters, past add_scalar's own tag clean-up (another writer may not clean)
+    w.file_writer.add_summary(Summary(value=[Summary.Value(tag="actor/entropy\n\tevil", simple_value=0.5)]), 7)
+    w.close()
+    r = st.StreamReader([os.fsencode(d)], ["^rl__"], ["entropy", "loss"], {}, BIG, BIG, 10)
+    out = _Out()
+    r.job(out, b"9", b"rl__x", b"/", lambda p: p)
+    recs = {k: v for k, v in out.records.items() if k.startswith(b"stream:")}
+    assert len(recs) == 4  # MAX_FILES: 2 event files, the csv, the jsonl (the state file is past the cap)
+    texts = b"\n".join(v[1] + v[2] for v in recs.values()).decode()
+    assert "actor/entropy  evil\t7\t0.5" in texts  # control characters made spaces: one line, one point
+    assert "corrupt record at byte 0 (length CRC mismatch)" in texts  # the garbage file: said
+    assert "train_loss\t1\t0.5" in texts and "train_loss\t2\t0.4" in texts  # the NUL byte dropped
+    assert "loss\t3\t0.25" in texts and "1 line(s) are no JSON object" in texts  # the deep line skipped
+    assert "reader error" not in texts
+    state = st.read_stream(os.fsencode(d / "trainer_state.json"), "hf", None, BIG, BIG, 10, WANT)
+    assert state[0] == 0 and b"no log_history list" in state[1]

@@ -372,7 +372,10 @@ def running(out, a, listing, dirs, arrays, mtimes):
                     left = max(0, left - int(cur.split()[5]))
         d, _, own = path.rpartition(b"/")
         if a["streams"] is not None:  # the job's metric streams (streams.py, sent before this file)
-            a["streams"].job(out, job_id, name, d, lambda p, job=job: expand_tokens(job, p))
+            try:
+                a["streams"].job(out, job_id, name, d, lambda p, job=job: expand_tokens(job, p))
+            except Exception:  # costs this job's streams only, never the logs
+                out.rec(b"streams:" + job_id, 1, b"", traceback.format_exc()[-400:].encode())
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
         for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"], job_id), start=1):
@@ -481,16 +484,19 @@ def main(argv):
     a["budget"] = int(read(a["T"] + b"/budget").strip() or b"0")  # bytes per sweep of cursor reads, 0 = unbounded
     a["streams"] = None
     if os.path.exists(a["T"] + b"/sdirs"):  # ops.md metric_streams: StreamReader of streams.py
-        lim = [int(x) for x in read(a["T"] + b"/slimits").split()]
-        a["streams"] = StreamReader(  # noqa: F821 - streams.py is sent before this file
-            [x for x in read(a["T"] + b"/sdirs").split(b"\n") if x],
-            [x.decode() for x in read(a["T"] + b"/snames").split(b"\n") if x],
-            [x.decode() for x in read(a["T"] + b"/swords").split(b"\n") if x],
-            stream_cursors(read(a["T"] + b"/scursors")),  # noqa: F821
-            lim[0],
-            lim[1],
-            lim[2],
-        )
+        try:
+            lim = [int(x) for x in read(a["T"] + b"/slimits").split()]
+            a["streams"] = StreamReader(  # noqa: F821 - streams.py is sent before this file
+                [x for x in read(a["T"] + b"/sdirs").split(b"\n") if x],
+                [x.decode() for x in read(a["T"] + b"/snames").split(b"\n") if x],
+                [x.decode() for x in read(a["T"] + b"/swords").split(b"\n") if x],
+                stream_cursors(read(a["T"] + b"/scursors")),  # noqa: F821
+                lim[0],
+                lim[1],
+                lim[2],
+            )
+        except Exception:  # no stream is read this sweep; the logs are
+            out.rec(b"streamerror", 1, b"", traceback.format_exc()[-400:].encode())
     listing = path_listing(read(a["T"] + b"/paths"), a["D"]) if a["paths_rc"] == 0 else None
     if a["paths_rc"] == 0 and listing is None:
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"

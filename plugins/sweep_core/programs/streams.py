@@ -397,7 +397,7 @@ def read_jsonl(fd, start, end, pts, want):
             continue
         try:
             d = json.loads(line.decode("utf-8", "replace"))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             bad += 1
             continue
         if isinstance(d, dict):
@@ -417,7 +417,8 @@ def read_csv(fd, start, end, header, pts, want):
         return done
     si = names.index("step")
     cols = [(i, n) for i, n in enumerate(names) if i != si and want(n)]
-    rows = csv.reader(io.StringIO(b"\n".join(lines).decode("utf-8", "replace")))
+    # NUL bytes out first: an older csv module raises on them ("line contains NUL")
+    rows = csv.reader(io.StringIO(b"\n".join(lines).replace(b"\0", b"").decode("utf-8", "replace")))
     for row in rows:
         if len(row) != len(names):
             continue
@@ -445,7 +446,7 @@ def read_hf_state(fd, size, since, pts, want):
         raw += b
     try:
         state = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         pts.problems.append(f"not JSON ({str(exc)[:80]}): being written? read again next sweep")
         return None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
@@ -565,7 +566,12 @@ class StreamReader:
 
     def __init__(self, dirs, names, words, cursors, per_file, budget, keep):
         self.dirs = dirs
-        self.names = [re.compile(p) for p in names]
+        self.names = []
+        for p in names:
+            try:
+                self.names.append(re.compile(p))
+            except re.error:
+                continue  # sweep.yaml's patterns are checked on the Airflow side: never here
         self.want = wanted(words)
         self.cursors = cursors
         self.per_file = per_file
@@ -602,7 +608,11 @@ class StreamReader:
         mine = self.cursors.get(job_id, {})
         for k, (kind, path) in enumerate(files[:MAX_FILES], start=1):
             allow = self.per_file if self.left is None else min(self.per_file, self.left)
-            rc, text, err, n = read_stream(path, kind, mine.get(path), self.per_file, allow, self.keep, self.want)
+            try:
+                rc, text, err, n = read_stream(path, kind, mine.get(path), self.per_file, allow, self.keep, self.want)
+            except Exception as exc:  # a hostile file costs its own record, never another job's or a log's
+                rc, text, n = 1, b"", 0
+                err = f"reader error: {type(exc).__name__}: {str(exc)[:160]}".encode("utf-8", "replace")
             out.rec(b"stream:%s:%d" % (job_id, k), rc, text, path + b": " + err if rc else err)
             if self.left is not None:
                 self.left = max(0, self.left - n)
