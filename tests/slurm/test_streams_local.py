@@ -18,7 +18,7 @@ from gather_reference import run_on_login01
 from lab import LOGS, USER
 from tensorboardX import SummaryWriter
 from test_gather_cursor import CONFIG, LITERALS
-from test_streams_reader import _settle, _write
+from test_streams_reader import _write
 
 from sweep_core.fanin.cursor import before_digest, carry, cursors_for, stream_cursors_for
 from sweep_core.fanin.metrics.vocabulary import WORDS
@@ -92,7 +92,6 @@ def test_event_file_read_first_whole_then_from_its_cursor(local_cluster, tag, tm
 
     size = event.stat().st_size
     _write(w, range(10, 15))
-    _settle(w, range(0, 15))
     w.close()
     snap2, ledger = _sweep(req, ledger, 2, history)
     second = _job(snap2, job)
@@ -105,6 +104,21 @@ def test_event_file_read_first_whole_then_from_its_cursor(local_cluster, tag, tm
     series = job_series(history, "local", job)
     assert [s for s, _ in series["reward"]] == list(range(15))  # both sweeps' points, in step order
     assert series["entropy"][-1] == (14, pytest.approx(1 / 15))
+
+    # it ends: the sweep whose window holds its end gives its streams a final read from the cursor
+    w = SummaryWriter(str(tb), filename_suffix=".restart")  # a restart's second event file
+    _write(w, range(15, 17))
+    w.close()
+    os.chown(next(p for p in tb.iterdir() if p.name.endswith(".restart")), SWEEP.pw_uid, SWEEP.pw_gid)
+    local_cluster.cancel_all()
+    local_cluster.wait_finished(job, "CANCELLED")
+    local_cluster.wait_windowed(job)
+    snap3, ledger = _sweep(dataclasses.replace(req, window_end=int(time.time())), ledger, 3, history)
+    ended = next(j for j in snap3.finished or [] if j.job_id == job)
+    whys = sorted(x["cursor"]["why"] for x in ended.streams)
+    assert whys == ["cont", "first"]  # the first file on from its cursor (nothing new), the new one whole
+    assert ended.metrics["step"] == 16 and ended.metrics["reward"] == pytest.approx(1.6)
+    assert len(ledger.jobs[f"local|{job}"].streams) == 2
 
 
 def test_no_stream_in_the_dir_says_console(local_cluster, tag) -> None:

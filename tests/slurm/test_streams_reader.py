@@ -65,11 +65,11 @@ def _records(path: Path) -> int:
     return n
 
 
-def _settle(w: SummaryWriter, steps: range) -> None:
+def _settle(w: SummaryWriter, steps: int) -> None:
     """Wait until the writer's thread has written every queued event (flush() does not drain its
-    queue): the file_version record and 5 events a step."""
-    path = _event_file(Path(w.logdir))
-    want, deadline = 1 + 5 * steps.stop, time.monotonic() + 20
+    queue): the file_version record and 5 events a step, ``steps`` steps in all."""
+    path = Path(w.file_writer.event_writer._ev_writer._file_name)  # this writer's own file
+    want, deadline = 1 + 5 * steps, time.monotonic() + 20
     while _records(path) < want and time.monotonic() < deadline:
         w.flush()
         time.sleep(0.02)
@@ -93,7 +93,8 @@ def _write(w: SummaryWriter, steps: range) -> dict[str, list[tuple[int, float]]]
         want.setdefault("actor/entropy", []).append((s, f32(vals["actor/entropy"])))
         want.setdefault("actor/grad_norm", []).append((s, f32(2.0 + s)))
         want.setdefault("actor/pg_loss", []).append((s, 0.5 - 0.01 * s))
-    _settle(w, steps)
+    w.steps_written = getattr(w, "steps_written", 0) + len(steps)  # type: ignore[attr-defined]
+    _settle(w, w.steps_written)  # type: ignore[attr-defined]
     return want
 
 

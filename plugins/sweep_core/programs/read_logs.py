@@ -415,6 +415,8 @@ def finished(out, a, listing, arrays, left=None):
             continue
         out.rec(b"fpath:" + job_id, 0, p)
         found.append(job_id + b"\0" + p + b"\0")
+        if a["streams"] is not None:  # its streams' final read, on from their RUNNING cursors
+            ended_streams(out, a, listing, job_id, raw, name, p)
         k = kind(p)
         if k is not None:
             out.rec(b"fnolog:" + job_id, 0, k + b"\n")
@@ -430,6 +432,19 @@ def finished(out, a, listing, arrays, left=None):
                 left = max(0, left - int(cur.split()[5]))
     with open(a["T"] + b"/fpaths", "wb") as f:
         f.write(b"".join(found))
+
+
+def ended_streams(out, a, listing, job_id, raw, name, log):
+    """The metric streams of a job that ended in the window (records as a RUNNING job's): its
+    listed fields when the controller still knows it, else the sacct row's (no WorkDir, no host)."""
+    fields = listing.get(job_id) if listing is not None else None
+    if fields is None:
+        array_job, _, task = job_id.partition(b"_")
+        fields = [job_id, raw, array_job, task or b"N/A", a["user"], b"1", b"", b"", b"", name]
+    try:
+        a["streams"].job(out, job_id, name, log.rpartition(b"/")[0], lambda p: expand_tokens(fields, p))
+    except Exception:  # costs this job's streams only, never the logs
+        out.rec(b"streams:" + job_id, 1, b"", traceback.format_exc()[-400:].encode())
 
 
 def add_array(arrays, job_id):

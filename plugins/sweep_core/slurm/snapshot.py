@@ -146,6 +146,7 @@ def _attach_failed_log(job: Job, output: GatherOutput) -> None:
     cur = output.get(f"fcursor:{job.job_id}")
     if cur is not None and cur.rc == 0:  # its final read, on from its RUNNING cursor (read_logs.py finished)
         job.log_cursor = parse_cursor(cur.stdout)
+    attach_streams(job, output)  # its streams' final read (read_logs.py ended_streams)
 
 
 def _attach_traces(job: Job, output: GatherOutput, roots: tuple[str, ...]) -> None:

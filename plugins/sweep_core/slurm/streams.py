@@ -59,6 +59,10 @@ def attach_streams(job: Job, output: GatherOutput) -> None:
     listing = output.get(f"streams:{job.job_id}")
     if listing is None:
         return
+    if listing.rc != 0:  # the reader failed on this job's streams (its logs were read)
+        job.stream_dirs = "streams not read"
+        job.streams.append({"error": f"reader error: {listing.stderr.strip().splitlines()[-1:] or listing.rc}"})
+        return
     job.stream_dirs = "; ".join(ln.replace("\t", ": ", 1) for ln in listing.stdout.splitlines())[:500]
     k = 1
     while (rec := output.get(f"stream:{job.job_id}:{k}")) is not None:
