@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import resource
 import sys
@@ -28,6 +29,10 @@ from tensorboardX import SummaryWriter  # noqa: E402
 
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.fanin.metrics.vocabulary import WORDS  # noqa: E402
+from sweep_core.fanin.streams import bound_points  # noqa: E402
+from sweep_core.models import Job, json_safe  # noqa: E402
+from sweep_core.slurm.streams import parse_stream  # noqa: E402
+from sweep_core.vocab import Bucket  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("streams", ROOT / "plugins/sweep_core/programs/streams.py")
 assert _spec and _spec.loader
@@ -83,6 +88,17 @@ def cursors_of(out: Out) -> dict[bytes, dict[bytes, tuple[int, ...]]]:
     return cur
 
 
+def xcom_points(out: Out, bound: int) -> int:
+    """Bytes of the points the digest keeps of these records (Job.points as XCom's JSON)."""
+    total = 0
+    for name, text in out.records.items():
+        if name.startswith(b"stream:") and text:
+            job = Job("c", name.split(b":")[1].decode(), "rl__bench", "RUNNING", "squeue", bucket=Bucket.RL)
+            job.streams = [parse_stream(text.decode())]
+            total += len(json.dumps(json_safe(bound_points(job, None, "rl", bound))))
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1000)
@@ -117,6 +133,8 @@ def main() -> None:
         print(f"first sight, {args.jobs} jobs: {secs:.2f} s wall, {CPU[-1]:.2f} s CPU, {read:,} bytes read"
               f" ({read / CPU[-1] / 2**20:.1f} MiB per CPU s), {whole} files read whole within the budget,"
               f" {out.bytes:,} bytes of records back, peak RSS {rss:.0f} MiB")  # fmt: skip
+        print(f"  what the gather's XCom carries of it: {xcom_points(out, g.stream_points):,} bytes of points"
+              f" (Job.points JSON, {g.stream_points} a metric a job at most)")  # fmt: skip
         cur = cursors_of(out)
         n = 2
         while any(x[0] < size for c in cur.values() for x in c.values()):  # the histories the budget left
