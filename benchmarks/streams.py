@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "plugins"))
 from tensorboardX import SummaryWriter  # noqa: E402
 
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
-from sweep_core.fanin.metrics.vocabulary import WORDS  # noqa: E402
+from sweep_core.fanin.streams import STREAM_WORDS as WORDS  # noqa: E402
 from sweep_core.fanin.streams import bound_points  # noqa: E402
 from sweep_core.models import Job, json_safe  # noqa: E402
 from sweep_core.slurm.streams import parse_stream  # noqa: E402

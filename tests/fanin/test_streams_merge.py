@@ -14,8 +14,9 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.fanin.metrics.vocabulary import WORDS, column_for
+from sweep_core.fanin.metrics.vocabulary import column_for
 from sweep_core.fanin.render import _job_note
+from sweep_core.fanin.streams import STREAM_WORDS as WORDS
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job

@@ -21,8 +21,8 @@ from test_gather_cursor import CONFIG, LITERALS
 from test_streams_reader import _write
 
 from sweep_core.fanin.cursor import before_digest, carry, cursors_for, stream_cursors_for
-from sweep_core.fanin.metrics.vocabulary import WORDS
 from sweep_core.fanin.render import _job_note
+from sweep_core.fanin.streams import STREAM_WORDS as WORDS
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.series import job_series
 from sweep_core.history.store import HistoryStore

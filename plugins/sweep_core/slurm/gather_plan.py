@@ -10,7 +10,7 @@ import datetime as dt
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits
-from sweep_core.fanin.metrics.vocabulary import WORDS
+from sweep_core.fanin.streams import STREAM_WORDS
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.failover import FailoverResult
 from sweep_core.slurm.gather import GatherRequest
@@ -57,7 +57,7 @@ def gather_request(
         incremental=cursors is not None, cursors=cursors or {}, literals=literals, keep_lines=keep_lines,
         sft_patterns=sft_patterns, step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
         log_budget=limits.log_budget_bytes, stream_dirs=tuple(cfg.metric_streams), stream_names=stream_names,
-        stream_words=WORDS, stream_cursors=stream_cursors or {}, stream_file_bytes=limits.stream_file_bytes,
+        stream_words=STREAM_WORDS, stream_cursors=stream_cursors or {}, stream_file_bytes=limits.stream_file_bytes,
         stream_budget=limits.stream_budget_bytes, stream_points=limits.stream_points,
         **headroom_request(cfg),  # type: ignore[arg-type]
     )  # fmt: skip

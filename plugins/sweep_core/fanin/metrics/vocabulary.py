@@ -23,8 +23,6 @@ NAMES: dict[str, tuple[str, ...]] = {
 NOT_TRAINING = frozenset({"val", "eval", "test", "validation", "valid"})
 _BY_NAME = {n: col for col, names in NAMES.items() for n in names}
 _SEP = re.compile(r"[-\s]+")
-# the words every name above holds one of: what the login node's stream reader keeps (a prefilter)
-WORDS: tuple[str, ...] = ("step", "reward", "score", "grad", "entropy", "loss", "lr", "learning_rate")
 
 
 def _norm(name: str) -> str:
