@@ -121,7 +121,7 @@ def test_event_file_read_first_whole_then_from_its_cursor(local_cluster, tag, tm
     assert len(ledger.jobs[f"local|{job}"].streams) == 2
 
 
-def test_no_stream_in_the_dir_says_console(local_cluster, tag) -> None:
+def test_no_stream_in_the_dir_says_console_and_costs_no_process(local_cluster, tag) -> None:
     name = f"rl__{tag}_nostream"
     job = local_cluster.submit(name, "echo 'Training Step Progress: 3/100'; exec sleep 600")
     local_cluster.wait_running(job)
@@ -130,7 +130,11 @@ def test_no_stream_in_the_dir_says_console(local_cluster, tag) -> None:
                         incremental=True, literals=LITERALS, stream_dirs=("tb/%x",), stream_names=("^rl__",),
                         stream_words=WORDS)  # fmt: skip
     script, marker = build_gather_script(req)
-    out = parse_gather_output(run_on_login01(script).stdout, marker)
+    remote = run_on_login01(script, strace=True)
+    out = parse_gather_output(remote.stdout, marker)
+    # the streams cost the login node no process: the same count as a gather without them
+    plain = run_on_login01(build_gather_script(dataclasses.replace(req, stream_dirs=()))[0], strace=True)
+    assert remote.processes is not None and remote.processes == plain.processes
     snap = snapshot_from_output("local", out, "login01", "s", "2026-01-01T00:01:00+00:00")
     digest_step([snap], CONFIG)
     j = _job(snap, job)
