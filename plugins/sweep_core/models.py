@@ -108,6 +108,13 @@ class Job:
     # A RUNNING job: its GPU probe (sweep_core.gpu.probe.GpuReading.to_dict), {} when not probed
     gpu: dict[str, Any] = field(default_factory=dict)
     metric_problems: list[str] = field(default_factory=list)
+    # Its metric streams read this sweep (sweep_core.slurm.streams): per file kind, path, cursor,
+    # the points read ([tag, step, value]; dropped once digested) or the error; "" / [] = none asked
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    stream_dirs: str = ""  # what the depth-1 listing of ops.md metric_streams found ("dir: N stream file(s)")
+    # The (step, value) points per column read this sweep (streams first, else the console's series),
+    # bounded (sweep_core.fanin.streams): the history keeps them as its ``point`` rows
+    points: dict[str, list[list[float]]] = field(default_factory=dict)
     # What the rules read from the raw tail, each part capped (sweep_core.fanin.digest); {} = not digested
     evidence: dict[str, Any] = field(default_factory=dict)
     flags: list[dict[str, Any]] = field(default_factory=list)
@@ -123,6 +130,7 @@ class Job:
         names = {f.name for f in fields(cls)}
         job = cls(**{k: v for k, v in data.items() if k in names})
         job.metrics = from_json_safe(job.metrics)
+        job.points, job.streams = from_json_safe(job.points), from_json_safe(job.streams)
         job.bucket = as_member(Bucket, job.bucket)
         return job
 
@@ -153,6 +161,7 @@ class ClusterSnapshot:
         for key in ("running", "finished", "pending"):
             for job in data[key] or []:
                 job["metrics"] = json_safe(job["metrics"])
+                job["points"], job["streams"] = json_safe(job["points"]), json_safe(job["streams"])
                 job["bucket"] = str(job["bucket"])  # the plain name (Job.from_dict makes it a Bucket again)
         data["quota"], data["tree"] = json_safe(data["quota"]), json_safe(data["tree"])
         data["checks"] = json_safe(data["checks"])

@@ -224,7 +224,7 @@ def digest_tails(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
     """digest_step for jobs already bucketed."""
     mcfg, rcfg = metrics_config(config.metrics), rules_config(config.rules)
     g = config.gather
-    return sum(digest_snapshot(s, mcfg, rcfg, g.xcom_excerpt_bytes, g.series_points) for s in snaps)
+    return sum(digest_snapshot(s, mcfg, rcfg, g.xcom_excerpt_bytes, g.series_points, g.stream_points) for s in snaps)
 
 
 def run_fan_in(

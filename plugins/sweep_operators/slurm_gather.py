@@ -18,7 +18,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
-from sweep_core.fanin.cursor import KEEP_LINES, cursors_for, prefilter
+from sweep_core.fanin.cursor import KEEP_LINES, cursors_for, prefilter, stream_cursors_for
 from sweep_core.fanin.digest import payload_line
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.gpu.probe import gpu_patterns
@@ -46,6 +46,7 @@ def gather_slurm(
     literals: tuple[str, ...] = (),
     sft_patterns: tuple[str, ...] = (),
     daytona: DaytonaSection | None = None,
+    stream_cursors: dict[str, dict[str, tuple[int, ...]]] | None = None,
 ) -> ClusterSnapshot:
     """Gather one SLURM cluster over ONE SSH session (sweep_core.slurm.gather_plan builds the request
     and reads the snapshot); never raises for cluster-side trouble (it becomes the status).
@@ -55,7 +56,8 @@ def gather_slurm(
     ``daytona``: sweep.yaml's section (its snapshot list runs here when it names this cluster)."""
     req = gather_request(cfg, limits, window_start, window_end, gpu_patterns=gpu_patterns,
                          trace_patterns=trace_patterns, cursors=cursors, literals=literals, keep_lines=KEEP_LINES,
-                         sft_patterns=sft_patterns, daytona=daytona)  # fmt: skip
+                         sft_patterns=sft_patterns, daytona=daytona,
+                         stream_names=trace_patterns + sft_patterns, stream_cursors=stream_cursors)  # fmt: skip
     script, marker = build_gather_script(req)
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
     return gathered_snapshot(cfg, req, result, window_start.isoformat(), window_end.isoformat(), daytona, time.time())
@@ -111,7 +113,8 @@ class SlurmGatherOperator(BaseOperator):
         literals, _ = prefilter(metrics_config(config.metrics))
         snap = gather_slurm(cfg, config.gather, since, end, self.log, gpu_patterns(config.buckets),
                             bucket_patterns(config.buckets, Bucket.RL), cursors_for(ledger, cfg.name), literals,
-                            bucket_patterns(config.buckets, Bucket.SFT), config.daytona)  # fmt: skip
+                            bucket_patterns(config.buckets, Bucket.SFT), config.daytona,
+                            stream_cursors_for(ledger, cfg.name))  # fmt: skip
         snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
         if widened:
             snap.notes.append(widened)

@@ -158,6 +158,12 @@ class _SlurmKeys(StrictModel):
         "relative = below its log's dir, e.g. `ray-%j/session_latest/logs`), listed once at depth 1 by the RL "
         "deep-dive for hang lines; \"\" = off: Ray's default is each node's `/tmp/ray`, unreadable from the login node",
     )
+    metric_streams: Tup[NonEmpty] = Field(
+        (),
+        description="slurm: dirs of the RL/SFT jobs' metric streams (`%j %x %u %A %a`; relative = below its log's "
+        "dir, e.g. `tb/%x`), each listed at depth 1 per sweep: `events.out.tfevents.*`, `metrics.csv`, `*.jsonl`, "
+        "`trainer_state.json` (or the newest `checkpoint-N/`'s), read from a cursor; () = console only",
+    )
     faulthandler_signal: Literal["", "USR1", "USR2"] = Field(
         "",
         description="slurm: the signal the job launcher registers with `faulthandler.register` in every python "

@@ -54,6 +54,22 @@ class GatherLimits(StrictModel):
         "a first sight past it reads the rest of its history over the next sweeps, its newest tail every "
         "sweep; an ended job's final read stops there (said in its note)",
     )
+    stream_file_bytes: Positive = Field(
+        8388608,
+        description="bytes of one metric stream file (ops.md metric_streams) read per sweep from its cursor: a "
+        "longer history is read over the next sweeps",
+    )
+    stream_budget_bytes: int = Field(
+        67108864,
+        ge=0,
+        description="bytes of metric streams read per sweep per cluster in all (0 = unbounded): first sights past "
+        "it read their history over the next sweeps (benchmarks/streams.py: ~2.3 s of a login-node core per 64 MiB)",
+    )
+    stream_points: Positive = Field(
+        50,
+        description="points (step, value) per metric per job a sweep keeps of its streams (more are thinned "
+        "evenly, the newest kept): what the history holds of each read",
+    )
     connect_timeout_s: Positive = Field(15, description="per login node")
     command_timeout_s: Positive = Field(300, description="the one batched remote script")
     sacct_settle_s: Positive = Field(10, description="wait until window end + this before sacct: slurmdbd lags")

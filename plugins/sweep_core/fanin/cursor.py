@@ -28,7 +28,7 @@ from typing import Any
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import required_literals
 from sweep_core.ledger.entries import Ledger, LedgerEntry
-from sweep_core.ledger.metric_values import IRIS_CURSOR, is_value
+from sweep_core.ledger.metric_values import IRIS_CURSOR, STREAM_CURSOR, is_value
 from sweep_core.models import ClusterSnapshot, Job
 
 MIN_LITERAL = (
@@ -80,6 +80,16 @@ def cursors_for(ledger: Ledger, cluster: str) -> dict[str, tuple[int, int, int]]
         c = e.cursor
         if e.cluster == cluster and all(isinstance(c.get(k), int) for k in ("offset", "ino", "dev")):
             out[e.job_id] = (c["offset"], c["ino"], c["dev"])
+    return out
+
+
+def stream_cursors_for(ledger: Ledger, cluster: str) -> dict[str, dict[str, tuple[int, ...]]]:
+    """job id -> path -> (offset, ino, dev, mtime, head, step) of the cluster's metric streams."""
+    out: dict[str, dict[str, tuple[int, ...]]] = {}
+    for e in ledger.jobs.values():
+        if e.cluster == cluster and e.streams:
+            files = {p: tuple(c.get(k, 0) for k in STREAM_CURSOR) for p, c in e.streams.items()}
+            out[e.job_id] = {p: c for p, c in files.items() if all(isinstance(v, int) and v >= 0 for v in c)}
     return out
 
 

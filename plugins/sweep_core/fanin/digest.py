@@ -37,6 +37,7 @@ from sweep_core.fanin.metrics.datagen import chunk_counts, extract_datagen
 from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.hang import hang_evidence, named_traps
 from sweep_core.fanin.metrics.select import extract_training
+from sweep_core.fanin.streams import bound_points, merge_streams, say_source
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.models import GATHER_FACTS, ClusterSnapshot, Job
 from sweep_core.vocab import Bucket
@@ -162,13 +163,22 @@ def evidence_of(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str, A
     return job.evidence if DIGESTED in job.evidence else tail_evidence(job, mcfg, rcfg)
 
 
-def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int) -> bool:
-    """Metric columns (the series bounded to ``points`` steps) and evidence from the raw tail, then
-    the tail cut to its excerpt (once: a digested job is left as it is). A job whose log breaks a
-    step keeps a note naming it. True when its series was cut."""
+def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int, stream_points: int = 50) -> bool:
+    """Metric columns (the series bounded to ``points`` steps) and evidence from the raw tail, the
+    metric streams' columns over the console's and this read's points per column (``stream_points``
+    each: fanin/streams.py), then the tail cut to its excerpt (once: a digested job is left as it
+    is). A job whose log breaks a step keeps a note naming it. True when its series was cut."""
     if DIGESTED in job.evidence:
         return False
     ex = guarded(job, "metrics", lambda: extract_for(job, mcfg))
+    training = {Bucket.RL: "rl", Bucket.SFT: "sft"}.get(job.bucket)  # type: ignore[call-overload]
+    if ex is not None and training is not None:
+        if job.stream_dirs or job.streams:
+            taken = guarded(job, "streams", lambda: merge_streams(job, ex, training)) or []
+            say_source(job, ex, taken)
+        job.points = guarded(job, "points", lambda: bound_points(job, ex, training, stream_points)) or {}
+    for s in job.streams:  # the points are in job.points now: XCom carries them once
+        s["points"] = len(s.pop("points", None) or [])
     cut = 0
     if ex is not None:  # the facts the gather put in metrics (GATHER_FACTS: artifact dir, trace_jobs/) are kept
         facts = {k: job.metrics[k] for k in GATHER_FACTS if k in job.metrics}
@@ -210,10 +220,12 @@ def cap_excerpts(snap: ClusterSnapshot, budget: int, rcfg: RulesConfig) -> int:
     return dropped
 
 
-def digest_snapshot(snap: ClusterSnapshot, mcfg: MetricsConfig, rcfg: RulesConfig, budget: int, points: int) -> int:
+def digest_snapshot(
+    snap: ClusterSnapshot, mcfg: MetricsConfig, rcfg: RulesConfig, budget: int, points: int, stream_points: int = 50
+) -> int:
     """Digest every (bucketed) job of the snapshot (series bounded to ``points`` steps, a note
     saying how many were cut), then cap its excerpts; the count of excerpts dropped."""
-    cut = sum(digest_job(job, mcfg, rcfg, points) for job in snap.all_jobs())
+    cut = sum(digest_job(job, mcfg, rcfg, points, stream_points) for job in snap.all_jobs())
     if cut:
         snap.notes.append(
             f"series cut: {cut} jobs' metric series passed on as their last {points} logged steps"

@@ -1,6 +1,7 @@
 """One sweep as rows of one table (column ``record``): a ``job`` row per job (cluster, bucket, id,
 name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags, its log's last lines), a ``cluster`` row
-per cluster (status, login node, quota/headroom) and a ``flag`` row per flag, each with the run id,
+per cluster (status, login node, quota/headroom), a ``flag`` row per flag and a ``point`` row per
+(step, value) of a metric read this sweep (``metric``, ``step``, ``value``: the series), each with the run id,
 the window and the run log's name. One table per sweep keeps the write of a sweep a single atomic file.
 """
 
@@ -17,7 +18,7 @@ from sweep_core.models import ClusterSnapshot, Flag, Job, json_safe
 if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
     import pandas as pd
 
-JOB, CLUSTER, FLAG = "job", "cluster", "flag"
+JOB, CLUSTER, FLAG, POINT = "job", "cluster", "flag", "point"
 SCHEMA_VERSION = "1"
 METRIC_PREFIX, QUOTA_PREFIX = "m.", "quota."
 BASE_COLUMNS = ("record", "run_id", "window_start", "window_end", "cluster")
@@ -93,6 +94,17 @@ def _cluster_row(s: ClusterSnapshot) -> dict[str, Any]:
     return row
 
 
+def _point_rows(job: Job) -> list[dict[str, Any]]:
+    """A ``point`` row per (step, value) this sweep read of the job (``Job.points``: its metric
+    streams', else its console series'; bounded by gather.stream_points per column)."""
+    return [
+        {"record": POINT, "cluster": job.cluster, "job_id": job.job_id, "name": job.name, "bucket": str(job.bucket),
+         "metric": metric, "step": float(step), "value": float(value)}
+        for metric, points in sorted(job.points.items())
+        for step, value in points
+    ]  # fmt: skip
+
+
 def _flag_row(f: Flag) -> dict[str, Any]:
     return {
         "record": FLAG,
@@ -124,6 +136,7 @@ def sweep_frame(
     rows = [_cluster_row(s) for s in snaps]
     rows += [_job_row(j) for s in snaps for j in s.all_jobs()]
     rows += [_flag_row(f) for f in flags]
+    rows += [p for s in snaps for j in s.all_jobs() for p in _point_rows(j)]
     frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*BASE_COLUMNS, *(k for r in rows for k in r)])))
     frame["run_id"] = run_id
     frame["window_start"] = pd.Timestamp(window_start.astimezone(dt.UTC))

@@ -53,6 +53,8 @@ class LedgerEntry:
     cursor: dict[str, int | str] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)  # the latest value of every numeric metric read
     log_lines: str = ""  # the last lines of its log read (the digest's excerpt)
+    # Its metric streams' cursors (sweep_core.slurm.streams): path -> offset, ino, dev, mtime, head, step
+    streams: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -211,6 +213,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "dict[str, int]": (dict,),
     "dict[str, float]": (dict,),
     "dict[str, int | str]": (dict,),
+    "dict[str, dict[str, int]]": (dict,),
 }
 
 
@@ -248,6 +251,12 @@ def _record(cls: type, key: str, value: Any) -> Any:
             isinstance(k, str) and isinstance(x, int | str) and not isinstance(x, bool) for k, x in v.items()
         ):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of numbers and strings")
+        if f.type == "dict[str, dict[str, int]]" and not all(
+            isinstance(k, str) and isinstance(x, dict) and all(
+                isinstance(a, str) and isinstance(b, int) and not isinstance(b, bool) for a, b in x.items()
+            ) for k, x in v.items()
+        ):  # fmt: skip
+            raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of path -> cursor numbers")
         if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")
         if f.type == "list[dict[str, str]]" and not all(_strings(x) for x in v):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
-from sweep_core.ledger.metric_values import latest_values, stored_cursor
+from sweep_core.ledger.metric_values import STREAM_CURSOR, latest_values, stored_cursor
 from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.ledger.reconcile import reconcile_lost_cancels
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
@@ -110,6 +110,7 @@ def _update(e: LedgerEntry, job: Job, state: str, end: str, run_id: str) -> None
     e.max_steps = top if top is not None else e.max_steps
     e.last_output = job.log_mtime if job.log_mtime is not None else e.last_output
     _remember_read(e, job)
+    _remember_streams(e, job)
     e.last_seen, e.last_run = max(e.last_seen, end), run_id
 
 
@@ -123,6 +124,20 @@ def _remember_read(e: LedgerEntry, job: Job) -> None:
     e.cursor = kept
     e.metrics = {**e.metrics, **latest_values(job.metrics)} if c.get("why") == "cont" else latest_values(job.metrics)
     e.log_lines = job.log_tail or (e.log_lines if c.get("why") == "cont" else "")
+
+
+def _remember_streams(e: LedgerEntry, job: Job) -> None:
+    """The metric streams read this sweep: each file's new cursor; a file that could not be read
+    keeps its old one; a file no longer found is dropped (its cursor with it)."""
+    if not job.stream_dirs:
+        return  # not asked (no metric_streams, the shell path): the cursors stay
+    kept: dict[str, dict[str, int]] = {}
+    for s in job.streams:
+        c, path = s.get("cursor") or {}, s.get("path")
+        if isinstance(path, str) and all(isinstance(c.get(k), int) for k in STREAM_CURSOR):
+            kept[path] = {k: c[k] for k in STREAM_CURSOR}
+    errors = {p for p in e.streams if any("error" in s and p in s["error"] for s in job.streams)}
+    e.streams = {**{p: e.streams[p] for p in errors}, **kept}
 
 
 def _remember_series(ledger: Ledger, e: LedgerEntry) -> None:

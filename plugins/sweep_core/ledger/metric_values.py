@@ -23,6 +23,9 @@ def latest_values(metrics: dict[str, Any]) -> dict[str, int | float]:
 # ``at``, the entries of the cursor's second read, sweep_core.iris.cli_logs)
 SLURM_CURSOR = ("offset", "ino", "dev")
 IRIS_CURSOR = ("ms", "seq", "sub", "attempt", "bytes", "at")
+# a metric stream file's cursor (programs/streams.py): byte offset, inode, device, mtime, the CSV
+# header's CRC-32, the last step read (trainer_state.json: read whole, entries past it)
+STREAM_CURSOR = ("offset", "ino", "dev", "mtime", "head", "step")
 
 
 def stored_cursor(c: dict[str, Any]) -> dict[str, Any] | None:

@@ -8,7 +8,9 @@
 # PY (ops.md login_python; '' = none), INCREMENTAL (1: read RUNNING logs from the cursors in
 # CURSORS, lines "id offset inode dev", keeping lines holding one of LITERALS (one a line), the
 # last KEEP_LINES of each, at most LOG_BUDGET bytes of them a sweep (0 = unbounded); both
-# readers), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS,
+# readers), STREAM_DIRS (ops.md metric_streams; with STREAM_NAMES, STREAM_WORDS, SCURSORS lines
+# "id offset ino dev mtime head step b64path", STREAM_LIMITS "per_file budget points": read_logs.py's
+# StreamReader, python path only), ART_ROOTS (ops.md artifact_roots), TRACE_SUB, TRACE_PATTERNS, SFT_PATTERNS,
 # LAUNCH_BYTES. Controller calls are constant in the number of jobs: two
 # squeue of the running and pending sets, ONE squeue -O for the StdOut of every job (each squeue
 # --local: 2 RPCs, a federation lookup saved), ONE windowed sacct (steps included: seff's usage), ONE sacct -j for the chunk
@@ -51,6 +53,11 @@ if [ -n "$PY" ] && command -v "$PY" >/dev/null 2>&1; then
   echo "$M reader:python 0 - -"
   if [ "$INCREMENTAL" = 1 ]; then
     printf '%s\n' "$CURSORS" >"$T/cursors"; printf '%s\n' "$LITERALS" >"$T/literals"; printf '%s\n' "$KEEP_LINES" >"$T/keep"; printf '%s\n' "$LOG_BUDGET" >"$T/budget"
+  fi
+  if [ "${#STREAM_DIRS[@]}" -gt 0 ]; then  # the metric streams (streams.py): request files
+    printf '%s\n' "${STREAM_DIRS[@]}" >"$T/sdirs"; printf '%s\n' ${STREAM_NAMES[@]+"${STREAM_NAMES[@]}"} >"$T/snames"
+    printf '%s\n' ${STREAM_WORDS[@]+"${STREAM_WORDS[@]}"} >"$T/swords"; printf '%s\n' "$SCURSORS" >"$T/scursors"
+    printf '%s\n' "$STREAM_LIMITS" >"$T/slimits"
   fi
   read_logs "$T" "$M" "$sq" "$sa" "$pq" "$TAIL_BYTES" "$MAX_JOBS" "$CHAIN_LOGS" "$LP" "$U" \
     "$MAX_FINISHED_LOGS" "$MAX_ARRAYS" "$CS" "$SACCT_JOBS_FORMAT" ${CHAIN_PREFIXES[@]+"${CHAIN_PREFIXES[@]}"}

@@ -92,6 +92,14 @@ def expand(fields):
     is_task = task.isdigit()
     if is_task and pattern == workdir + b"/slurm-" + raw + b".out":
         return workdir + b"/slurm-" + array_job + b"_" + task + b".out"
+    path = expand_tokens(fields, pattern)
+    return path if path.startswith(b"/") or not path else workdir + b"/" + path
+
+
+def expand_tokens(fields, pattern):
+    """``pattern`` with %A %a %j %u %x %N %% of the listed job expanded in one pass."""
+    job_id, raw, array_job, task, user, batch, host, workdir, _, name = fields
+    is_task = task.isdigit()
     values = {
         b"%": b"%",
         b"A": array_job if is_task else raw,
@@ -101,8 +109,7 @@ def expand(fields):
         b"x": name,
         b"N": host,
     }
-    path = TOKEN.sub(lambda m: values[m.group(1)], pattern)
-    return path if path.startswith(b"/") or not path else workdir + b"/" + path
+    return TOKEN.sub(lambda m: values[m.group(1)], pattern)
 
 
 def kind(path):
@@ -363,9 +370,14 @@ def running(out, a, listing, dirs, arrays, mtimes):
                 out.rec(b"cursor:" + job_id, 0, cur)
                 if left is not None:
                     left = max(0, left - int(cur.split()[5]))
+        d, _, own = path.rpartition(b"/")
+        if a["streams"] is not None:  # the job's metric streams (streams.py, sent before this file)
+            try:
+                a["streams"].job(out, job_id, name, d, lambda p, job=job: expand_tokens(job, p))
+            except Exception:  # costs this job's streams only, never the logs
+                out.rec(b"streams:" + job_id, 1, b"", traceback.format_exc()[-400:].encode())
         if "_" in jid or not any(name.startswith(p) for p in a["prefixes"]):
             continue  # array tasks share a name: siblings, not chain links
-        d, _, own = path.rpartition(b"/")
         for i, link in enumerate(dirs.chain(d, name, own, a["chain_logs"], job_id), start=1):
             out.rec(b"chain:%s:%d" % (job_id, i), *tail(link, a["tail_bytes"]))
     return left
@@ -403,6 +415,8 @@ def finished(out, a, listing, arrays, left=None):
             continue
         out.rec(b"fpath:" + job_id, 0, p)
         found.append(job_id + b"\0" + p + b"\0")
+        if a["streams"] is not None:  # its streams' final read, on from their RUNNING cursors
+            ended_streams(out, a, listing, job_id, raw, name, p)
         k = kind(p)
         if k is not None:
             out.rec(b"fnolog:" + job_id, 0, k + b"\n")
@@ -418,6 +432,19 @@ def finished(out, a, listing, arrays, left=None):
                 left = max(0, left - int(cur.split()[5]))
     with open(a["T"] + b"/fpaths", "wb") as f:
         f.write(b"".join(found))
+
+
+def ended_streams(out, a, listing, job_id, raw, name, log):
+    """The metric streams of a job that ended in the window (records as a RUNNING job's): its
+    listed fields when the controller still knows it, else the sacct row's (no WorkDir, no host)."""
+    fields = listing.get(job_id) if listing is not None else None
+    if fields is None:
+        array_job, _, task = job_id.partition(b"_")
+        fields = [job_id, raw, array_job, task or b"N/A", a["user"], b"1", b"", b"", b"", name]
+    try:
+        a["streams"].job(out, job_id, name, log.rpartition(b"/")[0], lambda p: expand_tokens(fields, p))
+    except Exception:  # costs this job's streams only, never the logs
+        out.rec(b"streams:" + job_id, 1, b"", traceback.format_exc()[-400:].encode())
 
 
 def add_array(arrays, job_id):
@@ -470,6 +497,21 @@ def main(argv):
     a["lits"] = [x for x in read(a["T"] + b"/literals").split(b"\n") if x]
     a["keep"] = int(read(a["T"] + b"/keep") or b"50")
     a["budget"] = int(read(a["T"] + b"/budget").strip() or b"0")  # bytes per sweep of cursor reads, 0 = unbounded
+    a["streams"] = None
+    if os.path.exists(a["T"] + b"/sdirs"):  # ops.md metric_streams: StreamReader of streams.py
+        try:
+            lim = [int(x) for x in read(a["T"] + b"/slimits").split()]
+            a["streams"] = StreamReader(  # noqa: F821 - streams.py is sent before this file
+                [x for x in read(a["T"] + b"/sdirs").split(b"\n") if x],
+                [x.decode() for x in read(a["T"] + b"/snames").split(b"\n") if x],
+                [x.decode() for x in read(a["T"] + b"/swords").split(b"\n") if x],
+                stream_cursors(read(a["T"] + b"/scursors")),  # noqa: F821
+                lim[0],
+                lim[1],
+                lim[2],
+            )
+        except Exception:  # no stream is read this sweep; the logs are
+            out.rec(b"streamerror", 1, b"", traceback.format_exc()[-400:].encode())
     listing = path_listing(read(a["T"] + b"/paths"), a["D"]) if a["paths_rc"] == 0 else None
     if a["paths_rc"] == 0 and listing is None:
         a["paths_err"] = b"squeue -O output not in the expected shape: not trusted\n"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -158,6 +159,32 @@ class GatherRequest:
     literals: tuple[str, ...] = ()
     keep_lines: int = 50
     log_budget: int = 0
+    # Metric streams (programs/streams.py, python path only): RUNNING jobs whose name matches one of
+    # stream_names (the RL and SFT buckets' patterns) get each of stream_dirs (ops.md metric_streams)
+    # listed at depth 1 and its stream files read from stream_cursors (job id -> path -> (offset,
+    # ino, dev, mtime, head, step)): stream_file_bytes a file, stream_budget in all (0 = unbounded),
+    # tags holding one of stream_words kept, stream_points points a tag.
+    stream_dirs: tuple[str, ...] = ()
+    stream_names: tuple[str, ...] = ()
+    stream_words: tuple[str, ...] = ()
+    stream_cursors: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    stream_file_bytes: int = _LIMITS.stream_file_bytes
+    stream_budget: int = _LIMITS.stream_budget_bytes
+    stream_points: int = _LIMITS.stream_points
+
+
+def stream_cursor_lines(cursors: dict[str, dict[str, tuple[int, ...]]]) -> str:
+    """The streams' cursors as lines ``id offset ino dev mtime head step <base64 path>``."""
+    lines = []
+    for job_id, files in sorted(cursors.items()):
+        if not job_id or not all(c.isdigit() or c in "_+" for c in job_id):
+            raise ValueError(f"stream cursor of job {job_id!r}: not a job id")
+        for path, cur in sorted(files.items()):
+            if len(cur) != 6 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in cur):
+                raise ValueError(f"stream cursor of job {job_id}: {cur!r} is not six non-negative integers")
+            b64 = base64.b64encode(os.fsencode(path)).decode()
+            lines.append(f"{job_id} {' '.join(map(str, cur))} {b64}")
+    return "\n".join(lines)
 
 
 def cursor_lines(cursors: dict[str, tuple[int, int, int]]) -> str:
@@ -209,6 +236,9 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "keep_lines",
         "launch_bytes",
         "log_budget",
+        "stream_file_bytes",
+        "stream_budget",
+        "stream_points",
     ):
         value = getattr(req, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -256,6 +286,11 @@ def gather_values(req: GatherRequest, marker: str) -> dict[str, HeaderValue]:
         "LITERALS": literal_lines(req.literals) if req.incremental else "",
         "KEEP_LINES": req.keep_lines,
         "LOG_BUDGET": req.log_budget,
+        "STREAM_DIRS": [d for d in req.stream_dirs if d and "\n" not in d],
+        "STREAM_NAMES": [p for p in req.stream_names if p and "\n" not in p],
+        "STREAM_WORDS": [w for w in req.stream_words if w and "\n" not in w],
+        "SCURSORS": stream_cursor_lines(req.stream_cursors) if req.stream_dirs else "",
+        "STREAM_LIMITS": f"{req.stream_file_bytes} {req.stream_budget} {req.stream_points}",
     }
 
 
@@ -267,7 +302,7 @@ def build_gather_script(req: GatherRequest, marker: str | None = None) -> tuple[
     values = gather_values(req, marker)
     trailer = headroom_lines(req.df_paths, req.quota_command) + req.step_lines
     functions = (
-        heredoc_function("read_logs", "PY", "read_logs.py")
+        heredoc_function("read_logs", "PY", "read_logs.py", "streams.py")
         + shell_function("gather_in_shell", "gather_shell.sh")
         + shell_header({"READ_ON_AWK": script_file("read_on.awk")})
     )

@@ -90,10 +90,11 @@ def shell_function(name: str, file: str) -> str:
     return f"{name}() {{\n{script_file(file)}}}\n"
 
 
-def heredoc_function(name: str, command: str, file: str) -> str:
+def heredoc_function(name: str, command: str, file: str, *before: str) -> str:
     """``name() { <command> - "$@" <<'DELIM' <file> DELIM }``: a program file (read_logs.py) fed to
-    its interpreter on stdin, inside the ONE script (no file is copied to the node)."""
-    text = script_file(file)
+    its interpreter on stdin, inside the ONE script (no file is copied to the node); the files
+    ``before`` go first in the same here-document (one program: streams.py's functions, then it)."""
+    text = "".join(script_file(f) for f in before) + script_file(file)
     delim = "SWEEP_" + re.sub(r"\W", "_", file).upper()
     if delim in text:
         raise ValueError(f"{file} holds its here-document delimiter {delim}")

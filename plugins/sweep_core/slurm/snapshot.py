@@ -23,6 +23,7 @@ from sweep_core.slurm.parse import (
     read_sacct_jobs,
 )
 from sweep_core.slurm.past_window import past_running_jobs
+from sweep_core.slurm.streams import attach_streams
 
 
 def _meta(output: GatherOutput) -> tuple[str, float | None, str]:
@@ -115,6 +116,7 @@ def _attach_log(job: Job, output: GatherOutput) -> None:
     cur = output.get(f"cursor:{job.job_id}")
     if cur is not None and cur.rc == 0:
         job.log_cursor = parse_cursor(cur.stdout)
+    attach_streams(job, output)
     k = 1
     while (chain := output.get(f"chain:{job.job_id}:{k}")) is not None:
         if chain.rc == 0:
@@ -144,6 +146,7 @@ def _attach_failed_log(job: Job, output: GatherOutput) -> None:
     cur = output.get(f"fcursor:{job.job_id}")
     if cur is not None and cur.rc == 0:  # its final read, on from its RUNNING cursor (read_logs.py finished)
         job.log_cursor = parse_cursor(cur.stdout)
+    attach_streams(job, output)  # its streams' final read (read_logs.py ended_streams)
 
 
 def _attach_traces(job: Job, output: GatherOutput, roots: tuple[str, ...]) -> None:
