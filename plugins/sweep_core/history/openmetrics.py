@@ -130,16 +130,34 @@ def main_metric(row: Mapping[str, Any]) -> tuple[str, float] | None:
 
 
 def last_successes(dag_id: str, frames: Iterable[pd.DataFrame | None]) -> dict[tuple[str, str], dt.datetime]:
-    """(dag, cluster) -> the window end of the newest sweep (``frames`` newest first) where the
-    cluster's status was OK; a cluster never OK in them has none."""
+    """(dag, cluster) -> the window end of the newest sweep (``frames`` newest first, read lazily)
+    where the cluster's status was OK, for each cluster of the newest sweep; read no further once
+    each has one. A cluster never OK in them has none."""
     out: dict[tuple[str, str], dt.datetime] = {}
+    wanted: set[str] | None = None
     for frame in frames:
-        for row in _records(frame, CLUSTER):
+        rows = _records(frame, CLUSTER)
+        if wanted is None:
+            wanted = {_text(r.get("cluster")) for r in rows}
+        for row in rows:
             key = (dag_id, _text(row.get("cluster")))
             if key not in out and _text(row.get("status")) in OK_STATUSES and row.get("window_end") is not None:
                 end = row["window_end"]
                 out[key] = end.to_pydatetime() if hasattr(end, "to_pydatetime") else end
+        if wanted is not None and all((dag_id, c) in out for c in wanted):
+            break
     return out
+
+
+def cadence_seconds(cron: str | None, now: dt.datetime) -> float | None:
+    """The interval between the next two runs of the 5-field ``cron`` after ``now``; None when unscheduled."""
+    if not cron:
+        return None
+    from croniter import croniter  # Airflow's dependency: where this runs, Airflow is installed
+
+    it = croniter(cron, now.astimezone(dt.UTC))
+    first, second = it.get_next(dt.datetime), it.get_next(dt.datetime)
+    return (second - first).total_seconds()
 
 
 def acts_by_cluster(jobs: Mapping[str, Any]) -> Counter[tuple[str, str]]:
