@@ -8,6 +8,7 @@ written by the history's own writer (sweep_frame + HistoryStore.append)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import secrets
 
 import httpx
@@ -22,6 +23,7 @@ from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 pytestmark = pytest.mark.slow  # a real api-server and Prometheus: not in scripts/test.sh --fast
 RULES = ROOT / "include" / "monitoring" / "prometheus" / "sweep_alerts.yml"
+DASHBOARD = ROOT / "include" / "monitoring" / "grafana" / "sweep_dashboard.json"
 
 
 def _write_history(root, end: dt.datetime) -> None:  # noqa: ANN001
@@ -87,3 +89,11 @@ def test_prometheus_scrapes_the_endpoint_with_a_token_and_fires_the_shipped_aler
             assert "SweepNotSucceeding" not in firing
             up = prom.query('up{job="sweep"}')
             assert up and up[0]["value"][1] == "1"
+            # every query of the shipped Grafana dashboard runs in this Prometheus ($cluster: All)
+            panels = json.loads(DASHBOARD.read_text())["panels"]
+            answers = {
+                p["title"]: prom.query(t["expr"].replace("$cluster", ".*")) for p in panels for t in p["targets"]
+            }
+            assert answers["Wedged jobs (liveness_stale, wedged)"][0]["value"][1] == "1"
+            assert answers["Firing sweep alerts (the shipped rules)"]  # the dashboard reads the alerts
+            assert float(answers["RL reward (per RUNNING job, bounded)"][0]["value"][1]) == -0.8

@@ -169,3 +169,27 @@ def test_last_successes_runs_acts_and_approvals() -> None:
     assert _get(s, "sweep_pending_approvals", dag="sweep_cancel") == 2
     assert _get(s, "sweep_pending_approval_oldest_timestamp_seconds", dag="sweep_cancel") == END.timestamp() - 1800
     assert Counter(k[0] for k in s)["sweep_source_up"] == 4
+
+
+def test_the_shipped_alert_rules_and_dashboard_name_only_series_the_endpoint_exports() -> None:
+    import json
+    import re
+
+    import yaml
+    from sweep_runner import ROOT
+
+    snap = ClusterSnapshot("hpc", "slurm", ClusterStatus.OK, running=[
+        _running("hpc", "1", "RL", 4.0, reward=0.1), _running("hpc", "2", "SFT", 4.0, loss=1.0),
+        _running("hpc", "3", "Eval", 4.0, done=1, total=2)], quota={"status": "OK", "worst": {"used": 1, "soft": 2}})  # fmt: skip
+    flags = [Flag(rule="rl_collapse", severity="critical", cluster="hpc", job_id="1", message="x")]
+    full = Facts(report=_frame([snap], flags), watch=_frame([snap], flags), last_ok={(REPORT_DAG, "hpc"): END},
+                 runs=[RunFacts(REPORT_DAG, END, 1.0, {"hpc": 1.0}, 60.0)], acts=Counter({("hpc", "cancel"): 1}),
+                 approvals=[("sweep_cancel", END)])  # fmt: skip
+    exported = {m.name for m in families(full)}
+    monitoring = ROOT / "include" / "monitoring"
+    rules = yaml.safe_load((monitoring / "prometheus" / "sweep_alerts.yml").read_text())
+    exprs = [r["expr"] for g in rules["groups"] for r in g["rules"]]
+    dashboard = json.loads((monitoring / "grafana" / "sweep_dashboard.json").read_text())
+    exprs += [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    named = {n for e in exprs for n in re.findall(r"\bsweep_[a-z_]+", e)}
+    assert len(named) >= 15 and named <= exported, named - exported
