@@ -88,23 +88,23 @@ async def _metrics_auth(request: Request) -> None:
     requires_access_dag("GET", param_dag_id=DagId.SWEEP)(request, user)
 
 
+def metrics(request: Request) -> Response:
+    """The sweep's series in Prometheus' text format, or OpenMetrics when the scraper asks."""
+    from sweep_core.history.openmetrics import exposition, families
+    from sweep_operators.metrics_facts import gather_facts
+
+    t0 = time.perf_counter()
+    facts = gather_facts(load_sweep_config(_sweep_yaml()))
+    body, content_type = exposition(families(facts), request.headers.get("accept", ""))
+    took = f"metrics;dur={(time.perf_counter() - t0) * 1e3:.0f}"
+    return Response(body, media_type=content_type, headers={"Cache-Control": "no-store", "Server-Timing": took})
+
+
 def create_app() -> FastAPI:
-    """The page's app; the api-server mounts it; every route is guarded (the page's by the UI's
-    login, ``metrics`` by that or the scraper's token)."""
+    """The page's app; the api-server mounts it; every route is guarded (the page's by the UI's login,
+    ``metrics`` by that or the scraper's token)."""
     app = FastAPI(title="Sweeps", docs_url=None, redoc_url=None, openapi_url=None)
-
-    @app.get("/metrics", dependencies=[Depends(_metrics_auth)])
-    def metrics(request: Request) -> Response:
-        """The sweep's series in Prometheus' text format, or OpenMetrics when the scraper asks."""
-        from sweep_core.history.openmetrics import exposition, families
-        from sweep_operators.metrics_facts import gather_facts
-
-        t0 = time.perf_counter()
-        body, content_type = exposition(
-            families(gather_facts(load_sweep_config(_sweep_yaml()))), request.headers.get("accept", "")
-        )
-        took = f"metrics;dur={(time.perf_counter() - t0) * 1e3:.0f}"
-        return Response(body, media_type=content_type, headers={"Cache-Control": "no-store", "Server-Timing": took})
+    app.add_api_route("/metrics", metrics, methods=["GET"], dependencies=[Depends(_metrics_auth)])
 
     @app.get("/", response_class=HTMLResponse, dependencies=_auth())
     def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
