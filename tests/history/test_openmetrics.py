@@ -193,3 +193,12 @@ def test_the_shipped_alert_rules_and_dashboard_name_only_series_the_endpoint_exp
     exprs += [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
     named = {n for e in exprs for n in re.findall(r"\bsweep_[a-z_]+", e)}
     assert len(named) >= 15 and named <= exported, named - exported
+
+
+def test_a_job_listed_twice_gives_one_sample_so_the_scrape_stays_valid() -> None:
+    twice = [_running("hpc", "1", "RL", 5.0, reward=0.5), _running("hpc", "1", "RL", 5.0, reward=0.5)]
+    body = exposition(
+        families(Facts(report=_frame([ClusterSnapshot("hpc", "slurm", ClusterStatus.OK, running=twice)])))
+    )[0]
+    assert body.count(b'sweep_job_reward{bucket="RL",cluster="hpc",job_id="1"') == 1
+    assert _get(_samples(body), "sweep_jobs", cluster="hpc", bucket="RL", state="RUNNING") == 2

@@ -175,6 +175,7 @@ class _Families:
 
     def __init__(self) -> None:
         self.by_name: dict[str, Metric] = {}
+        self._seen: set[tuple[str, tuple[str, ...]]] = set()
 
     def gauge(self, name: str, doc: str, labels: Sequence[str], values: Sequence[str], value: float) -> None:
         from prometheus_client.core import GaugeMetricFamily
@@ -182,7 +183,11 @@ class _Families:
         fam = self.by_name.get(name)
         if fam is None:
             fam = self.by_name[name] = GaugeMetricFamily(f"{NS}_{name}", doc, labels=list(labels))
-        fam.add_metric([clean(v, newlines=False)[:NAME_CHARS] for v in values], value)
+        labelled = tuple(clean(v, newlines=False)[:NAME_CHARS] for v in values)
+        if (name, labelled) in self._seen:  # a job twice in one sweep: one sample (a duplicate fails the scrape)
+            return
+        self._seen.add((name, labelled))
+        fam.add_metric(list(labelled), value)
 
     def declare(self, name: str, doc: str, labels: Sequence[str]) -> None:
         """A family that has no sample this scrape still says what it is (HELP/TYPE)."""
@@ -211,8 +216,13 @@ def _jobs(f: _Families, facts: Facts) -> None:
               ("cluster", "bucket"))  # fmt: skip
     for (cluster, bucket), age in sorted(age_max.items()):
         f.gauge("running_last_output_age_max_seconds", "", ("cluster", "bucket"), (cluster, bucket), age)
+
     # the per-job series: the stalest RUNNING jobs first, at most job_series_limit of them
-    running.sort(key=lambda j: (-(_num(j.get("minutes_since_output")) or -1.0), _text(j.get("job_id"))))
+    def silence(j: Mapping[str, Any]) -> float:
+        age = _num(j.get("minutes_since_output"))
+        return -1.0 if age is None else age
+
+    running.sort(key=lambda j: (-silence(j), _text(j.get("job_id"))))
     kept, omitted = running[: max(0, facts.job_series_limit)], running[max(0, facts.job_series_limit) :]
     labels = ("cluster", "bucket", "job_id", "name")
     f.declare("job_last_output_age_seconds", "Time since a RUNNING job's log last grew (per job, bounded)", labels)
