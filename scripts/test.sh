@@ -37,6 +37,12 @@ if ! command -v chromium >/dev/null; then
   echo "[test] apt-get install chromium"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# Debian's Prometheus (and its promtool): it scrapes the Sweeps page's /sweeps/metrics from a real
+# api-server and evaluates the shipped alert rules (include/monitoring/prometheus, tests/history).
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+  echo "[test] apt-get install prometheus"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
 # Debian's PostgreSQL 15: the state store's cross-process claims are tested on a throwaway server
 # (tests/state) as well as on the SQLite default; the deployment test runs its Postgres from it too.
 if [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then

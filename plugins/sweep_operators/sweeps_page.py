@@ -5,16 +5,21 @@ DAG itself (monitor_cron_sweep: never a DAG named by the request). The page (one
 built by sweep_core.history.page from the Parquet history, read-only, with no outside asset; a
 job's log tail is its own request (``tail``), made when its row is opened; a run's log is served
 from the run-log store (``runlog?name=…``: a file name of the store, nothing else), the same store
-every worker writes to (a local folder, or ``s3://``/``gs://``).
+every worker writes to (a local folder, or ``s3://``/``gs://``). ``metrics`` is the sweep's
+numbers for Prometheus (sweep_core.history.openmetrics), open to the same login or to a scraper's
+bearer token (``SWEEP_METRICS_TOKEN``, else the Airflow Variable sweep.yaml ``openmetrics.token_variable``
+names; never in the repo).
 """
 
 from __future__ import annotations
 
+import hmac
+import os
 import time
 
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import Depends, FastAPI, HTTPException
-from fastapi.responses import HTMLResponse, PlainTextResponse
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from sweep_core.config.locate import ConfigNotFound
 from sweep_core.config.sweep import load_sweep_config
@@ -59,12 +64,58 @@ def _no_config(_request: object, exc: ConfigNotFound) -> PlainTextResponse:
     return PlainTextResponse(f"the Sweeps page has no config: {exc}", status_code=503, headers=_TEXT_HEADERS)
 
 
-def create_app() -> FastAPI:
-    """The page's app; the api-server mounts it and its auth dependency guards every route."""
-    app = FastAPI(title="Sweeps", dependencies=_auth(), docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_exception_handler(ConfigNotFound, _no_config)  # type: ignore[arg-type]
+TOKEN_ENV = "SWEEP_METRICS_TOKEN"
 
-    @app.get("/", response_class=HTMLResponse)
+
+def scraper_token() -> str:
+    """The scraper's bearer token: SWEEP_METRICS_TOKEN, else the Airflow Variable sweep.yaml
+    ``openmetrics.token_variable`` names; "" when neither is set (then only the UI's login)."""
+    if token := os.environ.get(TOKEN_ENV, "").strip():
+        return token
+    name = load_sweep_config(_sweep_yaml()).openmetrics.token_variable
+    if not name:
+        return ""
+    from airflow.models.variable import Variable
+
+    return str(Variable.get(name, default_var="") or "").strip()
+
+
+async def _metrics_auth(request: Request) -> None:
+    """The scraper's token (compared in constant time), else the page's own check: the UI's login
+    with read access to the sweep DAG."""
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    bearer = given.strip() if scheme.lower() == "bearer" else ""
+    token = scraper_token()
+    if token and bearer and hmac.compare_digest(bearer.encode(), token.encode()):
+        return
+    from airflow.api_fastapi.core_api.security import get_user, requires_access_dag
+    from fastapi.security import HTTPAuthorizationCredentials
+
+    creds = HTTPAuthorizationCredentials(scheme="Bearer", credentials=bearer) if bearer else None
+    user = await get_user(request, None, creds)
+    requires_access_dag("GET", param_dag_id=DagId.SWEEP)(request, user)
+
+
+def metrics(request: Request) -> Response:
+    """The sweep's series in Prometheus' text format, or OpenMetrics when the scraper asks."""
+    from sweep_core.history.openmetrics import exposition, families
+    from sweep_operators.metrics_facts import gather_facts
+
+    t0 = time.perf_counter()
+    facts = gather_facts(load_sweep_config(_sweep_yaml()))
+    body, content_type = exposition(families(facts), request.headers.get("accept", ""))
+    took = f"metrics;dur={(time.perf_counter() - t0) * 1e3:.0f}"
+    return Response(body, media_type=content_type, headers={"Cache-Control": "no-store", "Server-Timing": took})
+
+
+def create_app() -> FastAPI:
+    """The page's app; the api-server mounts it; every route is guarded (the page's by the UI's login,
+    ``metrics`` by that or the scraper's token)."""
+    app = FastAPI(title="Sweeps", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_exception_handler(ConfigNotFound, _no_config)  # type: ignore[arg-type]
+    app.add_api_route("/metrics", metrics, methods=["GET"], dependencies=[Depends(_metrics_auth)])
+
+    @app.get("/", response_class=HTMLResponse, dependencies=_auth())
     def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
         t0 = time.perf_counter()
         view = load_view(_store(), _CACHE, PageQuery(page, per, q))
@@ -72,7 +123,7 @@ def create_app() -> FastAPI:
         body = sweeps_page(view)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
 
-    @app.get("/runlog", response_class=PlainTextResponse)
+    @app.get("/runlog", response_class=PlainTextResponse, dependencies=_auth())
     def runlog(name: str) -> PlainTextResponse:
         """A run log of the run-log store, by its file name (the runs table links each run's)."""
         try:
@@ -83,7 +134,7 @@ def create_app() -> FastAPI:
             raise HTTPException(404, "no such run log in the run-log store")
         return PlainTextResponse(text, headers=_TEXT_HEADERS)
 
-    @app.get("/tail", response_class=PlainTextResponse)
+    @app.get("/tail", response_class=PlainTextResponse, dependencies=_auth())
     def tail(sweep: str, cluster: str, job_id: str) -> PlainTextResponse:
         text = job_tail(_store(), sweep, cluster, job_id)
         if text is None:

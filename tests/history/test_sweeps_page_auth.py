@@ -96,10 +96,13 @@ def test_the_page_needs_read_access_to_the_sweep_dag_not_to_a_dag_the_query_name
         assert OTHER_DAG in readable(rita) and SWEEP_DAG not in readable(rita) and SWEEP_DAG in readable(otto)
         assert get(f"/api/v2/dags/{SWEEP_DAG}/dagRuns", rita).status_code == 403
         for url in ("/sweeps/", f"/sweeps/?dag_id={OTHER_DAG}", f"/sweeps/tail?{tail}&dag_id={OTHER_DAG}",
-                    "/sweeps/?dag_id=~", f"/sweeps/tail?{tail}", f"/sweeps/{runlog}"):  # fmt: skip
+                    "/sweeps/?dag_id=~", f"/sweeps/tail?{tail}", f"/sweeps/{runlog}", "/sweeps/metrics",
+                    f"/sweeps/metrics?dag_id={OTHER_DAG}"):  # fmt: skip
             r = get(url, rita)
             assert r.status_code == 403, (url, r.status_code)
             assert "rl__secret_run" not in r.text and "hunter2" not in r.text
+        r = get("/sweeps/metrics", otto)  # the Prometheus endpoint: the same permission
+        assert r.status_code == 200 and 'sweep_jobs{bucket="RL",cluster="hpc",state="RUNNING"} 1.0' in r.text
         page = get("/sweeps/", otto)
         assert page.status_code == 200 and "rl__secret_run" in page.text and "hunter2" not in page.text
         r = get(f"/sweeps/tail?{tail}", otto)

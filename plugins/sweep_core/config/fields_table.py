@@ -16,7 +16,7 @@ from sweep_core.config.consolidate_schema import ConsolidateCommand, Consolidate
 from sweep_core.config.db_clean_schema import DbCleanSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection, LutRow
 from sweep_core.config.fanin_schema import LogProfile, MetricsSection, ProfileKeys, ProfilePin
-from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection
+from sweep_core.config.notify_schema import Channel, HistorySection, NotifySection, OpenMetricsSection
 from sweep_core.config.ops_schema import OpsFrontMatter, scheduler_of
 from sweep_core.config.queues_schema import QueuesSection
 from sweep_core.config.sweep_schema import StateSection, SweepConfig
@@ -30,6 +30,7 @@ TABLES: dict[str, tuple[type[BaseModel], str]] = {
     "sweep.yaml history": (HistorySection, ""),
     "sweep.yaml notify": (NotifySection, ""),
     "sweep.yaml notify channel": (Channel, ""),
+    "sweep.yaml openmetrics": (OpenMetricsSection, ""),
     "sweep.yaml tasks": (TasksSection, ""),
     "sweep.yaml state": (StateSection, ""),
     "sweep.yaml queues": (QueuesSection, ""),

@@ -1,6 +1,7 @@
 """The schema of sweep.yaml's ``history:`` (the Parquet record of every sweep: where, how long) and
 ``notify:`` (the digest channels, their severities, the cooldown, kill-approval recipients, the
-overrun alert). Consumers: sweep_core.history, sweep_core.alerts, sweep_operators.notify_tasks.
+overrun alert) and ``openmetrics:`` (the Sweeps page's Prometheus endpoint). Consumers:
+sweep_core.history, sweep_core.alerts, sweep_operators.notify_tasks, sweep_operators.sweeps_page.
 """
 
 from __future__ import annotations
@@ -26,6 +27,24 @@ class HistorySection(StrictModel):
     )
     conn_id: str | None = Field(None, description="the Connection an `s3://`/`gs://` location is opened with")
     retention_days: Positive = Field(90, description="a sweep's file older than this (by window end) is deleted")
+
+
+class OpenMetricsSection(StrictModel):
+    """sweep.yaml ``openmetrics:``: the Sweeps page's ``/sweeps/metrics`` endpoint (docs/alerts.md)."""
+
+    job_series_limit: Annotated[int, Field(ge=0)] = Field(
+        200,
+        description="RUNNING jobs given per-job series (labels cluster, bucket, job_id, name), the stalest first; "
+        "the rest are counted in `sweep_job_series_omitted`",
+    )
+    token_variable: str | None = Field(
+        "sweep_metrics_token",
+        description="the Airflow Variable holding a scraper's bearer token (`SWEEP_METRICS_TOKEN` overrides); "
+        "null or unset: only the UI's login",
+    )
+    history_files: Positive = Field(
+        48, description="newest sweeps of each history read per scrape to find each cluster's last success"
+    )
 
 
 class Channel(StrictModel):

@@ -15,7 +15,7 @@ from sweep_core.config.db_clean_schema import DbCleanSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.fanin_schema import CampaignSpec, MetricsSection, RulesSection
 from sweep_core.config.handoffs_schema import CancelConfig, CleanupSection, HfChainSection, TrackersSection
-from sweep_core.config.notify_schema import HistorySection, NotifySection
+from sweep_core.config.notify_schema import HistorySection, NotifySection, OpenMetricsSection
 from sweep_core.config.queues_schema import QueuesSection
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, StrictModel, Tup
 from sweep_core.config.steps_schema import DaytonaSection
@@ -139,6 +139,9 @@ class SweepConfig(StrictModel):
     )
     history: HistorySection = Field(HistorySection(), description="the Parquet record of every sweep: where, how long")
     notify: NotifySection = Field(NotifySection(), description="digest channels (Slack, e-mail), cooldown, approvers")
+    openmetrics: OpenMetricsSection = Field(
+        OpenMetricsSection(), description="the Sweeps page's Prometheus endpoint `/sweeps/metrics`: label bounds, token"
+    )
     tasks: TasksSection = Field(
         TasksSection(), description="every task's execution_timeout margin; retries of the read-only steps"
     )

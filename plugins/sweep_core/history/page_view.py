@@ -9,7 +9,7 @@ run-log store by its name (:func:`run_log_text`), never from a path a worker wro
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -195,6 +195,28 @@ def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuer
     if not flags.empty and not view.jobs.empty:
         view.flags = flags[_keys(flags).isin(set(_keys(view.jobs)))]
     return view
+
+
+LAST_OK_COLUMNS = ("record", "cluster", "status", "window_end")
+
+
+def latest_and_earlier(
+    store: HistoryStore, earlier: int, notes: list[str] | None = None
+) -> tuple[pd.DataFrame | None, Iterator[pd.DataFrame | None]]:
+    """The latest sweep's rows (no log tails) and, read lazily newest first, the cluster rows of at
+    most ``earlier`` sweeps before it (for the last success of each cluster): read-only. Raises
+    HistoryUnavailable when the store cannot be listed now."""
+    files = store.files(notes, read_only=True)
+    if not files:
+        return None, iter(())
+    latest = read_file(files[-1].path, columns=_columns_but_tail(files[-1].path), notes=notes, read_only=True)
+
+    def older() -> Iterator[pd.DataFrame | None]:
+        yield latest
+        for f in reversed(files[-1 - earlier : -1]):
+            yield read_file(f.path, records=(CLUSTER,), columns=LAST_OK_COLUMNS, notes=notes, read_only=True)
+
+    return latest, older()
 
 
 def job_tail(store: HistoryStore, sweep: str, cluster: str, job_id: str, notes: list[str] | None = None) -> str | None:
