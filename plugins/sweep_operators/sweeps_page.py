@@ -108,6 +108,17 @@ def metrics(request: Request) -> Response:
     return Response(body, media_type=content_type, headers={"Cache-Control": "no-store", "Server-Timing": took})
 
 
+def runlog(name: str) -> PlainTextResponse:
+    """A run log of the run-log store, by its file name (the runs table links each run's)."""
+    try:
+        text = run_log_text(_run_logs(), name)
+    except (OSError, ValueError) as exc:  # the store unreachable (a token, the network): may pass
+        raise HTTPException(503, f"the run-log store is not readable now ({type(exc).__name__})") from exc
+    if text is None:
+        raise HTTPException(404, "no such run log in the run-log store")
+    return PlainTextResponse(text, headers=_TEXT_HEADERS)
+
+
 def create_app() -> FastAPI:
     """The page's app; the api-server mounts it; every route is guarded (the page's by the UI's login,
     ``metrics`` by that or the scraper's token)."""
@@ -123,16 +134,7 @@ def create_app() -> FastAPI:
         body = sweeps_page(view)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
 
-    @app.get("/runlog", response_class=PlainTextResponse, dependencies=_auth())
-    def runlog(name: str) -> PlainTextResponse:
-        """A run log of the run-log store, by its file name (the runs table links each run's)."""
-        try:
-            text = run_log_text(_run_logs(), name)
-        except (OSError, ValueError) as exc:  # the store unreachable (a token, the network): may pass
-            raise HTTPException(503, f"the run-log store is not readable now ({type(exc).__name__})") from exc
-        if text is None:
-            raise HTTPException(404, "no such run log in the run-log store")
-        return PlainTextResponse(text, headers=_TEXT_HEADERS)
+    app.add_api_route("/runlog", runlog, response_class=PlainTextResponse, dependencies=_auth())
 
     @app.get("/tail", response_class=PlainTextResponse, dependencies=_auth())
     def tail(sweep: str, cluster: str, job_id: str) -> PlainTextResponse:

@@ -38,6 +38,16 @@ def _old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
+def _as_then(ledger: dict, then: dict) -> dict:
+    """``ledger`` without the entry fields added since the fixture's code, where they hold their empty
+    default (a field added later, e.g. the metric streams' cursors, is no change to what was kept)."""
+    jobs = {
+        key: {k: v for k, v in entry.items() if k in then["jobs"].get(key, {}) or v not in ({}, [], None)}
+        for key, entry in ledger["jobs"].items()
+    }
+    return {**ledger, "jobs": jobs}
+
+
 def test_a_document_store_upgraded_to_rows_reads_the_same_as_before(tmp_path, monkeypatch, capsys) -> None:
     url = _old_store(tmp_path, monkeypatch)
     assert migrate.current(db.new_engine(url)) == "0001"
@@ -46,8 +56,9 @@ def test_a_document_store_upgraded_to_rows_reads_the_same_as_before(tmp_path, mo
     expected = json.loads((FIXTURE / "expected.json").read_text())
     for space in (SPACE, OTHER):
         ledger = load_ledger(space)
-        assert ledger.to_dict() == expected[space]["ledger"]
-        assert ledger_for_run(space, ledger.run_id, ledger.window_end).to_dict() == expected[space]["rerun"]
+        assert _as_then(ledger.to_dict(), expected[space]["ledger"]) == expected[space]["ledger"]
+        rerun = ledger_for_run(space, ledger.run_id, ledger.window_end).to_dict()
+        assert _as_then(rerun, expected[space]["rerun"]) == expected[space]["rerun"]
     assert len(expected[SPACE]["ledger"]["jobs"]) == 10 and expected[SPACE]["rerun"]["run_id"] == "scheduled__r2"
     # no reader of the old format is left: the ledger documents are gone, the backlog document stays
     assert document_names(SPACE) == ["cleanup_backlog.json"] and read_document(OTHER, "ledger.json") is None
