@@ -79,6 +79,16 @@ def flagged_lines(result: SweepResult, esc: Callable[[str], str] = _one_line) ->
     return lines
 
 
+def unknown_lines(result: SweepResult) -> list[str]:
+    """Why each RUNNING job's ``?`` columns are ``?``, every reason in full (the table's Note says them
+    in a few words: fanin.render.short_reasons), one Markdown line per job."""
+    jobs = [j for jobs in result.grouped.values() for j in jobs if j.source == "squeue" and j.metric_problems]
+    return [
+        f"{md_text(j.cluster)} {md_text(j.job_id)} {md_text(j.name)}: {md_text('; '.join(j.metric_problems))}"
+        for j in jobs
+    ]
+
+
 def render_run_log(
     result: SweepResult,
     template_dir: str | Path,
@@ -104,6 +114,7 @@ def render_run_log(
         counts=result.counts(),
         rendered=result.rendered,
         flagged=flagged_lines(result, md_text),
+        unknowns=unknown_lines(result),
         changes=result.changes,
         off=result.off,
         dag_id=dag_id,
