@@ -15,7 +15,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.alerts.acts_notice import chain_notices
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.chain.plan import chain_series
+from sweep_core.handoffs.chain.plan import FOUND, chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain as advance_cells
 from sweep_core.handoffs.chain.usecase import chain_record
 from sweep_core.handoffs.cleanup.plan import cleanup_config
@@ -46,8 +46,9 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
     """Advance every cell; submissions and tracker edits only when not dry_run."""
     config = load_sweep_config(sweep_yaml)
     series_list = chain_series(config.hf_chain)
-    if not series_list:
-        raise AirflowSkipException("no HF-only series configured (hf_chain.series)")
+    found = list(context["params"].get("found") or [])  # the sweep's HF-only completions no series names
+    if not series_list and not found and not any(k.startswith(FOUND) for k in _load_state()):
+        raise AirflowSkipException("no HF-only series configured (hf_chain.series) and none found by the sweep")
     got = advance_cells(
         series_list,
         org=cleanup_config(config.cleanup).hub_org,
@@ -59,6 +60,8 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
         load_state=_load_state,
         save_state=_save_state,
         say=print,
+        found=found,
+        found_spec=config.hf_chain.found,
     )
     for s in got["steps"]:
         log.info("%s/%s: %s -> %s %s", s["series"], s["cell"], s["before"], s["after"], s["note"])
@@ -72,7 +75,9 @@ def record(sweep_yaml: str, **context: Any) -> str:
     text = chain_record(got)
     print(text)
     if not got.get("dry_run", True):
-        told = tell_once(load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context)))
+        told = tell_once(
+            load_sweep_config(sweep_yaml), context, chain_notices(got.get("steps", []), links=_links(context))
+        )
         text += "".join(f"\n- told {t}" for t in told)
     return str(append_record(context, sweep_yaml, DagId.HF_CHAIN, text))
 
