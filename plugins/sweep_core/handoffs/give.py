@@ -60,6 +60,8 @@ def give_handoffs(
             confs, snaps, config, log_dir, hub_check, run_id=run_id, run_log=run_log, dry_run=dry_run,
             flags=flags, read_launch=read_launch,
         )  # fmt: skip
+        if kinds is not None:  # a backlog entry told HF-only goes to the chain: only where this run gives it
+            confs = {k: (c if k in kinds else None) for k, c in confs.items()}
     if follow:
         confs = follow_open(confs, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
     if follow and config.consolidate.flavors:
