@@ -67,3 +67,22 @@ def test_a_log_older_than_its_job_is_said_once_in_the_row() -> None:
     assert "log last written before this job started" in flags[("liveness_stale", "rl__wedged")].message
     note = _row(result, "RL", "rl__wedged")["Note"]
     assert note.count("before this job started") == 1, note
+
+
+def test_an_efficiency_question_mark_is_short_in_the_row_and_whole_in_the_run_log() -> None:
+    from sweep_core.slurm.efficiency import job_efficiency
+
+    # the bundled cluster's accounting (jobacct_gather none): TotalCPU 0, no MaxRSS (test_efficiency.py's row 103)
+    rec = {"Elapsed": "00:01:00", "Timelimit": "00:05:00", "TotalCPU": "00:00:00", "AllocCPUS": "2", "NNodes": "1",
+           "ReqMem": "200M", "AllocTRES": "billing=2,cpu=2,node=1"}  # fmt: skip
+    eff = job_efficiency(rec, [{"TotalCPU": "00:00:00", "MaxRSS": "", "TRESUsageInTot": ""}]).to_dict()
+    done = Job("leo", "42", "sft__done", "COMPLETED", "sacct", efficiency=eff, exit_code="0:0")
+    snap = ClusterSnapshot("leo", "slurm", ClusterStatus.OK, remote_now=NOW, running=[], finished=[done], pending=[])
+    result = run_fan_in([snap], CONFIG)
+    note = _row(result, "SFT", "sft__done")["Note"]
+    assert "efficiency ?: TotalCPU 0 and no step usage recorded;" in note and "(job accounting gather off" not in note
+    text = render_run_log(result, ROOT / "include" / "templates", dag_id="d", run_id="r",
+                          window_start="2026-12-02T09:00:00+00:00", window_end="2026-12-02T12:00:00+00:00")  # fmt: skip
+    why = text.split("## Why `?`")[1].split("## Actions taken")[0]
+    assert "sft\\_\\_done" in why or "sft__done" in why
+    assert "(job accounting gather off?)" in why

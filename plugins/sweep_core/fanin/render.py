@@ -252,7 +252,7 @@ def _job_note(job: Job) -> str:
         parts += [n for n in job.log_note.split("; ") if n and not any(n in m for m in said)]
     elif job.source == "squeue" and job.metric_problems and not told:
         parts.append("?: " + short_reasons(job.metric_problems))  # the full reasons: the run log
-    parts += usage_notes(job)
+    parts += [_DETAIL.sub("", n) for n in usage_notes(job)]  # in a few words; in full: the run log's "Why ?"
     if job.reason:
         parts.append(job.reason)
     if job.note:
