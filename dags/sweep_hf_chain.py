@@ -2,6 +2,8 @@
 cell, advanced every sweep and catching up backlog: SFT COMPLETED -> HF upload (no DB); upload on
 the hub -> the standard eval (its job id into the cell's tracker row, ⏳); the harvest fills the
 row -> done. Idempotent: Variable ``sweep_hf_chain`` + the tracker + the cluster's job names.
+An SFT completion whose launch YAML says enable_db_registration: false and that no series names (the
+sweep's conf ``found``) is a cell of its cluster's found series: uploaded (hf_chain.found), no DB.
 
     advance (one probe + at most one submit session per series) -> record
 """
@@ -9,7 +11,7 @@ row -> done. Idempotent: Variable ``sweep_hf_chain`` + the tracker + the cluster
 from __future__ import annotations
 
 from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, TriggerRule
+from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_operators import chain_tasks
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs
@@ -24,6 +26,12 @@ with DAG(
         "HF-only SFT chain: upload -> standard eval -> tracker scores, one leg at a time",
         __doc__,
         ["hf"],
+        found=Param(
+            [],
+            type="array",
+            title="Found",
+            description="the sweep's: {cluster, job_id, name} per HF-only completion no series names (upload only)",
+        ),
     )
 ) as dag:
     common = {"ops_dir": OPS_DIR, "sweep_yaml": SWEEP_YAML}

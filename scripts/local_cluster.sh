@@ -111,6 +111,7 @@ install_packages() {
   [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
   command -v ssh-keygen >/dev/null || missing+=(openssh-client)
   command -v runuser >/dev/null || missing+=(util-linux)
+  command -v git >/dev/null || missing+=(git)
   if ((${#missing[@]})); then
     say "installing ${missing[*]} (apt)"
     apt-get update -qq
@@ -128,7 +129,23 @@ make_user() { # make_user NAME
   usermod -p '*' "$name"
   local home; home=$(getent passwd "$name" | cut -d: -f6)
   install -d -m 700 -o "$name" -g "$name" "$home/.ssh"
-  install -d -m 755 -o "$name" -g "$name" "$home/jobs" "$home/jobs/logs"
+  # What the lab's ops.md names (lab-config/ops/local): the artifact root the quota check reads and
+  # the cluster clone tree_hygiene reads (a clean clone of a local origin): present, so a sweep of a
+  # fresh cluster warns about nothing of its own config.
+  install -d -m 755 -o "$name" -g "$name" "$home/jobs" "$home/jobs/logs" "$home/jobs/artifacts"
+  if [ ! -e "$home/repo" ]; then
+    local g=(runuser -u "$name" -- git -c user.email=lab@localhost -c user.name=lab)
+    rm -rf "$home/origin.git" "$home/seed"
+    "${g[@]}" init -q --bare -b main "$home/origin.git"
+    "${g[@]}" clone -q "$home/origin.git" "$home/seed" 2>/dev/null
+    echo "the lab cluster's clone (scripts/local_cluster.sh)" >"$home/seed/README"
+    chown "$name:$name" "$home/seed/README"
+    "${g[@]}" -C "$home/seed" add README
+    "${g[@]}" -C "$home/seed" commit -qm seed
+    "${g[@]}" -C "$home/seed" push -q origin main
+    "${g[@]}" clone -q "$home/origin.git" "$home/repo"
+    rm -rf "$home/seed"
+  fi
   if [ ! -s "$DIR/ssh/id_ed25519" ]; then
     install -d -m 700 "$DIR/ssh"
     ssh-keygen -q -t ed25519 -N '' -C sweep-local-cluster -f "$DIR/ssh/id_ed25519"

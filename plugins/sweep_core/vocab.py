@@ -46,6 +46,9 @@ class Action(StrEnum):
     # its YAML read again every sweep (handoffs.cleanup.undecided), handed off once it can be told
     CLEANUP_UNDECIDED = "cleanup-undecided"
     SNAPSHOT_CLEANUP = "snapshot-cleanup"  # Daytona at its HARD cap: delete STALE snapshots once a human approves
+    # an SFT completion whose launch YAML says enable_db_registration: false, of no listed series: the
+    # HF chain uploads it (sweep_hf_chain, hf_chain.found), never sft-job-cleanup
+    HF_CHAIN = "hf-chain"
 
 
 # The actions sweep_cancel carries out (its conf's ``action``), in the order its messages name them.

@@ -16,7 +16,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.alerts.acts_notice import chain_notices
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.chain.plan import chain_series
+from sweep_core.handoffs.chain.plan import FOUND, chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain as advance_cells
 from sweep_core.handoffs.chain.usecase import chain_record
 from sweep_core.handoffs.cleanup.plan import cleanup_config
@@ -60,9 +60,10 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
     """Advance every cell; submissions and tracker edits only when not dry_run."""
     config = load_sweep_config(sweep_yaml)
     series_list = chain_series(config.hf_chain)
-    if not series_list:
-        raise AirflowSkipException("no HF-only series configured (hf_chain.series)")
+    found = list(context["params"].get("found") or [])  # the sweep's HF-only completions no series names
     log_dir = run_log_dir(config)
+    if not series_list and not found and not any(k.startswith(FOUND) for k in _load_state(log_dir)):
+        raise AirflowSkipException("no HF-only series configured (hf_chain.series) and none found by the sweep")
     got = advance_cells(
         series_list,
         org=cleanup_config(config.cleanup).hub_org,
@@ -74,6 +75,8 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
         load_state=lambda: _load_state(log_dir),
         save_state=lambda state: _save_state(log_dir, state),
         say=print,
+        found=found,
+        found_spec=config.hf_chain.found,
     )
     for s in got["steps"]:
         log.info("%s/%s: %s -> %s %s", s["series"], s["cell"], s["before"], s["after"], s["note"])

@@ -142,10 +142,10 @@ def _cleanup_needs(config: Any) -> dict[str, Need]:
 
 
 def _chain_needs(config: Any) -> dict[str, Need]:
-    """One probe + at most one submit session per series."""
+    """One probe + at most one submit session per series, and for a cluster's found series."""
     from sweep_operators.task_ids import Chain
 
-    return {Chain.ADVANCE: Need(Kind.ACT, sessions=2 * max(1, len(config.hf_chain.series))), Chain.RECORD: LOCAL}
+    return {Chain.ADVANCE: Need(Kind.ACT, sessions=2 * (len(config.hf_chain.series) + 1)), Chain.RECORD: LOCAL}
 
 
 def _harvest_needs(config: Any) -> dict[str, Need]:

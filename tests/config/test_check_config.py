@@ -82,7 +82,8 @@ def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys
     assert leonardo["hf_chain"] == (  # the runbook's two grids, their commands left empty on purpose
         "off",
         "hf_chain needs hf_chain.series[0].match/hub_repo/upload/eval (main_sft_evals); "
-        f"hf_chain.series[1].match/hub_repo/upload/eval (base_sft_evals) in {sweep}",
+        "hf_chain.series[1].match/hub_repo/upload/eval (base_sft_evals); "
+        f"hf_chain.found.upload (any enable_db_registration: false series) in {sweep}",
     )
     assert leonardo["upload"] == (
         "off",

@@ -77,14 +77,22 @@ def test_off_lines_are_the_switches_that_need_a_value_with_field_and_file() -> N
     assert not any("cleanup" in line or "hf_chain" in line for line in off["coreweave"])
 
 
-def test_clusters_table_says_each_off_in_its_clusters_row_and_stays_aligned() -> None:
+def test_clusters_table_says_the_offs_once_per_cluster_in_one_short_line_and_stays_aligned() -> None:
     off = _off()
     result = render_step(_snaps(), CONFIG, cadence_table(CONFIG, {}), off)
     overview = result.rendered.overview
-    assert HARVEST_OFF in _cells_of(overview, "leonardo")
-    assert CONSOLIDATE_OFF in _cells_of(overview, "leonardo")
-    assert "OFF: cancel needs controller_url and iris_python" in _cells_of(overview, "coreweave")
-    assert "OFF:" not in _cells_of(overview, "jupiter")
+    leo = _cells_of(overview, "leonardo")
+    # one short line: the hand-offs' names, where what each needs is said (issue 41: "a healthy sweep reads quietly")
+    names = [line.split()[1] for line in off["leonardo"]]
+    assert f"OFF: {', '.join(names)} (what each needs: run log head, check-config)" in leo
+    assert leo.count("OFF") == 1 and "needs trackers.repo" not in leo and "include/" not in leo
+    assert "harvest" in names and "consolidate" in names
+    assert "OFF: cancel" in _cells_of(overview, "coreweave") and "controller_url" not in _cells_of(
+        overview, "coreweave"
+    )
+    assert "OFF" not in _cells_of(overview, "jupiter")
+    rows = [ln for ln in overview.splitlines() if ln.startswith("│")]
+    assert len(rows) <= 1 + 3 * 3, overview  # header + at most 3 lines a cluster (was a wrapped line per hand-off)
     widths = {len(line) for line in overview.splitlines()}
     assert len(widths) == 1 and widths.pop() < 170  # wrapped inside the Note column, not a wider table
     assert "Clusters\n" + overview in result.rendered.text()  # the task log prints it too
@@ -123,7 +131,9 @@ def test_the_first_digest_on_record_tells_the_off_lines_once(tmp_path: Path) -> 
     assert msg is not None and "(first sweep on record)" in msg.title
     said = dict(msg.sections)["Hand-offs OFF until configured"]
     assert said.count(f"leonardo: {HARVEST_OFF}") == 1
-    assert any(ln.startswith("coreweave: OFF: cancel needs controller_url and iris_python in include/ops/") for ln in said)
+    assert any(
+        ln.startswith("coreweave: OFF: cancel needs controller_url and iris_python in include/ops/") for ln in said
+    )
     assert any(f"leonardo: {HARVEST_OFF}" in ln for ln in unrouted_lines(first))  # no channel: the task log
     assert not second.first and second.off == [] and second.empty()  # told once, not every sweep
     assert route(second, ["critical", "warn", "info"]) is None

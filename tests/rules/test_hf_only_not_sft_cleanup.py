@@ -64,7 +64,9 @@ def test_the_launch_yaml_decides_and_unknown_is_held_back_with_its_reason() -> N
         _sft("84", "sft__no_log", {"launch_unknown": "its log banner was not read: no log path for it"}),
         _sft("85", "sft__not_looked_at", {}),
     )
-    assert got["81"][0] == "" and "enable_db_registration: false" in got["81"][1] and yaml in got["81"][1]
+    # unlisted, its YAML says false: handed to the HF chain (issue 41: any such series is chained)
+    assert got["81"][0] == Action.HF_CHAIN and "enable_db_registration: false" in got["81"][1] and yaml in got["81"][1]
+    assert "handed to the HF chain (upload, no DB registration)" in got["81"][1]
     assert got["82"][0] == cleanup_action(Flavor.SFT) and "enable_db_registration: true" in got["82"][1]
     for jid, why in (("83", "not readable"), ("84", "no log path"), ("85", "no launch YAML fact")):
         action, message = got[jid]

@@ -158,10 +158,32 @@ class ChainSeriesSpec(StrictModel):
         return [k for k in ("match", "hub_repo", "upload", "eval") if not getattr(self, k)]
 
 
+class FoundSeriesSpec(StrictModel):
+    """How the chain uploads an SFT completion whose launch YAML says ``enable_db_registration: false``
+    and that no ``series`` names (spec §4: "any enable_db_registration: false series"): its cell is
+    the job's name; it goes as far as the upload (leg 1). Its eval and tracker row are added by naming
+    its series in ``series`` (match, eval, tracker), which then takes its cells over."""
+
+    hub_repo: NonEmpty = Field("{org}/{cell}", description="template: {org} {cell} (the job's name)")
+    upload: Tup[str] = Field(
+        (), description="argv of the upload job (sft-cleanup-hf-only; starts with sbatch; none = said OFF, waits)"
+    )
+    upload_name: NonEmpty = Field("hf_upload__{cell}", description="job name of the upload job")
+    repo_type: Literal["model", "dataset"] = "model"
+    expected: Tup[NonEmpty] = Field(("config.json", "*.safetensors"), min_length=1)
+    artifact_dir: str = Field("", description="template {cell} {sft_job}: the SFT output the upload reads")
+    lookback_days: Positive = 30
+    leg_retries: int = Field(2, ge=0, le=10, description="a failed upload is resubmitted this often, then ESCALATED")
+
+
 class HfChainSection(StrictModel):
     """sweep.yaml ``hf_chain:``."""
 
     series: Tup[ChainSeriesSpec] = ()
+    found: FoundSeriesSpec = Field(
+        FoundSeriesSpec(),
+        description="the upload of an enable_db_registration: false completion no series names (leg 1 only)",
+    )
 
     @model_validator(mode="after")
     def _own_job_names(self) -> HfChainSection:

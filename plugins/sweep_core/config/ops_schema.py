@@ -134,6 +134,20 @@ class OpsCommon(StrictModel):
         return []
 
 
+_SLURM_SIZE = r"^\d{1,9}(\.\d{1,6})?[KMGTP]$"
+
+
+class WholeNode(StrictModel):
+    """What one node of a partition really has, where Slurm's accounting does not say it."""
+
+    gpus: int = Field(ge=0, le=64, description="GPUs of one node (0: a CPU-only partition)")
+    memory: str = Field(
+        "",
+        pattern=rf"{_SLURM_SIZE}|^$",
+        description='one node\'s memory as a Slurm size (`120G`); "" = not documented: memory % is ? with the reason',
+    )
+
+
 class _SlurmKeys(StrictModel):
     """The keys only a Slurm cluster reads (its login nodes, its POSIX trees, its batch jobs)."""
 
@@ -169,6 +183,13 @@ class _SlurmKeys(StrictModel):
         description="slurm: the signal the job launcher registers with `faulthandler.register` in every python "
         "process: the RL deep-dive sends it to a silent job's python processes that catch it and quotes their "
         'stacks (ptrace blocked: no py-spy); "" = off: unregistered, SIGUSR1 terminates the process',
+    )
+    whole_nodes: dict[str, WholeNode] = Field(
+        {},
+        description="slurm, where GPUs are not a gres and RealMemory is misreported (TACC: whole-node allocation): "
+        "per partition `{gpus, memory}` of one node; an ended job's GPU-hours = gpus × NNodes × Elapsed and its "
+        "memory % against memory × NNodes (never ReqMem); a partition not named: ? with the reason. {} = "
+        "accounting's AllocTRES gres/gpu and ReqMem are trusted",
     )
     gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")

@@ -7,8 +7,8 @@ Per job, ``digest_job`` keeps:
 - ``job.evidence``, each part capped in characters: ``tail_chars`` (the size of the tail read; 0 = none),
   for a RUNNING job the hang evidence (``hang_last``, ``hang_near``: metrics/hang.py) and the last
   distinct lines (``last_lines``, the progress_stalled message), for an ended job in a failure
-  state its first real traceback (``traceback``), for an RL job its launch fingerprint
-  (``fingerprint``: fanin/fingerprint.py);
+  state its first real traceback (``traceback``) and the traps its end names (``traps``: EDQUOT,
+  sig53), for an RL job its launch fingerprint (``fingerprint``: fanin/fingerprint.py);
 - ``metrics['series']``, the per-step points rl_collapse and sft_divergence read, bounded
   (``bound_series``): only the keys they read, the last ``gather.series_points`` logged steps, and
   from the steps before those only what their verdicts need whatever the window (the first NaN and
@@ -145,6 +145,7 @@ def tail_evidence(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str,
         ev |= {"traps": [[t.name, t.line] for t in traps]} if (traps := named_traps(tail[-8192:])) else {}
     elif tail and job.base_state in rcfg.failure_states:
         ev |= {"traceback": tb} if (tb := first_real_traceback(tail)) else {}
+        ev |= {"traps": [[t.name, t.line] for t in traps]} if (traps := named_traps(tail[-8192:])) else {}
     if job.bucket == Bucket.RL:
         fp = launch_fingerprint(job, rcfg.fingerprint)
         ev["fingerprint"] = {k: v[:FIELD_CHARS] for k, v in fp.items() if k not in JOB_FIELDS}

@@ -157,8 +157,9 @@ def box_table(headers: list[str], rows: list[list[str]], widths: list[int | None
 
 def render_overview(snaps: Sequence[ClusterSnapshot], off: Mapping[str, Sequence[str]] | None = None) -> str:
     """One row per cluster: status, which login node answered, counts (``?`` when UNKNOWN), the
-    INODE HEADROOM verdict (``—`` where ops.md says none or dormant), and in its Note each hand-off
-    its config leaves off (``off``: cluster -> ``OFF: <handoff> needs <field> in <file>``), a line each."""
+    INODE HEADROOM verdict (``—`` where ops.md says none or dormant), and in its Note the hand-offs
+    its config leaves off (``off``: cluster -> ``OFF: <handoff> needs <field> in <file>``) as one
+    short line (:func:`off_summary`; what each needs: the run log's head and ``check-config``)."""
     off = off or {}
     headers = ["Cluster", "Scheduler", "Status", "Login node", "Running", "Ended in window", "Quota", "Note"]
     rows = []
@@ -172,10 +173,36 @@ def render_overview(snaps: Sequence[ClusterSnapshot], off: Mapping[str, Sequence
                 "?" if s.running is None else str(len(s.running)),
                 "?" if s.finished is None else str(len(s.finished)),
                 _quota_cell(s.quota),
-                "\n".join([_overview_note(s), *off.get(s.cluster, ())]),
+                "\n".join([_overview_note(s), *([off_summary(off[s.cluster])] if off.get(s.cluster) else [])]),
             ]
         )
     return box_table(headers, rows, [None, None, None, 24, None, None, 30, NOTE_WIDTH])
+
+
+def off_summary(lines: Sequence[str]) -> str:
+    """``OFF: <handoff> needs <field> in <file>`` lines as one short line: the hand-offs' names, and
+    where what each needs is said (the run log's head, ``check-config``)."""
+    names = list(dict.fromkeys(ln.split()[1] if ln.startswith("OFF: ") and len(ln.split()) > 1 else ln for ln in lines))
+    return f"OFF: {', '.join(names)} (what each needs: run log head, check-config)"
+
+
+_DETAIL = re.compile(r"\s*\([^()]*\)")  # a parenthesised detail: the names tried, what a line held
+_NO_COLUMN = re.compile(r"^no (\S+) in (.+)$")
+
+
+def short_reasons(problems: Sequence[str], width: int = 80) -> str:
+    """Why the ``?`` columns are ``?``, in a few words for the table: each reason without its
+    parenthesised details, ``no <col> in <where>`` of several columns said once (``no grad_norm,
+    entropy in the last WANDB_MIRROR dict``), each cut to ``width``. The full reasons: the run log."""
+    merged: dict[tuple[str, str], list[str]] = {}  # (reason, '') or ('', where) -> its columns
+    for p in problems:
+        short = _DETAIL.sub("", p).strip() or p
+        m = _NO_COLUMN.match(short)
+        cols = merged.setdefault(("", m.group(2)) if m else (short, ""), [])
+        if m and m.group(1) not in cols:
+            cols.append(m.group(1))
+    said = [reason or f"no {', '.join(cols)} in {where}" for (reason, where), cols in merged.items()]
+    return "; ".join(t if len(t) <= width else t[: width - 1] + "…" for t in said)
 
 
 def _overview_note(s: ClusterSnapshot) -> str:
@@ -221,10 +248,11 @@ def _job_note(job: Job) -> str:
         parts.append(str(job.metrics["relaunched"]))
     told = any(f["rule"] == "progress_unreadable" for f in job.flags)  # its flag already says why
     if job.source == "squeue" and job.log_note and not told:
-        parts.append(job.log_note)
+        said = [f["message"] for f in job.flags]  # one note per fact: a flag that says it already
+        parts += [n for n in job.log_note.split("; ") if n and not any(n in m for m in said)]
     elif job.source == "squeue" and job.metric_problems and not told:
-        parts.append("?: " + "; ".join(job.metric_problems))
-    parts += usage_notes(job)
+        parts.append("?: " + short_reasons(job.metric_problems))  # the full reasons: the run log
+    parts += [_DETAIL.sub("", n) for n in usage_notes(job)]  # in a few words; in full: the run log's "Why ?"
     if job.reason:
         parts.append(job.reason)
     if job.note:

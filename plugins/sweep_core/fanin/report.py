@@ -11,6 +11,7 @@ import jinja2
 
 from sweep_core.durable import locked, write_atomic
 from sweep_core.fanin.render import SweepResult
+from sweep_core.fanin.usage import usage_notes
 from sweep_core.models import ClusterStatus
 from sweep_core.safe_text import clean, md_code, md_fence, md_text
 from sweep_core.vocab import Severity
@@ -79,6 +80,20 @@ def flagged_lines(result: SweepResult, esc: Callable[[str], str] = _one_line) ->
     return lines
 
 
+def unknown_lines(result: SweepResult) -> list[str]:
+    """Why a job's ``?`` columns are ``?``, every reason in full (the table's Note says them in a few
+    words: fanin.render.short_reasons), one Markdown line per job: a RUNNING job's metric columns, an
+    ended job's efficiency figures (fanin.usage.usage_notes)."""
+    out = []
+    for jobs in result.grouped.values():
+        for j in jobs:
+            why = list(j.metric_problems) if j.source == "squeue" else []
+            why += usage_notes(j)
+            if why:
+                out.append(f"{md_text(j.cluster)} {md_text(j.job_id)} {md_text(j.name)}: {md_text('; '.join(why))}")
+    return out
+
+
 def render_run_log(
     result: SweepResult,
     template_dir: str | Path,
@@ -104,6 +119,7 @@ def render_run_log(
         counts=result.counts(),
         rendered=result.rendered,
         flagged=flagged_lines(result, md_text),
+        unknowns=unknown_lines(result),
         changes=result.changes,
         off=result.off,
         dag_id=dag_id,

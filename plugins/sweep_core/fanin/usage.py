@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweep_core.models import Job
+from sweep_core.slurm.efficiency import NO_GPU
 
 USAGE_HEADER = "GPU / Efficiency"
 _FIGURES = (("cpu", "CPU", "cpu_pct"), ("mem", "mem", "mem_pct"), ("time", "time", "time_pct"))
@@ -44,7 +45,7 @@ def efficiency_cell(eff: dict[str, Any]) -> str:
     gh = eff.get("gpu_hours")
     if gh is not None:
         parts.append(f"{gh:.3g} GPU-h")
-    elif eff.get("why", {}).get("gpu", "").startswith("no gres/gpu"):
+    elif eff.get("why", {}).get("gpu", "").startswith(NO_GPU):
         parts.append("— GPU-h")  # no GPU allocated: nothing to count, not unknown
     else:
         parts.append("? GPU-h")
@@ -65,7 +66,7 @@ def usage_notes(job: Job) -> list[str]:
     why = job.efficiency.get("why", {}) if job.efficiency else {}
     seen: list[str] = []
     for key, text in why.items():
-        if key == "gpu" and text.startswith("no gres/gpu"):
+        if key == "gpu" and text.startswith(NO_GPU):
             continue
         if text not in seen:
             seen.append(text)

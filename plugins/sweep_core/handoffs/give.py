@@ -42,7 +42,10 @@ def give_handoffs(
     ``read_launch``: reads the launch YAMLs of its undecided SFT completions again (None: they wait)."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
-    hf_chain = any(not s.unset() and not s.db_registration for s in config.hf_chain.series)
+    # every sweep while a series is set, or while found series are uploaded (their cells live in the chain's state)
+    hf_chain = bool(config.hf_chain.found.upload) or any(
+        not s.unset() and not s.db_registration for s in config.hf_chain.series
+    )
     trackers = tracker_settings(config.trackers) is not None
     confs = plan_handoffs(snaps, flags, dry_run=dry_run, run_log=run_log, trackers=trackers, hf_chain=hf_chain)
     if kinds is not None:
@@ -57,6 +60,8 @@ def give_handoffs(
             confs, snaps, config, log_dir, hub_check, run_id=run_id, run_log=run_log, dry_run=dry_run,
             flags=flags, read_launch=read_launch,
         )  # fmt: skip
+        if kinds is not None:  # a backlog entry told HF-only goes to the chain: only where this run gives it
+            confs = {k: (c if k in kinds else None) for k, c in confs.items()}
     if follow:
         confs = follow_open(confs, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
     if follow and config.consolidate.flavors:

@@ -134,11 +134,16 @@ def _chain(cfg: ClusterConfig, config: SweepConfig, sweep_file: str) -> Switch:
     series = [s.name for _, s in named if not s.unset()]
     if not named and cfg.scheduler != "slurm":
         return Switch("hf_chain", False, f"{cfg.scheduler}: the chain's legs are sbatch jobs (a SLURM cluster's)")
+    if (cfg.scheduler, cfg.status) == ("slurm", "active") and config.hf_chain.found.upload:
+        found = "any enable_db_registration: false completion no series names: uploaded (hf_chain.found)"
+        return Switch("hf_chain", True, f"series {', '.join(series)}; {found}" if series else found)
+    found_needs = "hf_chain.found.upload (any enable_db_registration: false series)"
     if not named:
-        return Switch("hf_chain", False, f"hf_chain needs hf_chain.series (cluster: {cfg.name}) in {sweep_file}")
+        why = f"hf_chain needs hf_chain.series (cluster: {cfg.name}) or {found_needs} in {sweep_file}"
+        return Switch("hf_chain", False, why)
     if not series:  # every series of the cluster left incomplete on purpose
         needs = "; ".join(f"hf_chain.series[{i}].{'/'.join(s.unset())} ({s.name})" for i, s in named)
-        return Switch("hf_chain", False, f"hf_chain needs {needs} in {sweep_file}")
+        return Switch("hf_chain", False, f"hf_chain needs {needs}; {found_needs} in {sweep_file}")
     if (cfg.scheduler, cfg.status) != ("slurm", "active"):
         return Switch("hf_chain", False, f"series {', '.join(series)} name it, but it is {_kind(cfg)}")
     return Switch("hf_chain", True, f"series {', '.join(series)}")

@@ -57,12 +57,19 @@ def plan_handoffs(
         for f in flags
         if f.action == Action.DEEP_DIVE and f.cluster in trusted - past and f.job_id
     ]
+    # HF-only completions of no listed series (launch YAML enable_db_registration: false): the chain
+    # records each as a cell of its cluster's found series (idempotent by cell: no given-once needed)
+    found = [
+        {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name}
+        for f in flags
+        if f.action == Action.HF_CHAIN and f.cluster in trusted and f.job_id
+    ]
     snapshots = _snapshot_conf(snaps, flags, trusted - past)
     trees = tree_jobs(snaps, trusted - past)  # once per change of what it found (the ledger's given-once)
     return {
         Handoff.CLEANUP.value: {**base, "jobs": cleanup, "reclaim_clusters": reclaim} if cleanup or reclaim else None,
         Handoff.CANCEL.value: {**base, "jobs": cancel} if cancel else None,
-        Handoff.HF_CHAIN.value: dict(base) if hf_chain else None,
+        Handoff.HF_CHAIN.value: {**base, "found": found} if hf_chain or found else None,
         Handoff.HARVEST.value: dict(base) if trackers else None,
         Handoff.DEEP_DIVE.value: {**base, "jobs": deep} if deep else None,
         Handoff.SNAPSHOTS.value: {**base, **snapshots} if snapshots else None,

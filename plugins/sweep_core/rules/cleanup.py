@@ -64,9 +64,10 @@ def _sft_completion(job: Job, slurm: set[str]) -> Flag:
     if v is None or v.hf_only is False:
         said = f"SFT completed: {v.why}" if v else "SFT completed: upload + DB register"
         return job_flag("completion_cleanup", Severity.INFO, job, said, cleanup_action(Flavor.SFT))
-    if v.hf_only:
-        msg = f"SFT completed: {v.why}; its series is not in hf_chain.series: the chain uploads it once listed"
-        return job_flag("completion_cleanup", Severity.INFO, job, msg, "")
+    if v.hf_only:  # any enable_db_registration: false series is chained (spec §4), listed or not
+        msg = (f"SFT completed: {v.why}; handed to the HF chain (upload, no DB registration); its eval and "
+               "tracker row once hf_chain.series names its series")  # fmt: skip
+        return job_flag("completion_cleanup", Severity.INFO, job, msg, Action.HF_CHAIN)
     msg = (f"SFT completed: cleanup held back, HF-only or not cannot be told ({v.why}): not handed to {Flavor.SFT}; "
            "kept in the cleanup backlog, its launch YAML read again every sweep")  # fmt: skip
     return job_flag("completion_cleanup", Severity.INFO, job, msg, Action.CLEANUP_UNDECIDED)

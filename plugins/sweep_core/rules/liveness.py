@@ -32,7 +32,7 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
         multi = (job.num_nodes or 1) > 1
         ran = predates_job(job)
         if ran is not None:  # the silence predates the job: no evidence for a kill
-            msg += f"; the log was last written before this job started (it has run {int(ran)} min)"
+            msg += f"; log last written before this job started (the job has run {int(ran)} min)"  # as fanin.liveness
         if multi and mins >= ctx.cfg.liveness_kill_minutes and ran is None and not quota:
             out.append(
                 job_flag(

@@ -83,6 +83,7 @@ class Efficiency:
     mem_req: float | None = None
     elapsed_s: float | None = None
     limit_s: float | None = None
+    nnodes: int | None = None
     why: dict[str, str] = field(default_factory=dict)  # figure -> why it is "?"
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +136,7 @@ def job_efficiency(job: Mapping[str, str], steps: Sequence[Mapping[str, str]]) -
     ``.0``...), each a {sacct field: text} of USAGE_FIELDS + Elapsed."""
     e = Efficiency(elapsed_s=duration_s(job.get("Elapsed", "")))
     cpus, nnodes = _int(job.get("AllocCPUS", "")), _int(job.get("NNodes", ""))
+    e.nnodes = nnodes
     if not e.elapsed_s:
         for k in ("cpu", "time", "gpu"):
             e.why[k] = f"Elapsed {job.get('Elapsed', '')!r}: the job did not run"
@@ -174,3 +176,41 @@ def _cpu(e: Efficiency, job: Mapping[str, str], steps: Sequence[Mapping[str, str
     else:
         e.cpu_used_s = used
         e.cpu_pct = 100 * used / e.core_s
+
+
+NO_GPU = ("no gres/gpu", "no GPU on ")  # a "gpu" why that means none was allocated: "—", not "?"
+
+
+def on_whole_nodes(eff: dict[str, Any], partition: str, nodes: Mapping[str, tuple[int, str]]) -> dict[str, Any]:
+    """An ended job's figures (Efficiency.to_dict) on a cluster that allocates whole nodes, GPUs not
+    a gres and RealMemory misreported (ops.md ``whole_nodes``: partition -> (GPUs, memory) of one
+    node): GPU-hours from the node's GPUs × NNodes × Elapsed, memory % against its memory × NNodes,
+    never AllocTRES's gres or ReqMem (RealMemory); a partition not named, or a memory not given,
+    is ``?`` with the reason. ``nodes`` empty: the figures as accounting gave them."""
+    if not nodes or not eff:
+        return eff
+    out, why = dict(eff), dict(eff.get("why") or {})
+    part, n, ran = partition.split(",")[0].strip(), eff.get("nnodes"), eff.get("elapsed_s")
+    out["mem_req"] = out["mem_pct"] = None
+    out["gpu_hours"] = None
+    here = "ops.md whole_nodes: GPUs are not a gres and RealMemory is misreported on this cluster"
+    if part not in nodes:
+        why["gpu"] = why["mem"] = f"partition {part or '?'} not in {here}"
+    elif not n:
+        why["gpu"] = why["mem"] = f"NNodes unknown ({here})"
+    else:
+        gpus, memory = nodes[part]
+        if gpus == 0:
+            why["gpu"] = f"no GPU on a {part} node (ops.md whole_nodes)"
+        elif ran:
+            out["gpu_hours"], _ = gpus * n * ran / 3600, why.pop("gpu", None)
+        size = size_bytes(memory) if memory else None
+        if size is None:
+            why["mem"] = f"no memory of a {part} node in {here}"
+        else:
+            out["mem_req"] = size[0] * n
+            if out.get("mem_used") is not None:
+                out["mem_pct"] = 100 * out["mem_used"] / out["mem_req"]
+                why.pop("mem", None)
+    out["why"] = why
+    return out

@@ -80,7 +80,8 @@ def gathered_snapshot(
                                window_end=window_end, notes=[why])  # fmt: skip
     snap = snapshot_from_output(cfg.name, result.output, result.node.name, window_start, window_end, cfg.quota,
                                 len(req.df_paths), cfg.gpu_probe_timeout_s, cfg.gpu_mem_ceiling, cfg.gpu_probe_max,
-                                cfg.gpu_probe, req.artifact_roots)  # fmt: skip
+                                cfg.gpu_probe, req.artifact_roots,
+                                {p: (n.gpus, n.memory) for p, n in cfg.whole_nodes.items()})  # fmt: skip
     attach_steps(snap, result.output, cfg.eval_canary, daytona, snap.remote_now or now)
     if snap.tree is not None:
         snap.tree["triage"] = bool(cfg.local_clone)  # the hygiene hand-off is ON here

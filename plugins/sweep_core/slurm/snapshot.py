@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 from sweep_core.config.ops import QuotaConfig
 from sweep_core.gpu.accounting import accounting_readings
@@ -10,6 +11,7 @@ from sweep_core.gpu.probe import readings
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import TreeReport, parse_tree_status
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.slurm.efficiency import on_whole_nodes
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.launch_facts import launch_facts
 from sweep_core.slurm.parse import (
@@ -284,6 +286,7 @@ def snapshot_from_output(
     gpu_max: int | None = None,
     gpu_probe: str = "srun-overlap",
     artifact_roots: tuple[str, ...] = (),
+    whole_nodes: Mapping[str, tuple[int, str]] | None = None,
 ) -> ClusterSnapshot:
     """Validate each part separately: an errored squeue makes the running set UNKNOWN (None),
     an errored sacct makes the finished set UNKNOWN; neither ever reads as zero jobs."""
@@ -375,7 +378,9 @@ def snapshot_from_output(
                     exit_code=row.exit_code,
                     partition=row.partition,
                     nodes=row.nodes,
-                    efficiency=row.efficiency.to_dict() if row.efficiency else {},
+                    efficiency=on_whole_nodes(row.efficiency.to_dict(), row.partition, whole_nodes or {})
+                    if row.efficiency
+                    else {},
                 )
                 _attach_failed_log(job, output)
                 job.note = row.note

@@ -93,11 +93,14 @@ def test_an_unreadable_launch_yaml_waits_in_the_backlog_and_is_handed_off_once_r
     assert any("judged on as sft-job-cleanup" in line for line in lines)
 
 
-def test_a_yaml_that_says_hf_only_leaves_the_backlog_unhanded(tmp_path: Path) -> None:
+def test_a_yaml_that_says_hf_only_leaves_the_backlog_for_the_hf_chain(tmp_path: Path) -> None:
     hub = FakeHub({f"org/{NAME}": True})
     _sweep(tmp_path, "s1", T0, None, hub, flags=[_held_flag()])
     confs, lines = _sweep(tmp_path, "s2", T0 + dt.timedelta(hours=1), Reader(HfOnly(True, "says false: HF-only")), hub)
     assert confs["cleanup"] is None and load_backlog(tmp_path) == []
+    # any enable_db_registration: false series is chained (issue 41): handed to sweep_hf_chain's found series
+    assert [j["name"] for j in confs["hf_chain"]["found"]] == [NAME]
+    assert any("HF-only: handed to sweep_hf_chain" in line for line in lines)
     assert any("leaves the backlog" in line and "HF chain" in line for line in lines)
     assert hub.asked == []  # never judged as sft-job-cleanup
 

@@ -16,10 +16,11 @@ shlex-quoted before it reaches the remote shell.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep_core.config.handoffs_schema import HfChainSection
+from sweep_core.config.handoffs_schema import FoundSeriesSpec, HfChainSection
 from sweep_core.config.schema_base import section
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
 from sweep_core.safe_names import check_plain_name
@@ -81,6 +82,25 @@ def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
             Series(**plain, match=match, upload=_argv(s.upload, f"{where}.upload"), eval=_argv(s.eval, f"{where}.eval"))
         )
     return out
+
+
+FOUND = "found@"  # the name of a cluster's found series: found@<cluster> (its state keys: found@<cluster>/<cell>)
+
+
+def found_series(spec: FoundSeriesSpec, cluster: str, cells: Sequence[str]) -> Series:
+    """The series of ``cluster``'s HF-only completions no configured series names (their launch YAML
+    says ``enable_db_registration: false``): each cell is a job's name, matched whole; the upload is
+    ``hf_chain.found``'s (empty: said OFF, the cells wait), no eval and no tracker (leg 1 only)."""
+    for cell in cells:
+        check_plain_name(cell, "cell")
+    names = "|".join(re.escape(c) for c in sorted(set(cells))) or "(?!)"
+    upload = check_sbatch(spec.upload, "hf_chain.found.upload", ChainConfigError) if spec.upload else ()
+    return Series(
+        name=f"{FOUND}{cluster}", cluster=cluster, match=re.compile(rf"^(?P<cell>{names})$"), hub_repo=spec.hub_repo,
+        repo_type=spec.repo_type, expected=tuple(spec.expected), upload=upload, eval=(), tracker="",
+        upload_name=spec.upload_name, eval_name="", eval_job_column="", lookback_days=spec.lookback_days,
+        artifact_dir=spec.artifact_dir, leg_retries=spec.leg_retries,
+    )  # fmt: skip
 
 
 @dataclass
@@ -252,6 +272,9 @@ def advance(
             s.leg, s.upload_job, step.note = "upload", upload[0], f"upload job {upload[0]} ({upload[1]}) adopted"
         elif hub_ok is True:
             s.leg, step.note = "upload", "already on the hub"
+        elif not series.upload:  # a found series whose upload is not configured: said, the cell waits
+            step.note = f"SFT {s.sft_job} COMPLETED; OFF: upload needs hf_chain.found.upload in sweep.yaml"
+            return step
         else:
             step.submit, step.argv, s.leg = "upload", render_argv(series.upload, values), "upload"
             step.note = f"SFT {s.sft_job} COMPLETED -> upload to {values['hub_repo']}"
@@ -267,6 +290,17 @@ def advance(
             hub = "UNKNOWN" if hub_ok is None else "not yet"
             msg = f"upload job {up[0]} {up[1]}: flagged" if failed else f"waiting for the upload (hub: {hub})"
             step.note = "; ".join(x for x in (step.note, msg) if x)
+            return step
+        elif not series.eval:  # a found series: leg 1 only, until a configured series names it
+            step.note = "; ".join(
+                x
+                for x in (
+                    step.note,
+                    f"{values['hub_repo']} on the hub (no DB registration); "
+                    "eval and tracker: name its series in hf_chain.series (match, eval, tracker)",
+                )
+                if x
+            )
             return step
         else:
             ev = view.latest(series.eval_name.format(cell=cell))

@@ -6,18 +6,30 @@ come in as arguments (handoffs.ports); nothing is submitted or written on a dry 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep_core.config.handoffs_schema import FoundSeriesSpec
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import write_run_log
 from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.plan import Outcome, base_state, is_live, valid_job_id
 from sweep_core.handoffs.batch_job.remote import build_track_script, log_path, read_track
-from sweep_core.handoffs.chain.plan import CellState, ClusterView, Series, Step, advance, cell_values, completed_cells
+from sweep_core.handoffs.chain.plan import (
+    FOUND,
+    CellState,
+    ChainConfigError,
+    ClusterView,
+    Series,
+    Step,
+    advance,
+    cell_values,
+    completed_cells,
+    found_series,
+)
 from sweep_core.handoffs.chain.remote import probe_view
 from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
@@ -26,6 +38,7 @@ from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
+from sweep_core.safe_names import check_plain_name
 from sweep_core.slurm.gather import new_marker
 
 TAIL_BYTES = 16384  # the bounded tail a failed leg's traceback is read from
@@ -134,7 +147,9 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
         run.notes.append(f"{series.name}: {series.cluster} {view.problem}: nothing advanced")
         return
     tracker = None
-    if run.trackers is None:
+    if not series.tracker:  # a found series: leg 1 only, no tracker row
+        pass
+    elif run.trackers is None:
         run.notes.append(f"{series.name}: no tracker repo configured: leg 2 cannot record the eval")
     else:
         try:
@@ -178,6 +193,38 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
         _record_eval_jobs(series, tracker, submissions + adopted, run.written)
 
 
+def found_series_list(
+    series_list: Sequence[Series], found: Sequence[Mapping[str, str]], state: ChainState, spec: FoundSeriesSpec
+) -> tuple[list[Series], list[str]]:
+    """One found series per cluster (chain.plan.found_series): the HF-only completions the sweep handed
+    over (``found``: its conf's jobs, cluster and name) and the found cells of earlier runs (the
+    state), less every cell a configured series names (it takes the cell over). The notes say a name
+    that cannot be a cell."""
+    cells: dict[str, set[str]] = {}
+    for key in state:
+        if key.startswith(FOUND):
+            c, _, cell = key[len(FOUND) :].partition("/")
+            cells.setdefault(c, set()).add(cell)
+    for job in found:
+        cells.setdefault(str(job.get("cluster", "")), set()).add(str(job.get("name", "")))
+    out, notes = [], []
+    for c, names in sorted(cells.items()):
+        keep = []
+        for name in sorted(names):
+            if any(s.cluster == c and s.match.match(name) for s in series_list):
+                continue  # named by a configured series: its tracker and eval
+            try:
+                keep.append(check_plain_name(name, "cell"))
+            except ValueError as exc:
+                notes.append(f"{FOUND}{c}: not chained: {exc}")
+        if keep:
+            try:
+                out.append(found_series(spec, c, keep))
+            except ChainConfigError as exc:
+                notes.append(f"{FOUND}{c}: {exc}")
+    return out, notes
+
+
 def advance_chain(
     series_list: list[Series],
     *,
@@ -191,11 +238,15 @@ def advance_chain(
     save_state: Callable[[ChainState], None],
     say: Say,
     commit: CommitFiles = commit_tracker_files,
+    found: Sequence[Mapping[str, str]] = (),
+    found_spec: FoundSeriesSpec | None = None,
 ) -> dict[str, Any]:
-    """Advance every cell of every series; submissions, state and tracker edits only when not a dry
-    run. Returns the steps (as dicts), the notes and ``dry_run``."""
+    """Advance every cell of every series, then of the found series (``found``: the sweep's HF-only
+    completions no series names; ``found_spec``: hf_chain.found); submissions, state and tracker
+    edits only when not a dry run. Returns the steps (as dicts), the notes and ``dry_run``."""
     run = _Run(load_state(), dry_run, org, trackers, run_script, hub_check, say)
-    for series in series_list:
+    found_list, run.notes = found_series_list(series_list, found, run.state, found_spec or FoundSeriesSpec())
+    for series in [*series_list, *found_list]:
         try:  # only an active SLURM cluster is contacted (a dropped or skipped one never is)
             cfg, why = active_slurm(load_cluster, series.cluster, "nothing advanced, nothing contacted")
         except FileNotFoundError as exc:

@@ -58,6 +58,7 @@ from sweep_core.ledger.store import load_ledger, update_jobs
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
 
 CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
+HF_CHAIN = "hf_chain"  # the HF chain's (handoffs.triggers.Handoff.HF_CHAIN): its ``found`` jobs
 
 DEFAULT_MAX_HUB_ASKS = 20
 FIRST_RUN_GRACE = dt.timedelta(hours=6)  # an entry no run judged yet is left to its first cleanup run this long
@@ -137,7 +138,9 @@ def rejudge(
             if verdict is None:  # not read this sweep (just held back, or no reader): it waits
                 continue
             if verdict.hf_only is None:
-                out.reasons[key] = f"SFT completed: {CANNOT_TELL} ({verdict.why}): its launch YAML is read again every sweep"
+                out.reasons[key] = (
+                    f"SFT completed: {CANNOT_TELL} ({verdict.why}): its launch YAML is read again every sweep"
+                )
                 continue
             if verdict.hf_only:
                 out.hf_only.add(key)
@@ -147,7 +150,9 @@ def rejudge(
                 )
                 continue
             out.decided.add(key)
-            out.notes.append(f"cleanup backlog: {t.cluster} {t.job_id} {t.name}: {verdict.why}: judged on as {t.flavor}")
+            out.notes.append(
+                f"cleanup backlog: {t.cluster} {t.job_id} {t.name}: {verdict.why}: judged on as {t.flavor}"
+            )
         why = live_reason(t, state, ccfg.artifact_dir) or target_paths(t, ccfg, ())[1]
         if why:
             out.reasons[key] = why
@@ -303,6 +308,16 @@ def give_backlog(
     if not dry_run:
         stamp = now or dt.datetime.now(dt.UTC)
         update_backlog(log_dir, lambda items: apply(items, verdicts, todo, run_id, stamp))
+    if verdicts.hf_only:  # its launch YAML now says enable_db_registration: false: the HF chain's (spec §4)
+        chain = confs.get(HF_CHAIN) or {"dry_run": dry_run, "run_log": run_log, "found": []}
+        have = {job_key(j) for j in chain.get("found") or []}
+        found = [{k: str(b[k]) for k in ("cluster", "job_id", "name")} for b in backlog
+                 if job_key(b) in verdicts.hf_only and job_key(b) not in have]  # fmt: skip
+        confs = {**confs, HF_CHAIN: {**chain, "found": [*(chain.get("found") or []), *found]}}
+        lines += [
+            f"cleanup backlog: {j['cluster']} {j['job_id']} {j['name']} HF-only: handed to sweep_hf_chain"
+            for j in found
+        ]
     if todo:
         conf = confs.get(CLEANUP) or {"dry_run": dry_run, "run_log": run_log, "jobs": [], "reclaim_clusters": []}
         asked = {job_key(j) for j in conf["jobs"]}
