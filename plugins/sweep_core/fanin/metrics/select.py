@@ -3,7 +3,8 @@ bucket's default (the runbook's formats: rl.py, sft.py) when its own lines are i
 the step bar or the mirror marker; SFT: the HF Trainer banner); else the first ``metrics.profiles``
 entry whose signature is; else the default when a bare ``'loss'`` dict is (HF Trainer without its
 banner: ms-swift prints such dicts too, with its exact ``global_step/max_steps``); else the
-default, saying no format was found.
+general reader (general.py: records read by shape, names by the vocabulary) when it reads a step
+or a column; else the default, saying no format was found (and what the general reader missed).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 from sweep_core.fanin.metrics.common import Extracted
 from sweep_core.fanin.metrics.config import MetricsConfig
+from sweep_core.fanin.metrics.general import found_any, read_general
 from sweep_core.fanin.metrics.patterns import last_match
 from sweep_core.fanin.metrics.profiles import Profile, extract_profiled, plain
 from sweep_core.fanin.metrics.rl import extract_rl
@@ -56,6 +58,10 @@ def extract_training(bucket: str, name: str, tail: str, chain_tails: Sequence[st
     prof, default_found = _choose(bucket, name, tail, chain_tails, cfg)
     if prof is not None:
         return extract_profiled(prof, tail, chain_tails, default=False)
+    if not default_found:
+        general = read_general(bucket, tail)
+        if found_any(general):
+            return general
     out = extract_rl(tail, chain_tails, cfg) if bucket == "rl" else extract_sft(tail, cfg)
     if out.problems and not default_found:
         tried = ", ".join(p.name for p in cfg.profiles if p.bucket == bucket)
