@@ -54,7 +54,7 @@ _LINES = re.compile(r"[\r\n]")
 # name then : or = then the value; the name starts a word and may be up to four words
 _PAIR = re.compile(
     r"(?<![\w/@.\-])([A-Za-z_][\w/@.\-]*+(?:[ ][A-Za-z][\w/@.\-]*+){0,3}+)['\"]?[ \t]*+[:=][ \t]*+['\"]?"
-    rf"(?:np\.float\d*+\(|tensor\()?({_NUM})(?![\w.])"
+    rf"(?:np\.float\d*+\(|tensor\(|\[)?({_NUM})(?![\w.])"
 )
 _FIELD = re.compile(rf"[ \t]*+([A-Za-z][\w/.\- ]{{0,40}}?)[ \t]++({_NUM})[ \t]*+(?:[a-zA-Z%/]{{0,12}})?[ \t]*+")
 _HEADER = re.compile(
@@ -175,6 +175,7 @@ class _Read:
     total: str | None = None
     seen: list[str] = field(default_factory=list)
     records: int = 0
+    step_problem: str | None = None  # why the newest step line gives no step
     series: list[dict[str, float]] = field(default_factory=list)  # oldest first
     problems: list[str] = field(default_factory=list)
 
@@ -201,6 +202,15 @@ def _pairs(line: str) -> dict[str, str]:
             if fm is not None:
                 out.setdefault(fm.group(1).strip(), fm.group(2))
     return out
+
+
+def epoch_of(pairs: dict[str, str]) -> int | None:
+    """The whole epoch number a line prints (``Epoch: 1``), None when it prints none (or a fraction)."""
+    for name, raw in pairs.items():
+        if name.strip().lower() == "epoch":
+            num = _number(raw)
+            return int(num) if num is not None and math.isfinite(num) and num == int(num) else None
+    return None
 
 
 def _name_hit(name: str) -> tuple[str, int] | None:
@@ -278,6 +288,14 @@ def _walk(text: str, bucket: str) -> _Read:
             else:
                 point[col] = num
         hm = None if eval_line else _header(body)
+        if (step_here is not None or hm is not None) and epoch_of(pairs) not in (None, 0):
+            r.step_problem = (  # DeepSpeed-Chat's "Epoch: 1 | Step: 10": a step counted within the epoch
+                f"step unknown: the newest step line counts within epoch {epoch_of(pairs)} ({body.strip()[:50]!r})"
+            )
+            step_here, hm = None, None
+            r.step = None
+        elif step_here is not None or hm is not None:
+            r.step_problem = None
         if hm is not None:
             in_eval = False
             if step_here is None:
@@ -350,6 +368,18 @@ def _bars(text: str) -> list[_Bar]:
     return out
 
 
+_EVAL_NEAR = re.compile(r"['\"]eval_|Running Evaluation|\*\*\*\*\* eval metrics", re.IGNORECASE)
+
+
+def _eval_bar(text: str, b: _Bar) -> bool:
+    """A bar without a description that is an evaluation's: HF Trainer's eval bar, with the eval's
+    banner just before it or its ``{'eval_loss': …}`` dict after it before any other bar."""
+    before = text[max(0, b.pos - 400, text.rfind("%|", 0, b.pos)) : b.pos]
+    nxt = text.find("%|", b.pos + 2)
+    after = text[b.pos : nxt if nxt >= 0 else len(text)]
+    return _EVAL_NEAR.search(after) is not None or "Running Evaluation" in before
+
+
 def _kind(desc: str) -> str:
     if not desc:
         return "bare"
@@ -377,17 +407,16 @@ def _bar_step(bars: list[_Bar], total: int | None, text: str, problems: list[str
             others.append(f"{b.desc or 'a bar'} of total {b.total}")
             continue
         if b.kind == "bare" and total is None:
-            totals = {x.total for x in bars if x.kind == "bare"}
+            totals = {x.total for x in bars if x.kind == "bare" and not _eval_bar(text, x)}
+            if _eval_bar(text, b):
+                problems.append(
+                    "step unknown: the newest bar has no description and an evaluation follows it (it is the eval's)"
+                )
+                return None, total
             if len(totals) > 1:
                 problems.append(
                     f"step unknown: bars without a description of different totals ({', '.join(sorted(totals))[:40]})"
                     " and no known training total to tell the training bar"
-                )
-                return None, total
-            after = text[b.pos :]
-            if re.search(r"['\"]eval_|\beval(?:uat\w*)?\b|Running Evaluation|Validation", after, re.IGNORECASE):
-                problems.append(
-                    "step unknown: the newest bar has no description and an evaluation follows it (it may be the eval's)"
                 )
                 return None, total
         return b, total if total is not None else int(b.total)
@@ -408,6 +437,9 @@ def read_general(bucket: str, tail: str) -> Extracted:
     total = _count(total_text, out.problems) if total_text else None
     bar, total_bar = _bar_step(_bars(text), total, text, out.problems)
     step: int | None = None
+    if r.step_problem is not None and r.step is None:
+        out.problems.append(r.step_problem)
+        bar = None
     if r.step is not None and (bar is None or r.step[0] >= _line_start(text, bar.pos)):
         step = _count(r.step[1], out.problems)  # a header or name newer than any training bar
         out.problems[:] = [p for p in out.problems if not p.startswith("step unknown")]

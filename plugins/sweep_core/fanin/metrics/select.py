@@ -1,10 +1,9 @@
 """Which reader a RL/SFT job's log gets: a profile ``metrics.pins`` names for the job; else the
 bucket's default (the runbook's formats: rl.py, sft.py) when its own lines are in the tail (RL:
 the step bar or the mirror marker; SFT: the HF Trainer banner); else the first ``metrics.profiles``
-entry whose signature is; else the default when a bare ``'loss'`` dict is (HF Trainer without its
-banner: ms-swift prints such dicts too, with its exact ``global_step/max_steps``); else the
-general reader (general.py: records read by shape, names by the vocabulary) when it reads a step
-or a column; else the default, saying no format was found (and what the general reader missed).
+entry whose signature is; else the general reader (general.py: records read by shape, names by the
+vocabulary; HF Trainer without its banner is read there) when it reads a step or a column; else the
+default, saying no format was found.
 """
 
 from __future__ import annotations
@@ -27,11 +26,6 @@ def _default_found(bucket: str, tail: str, chain_tails: Sequence[str], cfg: Metr
     return last_match(cfg.sft_total, tail) is not None
 
 
-def _default_loose(bucket: str, tail: str) -> bool:
-    """A line the default reads but other formats print too (an SFT ``'loss'`` dict): a profile's signature goes first."""
-    return bucket == "sft" and ("'loss'" in tail or '"loss"' in tail)
-
-
 def _choose(
     bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig
 ) -> tuple[Profile | None, bool]:
@@ -45,7 +39,7 @@ def _choose(
     for prof in cfg.profiles:
         if prof.bucket == bucket and (prof.matches(text) or any(prof.matches(t) for t in first_chain)):
             return prof, False
-    return None, _default_loose(bucket, tail)
+    return None, False
 
 
 def profile_for(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Profile | None:
