@@ -34,6 +34,7 @@ from sweep_core.fanin.metrics.vocabulary import (
     NAMES,
     NAMESPACES,
     NOT_NAMES,
+    REWARD_GROUPS,
     SKIP_PARTS,
     SKIP_PREFIXES,
 )
@@ -112,8 +113,8 @@ def column_of(name: str) -> tuple[str, int] | None:
         spaces.append(parts.pop(0))
     leaf = "/".join(parts)
     hit = _EXACT.get(leaf)
-    if hit is None and len(parts) > 1 and _EXACT.get(parts[0], ("", 0))[0] == "reward":
-        hit = ("reward", _EXACT[parts[0]][1] + 500)  # rewards/accuracy/mean: a reward function's mean
+    if hit is None and len(parts) == 2 and parts[0] in REWARD_GROUPS:
+        hit = ("reward", 500)  # rewards/accuracy/mean: a reward function's mean
     if hit is None:
         return None
     for space in spaces:
@@ -226,14 +227,15 @@ def _name_hit(name: str) -> tuple[str, int] | None:
     return None
 
 
-def _header(line: str) -> re.Match[str] | None:
-    """The last training step header on the line (never one after micro/eval/total/... words)."""
-    last = None
+def _header(line: str) -> tuple[str, str | None] | None:
+    """(step, total or None) of the last training step header on the line, the total from any of
+    them (``iteration 17/99 | global_step: 17``); never one after micro/eval/total/... words."""
+    last, total = None, None
     for m in _HEADER.finditer(line):
         if _NOT_HEADER_BEFORE.search(line, max(0, m.start() - 24), m.start()):
             continue
-        last = m
-    return last
+        last, total = m.group(1), m.group(2) or total
+    return (last, total) if last is not None else None
 
 
 def _candidate_lines(text: str) -> list[int]:
@@ -299,9 +301,9 @@ def _walk(text: str, bucket: str) -> _Read:
         if hm is not None:
             in_eval = False
             if step_here is None:
-                step_here = hm.group(1)
-            if hm.group(2) and total_here is None:
-                total_here = hm.group(2)
+                step_here = hm[0]
+            if hm[1] and total_here is None:
+                total_here = hm[1]
         if in_eval or eval_line:
             continue
         if step_here is not None:
@@ -363,21 +365,32 @@ def _bars(text: str) -> list[_Bar]:
             continue
         head = text[ls : m.start()]
         desc = head[_PREFIX.match(head).end() :].strip().rstrip(":").strip()  # type: ignore[union-attr]
-        desc = re.sub(r"\d{1,3}$", "", desc).strip().rstrip(":").strip()
         out.append(_Bar(m.start(), desc, m.group(2), m.group(3), _kind(desc)))
     return out
 
 
-_EVAL_NEAR = re.compile(r"['\"]eval_|Running Evaluation|\*\*\*\*\* eval metrics", re.IGNORECASE)
+_EVAL_NEAR = re.compile(r"['\"]eval_|\*\*\*\*\* eval metrics", re.IGNORECASE)
+_EVAL_BANNER = re.compile(r"Running Evaluation|Running Prediction|\*\*\*\*\* eval", re.IGNORECASE)
 
 
-def _eval_bar(text: str, b: _Bar) -> bool:
-    """A bar without a description that is an evaluation's: HF Trainer's eval bar, with the eval's
-    banner just before it or its ``{'eval_loss': …}`` dict after it before any other bar."""
-    before = text[max(0, b.pos - 400, text.rfind("%|", 0, b.pos)) : b.pos]
-    nxt = text.find("%|", b.pos + 2)
-    after = text[b.pos : nxt if nxt >= 0 else len(text)]
-    return _EVAL_NEAR.search(after) is not None or "Running Evaluation" in before
+def _eval_bars(text: str, bars: list[_Bar]) -> set[int]:
+    """Positions of the bars without a description that are an evaluation's (HF Trainer's eval bar):
+    a run of bars of one total with the eval's banner in the 3 lines before its first bar, or its
+    ``{'eval_loss': …}`` dict after its last bar before a bar of another total."""
+    bare = sorted((b for b in bars if b.kind == "bare"), key=lambda b: b.pos)
+    out: set[str] = set()
+    i = 0
+    while i < len(bare):
+        j = i
+        while j + 1 < len(bare) and bare[j + 1].total == bare[i].total:
+            j += 1
+        start = _line_start(text, bare[i].pos)
+        before = "\n".join(text[max(0, start - 600) : start].splitlines()[-3:])
+        end = bare[j + 1].pos if j + 1 < len(bare) else len(text)
+        if _EVAL_BANNER.search(before) or _EVAL_NEAR.search(text, bare[j].pos, end):
+            out.update(b.pos for b in bare[i : j + 1])
+        i = j + 1
+    return out
 
 
 def _kind(desc: str) -> str:
@@ -407,8 +420,9 @@ def _bar_step(bars: list[_Bar], total: int | None, text: str, problems: list[str
             others.append(f"{b.desc or 'a bar'} of total {b.total}")
             continue
         if b.kind == "bare" and total is None:
-            totals = {x.total for x in bars if x.kind == "bare" and not _eval_bar(text, x)}
-            if _eval_bar(text, b):
+            evals = _eval_bars(text, bars)
+            totals = {x.total for x in bars if x.kind == "bare" and x.pos not in evals}
+            if b.pos in evals:
                 problems.append(
                     "step unknown: the newest bar has no description and an evaluation follows it (it is the eval's)"
                 )
@@ -452,7 +466,8 @@ def read_general(bucket: str, tail: str) -> Extracted:
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step line (a step header, name or training bar) in the log tail")
     if not r.records:
-        out.problems.append("no metric record (key: value, key=value, a dict) with a known name in the log tail")
+        unknown = ", ".join(c for c in cols if c not in SHOWN_ONLY)
+        out.problems.append(f"no metric record with a known name in the log tail (key: value, a dict, ...): {unknown}")
     else:
         saw = ", ".join(r.seen[:8]) + ("…" if len(r.seen) > 8 else "")
         for c in cols:

@@ -1,7 +1,8 @@
 """Which reader a RL/SFT job's log gets: a profile ``metrics.pins`` names for the job; else the
 bucket's default (the runbook's formats: rl.py, sft.py) when its own lines are in the tail (RL:
 the step bar or the mirror marker; SFT: the HF Trainer banner); else the first ``metrics.profiles``
-entry whose signature is; else the general reader (general.py: records read by shape, names by the
+entry whose signature is (the general reader instead when the profile finds no step and the general
+reader finds one and as many columns); else the general reader (general.py: records read by shape, names by the
 vocabulary; HF Trainer without its banner is read there) when it reads a step or a column; else the
 default, saying no format was found.
 """
@@ -47,16 +48,27 @@ def profile_for(bucket: str, name: str, tail: str, chain_tails: Sequence[str], c
     return _choose(bucket, name, tail, chain_tails, cfg)[0]
 
 
+def _columns(ex: Extracted) -> int:
+    return sum(v is not None for k, v in ex.values.items() if k not in ("step", "log_profile", "past_max_steps"))
+
+
 def extract_training(bucket: str, name: str, tail: str, chain_tails: Sequence[str], cfg: MetricsConfig) -> Extracted:
     """RL or SFT columns of one job, read with its profile (a non-default one is named in the values)."""
     prof, default_found = _choose(bucket, name, tail, chain_tails, cfg)
     if prof is not None:
-        return extract_profiled(prof, tail, chain_tails, default=False)
-    if not default_found:
-        general = read_general(bucket, tail)
-        if found_any(general):
-            return general
+        out = extract_profiled(prof, tail, chain_tails, default=False)
+        if out.values.get("step") is None and not any(p.pattern.search(name) for p, _ in cfg.pins):
+            general = read_general(bucket, tail)  # the profile's step source is not in the tail
+            if general.values.get("step") is not None and _columns(general) >= _columns(out):
+                return general
+            out.problems += [p for p in general.problems if p.startswith("step unknown")]
+        return out
+    general = None if default_found else read_general(bucket, tail)
+    if general is not None and found_any(general):
+        return general
     out = extract_rl(tail, chain_tails, cfg) if bucket == "rl" else extract_sft(tail, cfg)
+    if general is not None:  # why the general reader took no step (a bar of something else)
+        out.problems += [p for p in general.problems if p.startswith("step unknown")]
     if out.problems and not default_found:
         tried = ", ".join(p.name for p in cfg.profiles if p.bucket == bucket)
         out.problems.append(f"no known log format found in the tail (default and profiles: {tried or 'none'})")

@@ -4,8 +4,7 @@ general.py; a profile's ``keys`` pin a framework's exact names). Data only: a ne
 A name is compared lowercased, with spaces, dots and dashes as ``_`` (``Grad. Norm`` = ``grad_norm``,
 ``lm loss`` = ``lm_loss``). A namespaced key (``critic/rewards/mean``, ``rewards/accuracy/mean``) is
 read by its parts: a trailing ``mean``/``avg`` is dropped, a leading namespace of ``NAMESPACES`` too,
-and what is left must be a name below (or start with one of the reward names: a reward function's
-own mean). A key with a part in ``SKIP_PARTS`` (evaluation, a reference model, a spread) or a prefix
+and what is left must be a name below (or be ``rewards/<function>``: a reward function's own mean). A key with a part in ``SKIP_PARTS`` (evaluation, a reference model, a spread) or a prefix
 in ``SKIP_PREFIXES`` is never a column; ``NOT_NAMES`` are names that look like a column and are not.
 Earlier names of a column win over later ones, exact names over names read by their parts.
 """
@@ -51,7 +50,6 @@ NAMES: dict[str, tuple[str, ...]] = {
         "avg_reward",
         "reward_avg",
         "avg_raw_reward",
-        "rewards",
         "score",
         "scores",
         "reward_score",
@@ -135,6 +133,9 @@ NAMESPACES = (
     "env",
 )
 CRITIC_ONLY = {"critic": ("reward",)}
+# ``rewards/<function>/mean`` (TRL): a reward function's own mean, read as the reward after every
+# name above; bare ``rewards`` is not (slime's ``rollout/rewards`` are the group-normalized ones)
+REWARD_GROUPS = ("rewards",)
 AGGREGATES = ("mean", "avg", "average")
 SKIP_PARTS = frozenset(
     (
