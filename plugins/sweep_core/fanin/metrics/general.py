@@ -23,10 +23,12 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.fanin.metrics.common import Extracted, as_count, parse_metric_dict, within_total
+from sweep_core.fanin.metrics.patterns import last_match
 from sweep_core.fanin.metrics.profiles import COLUMNS, SHOWN_ONLY, plain
 from sweep_core.fanin.metrics.vocabulary import (
     AGGREGATES,
@@ -40,17 +42,16 @@ from sweep_core.fanin.metrics.vocabulary import (
 )
 
 NAME = "general"
-MAX_LINES = 300  # candidate lines read, newest first
+MAX_LINES = 64  # candidate lines read: the newest ones
 MAX_PAIRS = 64  # pairs read per line (its last ones)
-MAX_BARS = 64  # progress bars looked at, newest first
-LINE_CHARS = 4096  # of a longer line, its last characters
+MAX_BARS = 24  # progress bars looked at, newest first
+LINE_CHARS = 2048  # of a longer line, its last characters
 
 _NUM = r"[-+]?(?:\d[\d,]*+(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?+|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 # a line worth reading: a separator before a number, a dict, a bar or a step word
-_CANDIDATE = re.compile(
-    rf"[:=][ \t]*+['\"]?(?:{_NUM}|np\.|tensor\()|\{{|%\||\|[^|\r\n]*\d|\b[Ss][Tt][Ee][Pp]\b|\biter"
-    r"|Results|[Ee]valuat|[Vv]alidat|Running Eval|Training"
-)
+# a line worth reading holds a separator (a pair, a dict, a bar, a | field, a header's = or :):
+# matched from its start in one C scan (the text's \r are \n by then)
+_CANDIDATE = re.compile(r"(?m)^[^\n:={|%]*+[:={|%][^\n]*+")
 _LINES = re.compile(r"[\r\n]")
 # name then : or = then the value; the name starts a word and may be up to four words
 _PAIR = re.compile(
@@ -74,9 +75,8 @@ _EVAL_LINE = re.compile(
 )
 _TRAIN_SECTION = re.compile(r"\b(?:train(?:ing)?\b|step\b)", re.IGNORECASE)
 _BANNER_TOTAL = re.compile(
-    r"(?:Total optimization steps|Total training steps|Total steps|total_steps|max_steps|num_training_steps|"
-    r"max_num_steps|train_iters)[ \t]*+[:=]?[ \t]*+([\d,]{1,18})(?![\d.])",
-    re.IGNORECASE,
+    r"(?:Total optimization steps|Total training steps|Total steps|total steps|total_steps|max_steps|"
+    r"num_training_steps|max_num_steps|train_iters)[ \t]*+[:=]?[ \t]*+([\d,]{1,18})(?![\d.])"
 )
 _BAR = re.compile(r"(\d{1,3})%\|[^|\r\n]{0,120}\|[ \t]*+(\d{1,15})/(\d{1,15})[ \t]*+\[")
 _PREFIX = re.compile(
@@ -89,6 +89,7 @@ _NOT_TRAIN_BAR = re.compile(
     re.IGNORECASE,
 )
 _TRAIN_BAR = re.compile(r"train|step|iteration|\biter\b|optimi", re.IGNORECASE)
+_PCT_BAR = re.compile(r"%\|")
 _EPOCH = re.compile(r"^epoch[ :]*+(\d++)\b", re.IGNORECASE)
 
 
@@ -230,26 +231,20 @@ def _name_hit(name: str) -> tuple[str, int] | None:
 def _header(line: str) -> tuple[str, str | None] | None:
     """(step, total or None) of the last training step header on the line, the total from any of
     them (``iteration 17/99 | global_step: 17``); never one after micro/eval/total/... words."""
+    low = line.lower()
+    if "step" not in low and "iter" not in low:
+        return None
     last, total = None, None
-    for m in _HEADER.finditer(line):
+    for m in deque(_HEADER.finditer(line), maxlen=8):
         if _NOT_HEADER_BEFORE.search(line, max(0, m.start() - 24), m.start()):
             continue
         last, total = m.group(1), m.group(2) or total
     return (last, total) if last is not None else None
 
 
-def _candidate_lines(text: str) -> list[int]:
-    """The start of each line holding a candidate (a separator before a number, a dict, a bar, a
-    step word, a section header), oldest first, the last MAX_LINES of them."""
-    starts: list[int] = []
-    line_end = -1
-    for m in _CANDIDATE.finditer(text):
-        if m.start() < line_end:
-            continue
-        starts.append(_line_start(text, m.start()))
-        nl = _LINES.search(text, m.end())
-        line_end = nl.start() if nl else len(text)
-    return starts[-MAX_LINES:]
+def _candidate_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the newest MAX_LINES lines holding a separator, oldest first."""
+    return [m.span() for m in deque(_CANDIDATE.finditer(text), maxlen=MAX_LINES)]
 
 
 def _walk(text: str, bucket: str) -> _Read:
@@ -258,9 +253,8 @@ def _walk(text: str, bucket: str) -> _Read:
     r = _Read()
     want = set(COLUMNS[bucket])
     in_eval = False
-    for ls in _candidate_lines(text):
-        nl = _LINES.search(text, ls)
-        line = text[ls : nl.start() if nl else len(text)][-LINE_CHARS:]
+    for ls, le in _candidate_lines(text):
+        line = text[max(ls, le - LINE_CHARS) : le]
         body = line[_PREFIX.match(line).end() :]  # type: ignore[union-attr]
         if "%|" in body and not body.lstrip().startswith("{"):
             body = _without_bar(body)  # a bar's own numbers are read by _bars
@@ -354,7 +348,7 @@ class _Bar:
 def _bars(text: str) -> list[_Bar]:
     """The last progress bars of the tail, newest first, each with its description's kind."""
     out: list[_Bar] = []
-    ends = [m.start() for m in re.finditer(r"%\|", text)][-MAX_BARS:]
+    ends = [m.start() for m in deque(_PCT_BAR.finditer(text), maxlen=MAX_BARS)]
     for at in reversed(ends):
         ls = _line_start(text, at)
         k = at
@@ -409,6 +403,7 @@ def _kind(desc: str) -> str:
 def _bar_step(bars: list[_Bar], total: int | None, text: str, problems: list[str]) -> tuple[_Bar | None, int | None]:
     """The newest bar that is the training loop's, and the total it gives; problems say why not."""
     others: list[str] = []
+    evals: set[int] | None = None
     for b in bars:
         if b.kind == "other":
             others.append(b.desc[:40])
@@ -420,7 +415,7 @@ def _bar_step(bars: list[_Bar], total: int | None, text: str, problems: list[str
             others.append(f"{b.desc or 'a bar'} of total {b.total}")
             continue
         if b.kind == "bare" and total is None:
-            evals = _eval_bars(text, bars)
+            evals = _eval_bars(text, bars) if evals is None else evals
             totals = {x.total for x in bars if x.kind == "bare" and x.pos not in evals}
             if b.pos in evals:
                 problems.append(
@@ -442,10 +437,10 @@ def _bar_step(bars: list[_Bar], total: int | None, text: str, problems: list[str
 def read_general(bucket: str, tail: str) -> Extracted:
     """The bucket's columns read by shape, step and total only from a training source."""
     out = Extracted()
-    text = plain(tail)
+    text = plain(tail).replace("\r", "\n")  # a \r update is a line of its own
     r = _walk(text, bucket)
     banner = None
-    for m in _BANNER_TOTAL.finditer(text[-65536:]):
+    if (m := last_match((_BANNER_TOTAL,), text)) is not None:
         banner = m.group(1)
     total_text = r.step_total or banner or r.total
     total = _count(total_text, out.problems) if total_text else None
