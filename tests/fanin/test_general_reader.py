@@ -84,6 +84,8 @@ NOT_THE_STEP = {
     "openrlhf-episode.out": ("rl", "something else ('Episode"),
     # DeepSpeed-Chat's Step restarts each epoch
     "deepspeed-chat-epoch2.out": ("rl", "within epoch 1"),
+    # TRL's dataset bars say "train dataset" and count examples (examples/s), as does a bare one
+    "trl-sft-launch.out": ("sft", "only bars of something else"),
 }
 
 
@@ -93,6 +95,12 @@ def test_a_bar_or_header_that_is_not_the_training_step_is_unknown_with_its_reaso
     ex = extract_training(bucket, "job", read(name), [], CFG)
     assert ex.values["step"] is None
     assert any(p.startswith("step unknown") and why in p for p in ex.problems), ex.problems
+
+
+def test_hf_trainers_end_of_run_summary_is_no_loss_reading() -> None:
+    """Its train_loss is the run's average, not the last loss."""
+    ex = extract_training("sft", "j", read("trl-sft-launch.out"), [], CFG)
+    assert ex.values["loss"] is None and any("loss" in p for p in ex.problems)
 
 
 def test_the_eval_bar_of_a_bannerless_hf_run_is_never_the_step() -> None:

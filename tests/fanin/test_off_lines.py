@@ -123,7 +123,9 @@ def test_the_first_digest_on_record_tells_the_off_lines_once(tmp_path: Path) -> 
     assert msg is not None and "(first sweep on record)" in msg.title
     said = dict(msg.sections)["Hand-offs OFF until configured"]
     assert said.count(f"leonardo: {HARVEST_OFF}") == 1
-    assert any(ln.startswith("coreweave: OFF: cancel needs controller_url and iris_python in include/ops/") for ln in said)
+    assert any(
+        ln.startswith("coreweave: OFF: cancel needs controller_url and iris_python in include/ops/") for ln in said
+    )
     assert any(f"leonardo: {HARVEST_OFF}" in ln for ln in unrouted_lines(first))  # no channel: the task log
     assert not second.first and second.off == [] and second.empty()  # told once, not every sweep
     assert route(second, ["critical", "warn", "info"]) is None

@@ -88,7 +88,11 @@ _NOT_TRAIN_BAR = re.compile(
     r"process|prompt|writ|sanity|checkpoint|dataset|pack|embed|merg|export|reward model|score|rollout",
     re.IGNORECASE,
 )
-_TRAIN_BAR = re.compile(r"train|step|iteration|\biter\b|optimi", re.IGNORECASE)
+_TRAIN_BAR = re.compile(r"train|step|optimi", re.IGNORECASE)  # not "Iteration": old HF scripts count it per epoch
+# a bar's rate in things other than steps (a dataset map, a download, generation): never the step
+_NOT_STEP_RATE = re.compile(
+    r"[\d.] ?(?:examples|ex|ba|files|B|kB|MB|GB|shards|prompts|toks|tokens|samples|seqs|docs|rows)/s\b"
+)
 _PCT_BAR = re.compile(r"%\|")
 _EPOCH = re.compile(r"^epoch[ :]*+(\d++)\b", re.IGNORECASE)
 
@@ -264,6 +268,8 @@ def _walk(text: str, bucket: str) -> _Read:
             in_eval = eval_line
             continue
         pairs = {} if eval_line else _pairs(body)
+        if "train_runtime" in pairs:  # HF Trainer's end-of-run summary: train_loss is the run's average
+            continue
         point: dict[str, float] = {}
         ranks: dict[str, int] = {}
         step_here: str | None = None
@@ -359,7 +365,18 @@ def _bars(text: str) -> list[_Bar]:
             continue
         head = text[ls : m.start()]
         desc = head[_PREFIX.match(head).end() :].strip().rstrip(":").strip()  # type: ignore[union-attr]
-        out.append(_Bar(m.start(), desc, m.group(2), m.group(3), _kind(desc)))
+        close = text.find("]", m.end(), m.end() + 120)
+        rate = text[m.end() : close if close >= 0 else m.end() + 120]
+        kind = "other" if _NOT_STEP_RATE.search(rate) else _kind(desc)
+        out.append(
+            _Bar(
+                m.start(),
+                desc or (f"a bar in {rate.split(',')[-1].strip()}" if kind == "other" else ""),
+                m.group(2),
+                m.group(3),
+                kind,
+            )
+        )
     return out
 
 
