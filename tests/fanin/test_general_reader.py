@@ -84,6 +84,8 @@ NOT_THE_STEP = {
     "openrlhf-episode.out": ("rl", "something else ('Episode"),
     # DeepSpeed-Chat's Step restarts each epoch
     "deepspeed-chat-epoch2.out": ("rl", "within epoch 1"),
+    # OpenRLHF SFT's bars count epochs and the micro-batches of an epoch
+    "openrlhf-sft.out": ("sft", "only bars of something else ('Train step of epoch 0"),
     # TRL's dataset bars say "train dataset" and count examples (examples/s), as does a bare one
     "trl-sft-launch.out": ("sft", "only bars of something else"),
 }
@@ -95,6 +97,12 @@ def test_a_bar_or_header_that_is_not_the_training_step_is_unknown_with_its_reaso
     ex = extract_training(bucket, "job", read(name), [], CFG)
     assert ex.values["step"] is None
     assert any(p.startswith("step unknown") and why in p for p in ex.problems), ex.problems
+
+
+def test_a_bars_postfix_is_a_record_though_its_count_is_not_the_step() -> None:
+    ex = extract_training("sft", "j", read("openrlhf-sft.out"), [], CFG)
+    assert (ex.values["loss"], ex.values["grad_norm"], ex.values["lr"]) == (1.21, 0.498, 2e-5)
+    assert [p["loss"] for p in ex.series] == [1.23, 1.21]
 
 
 def test_hf_trainers_end_of_run_summary_is_no_loss_reading() -> None:

@@ -410,6 +410,8 @@ def _kind(desc: str) -> str:
     ep = _EPOCH.match(desc)
     if ep is not None:
         return "epoch0" if ep.group(1) == "0" else "epochN"
+    if "epoch" in desc.lower():  # "Train epoch" counts epochs, "Train step of epoch 1" steps within one
+        return "other"
     if _NOT_TRAIN_BAR.search(desc):
         return "other"
     if _TRAIN_BAR.search(desc):

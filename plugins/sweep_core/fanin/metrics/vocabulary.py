@@ -102,6 +102,7 @@ NAMES: dict[str, tuple[str, ...]] = {
         "global_avg_loss",
         "total_loss",
         "loss/mean",
+        "gpt_loss",
     ),
     "lr": (
         "actor/lr",
