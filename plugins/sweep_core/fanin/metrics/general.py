@@ -42,7 +42,7 @@ from sweep_core.fanin.metrics.vocabulary import (
 )
 
 NAME = "general"
-MAX_LINES = 64  # candidate lines read: the newest ones
+MAX_LINES = 48  # candidate lines read: the newest ones
 MAX_PAIRS = 64  # pairs read per line (its last ones)
 MAX_BARS = 24  # progress bars looked at, newest first
 LINE_CHARS = 2048  # of a longer line, its last characters
@@ -135,15 +135,19 @@ _EXACT: dict[str, tuple[str, int]] = {
 }
 
 
-def _count(text: str, problems: list[str]) -> int | None:
+def _count(text: str | float, problems: list[str]) -> int | None:
     """A step or total as printed (``450``, ``1,000``, ``450.0``) as int; else None with the reason."""
+    if isinstance(text, float):
+        return as_count(text, "step", problems)
     t = text.strip()
     if t.endswith(".0") or re.fullmatch(r"\d++\.0++", t):
         t = t.split(".")[0]
     return as_count(t, "step", problems)
 
 
-def _number(text: str) -> float | None:
+def _number(text: str | float) -> float | None:
+    if isinstance(text, float):
+        return text
     t = text.strip().rstrip(",")
     low = t.lower()
     if low in ("nan", "-nan", "+nan"):
@@ -176,9 +180,9 @@ class _Read:
     """What the newest-first walk found."""
 
     cols: dict[str, tuple[float, int]] = field(default_factory=dict)  # column -> (value, priority)
-    step: tuple[int, str] | None = None  # (position, text) of the newest training step
-    step_total: str | None = None
-    total: str | None = None
+    step: tuple[int, str | float] | None = None  # (position, text) of the newest training step
+    step_total: str | float | None = None
+    total: str | float | None = None
     seen: list[str] = field(default_factory=list)
     records: int = 0
     step_problem: str | None = None  # why the newest step line gives no step
@@ -186,9 +190,9 @@ class _Read:
     problems: list[str] = field(default_factory=list)
 
 
-def _pairs(line: str) -> dict[str, str]:
+def _pairs(line: str) -> dict[str, str | float]:
     """name -> value text of every pair shape on the line (dict, key: value, key value |)."""
-    out: dict[str, str] = {}
+    out: dict[str, str | float] = {}
     brace = line.find("{")
     if brace >= 0 and line.rfind("}") > brace:
         try:
@@ -198,7 +202,7 @@ def _pairs(line: str) -> dict[str, str]:
         if d:
             for k, v in d.items():
                 if isinstance(k, str) and (num := _value(v)) is not None:
-                    out[k] = repr(num)
+                    out[k] = num
             line = line[:brace]
     for m in _PAIR.findall(line)[-MAX_PAIRS:]:
         out.setdefault(m[0], m[1])
@@ -272,8 +276,8 @@ def _walk(text: str, bucket: str) -> _Read:
             continue
         point: dict[str, float] = {}
         ranks: dict[str, int] = {}
-        step_here: str | None = None
-        total_here: str | None = None
+        step_here: str | float | None = None
+        total_here: str | float | None = None
         for name, raw in pairs.items():
             hit = _name_hit(name)
             num = _number(raw) if hit is not None else None
