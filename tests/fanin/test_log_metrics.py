@@ -393,7 +393,7 @@ PROFILED = {  # fixture: (bucket, profile, the values the Step/metric columns sh
     ),
     "megatron.out": ("sft", "megatron", {"step": 5428, "total": 250000, "loss": 2.341002, "lr": 2.999e-04}),
     "mmengine.out": ("sft", "mmengine", {"step": 580, "total": 2046, "loss": 0.6011, "lr": 1.9986e-05}),
-    "lightning.out": ("sft", "lightning", {"step": 450, "total": None, "loss": 2.571}),
+    "lightning.out": ("sft", "lightning", {"step": 450, "total": 1000, "loss": 2.571}),  # total: epoch 0's bar
     # the exact global_step/max_steps of the last dict, not the Val bar 25/25 nor the half-written bar after it
     "ms-swift.out": (
         "sft",
