@@ -111,6 +111,15 @@ def test_hf_trainers_end_of_run_summary_is_no_loss_reading() -> None:
     assert ex.values["loss"] is None and any("loss" in p for p in ex.problems)
 
 
+def test_a_profile_never_takes_the_eval_bar_nor_the_eval_dict() -> None:
+    """TRL's profile reads bars by their N/M: the eval's bar (its eval dict after it) is not the step,
+    and the eval's own dict is passed over for the step's dict before it."""
+    ex = extract_training("rl", "j", read("trl-grpo-eval.out"), [], CFG)
+    assert ex.values["log_profile"] == "trl" and ex.values["step"] is None and ex.values["max_steps"] is None
+    assert any("evaluation's" in p for p in ex.problems)
+    assert (ex.values["reward"], ex.values["entropy"], ex.values["grad_norm"]) == (0.25, 0.4412, 0.3711)
+
+
 def test_the_eval_bar_of_a_bannerless_hf_run_is_never_the_step() -> None:
     """The case issue 40 calls WRONG: an evaluation bar followed by the training bar, neither with a
     description, no banner total in the tail. The eval's own banner or its eval dict tells it."""

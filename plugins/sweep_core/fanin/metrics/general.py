@@ -408,6 +408,16 @@ def _eval_bars(text: str, bars: list[_Bar]) -> set[int]:
     return out
 
 
+def eval_bar_counts(tail: str) -> dict[str, str]:
+    """count -> total (N -> M of N/M) of the bars without a description that are HF Trainer's eval
+    bars and whose count no other bar shows: a profile whose bar pattern read one read the eval's."""
+    text = plain(tail).replace("\r", "\n")
+    bars = _bars(text)
+    evals = _eval_bars(text, bars) if any(b.kind == "bare" for b in bars) else set()
+    other = {b.n for b in bars if b.pos not in evals}
+    return {b.n: b.total for b in bars if b.pos in evals and b.n not in other}
+
+
 def _kind(desc: str) -> str:
     if not desc:
         return "bare"

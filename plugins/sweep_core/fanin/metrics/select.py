@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sweep_core.fanin.metrics.common import Extracted
 from sweep_core.fanin.metrics.config import MetricsConfig
-from sweep_core.fanin.metrics.general import found_any, read_general
+from sweep_core.fanin.metrics.general import eval_bar_counts, found_any, read_general
 from sweep_core.fanin.metrics.patterns import last_match
 from sweep_core.fanin.metrics.profiles import Profile, extract_profiled, plain
 from sweep_core.fanin.metrics.rl import extract_rl
@@ -57,6 +57,15 @@ def extract_training(bucket: str, name: str, tail: str, chain_tails: Sequence[st
     prof, default_found = _choose(bucket, name, tail, chain_tails, cfg)
     if prof is not None:
         out = extract_profiled(prof, tail, chain_tails, default=False)
+        evals = eval_bar_counts(tail) if out.values.get("step") is not None else {}
+        if str(out.values.get("step")) in evals:  # the profile's bar pattern took HF Trainer's eval bar
+            total_key = "max_steps" if bucket == "rl" else "total"
+            if str(out.values.get(total_key)) == evals[str(out.values["step"])]:
+                out.values[total_key] = None
+            out.values["step"] = None
+            out.problems.append(
+                "step unknown: the bar read is an evaluation's (its eval banner or eval dict beside it)"
+            )
         if out.values.get("step") is None and not any(p.pattern.search(name) for p, _ in cfg.pins):
             general = read_general(bucket, tail)  # the profile's step source is not in the tail
             if general.values.get("step") is not None and _columns(general) >= _columns(out):
