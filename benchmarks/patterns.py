@@ -151,9 +151,12 @@ def general_tails() -> dict[str, str]:
         "'=1'*n": "=1",
         "':1'*n": ":1",
         "'\\x1b[31m'*n": "\x1b[31m",
+        "'Evaluating '*n": "Evaluating ",
+        "'Evaluating\\n'*n": "Evaluating\n",
     }
     for name, unit in shapes.items():
         out[name] = unit * (n // len(unit))
+    out["'a'*n+'Evaluat'"] = "a" * (n - 7) + "Evaluat"  # one line the evaluation test scans whole
     verl = (ROOT / "tests" / "fixtures" / "logs" / "profiles" / "verl.out").read_text()
     out["verl.out repeated"] = (verl * (n // len(verl) + 1))[:n]
     return out

@@ -55,6 +55,8 @@ READ = {
     "torchtune-jsonl.out": ("sft", "general", {"step": 25, "loss": 1.1702880859375, "grad_norm": 0.7985}),
     "torchtitan.out": ("sft", "general", {"step": 10, "total": 1000, "loss": 7.98765, "grad_norm": 1.1987}),
     "deepspeed.out": ("sft", "general", {"step": 100, "loss": None, "lr": 2e-05}),
+    # the loss of step 999, not the evaluation's after it
+    "deepspeed-chat-sft.out": ("sft", "general", {"step": 999, "loss": 1.1719}),
     "unsloth.out": ("sft", "general", {"step": 20, "total": 60, "loss": 1.0123, "grad_norm": 0.4412}),
     "hf-eval-then-train.out": ("sft", "general", {"step": 601, "total": 6000, "loss": 1.0388}),
     "lightning-epoch0.out": ("sft", "general", {"step": 451, "total": 1000, "loss": 2.571}),

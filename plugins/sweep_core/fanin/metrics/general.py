@@ -49,9 +49,10 @@ LINE_CHARS = 2048  # of a longer line, its last characters
 
 _NUM = r"[-+]?(?:\d[\d,]*+(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?+|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 # a line worth reading: a separator before a number, a dict, a bar or a step word
-# a line worth reading holds a separator (a pair, a dict, a bar, a | field, a header's = or :):
-# matched from its start in one C scan (the text's \r are \n by then)
-_CANDIDATE = re.compile(r"(?m)^[^\n:={|%]*+[:={|%][^\n]*+")
+# a line worth reading holds a separator (a pair, a dict, a bar, a | field, a header's = or :) or
+# opens an evaluation (``***** Evaluating perplexity *****``): matched from its start in one C scan
+# (the text's \r are \n by then)
+_CANDIDATE = re.compile(r"(?m)^[^\n:={|%]*+[:={|%][^\n]*+|^[^\n]*?(?:[Ee]valuat|[Vv]alidat|EVAL)[^\n]*+")
 _LINES = re.compile(r"[\r\n]")
 # name then : or = then the value; the name starts a word and may be up to four words
 _PAIR = re.compile(
