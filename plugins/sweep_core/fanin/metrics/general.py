@@ -217,11 +217,9 @@ def _pairs(line: str) -> dict[str, str | float]:
 
 def epoch_of(pairs: dict[str, str]) -> int | None:
     """The whole epoch number a line prints (``Epoch: 1``), None when it prints none (or a fraction)."""
-    for name, raw in pairs.items():
-        if name.strip().lower() == "epoch":
-            num = _number(raw)
-            return int(num) if num is not None and math.isfinite(num) and num == int(num) else None
-    return None
+    raw = next((pairs[k] for k in ("epoch", "Epoch", "EPOCH") if k in pairs), None)
+    num = _number(raw) if raw is not None else None
+    return int(num) if num is not None and math.isfinite(num) and num == int(num) else None
 
 
 def _name_hit(name: str) -> tuple[str, int] | None:
@@ -419,6 +417,7 @@ def eval_bar_counts(tail: str) -> dict[str, str]:
     return {b.n: b.total for b in bars if b.pos in evals and b.n not in other}
 
 
+@functools.lru_cache(maxsize=1024)
 def _kind(desc: str) -> str:
     if not desc:
         return "bare"
