@@ -101,6 +101,12 @@ def test_a_bar_or_header_that_is_not_the_training_step_is_unknown_with_its_reaso
     assert any(p.startswith("step unknown") and why in p for p in ex.problems), ex.problems
 
 
+def test_vllm_engine_stats_in_an_rl_log_give_no_number() -> None:
+    ex = extract_training("rl", "j", read("vllm-rollout.out"), [], CFG)
+    assert all(ex.values[k] is None for k in ("step", "max_steps", "reward", "grad_norm", "entropy", "tis"))
+    assert any("Processed prompts" in p for p in ex.problems), ex.problems
+
+
 def test_a_bars_postfix_is_a_record_though_its_count_is_not_the_step() -> None:
     ex = extract_training("sft", "j", read("openrlhf-sft.out"), [], CFG)
     assert (ex.values["loss"], ex.values["grad_norm"], ex.values["lr"]) == (1.21, 0.498, 2e-5)
