@@ -101,6 +101,14 @@ def test_a_bar_or_header_that_is_not_the_training_step_is_unknown_with_its_reaso
     assert any(p.startswith("step unknown") and why in p for p in ex.problems), ex.problems
 
 
+def test_a_record_printed_over_several_lines_is_one_point_of_its_step() -> None:
+    """The series the collapse rule reads: DeepSpeed-Chat's step line then its reward line, one point each step."""
+    ex = extract_training("rl", "j", read("deepspeed-chat.out"), [], CFG)
+    assert ex.series == [{"step": 9.0, "reward": 0.2871}, {"step": 10.0, "reward": 0.3012}]
+    ex = extract_training("rl", "j", read("nemo-rl.out"), [], CFG)
+    assert ex.series == [{"step": 5.0, "reward": 0.4531}]
+
+
 def test_vllm_engine_stats_in_an_rl_log_give_no_number() -> None:
     ex = extract_training("rl", "j", read("vllm-rollout.out"), [], CFG)
     assert all(ex.values[k] is None for k in ("step", "max_steps", "reward", "grad_norm", "entropy", "tis"))

@@ -260,6 +260,7 @@ def _walk(text: str, bucket: str) -> _Read:
     r = _Read()
     want = set(COLUMNS[bucket])
     in_eval = False
+    block: dict[str, float] | None = None  # the point a step header alone opened
     for ls, le in _candidate_lines(text):
         line = text[max(ls, le - LINE_CHARS) : le]
         body = line[_PREFIX.match(line).end() :]  # type: ignore[union-attr]
@@ -319,9 +320,19 @@ def _walk(text: str, bucket: str) -> _Read:
             r.seen = list(pairs)[:12]
             for c, v in shown.items():
                 r.cols[c] = (v, ranks[c])
-            if step_here is not None and (s := _count(step_here, [])) is not None:
-                shown["step"] = float(s)
-            r.series.append(shown)
+            step_n = _count(step_here, []) if step_here is not None else None
+            if step_n is not None:
+                r.series.append({**shown, "step": float(step_n)})
+                block = None
+            elif block is not None and not shown.keys() & block.keys():
+                block.update(shown)  # one step's record printed over several lines (NeMo-RL's bullets)
+            else:
+                r.series.append(shown)
+                block = None
+        elif step_here is not None and (step_n := _count(step_here, [])) is not None:
+            block = {"step": float(step_n)}  # a header alone: the lines after it are its record
+            r.series.append(block)
+    r.series = [p for p in r.series if p.keys() - {"step"}]
     return r
 
 
