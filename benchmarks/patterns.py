@@ -5,12 +5,15 @@ the extractor's own search (``last_match``, ``findall`` for the exception names)
 to make a backtracking regex go quadratic: long digit runs before a near-miss literal, long
 lines of the separators (``/``, ``=``, ``:``, spaces, ``,``), near-miss literals repeated.
 Prints the worst tail and its time per pattern; target <= 20 ms each, and <= 1 ms for a log
-profile's patterns (``metrics.profiles``, issue 31).
+profile's patterns (``metrics.profiles``, issue 31). The general reader (metrics/general.py, issue 40)
+is timed whole, per bucket, on the same tails and on tails of its own shapes (pairs, bars, dicts,
+step headers, ``|`` fields): <= 1 ms.
 Usage: source scripts/env.sh && python benchmarks/patterns.py
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -21,6 +24,7 @@ sys.path.insert(0, str(ROOT / "plugins"))
 
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.fanin.metrics.config import metrics_config  # noqa: E402
+from sweep_core.fanin.metrics.general import read_general  # noqa: E402
 from sweep_core.fanin.metrics.patterns import findall, last_match  # noqa: E402
 
 SIZE = 16384
@@ -122,6 +126,61 @@ def patterns() -> list[tuple[str, re.Pattern[str], str]]:
     return list(seen.values())
 
 
+def general_tails() -> dict[str, str]:
+    """The generic tails and ones built for the general reader's shapes, ~16 KiB each."""
+    out = tails(_EMPTY)
+    n = SIZE
+    shapes = {
+        "'a: 1 '*n": "a: 1 ",
+        "'loss: 1  '*n": "loss: 1  ",
+        "'| Loss 1 '*n": "| Loss 1 ",
+        "'step 1 '*n": "step 1 ",
+        "'Step: 1/2, Reward Mean: 1\\n'*n": "Step: 1/2, Reward Mean: 1\n",
+        "'{'*n": "{",
+        "\"{'loss': 1}\\n\"*n": "{'loss': 1}\n",
+        "'{\"loss\": 1, '*n": '{"loss": 1, ',
+        "'%|'*n": "%|",
+        "' 1%|█| 1/2 [\\r'*n": " 1%|█| 1/2 [\r",
+        "' 1%|█| 1/2 [\\n'*n": " 1%|█| 1/2 [\n",
+        "'Evaluating: 1%|█| 1/2 [\\n'*n": "Evaluating: 1%|█| 1/2 [\n",
+        "'  • Avg Reward: 1\\n'*n": "  • Avg Reward: 1\n",
+        "'📊 Validation Results:\\n'*n": "📊 Validation Results:\n",
+        "'(A pid=1) [rank0]: '*n": "(A pid=1) [rank0]: ",
+        "'a/b/c/d/e/mean: 1 '*n": "a/b/c/d/e/mean: 1 ",
+        "'x y z w v: 1 '*n": "x y z w v: 1 ",
+        "'=1'*n": "=1",
+        "':1'*n": ":1",
+        "'\\x1b[31m'*n": "\x1b[31m",
+        "'Evaluating '*n": "Evaluating ",
+        "'Evaluating\\n'*n": "Evaluating\n",
+    }
+    for name, unit in shapes.items():
+        out[name] = unit * (n // len(unit))
+    out["'a'*n+'Evaluat'"] = "a" * (n - 7) + "Evaluat"  # one line the evaluation test scans whole
+    verl = (ROOT / "tests" / "fixtures" / "logs" / "profiles" / "verl.out").read_text()
+    out["verl.out repeated"] = (verl * (n // len(verl) + 1))[:n]
+    return out
+
+
+def time_general() -> float:
+    """The worst time of the general reader over its tails (ms), printed per bucket."""
+    worst_all = 0.0
+    for bucket in ("rl", "sft"):
+        times = {}
+        for name, text in general_tails().items():
+            best = math.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                read_general(bucket, text)
+                best = min(best, (time.perf_counter() - t0) * 1000.0)
+            times[name] = best
+        name, ms = max(times.items(), key=lambda kv: kv[1])
+        worst_all = max(worst_all, ms)
+        mark = "" if ms <= PROFILE_TARGET_MS else "  OVER TARGET"
+        print(f"{'general reader (' + bucket + ', whole read)':<60} {ms:>9.2f}  {name}{mark}")
+    return worst_all
+
+
 def main() -> int:
     worst_all = 0.0
     print(f"{'pattern':<60} {'worst ms':>9}  worst tail")
@@ -136,8 +195,11 @@ def main() -> int:
         over += ms > target
         mark = "" if ms <= target else "  OVER TARGET"
         print(f"{where + ' ' + p.pattern:<60.60} {ms:>9.2f}  {name}{mark}")
+    general = time_general()
+    over += general > PROFILE_TARGET_MS
     print(f"worst of all: {worst_all:.2f} ms (target <= {TARGET_MS:g} ms)")
     print(f"worst log-profile pattern: {worst_profile:.2f} ms (target <= {PROFILE_TARGET_MS:g} ms)")
+    print(f"worst general reader: {general:.2f} ms (target <= {PROFILE_TARGET_MS:g} ms)")
     return 0 if over == 0 else 1
 
 

@@ -23,6 +23,7 @@ from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.recent_window import judge_at_end, trim_recent
 from sweep_core.fanin.render import SweepResult, render_sweep
 from sweep_core.fanin.render_campaigns import render_campaign
+from sweep_core.fanin.step_check import check_steps
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.vanished import add_vanished_rows
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
@@ -214,10 +215,12 @@ def digest_step(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:
 def digest_gathered(snap: ClusterSnapshot, ledger: Ledger, config: SweepConfig) -> None:
     """A gather's snapshot before its XCom push (in place): a log read on from its cursor gets the
     ledger's last lines before the new ones, then digest_step, then a metric the new bytes did not
-    show keeps the ledger's value (said so; fanin.cursor)."""
+    show keeps the ledger's value (said so; fanin.cursor), then the step is checked against the
+    ledger's last step and total (fanin.step_check)."""
     before_digest(snap, ledger)
     digest_step([snap], config)
     carry(snap, ledger)
+    check_steps(snap, ledger)
 
 
 def digest_tails(snaps: Sequence[ClusterSnapshot], config: SweepConfig) -> int:

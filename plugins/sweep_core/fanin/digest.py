@@ -37,6 +37,7 @@ from sweep_core.fanin.metrics.datagen import chunk_counts, extract_datagen
 from sweep_core.fanin.metrics.eval import extract_eval
 from sweep_core.fanin.metrics.hang import hang_evidence, named_traps
 from sweep_core.fanin.metrics.select import extract_training
+from sweep_core.fanin.step_check import RESTART_KEY, restart_evidence
 from sweep_core.fanin.streams import bound_points, merge_streams, say_source
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.models import GATHER_FACTS, ClusterSnapshot, Job
@@ -146,6 +147,8 @@ def tail_evidence(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig) -> dict[str,
     elif tail and job.base_state in rcfg.failure_states:
         ev |= {"traceback": tb} if (tb := first_real_traceback(tail)) else {}
         ev |= {"traps": [[t.name, t.line] for t in traps]} if (traps := named_traps(tail[-8192:])) else {}
+    if tail and job.bucket in (Bucket.RL, Bucket.SFT) and (line := restart_evidence(tail)):
+        ev[RESTART_KEY] = line  # a step below the ledger's is a restart's, not a wrong one (step_check)
     if job.bucket == Bucket.RL:
         fp = launch_fingerprint(job, rcfg.fingerprint)
         ev["fingerprint"] = {k: v[:FIELD_CHARS] for k, v in fp.items() if k not in JOB_FIELDS}

@@ -174,7 +174,10 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
             if lines:
                 source = f"earlier chain log #{i}"
                 break
-    last, seen = lines[-1] if lines else ({}, [])
+    # the last training line: an evaluation's own line (eval_/eval/ names, none of ours) is passed over when a
+    # training line is before it (HF's {'eval_loss': ...} after the step's {'loss': ...})
+    train = [ln for ln in lines if ln[0] or not any(n.startswith(("eval_", "eval/")) for n in ln[1])]
+    last, seen = (train or lines)[-1] if lines else ({}, [])
     if total is None and last.get("max_steps") is not None and source == "this log":
         total = as_count(last["max_steps"], "max steps", out.problems)
     past: list[int] = []
