@@ -130,3 +130,11 @@ def test_vocabulary_stand_in(name: str, column: str | None) -> None:
     assert column_for(name) == column
     if column is not None:  # the login node's prefilter keeps every name the vocabulary maps
         assert any(w in name.lower() for w in WORDS)
+
+
+def test_the_login_nodes_prefilter_keeps_every_name_of_the_vocabulary() -> None:
+    """A tag the vocabulary maps must reach the sweep: the login node keeps only tags holding a word."""
+    from sweep_core.fanin.metrics.vocabulary import NAMES
+
+    lost = [name for names in NAMES.values() for name in names if not any(w in name.lower() for w in WORDS)]
+    assert lost == []

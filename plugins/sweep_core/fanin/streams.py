@@ -30,7 +30,10 @@ COUNTS = ("step", "total", "max_steps")
 # The login node's prefilter (programs/streams.py): a tag comes back only when it holds one of these
 # (lower case). Every name the vocabulary maps holds one (tests/fanin/test_streams_merge.py checks
 # names of every column); a vocabulary name without one needs its word here.
-STREAM_WORDS: tuple[str, ...] = ("step", "reward", "score", "grad", "entropy", "loss", "lr", "learning_rate")
+STREAM_WORDS: tuple[str, ...] = (
+    *("step", "iter", "reward", "score", "grad", "gnorm", "entropy", "loss", "lr", "learning_rate"),
+    *("tis", "is_ratio", "rollout_is"),
+)
 SERIES_KEYS = ("reward", "grad_norm", "entropy", "loss")  # the rule keys a stream can feed
 
 
