@@ -13,8 +13,11 @@ from typing import Any
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
 from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+
+DAG_TEST_USER = "dag_test"  # the triggering user dag.test() gives every run it makes (airflow.sdk DAG.test)
 
 
 def hand_off(run_log_dir: Path, jobs: list[dict[str, Any]], *, sweep_run: str = "", rule: str = "liveness_stale",
@@ -42,7 +45,8 @@ def hand_off(run_log_dir: Path, jobs: list[dict[str, Any]], *, sweep_run: str = 
         for c in clusters
     ]
     confs = plan_handoffs(snaps, flags, dry_run=False, run_log="", trackers=False, hf_chain=False)
-    confs, _ = give_once(run_log_dir, confs, run_id=sweep_run, dry_run=False)
+    cancel_run = HandoffRun(f"{sweep_run}__cancel", DAG_TEST_USER)  # the run dag.test() then makes
+    confs, _ = give_once(run_log_dir, confs, run_id=sweep_run, dry_run=False, cancel_run=cancel_run)
     frame = sweep_frame(snaps, flags, run_id=sweep_run, window_start=now - dt.timedelta(hours=1), window_end=now)
     HistoryStore(run_log_dir / "history").append(frame, run_id=sweep_run, window_end=now)
-    return f"{sweep_run}__cancel", list((confs.get("cancel") or {}).get("jobs") or [])
+    return cancel_run.run_id, list((confs.get("cancel") or {}).get("jobs") or [])
