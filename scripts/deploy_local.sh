@@ -121,7 +121,7 @@ want = {
     "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
     "_AIRFLOW_WWW_USER_USERNAME": "admin",
     "_AIRFLOW_WWW_USER_PASSWORD": secrets.token_urlsafe(18),
-    # the sweep's own API user (role USER: edits DAG runs, nothing else): the run note's Connection
+    # the sweep's own API user (FAB role User: edits DAG runs, nothing else): the run note's Connection
     "SWEEP_API_USERNAME": "sweep_api",
     "SWEEP_API_PASSWORD": secrets.token_urlsafe(18),
 }
