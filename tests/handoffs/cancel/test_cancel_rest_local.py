@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from cancel_handoff import hand_off
 from conftest import ROOT, USER, sh
 from hitl_responder import wait_exit_seen
 from lab import LAB_CONFIG, LAB_OPS
@@ -95,7 +96,7 @@ def _airflow(tmp_path: Path, manager: str = "simple") -> Iterator[tuple[str, dic
     (home / "dags" / "sweep_cancel.py").symlink_to(ROOT / "dags" / "sweep_cancel.py")
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs").mkdir(exist_ok=True)
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
@@ -255,3 +256,62 @@ def test_a_forged_cancel_from_a_non_admin_user_asks_per_job_and_only_an_approver
     validate_log = "\n".join(p.read_text() for p in (tmp_path / "airflow" / "logs").rglob("*.log")
                              if "task_id=validate" in str(p))  # fmt: skip
     assert "BY HAND (requested by bob)" in validate_log
+
+
+def test_a_by_hand_run_whose_run_id_is_the_sweeps_borrows_none_of_its_authority(local_cluster, tag, tmp_path) -> None:
+    """issue 39: a scheduled sweep handed a RUNNING job off to sweep_cancel (its ledger record, its
+    history flag row) and sweep.yaml grants a standing permission for that rule. bob, who may
+    trigger DAGs, triggers sweep_cancel through the REST API with the sweep's own conf under run ids
+    he chooses: one shaped like the sweep's follow-up batch (``<sweep>__cancel__2``) and the very id
+    the sweep would trigger (``<sweep>__cancel``), before it does. Neither is the sweep's: both are
+    by-hand requests, no standing permission acts, a human is asked, the job stays RUNNING."""
+    c = local_cluster
+    name = f"rl__{tag}_handed"
+    jid = c.submit(name, "sleep 900")
+    c.wait_running(jid)
+    sweep = "scheduled__2026-12-06T09:00:00+00:00"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    run_id, jobs = hand_off(logs, [{"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval"}],
+                            sweep_run=sweep, user="", history=tmp_path / "history")  # fmt: skip
+    assert run_id == f"{sweep}__cancel" and len(jobs) == 1
+    with _airflow(tmp_path) as (base, env):
+        home = Path(env["AIRFLOW_HOME"])
+        admin, bob = _client(base, home, "admin"), _client(base, home, "bob")
+        _until("sweep_cancel parsed", 180, lambda: admin.get(f"/api/v2/dags/{DAG}").status_code == 200)
+        runs = {}
+        for chosen in (f"{sweep}__cancel__2", run_id):
+            trig = bob.post(f"/api/v2/dags/{DAG}/dagRuns",
+                            json={"dag_run_id": chosen, "logical_date": None, "conf": {"jobs": jobs, "dry_run": False}})  # fmt: skip
+            assert trig.status_code == 200, trig.text  # bob may choose the run id
+            runs[chosen] = f"/api/v2/dags/{DAG}/dagRuns/{chosen}"
+
+        def parked() -> bool:
+            return all(any(t["state"] == "awaiting_input" for t in admin.get(f"{r}/taskInstances",
+                       params={"task_id": "approve"}).json()["task_instances"] if t["task_id"] == "approve")
+                       for r in runs.values())  # fmt: skip
+
+        _until("each run asks a human", 400, parked)
+        for chosen, r in runs.items():
+            states = {t["task_id"]: t["state"] for t in admin.get(f"{r}/taskInstances").json()["task_instances"]}
+            assert states["standing"] == "success", states  # it ran and acted on nothing
+            d = admin.get(f"{r}/taskInstances/approve/0/hitlDetails").json()
+            assert d["subject"].startswith("[BY HAND]") and "**BY HAND**, requested by `bob`" in d["body"], d
+            assert [u["id"] for u in d["assigned_users"]] == ["carol"]
+            why = "this run was triggered by bob" if chosen == run_id else "this run is not the hand-off run"
+            assert why in d["body"], d["body"]
+        assert _squeue_state(jid) == "RUNNING"
+        for r in runs.values():  # a Reject each ends the runs; nothing was done
+            wait_exit_seen(tmp_path / "scheduler.log", r.rsplit("/", 1)[1], "approve", (0,))
+        carol = _client(base, home, "carol")
+        for r in runs.values():
+            ok = carol.patch(
+                f"{r}/taskInstances/approve/0/hitlDetails", json={"chosen_options": ["Reject"], "params_input": {}}
+            )
+            assert ok.status_code == 200, ok.text
+        _until(
+            "both runs end",
+            300,
+            lambda: all(admin.get(r).json()["state"] in ("success", "failed") for r in runs.values()),
+        )
+    assert _squeue_state(jid) == "RUNNING"
