@@ -259,40 +259,40 @@ def test_a_forged_cancel_from_a_non_admin_user_asks_per_job_and_only_an_approver
 
 
 def test_a_by_hand_run_whose_run_id_is_the_sweeps_borrows_none_of_its_authority(local_cluster, tag, tmp_path) -> None:
-    """issue 39: a scheduled sweep handed a RUNNING job off to sweep_cancel (its ledger record, its
-    history flag row) and sweep.yaml grants a standing permission for that rule. bob, who may
-    trigger DAGs, triggers sweep_cancel through the REST API with the sweep's own conf under run ids
-    he chooses: one shaped like the sweep's follow-up batch (``<sweep>__cancel__2``) and the very id
-    the sweep would trigger (``<sweep>__cancel``), before it does. Neither is the sweep's: both are
-    by-hand requests, no standing permission acts, a human is asked, the job stays RUNNING."""
+    """issue 39: a sweep admin triggered by hand handed a RUNNING job off to sweep_cancel (its ledger
+    record, its history flag row) and sweep.yaml grants a standing permission for that rule. bob,
+    who may trigger DAGs, triggers sweep_cancel through the REST API with the sweep's own conf under
+    run ids he chooses: one shaped like the sweep's follow-up batch (``<sweep>__cancel__2``) and the
+    very id the sweep would trigger (``<sweep>__cancel``), before it does. Neither is the sweep's:
+    both are by-hand requests, no standing permission acts, a human is asked, the job stays RUNNING.
+    (A scheduled sweep's ids cannot be taken: Airflow refuses a manual run id ``scheduled__…``; the
+    watch's ``watch__scheduled__…`` can, and its runs have no triggering user: bob's has his.)"""
     c = local_cluster
-    name = f"rl__{tag}_handed"
-    jid = c.submit(name, "sleep 900")
-    c.wait_running(jid)
-    sweep = "scheduled__2026-12-06T09:00:00+00:00"
+    names = [f"rl__{tag}_handed_a", f"rl__{tag}_handed_b"]
+    ids = {n: c.submit(n, "sleep 900") for n in names}
+    c.wait_running(*ids.values())
+    sweep = "manual__2026-12-06T09:00:00+00:00"
     logs = tmp_path / "logs"
     logs.mkdir()
-    run_id, jobs = hand_off(logs, [{"cluster": "local", "job_id": jid, "name": name, "action": "kill-approval"}],
-                            sweep_run=sweep, user="", history=tmp_path / "history")  # fmt: skip
-    assert run_id == f"{sweep}__cancel" and len(jobs) == 1
+    handed = [{"cluster": "local", "job_id": ids[n], "name": n, "action": "kill-approval"} for n in names]
+    run_id, jobs = hand_off(logs, handed, sweep_run=sweep, user="admin", history=tmp_path / "history")
+    assert run_id == f"{sweep}__cancel" and len(jobs) == 2
     with _airflow(tmp_path) as (base, env):
         home = Path(env["AIRFLOW_HOME"])
-        admin, bob = _client(base, home, "admin"), _client(base, home, "bob")
+        admin, bob, carol = (_client(base, home, u) for u in ("admin", "bob", "carol"))
         _until("sweep_cancel parsed", 180, lambda: admin.get(f"/api/v2/dags/{DAG}").status_code == 200)
-        runs = {}
-        for chosen in (f"{sweep}__cancel__2", run_id):
+        # one run at a time (sweep_cancel's max_active_runs), one job each: a Reject releases its job's hand-off
+        for chosen, job in ((run_id, jobs[0]), (f"{sweep}__cancel__2", jobs[1])):
             trig = bob.post(f"/api/v2/dags/{DAG}/dagRuns",
-                            json={"dag_run_id": chosen, "logical_date": None, "conf": {"jobs": jobs, "dry_run": False}})  # fmt: skip
+                            json={"dag_run_id": chosen, "logical_date": None, "conf": {"jobs": [job], "dry_run": False}})  # fmt: skip
             assert trig.status_code == 200, trig.text  # bob may choose the run id
-            runs[chosen] = f"/api/v2/dags/{DAG}/dagRuns/{chosen}"
+            r = f"/api/v2/dags/{DAG}/dagRuns/{chosen}"
 
-        def parked() -> bool:
-            return all(any(t["state"] == "awaiting_input" for t in admin.get(f"{r}/taskInstances",
-                       params={"task_id": "approve"}).json()["task_instances"] if t["task_id"] == "approve")
-                       for r in runs.values())  # fmt: skip
+            def parked(r: str = r) -> bool:
+                tis = admin.get(f"{r}/taskInstances", params={"task_id": "approve"}).json()["task_instances"]
+                return any(t["task_id"] == "approve" and t["state"] == "awaiting_input" for t in tis)
 
-        _until("each run asks a human", 400, parked)
-        for chosen, r in runs.items():
+            _until(f"{chosen} asks a human", 400, parked)
             states = {t["task_id"]: t["state"] for t in admin.get(f"{r}/taskInstances").json()["task_instances"]}
             assert states["standing"] == "success", states  # it ran and acted on nothing
             d = admin.get(f"{r}/taskInstances/approve/0/hitlDetails").json()
@@ -300,18 +300,10 @@ def test_a_by_hand_run_whose_run_id_is_the_sweeps_borrows_none_of_its_authority(
             assert [u["id"] for u in d["assigned_users"]] == ["carol"]
             why = "this run was triggered by bob" if chosen == run_id else "this run is not the hand-off run"
             assert why in d["body"], d["body"]
-        assert _squeue_state(jid) == "RUNNING"
-        for r in runs.values():  # a Reject each ends the runs; nothing was done
-            wait_exit_seen(tmp_path / "scheduler.log", r.rsplit("/", 1)[1], "approve", (0,))
-        carol = _client(base, home, "carol")
-        for r in runs.values():
-            ok = carol.patch(
-                f"{r}/taskInstances/approve/0/hitlDetails", json={"chosen_options": ["Reject"], "params_input": {}}
-            )
+            assert _squeue_state(job["job_id"]) == "RUNNING"
+            wait_exit_seen(tmp_path / "scheduler.log", chosen, "approve", (0,))
+            ok = carol.patch(f"{r}/taskInstances/approve/0/hitlDetails",
+                             json={"chosen_options": ["Reject"], "params_input": {}})  # fmt: skip
             assert ok.status_code == 200, ok.text
-        _until(
-            "both runs end",
-            300,
-            lambda: all(admin.get(r).json()["state"] in ("success", "failed") for r in runs.values()),
-        )
-    assert _squeue_state(jid) == "RUNNING"
+            _until(f"{chosen} ends", 300, lambda r=r: admin.get(r).json()["state"] in ("success", "failed"))
+    assert [_squeue_state(j) for j in ids.values()] == ["RUNNING", "RUNNING"]
