@@ -5,7 +5,7 @@
 #   scripts/deploy_local.sh up       idempotent: installs what is missing, starts what is not running
 #   scripts/deploy_local.sh down     stops only what `up` started, by the PIDs it recorded
 #   scripts/deploy_local.sh status   one line per service
-#   scripts/deploy_local.sh env      writes secrets.env, airflow.env and auth/ only (starts nothing)
+#   scripts/deploy_local.sh env      writes secrets.env and airflow.env only (starts nothing)
 # Everything lives in SWEEP_DEPLOY_HOME (default .deploy/): secrets.env (generated once, mode 600),
 # airflow.env (`source` it to run `airflow …` against this deployment), pg/, redis/, airflow/,
 # pids/, logs/. Settings (env): SWEEP_DEPLOY_EXECUTOR (CeleryExecutor | LocalExecutor),
@@ -121,7 +121,7 @@ want = {
     "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
     "_AIRFLOW_WWW_USER_USERNAME": "admin",
     "_AIRFLOW_WWW_USER_PASSWORD": secrets.token_urlsafe(18),
-    # the sweep's own API user (role USER: edits DAG runs, nothing else): the run note's Connection
+    # the sweep's own API user (FAB role User: edits DAG runs, nothing else): the run note's Connection
     "SWEEP_API_USERNAME": "sweep_api",
     "SWEEP_API_PASSWORD": secrets.token_urlsafe(18),
 }
@@ -160,9 +160,8 @@ export AIRFLOW__COMMON_IO__XCOM_OBJECTSTORAGE_COMPRESSION=gzip
 # Every worker of this deployment is on this one machine: the state store's default SQLite file is
 # shared by them (a real fleet names a PostgreSQL state.conn_id; sweep_core.state.db refuses SQLite there).
 export SWEEP_STATE_ONE_HOST=1
-export AIRFLOW__CORE__AUTH_MANAGER=airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
-export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$_AIRFLOW_WWW_USER_USERNAME:admin,$SWEEP_API_USERNAME:user
-export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=$DH/auth/passwords.json
+# FAB, as in docker-compose.yaml and the official Helm chart: up makes the two logins (scripts/fab_users.sh)
+export AIRFLOW__CORE__AUTH_MANAGER=airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager
 export AIRFLOW__CORE__FERNET_KEY=$AIRFLOW__CORE__FERNET_KEY
 export AIRFLOW__API_AUTH__JWT_SECRET=$AIRFLOW__API_AUTH__JWT_SECRET
 # The API server's task-log requests to a worker's log server are signed with it: one value on every host.
@@ -178,8 +177,8 @@ export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$WORKER_LOG_PORT
 export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$TRIGGER_LOG_PORT
 export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=True
 export AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_PORT=$HEALTH_PORT
-# The run note goes through the REST API as the sweep's own user, role USER (it edits DAG runs and
-# nothing else; sweep_operators/run_note.py). The admin password is in no process's environment.
+# The run note goes through the REST API as the sweep's own FAB user, role User (it edits DAG runs;
+# sweep_operators/run_note.py). The admin password is in no process's environment.
 export AIRFLOW_CONN_SWEEP_AIRFLOW_API='{"conn_type": "http", "host": "$api", "login": "$SWEEP_API_USERNAME", "password": "$SWEEP_API_PASSWORD"}'
 # SWEEP_DEPLOY_STATE_DB=postgres: the sweep's state database (ledger, claims) on this Postgres (sweep.yaml state.conn_id)
 $state
@@ -188,13 +187,7 @@ ${SWEEP_CONFIG:+export SWEEP_CONFIG=$SWEEP_CONFIG}
 ${SWEEP_OPS_DIR:+export SWEEP_OPS_DIR=$SWEEP_OPS_DIR}
 EOF
   )
-  mkdir -p "$DH/auth" "$DH/airflow" "${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}"
-  (
-    umask 077
-    python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' \
-      "$_AIRFLOW_WWW_USER_USERNAME" "$_AIRFLOW_WWW_USER_PASSWORD" \
-      "$SWEEP_API_USERNAME" "$SWEEP_API_PASSWORD" >"$DH/auth/passwords.json"
-  )
+  mkdir -p "$DH/airflow" "${SWEEP_RUN_LOG_DIR:-$DH/agent_logs}"
 }
 
 start_postgres() {
@@ -260,6 +253,12 @@ up() {
     airflow db migrate >"$LOGS/db-migrate.log" 2>&1 || { tail -n 30 "$LOGS/db-migrate.log" >&2; exit 1; }
     [ -z "$STATE_DB" ] || python -m sweep_operators.state_cli upgrade --conn-id sweep_state \
       >>"$LOGS/db-migrate.log" 2>&1 || { tail -n 30 "$LOGS/db-migrate.log" >&2; exit 1; }
+    # the FAB logins: the passwords from secrets.env, read by fab_users.sh from the environment
+    # shellcheck disable=SC1091
+    (source "$DH/secrets.env" && export _AIRFLOW_WWW_USER_PASSWORD SWEEP_API_PASSWORD &&
+      "$PROJECT/scripts/fab_users.sh" "$_AIRFLOW_WWW_USER_USERNAME" Admin _AIRFLOW_WWW_USER_PASSWORD \
+        "$SWEEP_API_USERNAME" User SWEEP_API_PASSWORD) >>"$LOGS/db-migrate.log" 2>&1 \
+      || { tail -n 30 "$LOGS/db-migrate.log" >&2; exit 1; }
   fi
   start api-server airflow api-server --host 127.0.0.1 --port "$API_PORT"
   wait_for api-server 180 api_up
@@ -267,11 +266,12 @@ up() {
   start dag-processor airflow dag-processor
   start triggerer airflow triggerer
   # The worker gets no JWT secret: the scheduler signs each task's token and the API server checks it; a
-  # worker only presents it, so a worker host never holds what mints a token. The names of the
+  # worker only presents it, so a worker host never holds what mints a token. Nor the Fernet key: a task
+  # reads Connections through the Execution API, decrypted by the API server. The names of the
   # environment it is exec'd with are written to worker-env-names (a Celery worker retitles itself,
   # which blanks its /proc environ).
   [ "$EXECUTOR" != CeleryExecutor ] || for ((k = 1; k <= WORKERS; k++)); do start_worker "$k"; done
-  start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
+  start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET -u AIRFLOW__CORE__FERNET_KEY python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
   say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
   say "CLI: source $DH/airflow.env"
 }
@@ -283,13 +283,14 @@ start_worker() { # worker K: what another host would have of its own (the header
   # the task instances' hostname (Airflow's [core] hostname_callable takes a callable's import path):
   # the address the API server fetches this worker's task logs from
   printf 'def hostname() -> str:\n    return %s\n' "'$addr'" >"$w/py/sweep_deploy_host.py"
-  local env=(env -u AIRFLOW__API_AUTH__JWT_SECRET AIRFLOW_HOME="$home" TMPDIR="$w/tmp" PYTHONPATH="$PYTHONPATH:$w/py"
+  local env=(env -u AIRFLOW__API_AUTH__JWT_SECRET -u AIRFLOW__CORE__FERNET_KEY AIRFLOW_HOME="$home" TMPDIR="$w/tmp" PYTHONPATH="$PYTHONPATH:$w/py"
     AIRFLOW__CORE__HOSTNAME_CALLABLE=sweep_deploy_host.hostname)
   # Airflow's log server binds every address (serve_logs: host ""): one per host and port. Each worker
   # gets its own, Airflow's app bound to its address, so N workers serve on the one port the API server asks.
   start "$name-logs" "${env[@]}" python "$PROJECT/scripts/serve_worker_logs.py" "$addr" "$WORKER_LOG_PORT"
   # The worker gets no JWT secret: the scheduler signs each task's token and the API server checks it; a
-  # worker only presents it, so a worker host never holds what mints a token. The names of the
+  # worker only presents it, so a worker host never holds what mints a token. Nor the Fernet key: a task
+  # reads Connections through the Execution API, decrypted by the API server. The names of the
   # environment it is exec'd with are written to worker-env-names (a Celery worker retitles itself,
   # which blanks its /proc environ).
   # shellcheck disable=SC2016  # $1 is bash -c's own argument

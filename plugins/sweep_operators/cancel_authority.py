@@ -1,5 +1,5 @@
 """sweep_cancel's authority wiring: the ledger and the Parquet history the sweep wrote, read for
-the requested jobs, and who triggered this run. Airflow-facing only; the rules are
+the requested jobs, against this run's id and triggering user. Airflow-facing only; the rules are
 sweep_core.handoffs.cancel.authority (whose request a job is) and sweep_core.alerts.approvals (who
 may answer it).
 """
@@ -8,39 +8,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.authority import FLAG_COLUMNS, authorize, flag_runs
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import FLAG
 from sweep_core.history.store import read_run
 from sweep_core.ledger.acts import read_ledger
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.history_location import store_of
-from sweep_operators.task_ids import trigger_run_id
 
 log = logging.getLogger(__name__)
 HISTORY_WAIT_S = 120.0  # the sweep writes its history beside its hand-offs: a hand-off run may start first
-
-
-def requester(context: Mapping[str, Any]) -> str:
-    """The user who triggered this run (Airflow's DagRun ``triggering_user_name``; "" = none known)."""
-    return str(getattr(context.get("dag_run"), "triggering_user_name", None) or "")
-
-
-def is_hand_off_run(run_id: str) -> Any:
-    """Whether ``run_id`` is the cancel hand-off run a given run triggered (task_ids.trigger_run_id)."""
-
-    def check(giver: str) -> bool:
-        first = trigger_run_id(giver, Handoff.CANCEL)
-        return bool(giver) and (
-            run_id == first or (run_id.startswith(first + "__") and run_id[len(first) + 2 :].isdigit())
-        )
-
-    return check
 
 
 def _flags(config: Any, runs: Sequence[str], wait_s: float) -> dict[str, list[dict[str, Any]] | None]:
@@ -60,11 +42,18 @@ def _flags(config: Any, runs: Sequence[str], wait_s: float) -> dict[str, list[di
 
 
 def authorize_decisions(
-    decisions: list[CancelDecision], sweep_yaml: str, run_id: str, *, dry_run: bool, wait_s: float = HISTORY_WAIT_S
+    decisions: list[CancelDecision],
+    sweep_yaml: str,
+    run_id: str,
+    run_user: str,
+    *,
+    dry_run: bool,
+    wait_s: float = HISTORY_WAIT_S,
 ) -> None:
-    """Mark each decision a sweep or a by-hand request, with the sweep's evidence (in place)."""
+    """Mark each decision a sweep or a by-hand request, with the sweep's evidence (in place):
+    ``run_id`` and ``run_user`` (its triggering user, "" = none) are this run's, as Airflow has them."""
     config = load_sweep_config(sweep_yaml)
     ledger = read_ledger(run_log_dir(config))
     keys = [(d.request.cluster, d.request.job_id) for d in decisions]
     flags = _flags(config, flag_runs(ledger, keys), wait_s)
-    authorize(decisions, ledger, flags, dry_run=dry_run, is_hand_off_run=is_hand_off_run(run_id))
+    authorize(decisions, ledger, flags, dry_run=dry_run, run=HandoffRun(run_id, run_user))

@@ -5,7 +5,7 @@ Airflow-facing wiring only: params, XCom and the human's answer in, ops.md and S
 use-cases (sweep_core.handoffs.cancel.usecase and .relaunch; the guards are .plan and
 .relaunch_policy; whose request a job is, .authority), log lines out. Nothing is cancelled or
 relaunched unless validate said ``cancel`` for the job, an approver chose Cancel / Cancel and
-relaunch for THAT job (a timeout means Reject; the by-hand requester's answer does not count) or a
+relaunch for THAT job (a timeout means Reject; the requester's answer does not count) or a
 standing permission covers it (the sweep's own requests only), the job still looks the same right
 before, and ``dry_run`` is false.
 """
@@ -19,7 +19,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.alerts.approvals import answer_counts, may_answer
+from sweep_core.alerts.approvals import answer_counts, hitl_assignees, may_answer, responder_key, who_may
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.outcome import Outcomes, from_xcom, to_xcom
@@ -46,9 +46,10 @@ from sweep_core.handoffs.upload.salvage import salvage_acts
 from sweep_core.ledger.acts import record_acts
 from sweep_core.safe_text import md_text
 from sweep_operators import relaunch_tasks
-from sweep_operators.cancel_authority import authorize_decisions, requester
+from sweep_operators.cancel_authority import authorize_decisions
 from sweep_operators.handoff_io import iris_lister, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
+from sweep_operators.identity import ids_are_names, requester
 from sweep_operators.task_ids import Cancel, DagId
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     running: dict[str, int] = {}
     decisions = validate_jobs(jobs, load, ssh_runner(limits, log), iris_lister(), running)
     run_id, who = str(context.get("run_id") or ""), requester(context)
-    authorize_decisions(decisions, sweep_yaml, run_id, dry_run=bool(params.get("dry_run", True)))
+    authorize_decisions(decisions, sweep_yaml, run_id, who, dry_run=bool(params.get("dry_run", True)))
     relaunch_tasks.judge(decisions, ccfg, load, limits, sweep_yaml, run_id, running=running, context=context)
     for d in decisions:
         log.info("%s %s %s %s: %s %s %s", d.verdict.upper(), d.request.cluster, d.request.job_id, d.request.name,
@@ -126,8 +127,8 @@ class CancelApprovalOperator(HITLOperator):
 
     Both are built in ``execute`` from validate's XCom (never Jinja-rendered: job names and log
     lines come from the cluster). Who may answer: sweep.yaml ``notify.approver_users`` for its
-    cluster (HITL ``assigned_users``, enforced by Airflow), never the user who triggered a by-hand
-    request (left out of them, and an answer from them is not counted). ``response_timeout``: the
+    cluster (HITL ``assigned_users``, enforced by Airflow where ids are names), never the user who
+    triggered the run (left out of them, and an answer from them is not counted). ``response_timeout``: the
     ``approval_timeout_minutes`` param, else sweep.yaml ``cancel.approval_timeout_minutes`` (at most
     MAX_APPROVAL_MINUTES); no answer = Reject. The answer is XCom ``answer`` (per map index).
     """
@@ -144,52 +145,46 @@ class CancelApprovalOperator(HITLOperator):
         self.job_key = job_key
 
     def _mine(self, context: Any) -> tuple[CancelDecision | None, str, list[str] | None]:
-        """(this job's decision, the run's requester, the user ids that may answer; None = any)."""
+        """(this job's decision, the run's requester, the user names that may answer; None = any)."""
         raw = _validated(context)
         who = str(raw.get("requested_by") or "")
         mine = [d for d in asked(_decisions(context)) if job_key(d.request.cluster, d.request.job_id) == self.job_key]
         if not mine:
             return None, who, None
         users = load_sweep_config(self.sweep_yaml).notify.approver_users
-        return mine[0], who, may_answer(mine[0].request.cluster, users, requester=who, by_hand=mine[0].by_hand)
+        return mine[0], who, may_answer(mine[0].request.cluster, users, requester=who)
 
     def execute(self, context: Any) -> Any:
         d, who, users = self._mine(context)
         if d is None:
             raise AirflowSkipException(f"{self.job_key}: not a job to ask about")
         if users == []:
-            why = f"no approver of {d.request.cluster} other than {who}, who requested it by hand: nothing done"
+            why = f"no approver of {d.request.cluster} other than {who}, who requested it: nothing done"
             context["ti"].xcom_push(key=Cancel.ANSWER_KEY, value={"job": self.job_key, "refused": why})
             raise AirflowSkipException(why)
         ccfg, _ = _config(self.sweep_yaml)
         minutes = min(float(context["params"].get("approval_timeout_minutes") or ccfg.approval_timeout_minutes),
                       float(MAX_APPROVAL_MINUTES))  # fmt: skip
         self.response_timeout = dt.timedelta(minutes=minutes)
-        self.assigned_users = [{"id": u, "name": u} for u in users] if users else None
+        self.assigned_users = hitl_assignees(users, ids_are_names=ids_are_names())
         dry = bool(context["params"].get("dry_run", True))
         self.subject, body = approval_prompt([d], dry_run=dry, timeout_minutes=minutes, requester=who)
-        may = (
-            ", ".join(users)
-            if users
-            else "anyone allowed to answer in Airflow" + (f" except {who}" if d.by_hand and who else "")
-        )
-        self.body = body + f"\nWho may answer: {md_text(may)}.\n"
+        self.body = body + "\n" + md_text(who_may(users, who))
         self.options = approval_options(d)
         if RELAUNCH_WITH in self.options:  # the corrected setting, validated when answered (never a shell)
             self.params = _overrides_form()
-        log.info("asking for approval of %s (timeout %s min, answered by %s): %s\n%s", self.job_key, minutes, may,
-                 self.subject, self.body)  # fmt: skip
+        log.info("asking for approval of %s (timeout %s min): %s\n%s", self.job_key, minutes, self.subject,
+                 self.body)  # fmt: skip
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
-        """Keep the answer as XCom ``answer`` first: whether it counts (the by-hand requester's, or a
-        user's not allowed to answer, does not: it acts on nothing)."""
+        """Keep the answer as XCom ``answer`` first: whether it counts (the requester's, or a user's
+        not allowed to answer, does not: it acts on nothing); people compared by user name."""
         if "error" not in event:
             d, who, users = self._mine(context)
-            responder = event.get("responded_by_user") or {}
-            rid = str(responder.get("id") or "") if isinstance(responder, dict) else ""
+            responder = responder_key(event.get("responded_by_user"))
             timed_out = bool(event.get("timedout"))
-            ok, why = answer_counts(rid, users, requester=who, by_hand=bool(d and d.by_hand), timed_out=timed_out)
+            ok, why = answer_counts(responder, users, requester=who, timed_out=timed_out)
             chosen = list(event.get("chosen_options") or [])
             overrides, bad = override_answer(chosen, event.get("params_input"))
             why = why or bad
@@ -197,7 +192,7 @@ class CancelApprovalOperator(HITLOperator):
                 "job": self.job_key,
                 "chosen_options": chosen,
                 "overrides": list(overrides),
-                "responded_by": responder.get("name") if isinstance(responder, dict) else None,
+                "responded_by": responder or None,
                 "timed_out": timed_out,
                 "refused": why,
             }

@@ -16,10 +16,12 @@ from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.gpu.lut import GPU_COLUMN, load_lut_file, lut_source
 from sweep_core.handoffs.deep_dive.usecase import deep_dive, deep_dive_record, settle
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_operators.deep_dive_iris import iris_probe
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.history_location import history_store
+from sweep_operators.identity import requester
 from sweep_operators.task_ids import DagId, DeepDive
 
 log = logging.getLogger(__name__)
@@ -69,12 +71,14 @@ def verdict(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     got = context["ti"].xcom_pull(task_ids=DeepDive.PROBE) or {}
     params = context["params"]
     base = {"dry_run": bool(params.get("dry_run", True)), "run_log": params.get("run_log") or ""}
+    cancel_run = HandoffRun(f"{context['run_id']}__cancel", requester(context))  # the run trigger_cancel makes
     jobs, acts = settle(run_log_dir(config), got.get("verdicts", []), str(context["run_id"]), dt.datetime.now(dt.UTC),
-                        dry_run=base["dry_run"], unknown_reprobes=config.deep_dive.unknown_reprobes)  # fmt: skip
+                        dry_run=base["dry_run"], unknown_reprobes=config.deep_dive.unknown_reprobes,
+                        cancel_run=cancel_run)  # fmt: skip
     for line in acts:
         log.info("ledger: %s", line)
     cancel = {**base, "jobs": jobs} if jobs else None
-    return {"cancel": cancel, "cancel_run_id": f"{context['run_id']}__cancel", "acts": acts}
+    return {"cancel": cancel, "cancel_run_id": cancel_run.run_id, "acts": acts}
 
 
 def kill_branch(**context: Any) -> str:

@@ -2,7 +2,7 @@
 record. Airflow-facing wiring only (each cluster's ops.md and SSH into
 sweep_core.handoffs.hygiene.handoff): the triage is committed in the LOCAL clone only (never pushed,
 never on a cluster); nothing is pulled unless an approver allowed for the cluster (sweep.yaml
-``notify.approver_users``) chose that cluster, the gates read again right before still hold, and
+``notify.approver_users``), not the user who triggered the run, chose that cluster, the gates read again right before still hold, and
 ``dry_run`` is false.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.alerts.approvals import hitl_answer, may_answer
+from sweep_core.alerts.approvals import hitl_answer, hitl_assignees, may_answer, who_may
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.hygiene.handoff import approval_body, pull, record_lines, validate_cluster
@@ -23,6 +23,7 @@ from sweep_core.handoffs.ports import active_slurm
 from sweep_core.safe_text import md_text
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
+from sweep_operators.identity import ids_are_names, requester
 from sweep_operators.task_ids import DagId, Hygiene
 
 log = logging.getLogger(__name__)
@@ -59,10 +60,11 @@ def _validated(context: Any) -> dict[str, Any]:
     return context["ti"].xcom_pull(task_ids=Hygiene.VALIDATE) or {}
 
 
-def _allowed(sweep_yaml: str, clusters: list[str]) -> list[str] | None:
-    """Who may answer for all of ``clusters`` (None: anyone Airflow lets answer; []: nobody)."""
+def _allowed(sweep_yaml: str, clusters: list[str], who: str) -> list[str] | None:
+    """Who may answer for all of ``clusters``, never ``who`` (the requester; None: anyone Airflow
+    lets answer but the requester; []: nobody)."""
     users = load_sweep_config(sweep_yaml).notify.approver_users
-    named = [may_answer(c, users, requester="", by_hand=False) for c in clusters]
+    named = [may_answer(c, users, requester=who) for c in clusters]
     if any(n is None for n in named):
         return None
     return sorted(set.intersection(*(set(n or []) for n in named))) if named else []
@@ -71,7 +73,7 @@ def _allowed(sweep_yaml: str, clusters: list[str]) -> list[str] | None:
 class HygieneApprovalOperator(HITLOperator):
     """ONE answer: the clusters to pull on ("Pull (fast-forward) on <cluster>"), or Do not pull
     (also the answer when nobody answers in time). Only clusters validate offered are options; who
-    may answer: the clusters' ``notify.approver_users``; timeout: ``cancel.approval_timeout_minutes``."""
+    may answer: the clusters' ``notify.approver_users``, never the user who triggered the run; timeout: ``cancel.approval_timeout_minutes``."""
 
     def __init__(self, *, sweep_yaml: str, **kwargs: Any) -> None:
         kwargs.setdefault("subject", "sweep_hygiene: fast-forward pull on the cluster clone?")
@@ -84,15 +86,17 @@ class HygieneApprovalOperator(HITLOperator):
         if not got.get("clusters"):
             raise AirflowSkipException("no fast-forward pull may be offered: " + "; ".join(
                 f"{c.get('cluster')}: {c.get('why')}" for c in got.get("checked") or []))  # fmt: skip
-        users = _allowed(self.sweep_yaml, got["clusters"])
+        who = requester(context)
+        users = _allowed(self.sweep_yaml, got["clusters"], who)
         if users == []:
-            raise AirflowSkipException(f"no approver of {', '.join(got['clusters'])}: nothing pulled")
-        self.assigned_users = [{"id": u, "name": u} for u in users] if users else None
+            raise AirflowSkipException(f"no approver of {', '.join(got['clusters'])} other than {who or 'nobody'}: "
+                                       "nothing pulled")  # fmt: skip
+        self.assigned_users = hitl_assignees(users, ids_are_names=ids_are_names())
         minutes = load_sweep_config(self.sweep_yaml).cancel.approval_timeout_minutes
         self.response_timeout = dt.timedelta(minutes=min(minutes, MAX_APPROVAL_MINUTES))
         self.options = [Hygiene.NONE, *(Hygiene.option(c) for c in got["clusters"])]
         dry = bool(context["params"].get("dry_run", True))
-        self.body = md_text(approval_body(got["checked"], dry))
+        self.body = md_text(approval_body(got["checked"], dry)) + "\n\n" + md_text(who_may(users, who))
         self.subject = f"sweep_hygiene: pull (fast-forward) on {', '.join(got['clusters'])}?"
         return super().execute(context)
 
@@ -103,7 +107,8 @@ class HygieneApprovalOperator(HITLOperator):
         if "error" not in event:
             picked = set(event.get("chosen_options") or [])
             chosen = [c for c in clusters if Hygiene.option(c) in picked]
-            answer = hitl_answer(event, _allowed(self.sweep_yaml, clusters), chosen)
+            who = requester(context)
+            answer = hitl_answer(event, _allowed(self.sweep_yaml, clusters, who), chosen, requester=who)
             context["ti"].xcom_push(key=Hygiene.ANSWER_KEY, value=answer)
         return super().execute_complete(context, event)
 

@@ -1,7 +1,7 @@
 """Task callables and the approval operator of the sweep_snapshots DAG: validate, approve, delete,
 record. Airflow-facing wiring only (sweep.yaml ``daytona``, the cluster's ops.md and SSH into
 sweep_core.handoffs.snapshots): nothing is deleted unless an approver allowed for the cluster
-(sweep.yaml ``notify.approver_users``) chose that snapshot by name, the fresh list right before
+(sweep.yaml ``notify.approver_users``), not the user who triggered the run, chose that snapshot by name, the fresh list right before
 still counts it STALE at the cap, and ``dry_run`` is false. The cap is never raised.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from airflow.providers.standard.operators.hitl import HITLOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from sweep_core.alerts.approvals import hitl_answer, may_answer
+from sweep_core.alerts.approvals import hitl_answer, hitl_assignees, may_answer, who_may
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import load_sweep_config
@@ -25,6 +25,7 @@ from sweep_core.handoffs.snapshots import approval_body, delete_approved, fresh_
 from sweep_core.safe_text import md_text
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
+from sweep_operators.identity import ids_are_names, requester
 from sweep_operators.task_ids import DagId, Snapshots
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ class SnapshotApprovalOperator(HITLOperator):
     """ONE answer: the STALE snapshots to delete, by name (several may be chosen), or Delete none
     (also the answer when nobody answers in time). Subject and body are built in ``execute`` from
     validate's XCom (names come from Daytona: never Jinja-rendered). Who may answer: the cluster's
-    ``notify.approver_users``; timeout: sweep.yaml ``cancel.approval_timeout_minutes``."""
+    ``notify.approver_users``, never the user who triggered the run; timeout: sweep.yaml ``cancel.approval_timeout_minutes``."""
 
     def __init__(self, *, sweep_yaml: str, **kwargs: Any) -> None:
         kwargs.setdefault("subject", "sweep_snapshots: delete STALE Daytona snapshots?")
@@ -78,14 +79,15 @@ class SnapshotApprovalOperator(HITLOperator):
         if not got.get("ask"):
             raise AirflowSkipException(f"no STALE snapshot to ask about: {got.get('fresh', {}).get('reason', '?')}")
         config = load_sweep_config(self.sweep_yaml)
-        users = may_answer(got["cluster"], config.notify.approver_users, requester="", by_hand=False)
+        who = requester(context)
+        users = may_answer(got["cluster"], config.notify.approver_users, requester=who)
         if users == []:
-            raise AirflowSkipException(f"no approver of {got['cluster']}: nothing deleted")
-        self.assigned_users = [{"id": u, "name": u} for u in users] if users else None
+            raise AirflowSkipException(f"no approver of {got['cluster']} other than {who or 'nobody'}: nothing deleted")
+        self.assigned_users = hitl_assignees(users, ids_are_names=ids_are_names())
         self.response_timeout = dt.timedelta(minutes=min(config.cancel.approval_timeout_minutes, MAX_APPROVAL_MINUTES))
         self.options = [Snapshots.NONE, *got["ask"]]
         dry = bool(context["params"].get("dry_run", True))
-        self.body = md_text(approval_body(got["cluster"], got["fresh"], dry))
+        self.body = md_text(approval_body(got["cluster"], got["fresh"], dry)) + "\n\n" + md_text(who_may(users, who))
         self.subject = f"sweep_snapshots: delete {len(got['ask'])} STALE Daytona snapshot(s) at the HARD cap?"
         return super().execute(context)
 
@@ -96,9 +98,10 @@ class SnapshotApprovalOperator(HITLOperator):
         if "error" not in event:
             config = load_sweep_config(self.sweep_yaml)
             cluster = _validated(context).get("cluster", "")
-            users = may_answer(cluster, config.notify.approver_users, requester="", by_hand=False)
+            who = requester(context)
+            users = may_answer(cluster, config.notify.approver_users, requester=who)
             chosen = [c for c in event.get("chosen_options") or [] if c != Snapshots.NONE]
-            context["ti"].xcom_push(key=Snapshots.ANSWER_KEY, value=hitl_answer(event, users, chosen))
+            context["ti"].xcom_push(key=Snapshots.ANSWER_KEY, value=hitl_answer(event, users, chosen, requester=who))
         return super().execute_complete(context, event)
 
 

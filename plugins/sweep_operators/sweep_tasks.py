@@ -26,6 +26,7 @@ from sweep_core.fanin.run_logs import RunLogStore
 from sweep_core.handoffs.give import give_handoffs
 from sweep_core.handoffs.triggers import Handoff, with_work
 from sweep_core.history.rules_history import load_rules_history
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.hold import CONFIRM_PARAM
 from sweep_core.ledger.runs import PER_JOB, RunChanges, sweep_changes
 from sweep_core.ledger.store import ledger_for_run
@@ -45,6 +46,7 @@ from sweep_core.safe_text import clean, md_text
 from sweep_operators.handoff_io import hub_check
 from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store
+from sweep_operators.identity import requester
 from sweep_operators.run_note import paused_dags, set_dag_run_note
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep, branch_choice, trigger_run_id
 from sweep_operators.window import run_id_of, sweep_window
@@ -237,7 +239,8 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, ops_dir: str = "",
     confs, given, tracking, backlog = give_handoffs(snaps, flags, config, run_log_dir(config), run_id=run_id,
                                                     run_log=run_log, dry_run=bool(context["params"].get("dry_run", False)),
                                                     handed=handed, kinds=kinds, hub_check=hub_check(),
-                                                    read_launch=_launch_reader(config, ops_dir))  # fmt: skip
+                                                    read_launch=_launch_reader(config, ops_dir),
+                                                    cancel_run=HandoffRun(run_ids[Handoff.CANCEL], requester(context)))  # fmt: skip
     for line in tracking:
         log.info("%s", line)
     if backlog:

@@ -158,9 +158,20 @@ def test_only_the_services_that_sign_or_check_tokens_hold_the_jwt_secret() -> No
         env = _compose_env(service)
         assert jwt not in env and "AIRFLOW__CELERY__BROKER_URL" in env, service
     script = DEPLOY.read_text()  # deploy_local.sh starts its worker and db-clean loop without it
-    assert re.search(r"local env=\(env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r"local env=\(env -u AIRFLOW__API_AUTH__JWT_SECRET -u AIRFLOW__CORE__FERNET_KEY\b", script)
     assert re.search(r'start "\$name" "\$\{env\[@\]\}"', script)  # every worker, with that env
-    assert re.search(r"start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET\b", script)
+    assert re.search(r"start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET -u AIRFLOW__CORE__FERNET_KEY\b", script)
+
+
+def test_the_fernet_key_only_where_the_metadata_db_is_read_and_the_note_login_only_on_workers() -> None:
+    """issue 39: a secret reaches only the services that need it. The worker reads Connections through
+    the Execution API (the API server decrypts them): no Fernet key; only tasks use the note's login."""
+    fernet, note = "AIRFLOW__CORE__FERNET_KEY", "AIRFLOW_CONN_SWEEP_AIRFLOW_API"
+    for service in ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer",
+                    "airflow-init"):  # fmt: skip
+        assert fernet in _compose_env(service) and note not in _compose_env(service), service
+    assert fernet not in _compose_env("airflow-worker") and note in _compose_env("airflow-worker")
+    assert fernet not in _compose_env("airflow-db-clean") and note not in _compose_env("airflow-db-clean")
 
 
 def _deploy_env() -> dict[str, str]:
@@ -169,7 +180,7 @@ def _deploy_env() -> dict[str, str]:
 
 
 def test_compose_and_deploy_local_use_the_same_settings() -> None:
-    compose, deploy = _compose_env(), _deploy_env()
+    compose, deploy = _compose_env() | _compose_env("airflow-worker"), _deploy_env()
     airflow_keys = {k for k in compose if k.startswith("AIRFLOW")}
     # the state Connection: deploy_local.sh writes it with SWEEP_DEPLOY_STATE_DB=postgres
     assert 'state="export AIRFLOW_CONN_SWEEP_STATE=' in DEPLOY.read_text()
@@ -209,9 +220,9 @@ def test_compose_images_are_the_versions_deploy_local_runs() -> None:
         assert " v=7.0." in out
 
 
-# issue 26: no admin credential on workers. Only these see the admin password (the init container
-# writes the passwords file, the API server reads it); everything that runs DAG code does not.
-SEES_ADMIN = {"airflow-init", "airflow-apiserver"}
+# issue 26: no admin credential on workers. Only the init container sees the admin password (it makes
+# the FAB login; FAB keeps its hash in the metadata DB); everything that runs DAG code does not.
+SEES_ADMIN = {"airflow-init"}
 
 
 def _airflow_services() -> dict[str, dict]:
@@ -225,27 +236,32 @@ def test_no_service_that_runs_dag_code_gets_the_admin_password() -> None:
     for name, svc in services.items():
         env = "\n".join(f"{k}={v}" for k, v in (svc.get("environment") or {}).items())
         mounts = svc.get("volumes") or []
-        if name == "airflow-init":
-            assert "_AIRFLOW_WWW_USER_PASSWORD" in env and "airflow-auth:/opt/airflow/auth" in mounts
+        if name in SEES_ADMIN:
+            assert "_AIRFLOW_WWW_USER_PASSWORD" in env
             continue
         assert "_AIRFLOW_WWW_USER_PASSWORD" not in env, name  # not in any variable, the Connection included
-        if name not in SEES_ADMIN:
-            assert not [m for m in mounts if m.startswith("airflow-auth:")], (name, "mounts the passwords file")
-    assert "airflow-auth:/opt/airflow/auth" in services["airflow-apiserver"]["volumes"]
-    # the API server's mounts are the common ones plus the passwords file, nothing dropped
+        assert not [m for m in mounts if "auth" in str(m)], (name, "mounts a passwords file")
     common = yaml.safe_load(COMPOSE.read_text())["x-airflow-common"]["volumes"]
-    assert services["airflow-apiserver"]["volumes"] == [*common, "airflow-auth:/opt/airflow/auth"]
-    assert services["airflow-init"]["volumes"] == [*common, "airflow-auth:/opt/airflow/auth"]
+    assert services["airflow-apiserver"]["volumes"] == common  # no passwords file: FAB keeps them in its DB
+    assert services["airflow-init"]["volumes"] == [*common, "./scripts/fab_users.sh:/opt/airflow/fab_users.sh:ro"]
 
 
-def test_the_note_connection_is_the_sweeps_user_role_login() -> None:
-    env = _compose_env()
+FAB = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
+
+
+def test_compose_runs_fab_and_init_makes_the_admin_and_the_sweeps_user_role_login() -> None:
+    """issue 39: the auth manager Airflow documents for production (the simple one is for development)."""
+    env = _compose_env("airflow-worker")
+    assert env["AIRFLOW__CORE__AUTH_MANAGER"] == FAB and not any("SIMPLE_AUTH" in k for k in env)
     conn = env["AIRFLOW_CONN_SWEEP_AIRFLOW_API"]
     assert '"login": "${SWEEP_API_USERNAME:-sweep_api}"' in conn and "${SWEEP_API_PASSWORD:?" in conn
-    users = dict(u.rsplit(":", 1) for u in env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(","))
-    assert users == {"${_AIRFLOW_WWW_USER_USERNAME:-admin}": "admin", "${SWEEP_API_USERNAME:-sweep_api}": "user"}
     init = "\n".join(yaml.safe_load(COMPOSE.read_text())["services"]["airflow-init"]["command"])
-    assert 'e["SWEEP_API_USER"]: e["SWEEP_API_PASSWORD"]' in init  # its password is in the file the API reads
+    assert (
+        '/opt/airflow/fab_users.sh "$$ADMIN_USER" Admin ADMIN_PASSWORD "$$SWEEP_API_USER" User SWEEP_API_PASSWORD'
+        in init
+    )
+    assert _deploy_env()["AIRFLOW__CORE__AUTH_MANAGER"] == FAB
+    assert '"$_AIRFLOW_WWW_USER_USERNAME" Admin _AIRFLOW_WWW_USER_PASSWORD' in DEPLOY.read_text()
 
 
 def _resolved(tmp_path: Path) -> tuple[dict[str, str], dict[str, dict]]:
@@ -266,12 +282,14 @@ def test_compose_config_resolved_the_worker_holds_only_the_low_privilege_passwor
     for name in ("airflow-worker", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"):
         text = yaml.safe_dump(services[name])
         assert values["_AIRFLOW_WWW_USER_PASSWORD"] not in text, name
-        assert values["SWEEP_API_PASSWORD"] in services[name]["environment"]["AIRFLOW_CONN_SWEEP_AIRFLOW_API"]
+        assert (values["SWEEP_API_PASSWORD"] in text) == (name == "airflow-worker"), name  # tasks only
+    assert values["SWEEP_API_PASSWORD"] in services["airflow-worker"]["environment"]["AIRFLOW_CONN_SWEEP_AIRFLOW_API"]
+    assert values["AIRFLOW__CORE__FERNET_KEY"] not in yaml.safe_dump(services["airflow-worker"])
     assert values["_AIRFLOW_WWW_USER_PASSWORD"] in yaml.safe_dump(services["airflow-init"])
 
 
-def _deploy_env_files(tmp_path: Path) -> tuple[dict[str, str], str, dict[str, str]]:
-    """``deploy_local.sh env`` in a scratch home: secrets.env, airflow.env, the passwords file."""
+def _deploy_env_files(tmp_path: Path) -> tuple[dict[str, str], str]:
+    """``deploy_local.sh env`` in a scratch home: secrets.env, airflow.env."""
     home = tmp_path / "deploy"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SWEEP_", "_AIRFLOW"))}
     out = subprocess.run(
@@ -279,19 +297,18 @@ def _deploy_env_files(tmp_path: Path) -> tuple[dict[str, str], str, dict[str, st
     )
     assert out.returncode == 0, out.stderr
     secrets = dict(line.split("=", 1) for line in (home / "secrets.env").read_text().splitlines())
-    passwords = json.loads((home / "auth" / "passwords.json").read_text())
-    return secrets, (home / "airflow.env").read_text(), passwords
+    assert not (home / "auth").exists()  # FAB keeps the logins in the metadata DB: no passwords file
+    return secrets, (home / "airflow.env").read_text()
 
 
 def test_deploy_local_gives_the_services_the_sweeps_login_never_the_admins(tmp_path: Path) -> None:
-    secrets, airflow_env, passwords = _deploy_env_files(tmp_path)
+    secrets, airflow_env = _deploy_env_files(tmp_path)
     admin, sweep = secrets["_AIRFLOW_WWW_USER_PASSWORD"], secrets["SWEEP_API_PASSWORD"]
     assert admin and sweep and admin != sweep
     assert admin not in airflow_env  # every Airflow process, the worker too, starts from airflow.env
     conn = re.search(r"^export AIRFLOW_CONN_SWEEP_AIRFLOW_API='(.*)'$", airflow_env, re.M)
     assert conn and json.loads(conn[1])["login"] == "sweep_api" and json.loads(conn[1])["password"] == sweep
-    assert "export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin,sweep_api:user" in airflow_env
-    assert passwords == {"admin": admin, "sweep_api": sweep}  # the API server knows both logins
+    assert f"export AIRFLOW__CORE__AUTH_MANAGER={FAB}" in airflow_env and "SIMPLE_AUTH" not in airflow_env
     # and even an exported admin password is stripped from what the services are started with
     assert 'env -u _AIRFLOW_WWW_USER_PASSWORD setsid "$@"' in DEPLOY.read_text()
 
@@ -302,9 +319,9 @@ def test_deploy_local_adds_the_sweeps_login_to_an_older_secrets_file(tmp_path: P
     old = "AIRFLOW__CORE__FERNET_KEY=k\nAIRFLOW__API_AUTH__JWT_SECRET=j\nPOSTGRES_PASSWORD=p\n"
     old += "_AIRFLOW_WWW_USER_USERNAME=admin\n_AIRFLOW_WWW_USER_PASSWORD=old-admin\n"
     (home / "secrets.env").write_text(old)
-    secrets, airflow_env, passwords = _deploy_env_files(tmp_path)
+    secrets, airflow_env = _deploy_env_files(tmp_path)
     assert secrets["_AIRFLOW_WWW_USER_PASSWORD"] == "old-admin" and secrets["POSTGRES_PASSWORD"] == "p"  # kept
-    assert secrets["SWEEP_API_USERNAME"] == "sweep_api" and passwords["sweep_api"] == secrets["SWEEP_API_PASSWORD"]
+    assert secrets["SWEEP_API_USERNAME"] == "sweep_api" and secrets["SWEEP_API_PASSWORD"]
     assert "old-admin" not in airflow_env
 
 

@@ -98,8 +98,9 @@ def test_every_dag_imports_and_the_hand_offs_are_not_paused(deployment: Deployme
 def test_the_worker_holds_the_sweeps_login_and_it_cannot_do_an_admins_work(deployment: Deployment) -> None:
     """issue 26: the environment every service starts with (airflow.env, which the script sources
     before it starts them, each through ``env -u _AIRFLOW_WWW_USER_PASSWORD``) holds no admin
-    password; the Connection it holds logs in as a USER-role user, who may edit DAG runs and may not
-    touch Connections or Variables. The worker's environment holds no JWT secret either (it runs
+    password; the Connection it holds logs in as the sweep's FAB user (role User: made by up, like
+    the admin), who may edit DAG runs and may not touch Connections or Variables. The worker's
+    environment holds no JWT secret and no Fernet key either (it runs
     its tasks without it: the runs below); a Celery worker retitles its process, which blanks its
     /proc environ, so the names it was exec'd with are read from the file the script writes.)"""
     secrets = dict(line.split("=", 1) for line in (deployment.home / "secrets.env").read_text().splitlines())
@@ -109,6 +110,7 @@ def test_the_worker_holds_the_sweeps_login_and_it_cannot_do_an_admins_work(deplo
         names = (deployment.home / "worker-env-names").read_text().split()
         assert "AIRFLOW_CONN_SWEEP_AIRFLOW_API" in names and "AIRFLOW__CORE__EXECUTION_API_SERVER_URL" in names
         assert "AIRFLOW__API_AUTH__JWT_SECRET" not in names and "_AIRFLOW_WWW_USER_PASSWORD" not in names
+        assert "AIRFLOW__CORE__FERNET_KEY" not in names  # issue 39: tasks read Connections via the API server
     line = next(x for x in env_file.splitlines() if x.startswith("export AIRFLOW_CONN_SWEEP_AIRFLOW_API="))
     conn = json.loads(line.split("=", 1)[1].strip("'"))
     assert (conn["login"], conn["password"]) == ("sweep_api", secrets["SWEEP_API_PASSWORD"])

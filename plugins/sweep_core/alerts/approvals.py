@@ -1,6 +1,7 @@
-"""Who is asked to approve a kill (sweep_cancel) and what they read: the approvers named per
-cluster in sweep.yaml ``notify.approvers`` (``*`` for every other cluster), the prompt's subject
-and evidence, and the link to the Required Actions page; the overrun alert's message, and the ones for a sweep
+"""Who is asked to approve an act and what they read: the approvers named per cluster in sweep.yaml
+``notify.approvers`` (``*`` for every other cluster); who may answer (``notify.approver_users``,
+never the user who asked: may_answer and answer_counts, called by every approval, people compared
+by their user name under every auth manager: responder_key); the prompt's subject and evidence, and the link to the Required Actions page; the overrun alert's message, and the ones for a sweep
 and for a watch that keep failing.
 """
 
@@ -42,26 +43,38 @@ def approvers_for(clusters: Iterable[str], approvers: Mapping[str, Sequence[str]
     return out
 
 
-def may_answer(cluster: str, users: Mapping[str, Sequence[str]], *, requester: str, by_hand: bool) -> list[str] | None:
-    """The Airflow user ids that may answer one job's approval (HITL ``assigned_users``): the
-    cluster's ``notify.approver_users`` without the user who triggered a by-hand request. None = no
-    approver users configured at all (anyone Airflow lets answer, still never that requester);
-    [] = nobody may (it is then not asked: nothing is done)."""
+def responder_key(user: Any) -> str:
+    """The one key a person is compared by: the user NAME Airflow records (``get_name()``: the
+    username under the simple auth manager and FAB alike, also the DAG run's
+    ``triggering_user_name``). Never the id: FAB's is a number, the simple auth manager's the name."""
+    if isinstance(user, Mapping):
+        return str(user.get("name") or "")
+    return str(user or "")
+
+
+def may_answer(cluster: str, users: Mapping[str, Sequence[str]], *, requester: str) -> list[str] | None:
+    """The user names that may answer one approval of ``cluster``: its ``notify.approver_users``
+    without ``requester`` (the user who triggered the run; "" = a scheduled run, nobody to leave
+    out). Every approval (cancel, relaunch, snapshots, hygiene) asks this. None = no approver users
+    configured (anyone Airflow lets answer, still never the requester: answer_counts); [] = nobody
+    may (it is then not asked: nothing is done)."""
     if not users:
         return None
-    named = approvers_for([cluster], users)
-    return [u for u in named if not (by_hand and requester and u == requester)]
+    return [u for u in approvers_for([cluster], users) if not (requester and u == requester)]
 
 
 def answer_counts(
-    responder: str, allowed: Sequence[str] | None, *, requester: str, by_hand: bool, timed_out: bool
+    responder: str, allowed: Sequence[str] | None, *, requester: str, timed_out: bool
 ) -> tuple[bool, str]:
-    """(whether the answer counts, why not): the requester of a by-hand request never approves it,
-    and only the allowed users do (Airflow enforces ``assigned_users`` too; this is checked again)."""
+    """(whether the answer counts, why not), ``responder`` and ``allowed`` by responder_key: the
+    requester never approves her own request, and only the allowed users do (Airflow enforces
+    ``assigned_users`` too where it can: hitl_assignees; this is checked again)."""
     if timed_out:
         return True, ""
-    if by_hand and requester and responder == requester:
-        return False, f"answered by {responder}, who requested it by hand: not counted"
+    if not responder:
+        return False, "answered by a user Airflow did not name: not counted"
+    if requester and responder == requester:
+        return False, f"answered by {responder}, who requested it: not counted"
     if allowed is not None and responder not in allowed:
         return (
             False,
@@ -70,16 +83,36 @@ def answer_counts(
     return True, ""
 
 
-def hitl_answer(event: Mapping[str, Any], allowed: Sequence[str] | None, chosen: Sequence[str]) -> dict[str, Any]:
+def hitl_assignees(users: Sequence[str] | None, *, ids_are_names: bool) -> list[dict[str, str]] | None:
+    """HITL ``assigned_users`` for these user names. Airflow checks an answerer by user ID, which is
+    the name only under the simple auth manager; under FAB (numeric ids, not known to a task) the
+    prompt is left unassigned (None) and answer_counts refuses any other name's answer."""
+    if not users or not ids_are_names:
+        return None
+    return [{"id": u, "name": u} for u in users]
+
+
+def who_may(users: Sequence[str] | None, requester: str) -> str:
+    """The prompt's line saying who may answer (may_answer's users; the requester left out)."""
+    may = (
+        ", ".join(users)
+        if users
+        else "anyone allowed to answer in Airflow" + (f" except {requester}" if requester else "")
+    )
+    return f"Who may answer: {may}.\n"
+
+
+def hitl_answer(
+    event: Mapping[str, Any], allowed: Sequence[str] | None, chosen: Sequence[str], *, requester: str
+) -> dict[str, Any]:
     """What a hand-off's act reads of one HITL answer (sweep_snapshots, sweep_hygiene): the options
     ``chosen`` (none on a timeout or an answer that does not count), whether it timed out, why it was
     not counted, who answered."""
-    who = event.get("responded_by_user") or {}
-    rid = str(who.get("id") or "") if isinstance(who, dict) else ""
+    who = responder_key(event.get("responded_by_user"))
     timed_out = bool(event.get("timedout"))
-    counts, why = answer_counts(rid, allowed, requester="", by_hand=False, timed_out=timed_out)
+    counts, why = answer_counts(who, allowed, requester=requester, timed_out=timed_out)
     return {"chosen": [] if timed_out or not counts else list(chosen), "timed_out": timed_out, "refused": why,
-            "responded_by": who.get("name") if isinstance(who, dict) else None}  # fmt: skip
+            "responded_by": who or None}  # fmt: skip
 
 
 def approval_message(subject: str, body: str, link: str, clusters: Iterable[str]) -> Message:

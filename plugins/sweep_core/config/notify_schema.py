@@ -78,9 +78,9 @@ class NotifySection(StrictModel):
     )
     approver_users: dict[str, Tup[NonEmpty]] = Field(
         {},
-        description="who may ANSWER a kill approval (sweep_cancel's HITL assigned_users): cluster -> Airflow "
-        "user ids (the simple auth manager: user names; FAB: the numeric id); `*` = every other cluster; "
-        "{} = anyone allowed to answer it in Airflow. The user who triggered a by-hand request never may",
+        description="who may ANSWER an approval (cancel, relaunch, snapshots, hygiene): cluster -> Airflow "
+        "user NAMES (the login, under the simple auth manager and FAB alike); `*` = every other cluster; "
+        "{} = anyone allowed to answer it in Airflow. The user who triggered the run never may",
     )
     approval_conn_id: str | None = Field(None, description="the SMTP Connection approval mails go through")
     approval_slack_conn_id: str | None = Field(None, description="a Slack webhook told of each approval asked")

@@ -14,6 +14,7 @@ from sweep_core.handoffs.cleanup.undecided import ReadLaunch
 from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.handoffs.upload.salvage import follow_open
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger
 from sweep_core.models import ClusterSnapshot, Flag
@@ -34,12 +35,14 @@ def give_handoffs(
     kinds: list[str] | None = None,
     hub_check: HubCheck | None = None,
     read_launch: ReadLaunch | None = None,
+    cancel_run: HandoffRun | None = None,
 ) -> tuple[Confs, list[str], list[str], list[str]]:
     """(conf per hand-off, one note per job already handed off, the consolidations cleanup keeps
     tracking, what re-judging the cleanup backlog found). ``kinds``: only these hand-offs (a watch
     run gives the act hand-offs only); ``handed[kind]``: this run's hand-off run of that kind exists
     already (ledger.runs.give_once); ``hub_check``: the hub the backlog is judged against (None: not judged);
-    ``read_launch``: reads the launch YAMLs of its undecided SFT completions again (None: they wait)."""
+    ``read_launch``: reads the launch YAMLs of its undecided SFT completions again (None: they wait);
+    ``cancel_run``: the sweep_cancel run this run triggers (ledger.runs.give_once)."""
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
 
     # every sweep while a series is set, or while found series are uploaded (their cells live in the chain's state)
@@ -50,7 +53,7 @@ def give_handoffs(
     confs = plan_handoffs(snaps, flags, dry_run=dry_run, run_log=run_log, trackers=trackers, hf_chain=hf_chain)
     if kinds is not None:
         confs = {k: (c if k in kinds else None) for k, c in confs.items()}
-    confs, given = give_once(log_dir, confs, run_id=run_id, dry_run=dry_run, handed=handed)
+    confs, given = give_once(log_dir, confs, run_id=run_id, dry_run=dry_run, handed=handed, cancel_run=cancel_run)
     # cleanup follows uploads, salvages and consolidations in flight (the report sweep's: not a watch's)
     follow = not handed.get(Handoff.CLEANUP.value) and (kinds is None or Handoff.CLEANUP.value in kinds)
     tracking: list[str] = []

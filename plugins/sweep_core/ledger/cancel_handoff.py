@@ -1,15 +1,26 @@
 """The ledger's record of each cancel hand-off a sweep gives: the run, the flag it came from (its
-rule, severity and action, as handoffs.flag_record.FlagRecord carries them) and the evidence it was
-judged on. ``sweep_cancel`` trusts this record, never a conf (handoffs.cancel.authority)."""
+rule, severity and action, as handoffs.flag_record.FlagRecord carries them), the evidence it was
+judged on, and the exact sweep_cancel run it triggers (its run id and the user it runs as).
+``sweep_cancel`` trusts this record, never a conf or a run id's shape (handoffs.cancel.authority)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 
 KIND = "cancel"  # the per-job hand-off kind (ledger.runs.PER_JOB)
+
+
+@dataclass(frozen=True)
+class HandoffRun:
+    """A sweep_cancel run as Airflow names it: its run id and the user it runs as (the DAG run's
+    ``triggering_user_name``; "" = none: a scheduled sweep and the runs it triggers)."""
+
+    run_id: str
+    user: str = ""
 
 
 def handoff_record(
@@ -20,13 +31,18 @@ def handoff_record(
     flag_run: str = "",
     flag_action: str = "",
     flag_rule: str | None = None,
+    cancel_run: HandoffRun | None = None,
 ) -> dict[str, str]:
     """The ledger's record of one cancel hand-off the run ``run_id`` gives (``job``: the conf entry
     that run built from its own flag). ``flag_run``/``flag_action``: the sweep whose history flag
     row backs it and that row's action, when they are not this run and this action (a deep-dive);
-    ``flag_rule``: that row's rule when it is not the job's ("" = any rule with that action)."""
+    ``flag_rule``: that row's rule when it is not the job's ("" = any rule with that action);
+    ``cancel_run``: the sweep_cancel run ``run_id`` triggers for it (None: none recorded, and no run
+    is then the sweep's)."""
     action = str(job.get("action") or "")
     extra = {} if flag_rule is None else {"flag_rule": flag_rule}
+    if cancel_run is not None:
+        extra |= {"cancel_run": cancel_run.run_id, "cancel_user": cancel_run.user}
     return extra | {
         "run": run_id,
         "flag_run": flag_run or run_id,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.ledger.cancel_handoff import KIND as CANCEL
-from sweep_core.ledger.cancel_handoff import record_handoffs
+from sweep_core.ledger.cancel_handoff import HandoffRun, record_handoffs
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change, fold_sweep
 from sweep_core.ledger.given import given_by, mark_given, split_given
@@ -51,6 +51,7 @@ def give_once(
     run_id: str,
     dry_run: bool,
     handed: Mapping[str, bool] | None = None,
+    cancel_run: HandoffRun | None = None,
 ) -> tuple[dict[str, dict[str, Any] | None], list[str]]:
     """``confs`` without the jobs another run already handed off (per kind), and one note for each;
     the jobs left are recorded as given by ``run_id`` (not on a dry run: it acts on nothing).
@@ -58,6 +59,8 @@ def give_once(
     ``handed[kind]``: this run's hand-off run of that kind already exists (a re-run of the same run
     id). Its jobs are in that run; the conf then holds only the jobs no run gave yet (found by the
     re-run alone, e.g. after a config fix), for a follow-up hand-off run, and None when there are none.
+    ``cancel_run``: the sweep_cancel run this run triggers, recorded with each cancel hand-off (None:
+    none, and no sweep_cancel run is then the sweep's).
     """
     handed = handed or {}
 
@@ -78,7 +81,7 @@ def give_once(
             if not dry_run:
                 mark_given(ledger, kind, todo, run_id)
             if kind == CANCEL:  # what sweep_cancel trusts: this run's own flag line, not its conf
-                record_handoffs(ledger, todo, run_id, dry_run=dry_run)
+                record_handoffs(ledger, todo, run_id, dry_run=dry_run, cancel_run=cancel_run)
             rest = {**conf, "jobs": list(todo)}
             keep = todo or (rest.get("reclaim_clusters") and not handed.get(kind))
             out[kind] = rest if keep else None

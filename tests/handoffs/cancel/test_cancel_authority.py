@@ -17,6 +17,7 @@ from sweep_core.handoffs.cancel.relaunch import assess
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.history.rows import FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_run
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given, merge_given, release_given
 from sweep_core.ledger.runs import give_once
@@ -37,20 +38,18 @@ def job(job_id: str, name: str, state: str) -> Job:
     return Job("leo", job_id, name, state, "squeue", bucket="RL")
 
 
-def _hand_off_run(run_id: str):
-    return lambda giver: run_id in (f"{giver}__cancel", f"{giver}__cancel__2")
-
-
 def _flag(job_id: str, name: str, rule: str = "rl_resume_overshoot", action: str = "cancel") -> Flag:
     return Flag(rule=rule, severity="warn", cluster="leo", job_id=job_id, job_name=name, bucket="RL",
                 message="past max_steps", action=action)  # fmt: skip
 
 
-def _sweep(tmp_path: Path, flags: list[Flag], *, run_id: str = SWEEP, dry_run: bool = False) -> HistoryStore:
-    """What one sweep run writes: its cancel hand-off given once (the ledger) and its history."""
+def _sweep(tmp_path: Path, flags: list[Flag], *, run_id: str = SWEEP, dry_run: bool = False, user: str = "",
+           batch: str = "") -> HistoryStore:  # fmt: skip
+    """What one sweep run writes: its cancel hand-off given once (the ledger, with the sweep_cancel
+    run it triggers: ``<run>__cancel<batch>`` run as ``user``) and its history."""
     snaps = [snap([job(f.job_id, f.job_name, "RUNNING") for f in flags])]
     confs = plan_handoffs(snaps, flags, dry_run=dry_run, run_log="", trackers=False, hf_chain=False)
-    give_once(tmp_path, confs, run_id=run_id, dry_run=dry_run)
+    give_once(tmp_path, confs, run_id=run_id, dry_run=dry_run, cancel_run=HandoffRun(f"{run_id}__cancel{batch}", user))
     store = HistoryStore(tmp_path / "history")
     store.append(sweep_frame(snaps, flags, run_id=run_id, window_start=T0, window_end=T0), run_id=run_id,
                  window_end=T0)  # fmt: skip
@@ -65,11 +64,14 @@ def _flags(store: HistoryStore, ledger: Ledger, keys: list[tuple[str, str]]) -> 
     return out
 
 
-def _decide(tmp_path: Path, store: HistoryStore, conf_jobs: list[dict], run_id: str, dry_run: bool = False):
+def _decide(
+    tmp_path: Path, store: HistoryStore, conf_jobs: list[dict], run_id: str, dry_run: bool = False, user: str = ""
+):
+    """sweep_cancel's authority for ``conf_jobs`` in the run ``run_id`` triggered by ``user``."""
     ledger = load_ledger(tmp_path)
     ds = [CancelDecision(CancelRequest.from_dict(j), "cancel", state="PENDING", nodes="1") for j in conf_jobs]
     keys = [(d.request.cluster, d.request.job_id) for d in ds]
-    authorize(ds, ledger, _flags(store, ledger, keys), dry_run=dry_run, is_hand_off_run=_hand_off_run(run_id))
+    authorize(ds, ledger, _flags(store, ledger, keys), dry_run=dry_run, run=HandoffRun(run_id, user))
     return ds, ledger
 
 
@@ -153,7 +155,10 @@ def test_a_deep_dive_kill_is_backed_by_the_sweep_that_handed_it_the_job(tmp_path
     kill = {"cluster": "leo", "job_id": "9", "name": "rl__new", "action": "kill-approval",
             "evidence": "deep-dive KILL: reward 0"}  # fmt: skip
     orphan = {**kill, "job_id": "10", "name": "rl__byhand"}
-    said = update_ledger(tmp_path, lambda led: (led, give_kills(led, [kill, orphan], "dd1", dry_run=False)))
+    dd = HandoffRun("dd1__cancel")
+    said = update_ledger(
+        tmp_path, lambda led: (led, give_kills(led, [kill, orphan], "dd1", dry_run=False, cancel_run=dd))
+    )
     assert "no sweep handed it to the deep-dive" in said[1]
     ds, _ = _decide(tmp_path, store, [kill, orphan], "dd1__cancel")
     assert not ds[0].by_hand and ds[0].request.evidence == "deep-dive KILL: reward 0"
@@ -172,20 +177,52 @@ def test_the_record_survives_a_round_trip_and_goes_with_its_release() -> None:
     assert back.jobs["leo|5"].cancel_handoff["evidence"] == "[r] x"
     release_given(back, "cancel", [conf])
     assert back.jobs["leo|5"].cancel_handoff == {}
-    a = judge("leo", "5", "a", "cancel", back, {}, dry_run=False, is_hand_off_run=lambda g: True)
+    a = judge("leo", "5", "a", "cancel", back, {}, dry_run=False, run=HandoffRun("s1__cancel"))
     assert a.by_hand
 
 
 def test_who_may_answer() -> None:
     users = {"leo": ("bob", "carol"), "*": ("ops",)}
-    assert may_answer("leo", users, requester="bob", by_hand=True) == ["carol"]
-    assert may_answer("leo", users, requester="bob", by_hand=False) == ["bob", "carol"]  # the sweep asked
-    assert may_answer("jup", users, requester="ops", by_hand=True) == []  # nobody left: not asked
-    assert may_answer("leo", {}, requester="bob", by_hand=True) is None  # none configured: Airflow's users
-    ok = {"requester": "bob", "by_hand": True, "timed_out": False}
+    assert may_answer("leo", users, requester="bob") == ["carol"]
+    assert may_answer("leo", users, requester="") == ["bob", "carol"]  # a scheduled run: nobody asked
+    assert may_answer("jup", users, requester="ops") == []  # nobody left: not asked
+    assert may_answer("leo", {}, requester="bob") is None  # none configured: Airflow's users
+    ok = {"requester": "bob", "timed_out": False}
     assert answer_counts("carol", ["carol"], **ok) == (True, "")
-    assert answer_counts("bob", None, **ok)[1] == "answered by bob, who requested it by hand: not counted"
+    assert answer_counts("bob", None, **ok)[1] == "answered by bob, who requested it: not counted"
     assert not answer_counts("dave", ["carol"], **ok)[0]
+    assert not answer_counts("", None, **ok)[0]  # an answer Airflow names no user of
+
+
+def test_a_run_id_chosen_to_look_like_the_sweeps_is_a_by_hand_request(tmp_path) -> None:
+    """issue 39: whoever may trigger sweep_cancel may choose its run id. Only the very run the sweep
+    recorded (its id AND its triggering user: none for a scheduled sweep) is the sweep's."""
+    flag = _flag("5", "rl__mine")
+    store = _sweep(tmp_path, [flag], batch="__2")  # a re-run's follow-up batch: <run>__cancel__2
+    conf = {"cluster": "leo", "job_id": "5", "name": "rl__mine", "action": "cancel"}
+    assert not _decide(tmp_path, store, [conf], f"{SWEEP}__cancel__2")[0][0].by_hand  # the sweep's own run
+    for shaped in (f"{SWEEP}__cancel", f"{SWEEP}__cancel__3", f"{SWEEP}__cancel__02"):  # each once accepted
+        (d,), _ = _decide(tmp_path, store, [conf], shaped, user="mallory")
+        assert d.by_hand and f"this run is not the hand-off run {SWEEP} triggered" in d.authority
+    (d,), _ = _decide(tmp_path, store, [conf], f"{SWEEP}__cancel__2", user="mallory")  # the id, by hand
+    assert d.by_hand and "triggered by mallory, the hand-off run of" in d.authority and d.request.evidence == ""
+    assess([d], {}, load_ledger(tmp_path), cancel_config(STANDING | {"standing": [
+        {"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["leo"]}]}), now=T0, run_id="x")  # fmt: skip
+    assert standing_acts([d]) == [] and asked([d]) == [d]  # no standing permission for it
+    assert may_answer("leo", {"*": ("mallory", "carol")}, requester="mallory") == ["carol"]
+
+
+def test_a_hand_off_recorded_without_its_run_is_by_hand(tmp_path) -> None:
+    """A record written before hand-off runs were named (or by a giver that named none) backs no run."""
+    flag = _flag("5", "rl__mine")
+    snaps = [snap([job("5", "rl__mine", "RUNNING")])]
+    confs = plan_handoffs(snaps, [flag], dry_run=False, run_log="", trackers=False, hf_chain=False)
+    give_once(tmp_path, confs, run_id=SWEEP, dry_run=False)  # no cancel_run
+    store = HistoryStore(tmp_path / "history")
+    store.append(sweep_frame(snaps, [flag], run_id=SWEEP, window_start=T0, window_end=T0), run_id=SWEEP, window_end=T0)
+    conf = {"cluster": "leo", "job_id": "5", "name": "rl__mine", "action": "cancel"}
+    (d,), _ = _decide(tmp_path, store, [conf], f"{SWEEP}__cancel")
+    assert d.by_hand and "names no sweep_cancel run" in d.authority
 
 
 def test_the_approval_timeout_has_a_maximum() -> None:

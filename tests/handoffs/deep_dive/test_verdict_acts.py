@@ -33,6 +33,7 @@ from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
 from sweep_core.handoffs.deep_dive.verdict import decide
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind, record_acts
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given
 from sweep_core.ledger.runs import give_once
@@ -80,7 +81,8 @@ def _handed_to_deep_dive(tmp_path, sweep_run: str = "s1") -> None:
 
 def _settle(tmp_path, verdicts: list[dict], run_id: str, *, cap: int = 3, dry_run: bool = False):
     def change(led: Ledger):
-        return led, settle_verdicts(led, verdicts, run_id, NOW.isoformat(), dry_run=dry_run, unknown_reprobes=cap)
+        return led, settle_verdicts(led, verdicts, run_id, NOW.isoformat(), dry_run=dry_run, unknown_reprobes=cap,
+                                   cancel_run=HandoffRun(f"{run_id}__cancel"))  # fmt: skip
 
     return update_ledger(tmp_path, change)
 
@@ -119,7 +121,7 @@ def test_a_kill_is_a_deep_dive_kill_cancel_request_with_its_evidence_backed_by_t
     rows = {"s1": [{"cluster": "local", "job_id": "11", "name": "rl__a", "rule": "rl_new_untested",
                     "action": "deep-dive"}]}  # fmt: skip
     auth = judge("local", "11", "rl__a", "kill-approval", ledger, rows, dry_run=False,
-                 is_hand_off_run=lambda run: run == "dd1")  # fmt: skip
+                 run=HandoffRun("dd1__cancel"))  # fmt: skip
     assert auth.kind == SWEEP and auth.evidence == job["evidence"]
     assert (auth.rule, auth.severity) == ("deep_dive_kill", "critical")  # typed, from the ledger's record
 

@@ -153,3 +153,64 @@ def test_an_upload_whose_log_names_no_commit_of_its_repo_never_releases_the_rm(t
         assert rep.rows[0][6] == (
             "upload job 901 COMPLETED but the hub still lacks the artifact; retry 1 of 2: job 902"
         )  # uploaded again, never deleted on the same-name repo
+
+
+AGENTIC = {
+    "hub_org": "org",
+    "flavors": {
+        "rl-agentic-job-cleanup": {
+            "hub": [
+                {"repo": "{org}/{name}", "expected": ["config.json", "*.safetensors"]},
+                {"repo": "{org}/{name}-traces", "type": "dataset", "expected": ["**/*.parquet"]},
+            ],
+            "delete": ["trace_jobs", "exports"],
+            "upload": ["sbatch", "-J", "upload__{name}", "up.sbatch", "{artifact_dir}", "{hub_repo}", "{step}"],
+        }
+    },
+}
+
+
+AGENTIC_TREES = [f"{ROOT}/{NAME}/trace_jobs", f"{ROOT}/{NAME}/exports"]
+
+
+def _agentic_probe(marker: str, script: str) -> dict[str, CommandResult]:
+    """The cleanup probe of the agentic flavor's trees (as _probe: nothing live, CANCELLED)."""
+    recs = _probe(marker, script)
+    for k, tree in enumerate(AGENTIC_TREES):
+        recs[f"real:{k}"] = ok(tree + "\n")
+    return recs
+
+
+def test_after_its_own_upload_a_traces_dataset_of_the_same_name_never_releases_the_trace_trees(tmp_path) -> None:
+    """issue 39: a salvage's model upload has landed, and ``{name}-traces`` is on the hub from an
+    older run of the same name this job never uploaded: no tree is deleted, the hub is never asked
+    about that dataset, and the upload is not re-sent for it."""
+    global CCFG, US
+    saved = CCFG, US
+    CCFG, US = cleanup_config(AGENTIC), upload_settings(AGENTIC)
+    try:
+        record_acts(
+            tmp_path, [("local", JOB, NAME, {"kind": SALVAGE, "flavor": "rl-agentic-job-cleanup", "step": "41"})]
+        )
+        older = {("dataset", f"org/{NAME}-traces"): ["data/train-00000-of-00001.parquet"]}
+        with hub_stub(older) as stub:
+            hub = HubChecker(endpoint=stub.url, attempts=1)
+            assert hub.check(f"org/{NAME}-traces", "dataset", ["**/*.parquet"]).ok is True  # by name: "there"
+            _sweep_cleanup(tmp_path, FakeSsh({"cleanup probe": _agentic_probe, "upload submit": lambda m, s: {"sub:0": ok("901\n")}}),
+                           hub)  # fmt: skip
+            log = _upload_step(tmp_path, stub.url, ("config.json", "model-00001.safetensors"))
+            sha = commit_of(log, f"org/{NAME}")
+            track = {"sacct": lambda m: ok(f"901{m}COMPLETED{m}u\n"), "tail:901": lambda m: ok(log)}
+            _sweep_cleanup(tmp_path, FakeSsh({"cleanup probe": _agentic_probe, "upload track": lambda m, s: {
+                k: f(m) for k, f in track.items()}}), hub)  # fmt: skip
+            stub.requests.clear()
+            plan, rep = _sweep_cleanup(tmp_path, FakeSsh({"cleanup probe": _agentic_probe}), hub)
+            (d,) = plan.decisions
+            assert d.action == "blocked" and d.paths == []
+            assert d.hub, d.reasons
+            assert d.hub[0]["ok"] is True and d.hub[0]["revision"] == sha  # its own model upload: verified
+            assert d.hub[1]["ok"] is False and "a dataset of the same name is not its evidence" in d.hub[1]["reason"]
+            assert not any("-traces" in path for _, path, _ in stub.requests)  # never asked by name
+            assert rep.rows[0][5] == "VERIFIED" and "upload submit" not in str(rep.rows)  # not re-sent
+    finally:
+        CCFG, US = saved

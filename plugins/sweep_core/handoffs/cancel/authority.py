@@ -6,7 +6,9 @@ is trusted. A job is a SWEEP request only when every record the sweep itself wro
 - the ledger entry's ``cancel_handoff`` (written by the run that handed it off, at hand-off time:
   the run, the flag's rule and action, the flag line as evidence) is the ledger's current cancel
   hand-off (``handoffs["cancel"]``; a dry-run sweep's record only backs a dry run);
-- this sweep_cancel run is the hand-off run that run triggered (``<run>__cancel[__<batch>]``);
+- this sweep_cancel run is the very run the record names (``cancel_run``, the id the giver triggered,
+  and ``cancel_user``, the user it runs as: "" for a scheduled sweep; a person who triggers a run by
+  hand, choosing any run id, is named as its triggering user); a run id's shape proves nothing;
 - the request names the job and action the hand-off named;
 - the Parquet history of the sweep that flagged it holds that flag row (cluster, job, rule, action).
 
@@ -17,12 +19,12 @@ by hand, not verified", and the user who triggered it cannot approve it (sweep_c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from sweep_core.handoffs.flag_record import read_line
-from sweep_core.ledger.cancel_handoff import KIND, record_handoffs
+from sweep_core.ledger.cancel_handoff import KIND, HandoffRun, record_handoffs
 from sweep_core.ledger.entries import Ledger
 
 SWEEP, BY_HAND = "sweep", "by-hand"
@@ -57,11 +59,10 @@ def judge(
     flags_by_run: Mapping[str, Sequence[Mapping[str, Any]] | None],
     *,
     dry_run: bool,
-    is_hand_off_run: Callable[[str], bool],
+    run: HandoffRun,
 ) -> Authority:
     """The authority of one requested job (see the module doc). ``flags_by_run``: run id -> that
-    sweep's history flag rows (None = no history of it); ``is_hand_off_run(run)``: whether this
-    sweep_cancel run is the hand-off run ``run`` triggered."""
+    sweep's history flag rows (None = no history of it); ``run``: this sweep_cancel run."""
     e = ledger.jobs.get(f"{cluster}|{job_id}")
     rec = e.cancel_handoff if e else {}
     if not rec:
@@ -71,8 +72,14 @@ def judge(
         return _by_hand(f"handed off by the dry-run sweep {giver}: that backs a dry run only")
     if not rec.get("dry_run") and e is not None and e.handoffs.get(KIND) != giver:
         return _by_hand(f"the hand-off of {giver} is no longer held in the ledger (released or replaced)")
-    if not is_hand_off_run(giver):
-        return _by_hand(f"this run is not the hand-off run {giver} triggered")
+    want = rec.get("cancel_run", "")
+    if not want:
+        return _by_hand(f"the hand-off of {giver} names no sweep_cancel run (recorded before runs were named)")
+    if run.run_id != want:
+        return _by_hand(f"this run is not the hand-off run {giver} triggered ({want})")
+    if run.user != rec.get("cancel_user", ""):
+        return _by_hand(f"this run was triggered by {run.user or 'no user'}, the hand-off run of {giver} by "
+                        f"{rec.get('cancel_user') or 'no user'}")  # fmt: skip
     if rec.get("name") != name or rec.get("action") != action:
         return _by_hand(f"the request differs from the hand-off of {giver} (name {rec.get('name')!r}, "
                         f"action {rec.get('action')!r})")  # fmt: skip
@@ -113,27 +120,33 @@ def authorize(
     flags_by_run: Mapping[str, Sequence[Mapping[str, Any]] | None],
     *,
     dry_run: bool,
-    is_hand_off_run: Callable[[str], bool],
+    run: HandoffRun,
 ) -> None:
     """Each plan.CancelDecision (in place): ``by_hand``, ``authority`` and the request's evidence
     and flag rule and severity (the sweep's, "" by hand); the conf's evidence stays only in
     ``request.asked_evidence``."""
     for d in decisions:
         r = d.request
-        a = judge(r.cluster, r.job_id, r.name, r.action, ledger, flags_by_run, dry_run=dry_run,
-                  is_hand_off_run=is_hand_off_run)  # fmt: skip
+        a = judge(r.cluster, r.job_id, r.name, r.action, ledger, flags_by_run, dry_run=dry_run, run=run)
         d.request = replace(r, evidence=a.evidence, rule=a.rule, severity=a.severity)
         d.by_hand, d.authority = a.by_hand, a.why
 
 
 def give_kills(
-    ledger: Ledger, jobs: Iterable[Mapping[str, Any]], run_id: str, *, dry_run: bool, flag_run: str | None = None
+    ledger: Ledger,
+    jobs: Iterable[Mapping[str, Any]],
+    run_id: str,
+    *,
+    dry_run: bool,
+    flag_run: str | None = None,
+    cancel_run: HandoffRun | None = None,
 ) -> list[str]:
     """A deep-dive run's KILL requests as cancel hand-offs it gives (in place): backed by the sweep
     that handed the job to the deep-dive (its ``deep-dive`` flag row, whichever rule; ``flag_run``:
     that sweep, read off the ledger when None). A job no sweep handed to the deep-dive (a deep-dive
     run by hand) gets no record: its cancel is by hand. A job whose cancel request another run
-    gave and no answer released yet is not given again. The lines said."""
+    gave and no answer released yet is not given again. ``cancel_run``: the sweep_cancel run this
+    deep-dive run triggers (recorded: only that run is the sweep's). The lines said."""
     from sweep_core.ledger.given import mark_given, split_given
     from sweep_core.vocab import Action
 
@@ -151,6 +164,6 @@ def give_kills(
         if not dry_run:
             mark_given(ledger, KIND, [job], run_id)
         record_handoffs(ledger, [job], run_id, dry_run=dry_run, flag_run=run, flag_action=Action.DEEP_DIVE.value,
-                        flag_rule="")  # fmt: skip
+                        flag_rule="", cancel_run=cancel_run)  # fmt: skip
         said.append(f"{job['cluster']} {job['job_id']}: cancel handed off by {run_id} (flagged by sweep {run})")
     return said

@@ -113,13 +113,23 @@ def own_evidence(hub_check: HubCheck, repo: str, art: HubArtifact, revision: str
 def hub_evidence(
     t: CleanupTarget, spec: FlavorSpec, org: str, hub_check: HubCheck, own: Mapping[tuple[str, str], str]
 ) -> list[dict[str, Any]]:
-    """The hub entry of each artifact of ``t``'s flavor (one hub ask each); ``own``: as plan_cluster's."""
+    """The hub entry of each artifact of ``t``'s flavor (one hub ask each); ``own``: as plan_cluster's.
+    A job the sweep salvaged or uploaded for is judged on its own uploads only, for every artifact:
+    the repo its upload writes at the commit the ledger recorded; any other artifact of its flavor
+    (e.g. ``{name}-traces``) has no upload of this job recorded, so it is not on the hub for it and
+    its trees stay (the hub is not asked: a repo of the same name is never its evidence)."""
     hub: list[dict[str, Any]] = []
     for k, art in enumerate(spec.hub):
         repo = hub_repo_id(art, t, org)
         key = (t.cluster, t.job_id)
-        if k == 0 and key in own:  # the repo its upload writes ({hub_repo}): that commit only
-            hub.append(own_evidence(hub_check, repo, art, own[key]))
+        if key in own:
+            if k == 0:  # the repo its upload writes ({hub_repo}): that commit only
+                hub.append(own_evidence(hub_check, repo, art, own[key]))
+            else:
+                why = (f"no upload of {repo} by this job is recorded in the ledger (its upload writes "
+                       f"{hub_repo_id(spec.hub[0], t, org)} only): a {art.repo_type} of the same name is not its "
+                       "evidence; its trees are kept")  # fmt: skip
+                hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": False, "reason": why, "not_own": True})
             continue
         ev = hub_check(repo, art.repo_type, list(art.expected))
         hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})

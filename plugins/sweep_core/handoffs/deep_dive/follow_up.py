@@ -23,6 +23,7 @@ from sweep_core.handoffs.cancel.authority import give_kills
 from sweep_core.handoffs.deep_dive.verdict import KILL, UNKNOWN, Verdict
 from sweep_core.handoffs.flag_record import FlagRecord
 from sweep_core.ledger.acts import ActKind, add_act
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import release_given
 from sweep_core.vocab import Action, Severity
@@ -110,9 +111,11 @@ def settle_verdicts(
     *,
     dry_run: bool,
     unknown_reprobes: int,
+    cancel_run: HandoffRun | None = None,
 ) -> tuple[list[dict[str, str]], list[str]]:
     """Each verdict into the ledger (in place, see the module doc); (sweep_cancel's conf jobs, the
-    lines said: the act that followed each verdict)."""
+    lines said: the act that followed each verdict). ``cancel_run``: the sweep_cancel run this
+    deep-dive run triggers for its KILLs (authority.give_kills)."""
     kills: list[dict[str, str]] = []
     lines: list[str] = []
     for raw in verdicts:
@@ -130,7 +133,7 @@ def settle_verdicts(
                 lines.append(f"{key}: not asked: {why}")
             else:
                 job = kill_request(v)
-                said = give_kills(ledger, [job], run_id, dry_run=dry_run, flag_run=flag_run)
+                said = give_kills(ledger, [job], run_id, dry_run=dry_run, flag_run=flag_run, cancel_run=cancel_run)
                 lines += said
                 if not any("already handed off" in s for s in said):
                     kills.append(job)

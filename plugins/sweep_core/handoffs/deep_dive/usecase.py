@@ -28,6 +28,7 @@ from sweep_core.handoffs.deep_dive.rollouts import rollout_texts
 from sweep_core.handoffs.deep_dive.stacks import parse_dumps, stack_lines
 from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
 from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
+from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
 from sweep_core.slurm.gather import new_marker
@@ -180,15 +181,17 @@ def settle(
     *,
     dry_run: bool,
     unknown_reprobes: int,
+    cancel_run: HandoffRun | None = None,
 ) -> tuple[list[dict[str, str]], list[str]]:
     """The verdicts into the ledger under its lock (follow_up.settle_verdicts): (the KILL jobs to
-    hand to sweep_cancel now, the lines said)."""
+    hand to sweep_cancel run ``cancel_run`` now, the lines said)."""
     if not verdicts:
         return [], []
     stamp = at.astimezone(dt.UTC).isoformat()
 
     def change(ledger: Ledger) -> tuple[Ledger, tuple[list[dict[str, str]], list[str]]]:
-        got = settle_verdicts(ledger, verdicts, run_id, stamp, dry_run=dry_run, unknown_reprobes=unknown_reprobes)
+        got = settle_verdicts(ledger, verdicts, run_id, stamp, dry_run=dry_run, unknown_reprobes=unknown_reprobes,
+                              cancel_run=cancel_run)  # fmt: skip
         return ledger, got
 
     return update_ledger(run_log_dir, change)

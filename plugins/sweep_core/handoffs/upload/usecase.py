@@ -110,14 +110,16 @@ class UploadReport(JobsReport):
 
 
 def hub_status(d: CleanupDecision) -> str:
-    """ok | missing | unknown | n/a (the hub was not asked: blocked before it, or trees gone)."""
+    """ok | missing | unknown | n/a (the hub was not asked: blocked before it, or trees gone), of
+    what an upload writes: an artifact no upload of the job writes (``not_own``) never re-uploads."""
     if d.action == "delete":
         return "ok"
-    if not d.hub:
+    hub = [h for h in d.hub if not h.get("not_own")]
+    if not hub:
         return "n/a"
-    if any(h.get("ok") is None for h in d.hub):
+    if any(h.get("ok") is None for h in hub):
         return "unknown"
-    return "missing" if any(h.get("ok") is False for h in d.hub) else "ok"
+    return "missing" if any(h.get("ok") is False for h in hub) else "ok"
 
 
 def _values(j: _Job, cfg: Any, ccfg: CleanupConfig) -> dict[str, str]:
