@@ -21,6 +21,7 @@ from sweep_core.config.sweep import GatherLimits, load_sweep_config
 from sweep_core.fanin.cursor import KEEP_LINES, cursors_for, prefilter, stream_cursors_for
 from sweep_core.fanin.digest import payload_line
 from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.fanin.streams import STREAM_WORDS
 from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.ledger.store import ledger_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
@@ -57,7 +58,7 @@ def gather_slurm(
     req = gather_request(cfg, limits, window_start, window_end, gpu_patterns=gpu_patterns,
                          trace_patterns=trace_patterns, cursors=cursors, literals=literals, keep_lines=KEEP_LINES,
                          sft_patterns=sft_patterns, daytona=daytona,
-                         stream_names=trace_patterns + sft_patterns, stream_cursors=stream_cursors)  # fmt: skip
+                         stream_names=trace_patterns + sft_patterns, stream_words=STREAM_WORDS, stream_cursors=stream_cursors)  # fmt: skip
     script, marker = build_gather_script(req)
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
     return gathered_snapshot(cfg, req, result, window_start.isoformat(), window_end.isoformat(), daytona, time.time())

@@ -10,7 +10,6 @@ import datetime as dt
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits
-from sweep_core.fanin.streams import STREAM_WORDS
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.failover import FailoverResult
 from sweep_core.slurm.gather import GatherRequest
@@ -39,13 +38,15 @@ def gather_request(
     sft_patterns: tuple[str, ...] = (),
     daytona: DaytonaSection | None = None,
     stream_names: tuple[str, ...] = (),
+    stream_words: tuple[str, ...] = (),
     stream_cursors: dict[str, dict[str, tuple[int, ...]]] | None = None,
 ) -> GatherRequest:
     """The gather script's request (``cursors`` None: read every tail whole, not on from a cursor;
     ``literals``/``keep_lines``: the prefilter's, sweep_core.fanin.cursor; ``sft_patterns``: the SFT
     completions whose launch YAML is read; ``daytona``: its snapshot list runs here when it names
     this cluster, as the eval canary does when ops.md names one); ``stream_names``: the jobs whose
-    ops.md metric_streams are read (the RL and SFT buckets' patterns), from ``stream_cursors``."""
+    ops.md metric_streams are read (the RL and SFT buckets' patterns), from ``stream_cursors``, their tags
+    prefiltered by ``stream_words`` (sweep_core.fanin.streams)."""
     return GatherRequest(
         user=cfg.user, window_start=int(window_start.timestamp()), window_end=int(window_end.timestamp()),
         tail_bytes=limits.tail_bytes, max_jobs=limits.max_jobs, settle_s=limits.sacct_settle_s,
@@ -57,7 +58,7 @@ def gather_request(
         incremental=cursors is not None, cursors=cursors or {}, literals=literals, keep_lines=keep_lines,
         sft_patterns=sft_patterns, step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
         log_budget=limits.log_budget_bytes, stream_dirs=tuple(cfg.metric_streams), stream_names=stream_names,
-        stream_words=STREAM_WORDS, stream_cursors=stream_cursors or {}, stream_file_bytes=limits.stream_file_bytes,
+        stream_words=stream_words, stream_cursors=stream_cursors or {}, stream_file_bytes=limits.stream_file_bytes,
         stream_budget=limits.stream_budget_bytes, stream_points=limits.stream_points,
         **headroom_request(cfg),  # type: ignore[arg-type]
     )  # fmt: skip
