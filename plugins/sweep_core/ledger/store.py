@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from sweep_core.cadence import same_cadence
 from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, SeriesMax, _record
 from sweep_core.ledger.given import merge_given
-from sweep_core.state.documents import Documents, locked
+from sweep_core.state.documents import Documents, locked, read_document
 
 LEDGER_FILE = "ledger.json"
 BEFORE_FILE = "ledger.before.json"
@@ -175,6 +175,13 @@ def _before(raw: Any) -> tuple[str, str, Ledger]:
 def _locked(run_log_dir: str | Path) -> AbstractContextManager[Documents]:
     """The ledger's transaction: the lock of ``ledger.json`` guards ``ledger.before.json`` too."""
     return locked(run_log_dir, LEDGER_FILE)
+
+
+def peek_ledger(run_log_dir: str | Path) -> Ledger:
+    """The stored ledger read only (no recovery, nothing written: a page's read); empty when none was
+    ever written; a damaged one raises LedgerError (ValueError)."""
+    text = read_document(run_log_dir, LEDGER_FILE)
+    return Ledger() if text is None else Ledger.from_dict(json.loads(text))
 
 
 def update_ledger(
