@@ -6,6 +6,7 @@ comparison that silently never matches.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import TypeVar
 
@@ -77,6 +78,18 @@ def cleanup_action(flavor: str) -> str:
 def cleanup_flavor(action: str) -> str | None:
     """The cleanup skill a flag's action hands off to; None when the action is not a cleanup."""
     return action[len(_CLEANUP) :] if action.startswith(_CLEANUP) else None
+
+
+SALVAGE_BY = "salvage by "  # how a collapse flag line names its salvage's flavor (rules.rl)
+_SALVAGE_NAMED = re.compile(
+    re.escape(SALVAGE_BY) + f"({re.escape(Flavor.RL_AGENTIC)}|{re.escape(Flavor.RL_STANDARD)})" + r"\b"
+)
+
+
+def salvage_flavor(evidence: str) -> str:
+    """The RL cleanup flavor a collapse flag line names (``salvage by <flavor>``); "" = none named."""
+    m = _SALVAGE_NAMED.search(evidence)
+    return m.group(1) if m else ""
 
 
 def as_member(vocab: type[E], value: str) -> E | str:

@@ -44,6 +44,7 @@ from sweep_core.handoffs.cancel.plan import (
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, validate_jobs
 from sweep_core.handoffs.upload.salvage import salvage_acts
 from sweep_core.ledger.acts import record_acts
+from sweep_core.rules.cleanup import rl_flavor_of_name
 from sweep_core.safe_text import md_text
 from sweep_operators import relaunch_tasks
 from sweep_operators.cancel_authority import authorize_decisions
@@ -247,11 +248,13 @@ def record(sweep_yaml: str, **context: Any) -> str:
     decisions, answers = _decisions(context), _answers(context)
     both = {c: {**done.get(c, {}), **stood.get(c, {})} for c in {*done, *stood}}
     said = {k: a.get("refused") or approval_text(a, approved(a)) for k, a in answers.items()}
-    table = cancel_record(decisions, both, said)
+    tags = load_sweep_config(sweep_yaml).rules.agentic_rl_tags  # a salvage is in the job's own flavor
+    flavor_of = lambda name: rl_flavor_of_name(name, tags)  # noqa: E731
+    table = cancel_record(decisions, both, said, flavor_of)
     print(table)
     dry = bool(context["params"].get("dry_run", True))
     relaunch_tasks.remember(sweep_yaml, context, decisions, done, answers, stood, dry)
-    salvage = salvage_acts(decisions, both, dt.datetime.now(dt.UTC).isoformat())
+    salvage = salvage_acts(decisions, both, dt.datetime.now(dt.UTC).isoformat(), flavor_of)
     if salvage and not dry:  # sweep_cleanup uploads the last healthy step, then cleans up
         record_acts(relaunch_tasks.ledger_dir(sweep_yaml), salvage)
     told = relaunch_tasks.announce(sweep_yaml, context, decisions, both, dry)

@@ -15,6 +15,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
+from sweep_core.cadence import is_watch_run
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
@@ -48,17 +49,19 @@ def gather_slurm(
     sft_patterns: tuple[str, ...] = (),
     daytona: DaytonaSection | None = None,
     stream_cursors: dict[str, dict[str, tuple[int, ...]]] | None = None,
+    watch: bool = False,
 ) -> ClusterSnapshot:
     """Gather one SLURM cluster over ONE SSH session (sweep_core.slurm.gather_plan builds the request
     and reads the snapshot); never raises for cluster-side trouble (it becomes the status).
     ``gpu_patterns``: the GPU buckets' name patterns (sweep_core.gpu.probe.gpu_patterns);
     ``trace_patterns``: the RL bucket's (completions whose artifact dir is checked for trace_jobs/);
     ``sft_patterns``: the SFT bucket's (completions whose launch YAML is read: HF-only or not);
-    ``daytona``: sweep.yaml's section (its snapshot list runs here when it names this cluster)."""
+    ``daytona``: sweep.yaml's section (its snapshot list runs here when it names this cluster);
+    ``watch``: a watch run's gather (no srun-overlap GPU probe: sweep_core.gpu.probe.probe_for_run)."""
     req = gather_request(cfg, limits, window_start, window_end, gpu_patterns=gpu_patterns,
                          trace_patterns=trace_patterns, cursors=cursors, literals=literals, keep_lines=KEEP_LINES,
                          sft_patterns=sft_patterns, daytona=daytona,
-                         stream_names=trace_patterns + sft_patterns, stream_words=STREAM_WORDS, stream_cursors=stream_cursors)  # fmt: skip
+                         stream_names=trace_patterns + sft_patterns, stream_words=STREAM_WORDS, stream_cursors=stream_cursors, watch=watch)  # fmt: skip
     script, marker = build_gather_script(req)
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
     return gathered_snapshot(cfg, req, result, window_start.isoformat(), window_end.isoformat(), daytona, time.time())
@@ -115,7 +118,7 @@ class SlurmGatherOperator(BaseOperator):
         snap = gather_slurm(cfg, config.gather, since, end, self.log, gpu_patterns(config.buckets),
                             bucket_patterns(config.buckets, Bucket.RL), cursors_for(ledger, cfg.name), literals,
                             bucket_patterns(config.buckets, Bucket.SFT), config.daytona,
-                            stream_cursors_for(ledger, cfg.name))  # fmt: skip
+                            stream_cursors_for(ledger, cfg.name), is_watch_run(run_id_of(context)))  # fmt: skip
         snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
         if widened:
             snap.notes.append(widened)

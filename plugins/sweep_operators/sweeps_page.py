@@ -13,6 +13,7 @@ names; never in the repo).
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import os
 import time
@@ -23,8 +24,8 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from sweep_core.config.locate import ConfigNotFound
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.history.page import sweeps_page
-from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, job_tail, load_view, run_log_text
+from sweep_core.history.page import STANDING_DAYS, sweeps_page
+from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, PageView, job_tail, load_view, run_log_text
 from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
@@ -62,6 +63,20 @@ def _auth() -> list[object]:
 def _no_config(_request: object, exc: ConfigNotFound) -> PlainTextResponse:
     """sweep.yaml not where the DAGs find it: 503 naming the path and the setting, not a bare 500."""
     return PlainTextResponse(f"the Sweeps page has no config: {exc}", status_code=503, headers=_TEXT_HEADERS)
+
+
+def _standing(view: PageView) -> None:
+    """The acts standing permissions took lately, from the ledger read only; why, when it cannot be read."""
+    from sweep_core.ledger.acts import standing_record
+    from sweep_core.ledger.store import peek_ledger
+    from sweep_operators.handoff_record import run_log_dir
+
+    try:
+        ledger = peek_ledger(run_log_dir(load_sweep_config(_sweep_yaml())))
+    except Exception as exc:  # noqa: BLE001 (the page says why, it never fails for it)
+        view.standing, view.standing_why = None, f"the ledger could not be read: {type(exc).__name__}: {str(exc)[:160]}"
+        return
+    view.standing = standing_record(ledger, (dt.datetime.now(dt.UTC) - dt.timedelta(days=STANDING_DAYS)).isoformat())
 
 
 TOKEN_ENV = "SWEEP_METRICS_TOKEN"
@@ -131,6 +146,7 @@ def create_app() -> FastAPI:
         t0 = time.perf_counter()
         view = load_view(_store(), _CACHE, PageQuery(page, per, q))
         view.channels = len(load_sweep_config(_sweep_yaml()).notify.channels)
+        _standing(view)
         body = sweeps_page(view)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
 

@@ -199,6 +199,7 @@ DEPLOYMENT = {
     ("metrics", "profiles"),  # the frameworks' log profiles live in sweep.yaml only (schema default: none)
     ("hf_chain", "series"),  # the runbook's two HF-only grids (schema default: none)
     ("daytona",),  # the runbook's HARD snapshot cap, its values left empty on purpose (schema default: not watched)
+    ("cancel", "standing"),  # the runbook's standing kill-permission on its clusters (schema default: none)
 }
 
 

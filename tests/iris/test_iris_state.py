@@ -189,8 +189,9 @@ def test_a_past_window_is_read_from_the_controllers_times_not_from_now() -> None
 
 
 def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> None:
-    """The same multi-node RL job, its log silent for 5 h: asked about now it goes to cancel (with
-    approval); asked about yesterday's window it is listed, not judged, handed to nobody."""
+    """The same multi-node RL job, its log silent for 5 h: asked about now it is judged (stale: an
+    investigate note, never a kill: liveness on iris is the state poll, issue 41); asked about
+    yesterday's window it is listed, not judged, handed to nobody."""
     from sweep_core.config.sweep import load_sweep_config
     from sweep_core.handoffs.triggers import plan_handoffs
     from sweep_core.pipeline import run_fan_in
@@ -208,7 +209,8 @@ def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> 
         return snap, plan_handoffs([snap], result.flags, dry_run=True, run_log="", trackers=False, hf_chain=False)
 
     snap, confs = sweep(NOW)
-    assert snap.running[0].stale and confs["cancel"] is not None  # the present: judged, handed to cancel
+    assert snap.running[0].stale and confs["cancel"] is None  # the present: judged, a note, handed to nobody
+    assert snap.running[0].minutes_since_output == 300
     snap, confs = sweep(NOW + 24 * 3600)
     assert snap.running[0].state == "RUNNING" and not snap.running[0].stale
     assert snap.running[0].minutes_since_output is None and confs["cancel"] is None

@@ -94,6 +94,51 @@ def test_collapse_two_signals_same_step_flags_cancel_and_salvage() -> None:
     assert "[rl_collapse]" in result.rendered.tables["RL"]
 
 
+def test_a_collapse_names_the_salvage_flavor_of_its_own_job_and_the_salvage_takes_it() -> None:
+    """A standard GRPO run is salvaged by rl-standard-job-cleanup (model + metric CSVs, no trace dataset),
+    a Harbor run by rl-agentic-job-cleanup: the flag line says which and the salvage act records it."""
+    from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
+    from sweep_core.handoffs.upload.salvage import salvage_acts
+
+    std, agentic = "rl__a2_qwen8b_dapo", "rl__a2_harbor_qwen8b"
+    _, flags = sweep([run(std, log("rl_collapsed.out")), run(agentic, log("rl_collapsed.out"))])
+    assert flags[("rl_collapse", std)].message.endswith("salvage by rl-standard-job-cleanup")
+    assert flags[("rl_collapse", agentic)].message.endswith("salvage by rl-agentic-job-cleanup")
+
+    class Req:
+        def __init__(self, job_id: str, name: str) -> None:
+            f = flags[("rl_collapse", name)]
+            self.cluster, self.job_id, self.name, self.action = "leo", job_id, name, "cancel+salvage"
+            self.evidence = f"[rl_collapse] CRITICAL leo RL {job_id} {name}: {f.message}"
+
+    class Dec:
+        def __init__(self, req: Req) -> None:
+            self.request = req
+
+    done = {"leo": {"1": ActOutcome(Did.CANCELLED, "cancelled"), "2": ActOutcome(Did.CANCELLED, "cancelled")}}
+    acts = salvage_acts([Dec(Req("1", std)), Dec(Req("2", agentic))], done, "now", lambda name: "never-asked")
+    assert [(a[2], a[3]["flavor"], a[3]["step"]) for a in acts] == [
+        (std, "rl-standard-job-cleanup", "41"),
+        (agentic, "rl-agentic-job-cleanup", "41"),
+    ]
+    old = Req("3", std)
+    old.evidence = "[rl_collapse] CRITICAL leo RL 3 x: step 42: reward drop"  # a line from before: by name
+    done["leo"]["3"] = ActOutcome(Did.CANCELLED, "cancelled")
+    (act,) = salvage_acts([Dec(old)], done, "now", lambda name: f"by-name:{name}")
+    assert act[3]["flavor"] == f"by-name:{std}"
+
+
+def test_the_standard_rl_hub_check_is_the_model_and_its_metric_csvs() -> None:
+    from sweep_core.handoffs.hub_evidence import judge_hub_listing
+
+    (hub,) = CONFIG.cleanup.flavors["rl-standard-job-cleanup"].hub
+    assert hub.type == "model"
+    model = ["config.json", "model-00001-of-00002.safetensors"]
+    assert judge_hub_listing(model, list(hub.expected)).ok is False  # the metric CSVs missing
+    assert judge_hub_listing([*model, "metrics/train_metrics.csv"], list(hub.expected)).ok is True
+    assert "-traces" not in hub.repo
+
+
 def test_ablation_tag_only_observes() -> None:
     _, flags = sweep([run("rl__a2_zclip_qwen8b", log("rl_collapsed.out"))])
     f = flags[("rl_collapse", "rl__a2_zclip_qwen8b")]

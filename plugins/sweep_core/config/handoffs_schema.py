@@ -52,12 +52,14 @@ class Flavor(StrictModel):
 
 
 _MODEL = HubRepo(repo="{org}/{name}", type="model", expected=("config.json", "*.safetensors"))
+# rl-standard-job-cleanup (the runbook): "model + metric CSVs only, no trace dataset"
+_MODEL_METRICS = HubRepo(repo="{org}/{name}", type="model", expected=("config.json", "*.safetensors", "**/*.csv"))
 _TRACES = HubRepo(repo="{org}/{name}-traces", type="dataset", expected=("**/*.parquet",))
 
 # The cleanup skills the completion_cleanup rule hands off to (its action "cleanup:<skill>").
 DEFAULT_FLAVORS: dict[str, Flavor] = {
     "rl-agentic-job-cleanup": Flavor(hub=(_MODEL, _TRACES), delete=("trace_jobs", "tasks", "exports")),
-    "rl-standard-job-cleanup": Flavor(hub=(_MODEL,), delete=("checkpoints", "exports")),
+    "rl-standard-job-cleanup": Flavor(hub=(_MODEL_METRICS,), delete=("checkpoints", "exports")),
     "sft-job-cleanup": Flavor(hub=(_MODEL,), delete=("checkpoints", "exports")),
     "datagen-job-cleanup": Flavor(
         hub=(HubRepo(repo="{org}/{name}", type="dataset", expected=("**/*.parquet",)),),

@@ -162,9 +162,10 @@ class _SlurmKeys(StrictModel):
     )
     gpu_probe: Literal["srun-overlap", "accounting", "none"] = Field(
         "none",
-        description="slurm: how the gather reads GPU utilisation of RUNNING RL/SFT/Eval jobs: `srun-overlap` "
-        "(`srun --jobid --overlap nvidia-smi` in the gather's session), `accounting` (ONE `sstat` for the "
-        "candidates: the gres/gpuutil and gres/gpumem the site's accounting records), `none`",
+        description="slurm: how the report sweep's gather and the RL deep-dive read GPU utilisation of RUNNING "
+        "RL/SFT/Eval jobs: `srun-overlap` (`srun --jobid --overlap nvidia-smi` in the gather's session; never on "
+        "the 5-minute watch), `accounting` (ONE `sstat` for the candidates: the gres/gpuutil and gres/gpumem the "
+        "site's accounting records; the watch too), `none`",
     )
     ray_log_dir: str = Field(
         "",
@@ -191,7 +192,9 @@ class _SlurmKeys(StrictModel):
         "memory % against memory × NNodes (never ReqMem); a partition not named: ? with the reason. {} = "
         "accounting's AllocTRES gres/gpu and ReqMem are trusted",
     )
-    gpu_probe_max: int = Field(20, ge=0, description="slurm: GPU probes per sweep at most (the suspects first)")
+    gpu_probe_max: int = Field(
+        20, ge=0, description="slurm: GPU probes per report sweep at most (the suspects first; the watch: none)"
+    )
     gpu_probe_timeout_s: int = Field(20, gt=0, description="slurm: seconds one GPU probe may take (then unknown)")
     repo_path: str = Field("", description="the cluster's clone (tree hygiene: `git status`, read-only)")
     local_clone: str = Field(

@@ -145,6 +145,14 @@ def gpu_patterns(rules: Any) -> tuple[str, ...]:
     return tuple(p.pattern for r in rules if str(r.name) in GPU_BUCKETS for p in r.patterns)
 
 
+def probe_for_run(kind: str, *, watch: bool) -> str:
+    """The GPU source one run of the gather uses (ops.md ``gpu_probe``). The runbook wants live GPU
+    polls (``srun --overlap`` job steps; it warns of login-node fork saturation) in the RL deep-dive
+    and the report sweep, each at most ``gpu_probe_max`` per run, never on the 5-minute watch: a
+    watch run probes nothing there (``accounting``, ONE sstat, is kept)."""
+    return "none" if watch and kind == "srun-overlap" else kind
+
+
 POD_EXEC_COMMAND = ("nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits")
 
 

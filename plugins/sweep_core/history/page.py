@@ -122,6 +122,28 @@ def alert_panel(view: PageView, cap: int = 50) -> str:
     return f"<section id='alerts'><h2>Alerts ({len(rows)})</h2>{told}{body}</section>"
 
 
+STANDING_DAYS = 7
+
+
+def standing_panel(view: PageView, days: int = STANDING_DAYS) -> str:
+    """Every act a standing permission took (no human asked) in the last ``days`` days, from the
+    ledger, newest first; a ledger the page could not read says why (never "none")."""
+    if view.standing is None:
+        return f"<section id='standing'><h2>Standing-permission acts</h2><p class='bad'>{_e(view.standing_why)}</p></section>"
+    rows = "".join(
+        f"<tr><td>{_e(a['at'][:16])}<td>{_e(a['cluster'])}<td>{_e(a['job_id'])}<td>{_e(a['name'])}<td>{_e(a['kind'])}"
+        f"<td>{_e(a['standing'])}<td>{_e(a['result'])}</tr>"
+        for a in view.standing
+    )
+    body = (
+        "<table><thead><tr><th>at (UTC)<th>cluster<th>job<th>name<th>act<th>permission<th>result</tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+        if rows
+        else f"<p>No act under a standing permission in the last {days} days.</p>"
+    )
+    return f"<section id='standing'><h2>Standing-permission acts ({len(view.standing)}, last {days} days)</h2>{body}</section>"
+
+
 RUNS_SHOWN = 30
 
 
@@ -162,7 +184,7 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
     the earlier sweeps' summaries plotted with it."""
     if not view.sweep:
         return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>No sweep in the history yet.</p>"
-                + alert_panel(view))  # fmt: skip
+                + alert_panel(view) + standing_panel(view))  # fmt: skip
     if view.window_end is None:
         return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>The latest sweep's history file "
                 f"({_e(view.sweep)}) holds no rows or could not be read; {len(view.earlier)} earlier sweep(s).</p>"
@@ -191,7 +213,7 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{_e(title)}</h1><p>Latest sweep: run <code>{_e(view.run_id)}</code>, window ending {end} "
         f"({run_log_link(view.latest.run_log if view.latest else '')}); "
-        f"{len(view.earlier) + 1} sweep(s) in the history.</p>{notes}{alert_panel(view)}"
+        f"{len(view.earlier) + 1} sweep(s) in the history.</p>{notes}{alert_panel(view)}{standing_panel(view)}"
         f"<h2>Clusters</h2>{overview}<h2>Jobs</h2>{search}{_pager(view)}"
         f'{tables}{_pager(view)}{runs_table(view)}<h2>History</h2><div id="plots">{plots(sums)}</div>'
         f"<script>{JS}</script></body></html>"

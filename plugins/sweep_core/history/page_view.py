@@ -91,6 +91,9 @@ class PageView:
     notes: list[str] = field(default_factory=list)
     alerts: pd.DataFrame = field(default_factory=_frame)  # the sweep's flags of severity warn and above
     channels: int | None = None  # notify channels configured (None: not known to the page)
+    # the acts standing permissions took lately (ledger.acts.standing_record); None: unread, why in standing_why
+    standing: list[dict[str, str]] | None = field(default_factory=list)
+    standing_why: str = ""
 
     @property
     def pages(self) -> int:

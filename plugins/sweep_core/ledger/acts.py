@@ -147,3 +147,24 @@ def _inherit_series(ledger: Ledger, cluster: str, job_id: str, act: Mapping[str,
 def read_ledger(run_log_dir: str | Path) -> Ledger:
     """The stored ledger, read-only (empty when none)."""
     return load_ledger(run_log_dir)
+
+
+def standing_record(ledger: Ledger, since: str, cap: int = 50) -> list[dict[str, str]]:
+    """Every relaunch and cancel a standing permission took at or after ``since`` (ISO), newest first,
+    at most ``cap``: when, the job, the act, the permission, its result (the Sweeps page's panel)."""
+    rows = [
+        {
+            "at": str(a.get("at", "")),
+            "cluster": e.cluster,
+            "job_id": e.job_id,
+            "name": e.name,
+            "kind": str(a.get("kind", "")),
+            "standing": str(a.get("standing", "")),
+            "result": str(a.get("result", "")),
+            "run": str(a.get("run", "")),
+        }  # fmt: skip
+        for e in ledger.jobs.values()
+        for a in e.acts
+        if a.get("kind") in (ActKind.RELAUNCH, ActKind.CANCEL) and a.get("standing") and str(a.get("at", "")) >= since
+    ]
+    return sorted(rows, key=lambda r: r["at"], reverse=True)[:cap]

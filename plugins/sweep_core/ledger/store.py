@@ -230,6 +230,17 @@ def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> None:
         _save(rows, ledger, rows.jobs())
 
 
+def peek_ledger(run_log_dir: str | Path) -> Ledger:
+    """The stored ledger read only (no recovery, nothing written: a page's read); empty when none was
+    ever written; a damaged one raises LedgerError (ValueError)."""
+    with _txn(run_log_dir, shared=True) as rows:
+        ledger = _top(rows.top())
+        ledger.jobs, bad = _entries(rows.jobs())
+    if bad:
+        raise LedgerError(f"{len(bad)} damaged job row(s), e.g. {next(iter(bad))[:80]}")
+    return ledger
+
+
 def update_ledger(
     run_log_dir: str | Path, change: Callable[[Ledger], tuple[Ledger, T]], notes: list[str] | None = None
 ) -> T:

@@ -53,6 +53,11 @@ def rl_flavor(job: Job, agentic_tags: tuple[str, ...]) -> tuple[Flavor, str]:
     return Flavor.RL_STANDARD, "standard (by name: no agentic tag; no artifact dir found to look for trace_jobs/)"
 
 
+def rl_flavor_of_name(name: str, agentic_tags: tuple[str, ...]) -> Flavor:
+    """An RL job's cleanup flavor by its name alone (an agentic tag or not): where no fact is read."""
+    return Flavor.RL_AGENTIC if has_tag(name, agentic_tags) else Flavor.RL_STANDARD
+
+
 def _sft_completion(job: Job, slurm: set[str]) -> Flag:
     """An SFT completion of no listed HF-only series: by its launch YAML (the gather's facts) to
     sft-job-cleanup (DB-registered), to the HF chain (``enable_db_registration: false``), or held

@@ -1,14 +1,18 @@
 """The liveness rule (spec §1 LIVENESS): a RUNNING job silent past its bucket cadence is a suspected
 silent hang, reported with the last lines of its log and the traps its log names (sig53, EDQUOT). A
 job whose log says Disk quota exceeded is never a kill: the quota cell and the cleanup backlog.
+
+CoreWeave (iris) is "STATE-POLL, not a log-string watch": its liveness is the controller's state and
+the pod count, its wedge RUNNING with 0 pods or a vanished record (rules.lost, CRITICAL). A quiet
+iris log is only an investigate note with its age, never a kill request.
 """
 
 from __future__ import annotations
 
 from sweep_core.fanin.digest import evidence_of
-from sweep_core.fanin.liveness import predates_job
+from sweep_core.fanin.liveness import age_text, predates_job
 from sweep_core.fanin.metrics.hang import EDQUOT, Trap
-from sweep_core.models import Flag
+from sweep_core.models import Flag, Job
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
 from sweep_core.vocab import Action, Severity
 
@@ -16,8 +20,12 @@ from sweep_core.vocab import Action, Severity
 def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
     """RUNNING but silent past the bucket cadence: a suspected silent hang, with the evidence."""
     out = []
+    iris = {s.cluster for s in ctx.snaps if s.scheduler == "iris"}
     for job in ctx.jobs(source="squeue"):
         if not job.stale or is_calibration(ctx, job):  # eval_health reports it as calibration
+            continue
+        if job.cluster in iris:
+            out.append(_iris_quiet(ctx, job))
             continue
         ev = evidence_of(job, ctx.mcfg, ctx.cfg)
         last, near = ev.get("hang_last", ""), ev.get("hang_near") or []
@@ -46,3 +54,16 @@ def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:
         else:
             out.append(job_flag("liveness_stale", Severity.WARN, job, msg, Action.INVESTIGATE))
     return out
+
+
+def _iris_quiet(ctx: RuleContext, job: Job) -> Flag:
+    """An iris RUNNING job whose log is quiet past its cadence: an investigate note with its age and
+    the state poll's word (RUNNING with its pods), never a kill request (the wedge is 0 pods)."""
+    mins = int(job.minutes_since_output or 0)
+    pods = f"{job.num_nodes} pod(s)" if job.num_nodes else "pods not counted"
+    msg = (
+        f"log quiet {age_text(mins)} (cadence {ctx.cadence(job.cluster, job.bucket)} min): investigate; "
+        f"the state poll says RUNNING with {pods}: liveness here is the state poll, not the log "
+        "(a wedge is RUNNING with 0 pods or a vanished record)"
+    )
+    return job_flag("liveness_stale", Severity.INFO, job, msg, Action.INVESTIGATE)

@@ -13,9 +13,10 @@ from sweep_core.fanin.digest import fingerprint_of
 from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, series_of
 from sweep_core.ledger.acts import relaunched_from
 from sweep_core.models import Flag, Job
+from sweep_core.rules.cleanup import rl_flavor
 from sweep_core.rules.config import RulesConfig
 from sweep_core.rules.context import RuleContext, has_tag, has_tag_within, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
+from sweep_core.vocab import SALVAGE_BY, Action, Bucket, Severity
 
 
 def _rl_done(job: Job) -> bool:
@@ -135,6 +136,8 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
                 job_flag("rl_collapse", Severity.INFO, job, f"{msg} — ablation observation ({tag}), not actionable")
             )
         elif job.source == "squeue":
+            skill, _ = rl_flavor(job, ctx.cfg.agentic_tags)  # the salvage's hub check is its flavor's
+            msg += f"; {SALVAGE_BY}{skill}"
             out.append(job_flag("rl_collapse", Severity.CRITICAL, job, msg, Action.CANCEL_SALVAGE))
         else:
             out.append(job_flag("rl_collapse", Severity.WARN, job, msg + " (already ended): salvage"))

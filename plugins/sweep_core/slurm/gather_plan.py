@@ -10,6 +10,7 @@ import datetime as dt
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits
+from sweep_core.gpu.probe import probe_for_run
 from sweep_core.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.failover import FailoverResult
 from sweep_core.slurm.gather import GatherRequest
@@ -40,20 +41,22 @@ def gather_request(
     stream_names: tuple[str, ...] = (),
     stream_words: tuple[str, ...] = (),
     stream_cursors: dict[str, dict[str, tuple[int, ...]]] | None = None,
+    watch: bool = False,
 ) -> GatherRequest:
     """The gather script's request (``cursors`` None: read every tail whole, not on from a cursor;
     ``literals``/``keep_lines``: the prefilter's, sweep_core.fanin.cursor; ``sft_patterns``: the SFT
     completions whose launch YAML is read; ``daytona``: its snapshot list runs here when it names
     this cluster, as the eval canary does when ops.md names one); ``stream_names``: the jobs whose
     ops.md metric_streams are read (the RL and SFT buckets' patterns), from ``stream_cursors``, their tags
-    prefiltered by ``stream_words`` (sweep_core.fanin.streams)."""
+    prefiltered by ``stream_words`` (sweep_core.fanin.streams); ``watch``: a watch run's, whose
+    GPU source is gpu.probe.probe_for_run's: no srun-overlap probe."""
     return GatherRequest(
         user=cfg.user, window_start=int(window_start.timestamp()), window_end=int(window_end.timestamp()),
         tail_bytes=limits.tail_bytes, max_jobs=limits.max_jobs, settle_s=limits.sacct_settle_s,
         chain_prefixes=limits.chain_prefixes, log_pattern=cfg.log_pattern, repo_path=cfg.repo_path,
         python=cfg.login_python,
         bound_s=max(5, limits.command_timeout_s - 10),  # ends on the node before SSH gives up
-        gpu_probe=cfg.gpu_probe, gpu_max=cfg.gpu_probe_max, gpu_timeout_s=cfg.gpu_probe_timeout_s,
+        gpu_probe=probe_for_run(cfg.gpu_probe, watch=watch), gpu_max=cfg.gpu_probe_max, gpu_timeout_s=cfg.gpu_probe_timeout_s,
         gpu_patterns=gpu_patterns, artifact_roots=tuple(cfg.artifact_roots), trace_patterns=trace_patterns,
         incremental=cursors is not None, cursors=cursors or {}, literals=literals, keep_lines=keep_lines,
         sft_patterns=sft_patterns, step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
@@ -81,7 +84,7 @@ def gathered_snapshot(
                                window_end=window_end, notes=[why])  # fmt: skip
     snap = snapshot_from_output(cfg.name, result.output, result.node.name, window_start, window_end, cfg.quota,
                                 len(req.df_paths), cfg.gpu_probe_timeout_s, cfg.gpu_mem_ceiling, cfg.gpu_probe_max,
-                                cfg.gpu_probe, req.artifact_roots,
+                                req.gpu_probe, req.artifact_roots,
                                 {p: (n.gpus, n.memory) for p, n in cfg.whole_nodes.items()})  # fmt: skip
     attach_steps(snap, result.output, cfg.eval_canary, daytona, snap.remote_now or now)
     if snap.tree is not None:

@@ -4,7 +4,9 @@ that uploads to the HF hub STUB (tests/hf_hub_stub.py, reached through HF_ENDPOI
 environment); the next sweep_cleanup run sees it on the stub, deletes the trees and verifies the
 reclaim. A failing upload is reported with its traceback, retried, then given up. A collapse
 cancelled through the real approval is salvaged at the step before the collapse: an earlier upload
-under the same name does not release the rm, the commit its own upload job printed does."""
+under the same name does not release the rm, the commit its own upload job printed does. A standard
+GRPO run's collapse is salvaged by rl-standard-job-cleanup, the shipped hub check (model + metric
+CSVs, no trace dataset) unchanged, and completes."""
 
 from __future__ import annotations
 
@@ -46,12 +48,15 @@ def _tree(name: str, step: int | None = None) -> Path:
     return base
 
 
-def _config(tmp_path: Path, hub_url: str, flavor: str, folder_arg: str = "{artifact_dir}", retries: int = 2) -> str:
-    """include/sweep.yaml with ``flavor``'s hub = the model repo and an upload job to the stub."""
+def _config(tmp_path: Path, hub_url: str, flavor: str, folder_arg: str = "{artifact_dir}", retries: int = 2,
+            shipped_hub: bool = False) -> str:  # fmt: skip
+    """include/sweep.yaml with ``flavor``'s hub = the model repo (``shipped_hub``: the shipped
+    flavor's own hub check) and an upload job to the stub."""
     cfg = yaml.safe_load(LAB_CONFIG.read_text())
     cfg["cleanup"]["upload_retries"] = retries
+    model = [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}]
     cfg["cleanup"]["flavors"][flavor] = {
-        "hub": [{"repo": "{org}/{name}", "type": "model", "expected": ["config.json", "*.safetensors"]}],
+        "hub": cfg["cleanup"]["flavors"][flavor]["hub"] if shipped_hub else model,
         "delete": ["checkpoints", "exports"],
         "upload": [
             "sbatch",
@@ -170,7 +175,7 @@ def test_a_failed_upload_is_reported_with_its_traceback_retried_then_given_up(lo
 
 def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_cluster, tag, tmp_path) -> None:
     c = local_cluster
-    name = f"rl__{tag}_collapse"
+    name = f"rl__{tag}_harbor_collapse"  # an agentic (Harbor) run: salvaged by rl-agentic-job-cleanup
     jid = c.submit(name, "echo 'step 41'; sleep 600")
     c.wait_running(jid)
     tree = _tree(name, step=41)
@@ -208,3 +213,54 @@ def test_a_collapse_cancel_is_salvaged_at_the_step_before_the_collapse(local_clu
         log = Path(two.values["record"]).read_text()
         assert "salvage step 41" in log and "deleted" in log
     assert _uploads(name, expect=1) == [up]
+
+
+def test_a_standard_rl_collapse_is_salvaged_by_its_own_flavor_and_completes(local_cluster, tag, tmp_path) -> None:
+    """The collapse flag of a standard GRPO run (no agentic tag, no trace_jobs/) names
+    rl-standard-job-cleanup; the approved cancel records the salvage in that flavor; the shipped hub
+    check (model + metric CSVs, no -traces dataset) is met by the upload and the trees are deleted."""
+    from sweep_core.config.sweep import load_sweep_config
+    from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+    from sweep_core.pipeline import run_fan_in
+
+    c = local_cluster
+    name = f"rl__{tag}_dapo_qwen8b"
+    jid = c.submit(name, "echo 'step 41'; sleep 600")
+    c.wait_running(jid)
+    tree = _tree(name, step=41)
+    (tree / "metrics").mkdir()
+    (tree / "metrics" / "train_metrics.csv").write_text("step,reward\n41,0.61\n42,0.02\n")
+    subprocess.run(["chown", "-R", f"{USER}:{USER}", str(tree)], check=True)
+    tail = (ROOT / "tests" / "fixtures" / "logs" / "rl_collapsed.out").read_text()
+    job = Job("local", jid, name, "RUNNING", "squeue", log_tail=tail, log_mtime=time.time() - 60)
+    snap = ClusterSnapshot("local", "slurm", ClusterStatus.OK, remote_now=time.time(), running=[job], finished=[],
+                           pending=[])  # fmt: skip
+    (flag,) = [f for f in run_fan_in([snap], load_sweep_config(LAB_CONFIG)).flags if f.rule == "rl_collapse"]
+    assert flag.action == "cancel+salvage" and flag.message.endswith("salvage by rl-standard-job-cleanup")
+    logs = tmp_path / "logs"
+    flavor = "rl-standard-job-cleanup"
+    with hub_stub({}) as hub:
+        cfg = _config(tmp_path, hub.url, flavor, shipped_hub=True)
+        hub_check = yaml.safe_load(Path(cfg).read_text())["cleanup"]["flavors"][flavor]["hub"]
+        assert [h["repo"] for h in hub_check] == ["{org}/{name}"] and "**/*.csv" in hub_check[0]["expected"]
+        flagged = {"cluster": "local", "job_id": jid, "name": name, "action": "cancel+salvage", "rule": "rl_collapse",
+                   "message": flag.message}  # fmt: skip
+        run_id, jobs = hand_off(logs, [flagged])
+        with HITLResponder("sweep_cancel", "approve", CANCEL) as responder:
+            cancel = run_dag("sweep_cancel", {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5}, logs,
+                             run_id=run_id, SWEEP_CONFIG=cfg)  # fmt: skip
+        assert responder.errors == [] and act_said(cancel.values, "scancel")["local"][jid] == "cancelled"
+        (salvage,) = [a for a in _acts(logs, jid) if a["kind"] == "salvage"]
+        assert (salvage["flavor"], salvage["step"]) == (flavor, "41")
+
+        one = _cleanup(logs, [], cfg, hub.url)
+        row = _row(one, jid)
+        assert row[3] == "salvage step 41" and row[5] == "submitted"
+        c.wait_finished(row[4], "COMPLETED", timeout=120)
+        files = hub.repos[("model", f"{ORG}/{name}")]
+        assert "config.json" in files and "metrics/train_metrics.csv" in files
+        assert not any(kind == "dataset" for kind, _ in hub.repos)  # no trace dataset asked or made
+        _cleanup(logs, [], cfg, hub.url)  # its commit read: asked of the hub next run
+        two = _cleanup(logs, [], cfg, hub.url)
+        assert _row(two, jid)[5] == "VERIFIED", _row(two, jid)
+        assert not (tree / "checkpoints").exists() and not (tree / "exports").exists()

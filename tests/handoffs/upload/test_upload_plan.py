@@ -252,7 +252,7 @@ def test_only_a_confirmed_cancel_salvage_is_recorded_and_it_opens_a_cleanup_targ
     ]
     cancelled = ActOutcome(Did.CANCELLED, "cancelled")
     done = {"local": {"5": cancelled, "6": ActOutcome(Did.SENT, "scancel sent; sacct says RUNNING"), "7": cancelled}}
-    acts = salvage_acts(decisions, done, "now")
+    acts = salvage_acts(decisions, done, "now", lambda name: "rl-agentic-job-cleanup")
     assert [(a[1], a[3]["kind"], a[3]["step"]) for a in acts] == [("5", SALVAGE, "41")]
     ledger = record_acts(tmp_path, acts)
     assert open_jobs(ledger) == [

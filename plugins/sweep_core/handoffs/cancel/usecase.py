@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import shlex
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sweep_core.fanin.render import box_table
@@ -20,7 +20,7 @@ from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script,
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
-from sweep_core.vocab import Action, Flavor
+from sweep_core.vocab import Action, salvage_flavor
 
 log = logging.getLogger(__name__)
 
@@ -173,10 +173,14 @@ def approval_text(answer: dict[str, Any], approved: bool) -> str:
 
 
 def cancel_record(
-    decisions: list[CancelDecision], done: Mapping[str, Mapping[str, ActOutcome]], approval: str | Mapping[str, str]
+    decisions: list[CancelDecision],
+    done: Mapping[str, Mapping[str, ActOutcome]],
+    approval: str | Mapping[str, str],
+    flavor_of_name: Callable[[str], str] | None = None,
 ) -> str:
     """The outcome table: a row per requested job, blocked ones left alone with why. ``approval``:
-    the answer's text, or per job (``job_key``) when each job had its own answer."""
+    the answer's text, or per job (``job_key``) when each job had its own answer; a salvage names
+    the job's own flavor (its flag line's, else ``flavor_of_name``: handoffs.upload.salvage)."""
     rows = []
     for d in decisions:
         r = d.request
@@ -189,7 +193,8 @@ def cancel_record(
             got = done.get(r.cluster, {}).get(r.job_id)
             result = got.text if got else f"not cancelled: {said}"
             if got and got.did == Did.CANCELLED and r.action == Action.CANCEL_SALVAGE:
-                result += f"; salvage next ({Flavor.RL_AGENTIC})"
+                flavor = salvage_flavor(r.evidence) or (flavor_of_name(r.name) if flavor_of_name else "")
+                result += f"; salvage next ({flavor or 'its flavor by name'})"
             why = f"{said}; evidence: {r.evidence}" if r.evidence else said
             if d.offer.get("why"):
                 why += f"; relaunch: {d.offer['why']}"

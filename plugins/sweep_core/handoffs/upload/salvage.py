@@ -2,24 +2,30 @@
 recorded once in the job's ledger entry (``salvage``: the flavor and the last healthy step, the
 step before the collapse signals fired); sweep_cleanup then plans it (and every job with an upload
 in flight) as it plans a completion, CANCELLED accepted as the done-signal of a salvage only.
+The flavor is the salvaged job's own: the one its collapse flag line names (``salvage by
+<flavor>``: rules.rl, from the job's artifact dir or name as a completion's), else its name's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, story_of
 from sweep_core.ledger.entries import Ledger
-from sweep_core.vocab import Action, Flavor
+from sweep_core.vocab import Action, salvage_flavor
 
 
 def salvage_acts(
-    decisions: Sequence[Any], done: Mapping[str, Mapping[str, ActOutcome]], now: str, flavor: str = Flavor.RL_AGENTIC
+    decisions: Sequence[Any],
+    done: Mapping[str, Mapping[str, ActOutcome]],
+    now: str,
+    flavor_of_name: Callable[[str], str],
 ) -> list[tuple[str, str, str, dict[str, str]]]:
     """A ``salvage`` act per cancel+salvage request whose scancel sacct confirmed (``done``: cluster ->
-    job id -> handoffs.cancel.outcome.ActOutcome, CANCELLED)."""
+    job id -> handoffs.cancel.outcome.ActOutcome, CANCELLED), in the job's own flavor: the one its
+    flag line names, else ``flavor_of_name(job name)`` (a hand-off recorded before lines named it)."""
     acts = []
     for d in decisions:
         r = d.request
@@ -27,6 +33,7 @@ def salvage_acts(
         if r.action != Action.CANCEL_SALVAGE or got is None or got.did != Did.CANCELLED:
             continue
         step = salvage_step(r.evidence)
+        flavor = salvage_flavor(r.evidence) or flavor_of_name(r.name)
         act = {"kind": SALVAGE, "flavor": str(flavor), "step": "" if step is None else str(step), "at": now}
         act["evidence"] = r.evidence[:300]
         acts.append((r.cluster, r.job_id, r.name, act))
