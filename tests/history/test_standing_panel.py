@@ -5,17 +5,15 @@ escaped; an act a human approved is not listed; a ledger the page cannot read sa
 from __future__ import annotations
 
 import datetime as dt
-import json
-
 from cancel_fleet import wedged_decision
+from ledger_rows import write_row
 
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.remember import outcome_acts
 from sweep_core.history.page import sweeps_page
 from sweep_core.history.page_view import PageView
 from sweep_core.ledger.acts import record_acts, standing_record
-from sweep_core.ledger.store import LEDGER_FILE, peek_ledger
-from sweep_core.state.documents import write_document
+from sweep_core.ledger.store import peek_ledger
 
 NOW = dt.datetime.now(dt.UTC)
 
@@ -47,10 +45,12 @@ def test_standing_acts_are_listed_from_the_ledger_newest_first(tmp_path) -> None
 
 def test_no_act_and_an_unreadable_ledger_are_said(tmp_path) -> None:
     assert "No act under a standing permission in the last 7 days." in _panel(sweeps_page(PageView()))
-    write_document(tmp_path, LEDGER_FILE, json.dumps({"jobs": "not a mapping"}))
+    write_row(tmp_path, "leonardo|11", '{"cluster": ')  # a damaged job row
+    why = ""
     try:
         peek_ledger(tmp_path)
     except ValueError as exc:
         why = f"the ledger could not be read: {exc}"
+    assert "damaged job row" in why
     view = PageView(standing=None, standing_why=why)
     assert "the ledger could not be read" in _panel(sweeps_page(view))

@@ -231,7 +231,7 @@ def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> None:
 
 
 def peek_ledger(run_log_dir: str | Path) -> Ledger:
-    """The stored ledger read only (no recovery, nothing written: a page's read); empty when none was
+    """The stored ledger read only (no recovery, no row written: a page's read); empty when none was
     ever written; a damaged one raises LedgerError (ValueError)."""
     with _txn(run_log_dir, shared=True) as rows:
         ledger = _top(rows.top())
