@@ -5,6 +5,7 @@ escaped; an act a human approved is not listed; a ledger the page cannot read sa
 from __future__ import annotations
 
 import datetime as dt
+
 from cancel_fleet import wedged_decision
 from ledger_rows import write_row
 
