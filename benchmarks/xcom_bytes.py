@@ -99,7 +99,9 @@ def main(sizes: tuple[int, ...]) -> None:
         f"one cluster, RUNNING jobs; tail_bytes {g.tail_bytes}, max_jobs {g.max_jobs} (tails read),"
         f" xcom_excerpt_bytes {g.xcom_excerpt_bytes}"
     )
-    print("after = metric columns (main computed them in `bucket` and pushed them from there) + evidence + excerpts + rows")
+    print(
+        "after = metric columns (main computed them in `bucket` and pushed them from there) + evidence + excerpts + rows"
+    )
     head = ("jobs", "tails", "before", "after", "ratio", "metrics", "evidence", "excerpts", "dropped", "digest s")
     print(" ".join(f"{h:>{w}}" for h, w in zip(head, (6, 8, 12, 12, 6, 11, 11, 11, 7, 8), strict=True)))
     for n in sizes:

@@ -13,8 +13,9 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--fast" ]; then
   shift
   source scripts/env.sh
-  echo "[test --fast] ruff check"
+  echo "[test --fast] ruff check, ruff format --check"
   ruff check .
+  ruff format --check .
   if command -v shellcheck >/dev/null; then shellcheck plugins/sweep_core/programs/*.sh; fi
   echo "[test --fast] pytest -m 'not slow'"
   # two workers (the machine's 2 cores), each on its own copy of the metadata DB (tests/conftest.py)
@@ -50,8 +51,9 @@ if [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null
 fi
 source scripts/env.sh
-echo "[test] ruff check"
+echo "[test] ruff check, ruff format --check"
 ruff check .
+ruff format --check .
 echo "[test] shellcheck plugins/sweep_core/programs"
 shellcheck plugins/sweep_core/programs/*.sh
 if [ $# -gt 0 ]; then

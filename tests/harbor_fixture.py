@@ -27,8 +27,15 @@ def trial_names(n: int) -> list[str]:
     return [f"task-{i:02d}__{'abcdefg'[i % 7] * 7}" for i in range(n)]
 
 
-def job_result(passed: int = 3, failed: int = 1, errors: int = 1, *, finished: bool = True,
-               pending: int = 0, metrics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def job_result(
+    passed: int = 3,
+    failed: int = 1,
+    errors: int = 1,
+    *,
+    finished: bool = True,
+    pending: int = 0,
+    metrics: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The job-level result.json of a terminal-bench job: ``passed`` trials reward 1, ``failed``
     reward 0, ``errors`` raised (AgentTimeoutError: still scored 0, Harbor counts it in n_errors)."""
     names = trial_names(passed + failed + errors + pending)

@@ -43,7 +43,9 @@ class PodCounter:
             problem = ""
         else:
             self.source = f"kubeconfig {kubeconfig} context {context!r}"
-            self.hook = KubernetesHook(conn_id=None, config_file=path, cluster_context=context or None, in_cluster=False)
+            self.hook = KubernetesHook(
+                conn_id=None, config_file=path, cluster_context=context or None, in_cluster=False
+            )
         self._api: Any = None
         self._error = problem  # no context to name: every count unknown with why, never 0
 

@@ -33,24 +33,36 @@ from sweep_operators.slurm_gather import SlurmGatherOperator
 from sweep_operators.task_ids import HANDOFF_TRIGGERS, DagId, Sweep
 
 
+def _clusters_param(clusters: list[str]) -> Param:
+    """An optional multi-select of the ops.md clusters: the form needs the names as `examples` and
+    "null" in the type (else it shows a required one-per-line text box)."""
+    return Param(
+        [],
+        type=["null", "array"],
+        items={"type": "string", "enum": clusters} if clusters else {"type": "string"},
+        examples=clusters,
+        title="Clusters",
+        description="Clusters to sweep; empty = every active cluster in include/ops",
+    )
+
+
 def _params(clusters: list[str], watch: bool) -> dict[str, Param]:
     params = {
-        # optional multi-select of the ops.md clusters: the form needs the names as `examples` and
-        # "null" in the type (else it shows a required one-per-line text box)
-        "clusters": Param(
-            [],
-            type=["null", "array"],
-            items={"type": "string", "enum": clusters} if clusters else {"type": "string"},
-            examples=clusters,
-            title="Clusters",
-            description="Clusters to sweep; empty = every active cluster in include/ops",
-        ),
+        "clusters": _clusters_param(clusters),
         "lookback_hours": Param(
-            None, type=["null", "number"], minimum=0.1, maximum=744, title="Lookback hours",
+            None,
+            type=["null", "number"],
+            minimum=0.1,
+            maximum=744,
+            title="Lookback hours",
             description="sacct window = [end - N hours, end); empty = the run's data interval",
-        ),  # fmt: skip
-        "dry_run": Param(False, type="boolean", title="Dry run",
-                         description="Hand-offs print their plan only; nothing destructive runs"),  # fmt: skip
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Hand-offs print their plan only; nothing destructive runs",
+        ),
     }
     if not watch:  # a ledger recovery is confirmed on the report sweep (its run log says ACTS HELD)
         params["confirm_ledger_reset"] = Param(
@@ -151,7 +163,9 @@ def _fan_in(gathers: list[Any], clusters: list[str], ops_dir: str, sweep_yaml: s
         trigger_rule=TriggerRule.ALL_DONE,
     )
     if watch:
-        report = PythonOperator(task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml})
+        report = PythonOperator(
+            task_id=Sweep.FOLD, python_callable=sweep_tasks.fold, op_kwargs={"sweep_yaml": sweep_yaml}
+        )
     else:
         report = PythonOperator(
             task_id=Sweep.RENDER,

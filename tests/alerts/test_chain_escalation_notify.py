@@ -35,7 +35,7 @@ SERIES = dataclasses.replace(
 )
 CELL = "delphi_q8b_tulu3"
 UP = f"hf_upload__{CELL}"
-TB = "Traceback (most recent call last):\n  File \"up.py\", line 9, in <module>\nOSError: [Errno 122] Disk quota exceeded"
+TB = 'Traceback (most recent call last):\n  File "up.py", line 9, in <module>\nOSError: [Errno 122] Disk quota exceeded'
 
 
 def _advance(state: CellState, jobs: list[tuple[str, str]]) -> Step:
@@ -45,7 +45,12 @@ def _advance(state: CellState, jobs: list[tuple[str, str]]) -> Step:
 
 def _context(run_id: str, got: dict[str, Any]) -> dict[str, Any]:
     ti = SimpleNamespace(xcom_pull=lambda task_ids=None: got)
-    return {"run_id": run_id, "dag_run": SimpleNamespace(dag_id="sweep_hf_chain", run_id=run_id), "ti": ti, "params": {}}
+    return {
+        "run_id": run_id,
+        "dag_run": SimpleNamespace(dag_id="sweep_hf_chain", run_id=run_id),
+        "ti": ti,
+        "params": {},
+    }
 
 
 def test_an_escalated_leg_is_told_once_to_the_channels_that_hear_critical(tmp_path, monkeypatch) -> None:

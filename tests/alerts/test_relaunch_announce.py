@@ -136,7 +136,9 @@ def test_a_standing_relaunch_on_the_real_cluster_is_announced_with_no_human(loca
         run_id, jobs = hand_off(tmp_path / "logs", [job])  # the sweep's own hand-off: its records agree
         run = run_dag("sweep_cancel", {"jobs": jobs, "dry_run": False, "approval_timeout_minutes": 5},
                       tmp_path / "logs", run_id=run_id, SWEEP_CONFIG=str(tmp_path / "sweep.yaml"))  # fmt: skip
-        assert run.task_states["approve"] == "skipped" and act_said(run.values, "standing")["local"][jid].startswith("requeued")
+        assert run.task_states["approve"] == "skipped" and act_said(run.values, "standing")["local"][jid].startswith(
+            "requeued"
+        )
         (mail,) = mails
         assert mail["X-Envelope-To"] == "team@x.org"
         assert mail["Subject"].startswith(f"Standing permission acted, no human asked: local {jid} {name}: requeued")

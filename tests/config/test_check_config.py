@@ -76,7 +76,10 @@ def test_the_shipped_include_is_valid_and_every_cluster_says_each_handoff(capsys
     assert leonardo["harvest"] == ("off", f"{harvest} and eval_results_dir in {leo_ops}")
     assert got["tacc"][1]["harvest"] == ("off", harvest)
     for name in ("leonardo", "tacc", "coreweave"):  # flawed_summ's docs: named by the runbook, paths not
-        assert got[name][1]["campaigns"] == ("off", f"campaigns needs campaigns in {sweep} (e.g. flawed_summ's POLICY/STATE)")
+        assert got[name][1]["campaigns"] == (
+            "off",
+            f"campaigns needs campaigns in {sweep} (e.g. flawed_summ's POLICY/STATE)",
+        )
     assert leonardo["datagen_tracker"] == ("off", f"datagen_tracker needs consolidate.tracker in {sweep}")
     assert leonardo["consolidate"] == ("off", f"consolidate needs consolidate.flavors in {sweep}")
     assert leonardo["hf_chain"] == (  # the runbook's two grids, their commands left empty on purpose

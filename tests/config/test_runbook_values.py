@@ -113,7 +113,9 @@ def test_ops_field_holds_the_runbooks_value(cluster: str, key: str, value: Any, 
     assert _field(load_cluster(OPS, cluster), key) == value, said
 
 
-@pytest.mark.parametrize(("cluster", "key", "value", "said"), OPS_LISTS, ids=[f"{c}.{k}:{v}" for c, k, v, _ in OPS_LISTS])
+@pytest.mark.parametrize(
+    ("cluster", "key", "value", "said"), OPS_LISTS, ids=[f"{c}.{k}:{v}" for c, k, v, _ in OPS_LISTS]
+)
 def test_ops_list_holds_the_runbooks_value(cluster: str, key: str, value: str, said: str) -> None:
     got = _field(load_cluster(OPS, cluster), key)
     names = [getattr(x, "name", x) for x in got]
@@ -193,9 +195,13 @@ OFF_BY_DESIGN: list[tuple[str, str, str]] = [
 
 
 @pytest.mark.parametrize(("cluster", "handoff", "needs"), OFF_BY_DESIGN, ids=[f"{c}.{h}" for c, h, _ in OFF_BY_DESIGN])
-def test_what_the_runbook_does_not_name_is_off_naming_its_field_and_file(cluster: str, handoff: str, needs: str) -> None:
+def test_what_the_runbook_does_not_name_is_off_naming_its_field_and_file(
+    cluster: str, handoff: str, needs: str
+) -> None:
     cfg = load_cluster(OPS, cluster)
-    got = {s.handoff: s for s in cluster_switches(cfg, CONFIG, None, f"include/ops/{cluster}/ops.md", "include/sweep.yaml")}
+    got = {
+        s.handoff: s for s in cluster_switches(cfg, CONFIG, None, f"include/ops/{cluster}/ops.md", "include/sweep.yaml")
+    }
     s = got[handoff]
     assert not s.on and s.needs_config and needs in s.why, s.why
 

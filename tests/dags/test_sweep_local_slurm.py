@@ -288,9 +288,7 @@ def test_metrics_and_flags_from_real_job_logs(local_cluster, tag, tmp_path) -> N
         c.submit(names["eval"], cat_then("eval_passthrough.out")),
         c.submit(names["chain"], cat_then("rl_chain_current.out")),
     ]
-    dead = c.submit(
-        names["dead"], cat_then("datagen_dead.out"), "--array=1-2", output=f"{HOME}/jobs/logs/%x-%A_%a.out"
-    )
+    dead = c.submit(names["dead"], cat_then("datagen_dead.out"), "--array=1-2", output=f"{HOME}/jobs/logs/%x-%A_%a.out")
     broken = c.submit(names["broken"], cat_then("sft_masked_traceback.out", exit_code=1))
     c.wait_running(*ids)
     c.wait_finished(broken, "FAILED")

@@ -24,7 +24,9 @@ def _append(run_log: str, k: int) -> None:
 
 
 def _add_job(run_log_dir: str, k: int) -> None:
-    update_backlog(run_log_dir, lambda items: remember(items, [{"cluster": "local", "job_id": str(k), "name": f"j{k}"}]))
+    update_backlog(
+        run_log_dir, lambda items: remember(items, [{"cluster": "local", "job_id": str(k), "name": f"j{k}"}])
+    )
 
 
 @pytest.mark.parametrize("how", ["threads", "processes"])

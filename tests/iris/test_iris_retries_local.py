@@ -25,7 +25,7 @@ def test_a_retried_bring_up_is_benign_and_spent_retries_are_the_failure(controll
     flaky = submit(url, run, f"rl__{tag}_flaky",
                    f"if [ ! -e {mark} ]; then touch {mark}; echo \"{HF}\" >&2; exit 1; fi; echo up; sleep 300",
                    max_retries=2)  # fmt: skip
-    spent = submit(url, run, f"rl__{tag}_spent", f"echo \"{HF}\" >&2; exit 1", max_retries=1)
+    spent = submit(url, run, f"rl__{tag}_spent", f'echo "{HF}" >&2; exit 1', max_retries=1)
     wait_states(url, run, {spent: "FAILED"})
     iris_ops(tmp_path, "cw", url, run)
     cfg = parse_ops_text((tmp_path / "cw" / "ops.md").read_text(), tmp_path / "cw" / "ops.md", "cw")

@@ -57,7 +57,9 @@ def test_a_silent_iris_job_is_stopped_and_one_whose_log_moved_since_is_left_alon
 
     assert stop_outcome(got[quiet_id], "").did == Did.STOPPED
     moved = stop_outcome(got[moving_id], "")
-    assert moved.did == Did.LEFT_ALONE and moved.text.startswith("left alone: moved since the flag: its log was written at")
+    assert moved.did == Did.LEFT_ALONE and moved.text.startswith(
+        "left alone: moved since the flag: its log was written at"
+    )
     assert left[moving_id] == "RUNNING"  # nothing was sent to it
 
 

@@ -13,7 +13,9 @@ from sweep_core.slurm.gather import PATHS_FIELDS, GatherRequest, build_gather_sc
 from sweep_core.slurm.remote_scripts import heredoc_function
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("read_logs", ROOT / "plugins" / "sweep_core" / "programs" / "read_logs.py")
+_spec = importlib.util.spec_from_file_location(
+    "read_logs", ROOT / "plugins" / "sweep_core" / "programs" / "read_logs.py"
+)
 assert _spec and _spec.loader
 rl = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rl)

@@ -159,7 +159,9 @@ def chain_notices(steps: Iterable[Mapping[str, Any]], *, links: list[tuple[str, 
         tb = [clean(ln, newlines=False) for ln in raw_tb.splitlines() if ln.strip()]
         why = str(st.get("note") or "").replace(f": {raw_tb}", "") if raw_tb else str(st.get("note") or "")
         msg = Message(
-            clean(f"ESCALATED (critical): HF chain {series}/{cell}: the {leg} leg failed past its retries", newlines=False),
+            clean(
+                f"ESCALATED (critical): HF chain {series}/{cell}: the {leg} leg failed past its retries", newlines=False
+            ),
             [
                 ("Leg", [f"series {series}, cell {cell}, leg {leg}, last failed job {job or '?'}"]),
                 ("Why", [clean(why, newlines=False)]),

@@ -261,7 +261,9 @@ def _slurm(
 def _canary(cfg: ClusterConfig, ops_file: str) -> Switch:
     c = cfg.eval_canary
     if c is None:
-        return Switch("canary", False, f"{cfg.scheduler}: no eval listener canaried here (no eval_canary in {ops_file})")
+        return Switch(
+            "canary", False, f"{cfg.scheduler}: no eval listener canaried here (no eval_canary in {ops_file})"
+        )
     if c.unset():
         return Switch("canary", False, f"canary needs eval_canary.{'/'.join(c.unset())} in {ops_file}")
     return Switch("canary", True, f"run {c.run}: traces on the hub + registered, checked every sweep ({c.argv[0]})")

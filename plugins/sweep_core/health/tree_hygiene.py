@@ -96,7 +96,9 @@ def _classify_untracked(path: str) -> HygieneItem:
         return HygieneItem(path, "??", "transient", f"add `{ignore_pattern(base)}` to .gitignore (local clone)")
     target = track_target(path)
     if target is not None:
-        return HygieneItem(path, "??", "reusable", f"track as {target} in the local clone: commit, push, then pull here")
+        return HygieneItem(
+            path, "??", "reusable", f"track as {target} in the local clone: commit, push, then pull here"
+        )
     return HygieneItem(path, "??", "other", "triage: copy to the local clone, then track it or ignore it")
 
 

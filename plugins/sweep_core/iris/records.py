@@ -56,8 +56,13 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
         started_at_ms=_int(d.get("started_at_ms")),
         finished_at_ms=_int(d.get("finished_at_ms")),
         tasks=[
-            IrisTask(t.get("task_id", ""), t.get("state", ""), t.get("exit_code"), t.get("error") or "",
-                     int(t.get("attempt") or 0))
+            IrisTask(
+                t.get("task_id", ""),
+                t.get("state", ""),
+                t.get("exit_code"),
+                t.get("error") or "",
+                int(t.get("attempt") or 0),
+            )
             for t in d.get("tasks") or []
         ],  # fmt: skip
         failure_count=_count(d.get("failure_count")),

@@ -399,8 +399,11 @@ def pod_source(cfg: ClusterConfig) -> str:
     if cfg.kube_conn_id:
         return f"Connection {cfg.kube_conn_id!r} (kube_config + cluster_context in its extra)"
     if cfg.kubeconfig:
-        return f"kubeconfig {cfg.kubeconfig}, context {cfg.kube_context!r}" if cfg.kube_context else (
-            f"kubeconfig {cfg.kubeconfig}, its current-context")
+        return (
+            f"kubeconfig {cfg.kubeconfig}, context {cfg.kube_context!r}"
+            if cfg.kube_context
+            else (f"kubeconfig {cfg.kubeconfig}, its current-context")
+        )
     return ""
 
 

@@ -232,7 +232,9 @@ def fold_sweep(
         if older:
             continue  # an earlier window cannot tell that a job is gone now
         listed = dt.datetime.fromtimestamp(s.remote_now, dt.UTC) if s.remote_now else window_end
-        for cluster, line in reconcile_lost_cancels(new, seen, running, ACTIVE, listed_at=listed, end=end, run_id=run_id):
+        for cluster, line in reconcile_lost_cancels(
+            new, seen, running, ACTIVE, listed_at=listed, end=end, run_id=run_id
+        ):
             changes.append(Change("act", cluster, line))
         blind = was if was is not None and was not in TRUSTED else ""
         for key, e in sorted(new.jobs.items()):

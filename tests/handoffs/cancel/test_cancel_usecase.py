@@ -30,7 +30,10 @@ def test_validate_refuses_each_case_with_its_reason() -> None:
     got = _verdicts(validate_jobs(jobs + [_job("15", c="coreweave"), _job("16", c="old")], load, ssh))
     assert got["11"] == ("cancel", "")
     assert got["12"] == ("blocked", "not in squeue: finished, or not the cluster user's job")
-    assert got["?"] == ("blocked", "flag record field 'job_id': '13; id' is not a Slurm job id (nor an iris /<user>/<job>)")
+    assert got["?"] == (
+        "blocked",
+        "flag record field 'job_id': '13; id' is not a Slurm job id (nor an iris /<user>/<job>)",
+    )
     assert got["14"][0] == "blocked" and got["14"][1].startswith("ops.md: /ops/nowhere/ops.md")
     assert got["15"] == ("blocked", "coreweave is iris/active: not an active SLURM cluster, not contacted")
     assert got["16"] == ("blocked", "old is slurm/dropped: not an active SLURM cluster, not contacted")
@@ -64,7 +67,9 @@ def test_scancel_confirmed_by_sacct_and_not_run_when_unreachable() -> None:
     sacct = ok(f"{SACCT_HEAD}\n11|11|CANCELLED by 1001|0:0|x|x|00:01|p|n|rl__a\n")
     ssh = FakeSsh({"scancel": lambda m, s: {"scancel:0": ok(), "sacct": sacct}})
     kw = {"confirm_timeout_s": 5, "dry_run": False, "load_cluster": ops(cluster()), "say": print}
-    assert scancel_approved(_validated(), run_script=ssh, **kw) == {"local": {"11": ActOutcome(Did.CANCELLED, "cancelled")}}
+    assert scancel_approved(_validated(), run_script=ssh, **kw) == {
+        "local": {"11": ActOutcome(Did.CANCELLED, "cancelled")}
+    }
     assert ssh.whats() == [("local", "scancel")]  # one session re-checks, scancels, waits for sacct
     down = scancel_approved(_validated(), run_script=FakeSsh(), **kw)
     assert down["local"]["11"].did == Did.NOT_RUN and down["local"]["11"].text.startswith("not run: unreachable")
@@ -145,9 +150,13 @@ def test_an_iris_job_flagged_for_its_silence_is_stopped_only_if_its_log_stayed_s
 
     def stop(cfg, approved, timeout):
         sent.append(approved)
-        return {"/sweep/rl__a": {"rc": 4, "text": "moved since the flag: its log was written at …", "state": "RUNNING"}}, ""
+        return {
+            "/sweep/rl__a": {"rc": 4, "text": "moved since the flag: its log was written at …", "state": "RUNNING"}
+        }, ""
 
     kw = {"confirm_timeout_s": 5, "load_cluster": load, "run_script": FakeSsh(), "stop_iris": stop}
     done = scancel_approved(decisions, dry_run=False, say=print, **kw)
-    assert sent == [[{"job_id": "/sweep/rl__a", "name": "rl__a", "state": "RUNNING", "quiet_since_ms": 1_782_864_000_250}]]
+    assert sent == [
+        [{"job_id": "/sweep/rl__a", "name": "rl__a", "state": "RUNNING", "quiet_since_ms": 1_782_864_000_250}]
+    ]
     assert done["cw"]["/sweep/rl__a"].did == Did.LEFT_ALONE

@@ -16,7 +16,9 @@ OPS = (
 
 
 def _d(job_id: str, name: str) -> CancelDecision:
-    return CancelDecision(CancelRequest("cw", job_id, name, "kill-approval", "[wedged] x", rule="wedged"), "cancel", state="RUNNING")
+    return CancelDecision(
+        CancelRequest("cw", job_id, name, "kill-approval", "[wedged] x", rule="wedged"), "cancel", state="RUNNING"
+    )
 
 
 def test_only_a_job_the_stop_killed_is_relaunched_and_only_by_its_command() -> None:

@@ -41,7 +41,9 @@ def test_a_bad_node_is_excluded_from_the_requeue_and_the_series_pending_job_and_
     c = local_cluster
     name = f"rl__{tag}_bad"
     # the node it runs on (the other lanes' jobs decide which: localhost or node2), named as NCCL names a host
-    wedge = "echo 'Training Step Progress: 5/10'; echo \"NCCL WARN NET/IB : connection timed out, host $SLURMD_NODENAME\""
+    wedge = (
+        "echo 'Training Step Progress: 5/10'; echo \"NCCL WARN NET/IB : connection timed out, host $SLURMD_NODENAME\""
+    )
     jid = c.submit(name, wedge + "; sleep 900")
     later = c.submit(name, "sleep 900", "--begin=now+2hours")  # a PENDING link of the same series
     nxt = c.submit(f"rl__{tag}_next", "sleep 900", f"--dependency=afterok:{jid}")

@@ -168,7 +168,11 @@ def test_the_prompt_offers_the_relaunch_with_the_evidence_and_escalates_a_recurr
 
 def test_a_standing_cancel_covers_a_pending_chain_link_and_nothing_else() -> None:
     link = CancelRequest(
-        "local", "12", "rl__a", "cancel", "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps",
+        "local",
+        "12",
+        "rl__a",
+        "cancel",
+        "[rl_resume_overshoot] WARN local RL 12 rl__a: past max_steps",
         rule="rl_resume_overshoot",
     )
     d = [CancelDecision(link, "cancel", state="PENDING", nodes="1", by_hand=False), _decision()]

@@ -48,7 +48,9 @@ def test_an_ops_md_command_is_used_instead_with_every_value_quoted() -> None:
 def test_a_job_name_that_is_not_plain_never_fills_an_ops_md_command() -> None:
     cmd = RelaunchCommand.model_validate({"match": "^rl__", "argv": ["sbatch", "-J", "{name}", "relaunch.sbatch"]})
     for name in ("rl__$(touch /tmp/x)", "rl__x; touch F #", "rl__../../etc", "rl__a b"):
-        d = CancelDecision(CancelRequest("local", "12", name, "kill-approval", "[liveness_stale] x", rule="liveness_stale"), "cancel")
+        d = CancelDecision(
+            CancelRequest("local", "12", name, "kill-approval", "[liveness_stale] x", rule="liveness_stale"), "cancel"
+        )
         with pytest.raises(ValueError, match="is not a plain name"):
             relaunch_plan(d, Evidence("12", name, requeue="1"), CancelConfig(), [cmd])
         with pytest.raises(ValueError, match="is not a plain name"):
@@ -74,6 +76,8 @@ def test_read_requeue_says_requeued_only_with_scontrol_s_word() -> None:
     got = read_requeue(out, jobs, "")
     said = "requeued (PENDING, Restarts=1, starts again ~2026-12-03T20:10:32)"
     assert got["11"] == ActOutcome(Did.REQUEUED, said, Act.RELAUNCH) and got["11"].relaunch_attempt
-    assert got["12"].did == Did.REFUSED and got["12"].text.startswith("refused before relaunch: squeue (exit 0) shows []")
+    assert got["12"].did == Did.REFUSED and got["12"].text.startswith(
+        "refused before relaunch: squeue (exit 0) shows []"
+    )
     assert got["13"] == ActOutcome(Did.REFUSED, "Requeue=1 refused: Access/permission denied", Act.RELAUNCH)
     assert not got["12"].relaunch_attempt and not got["13"].relaunch_attempt and not got["13"].cancelled

@@ -76,7 +76,13 @@ def test_the_form_before_the_record_is_read_once_at_the_edge() -> None:
     old = {"cluster": "local", "job_id": "11", "name": "rl__a", "action": "kill-approval", "rule": "liveness_stale",
            "evidence": LINE}  # a run triggered before the record: no severity  # fmt: skip
     assert FlagRecord.from_conf(old) == FlagRecord.from_flag(_flag())
-    by_hand = {"cluster": "local", "job_id": "12", "name": "rl__b", "action": "kill-approval", "evidence": "hung, sorry"}
+    by_hand = {
+        "cluster": "local",
+        "job_id": "12",
+        "name": "rl__b",
+        "action": "kill-approval",
+        "evidence": "hung, sorry",
+    }
     rec = FlagRecord.from_conf(by_hand)
     assert (rec.rule, rec.severity, rec.evidence) == ("", "", "hung, sorry")  # no flag: by hand
     assert CancelRequest.from_dict(by_hand).asked_evidence == "hung, sorry"

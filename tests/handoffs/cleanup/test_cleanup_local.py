@@ -390,7 +390,9 @@ def test_rm_script_over_ssh_cannot_be_raced_out_of_the_root(local_cluster, tag) 
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_an_sft_completion_with_an_unreadable_launch_yaml_waits_then_is_handed_off(local_cluster, tag, tmp_path) -> None:
+def test_an_sft_completion_with_an_unreadable_launch_yaml_waits_then_is_handed_off(
+    local_cluster, tag, tmp_path
+) -> None:
     """Sweep 1: the SFT job's log names a launch YAML that is not there yet: HF-only or not cannot
     be told; it is not handed to sft-job-cleanup but kept in the cleanup backlog with why and its
     age. The YAML appears (enable_db_registration: true); sweep 2 re-judges the backlog: it reads the
@@ -411,7 +413,15 @@ def test_an_sft_completion_with_an_unreadable_launch_yaml_waits_then_is_handed_o
         (held,) = [b for b in load_backlog(tmp_path) if b["job_id"] == jid]
         assert held["undecided"] and "not readable" in held["reason"] and held["since"], held
         subprocess.run(
-            ["runuser", "-u", USER, "--", "bash", "-c", f"printf 'train:\\n  enable_db_registration: true\\n' > {yaml_path}"],
+            [
+                "runuser",
+                "-u",
+                USER,
+                "--",
+                "bash",
+                "-c",
+                f"printf 'train:\\n  enable_db_registration: true\\n' > {yaml_path}",
+            ],
             check=True,
         )
         second = run_dag("monitor_cron_sweep", {"clusters": ["local"], "lookback_hours": 0.25}, tmp_path,

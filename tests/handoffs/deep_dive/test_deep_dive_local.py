@@ -104,7 +104,6 @@ def test_gpus_idle_while_the_log_advances_is_a_kill_with_the_real_srun_probe(loc
     nvidia-smi`; the node's STUB nvidia-smi prints a recorded idle 4×H100 (memory held, 0 %)."""
     import shutil
 
-
     if not shutil.which("nvidia-smi") or "STUB" not in Path(shutil.which("nvidia-smi")).read_text():
         pytest.skip("the stub nvidia-smi is not installed (scripts/local_cluster.sh gpu-stub)")
     c = local_cluster

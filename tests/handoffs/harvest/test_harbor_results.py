@@ -121,4 +121,7 @@ def test_the_script_reads_job_results_under_the_run_dir_never_a_trials(tmp_path:
     assert reps["303"].harbor == reps["304"].harbor == reps["305"].harbor == {}
     assert latest_job(reps["301"].harbor).source == "tb2_a/2026-12-04__21-02-11/result.json"
     row = _row(("run", "eval job", "terminal-bench", "status"), "tb2_c")
-    assert decide_row(row, reps["303"]).note == "COMPLETED but no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)"
+    assert (
+        decide_row(row, reps["303"]).note
+        == "COMPLETED but no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)"
+    )

@@ -129,5 +129,8 @@ def test_a_completed_eval_on_a_cluster_without_eval_results_dir_names_the_field(
     got = _harvest(tmp_path, ssh, cluster(), cluster("leonardo", eval_results_dir="/e/%j"), commits=[])
     notes = {o["job"]: (o["outcome"], o["note"]) for o in got["outcomes"]}
     assert notes["local:101"] == ("flagged", "COMPLETED but no eval_results_dir in local's ops.md (harvest OFF)")
-    assert notes["leonardo:102"] == ("flagged", "COMPLETED but no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)")
+    assert notes["leonardo:102"] == (
+        "flagged",
+        "COMPLETED but no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)",
+    )
     assert "no eval_results_dir in local's ops.md" in grid.read_text()

@@ -49,7 +49,9 @@ def saver(io: CancelPorts, offers: dict[str, dict[str, Any]]) -> SaveEvidence:
 
     def save(cluster: str, evs: list[Evidence]) -> None:
         at = io.now()
-        found = [(cluster, ev.job_id, ev.name, evidence_act(ev, io.run_id, at, offers.get(ev.job_id, {}))) for ev in evs]
+        found = [
+            (cluster, ev.job_id, ev.name, evidence_act(ev, io.run_id, at, offers.get(ev.job_id, {}))) for ev in evs
+        ]
         record_acts(io.log_dir, found)
         text = "".join(evidence_text(cluster, ev) for ev in evs)
         io.note("evidence", text)

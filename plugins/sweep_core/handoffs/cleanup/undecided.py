@@ -55,9 +55,7 @@ def keep_undecided(backlog: list[dict[str, str]], entries: list[dict[str, str]],
     return backlog + added
 
 
-def to_read(
-    backlog: Iterable[Mapping[str, Any]], skip: set[tuple[str, str]]
-) -> dict[str, list[tuple[str, str, str]]]:
+def to_read(backlog: Iterable[Mapping[str, Any]], skip: set[tuple[str, str]]) -> dict[str, list[tuple[str, str, str]]]:
     """cluster -> [(job id, name, StdOut)] of the undecided entries to read again (not those in ``skip``)."""
     out: dict[str, list[tuple[str, str, str]]] = {}
     for b in backlog:
@@ -87,7 +85,9 @@ def launch_reader(load_cluster: LoadCluster, run_script: RunScript) -> ReadLaunc
         for k, (jid, log) in enumerate(pairs):
             facts = launch_facts(out.get(f"banner:{k}"), out.get(f"path:{k}"), out.get(f"yaml:{k}")) if out else {}
             verdict = from_facts(facts) if out is not None and not problem else None
-            why = problem or (f"its log {log} is not a readable file" if log else "no StdOut known, no ops.md log_pattern")
+            why = problem or (
+                f"its log {log} is not a readable file" if log else "no StdOut known, no ops.md log_pattern"
+            )
             got[jid] = verdict or HfOnly(None, f"unknown: {why}")
         return got
 

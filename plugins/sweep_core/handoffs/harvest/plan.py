@@ -170,7 +170,10 @@ def decide_row(p: PendingRow, rep: JobReport, spec: ScoreSpec | None = None) -> 
     if not rep.results and (rep.harbor or rep.harbor_problem):
         return _decide_harbor(base, p, rep)
     if rep.results_problem or not rep.results:
-        why = rep.results_problem or "no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)"
+        why = (
+            rep.results_problem
+            or "no results_*.json in the eval's results dir (nor a Harbor result.json under its run tag)"
+        )
         return RowOutcome(**base, outcome="flagged", note=f"COMPLETED but {why}")
     try:
         docs = [parse_results(text, name) for name, text in sorted(rep.results.items())]

@@ -50,9 +50,7 @@ def poll_cluster(
     runs: dict[str, str] = {}
     for p in rows:
         runs.setdefault(p.row.job_id or "", (p.row.run or "").strip("` "))
-    script = build_harvest_script(
-        ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, tail_bytes, runs=runs
-    )
+    script = build_harvest_script(ids, cfg.eval_results_dir, cfg.log_pattern, marker, max_bytes, tail_bytes, runs=runs)
     out, problem = run_script(cfg, script, marker, "harvest")
     reports = read_harvest(out, ids, problem, delimiter=marker)
     if not cfg.eval_results_dir:  # no results dir to read: the row says which field, not "no results_*.json"

@@ -123,7 +123,9 @@ def pull_offer(report: TreeReport, repo_path: str, launches: Mapping[str, str | 
     if not report.upstream:
         return PullOffer(False, f"branch {report.branch or '?'} has no upstream: nothing to pull from")
     if report.ahead:
-        return PullOffer(False, f"{report.ahead} commit(s) made ON the cluster: not a fast-forward (never reset --hard)")
+        return PullOffer(
+            False, f"{report.ahead} commit(s) made ON the cluster: not a fast-forward (never reset --hard)"
+        )
     if not report.behind:
         return PullOffer(False, f"up to date with {report.upstream}: nothing to pull")
     dirty = [it for it in report.items if _blocking(it)]
