@@ -6,10 +6,12 @@ wedge at the same step gets no relaunch offer. Prints the time from the flag to 
 
 from __future__ import annotations
 
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 from cancel_handoff import hand_off
 from conftest import sh
 from helpers import act_said
@@ -63,9 +65,12 @@ def _wedged(c, tag: str, *extra: str) -> tuple[str, str]:
 
 
 def _sweep_yaml(tmp_path: Path, cancel_keys: str) -> str:
-    """The lab's sweep.yaml (LAB_CONFIG) with ``cancel_keys`` (indented lines) added under ``cancel:``."""
+    """The lab's sweep.yaml (LAB_CONFIG) with ``cancel_keys`` (YAML, indented) set under ``cancel:``,
+    replacing the same keys there (the shipped standing permissions among them)."""
+    config = yaml.safe_load(LAB_CONFIG.read_text())
+    config["cancel"] = {**(config.get("cancel") or {}), **yaml.safe_load(textwrap.dedent(cancel_keys))}
     cfg = tmp_path / "sweep.yaml"
-    cfg.write_text(LAB_CONFIG.read_text().replace("cancel:\n", "cancel:\n" + cancel_keys, 1))
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
     return str(cfg)
 
 
