@@ -4,7 +4,6 @@ TSDB in a temp dir; :meth:`Prometheus.query` and :meth:`Prometheus.alerts` read 
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -15,14 +14,9 @@ from typing import Any
 
 import httpx
 import yaml
+from served import free_port, served
 
 PROMETHEUS = "/usr/bin/prometheus"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -62,7 +56,7 @@ def prometheus(tmp: Path, target: str, metrics_path: str, token_file: Path | Non
                rule_files: Sequence[Path] = ()) -> Iterator[Prometheus]:  # fmt: skip
     """A Prometheus scraping ``http://<target><metrics_path>`` (with the bearer token in
     ``token_file``) every second; yields it once its API answers."""
-    port = _free_port()
+    port = free_port()
     scrape: dict[str, Any] = {"job_name": "sweep", "scrape_interval": "1s", "scrape_timeout": "1s",
                               "metrics_path": metrics_path, "static_configs": [{"targets": [target]}]}  # fmt: skip
     if token_file is not None:
@@ -75,28 +69,8 @@ def prometheus(tmp: Path, target: str, metrics_path: str, token_file: Path | Non
     check = subprocess.run(["promtool", "check", "config", str(conf)], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
     log = tmp / "prometheus.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([PROMETHEUS, f"--config.file={conf}", f"--storage.tsdb.path={tmp / 'tsdb'}",
-                                 f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-        try:
-            prom = Prometheus(f"http://127.0.0.1:{port}", log)
-            deadline = time.time() + 60
-            while time.time() < deadline:
-                try:
-                    if httpx.get(f"{prom.base}/-/ready", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None:
-                    raise AssertionError(f"prometheus exited: {log.read_text()[-3000:]}")
-                time.sleep(0.5)
-            else:
-                raise AssertionError(f"prometheus not ready in 60 s: {log.read_text()[-3000:]}")
-            yield prom
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    argv = [PROMETHEUS, f"--config.file={conf}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}"]  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    with served(argv, log, f"{base}/-/ready", (200,), "prometheus", 60, poll_s=0.5):
+        yield Prometheus(base, log)

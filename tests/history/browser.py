@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from served import free_port, served
 
 CHROMIUM = "/usr/bin/chromium"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 PASSWORDS_KEY = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
@@ -36,32 +28,12 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[str]:
     """``airflow api-server`` on a free port of 127.0.0.1; yields its base URL.
 
     Its passwords file is its own (``passwords_file(log)``), whatever an earlier test set in the env."""
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     full = {**os.environ, **env, "AIRFLOW__API__BASE_URL": base, PASSWORDS_KEY: str(passwords_file(log))}
-    with log.open("w") as out:
-        proc = subprocess.Popen(["airflow", "api-server", "--host", "127.0.0.1", "--port", str(port)], env=full,
-                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                try:
-                    if httpx.get(f"{base}/api/v2/version", timeout=2).status_code in (200, 401, 403):
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None:
-                    raise AssertionError(f"api-server exited: {log.read_text()[-3000:]}")
-                time.sleep(1)
-            else:
-                raise AssertionError(f"api-server not up in 120 s: {log.read_text()[-3000:]}")
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    argv = ["airflow", "api-server", "--host", "127.0.0.1", "--port", str(port)]
+    with served(argv, log, f"{base}/api/v2/version", (200, 401, 403), "api-server", 120, env=full):
+        yield base
 
 
 def login_token(base: str, log: Path) -> str:
