@@ -16,6 +16,16 @@ from sweep_core.slurm.gather import GatherOutput, parse_gather_output
 from sweep_core.slurm.parse import SQUEUE_FIELDS, CommandResult
 
 ROOT = "/work/art"
+# One HF-only chain series as sweep.yaml hf_chain.series names it (the chain tests' delphi grid).
+DELPHI_SERIES = {
+    "name": "delphi",
+    "cluster": "local",
+    "match": r"^sft__(?P<cell>delphi_[a-z0-9_]+)$",
+    "hub_repo": "{org}/{cell}",
+    "upload": ["sbatch", "--parsable", "-J", "hf_upload__{cell}", "up.sh", "{hub_repo}"],
+    "eval": ["sbatch", "--parsable", "-J", "eval-{cell}", "eval.sh", "{hub_repo}"],
+    "tracker": "x/grid.md",
+}
 
 
 def cluster(name: str = "local", *, scheduler: str = "slurm", status: str = "active", **kw: object) -> ClusterConfig:

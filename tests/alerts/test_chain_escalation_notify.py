@@ -9,28 +9,14 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
+from handoff_fakes import DELPHI_SERIES
 from receivers import smtp_server
 from test_relaunch_announce import _sweep_yaml
 
 from sweep_core.handoffs.chain.plan import CellState, ClusterView, Step, advance, cell_values, chain_series
 
 SERIES = dataclasses.replace(
-    chain_series(
-        {
-            "series": [
-                {
-                    "name": "delphi",
-                    "cluster": "leonardo",
-                    "match": r"^sft__(?P<cell>delphi_[a-z0-9_]+)$",
-                    "hub_repo": "{org}/{cell}",
-                    "upload": ["sbatch", "--parsable", "-J", "hf_upload__{cell}", "up.sh", "{hub_repo}"],
-                    "eval": ["sbatch", "--parsable", "-J", "eval-{cell}", "eval.sh", "{hub_repo}"],
-                    "tracker": "x/grid.md",
-                    "artifact_dir": "/work/sft/{cell}",
-                }
-            ]
-        }
-    )[0],
+    chain_series({"series": [{**DELPHI_SERIES, "cluster": "leonardo", "artifact_dir": "/work/sft/{cell}"}]})[0],
     leg_retries=1,
 )
 CELL = "delphi_q8b_tulu3"

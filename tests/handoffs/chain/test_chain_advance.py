@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from handoff_fakes import FakeHub, FakeSsh, cluster, ok, ops, squeue
+from handoff_fakes import DELPHI_SERIES, FakeHub, FakeSsh, cluster, ok, ops, squeue
 
 from sweep_core.handoffs.chain.plan import chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain, chain_record
@@ -15,21 +15,7 @@ from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.remote_result import CommandResult
 
 CELL = "delphi_q8b_tulu3"
-SERIES = chain_series(
-    {
-        "series": [
-            {
-                "name": "delphi",
-                "cluster": "local",
-                "match": r"^sft__(?P<cell>delphi_[a-z0-9_]+)$",
-                "hub_repo": "{org}/{cell}",
-                "upload": ["sbatch", "--parsable", "-J", "hf_upload__{cell}", "up.sh", "{hub_repo}"],
-                "eval": ["sbatch", "--parsable", "-J", "eval-{cell}", "eval.sh", "{hub_repo}"],
-                "tracker": "x/grid.md",
-            }
-        ]
-    }
-)
+SERIES = chain_series({"series": [DELPHI_SERIES]})
 GRID = f"| run | eval job | MATH500 | status |\n|---|---|---|---|\n| {CELL} | — | | · |\n"
 
 

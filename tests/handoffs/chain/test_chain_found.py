@@ -5,7 +5,7 @@ a configured series is how a person adds its eval and tracker row, and takes the
 
 from __future__ import annotations
 
-from handoff_fakes import FakeHub, FakeSsh, cluster, ok, ops, squeue
+from handoff_fakes import DELPHI_SERIES, FakeHub, FakeSsh, cluster, ok, ops, squeue
 
 from sweep_core.config.handoffs_schema import FoundSeriesSpec
 from sweep_core.handoffs.chain.plan import chain_series
@@ -16,21 +16,7 @@ from sweep_core.vocab import Action, Severity
 
 NAME = "sft__qwen7b_hfonly"  # its launch YAML says enable_db_registration: false; no series names it
 FOUND = FoundSeriesSpec(upload=("sbatch", "--parsable", "-J", "hf_upload__{cell}", "up_hf_only.sh", "{hub_repo}"))
-LISTED = chain_series(
-    {
-        "series": [
-            {
-                "name": "delphi",
-                "cluster": "local",
-                "match": r"^sft__(?P<cell>delphi_[a-z0-9_]+)$",
-                "hub_repo": "{org}/{cell}",
-                "upload": ["sbatch", "--parsable", "-J", "hf_upload__{cell}", "up.sh", "{hub_repo}"],
-                "eval": ["sbatch", "--parsable", "-J", "eval-{cell}", "eval.sh", "{hub_repo}"],
-                "tracker": "x/grid.md",
-            }
-        ]
-    }
-)
+LISTED = chain_series({"series": [DELPHI_SERIES]})
 
 
 class _State:
