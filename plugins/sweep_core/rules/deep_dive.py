@@ -27,9 +27,9 @@ from sweep_core.handoffs.deep_dive.follow_up import (
     unknown_streak,
 )
 from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, UNKNOWN
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
 
 REPROBE = "deep_dive_reprobe"
 ESCALATED = "deep_dive_escalated"

@@ -13,7 +13,7 @@ from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
 from sweep_core.handoffs.cancel.relaunch import relaunch_plan
 from sweep_core.handoffs.cancel.relaunch_remote import Evidence, build_requeue_script, read_requeue, requeue_line
 from sweep_core.ledger.entries import Ledger, LedgerEntry
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 PATTERNS = RelaunchConfig().bad_nodes

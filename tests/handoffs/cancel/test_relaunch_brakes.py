@@ -26,7 +26,7 @@ from sweep_core.handoffs.cancel.relaunch_remote import Evidence, RelaunchJob, re
 from sweep_core.ledger.acts import MAX_ACTS, ActKind, add_act, link_acts, record_acts
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import load_ledger
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 # --- scope: clusters, full-match names -------------------------------------------------------------

@@ -40,8 +40,8 @@ from sweep_core.handoffs.deep_dive.follow_up import DEEP_DIVE_KILL, latest_verdi
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say
 from sweep_core.ledger.acts import ActKind, acts_of
 from sweep_core.ledger.entries import Ledger
+from sweep_core.records.vocab import Action
 from sweep_core.slurm.gather import new_marker
-from sweep_core.vocab import Action
 
 # the wedge's evidence, saved before the requeue: (cluster, [evidence]) -> None
 SaveEvidence = Callable[[str, list[Evidence]], None]

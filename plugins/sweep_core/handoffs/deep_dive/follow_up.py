@@ -26,7 +26,7 @@ from sweep_core.ledger.acts import ActKind, add_act
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import release_given
-from sweep_core.vocab import Action, Severity
+from sweep_core.records.vocab import Action, Severity
 
 DEEP_DIVE_KILL = "deep_dive_kill"  # the cancel hand-off's rule (sweep.yaml cancel.standing may name it)
 HANDOFF = "deep_dive"  # the per-job hand-off kind (ledger.runs.PER_JOB)
