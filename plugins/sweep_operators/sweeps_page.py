@@ -8,7 +8,9 @@ from the run-log store (``runlog?name=…``: a file name of the store, nothing e
 every worker writes to (a local folder, or ``s3://``/``gs://``). ``metrics`` is the sweep's
 numbers for Prometheus (sweep_core.history.openmetrics), open to the same login or to a scraper's
 bearer token (``SWEEP_METRICS_TOKEN``, else the Airflow Variable sweep.yaml ``openmetrics.token_variable``
-names; never in the repo).
+names; never in the repo). ``job?cluster=…&job_id=…`` is one job's page (sweep_core.history.job_page:
+its curves, marks and rows across sweeps), drawn with the uPlot this package vendors in ``static/uplot``
+and serves at ``static/<file>`` (a fixed list of files: no CDN, an air-gapped Airflow draws the same).
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ import datetime as dt
 import hmac
 import os
 import time
+from pathlib import Path
 
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
 from sweep_core.config.locate import ConfigNotFound
 from sweep_core.config.sweep import load_sweep_config
+from sweep_core.history.job_page import STATIC, job_page
 from sweep_core.history.page import STANDING_DAYS, sweeps_page
 from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, PageView, job_tail, load_view, run_log_text
 from sweep_operators.task_ids import DagId
@@ -77,6 +81,43 @@ def _standing(view: PageView) -> None:
         view.standing, view.standing_why = None, f"the ledger could not be read: {type(exc).__name__}: {str(exc)[:160]}"
         return
     view.standing = standing_record(ledger, (dt.datetime.now(dt.UTC) - dt.timedelta(days=STANDING_DAYS)).isoformat())
+
+
+STATIC_DIR = Path(__file__).parent / "static" / "uplot"  # uPlot, vendored (its README: version, commit)
+STATIC_TYPES = {".js": "text/javascript", ".css": "text/css"}
+
+
+def static(name: str) -> FileResponse:
+    """A file of the vendored uPlot, by its name in the page's fixed list (no other path is served)."""
+    if name not in STATIC:
+        raise HTTPException(404, "no such static file")
+    return FileResponse(STATIC_DIR / name, media_type=STATIC_TYPES[Path(name).suffix],
+                        headers={"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"})  # fmt: skip
+
+
+def _acts(cluster: str, job_id: str, notes: list[str]) -> list[dict[str, str]]:
+    """The job's acts from the ledger, read only; [] with a note saying why when it cannot be read."""
+    from sweep_core.ledger.acts import acts_of
+    from sweep_core.ledger.store import peek_ledger
+    from sweep_operators.handoff_record import run_log_dir
+
+    try:
+        return acts_of(peek_ledger(run_log_dir(load_sweep_config(_sweep_yaml()))), cluster, job_id)
+    except Exception as exc:  # noqa: BLE001 (the page says why, it never fails for it)
+        notes.append(f"the acts are not shown: the ledger could not be read: {type(exc).__name__}: {str(exc)[:160]}")
+        return []
+
+
+def job(cluster: str, job_id: str) -> HTMLResponse:
+    """One job's page: its curves over steps, restarts, relaunches, flags and acts, its rows across sweeps."""
+    from sweep_core.history.job_view import load_job_view
+
+    t0 = time.perf_counter()
+    notes: list[str] = []
+    view = load_job_view(_store(), cluster[:200], job_id[:200], acts=_acts(cluster, job_id, notes))
+    view.notes += notes
+    took = f"job;dur={(time.perf_counter() - t0) * 1e3:.0f}"
+    return HTMLResponse(job_page(view), status_code=200 if view.found else 404, headers={"Server-Timing": took})
 
 
 TOKEN_ENV = "SWEEP_METRICS_TOKEN"
@@ -150,6 +191,8 @@ def create_app() -> FastAPI:
         body = sweeps_page(view)
         return HTMLResponse(body, headers={"Server-Timing": f"page;dur={(time.perf_counter() - t0) * 1e3:.0f}"})
 
+    app.add_api_route("/job", job, response_class=HTMLResponse, dependencies=_auth())
+    app.add_api_route("/static/{name}", static, response_class=FileResponse, dependencies=_auth())
     app.add_api_route("/runlog", runlog, response_class=PlainTextResponse, dependencies=_auth())
 
     @app.get("/tail", response_class=PlainTextResponse, dependencies=_auth())

@@ -4,7 +4,8 @@ state colours, stale and flag badges, sortable, filter by text; a search over ev
 row opening its flags' evidence, the hand-off they ask for and its log tail, fetched when the row
 is opened (``tail?sweep=…&cluster=…&job_id=…``, shown as text); the latest runs, each linking its
 run log (``runlog?name=…``, served by the page from the run-log store); and server-side SVG plots
-over the sweeps (history.plots). No script or style is fetched from anywhere.
+over the sweeps (history.plots). A job's id links its job page (``job?cluster=…&job_id=…``,
+history.job_page). No script or style is fetched from anywhere.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ if(!hit)r.nextElementSibling.classList.remove('open')})}
 function tail(d){const p=d.querySelector('pre.tail[data-src]');if(!p||p.dataset.done)return;p.dataset.done='1';
 fetch(p.dataset.src,{credentials:'same-origin'}).then(r=>r.ok?r.text():Promise.reject(r.status))
 .then(t=>{p.textContent=t||'no log tail (none read this sweep)'},s=>{p.textContent='log tail not available ('+s+')'})}
-document.addEventListener('click',e=>{const th=e.target.closest('thead th');if(th)return sortBy(th);
+document.addEventListener('click',e=>{if(e.target.closest('a'))return;const th=e.target.closest('thead th');if(th)return sortBy(th);
 const r=e.target.closest('tr.job');if(r){const d=r.nextElementSibling;d.classList.toggle('open');
 if(d.classList.contains('open'))tail(d)}});"""
 
@@ -68,6 +69,16 @@ def _age(minutes: object) -> str:
     return age_text(max(0.0, float(minutes)))
 
 
+def job_href(cluster: str, job_id: str) -> str:
+    """The job page of one job, relative to the Sweeps page (``job?cluster=…&job_id=…``)."""
+    return "job?" + urlencode({"cluster": cluster, "job_id": job_id})
+
+
+def job_link(cluster: str, job_id: str) -> str:
+    """The job id as a link to its job page (curves, marks, rows across sweeps)."""
+    return f'<a class="jobpage" href="{html.escape(job_href(cluster, job_id))}">{_e(job_id)}</a>'
+
+
 def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str) -> str:
     metrics = [m for m in METRICS if METRIC_PREFIX + m in frame and frame[METRIC_PREFIX + m].notna().any()]
     head = ["cluster", "id", "name", "state", "elapsed", "last output", *metrics, "flags"]
@@ -81,7 +92,7 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str) ->
         if job.get("stale") is True:
             badges = '<span class="badge stale">stale</span>' + badges
         mins = job.get("minutes_since_output")
-        cells = [_e(job["cluster"]), _e(job["job_id"]), _e(job["name"]),
+        cells = [_e(job["cluster"]), job_link(str(job["cluster"]), str(job["job_id"])), _e(job["name"]),
                  f'<span class="{STATE_CLASS.get(str(job["state"]), "")}">{_e(job["state"])}</span>',
                  _e(job.get("elapsed")), f'<td data-v="{_e(mins) or -1}">{_age(mins)}',
                  *(_e(job.get(METRIC_PREFIX + m)) for m in metrics), badges]  # fmt: skip

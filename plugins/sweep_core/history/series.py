@@ -43,3 +43,44 @@ def job_series(
     frame = store.read(records=[POINT], columns=list(COLUMNS), notes=notes)
     got = series_of(frame, cluster, job_id, bound)
     return {m: v for m, v in got.items() if metrics is None or m in metrics}
+
+
+SENT_POINTS = 2000  # points per series a job page sends at most (the curve's buckets: a min and a max each)
+LOSS_LIKE = ("loss", "perplexity", "ppl", "grad_norm", "kl")  # columns drawn on a log scale by default
+
+
+def downsample(points: Sequence[tuple[int, float]], limit: int = SENT_POINTS) -> list[tuple[int, float]]:
+    """At most ``limit`` of ``points`` (step order) for drawing: the first and the LAST point exactly,
+    between them each of ``(limit - 2) // 2`` buckets of equal step count gives its minimum and its
+    maximum (in step order), so a spike or a dip survives the cut. Non-finite values are kept (a NaN
+    breaks the line where it was); ``limit`` below 4 is taken as 4."""
+    pts = list(points)
+    limit = max(4, limit)
+    if len(pts) <= limit:
+        return pts
+    inner, buckets = pts[1:-1], (limit - 2) // 2
+    out = [pts[0]]
+    for b in range(buckets):
+        chunk = inner[b * len(inner) // buckets : (b + 1) * len(inner) // buckets]
+        finite = [p for p in chunk if math.isfinite(p[1])]
+        if not finite:
+            out.extend(chunk[:1])
+            continue
+        lo, hi = min(finite, key=lambda p: p[1]), max(finite, key=lambda p: p[1])
+        out.extend(sorted({lo, hi}))
+    out.append(pts[-1])
+    return out
+
+
+def loss_like(metric: str) -> bool:
+    """A column drawn on a log scale by default (a loss, a perplexity, a gradient norm, a KL)."""
+    return any(word in metric.lower() for word in LOSS_LIKE)
+
+
+def log_refusal(points: Sequence[tuple[int, float]]) -> str:
+    """Why ``points`` cannot be drawn on a log scale ("" = they can): a value <= 0 has no logarithm."""
+    bad = [(s, v) for s, v in points if math.isfinite(v) and v <= 0]
+    if not bad:
+        return ""
+    step, value = bad[0]
+    return f"log scale refused: {len(bad)} value(s) <= 0 (first {value:g} at step {step}); drawn linear"
