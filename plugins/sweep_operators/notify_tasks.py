@@ -139,7 +139,8 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
         _told_backlog(config, told_backlog)
         return out
     routed = {ch.name: route(digest, ch.severities, handoffs=ch.handoffs, max_items=config.notify.max_items,
-                             links=_links(config, context)) for ch in config.notify.channels}  # fmt: skip
+                             links=_links(config, context), page_url=config.notify.page_url or "")
+              for ch in config.notify.channels}  # fmt: skip
     out.update({name: None if msg is None else msg.text() for name, msg in routed.items()})
     for name in (n for n, m in routed.items() if m is None):
         log.info("notify %s: nothing new or changed since the previous sweep: nothing sent", name)

@@ -11,12 +11,14 @@ import html
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
-from sweep_core.alerts.digest import Digest
+from sweep_core.alerts.digest import ORDER, Digest
 from sweep_core.records.vocab import NO_CHANNEL
 from sweep_core.safe.text import clean, delink
 
 MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
+JOB_LINKS = 5  # flagged jobs' pages linked at most per message (the most severe new ones first)
 
 
 @dataclass
@@ -45,6 +47,25 @@ def _capped(lines: Sequence[str], cap: int) -> list[str]:
     return list(lines[:cap]) + ([f"… and {len(lines) - cap} more"] if len(lines) > cap else [])
 
 
+def job_links(digest: Digest, severities: Sequence[str], page_url: str, cap: int = JOB_LINKS) -> list[tuple[str, str]]:
+    """A link to the job page (the Sweeps page's ``job?cluster=…&job_id=…``) of each job a new or
+    told-again flag of ``severities`` names, most severe first, at most ``cap``; [] without a page URL."""
+    if not page_url:
+        return []
+    keep = {s.lower() for s in severities}
+    told = sorted((t for t in (*digest.new, *digest.reminders) if t.item.rule and t.item.severity in keep),
+                  key=lambda t: ORDER.get(t.item.severity, 9))  # fmt: skip
+    out: dict[tuple[str, str], str] = {}
+    for t in told:
+        job_id = t.item.signature.split("|", 2)[-1]
+        if job_id and (t.item.cluster, job_id) not in out and len(out) < cap:
+            out[(t.item.cluster, job_id)] = t.item.rule
+    base = page_url.rstrip("/") + "/job?"
+    return [
+        (f"job page {c} {j} ({rule})", base + urlencode({"cluster": c, "job_id": j})) for (c, j), rule in out.items()
+    ]
+
+
 def route(
     digest: Digest,
     severities: Sequence[str],
@@ -53,8 +74,10 @@ def route(
     max_items: int = 30,
     links: Sequence[tuple[str, str]] = (),
     dag_id: str = "monitor_cron_sweep",
+    page_url: str = "",
 ) -> Message | None:
-    """The message for a channel that hears ``severities`` (and hand-offs); None = nothing to tell."""
+    """The message for a channel that hears ``severities`` (and hand-offs); None = nothing to tell.
+    With the Sweeps page's URL, the links end with the flagged jobs' pages (``job_links``)."""
     keep = {s.lower() for s in severities}
     told = lambda ts: [t.line() for t in ts if t.item.severity in keep]  # noqa: E731
     gone = lambda items: [f"{i.severity.upper()} {i.text}" for i in items if i.severity in keep]  # noqa: E731
@@ -81,7 +104,7 @@ def route(
     sections = [(h, _capped(lines, max_items)) for h, lines in sections]
     first = " (first sweep on record)" if digest.first else ""
     title = f"{dag_id} {digest.window_end:%Y-%m-%d %H:%M}Z{first}: {counts}"
-    return Message(clean(title, newlines=False), sections, list(links), keys)
+    return Message(clean(title, newlines=False), sections, [*links, *job_links(digest, severities, page_url)], keys)
 
 
 def unrouted_lines(digest: Digest, severities: Sequence[str] = ("critical", "warn"), max_items: int = 30) -> list[str]:

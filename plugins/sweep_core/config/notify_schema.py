@@ -72,7 +72,10 @@ class NotifySection(StrictModel):
         24.0, description="a flag (or cluster problem) still open this long after it was told is told again"
     )
     max_items: Positive = Field(30, description="lines per section of a digest; the rest is 'N more'")
-    page_url: str | None = Field(None, description="the Sweeps page linked from each digest; null = no link")
+    page_url: str | None = Field(
+        None,
+        description="the Sweeps page linked from each digest, with the page of each flagged job (at most 5); null = no link",
+    )
     approvers: dict[str, Tup[NonEmpty]] = Field(
         {}, description="kill approvals (sweep_cancel): cluster -> e-mail addresses; `*` = every other cluster"
     )

@@ -37,8 +37,8 @@ document.addEventListener('change',e=>{if(e.target.matches('input.log'))draw(e.t
 
 
 def _dump(obj: object) -> str:
-    """JSON safe inside a <script> element (no ``</``), non-finite numbers as null."""
-    return json.dumps(obj, allow_nan=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside a <script> element: every ``<`` as ``\\u003c`` (no tag can open or close)."""
+    return json.dumps(obj, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def _y(value: float) -> float | None:
