@@ -30,6 +30,8 @@ ROW_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "name", "bucket", "s
 FLAG_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "rule", "severity", "message", "action")
 POINT_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "metric", "step", "value")
 MAX_ROWS = 500  # sweeps of the job the table shows (the newest)
+FIRST = ("reward", "loss", "pass_rate", "result_count")  # the main columns' curves come first
+NOT_DRAWN = frozenset({"max_steps"})  # a total, not a curve (the table shows it)
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,9 @@ def load_job_view(
     view.name, view.bucket = str(latest.get("name") or ""), str(latest.get("bucket") or "")
     view.metrics = [c[len(METRIC_PREFIX) :] for c in jobs.columns if c.startswith(METRIC_PREFIX)
                     and any(_num(v) is not None for v in jobs[c])]  # fmt: skip
-    for metric, pts in series_of(points, cluster, job_id, bound).items():
+    got = series_of(points, cluster, job_id, bound)
+    order = sorted(got, key=lambda m: (FIRST.index(m) if m in FIRST else len(FIRST), m))
+    for metric, pts in ((m, got[m]) for m in order if m not in NOT_DRAWN):
         curve = Curve(metric, pts, downsample(pts, sent))
         curve.log_refusal = log_refusal(pts) if loss_like(metric) else ""
         curve.log = loss_like(metric) and not curve.log_refusal
