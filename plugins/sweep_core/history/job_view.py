@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sweep_core.history.page_view import _columns_but_tail
 from sweep_core.history.rows import FLAG, JOB, METRIC_PREFIX, POINT
 from sweep_core.history.series import HISTORY_POINTS, SENT_POINTS, downsample, log_refusal, loss_like, series_of
 from sweep_core.history.store import HistoryStore, read_file
@@ -108,27 +107,40 @@ def _num(value: object) -> float | None:
     return None
 
 
-def _mine(frame: pd.DataFrame, cluster: str, job_id: str) -> pd.DataFrame:
-    return frame[(frame["cluster"] == cluster) & (frame["job_id"] == job_id)]
+NOTE_COLUMNS = ("m.relaunched",)  # text columns the marks read (the other m.* text, e.g. m.series, is not read)
+
+
+def _job_columns(path: object) -> list[str] | None:
+    """The columns a job page reads of one file: its rows', flags', points' and NUMBER m.* columns
+    (no log tail, no series JSON); None when the schema cannot be read (read_file says why)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wanted = {*ROW_COLUMNS, *FLAG_COLUMNS, *POINT_COLUMNS, *NOTE_COLUMNS}
+    try:
+        with path.open("rb") as fh:  # type: ignore[attr-defined]
+            schema = pq.read_schema(fh)
+    except Exception:  # noqa: BLE001 (unreadable: read_file says why, read-only)
+        return None
+    number = lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)  # noqa: E731
+    return [f.name for f in schema if f.name in wanted or (f.name.startswith(METRIC_PREFIX) and number(f.type))]
 
 
 def read_job(store: HistoryStore, cluster: str, job_id: str, notes: list[str]) -> tuple[pd.DataFrame, ...]:
-    """The job's job, flag and point rows of every sweep, oldest first, read-only (no log tails)."""
+    """The job's job, flag and point rows of every sweep, oldest first, read-only (only its rows,
+    filtered before pandas; no log tails)."""
     import pandas as pd
 
-    jobs, flags, points = [], [], []
+    parts = []
     for f in store.files(notes, read_only=True):
-        cols = _columns_but_tail(f.path)
-        frame = read_file(f.path, records=(JOB, FLAG, POINT), columns=cols, notes=notes, read_only=True)
-        if frame is None or frame.empty or "job_id" not in frame:
-            continue
-        mine = _mine(frame, cluster, job_id)
-        jobs.append(mine[mine["record"] == JOB])
-        flags.append(mine[mine["record"] == FLAG])
-        points.append(mine[mine["record"] == POINT])
-    join = lambda parts: pd.concat([p for p in parts if not p.empty], ignore_index=True) if any(  # noqa: E731
-        not p.empty for p in parts) else pd.DataFrame()  # fmt: skip
-    return join(jobs), join(flags), join(points)
+        mine = read_file(f.path, records=(JOB, FLAG, POINT), columns=_job_columns(f.path), notes=notes,
+                         read_only=True, where={"cluster": cluster, "job_id": job_id})  # fmt: skip
+        if mine is not None and not mine.empty:
+            parts.append(mine)
+    if not parts:
+        return pd.DataFrame(), pd.DataFrame(), pd.DataFrame()
+    rows = pd.concat(parts, ignore_index=True)
+    return tuple(rows[rows["record"] == kind] for kind in (JOB, FLAG, POINT))
 
 
 def _step_at(rows: Sequence[dict[str, Any]], at: str) -> int | None:

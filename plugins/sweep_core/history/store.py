@@ -18,7 +18,7 @@ import io
 import logging
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -196,10 +196,12 @@ def read_file(
     columns: Sequence[str] | None = None,
     notes: list[str] | None = None,
     read_only: bool = False,
+    where: Mapping[str, str] | None = None,
 ) -> pd.DataFrame | None:
     """The rows of one sweep's file (None when gone or unusable: then moved aside unless
-    ``read_only``, noted)."""
-    return _read_file(path, records, columns, notes, read_only=read_only)
+    ``read_only``, noted); ``where``: only the rows whose columns equal these values (filtered
+    before pandas sees them: one job's rows of a large sweep cost little)."""
+    return _read_file(path, records, columns, notes, read_only=read_only, where=where)
 
 
 def _skip(path: Any, why: str, notes: list[str] | None) -> None:
@@ -217,6 +219,7 @@ def _read_file(
     notes: list[str] | None,
     *,
     read_only: bool = False,
+    where: Mapping[str, str] | None = None,
 ) -> pd.DataFrame | None:
     aside = _skip if read_only else move_aside
     try:
@@ -243,6 +246,17 @@ def _read_file(
     except (pa.ArrowException, OSError, ValueError) as exc:
         aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
         return None
+    if where:
+        import pyarrow.compute as pc
+
+        if any(col not in table.column_names for col in where):
+            table = table.slice(0, 0)
+        else:
+            mask = None
+            for col, value in where.items():
+                hit = pc.fill_null(pc.equal(table[col].cast(pa.string()), value), False)
+                mask = hit if mask is None else pc.and_(mask, hit)
+            table = table.filter(mask)
     frame = table.to_pandas()
     if records is not None:
         frame = frame[frame["record"].isin(list(records))]
