@@ -75,7 +75,8 @@ def test_job_page_curves_marks_and_rows_from_three_sweeps(tmp_path) -> None:
     _sweep(store, 2, 35, {"reward": [(s, -0.5) for s in range(30, 36)], "loss": [(30, 0.5), (35, -0.1)]},
            metrics={"reward": -0.5, "relaunched": "relaunched 2026-12-03 01:30 by ops"})  # fmt: skip
     before = sorted(p.name for p in tmp_path.iterdir())
-    acts = [{"kind": "relaunch", "at": (T0 + 1.5 * H).isoformat(), "by": "ada", "result": "requeued"}]
+    acts = [{"kind": "relaunch", "at": "2026-12-03T01:30:00Z", "by": "ada", "result": "requeued"},
+            {"kind": "cancel", "at": "not a time", "by": "bob"}]  # fmt: skip
     view = load_job_view(store, "c1", "41", acts=acts)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # read-only
     assert [r["run_id"] for r in view.rows] == ["r0", "r1", "r2"] and view.latest("reward") == -0.5
@@ -89,6 +90,7 @@ def test_job_page_curves_marks_and_rows_from_three_sweeps(tmp_path) -> None:
     assert ("flag", 40) in kinds  # raised by the sweep that read step 40
     assert ("restart", 35) in kinds and ("relaunch", 35) in kinds  # the row's note and the step going back
     assert ("relaunch", 40) in kinds  # the act at 01:30 happened while the job was at step 40 (sweep r1)
+    assert ("act", None) in kinds  # an act whose time is not a time: listed, at no step
     data = chart_data(view)
     assert data["series"]["reward"]["x"][0] == 0 and data["series"]["reward"]["y"][0] == pytest.approx(-0.8)
     page = job_page(view)

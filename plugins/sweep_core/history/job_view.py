@@ -93,12 +93,16 @@ class JobView:
 
 
 def _iso(value: object) -> str:
+    """A time as ISO text in UTC (``Z`` or an offset alike); "" when it is none or not a time."""
     import pandas as pd
 
     try:
-        return pd.Timestamp(value).isoformat() if value is not None and not pd.isna(value) else ""
+        ts = pd.Timestamp(value) if value is not None and value != "" else pd.NaT
     except (TypeError, ValueError):
         return ""
+    if pd.isna(ts):
+        return ""
+    return (ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")).isoformat()
 
 
 def _num(value: object) -> float | None:
@@ -175,12 +179,11 @@ def _marks(rows: list[dict[str, Any]], flags: pd.DataFrame, acts: Sequence[dict[
         label = f"[{f.get('rule')}] {f.get('severity')}: {f.get('message')}{act}"
         out.append(Mark("flag", _step_at(rows, at), at, clean(label, newlines=False)[:300]))
     for a in acts:
-        at, kind = str(a.get("at") or ""), str(a.get("kind") or "act")
+        at, kind = _iso(a.get("at")), str(a.get("kind") or "act")
         said = " ".join(str(a.get(k) or "") for k in ("by", "result", "why") if a.get(k))
-        mark = "relaunch" if kind == "relaunch" else "act"
-        out.append(
-            Mark(mark, _step_at(rows, at) if at else None, at, clean(f"{kind} {said}".strip(), newlines=False)[:300])
-        )
+        when = "" if at else f" (its time {str(a.get('at') or '')[:40]!r} is not a time: at no step)"
+        label = clean(f"{kind} {said}{when}".strip(), newlines=False)[:300]
+        out.append(Mark("relaunch" if kind == "relaunch" else "act", _step_at(rows, at) if at else None, at, label))
     return sorted(out, key=lambda m: (m.at, m.kind))
 
 
