@@ -2,7 +2,7 @@
 bundled cluster prints the runbook's RL lines (the step bar and a WANDB_MIRROR dict per step) with a
 reward that stays negative; two real sweeps (monitor_cron_sweep, ``airflow dags test``)
 read it, before and after it logs 30 more steps and falls silent (its log 3 hours old: a
-liveness flag); a real api-server mounts the page plugin; Debian's
+liveness flag, whose Slack digest, received by a local STUB of Slack's webhook, links the job's page); a real api-server mounts the page plugin; Debian's
 chromium (playwright, executable_path=/usr/bin/chromium) opens the Sweeps page, follows the job's
 id to its page, and sees what a person checks: the reward curve's last point (read from the uPlot
 instance the page holds) is the table's latest reward at the table's latest step, the flag is marked at step 60, the negative
@@ -13,6 +13,7 @@ and every asset came from the plugin (no CDN). Screenshots of both pages go to S
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shlex
 import subprocess
@@ -41,6 +42,7 @@ PAINTED = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.h
 
 def test_job_page_in_chromium_from_two_real_sweeps(local_cluster, tag, tmp_path) -> None:
     from playwright.sync_api import sync_playwright
+    from receivers import slack_webhook_stub
 
     shots = (ROOT / SHOTS) if SHOTS else tmp_path / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
@@ -54,23 +56,31 @@ def test_job_page_in_chromium_from_two_real_sweeps(local_cluster, tag, tmp_path)
     c.wait_log(job)
     conf = yaml.safe_load(LAB_CONFIG.read_text())
     conf["schedule"] = "* * * * *"  # current one-minute windows: a past window's liveness is not judged
+    # the digest links each flagged job's page under the page's URL (the api-server's port comes later)
+    conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}],
+                      "page_url": "http://airflow.example/sweeps/"}  # fmt: skip
     sweep_yaml = tmp_path / "sweep.yaml"
     sweep_yaml.write_text(yaml.safe_dump(conf))
-    env = {"SWEEP_CONFIG": str(sweep_yaml)}
     first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)
-    for i in range(2):
-        end = first_end + dt.timedelta(minutes=i)
-        time.sleep(max(0.0, end.timestamp() - time.time()))
-        run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
-                      run_after=end, **env)  # fmt: skip
-        assert run.task_states["history"] == "success", run.task_states
-        if i == 0:
-            go.touch()
-            deadline = time.time() + 30
-            while 'trainer/global_step": 60,' not in c.stdout_path(job).read_text() and time.time() < deadline:
-                time.sleep(0.3)
-            # then silent for 3 hours, as the next sweep sees it: a liveness flag on the curve at step 60
-            subprocess.run(["touch", "-d", "3 hours ago", str(c.stdout_path(job))], check=True)
+    with slack_webhook_stub() as (hook_url, posts):
+        env = {"SWEEP_CONFIG": str(sweep_yaml),
+               "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url})}  # fmt: skip
+        for i in range(2):
+            end = first_end + dt.timedelta(minutes=i)
+            time.sleep(max(0.0, end.timestamp() - time.time()))
+            run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
+                          run_after=end, **env)  # fmt: skip
+            assert run.task_states["history"] == "success", run.task_states
+            if i == 0:
+                go.touch()
+                deadline = time.time() + 30
+                while 'trainer/global_step": 60,' not in c.stdout_path(job).read_text() and time.time() < deadline:
+                    time.sleep(0.3)
+                # then silent for 3 hours, as the next sweep sees it: a liveness flag on the curve at step 60
+                subprocess.run(["touch", "-d", "3 hours ago", str(c.stdout_path(job))], check=True)
+    said = json.dumps(posts[-1])  # the second sweep's digest: the new liveness flag and its job's page
+    link = f"http://airflow.example/sweeps/job?cluster=local&job_id={job}"
+    assert "liveness_stale" in said and f"<{link}|job page local {job} (liveness_stale)>" in said, said
     server_env = {"SWEEP_CONFIG": str(sweep_yaml), "SWEEP_HISTORY": str(tmp_path / "logs" / "history"),
                   "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
     with api_server(server_env, tmp_path / "api-server.log") as base:
@@ -95,6 +105,7 @@ def test_job_page_in_chromium_from_two_real_sweeps(local_cluster, tag, tmp_path)
             page.goto(f"{base}/sweeps/")
             page.screenshot(path=str(shots / "cluster_page.png"), full_page=True)
             page.locator(f"table[data-bucket='RL'] a.jobpage:text-is('{job}')").click()
+            assert page.url == link.replace("http://airflow.example", base)  # the digest's link is this page
             page.wait_for_load_state("load")
             assert not errors, errors
             page.wait_for_function("() => window.jobCharts && window.jobCharts['reward']", timeout=10_000)
