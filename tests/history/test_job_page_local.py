@@ -1,14 +1,14 @@
 """A job's page (issue 43) in a real browser, drawn from a REAL sweep's history: an RL job on the
 bundled cluster prints the runbook's RL lines (the step bar and a WANDB_MIRROR dict per step) with a
-reward that stays negative; two real sweeps (monitor_cron_sweep, ``airflow dags test``)
-read it, before and after it logs 30 more steps and falls silent (its log 3 hours old: a
-liveness flag, whose Slack digest, received by a local STUB of Slack's webhook, links the job's page); a real api-server mounts the page plugin; Debian's
-chromium (playwright, executable_path=/usr/bin/chromium) opens the Sweeps page, follows the job's
-id to its page, and sees what a person checks: the reward curve's last point (read from the uPlot
-instance the page holds) is the table's latest reward at the table's latest step, the flag is marked at step 60, the negative
-values lie inside the y axis, grad_norm opens on a log scale, every canvas is drawn (pixels set),
-and every asset came from the plugin (no CDN). Screenshots of both pages go to SWEEP_SCREENSHOTS
-(a temp dir by default)."""
+reward that stays negative; two real sweeps (monitor_cron_sweep, ``airflow dags test``) read it,
+before and after it logs 30 more steps and falls silent (its log 3 hours old: a liveness flag,
+whose Slack digest, received by a local STUB of Slack's webhook, links the job's page); a real
+api-server mounts the page plugin; Debian's chromium (playwright, executable_path=/usr/bin/chromium)
+opens the Sweeps page, follows the job's id to its page, and sees what a person checks: the reward
+curve's last point (read from the uPlot instance the page holds) is the table's latest reward at
+the table's latest step, the flag is marked at step 60, the negative values lie inside the y axis,
+grad_norm opens on a log scale, every canvas is drawn (pixels set), and every asset came from the
+plugin (no CDN). Screenshots of both pages go to SWEEP_SCREENSHOTS (a temp dir by default)."""
 
 from __future__ import annotations
 
