@@ -19,6 +19,7 @@ from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.consolidate.trigger import keep_tracking
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back, run_consolidate
 from sweep_core.handoffs.harvest.plan import tracker_settings
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import read_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.records.remote_result import CommandResult
@@ -281,7 +282,7 @@ def test_no_consolidate_configured_or_other_flavors_are_left_alone(tmp_path) -> 
 
 def test_the_sweep_triggers_cleanup_while_a_consolidation_is_in_flight(tmp_path) -> None:
     _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
-    ledger = read_ledger(tmp_path / "logs")
+    ledger = cleanup_view(read_ledger(tmp_path / "logs"))
     ok_snap = ClusterSnapshot(cluster="local", scheduler="slurm", status=ClusterStatus.OK)
     unknown = ClusterSnapshot(cluster="local", scheduler="slurm", status=ClusterStatus.UNKNOWN)
     confs, notes = keep_tracking({"cleanup": None}, [ok_snap], ledger, dry_run=False, run_log="r.md")
