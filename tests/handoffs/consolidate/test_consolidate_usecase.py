@@ -282,16 +282,16 @@ def test_no_consolidate_configured_or_other_flavors_are_left_alone(tmp_path) -> 
 
 def test_the_sweep_triggers_cleanup_while_a_consolidation_is_in_flight(tmp_path) -> None:
     _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
-    ledger = cleanup_view(read_ledger(tmp_path / "logs"))
+    view = cleanup_view(read_ledger(tmp_path / "logs"))
     ok_snap = ClusterSnapshot(cluster="local", scheduler="slurm", status=ClusterStatus.OK)
     unknown = ClusterSnapshot(cluster="local", scheduler="slurm", status=ClusterStatus.UNKNOWN)
-    confs, notes = keep_tracking({"cleanup": None}, [ok_snap], ledger, dry_run=False, run_log="r.md")
+    confs, notes = keep_tracking({"cleanup": None}, [ok_snap], view, dry_run=False, run_log="r.md")
     assert confs["cleanup"] == {"dry_run": False, "run_log": "r.md", "jobs": [], "reclaim_clusters": []}
     assert notes and "in flight" in notes[0]
-    confs, _ = keep_tracking({"cleanup": None}, [unknown], ledger, dry_run=False, run_log="r.md")
+    confs, _ = keep_tracking({"cleanup": None}, [unknown], view, dry_run=False, run_log="r.md")
     assert confs["cleanup"] is None
     given = {"cleanup": {"jobs": [_job()]}}
-    assert keep_tracking(given, [ok_snap], ledger, dry_run=False, run_log="r.md")[0] == given
+    assert keep_tracking(given, [ok_snap], view, dry_run=False, run_log="r.md")[0] == given
 
 
 @pytest.mark.parametrize(
