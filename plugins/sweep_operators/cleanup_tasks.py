@@ -20,7 +20,7 @@ from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, judge
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
-from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
+from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of
 from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.handoffs.views import cleanup_view
@@ -60,9 +60,8 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         run_script=run_script,
         hub_check=hub_check(),
         view=cleanup_view(read_ledger(log_dir)),
+        hold=hold_of(config.consolidate, consolidated),  # a consolidated array's trees wait for its release
     )
-    # a consolidated flavor's trees stay until its array is released (tracker row advanced)
-    hold_back(got.decisions, config.consolidate, consolidated)
     for d in got.decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return got.to_dict()

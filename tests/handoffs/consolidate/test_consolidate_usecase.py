@@ -15,9 +15,10 @@ from pydantic import ValidationError
 
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
+from sweep_core.handoffs.cleanup.usecase import apply_hold
 from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.consolidate.trigger import keep_tracking
-from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back, run_consolidate
+from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of, run_consolidate
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import read_ledger
@@ -206,7 +207,7 @@ def test_completed_on_the_hub_advances_the_tracker_row_and_releases_cleanup(tmp_
         CleanupTarget("local", "600_1", "datagen__b", "datagen-job-cleanup"), "delete", paths=["/y"]
     )
     d_rl = CleanupDecision(CleanupTarget("local", "700", "rl__a", "rl-agentic-job-cleanup"), "delete", paths=["/z"])
-    hold_back([d_ok, d_held, d_rl], CONS, got)
+    apply_hold([d_ok, d_held, d_rl], hold_of(CONS, got))
     assert [d.action for d in (d_ok, d_held, d_rl)] == ["delete", "blocked", "delete"]
     assert d_held.paths == [] and "consolidate not finished" in d_held.reasons[0]
     # a later run: done earlier, nothing submitted again, still released

@@ -27,7 +27,7 @@ from sweep_core.handoffs.cleanup.plan import (
     precheck,
 )
 from sweep_core.handoffs.cleanup.remote import ProbeRequest, build_probe_script, read_probe
-from sweep_core.handoffs.cleanup.view import NOTHING_OPEN, CleanupView
+from sweep_core.handoffs.cleanup.view import NO_HOLD, NOTHING_OPEN, CleanupView, Hold
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript, active_slurm
 from sweep_core.slurm.gather import GatherOutput, new_marker
 
@@ -189,6 +189,15 @@ def plan_cluster(
         plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir, salvage))
 
 
+def apply_hold(decisions: list[CleanupDecision], hold: Hold) -> None:
+    """Each ``delete`` that ``hold`` holds back becomes ``blocked`` (in place), with its reason."""
+    for d in decisions:
+        t = d.target
+        if d.action == "delete" and (why := hold.reason(t.cluster, t.array_id, t.flavor)):
+            d.action, d.paths, d.roots = "blocked", [], {}
+            d.reasons.append(why)
+
+
 def plan_cleanup(
     jobs: list[Any],
     reclaim: list[str],
@@ -200,9 +209,11 @@ def plan_cleanup(
     run_script: RunScript,
     hub_check: HubCheck,
     view: CleanupView = NOTHING_OPEN,
+    hold: Hold = NO_HOLD,
 ) -> CleanupPlan:
     """Apply every guard to the requested jobs, the jobs ``view`` holds open and the ``reclaim``
-    clusters' backlog.
+    clusters' backlog; last, ``hold`` (this run's consolidate step) keeps the trees of a
+    consolidated array it has not released.
 
     ``run_log_dir``: whose cleanup backlog (sweep_core.handoffs.cleanup.backlog) is planned and kept.
     Not a dry run: the requested and open jobs join the backlog (they leave it once their trees are gone).
@@ -224,4 +235,5 @@ def plan_cleanup(
     plan = CleanupPlan(bad, notes=notes)
     for cluster, targets in by_cluster.items():
         plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, view)
+    apply_hold(plan.decisions, hold)
     return plan

@@ -1,8 +1,10 @@
-"""What the cleanup decision reads of the ledger, folded once per run (sweep_core.handoffs.views
-folds it): the jobs an upload or a salvage keeps open, the jobs recorded for salvage, each
-salvaged or uploaded-for job's own hub commit, and the consolidations in flight. The plan
-(usecase.plan_cleanup) and the sweep's re-judging of the backlog (rejudge.give_backlog) are
-handed this view; neither reads the ledger mid-decision.
+"""What the cleanup decision is handed besides its targets: the ledger folded once per run
+(``CleanupView``, folded by sweep_core.handoffs.views: the jobs an upload or a salvage keeps
+open, the jobs recorded for salvage, each salvaged or uploaded-for job's own hub commit, the
+consolidations in flight) and what this run's consolidate step holds back (``Hold``, made by
+sweep_core.handoffs.consolidate.usecase.hold_of). The plan (usecase.plan_cleanup) and the sweep's
+re-judging of the backlog (rejudge.give_backlog) are handed them; neither reads the ledger
+mid-decision.
 """
 
 from __future__ import annotations
@@ -47,3 +49,26 @@ class CleanupView:
 
 
 NOTHING_OPEN = CleanupView()
+
+
+@dataclass(frozen=True)
+class Hold:
+    """The deletes this run's consolidate step holds back: a consolidated flavor's trees stay until
+    its array is released (its tracker row advanced first, then the trees go).
+
+    ``flavors``: the consolidated flavors; ``released``: ``<cluster>|<array id>`` of the arrays the
+    step released; ``why``: the step's reasons per array (none: no consolidate step ran for it)."""
+
+    flavors: frozenset[str] = frozenset()
+    released: frozenset[str] = frozenset()
+    why: Mapping[str, str] = field(default_factory=dict)
+
+    def reason(self, cluster: str, array_id: str, flavor: str) -> str:
+        """Why a delete of this array's trees waits ('' = it does not)."""
+        key = f"{cluster}|{array_id}"
+        if flavor not in self.flavors or key in self.released:
+            return ""
+        return f"consolidate not finished: {self.why.get(key) or 'no consolidate step ran for it'}"
+
+
+NO_HOLD = Hold()
