@@ -62,7 +62,7 @@ with DAG(
         task_id=Cleanup.PLAN,
         python_callable=cleanup_tasks.plan,
         op_kwargs=common,
-        trigger_rule=TriggerRule.ALL_DONE,  # a failed consolidate step holds only its flavors (hold_back)
+        trigger_rule=TriggerRule.ALL_DONE,  # a failed consolidate step holds only its flavors (hold_of)
     )
     delete = PythonOperator(task_id=Cleanup.DELETE, python_callable=cleanup_tasks.delete, op_kwargs=common)
     upload = PythonOperator(task_id=Cleanup.UPLOAD, python_callable=cleanup_tasks.upload, op_kwargs=common)

@@ -20,11 +20,10 @@ from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, judge
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
-from sweep_core.handoffs.consolidate.plan import consolidate_config
-from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back
+from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of
 from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
-from sweep_core.handoffs.upload.salvage import own_uploads, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import read_ledger, record_acts
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
@@ -44,25 +43,25 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
     ``reclaim_clusters`` (INODE HEADROOM over the soft limit) adds the backlog of completed
     jobs on those clusters whose trees were never confirmed removed. Jobs with an upload or a
-    salvage open in the ledger are planned too (their hub is checked again)."""
-    ccfg, limits = _config(sweep_yaml)
+    salvage open in the ledger are planned too (their hub is checked again): the ledger is read
+    once and folded into the plan's view (sweep_core.handoffs.views)."""
+    config = load_sweep_config(sweep_yaml)  # validated once: its sections are typed
     params = context["params"]
     consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}
-    ledger = read_ledger(run_log_dir(load_sweep_config(sweep_yaml)))
+    log_dir = run_log_dir(config)
+    run_script = ssh_runner(config.gather, log)
     got = plan_cleanup(
-        with_open(list(params.get("jobs") or []) + list(consolidated.get("replan") or []), ledger),
+        list(params.get("jobs") or []) + list(consolidated.get("replan") or []),
         list(params.get("reclaim_clusters") or []),
         dry_run=bool(params.get("dry_run", True)),
-        ccfg=ccfg,
-        run_log_dir=run_log_dir(load_sweep_config(sweep_yaml)),
+        ccfg=cleanup_config(config.cleanup),
+        run_log_dir=log_dir,
         load_cluster=ops_loader(ops_dir),
-        run_script=ssh_runner(limits, log),
+        run_script=run_script,
         hub_check=hub_check(),
-        salvaged=frozenset(salvaged(ledger)),
-        own=own_uploads(ledger),
+        view=cleanup_view(read_ledger(log_dir)),
+        hold=hold_of(config.consolidate, consolidated),  # a consolidated array's trees wait for its release
     )
-    # a consolidated flavor's trees stay until its array is released (tracker row advanced)
-    hold_back(got.decisions, consolidate_config(load_sweep_config(sweep_yaml).consolidate), consolidated)
     for d in got.decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return got.to_dict()

@@ -1,7 +1,8 @@
 """The hand-offs one sweep gives (pure over the ledger file): the conf of each hand-off with work
 (handoffs.triggers), without the jobs another run already handed off (ledger.runs.give_once), with
 the cleanup backlog's entries this sweep finds unblocked (handoffs.cleanup.rejudge), and the cleanup
-hand-off kept on while an upload, salvage or consolidation is in flight."""
+hand-off kept on while an upload, salvage or consolidation is in flight: the ledger is folded once
+into the cleanup's view (handoffs.views) that all three read."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from typing import Any
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.cleanup.undecided import ReadLaunch
+from sweep_core.handoffs.consolidate.trigger import keep_tracking
 from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.handoffs.upload.salvage import follow_open
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger
@@ -58,17 +61,26 @@ def give_handoffs(
     follow = not handed.get(Handoff.CLEANUP.value) and (kinds is None or Handoff.CLEANUP.value in kinds)
     tracking: list[str] = []
     backlog: list[str] = []
-    if follow and hub_check is not None:
+    if not follow:
+        return confs, given, tracking, backlog
+    view = cleanup_view(load_ledger(log_dir))  # once: the acts it reads are not changed below
+    if hub_check is not None:
         confs, backlog = give_backlog(
-            confs, snaps, config, log_dir, hub_check, run_id=run_id, run_log=run_log, dry_run=dry_run,
-            flags=flags, read_launch=read_launch,
-        )  # fmt: skip
+            confs,
+            snaps,
+            config,
+            log_dir,
+            hub_check,
+            view=view,
+            run_id=run_id,
+            run_log=run_log,
+            dry_run=dry_run,
+            flags=flags,
+            read_launch=read_launch,
+        )
         if kinds is not None:  # a backlog entry told HF-only goes to the chain: only where this run gives it
             confs = {k: (c if k in kinds else None) for k, c in confs.items()}
-    if follow:
-        confs = follow_open(confs, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
-    if follow and config.consolidate.flavors:
-        from sweep_core.handoffs.consolidate.trigger import keep_tracking
-
-        confs, tracking = keep_tracking(confs, snaps, load_ledger(log_dir), dry_run=dry_run, run_log=run_log)
+    confs = follow_open(confs, view, dry_run=dry_run, run_log=run_log)
+    if config.consolidate.flavors:
+        confs, tracking = keep_tracking(confs, snaps, view, dry_run=dry_run, run_log=run_log)
     return confs, given, tracking, backlog

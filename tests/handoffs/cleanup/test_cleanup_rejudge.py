@@ -15,6 +15,7 @@ from sweep_core.config.sweep_schema import SweepConfig
 from sweep_core.handoffs.cleanup.backlog import judge, load_backlog, update_backlog
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.upload.plan import SALVAGE
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import record_acts
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
@@ -47,6 +48,7 @@ def _sweep(tmp_path: Path, hub: FakeHub, run_id: str, *snaps: ClusterSnapshot, c
         config or _config(),
         tmp_path,
         hub,
+        view=cleanup_view(load_ledger(tmp_path)),
         run_id=run_id,
         run_log="run.md",
         dry_run=dry_run,

@@ -18,6 +18,8 @@ from sweep_core.handoffs.chain.hf_only import HfOnly
 from sweep_core.handoffs.cleanup.backlog import jobs_to_plan, load_backlog
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.cleanup.undecided import launch_reader
+from sweep_core.handoffs.views import cleanup_view
+from sweep_core.ledger.store import load_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.records.vocab import Action, Bucket, Flavor, Severity
 
@@ -53,7 +55,7 @@ class Reader:
 
 def _sweep(tmp: Path, run_id: str, now: dt.datetime, reader: Reader | None, hub: FakeHub, flags=(), snap=None):
     return give_backlog(
-        {"cleanup": None}, [snap or _snap()], _config(), tmp, hub, run_id=run_id, run_log="run.md",
+        {"cleanup": None}, [snap or _snap()], _config(), tmp, hub, view=cleanup_view(load_ledger(tmp)), run_id=run_id, run_log="run.md",
         dry_run=False, now=now, flags=list(flags), read_launch=reader,
     )  # fmt: skip
 
@@ -107,7 +109,7 @@ def test_a_yaml_that_says_hf_only_leaves_the_backlog_for_the_hf_chain(tmp_path: 
 
 def test_a_dry_run_keeps_nothing_and_a_held_job_is_kept_once(tmp_path: Path) -> None:
     hub = FakeHub()
-    _, lines = give_backlog({"cleanup": None}, [_snap()], _config(), tmp_path, hub, run_id="d", run_log="r",
+    _, lines = give_backlog({"cleanup": None}, [_snap()], _config(), tmp_path, hub, view=cleanup_view(load_ledger(tmp_path)), run_id="d", run_log="r",
                             dry_run=True, now=T0, flags=[_held_flag()])  # fmt: skip
     assert load_backlog(tmp_path) == [] and any("dry run: not written" in line for line in lines)
     _sweep(tmp_path, "s1", T0, None, hub, flags=[_held_flag()])

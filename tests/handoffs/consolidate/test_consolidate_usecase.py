@@ -15,10 +15,12 @@ from pydantic import ValidationError
 
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
+from sweep_core.handoffs.cleanup.usecase import apply_hold
 from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.consolidate.trigger import keep_tracking
-from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back, run_consolidate
+from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of, run_consolidate
 from sweep_core.handoffs.harvest.plan import tracker_settings
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import read_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.records.remote_result import CommandResult
@@ -205,7 +207,7 @@ def test_completed_on_the_hub_advances_the_tracker_row_and_releases_cleanup(tmp_
         CleanupTarget("local", "600_1", "datagen__b", "datagen-job-cleanup"), "delete", paths=["/y"]
     )
     d_rl = CleanupDecision(CleanupTarget("local", "700", "rl__a", "rl-agentic-job-cleanup"), "delete", paths=["/z"])
-    hold_back([d_ok, d_held, d_rl], CONS, got)
+    apply_hold([d_ok, d_held, d_rl], hold_of(CONS, got))
     assert [d.action for d in (d_ok, d_held, d_rl)] == ["delete", "blocked", "delete"]
     assert d_held.paths == [] and "consolidate not finished" in d_held.reasons[0]
     # a later run: done earlier, nothing submitted again, still released
@@ -281,16 +283,16 @@ def test_no_consolidate_configured_or_other_flavors_are_left_alone(tmp_path) -> 
 
 def test_the_sweep_triggers_cleanup_while_a_consolidation_is_in_flight(tmp_path) -> None:
     _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
-    ledger = read_ledger(tmp_path / "logs")
+    view = cleanup_view(read_ledger(tmp_path / "logs"))
     ok_snap = ClusterSnapshot(cluster="local", scheduler="slurm", status=ClusterStatus.OK)
     unknown = ClusterSnapshot(cluster="local", scheduler="slurm", status=ClusterStatus.UNKNOWN)
-    confs, notes = keep_tracking({"cleanup": None}, [ok_snap], ledger, dry_run=False, run_log="r.md")
+    confs, notes = keep_tracking({"cleanup": None}, [ok_snap], view, dry_run=False, run_log="r.md")
     assert confs["cleanup"] == {"dry_run": False, "run_log": "r.md", "jobs": [], "reclaim_clusters": []}
     assert notes and "in flight" in notes[0]
-    confs, _ = keep_tracking({"cleanup": None}, [unknown], ledger, dry_run=False, run_log="r.md")
+    confs, _ = keep_tracking({"cleanup": None}, [unknown], view, dry_run=False, run_log="r.md")
     assert confs["cleanup"] is None
     given = {"cleanup": {"jobs": [_job()]}}
-    assert keep_tracking(given, [ok_snap], ledger, dry_run=False, run_log="r.md")[0] == given
+    assert keep_tracking(given, [ok_snap], view, dry_run=False, run_log="r.md")[0] == given
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from huggingface_hub import HfApi
 from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.upload.plan import SALVAGE, UPLOAD_STATE, commit_of
-from sweep_core.handoffs.upload.salvage import own_uploads, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.remote_result import CommandResult
@@ -52,7 +52,7 @@ def _sweep_cleanup(tmp_path: Path, ssh: FakeSsh, hub: HubChecker) -> tuple[Clean
     """One sweep_cleanup run's plan and upload steps, as its tasks wire them (cleanup_tasks)."""
     ledger = load_ledger(tmp_path)
     plan = plan_cleanup(
-        with_open([], ledger),
+        [],
         [],
         dry_run=False,
         ccfg=CCFG,
@@ -60,8 +60,7 @@ def _sweep_cleanup(tmp_path: Path, ssh: FakeSsh, hub: HubChecker) -> tuple[Clean
         load_cluster=ops(cluster()),
         run_script=ssh,
         hub_check=hub.check,
-        salvaged=frozenset(salvaged(ledger)),
-        own=own_uploads(ledger),
+        view=cleanup_view(ledger),
     )
     rep = run_uploads(
         plan.decisions,

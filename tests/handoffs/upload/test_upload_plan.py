@@ -27,8 +27,9 @@ from sweep_core.handoffs.upload.plan import (
     submit_argv,
     upload_argv,
 )
-from sweep_core.handoffs.upload.salvage import open_jobs, salvage_acts, salvaged, with_open
+from sweep_core.handoffs.upload.salvage import open_jobs, salvage_acts, salvaged
 from sweep_core.handoffs.upload.usecase import hub_status, run_uploads, upload_settings
+from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.remote_result import CommandResult
@@ -259,7 +260,7 @@ def test_only_a_confirmed_cancel_salvage_is_recorded_and_it_opens_a_cleanup_targ
         {"cluster": "local", "job_id": "5", "name": "rl__x", "flavor": "rl-agentic-job-cleanup"}
     ]
     assert salvaged(ledger) == {("local", "5")}
-    assert len(with_open([{"cluster": "local", "job_id": "5"}], ledger)) == 1
+    assert len(cleanup_view(ledger).with_open([{"cluster": "local", "job_id": "5"}])) == 1
 
 
 def test_an_attempt_another_run_claimed_is_not_submitted_again(tmp_path) -> None:
@@ -278,14 +279,14 @@ def test_a_sweep_hands_cleanup_an_open_upload_only_when_cleanup_has_no_work(tmp_
     from sweep_core.handoffs.upload.salvage import follow_open
 
     empty = {"cleanup": None, "cancel": None}
-    assert follow_open(empty, load_ledger(tmp_path), dry_run=False, run_log="x") == empty
+    assert follow_open(empty, cleanup_view(load_ledger(tmp_path)), dry_run=False, run_log="x") == empty
     ledger = record_acts(tmp_path, [("local", "4242", NAME, _up("901"))])
-    got = follow_open(empty, ledger, dry_run=False, run_log="x")
+    got = follow_open(empty, cleanup_view(ledger), dry_run=False, run_log="x")
     assert got["cleanup"] == {"dry_run": False, "run_log": "x", "jobs": [], "reclaim_clusters": []}
     busy = {"cleanup": {"jobs": [{"job_id": "1"}]}}
-    assert follow_open(busy, ledger, dry_run=False, run_log="x") == busy
+    assert follow_open(busy, cleanup_view(ledger), dry_run=False, run_log="x") == busy
     record_acts(tmp_path, [("local", "4242", NAME, {"kind": GAVE_UP, "why": "x"})])
-    assert follow_open(empty, load_ledger(tmp_path), dry_run=False, run_log="x") == empty
+    assert follow_open(empty, cleanup_view(load_ledger(tmp_path)), dry_run=False, run_log="x") == empty
 
 
 def test_a_submission_whose_answer_was_lost_is_unknown_then_found_by_its_name_never_resent(tmp_path) -> None:

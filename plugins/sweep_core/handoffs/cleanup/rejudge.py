@@ -49,12 +49,11 @@ from sweep_core.handoffs.cleanup.undecided import (
     undecided_entries,
 )
 from sweep_core.handoffs.cleanup.usecase import hub_evidence, target_paths
-from sweep_core.handoffs.consolidate.history import open_consolidations
+from sweep_core.handoffs.cleanup.view import CleanupView
 from sweep_core.handoffs.ports import HubCheck
-from sweep_core.handoffs.upload.salvage import open_jobs, own_uploads
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given, split_given
-from sweep_core.ledger.store import load_ledger, update_jobs
+from sweep_core.ledger.store import update_jobs
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 
 CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
@@ -101,19 +100,19 @@ def rejudge(
     ccfg: CleanupConfig,
     hub_check: HubCheck,
     *,
-    own: Mapping[Key, str],
-    followed: set[Key],
+    view: CleanupView,
     max_hub_asks: int = DEFAULT_MAX_HUB_ASKS,
     now: dt.datetime | None = None,
     read_launch: ReadLaunch | None = None,
     fresh: set[Key] | None = None,
 ) -> Rejudged:
-    """Judge every backlog entry again (oldest first); ``own``: the jobs whose hub evidence is their
-    own upload's commit (upload.salvage.own_uploads); ``followed``: the jobs sweep_cleanup follows
-    anyway (an upload or salvage open, a consolidation in flight: by its array id, any chunk of it);
+    """Judge every backlog entry again (oldest first); ``view``: the ledger folded for this run
+    (the jobs whose hub evidence is their own upload's commit; those sweep_cleanup follows anyway:
+    an upload or salvage open, a consolidation in flight by its array id, any chunk of it);
     ``read_launch``: reads the undecided entries' launch YAMLs (None: they wait); ``fresh``: the
     undecided entries this very sweep held back (their YAML was just read)."""
     out = Rejudged()
+    followed = view.followed
     first_run_cutoff = ((now or dt.datetime.now(dt.UTC)) - FIRST_RUN_GRACE).isoformat()
     states = {s.cluster: squeue_state(s) for s in snaps}
     readable = {c for c, st in states.items() if st is not None}
@@ -162,7 +161,7 @@ def rejudge(
             cut += 1
             continue
         asks += len(spec.hub)
-        bad = hub_reasons(hub_evidence(t, spec, ccfg.hub_org, hub_check, own))
+        bad = hub_reasons(hub_evidence(t, spec, ccfg.hub_org, hub_check, view.own))
         if bad:
             out.reasons[key] = "; ".join(bad)
         else:
@@ -243,6 +242,7 @@ def give_backlog(
     log_dir: str | Path,
     hub_check: HubCheck,
     *,
+    view: CleanupView,
     run_id: str,
     run_log: str,
     dry_run: bool,
@@ -253,8 +253,9 @@ def give_backlog(
     """``confs`` with the cleanup hand-off given the backlog entries this sweep finds unblocked
     (each claimed once in the ledger), and the run-log lines; the backlog gets the verdicts (not on a
     dry run). This sweep's held-back SFT completions (``flags``) join it first, undecided (not on a
-    dry run); ``read_launch`` reads the undecided entries' launch YAMLs again. An unreadable backlog
-    or cleanup config: a line, nothing re-judged."""
+    dry run); ``read_launch`` reads the undecided entries' launch YAMLs again; ``view``: the ledger
+    folded once for this sweep (handoffs.views.cleanup_view). An unreadable backlog or cleanup
+    config: a line, nothing re-judged."""
     held = undecided_entries(flags, snaps)
     lines: list[str] = []
     try:
@@ -272,12 +273,8 @@ def give_backlog(
     ]
     if not backlog:
         return confs, lines
-    ledger = load_ledger(log_dir)
-    # sweep_cleanup follows these anyway: an upload or salvage open, a consolidation in flight (by array)
-    followed = {job_key(j) for j in open_jobs(ledger)}
-    followed |= {(str(j["cluster"]), str(j["job_id"]).split("_", 1)[0]) for j in open_consolidations(ledger)}
     verdicts = rejudge(
-        backlog, snaps, ccfg, hub_check, own=own_uploads(ledger), followed=followed,
+        backlog, snaps, ccfg, hub_check, view=view,
         max_hub_asks=config.cleanup.backlog_hub_asks, now=now, read_launch=read_launch,
         fresh={job_key(h) for h in held},
     )  # fmt: skip

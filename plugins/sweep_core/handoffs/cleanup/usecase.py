@@ -27,6 +27,7 @@ from sweep_core.handoffs.cleanup.plan import (
     precheck,
 )
 from sweep_core.handoffs.cleanup.remote import ProbeRequest, build_probe_script, read_probe
+from sweep_core.handoffs.cleanup.view import NO_HOLD, NOTHING_OPEN, CleanupView, Hold
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript, active_slurm
 from sweep_core.slurm.gather import GatherOutput, new_marker
 
@@ -113,7 +114,7 @@ def own_evidence(hub_check: HubCheck, repo: str, art: HubArtifact, revision: str
 def hub_evidence(
     t: CleanupTarget, spec: FlavorSpec, org: str, hub_check: HubCheck, own: Mapping[tuple[str, str], str]
 ) -> list[dict[str, Any]]:
-    """The hub entry of each artifact of ``t``'s flavor (one hub ask each); ``own``: as plan_cluster's.
+    """The hub entry of each artifact of ``t``'s flavor (one hub ask each); ``own``: CleanupView.own.
     A job the sweep salvaged or uploaded for is judged on its own uploads only, for every artifact:
     the repo its upload writes at the commit the ledger recorded; any other artifact of its flavor
     (e.g. ``{name}-traces``) has no upload of this job recorded, so it is not on the hub for it and
@@ -144,13 +145,11 @@ def plan_cluster(
     load_cluster: LoadCluster,
     run_script: RunScript,
     hub_check: HubCheck,
-    salvaged: frozenset[tuple[str, str]] = frozenset(),
-    own: Mapping[tuple[str, str], str] | None = None,
+    view: CleanupView = NOTHING_OPEN,
 ) -> None:
     """Decide every target of one cluster into ``plan``: the guards that need no cluster, one
     read-only probe, the scheduler and path guards, then the hub for what is still deletable.
-    ``own``: (cluster, job id) -> its own upload's commit (upload.salvage.own_uploads)."""
-    own = own or {}
+    ``view``: the ledger folded (its salvages, and each job's own upload commit)."""
     cfg, why = active_slurm(load_cluster, cluster, "no POSIX tree to reap")
     if cfg is None:
         plan.decisions += [_blocked(t, why) for t in targets]
@@ -181,13 +180,22 @@ def plan_cluster(
     for t, ps in paths.items():
         spec = ccfg.flavors[t.flavor]
         mine = [by_path[p] for p in ps]
-        salvage = (t.cluster, t.job_id) in salvaged
+        salvage = (t.cluster, t.job_id) in view.salvaged
         pre = precheck(t, spec, state, mine, roots, ccfg.artifact_dir, salvage)
         if pre is not None:  # blocked, or already removed: the hub is not asked
             plan.decisions.append(pre)
             continue
-        hub = hub_evidence(t, spec, ccfg.hub_org, hub_check, own)
+        hub = hub_evidence(t, spec, ccfg.hub_org, hub_check, view.own)
         plan.decisions.append(decide(t, spec, state, mine, roots, hub, ccfg.artifact_dir, salvage))
+
+
+def apply_hold(decisions: list[CleanupDecision], hold: Hold) -> None:
+    """Each ``delete`` that ``hold`` holds back becomes ``blocked`` (in place), with its reason."""
+    for d in decisions:
+        t = d.target
+        if d.action == "delete" and (why := hold.reason(t.cluster, t.array_id, t.flavor)):
+            d.action, d.paths, d.roots = "blocked", [], {}
+            d.reasons.append(why)
 
 
 def plan_cleanup(
@@ -200,15 +208,19 @@ def plan_cleanup(
     load_cluster: LoadCluster,
     run_script: RunScript,
     hub_check: HubCheck,
-    salvaged: frozenset[tuple[str, str]] = frozenset(),
-    own: Mapping[tuple[str, str], str] | None = None,
+    view: CleanupView = NOTHING_OPEN,
+    hold: Hold = NO_HOLD,
 ) -> CleanupPlan:
-    """Apply every guard to the requested jobs and to the ``reclaim`` clusters' backlog.
+    """Apply every guard to the requested jobs, the jobs ``view`` holds open and the ``reclaim``
+    clusters' backlog; last, ``hold`` (this run's consolidate step) keeps the trees of a
+    consolidated array it has not released.
 
     ``run_log_dir``: whose cleanup backlog (sweep_core.handoffs.cleanup.backlog) is planned and kept.
-    Not a dry run: the requested jobs join the backlog (they leave it once their trees are gone).
-    ``salvaged``: (cluster, job id) of the jobs recorded for salvage (CANCELLED is their done-signal);
-    ``own``: the jobs whose hub evidence is their own upload's commit (plan_cluster)."""
+    Not a dry run: the requested and open jobs join the backlog (they leave it once their trees are gone).
+    ``view``: the ledger folded once for this run (cleanup.view): the jobs an upload or salvage
+    keeps open, those recorded for salvage (CANCELLED is their done-signal) and each one's own
+    upload commit (its hub evidence)."""
+    jobs = view.with_open(jobs)
     notes = []
     try:
         held = load_backlog(run_log_dir)
@@ -222,5 +234,6 @@ def plan_cleanup(
     by_cluster, bad = parse_targets(raw_jobs)
     plan = CleanupPlan(bad, notes=notes)
     for cluster, targets in by_cluster.items():
-        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, salvaged, own)
+        plan_cluster(cluster, targets, ccfg, plan, load_cluster, run_script, hub_check, view)
+    apply_hold(plan.decisions, hold)
     return plan

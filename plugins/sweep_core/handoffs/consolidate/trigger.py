@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweep_core.handoffs.consolidate.history import open_consolidations
+from sweep_core.handoffs.cleanup.view import CleanupView
 from sweep_core.handoffs.triggers import Handoff
-from sweep_core.ledger.entries import Ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 CLEANUP = Handoff.CLEANUP.value
@@ -17,15 +16,16 @@ CLEANUP = Handoff.CLEANUP.value
 def keep_tracking(
     confs: dict[str, dict[str, Any] | None],
     snaps: list[ClusterSnapshot],
-    ledger: Ledger,
+    view: CleanupView,
     *,
     dry_run: bool,
     run_log: str,
 ) -> tuple[dict[str, dict[str, Any] | None], list[str]]:
     """``confs`` with a cleanup conf (no jobs) when none is set and a consolidation is in flight on a
-    trusted cluster; and one note per such consolidation."""
+    trusted cluster (``view.consolidating``: the ledger folded, handoffs.views); and one note per such
+    consolidation."""
     trusted = {s.cluster for s in snaps if s.status in (ClusterStatus.OK, ClusterStatus.PARTIAL)}
-    mine = [t for t in open_consolidations(ledger) if t["cluster"] in trusted]
+    mine = [t for t in view.consolidating if t["cluster"] in trusted]
     notes = [f"consolidate: {t['cluster']} {t['job_id']} {t['name']} in flight: tracked by sweep_cleanup" for t in mine]
     if not mine or confs.get(CLEANUP) is not None:
         return confs, notes

@@ -20,6 +20,7 @@ from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.plan import Outcome
 from sweep_core.handoffs.batch_job.remote import log_path
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupTarget, candidate_paths, hub_repo_id
+from sweep_core.handoffs.cleanup.view import Hold
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
 from sweep_core.handoffs.consolidate.history import (
     ConsolidateAct,
@@ -352,18 +353,12 @@ def consolidate_record(got: dict[str, Any]) -> str:
     return text
 
 
-def hold_back(decisions: list[Any], cons: ConsolidateSection, got: dict[str, Any] | None) -> None:
-    """Cleanup's ``delete`` decisions of consolidated flavors become ``blocked`` (in place) until the
-    consolidate step released their array: the tracker row advanced first, then the trees go."""
-    release = set((got or {}).get("release", []))
+def hold_of(cons: ConsolidateSection, got: dict[str, Any] | None) -> Hold:
+    """What this run's consolidate step (``got``: its report) holds back of cleanup's deletes: the
+    consolidated flavors' arrays it has not released (the tracker row advanced first, then the
+    trees go); cleanup's plan applies it (cleanup.usecase.apply_hold)."""
     why = {
         f"{s['target']['cluster']}|{s['target']['job_id'].split('_')[0]}": "; ".join(s["reasons"])
         for s in (got or {}).get("steps", [])
     }
-    for d in decisions:
-        t = d.target
-        key = f"{t.cluster}|{t.array_id}"
-        if t.flavor in cons.flavors and d.action == "delete" and key not in release:
-            d.action = "blocked"
-            d.reasons.append(f"consolidate not finished: {why.get(key) or 'no consolidate step ran for it'}")
-            d.paths, d.roots = [], {}
+    return Hold(frozenset(cons.flavors), frozenset((got or {}).get("release", [])), why)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
+from sweep_core.handoffs.cleanup.view import CleanupView
 from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, story_of
 from sweep_core.ledger.entries import Ledger
 from sweep_core.records.vocab import Action, salvage_flavor
@@ -69,17 +70,11 @@ def own_uploads(ledger: Ledger) -> dict[tuple[str, str], str]:
     return out
 
 
-def with_open(jobs: list[Any], ledger: Ledger) -> list[Any]:
-    """The requested jobs, then the open ones not requested already."""
-    asked = {(str(j.get("cluster")), str(j.get("job_id"))) for j in jobs if isinstance(j, dict)}
-    return list(jobs) + [j for j in open_jobs(ledger) if (j["cluster"], j["job_id"]) not in asked]
-
-
 def follow_open(
-    confs: dict[str, dict[str, Any] | None], ledger: Ledger, *, dry_run: bool, run_log: str
+    confs: dict[str, dict[str, Any] | None], view: CleanupView, *, dry_run: bool, run_log: str
 ) -> dict[str, dict[str, Any] | None]:
-    """``confs`` with a cleanup hand-off when none has work but the ledger holds an open upload or
-    salvage: each sweep then lets sweep_cleanup follow it (it plans the open jobs itself)."""
-    if confs.get("cleanup") is not None or not open_jobs(ledger):
+    """``confs`` with a cleanup hand-off when none has work but the ledger (folded: ``view``) holds
+    an open upload or salvage: each sweep then lets sweep_cleanup follow it (it plans the open jobs itself)."""
+    if confs.get("cleanup") is not None or not view.open:
         return confs
     return {**confs, "cleanup": {"dry_run": dry_run, "run_log": run_log, "jobs": [], "reclaim_clusters": []}}
