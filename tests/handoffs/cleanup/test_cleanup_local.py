@@ -190,7 +190,7 @@ def test_sweep_hands_completions_to_cleanup(local_cluster, tag, tmp_path) -> Non
 
 
 def test_each_sweep_rejudges_the_backlog_and_hands_off_what_the_hub_now_holds_once(
-    local_cluster, tag, tmp_path
+    local_cluster, tag, tmp_path, monkeypatch
 ) -> None:
     """Sweep 1 hands a completion off; the hub lacks its upload: blocked, in the backlog. The upload
     lands; sweep 2 (no inode pressure, no upload in flight, the job already handed off once) asks the
@@ -198,6 +198,12 @@ def test_each_sweep_rejudges_the_backlog_and_hands_off_what_the_hub_now_holds_on
     name = f"rl__{tag}_harbor"
     jid, tree, job = _completed(local_cluster, name, "rl-agentic-job-cleanup", "echo 'Training Step Progress: 5/5'")
     sweep = {"clusters": ["local"], "lookback_hours": 0.25}
+    # The window also holds the completions of this file's earlier tests, blocked into the same backlog
+    # in the same sweep: room for all of them, so this job is not the one left for the next sweep.
+    cfg = yaml.safe_load(LAB_CONFIG.read_text())
+    cfg["cleanup"]["backlog_hub_asks"] = 1000
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.setenv("SWEEP_CONFIG", str(tmp_path / "sweep.yaml"))
     with hub_stub({}) as hub:  # nothing uploaded yet
         first = run_dag("monitor_cron_sweep", sweep, tmp_path, HF_ENDPOINT=hub.url)
         conf = _cleanup_conf(first)
