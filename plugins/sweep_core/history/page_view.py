@@ -1,8 +1,10 @@
 """What one request of the Sweeps page reads from the history, read-only (a page view never moves a
 file aside): the latest sweep's cluster rows and one page of its job rows (filtered by text, flagged
 jobs first in each bucket) with their flags, but not their log tails (:func:`job_tail` reads one
-job's tail, on demand); and the earlier sweeps' plot summaries, kept across requests in a
-:class:`PageCache` that concurrent requests share under a lock. A sweep's run log is read from the
+job's tail, on demand), narrowed to one cluster or one bucket (the cluster and bucket pages), with
+each shown job's curve of its main column over the sweeps (history.sparkline: one read of each
+sweep file for the whole page, never one per job); and the earlier sweeps' plot summaries, kept
+across requests in a :class:`PageCache` that concurrent requests share under a lock. A sweep's run log is read from the
 run-log store by its name (:func:`run_log_text`), never from a path a worker wrote down.
 """
 
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from sweep_core.fanin.run_logs import RunLogStore, safe_name
 from sweep_core.history.plots import PLOT_COLUMNS, Summary, summarize
-from sweep_core.history.rows import CLUSTER, FLAG, JOB
+from sweep_core.history.rows import CLUSTER, FLAG, JOB, POINT
+from sweep_core.history.sparkline import SPARK_SWEEPS, Key, Points, spark_columns, spark_points
 from sweep_core.history.store import HistoryStore, SweepFile, read_file
 from sweep_core.safe.text import clean
 
@@ -55,15 +58,25 @@ class PageCache:
 
 @dataclass(frozen=True)
 class PageQuery:
-    """One page of the job rows: 1-based ``page`` of ``per`` rows matching the text ``q``."""
+    """One page of the job rows: 1-based ``page`` of ``per`` rows matching the text ``q``, of one
+    ``cluster`` (its cluster page) and one ``bucket`` (its bucket page) when given ("" = every one)."""
 
     page: int = 1
     per: int = PER_PAGE
     q: str = ""
+    cluster: str = ""
+    bucket: str = ""
 
     def bounded(self) -> PageQuery:
-        """Within bounds: page >= 1, 1 <= per <= MAX_PER_PAGE, q one clean line of <= 200 chars."""
-        return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), clean(self.q, newlines=False)[:200])
+        """Within bounds: page >= 1, 1 <= per <= MAX_PER_PAGE, q, cluster, bucket one clean line of <= 200 chars."""
+        line = lambda t: clean(t, newlines=False)[:200]  # noqa: E731
+        return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), line(self.q), line(self.cluster),
+                         line(self.bucket))  # fmt: skip
+
+    def params(self, **change: object) -> dict[str, object]:
+        """The query string's fields of this page (``change`` replacing some), an empty cluster or bucket left out."""
+        got = {"page": self.page, "per": self.per, "q": self.q, "cluster": self.cluster, "bucket": self.bucket}
+        return {k: v for k, v in {**got, **change}.items() if v != "" or k == "q"}
 
 
 def _frame() -> pd.DataFrame:
@@ -94,6 +107,7 @@ class PageView:
     # the acts standing permissions took lately (ledger.acts.standing_record); None: unread, why in standing_why
     standing: list[dict[str, str]] | None = field(default_factory=list)
     standing_why: str = ""
+    spark: dict[Key, Points] = field(default_factory=dict)  # this page's jobs' curves (history.sparkline)
 
     @property
     def pages(self) -> int:
@@ -190,14 +204,32 @@ def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuer
     view.clusters = frame[frame["record"] == CLUSTER]
     view.alerts = alerts_of(flags)
     view.total = len(jobs)
-    hits = _ordered(_matching(jobs, flags, query.q), flags)
+    hits = _ordered(_matching(_narrowed(jobs, query), flags, query.q), flags)
     view.matched = len(hits)
-    view.query = query = PageQuery(min(query.page, view.pages), query.per, query.q)
+    view.query = query = PageQuery(min(query.page, view.pages), query.per, query.q, query.cluster, query.bucket)
     start = (query.page - 1) * query.per
     view.jobs = hits.iloc[start : start + query.per]
     if not flags.empty and not view.jobs.empty:
         view.flags = flags[_keys(flags).isin(set(_keys(view.jobs)))]
+    view.spark = spark_points([*_spark_frames(files[-SPARK_SWEEPS:-1], view.notes), frame], view.jobs)
     return view
+
+
+SPARK_READ = ("cluster", "job_id", "bucket", "metric", "step", "value", *spark_columns())
+
+
+def _spark_frames(files: Sequence[SweepFile], notes: list[str]) -> Iterator[pd.DataFrame | None]:
+    """The earlier sweeps' point and job rows the curves need (oldest first), each file read once."""
+    for f in files:
+        yield read_file(f.path, records=(POINT, JOB), columns=SPARK_READ, notes=notes, read_only=True)
+
+
+def _narrowed(jobs: pd.DataFrame, query: PageQuery) -> pd.DataFrame:
+    """The jobs of ``query.cluster`` and ``query.bucket`` (each exact; "" = every one)."""
+    for col, want in (("cluster", query.cluster), ("bucket", query.bucket)):
+        if want and col in jobs:
+            jobs = jobs[jobs[col].astype("string") == want]
+    return jobs
 
 
 LAST_OK_COLUMNS = ("record", "cluster", "status", "window_end")
