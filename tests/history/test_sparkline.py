@@ -79,7 +79,7 @@ def test_a_falling_reward_is_drawn_falling_and_its_last_point_is_the_rows_latest
     last = float(re.search(r'data-last="([^"]+)"', svg).group(1))  # type: ignore[union-attr]
     latest = float(re.search(r'<span class="latest">([^<]+)<', row).group(1))  # type: ignore[union-attr]
     assert last == pytest.approx(-0.8, abs=1e-4) and latest == pytest.approx(-0.8, abs=1e-3)
-    assert 'data-n="40"' in svg  # every step of the four sweeps, merged by step
+    assert 'data-n="32"' in svg  # four sweeps of 10 steps, each sweep's kept to its first, last, lows and highs
     v = _vertices(svg)
     assert v[0][1] == pytest.approx(PAD) and v[-1][1] == pytest.approx(H - PAD)  # top left to bottom right: falling
     assert "reward (curve, latest)" in page and "loss (curve, latest)" in page
@@ -88,7 +88,7 @@ def test_a_falling_reward_is_drawn_falling_and_its_last_point_is_the_rows_latest
 def test_loss_points_done_per_total_per_sweep_and_no_series_said(tmp_path) -> None:
     page = sweeps_page(load_view(_store(tmp_path), PageCache()))
     sft = _row(page, "2")
-    assert 'data-last="0.05"' in sft and 'data-n="40"' in sft  # the last step, 39: 2/(1+39)
+    assert 'data-last="0.05"' in sft and 'data-n="32"' in sft  # the last step, 39: 2/(1+39)
     ev = _row(page, "3")
     assert 'data-last="0.8"' in ev and 'data-n="4"' in ev and '<span class="latest">0.8<' in ev  # 40/50, one per sweep
     unread = _row(page, "4")
@@ -122,11 +122,13 @@ def test_the_whole_page_is_one_read_of_each_sweep_file_whatever_the_jobs(tmp_pat
     for extra, root in ((0, "few"), (60, "many")):
         store = _store(tmp_path / root, extra)
         cache = PageCache()
-        load_view(store, cache)  # the first request also reads the earlier sweeps' plot summaries
         reads.clear()
-        view = load_view(store, cache)
+        view = load_view(store, cache)  # the first request: every file once (plots and curves together)
+        assert sorted(reads) == sorted(f.path.name for f in store.files())
         assert len(view.jobs) == 5 + 1 + extra and len(view.spark) == 3 + 1 + extra
-        assert sorted(reads) == sorted(f.path.name for f in store.files())  # one read per sweep file
+        reads.clear()
+        again = load_view(store, cache)  # a later one: the latest sweep only, the earlier ones kept
+        assert reads == [store.files()[-1].path.name] and again.spark == view.spark
 
 
 def test_the_svg_survives_nan_one_value_a_flat_run_and_many_points() -> None:

@@ -2,9 +2,10 @@
 SFT, done/total for Eval and Datagen: ``openmetrics.MAIN_METRIC``) over the sweeps the history
 holds, as a tiny inline SVG. RL and SFT curves are drawn from the ``point`` rows (value by step,
 a step read again keeps the latest sweep's value); a job without points, and every Eval or Datagen
-job, from its ``job`` rows (one value per sweep). Every job of a page is drawn from ONE pass over
-the frames already read (:func:`spark_points`), never a read per job. A job with fewer than two
-readable values shows "no series", never an empty box.
+job, from its ``job`` rows (one value per sweep). Each sweep file is reduced once, for all its jobs,
+to at most PER_FILE points per job (:func:`file_curves`, kept by the page's cache for the earlier
+sweeps); a page's curves are merged from those (:func:`spark_points`), never a read per job. A job
+with fewer than two readable values shows "no series", never an empty box.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from sweep_core.history.openmetrics import MAIN_METRIC, main_metric
+from sweep_core.history.openmetrics import MAIN_METRIC
 from sweep_core.history.rows import JOB, METRIC_PREFIX, POINT
 
 if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
@@ -57,68 +58,103 @@ def thin(points: Sequence[tuple[float, float]], limit: int = SPARK_POINTS) -> Po
     return out
 
 
+PER_FILE = 8  # points per job one sweep file's reduction keeps (first, last, min and max of 3 buckets)
+
+
 def _keys(frame: pd.DataFrame) -> pd.Series:
     return frame["cluster"].astype("string").fillna("") + "|" + frame["job_id"].astype("string").fillna("")
-
-
-def spark_points(frames: Iterable[pd.DataFrame | None], jobs: pd.DataFrame) -> dict[Key, Points]:
-    """(cluster, job_id) -> its curve for each job row of ``jobs`` (one page's), drawn from ``frames``
-    (the sweeps' rows, oldest first: ``point`` rows and ``job`` rows with the main columns), thinned
-    to SPARK_POINTS. Jobs with no readable value have no entry."""
-    import pandas as pd
-
-    if jobs.empty or "job_id" not in jobs:
-        return {}
-    bucket_of = dict(zip(_keys(jobs), jobs["bucket"].astype("string").fillna(""), strict=True))
-    wanted = set(bucket_of)
-    pts, rows = [], []
-    for order, frame in enumerate(frames):
-        if frame is None or frame.empty or "record" not in frame:
-            continue
-        mine = frame[_keys(frame).isin(wanted)]
-        if "metric" in mine:
-            p = mine[mine["record"] == POINT]
-            if not p.empty:
-                pts.append(p[["cluster", "job_id", "metric", "step", "value"]].assign(order=order))
-        j = mine[mine["record"] == JOB]
-        if not j.empty:
-            rows.append(j.reindex(columns=["cluster", "job_id", "bucket", *spark_columns()]).assign(order=order))
-    out: dict[Key, Points] = {}
-    if pts:
-        p = pd.concat(pts, ignore_index=True)
-        p = p.assign(key=_keys(p))
-        p = p[p["metric"].astype("string") == p["key"].map(lambda k: point_metric(bucket_of.get(k, "")) or "")]
-        p = p[pd.to_numeric(p["step"], errors="coerce").notna()]
-        p = p.sort_values(["order"], kind="stable").drop_duplicates(["key", "step"], keep="last")
-        for key, grp in p.sort_values(["key", "step"], kind="stable").groupby("key", sort=False):
-            got = [(float(s), float(v)) for s, v in zip(grp["step"], grp["value"], strict=True) if _finite(v)]
-            if got:
-                out[_split(str(key))] = thin(got)
-    if rows:
-        r = pd.concat(rows, ignore_index=True)
-        r = r.astype(object).where(r.notna(), None)
-        per_job: dict[Key, Points] = {}
-        for row in r.to_dict("records"):
-            key = (str(row["cluster"]), str(row["job_id"]))
-            if key in out:
-                continue
-            main = main_metric({**row, "bucket": bucket_of.get(f"{key[0]}|{key[1]}", "")})
-            if main is not None:
-                per_job.setdefault(key, []).append((float(row["order"]), main[1]))
-        out.update({k: thin(v) for k, v in per_job.items()})
-    return out
-
-
-def _finite(v: object) -> bool:
-    try:
-        return math.isfinite(float(v))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
 
 
 def _split(key: str) -> Key:
     cluster, _, job_id = key.partition("|")
     return cluster, job_id
+
+
+def thin_frame(df: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """:func:`thin` for every ``key`` of ``df`` at once (sorted by key, then x): per key at most
+    ``limit`` rows, the first and last exact, each bucket's minimum and maximum ``value``."""
+    if df.empty:
+        return df
+    df = df.reset_index(drop=True)
+    g = df.groupby("key", sort=False)
+    rank, n = g.cumcount(), g["x"].transform("size")
+    small, edge = n <= max(4, limit), (rank == 0) | (rank == n - 1)
+    inner = ~small & ~edge
+    buckets = max(1, (max(4, limit) - 2) // 2)
+    sub = df[inner].assign(b=(rank[inner] - 1) * buckets // (n[inner] - 2))
+    by = sub.groupby(["key", "b"], sort=False)["value"]
+    keep = set(by.idxmin()) | set(by.idxmax())
+    return df[small | edge | df.index.isin(list(keep))]
+
+
+def file_curves(frame: pd.DataFrame | None, per_file: int = PER_FILE) -> pd.DataFrame:
+    """One sweep's file reduced to what the curves need, for every job in it: ``key``
+    (cluster|job_id), ``kind`` ("p": a main-metric point at step ``x``; "s": the job row's main value
+    this sweep, ``x`` unset), ``value``; the points thinned to ``per_file`` per job."""
+    import numpy as np
+    import pandas as pd
+
+    cols = ["key", "kind", "x", "value"]
+    if frame is None or frame.empty or "record" not in frame:
+        return pd.DataFrame(columns=cols)
+    parts = []
+    if {"metric", "step", "value", "bucket"} <= set(frame.columns):
+        p = frame[frame["record"] == POINT]
+        metric_of = {b: m for b in MAIN_METRIC if (m := point_metric(b))}
+        p = p[p["bucket"].astype("string").map(metric_of) == p["metric"].astype("string")]
+        got = pd.DataFrame({"key": _keys(p), "kind": "p", "x": pd.to_numeric(p["step"], errors="coerce"),
+                            "value": pd.to_numeric(p["value"], errors="coerce")})  # fmt: skip
+        got = got[np.isfinite(got["x"]) & np.isfinite(got["value"])]
+        got = got.drop_duplicates(["key", "x"], keep="last").sort_values(["key", "x"], kind="stable")
+        parts.append(thin_frame(got, per_file))
+    j = frame[frame["record"] == JOB]
+    if not j.empty and "bucket" in j:
+        value = pd.Series(np.nan, index=j.index, dtype="float64")
+        num = lambda c: pd.to_numeric(j[METRIC_PREFIX + c], errors="coerce") if METRIC_PREFIX + c in j else np.nan  # noqa: E731
+        for bucket, (column, _) in MAIN_METRIC.items():
+            mine = j["bucket"].astype("string") == str(bucket)
+            if "/" in column:
+                done, total = (num(c) for c in column.split("/"))
+                v = (done / total).where(total > 0) if isinstance(total, pd.Series) else np.nan
+            else:
+                v = num(column)
+            value = value.mask(mine, v)
+        got = pd.DataFrame({"key": _keys(j), "kind": "s", "x": np.nan, "value": value})
+        parts.append(got[np.isfinite(got["value"])])
+    parts = [x for x in parts if not x.empty]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def spark_points(reduced: Iterable[pd.DataFrame | None], jobs: pd.DataFrame) -> dict[Key, Points]:
+    """(cluster, job_id) -> its curve for each job row of ``jobs`` (one page's), from the sweeps'
+    :func:`file_curves` (oldest first): its points merged by step (a step read again keeps the later
+    sweep's value), else its job rows' values one per sweep; thinned to SPARK_POINTS. Jobs with no
+    readable value have no entry."""
+    import pandas as pd
+
+    if jobs.empty or "job_id" not in jobs:
+        return {}
+    wanted = set(_keys(jobs))
+    parts = [f[f["key"].isin(wanted)].assign(order=i) for i, f in enumerate(reduced) if f is not None and not f.empty]
+    parts = [x for x in parts if not x.empty]
+    if not parts:
+        return {}
+    every = pd.concat(parts, ignore_index=True)
+    p = every[every["kind"] == "p"].sort_values("order", kind="stable").drop_duplicates(["key", "x"], keep="last")
+    p = thin_frame(p.sort_values(["key", "x"], kind="stable"), SPARK_POINTS)
+    rows = every[(every["kind"] == "s") & ~every["key"].isin(set(p["key"]))]
+    rows = thin_frame(
+        rows.assign(x=rows["order"].astype("float64")).sort_values(["key", "x"], kind="stable"), SPARK_POINTS
+    )
+    out: dict[Key, Points] = {}
+    for part in (p, rows):  # each sorted by key: one run of rows per job
+        keys = part["key"].astype(object).to_numpy()
+        xs, vs = part["x"].to_numpy(dtype="float64").tolist(), part["value"].to_numpy(dtype="float64").tolist()
+        starts = [0, *(i + 1 for i in range(len(keys) - 1) if keys[i] != keys[i + 1])]
+        for a, b in zip(starts, [*starts[1:], len(keys)], strict=True):
+            if b > a:
+                out[_split(str(keys[a]))] = list(zip(xs[a:b], vs[a:b], strict=True))
+    return out
 
 
 def sparkline(points: Sequence[tuple[float, float]] | None, what: str = "") -> str:
@@ -137,7 +173,7 @@ def sparkline(points: Sequence[tuple[float, float]] | None, what: str = "") -> s
         return PAD + (x - x0) * sx, (H / 2 if sy == 0 else H - PAD - (v - lo) * sy)
 
     coords = [at(x, v) for x, v in pts]
-    line = " ".join(f"{a:.1f},{b:.1f}" for a, b in coords)
+    line = " ".join(f"{a:.0f},{b:.0f}" for a, b in coords)  # whole pixels: 96×22 shows no finer
     lx, ly = coords[-1]
     title = html.escape(f"{what} {vs[0]:.4g} → {vs[-1]:.4g} (min {lo:.4g}, max {hi:.4g}, {len(pts)} points)".strip())
     return (
