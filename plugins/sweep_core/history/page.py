@@ -85,7 +85,7 @@ def curve_cell(job: dict[str, object], spark: dict[Key, Points]) -> str:
     latest = f"{main[1]:.4g}" if main else "?"
     what = MAIN_METRIC.get(str(job.get("bucket")), ("", ""))[0]
     svg = sparkline(spark.get((str(job["cluster"]), str(job["job_id"]))), what)
-    return f'<td class="curve" data-v="{main[1] if main else ""}">{svg}<span class="latest">{latest}</span>'
+    return f'<td class="curve" data-v="{main[1] if main else ""}">{svg} <span class="latest">{latest}</span>'
 
 
 def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str,

@@ -35,13 +35,15 @@ MARKERS = ("circle", "square", "triangle", "diamond")
 W, H, PAD, LEFT = 520, 220, 34, 46  # the chart, its margin, the wider left margin holding the y labels
 
 
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """About ``count`` round values (1, 2 or 5 times a power of ten apart) spanning ``[lo, hi]``."""
+def nice_ticks(lo: float, hi: float, count: int = 5, *, integer: bool = False) -> list[float]:
+    """About ``count`` round values (1, 2 or 5 times a power of ten apart; whole numbers when
+    ``integer``) spanning ``[lo, hi]``."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
     raw = (hi - lo) / max(1, count - 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    step = max(step, 1.0) if integer else step
     first = math.floor(lo / step) * step
     ticks = [round(first, 12)]
     while ticks[-1] < hi - step * 1e-9:  # the last tick at or past ``hi``
@@ -72,11 +74,13 @@ def svg_lines(
     limit: float | None = None,
     *,
     log: bool = False,
+    integer: bool = False,
 ) -> str:
     """A line chart (one line per series, each its own colour, dash and marker, named in the legend)
     with round y ticks over the values' whole range (negative values included, drawn inside the
     canvas); ``log`` a log10 y axis (refused, said in the chart, when a value is <= 0);
-    ``limit`` draws a dashed line."""
+    ``integer`` whole-number ticks (counts); ``limit`` draws a dashed line. The legend sits under
+    the chart, three names a row, never over a line."""
     values = [v for s in series.values() for v in s if v is not None and math.isfinite(v)]
     refused = log_refusal([*values, *([limit] if limit is not None else [])]) if log else ""
     log = log and not refused and bool(values)
@@ -88,14 +92,15 @@ def svg_lines(
     else:
         lo, hi = min([*span, 0.0]), max([*span, 0.0])
         hi = hi if hi > lo else lo + 1
-        ticks = nice_ticks(lo, hi)
+        ticks = nice_ticks(lo, hi, integer=integer)
         lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
     n = max(len(xs), 2)
     x = lambda i: LEFT + i * (W - LEFT - PAD) / (n - 1)  # noqa: E731
     scaled = lambda v: math.log10(v) if log else v  # noqa: E731
     y = lambda v: H - PAD - (scaled(v) - lo) / (hi - lo) * (H - 2 * PAD)  # noqa: E731
     label = lambda t: f"1e{int(t)}" if log and abs(t) > 3 else (f"{10**t:g}" if log else f"{t:.4g}")  # noqa: E731
-    parts = [f'<svg class="plot" width="{W}" height="{H}" role="img" aria-label="{_e(title)}"'
+    rows = -(-len(series) // 3)
+    parts = [f'<svg class="plot" width="{W}" height="{H + 14 * rows + 4}" role="img" aria-label="{_e(title)}"'
              f' data-lo="{lo:g}" data-hi="{hi:g}" data-scale="{"log" if log else "linear"}">',
              f'<text x="{LEFT}" y="16" font-weight="bold">{_e(title)}{" (log scale)" if log else ""}</text>']  # fmt: skip
     for t in ticks:
@@ -105,9 +110,7 @@ def svg_lines(
                      f'<text class="ytick" x="{LEFT - 4}" y="{ty + 3:.1f}" font-size="10" text-anchor="end">'
                      f"{label(t)}</text>")  # fmt: skip
     if refused:
-        parts.append(
-            f'<text class="refused" x="{LEFT}" y="{H - PAD + 24}" font-size="10" fill="#9a6700">{_e(refused)}</text>'
-        )
+        parts.append(f'<text class="refused" x="{LEFT}" y="28" font-size="10" fill="#9a6700">{_e(refused)}</text>')
     if limit is not None and (not log or limit > 0):
         parts.append(f'<line x1="{LEFT}" y1="{y(limit):.1f}" x2="{W - PAD}" y2="{y(limit):.1f}" stroke="#cf222e" '
                      f'stroke-dasharray="4 3"/><text x="{W - PAD - 60}" y="{y(limit) - 3:.1f}" font-size="10">soft limit</text>')  # fmt: skip
@@ -119,10 +122,10 @@ def svg_lines(
         parts.append(f'<polyline class="series" data-name="{_e(name)}" fill="none" stroke="{colour}" stroke-width="2"'
                      f'{dashed} points="{pts}"/>')  # fmt: skip
         parts.extend(_marker(mark, a, b, colour) for a, b in drawn)
-        ly = 30 + 12 * k
-        parts.append(f'<line x1="{W - PAD - 170}" y1="{ly - 4}" x2="{W - PAD - 154}" y2="{ly - 4}" stroke="{colour}" '
-                     f'stroke-width="2"{dashed}/>{_marker(mark, W - PAD - 162, ly - 4, colour)}'
-                     f'<text class="legend" x="{W - PAD - 150}" y="{ly}" font-size="11" fill="{colour}">{_e(name)}</text>')  # fmt: skip
+        lx, ly = LEFT + 160 * (k % 3), H + 10 + 14 * (k // 3)
+        parts.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{colour}" '
+                     f'stroke-width="2"{dashed}/>{_marker(mark, lx + 8, ly - 4, colour)}'
+                     f'<text class="legend" x="{lx + 20}" y="{ly}" font-size="11" fill="{colour}">{_e(name[:24])}</text>')  # fmt: skip
     if xs:
         parts.append(f'<text x="{LEFT}" y="{H - 8}" font-size="10">{_e(xs[0])}</text>')
         parts.append(f'<text x="{W - PAD - 90}" y="{H - 8}" font-size="10">{_e(xs[-1])}</text>')
@@ -203,8 +206,13 @@ def plots(sums: Sequence[Summary]) -> str:
     buckets = sorted({b for s in sums for b in s.buckets})
     rules = sorted({r for s in sums for r in s.rules})
     out = [
-        svg_lines("jobs per bucket per sweep", {b: [float(s.buckets.get(b, 0)) for s in sums] for b in buckets}, xs),
-        svg_lines("open flags by rule", {r: [float(s.rules.get(r, 0)) for s in sums] for r in rules}, xs),
+        svg_lines(
+            "jobs per bucket per sweep",
+            {b: [float(s.buckets.get(b, 0)) for s in sums] for b in buckets},
+            xs,
+            integer=True,
+        ),
+        svg_lines("open flags by rule", {r: [float(s.rules.get(r, 0)) for s in sums] for r in rules}, xs, integer=True),
     ]
     recent = sorted({n for s in sums[-3:] for n in s.series})[:SERIES_PLOTTED]
     for metric in ("step", "reward", "loss"):
