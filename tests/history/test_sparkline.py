@@ -9,13 +9,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import pandas as pd
 import pytest
 
 import sweep_core.history.store as store_mod
 from sweep_core.history.page import sweeps_page
 from sweep_core.history.page_view import PageCache, PageQuery, load_view
 from sweep_core.history.rows import sweep_frame
-from sweep_core.history.sparkline import PAD, SPARK_POINTS, H, sparkline, thin
+from sweep_core.history.sparkline import PAD, SPARK_POINTS, H, sparkline, thin_frame
 from sweep_core.history.store import HistoryStore
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
@@ -136,9 +137,14 @@ def test_the_svg_survives_nan_one_value_a_flat_run_and_many_points() -> None:
     assert "no series" in sparkline([])
     flat = sparkline([(0, 3.0), (5, 3.0), (9, 3.0)])
     assert {y for _, y in _vertices(flat)} == {H / 2} and 'data-last="3"' in flat  # a line, mid-height
-    many = [(float(s), float(s % 97)) for s in range(10_000)]
-    kept = thin(many)
-    assert len(kept) <= SPARK_POINTS and kept[0] == many[0] and kept[-1] == many[-1]
-    assert max(v for _, v in kept) == 96.0 and min(v for _, v in kept) == 0.0  # the peaks survive the cut
+    many = pd.DataFrame({"key": ["a|1"] * 10_000 + ["b|2"] * 3, "x": [*range(10_000), *range(3)],
+                         "value": [float(s % 97) for s in range(10_000)] + [1.0, 2.0, 3.0]})  # fmt: skip
+    kept = thin_frame(many, SPARK_POINTS)
+    a = kept[kept["key"] == "a|1"]
+    assert (
+        len(a) <= SPARK_POINTS and a["x"].iloc[0] == 0 and a["x"].iloc[-1] == 9_999 and a["x"].is_monotonic_increasing
+    )
+    assert a["value"].max() == 96.0 and a["value"].min() == 0.0  # the peaks survive the cut
+    assert kept[kept["key"] == "b|2"]["value"].tolist() == [1.0, 2.0, 3.0]  # a short one whole
     evil = sparkline([(0, 1.0), (1, 2.0)], what='<script>"')
     assert "<script>" not in evil and "&lt;script&gt;" in evil

@@ -40,24 +40,6 @@ def spark_columns() -> list[str]:
     return [METRIC_PREFIX + c for c in dict.fromkeys(cols)]
 
 
-def thin(points: Sequence[tuple[float, float]], limit: int = SPARK_POINTS) -> Points:
-    """At most ``limit`` points: the first and the last exactly, and per bucket of equal count its
-    minimum and maximum in order, so a dip or a spike survives the cut."""
-    pts = list(points)
-    limit = max(4, limit)
-    if len(pts) <= limit:
-        return pts
-    inner, buckets = pts[1:-1], (limit - 2) // 2
-    out = [pts[0]]
-    for b in range(buckets):
-        chunk = inner[b * len(inner) // buckets : (b + 1) * len(inner) // buckets]
-        if chunk:
-            lo, hi = min(chunk, key=lambda p: p[1]), max(chunk, key=lambda p: p[1])
-            out.extend(sorted({lo, hi}))
-    out.append(pts[-1])
-    return out
-
-
 PER_FILE = 8  # points per job one sweep file's reduction keeps (first, last, min and max of 3 buckets)
 
 
@@ -71,8 +53,9 @@ def _split(key: str) -> Key:
 
 
 def thin_frame(df: pd.DataFrame, limit: int) -> pd.DataFrame:
-    """:func:`thin` for every ``key`` of ``df`` at once (sorted by key, then x): per key at most
-    ``limit`` rows, the first and last exact, each bucket's minimum and maximum ``value``."""
+    """Every ``key``'s rows of ``df`` (sorted by key, then x) thinned at once to at most ``limit``: the
+    first and the last exact, and per bucket of equal count between them its minimum and maximum
+    ``value`` in order, so a dip or a spike survives the cut."""
     if df.empty:
         return df
     df = df.reset_index(drop=True)
