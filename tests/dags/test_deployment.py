@@ -197,6 +197,7 @@ def test_prometheus_scrapes_the_deployment_and_a_silent_job_fires_the_shipped_we
     from prometheus_local import prometheus
     from sweep_runner import ROOT
 
+    deployment.wait_dags({SWEEP})  # parsed by the deployment's dag-processor (this test may run first)
     c = local_cluster
     name = f"sft__{tag}_wedged"
     job = c.submit(name, "echo 'Step 3/10 ['; sleep 900")
