@@ -148,3 +148,19 @@ def test_the_svg_survives_nan_one_value_a_flat_run_and_many_points() -> None:
     assert kept[kept["key"] == "b|2"]["value"].tolist() == [1.0, 2.0, 3.0]  # a short one whole
     evil = sparkline([(0, 1.0), (1, 2.0)], what='<script>"')
     assert "<script>" not in evil and "&lt;script&gt;" in evil
+
+
+def test_the_cache_keeps_curve_rows_only_for_the_sweeps_the_curves_span(tmp_path, monkeypatch) -> None:
+    import sweep_core.history.page_view as page_view
+
+    monkeypatch.setattr(page_view, "SPARK_SWEEPS", 3)  # the latest and the two before it
+    store, cache = _store(tmp_path), PageCache()
+    view = load_view(store, cache)
+    names = [f.path.name for f in store.files()]
+    curved = {n for n, k in cache._kept.items() if k.curves is not None}
+    assert curved == set(names[-3:-1]) and cache.names() == sorted(names[:-1])  # every summary, two curve sets
+    assert len(view.earlier) == SWEEPS - 1 and 'data-n="3"' in sweeps_page(view)  # Eval: three sweeps' values
+    _sweep(store, SWEEPS)  # a new sweep: the oldest curve rows are dropped, the summaries kept
+    load_view(store, cache)
+    names = [f.path.name for f in store.files()]
+    assert {n for n, k in cache._kept.items() if k.curves is not None} == set(names[-3:-1])
