@@ -2,7 +2,8 @@
 mounts at ``/sweeps`` (a navigation entry under Browse). Every request needs the UI's login (the
 same JWT the UI holds, as a bearer token or the ``_token`` cookie) and read access to the sweep
 DAG itself (monitor_cron_sweep: never a DAG named by the request). The page (one page of jobs) is
-built by sweep_core.history.page from the Parquet history, read-only, with no outside asset; a
+built by sweep_core.history.page from the Parquet history, read-only, with no outside asset (``cluster=``
+and ``bucket=`` narrow it to one cluster's or one bucket's page, each row with its curve); a
 job's log tail is its own request (``tail``), made when its row is opened; a run's log is served
 from the run-log store (``runlog?name=…``: a file name of the store, nothing else), the same store
 every worker writes to (a local folder, or ``s3://``/``gs://``). ``metrics`` is the sweep's
@@ -33,7 +34,7 @@ from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, PageVie
 from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
-_CACHE = PageCache()  # earlier sweeps' plot data, kept across requests (locked: requests run in threads)
+_CACHE = PageCache()  # earlier sweeps' plot data and curve rows, kept across requests (locked: requests run in threads)
 _TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
@@ -183,9 +184,9 @@ def create_app() -> FastAPI:
     app.add_api_route("/metrics", metrics, methods=["GET"], dependencies=[Depends(_metrics_auth)])
 
     @app.get("/", response_class=HTMLResponse, dependencies=_auth())
-    def index(page: int = 1, per: int = PER_PAGE, q: str = "") -> HTMLResponse:
+    def index(page: int = 1, per: int = PER_PAGE, q: str = "", cluster: str = "", bucket: str = "") -> HTMLResponse:
         t0 = time.perf_counter()
-        view = load_view(_store(), _CACHE, PageQuery(page, per, q))
+        view = load_view(_store(), _CACHE, PageQuery(page, per, q, cluster, bucket))
         view.channels = len(load_sweep_config(_sweep_yaml()).notify.channels)
         _standing(view)
         body = sweeps_page(view)

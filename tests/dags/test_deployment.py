@@ -182,3 +182,54 @@ def test_backfill_of_two_past_windows_runs_them_one_at_a_time(deployment: Deploy
         snaps = deployment.xcom(SWEEP, r["dag_run_id"], "bucket")["snapshots"]
         local = next(s for s in snaps if s["cluster"] == "local")
         assert local["window_start"] == begin.isoformat() and PAST_WINDOW_SOURCE in local["notes"]  # from sacct
+
+
+def test_prometheus_scrapes_the_deployment_and_a_silent_job_fires_the_shipped_wedge_alert(
+    deployment: Deployment, local_cluster, tag, tmp_path
+) -> None:
+    """issue 43: Debian's Prometheus scrapes the deployment's own api-server (``/sweeps/metrics``,
+    the scraper's token in the Airflow Variable sweep.yaml ``openmetrics.token_variable`` names, set
+    through the REST API), after a sweep the deployment's scheduler and Celery worker ran: a real
+    Slurm job silent for 3 hours is swept (liveness_stale) and the shipped rule SweepJobWedged fires
+    for the cluster; its output age, the sweep's last success and durations come from that run."""
+    import secrets
+
+    from prometheus_local import prometheus
+    from sweep_runner import ROOT
+
+    deployment.wait_dags({SWEEP})  # parsed by the deployment's dag-processor (this test may run first)
+    c = local_cluster
+    name = f"sft__{tag}_wedged"
+    job = c.submit(name, "echo 'Step 3/10 ['; sleep 900")
+    c.wait_running(job)
+    subprocess.run(["touch", "-d", "3 hours ago", str(c.wait_log(job))], check=True)
+    token = secrets.token_urlsafe(24)
+    deployment.post("/api/v2/variables", {"key": "sweep_metrics_token", "value": token})
+    (tmp_path / "token").write_text(token)
+    deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": False})
+    try:
+        run = deployment.post(f"/api/v2/dags/{SWEEP}/dagRuns", {"logical_date": None, "conf": {
+            "clusters": ["local"], "lookback_hours": 0.25, "dry_run": True}})  # fmt: skip
+        done = deployment.wait_run(SWEEP, run["dag_run_id"], timeout=300)
+    finally:
+        deployment.patch(f"/api/v2/dags/{SWEEP}", {"is_paused": True})
+    assert done["state"] == "success", done
+    target = str(deployment.client.base_url).removeprefix("http://").rstrip("/")
+    assert httpx.get(f"http://{target}/sweeps/metrics", timeout=30).status_code in (401, 403)  # no token: refused
+    rules = [ROOT / "include" / "monitoring" / "prometheus" / "sweep_alerts.yml"]
+    with prometheus(tmp_path / "prom", target, "/sweeps/metrics", tmp_path / "token", rules) as prom:
+        age = prom.wait("the silent job's output age scraped",
+                        lambda: prom.query(f'sweep_job_last_output_age_seconds{{job_id="{job}"}}'), timeout=120)  # fmt: skip
+        assert float(age[0]["value"][1]) >= 3 * 3600 - 300 and age[0]["metric"]["name"] == name
+        assert age[0]["metric"]["cluster"] == "local" and age[0]["metric"]["bucket"] == "SFT"
+
+        def wedge() -> dict | None:
+            return next((a for a in prom.alerts() if a["labels"]["alertname"] == "SweepJobWedged"
+                         and a["state"] == "firing" and a["labels"]["cluster"] == "local"), None)  # fmt: skip
+
+        assert prom.wait("SweepJobWedged firing for local", wedge)
+        ok = prom.query(f'sweep_last_success_timestamp_seconds{{dag="{SWEEP}",cluster="local"}}')
+        took = prom.query(f'sweep_dag_last_success_duration_seconds{{dag="{SWEEP}"}}')
+        gather = prom.query(f'sweep_gather_duration_seconds{{dag="{SWEEP}",cluster="local"}}')
+        assert ok and took and gather and 0 < float(gather[0]["value"][1]) < float(took[0]["value"][1])
+        assert prom.query('sweep_source_up{source="airflow_db"}')[0]["value"][1] == "1"

@@ -5,7 +5,10 @@ row opening its flags' evidence, the hand-off they ask for and its log tail, fet
 is opened (``tail?sweep=…&cluster=…&job_id=…``, shown as text); the latest runs, each linking its
 run log (``runlog?name=…``, served by the page from the run-log store); and server-side SVG plots
 over the sweeps (history.plots). A job's id links its job page (``job?cluster=…&job_id=…``,
-history.job_page). No script or style is fetched from anywhere.
+history.job_page). Each job row of a bucket with a main column (reward, loss, done/total) shows that
+column's curve over the sweeps beside its latest value (history.sparkline); a cluster's name and a
+bucket's heading open that cluster's or bucket's page (``?cluster=…``, ``?bucket=…``). No script or
+style is fetched from anywhere.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from sweep_core.fanin.liveness import age_text
-from sweep_core.history.page_view import PageView
+from sweep_core.history.openmetrics import MAIN_METRIC, main_metric
+from sweep_core.history.page_view import PageQuery, PageView
 from sweep_core.history.plots import plots
 from sweep_core.history.rows import METRIC_PREFIX
+from sweep_core.history.sparkline import Key, Points, sparkline
 from sweep_core.records.vocab import NO_CHANNEL
 from sweep_core.safe.text import clean
 
@@ -34,7 +39,8 @@ thead th{position:sticky;top:0;background:#eee;cursor:pointer}.run{color:#1f6feb
 .bad{color:#cf222e;font-weight:bold}.warn{color:#9a6700}.badge{border-radius:3px;padding:0 4px;margin-right:2px;
 font-size:12px;background:#ddd}.critical{background:#ffd7d5}.stale{background:#fff1c2}tr.detail{display:none}
 tr.detail.open{display:table-row}pre.tail{max-height:20em;overflow:auto;background:#f6f8fa;padding:.5em;white-space:pre-wrap}tr.job{cursor:pointer}svg{background:#fafafa;margin:0 1em 1em 0}
-nav.pages a,nav.pages span{margin-right:1em}"""
+nav.pages a,nav.pages span{margin-right:1em}svg.spark{background:none;margin:0 4px 0 0;vertical-align:middle}
+.nospark{color:#888;font-size:12px}td.curve{white-space:nowrap}"""
 JS = """function sortBy(th){const t=th.closest('table'),i=[...th.parentNode.children].indexOf(th),
 b=t.tBodies[0],rows=[...b.querySelectorAll('tr.job')],asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
 rows.sort((x,y)=>{const a=x.children[i].dataset.v??x.children[i].textContent,c=y.children[i].dataset.v??y.children[i].textContent;
@@ -79,9 +85,26 @@ def job_link(cluster: str, job_id: str) -> str:
     return f'<a class="jobpage" href="{html.escape(job_href(cluster, job_id))}">{_e(job_id)}</a>'
 
 
-def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str) -> str:
+def page_href(query: PageQuery, **change: object) -> str:
+    """This page's link with ``change`` (a cluster page: ``cluster=…``, a bucket page: ``bucket=…``)."""
+    return "?" + urlencode(query.params(**change))
+
+
+def curve_cell(job: dict[str, object], spark: dict[Key, Points]) -> str:
+    """The job's main column: its curve over the sweeps (or "no series") beside its latest value."""
+    main = main_metric(job)
+    latest = f"{main[1]:.4g}" if main else "?"
+    what = MAIN_METRIC.get(str(job.get("bucket")), ("", ""))[0]
+    svg = sparkline(spark.get((str(job["cluster"]), str(job["job_id"]))), what)
+    return f'<td class="curve" data-v="{main[1] if main else ""}">{svg} <span class="latest">{latest}</span>'
+
+
+def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str,
+           spark: dict[Key, Points] | None = None, query: PageQuery | None = None) -> str:  # fmt: skip
     metrics = [m for m in METRICS if METRIC_PREFIX + m in frame and frame[METRIC_PREFIX + m].notna().any()]
-    head = ["cluster", "id", "name", "state", "elapsed", "last output", *metrics, "flags"]
+    curve = MAIN_METRIC[bucket][0] if spark is not None and bucket in MAIN_METRIC else ""
+    head = ["cluster", "id", "name", "state", "elapsed", "last output", *([f"{curve} (curve, latest)"] if curve else []),
+            *metrics, "flags"]  # fmt: skip
     rows = []
     by_job: dict[tuple[str, str], list[dict[str, object]]] = {}
     for f in flags.to_dict("records"):
@@ -95,6 +118,7 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str) ->
         cells = [_e(job["cluster"]), job_link(str(job["cluster"]), str(job["job_id"])), _e(job["name"]),
                  f'<span class="{STATE_CLASS.get(str(job["state"]), "")}">{_e(job["state"])}</span>',
                  _e(job.get("elapsed")), f'<td data-v="{_e(mins) or -1}">{_age(mins)}',
+                 *([curve_cell(job, spark or {})] if curve else []),
                  *(_e(job.get(METRIC_PREFIX + m)) for m in metrics), badges]  # fmt: skip
         tds = "".join(c if c.startswith("<td") else f"<td>{c}" for c in cells)
         evidence = (
@@ -113,7 +137,12 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str) ->
             f'<tr class="job">{tds}</tr><tr class="detail"><td colspan="{len(head)}"><ul>{evidence}</ul>{where}{tail}</td></tr>'
         )
     ths = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f'<h3>{_e(bucket)} ({len(rows)})</h3><table data-bucket="{_e(bucket)}"><thead><tr>{ths}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    title = (
+        _e(bucket)
+        if query is None
+        else f'<a class="bucketpage" href="{html.escape(page_href(query, bucket=bucket, page=1))}">{_e(bucket)}</a>'
+    )
+    return f'<h3>{title} ({len(rows)})</h3><table data-bucket="{_e(bucket)}"><thead><tr>{ths}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def alert_panel(view: PageView, cap: int = 50) -> str:
@@ -182,12 +211,29 @@ def _pager(view: PageView) -> str:
     """Where this page is among the matching jobs, with links to the pages before and after."""
     q = view.query
     first, last = (q.page - 1) * q.per + 1, min(q.page * q.per, view.matched)
-    link = lambda page, text: f'<a href="?{html.escape(urlencode({"page": page, "per": q.per, "q": q.q}))}">{text}</a>'  # noqa: E731
+    link = lambda page, text: f'<a href="{html.escape(page_href(q, page=page))}">{text}</a>'  # noqa: E731
     shown = f"jobs {first}–{last} of {view.matched}" if view.matched else "no job"
-    matched = f" matching “{_e(q.q)}” (of {view.total})" if q.q else ""
+    narrowed = " ".join(f"{k} {_e(v)}" for k, v in (("cluster", q.cluster), ("bucket", q.bucket)) if v)
+    matched = f" matching “{_e(q.q)}”" if q.q else ""
+    matched += f" of {narrowed}" if narrowed else ""
+    matched += f" (of {view.total})" if matched else ""
     prev = link(q.page - 1, "← previous") if q.page > 1 else ""
     nxt = link(q.page + 1, "next →") if q.page < view.pages else ""
     return f'<nav class="pages"><span>{shown}{matched}, page {q.page} of {view.pages}</span>{prev}{nxt}</nav>'
+
+
+def _cluster_link(query: PageQuery, cluster: object) -> str:
+    """The cluster's name as a link to its cluster page (its jobs only, every bucket)."""
+    return f'<a class="clusterpage" href="{html.escape(page_href(query, cluster=str(cluster), bucket="", page=1))}">{_e(cluster)}</a>'
+
+
+def _narrowing(q: PageQuery) -> str:
+    """The cluster or bucket page's heading and the way back to every job ("" on the whole page)."""
+    if not q.cluster and not q.bucket:
+        return ""
+    what = " · ".join(f"{k} <b>{_e(v)}</b>" for k, v in (("cluster", q.cluster), ("bucket", q.bucket)) if v)
+    back = html.escape(page_href(PageQuery(per=q.per, q=q.q)))
+    return f'<p class="narrowed">Only the jobs of {what}. <a href="{back}">every job</a></p>'
 
 
 def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
@@ -204,7 +250,7 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
 
     end = pd.Timestamp(view.window_end).strftime("%Y-%m-%d %H:%M UTC")
     over = "".join(
-        f"<tr><td>{_e(c['cluster'])}<td>{_e(c.get('status'))}<td>{_e(c.get('login_node'))}<td>{_e(c.get('running'))}"
+        f"<tr><td>{_cluster_link(view.query, c['cluster'])}<td>{_e(c.get('status'))}<td>{_e(c.get('login_node'))}<td>{_e(c.get('running'))}"
         f"<td>{_e(c.get('finished'))}<td>{_e(c.get('quota_status'))} {_e(c.get('quota_reason'))}<td>{_e(c.get('notes'))}</tr>"
         for c in view.clusters.to_dict("records")
     )
@@ -212,12 +258,14 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
                 f"<th>notes</tr></thead><tbody>{over}</tbody></table>")  # fmt: skip
     jobs = view.jobs
     tables = "".join(
-        _table(rows, view.flags, str(b), view.sweep) for b, rows in jobs.groupby("bucket", sort=False, dropna=False)
+        _table(rows, view.flags, str(b), view.sweep, view.spark, view.query) for b, rows in jobs.groupby("bucket", sort=False, dropna=False)
     ) if not jobs.empty and "bucket" in jobs else ""  # fmt: skip
     q = view.query
     search = (f'<form method="get"><input id="filter" name="q" value="{_e(q.q)}" size="50" oninput="filt(this.value)" '
               'placeholder="filter this page as you type; Enter searches every page: cluster, bucket, name, flag text">'
-              f'<input type="hidden" name="per" value="{q.per}"></form>')  # fmt: skip
+              f'<input type="hidden" name="per" value="{q.per}">'
+              + "".join(f'<input type="hidden" name="{k}" value="{_e(v)}">' for k, v in (("cluster", q.cluster),
+                        ("bucket", q.bucket)) if v) + "</form>")  # fmt: skip
     notes = "".join(f"<p class='warn'>{_e(n)}</p>" for n in view.notes)
     sums = [*view.earlier, *([view.latest] if view.latest else [])]
     return (
@@ -225,7 +273,7 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
         f"<h1>{_e(title)}</h1><p>Latest sweep: run <code>{_e(view.run_id)}</code>, window ending {end} "
         f"({run_log_link(view.latest.run_log if view.latest else '')}); "
         f"{len(view.earlier) + 1} sweep(s) in the history.</p>{notes}{alert_panel(view)}{standing_panel(view)}"
-        f"<h2>Clusters</h2>{overview}<h2>Jobs</h2>{search}{_pager(view)}"
+        f"<h2>Clusters</h2>{overview}<h2>Jobs</h2>{_narrowing(q)}{search}{_pager(view)}"
         f'{tables}{_pager(view)}{runs_table(view)}<h2>History</h2><div id="plots">{plots(sums)}</div>'
         f"<script>{JS}</script></body></html>"
     )

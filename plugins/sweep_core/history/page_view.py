@@ -1,8 +1,10 @@
 """What one request of the Sweeps page reads from the history, read-only (a page view never moves a
 file aside): the latest sweep's cluster rows and one page of its job rows (filtered by text, flagged
 jobs first in each bucket) with their flags, but not their log tails (:func:`job_tail` reads one
-job's tail, on demand); and the earlier sweeps' plot summaries, kept across requests in a
-:class:`PageCache` that concurrent requests share under a lock. A sweep's run log is read from the
+job's tail, on demand), narrowed to one cluster or one bucket (the cluster and bucket pages), with
+each shown job's curve of its main column over the sweeps (history.sparkline, never a read per job);
+and the earlier sweeps' plot summaries and reduced curve rows, each file read once and kept across
+requests in a :class:`PageCache` that concurrent requests share under a lock. A sweep's run log is read from the
 run-log store by its name (:func:`run_log_text`), never from a path a worker wrote down.
 """
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 from sweep_core.fanin.run_logs import RunLogStore, safe_name
 from sweep_core.history.plots import PLOT_COLUMNS, Summary, summarize
 from sweep_core.history.rows import CLUSTER, FLAG, JOB
+from sweep_core.history.sparkline import SPARK_SWEEPS, Key, Points, file_curves, spark_columns, spark_points
 from sweep_core.history.store import HistoryStore, SweepFile, read_file
 from sweep_core.safe.text import clean
 
@@ -27,43 +30,72 @@ TAIL_COLUMN = "tail"
 SEARCHED = ("cluster", "bucket", "job_id", "name", "state", "job_flags")
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What the page keeps of one earlier sweep: its plot summary and, for the last SPARK_SWEEPS
+    sweeps, its rows reduced for the job curves (history.sparkline.file_curves; None: not kept)."""
+
+    summary: Summary | None
+    curves: pd.DataFrame | None = None
+
+
 class PageCache:
-    """The earlier sweeps' summaries by file name (a sweep's file changes only when it is re-run),
-    shared by the api-server's request threads: every read and write holds the lock."""
+    """The earlier sweeps' summaries and curve rows by file name (a sweep's file changes only when it
+    is re-run), shared by the api-server's request threads: every read and write holds the lock."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._summaries: dict[str, Summary | None] = {}
+        self._kept: dict[str, Kept] = {}
+
+    def kept(self, names: Sequence[str], load: Callable[[str, bool], Kept], curved: Sequence[str] = ()) -> list[Kept]:
+        """What is kept of each of ``names`` (``load(name, with_curves)`` reads a missing one, or one of
+        ``curved`` kept without its curves, outside the lock, ONE read per file); every other name is
+        forgotten (pruned, moved aside, or now the latest), and the curves of a name no longer in
+        ``curved`` are dropped."""
+        want = set(curved)
+        with self._lock:
+            known = {n: k for n in names if (k := self._kept.get(n)) and (n not in want or k.curves is not None)}
+        loaded = {n: load(n, n in want) for n in names if n not in known}
+        with self._lock:
+            self._kept.update(loaded)
+            for gone in set(self._kept) - set(names):
+                del self._kept[gone]
+            for n, k in list(self._kept.items()):
+                if n not in want and k.curves is not None:
+                    self._kept[n] = Kept(k.summary)
+        got = {**known, **loaded}
+        return [got[n] for n in names]
 
     def summaries(self, names: Sequence[str], load: Callable[[str], Summary | None]) -> list[Summary]:
-        """The summary of each of ``names`` (``load`` reads a missing one, outside the lock); every
-        other name is forgotten (pruned, moved aside, or now the latest)."""
-        with self._lock:
-            known = {n: self._summaries[n] for n in names if n in self._summaries}
-        loaded = {n: load(n) for n in names if n not in known}
-        with self._lock:
-            self._summaries.update(loaded)
-            for gone in set(self._summaries) - set(names):
-                del self._summaries[gone]
-        got = {**known, **loaded}
-        return [s for n in names if (s := got[n]) is not None]
+        """The summary of each of ``names`` (``load`` reads a missing one): :meth:`kept` without curves."""
+        return [k.summary for k in self.kept(names, lambda n, _c: Kept(load(n))) if k.summary is not None]
 
     def names(self) -> list[str]:
         with self._lock:
-            return sorted(self._summaries)
+            return sorted(self._kept)
 
 
 @dataclass(frozen=True)
 class PageQuery:
-    """One page of the job rows: 1-based ``page`` of ``per`` rows matching the text ``q``."""
+    """One page of the job rows: 1-based ``page`` of ``per`` rows matching the text ``q``, of one
+    ``cluster`` (its cluster page) and one ``bucket`` (its bucket page) when given ("" = every one)."""
 
     page: int = 1
     per: int = PER_PAGE
     q: str = ""
+    cluster: str = ""
+    bucket: str = ""
 
     def bounded(self) -> PageQuery:
-        """Within bounds: page >= 1, 1 <= per <= MAX_PER_PAGE, q one clean line of <= 200 chars."""
-        return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), clean(self.q, newlines=False)[:200])
+        """Within bounds: page >= 1, 1 <= per <= MAX_PER_PAGE, q, cluster, bucket one clean line of <= 200 chars."""
+        line = lambda t: clean(t, newlines=False)[:200]  # noqa: E731
+        return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), line(self.q), line(self.cluster),
+                         line(self.bucket))  # fmt: skip
+
+    def params(self, **change: object) -> dict[str, object]:
+        """The query string's fields of this page (``change`` replacing some), an empty cluster or bucket left out."""
+        got = {"page": self.page, "per": self.per, "q": self.q, "cluster": self.cluster, "bucket": self.bucket}
+        return {k: v for k, v in {**got, **change}.items() if v != "" or k == "q"}
 
 
 def _frame() -> pd.DataFrame:
@@ -94,6 +126,7 @@ class PageView:
     # the acts standing permissions took lately (ledger.acts.standing_record); None: unread, why in standing_why
     standing: list[dict[str, str]] | None = field(default_factory=list)
     standing_why: str = ""
+    spark: dict[Key, Points] = field(default_factory=dict)  # this page's jobs' curves (history.sparkline)
 
     @property
     def pages(self) -> int:
@@ -171,12 +204,15 @@ def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuer
     frame = read_file(latest.path, columns=_columns_but_tail(latest.path), notes=view.notes, read_only=True)
     by_name = {f.path.name: f for f in files[:-1]}
 
-    def load(name: str) -> Summary | None:
-        rows = read_file(by_name[name].path, columns=PLOT_COLUMNS, notes=view.notes, read_only=True)
+    def load(name: str, with_curves: bool) -> Kept:
+        cols = list(dict.fromkeys([*PLOT_COLUMNS, *SPARK_READ])) if with_curves else PLOT_COLUMNS
+        rows = read_file(by_name[name].path, columns=cols, notes=view.notes, read_only=True)
         sums = summarize(rows) if rows is not None else []
-        return sums[0] if sums else None
+        return Kept(sums[0] if sums else None, file_curves(rows) if with_curves else None)
 
-    view.earlier = cache.summaries(list(by_name), load)
+    kept = cache.kept(list(by_name), load, [f.path.name for f in files[-SPARK_SWEEPS:-1]])
+    view.earlier = [k.summary for k in kept if k.summary is not None]
+    curves = [k.curves for k in kept if k.curves is not None]
     view.sweep = latest.path.name
     if frame is None or frame.empty or "record" not in frame:
         return view
@@ -190,14 +226,26 @@ def load_view(store: HistoryStore, cache: PageCache, query: PageQuery = PageQuer
     view.clusters = frame[frame["record"] == CLUSTER]
     view.alerts = alerts_of(flags)
     view.total = len(jobs)
-    hits = _ordered(_matching(jobs, flags, query.q), flags)
+    hits = _ordered(_matching(_narrowed(jobs, query), flags, query.q), flags)
     view.matched = len(hits)
-    view.query = query = PageQuery(min(query.page, view.pages), query.per, query.q)
+    view.query = query = PageQuery(min(query.page, view.pages), query.per, query.q, query.cluster, query.bucket)
     start = (query.page - 1) * query.per
     view.jobs = hits.iloc[start : start + query.per]
     if not flags.empty and not view.jobs.empty:
         view.flags = flags[_keys(flags).isin(set(_keys(view.jobs)))]
+    view.spark = spark_points([*curves, file_curves(frame)], view.jobs)
     return view
+
+
+SPARK_READ = ("cluster", "job_id", "bucket", "metric", "step", "value", *spark_columns())
+
+
+def _narrowed(jobs: pd.DataFrame, query: PageQuery) -> pd.DataFrame:
+    """The jobs of ``query.cluster`` and ``query.bucket`` (each exact; "" = every one)."""
+    for col, want in (("cluster", query.cluster), ("bucket", query.bucket)):
+        if want and col in jobs:
+            jobs = jobs[jobs[col].astype("string") == want]
+    return jobs
 
 
 LAST_OK_COLUMNS = ("record", "cluster", "status", "window_end")
