@@ -15,8 +15,8 @@ from sweep_core.config.ops import ClusterConfig
 from sweep_core.handoffs.cancel.iris import IrisStop, approved_stops, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch_remote import command_argv
 from sweep_core.handoffs.ports import Say
+from sweep_core.handoffs.relaunch.remote import command_argv
 
 IRIS_ID_RE = re.compile(r"^(/[\w.-]+(?:/[\w.-]+)+)\s*$", re.M)
 NO_COMMAND = "iris has no requeue: relaunched only through an ops.md relaunch_commands entry, none matches"
