@@ -89,18 +89,6 @@ def acts_of(ledger: Ledger, cluster: str, job_id: str, kind: str = "") -> list[d
     return [a for a in (e.acts if e else []) if not kind or a.get("kind") == kind]
 
 
-def series_acts(ledger: Ledger, series: str, kind: str) -> list[dict[str, str]]:
-    """Every act of ``kind`` on any link of ``series`` (see series_key), oldest first."""
-    out = [
-        a
-        for e in ledger.jobs.values()
-        if series_key(e, e.cluster, e.name) == series
-        for a in e.acts
-        if a.get("kind") == kind
-    ]
-    return sorted(out, key=lambda a: a.get("at", ""))
-
-
 def add_act(ledger: Ledger, cluster: str, job_id: str, name: str, act: Mapping[str, Any]) -> Ledger:
     """The act appended to the job's entry (created when the ledger does not know it; in place); a
     new relaunch also counts in its series' own record, a "cap reached" escalation is marked there."""

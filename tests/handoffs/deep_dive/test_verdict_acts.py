@@ -196,7 +196,14 @@ def test_a_reject_stands_until_a_probe_finds_more_evidence(tmp_path) -> None:
     kills, lines = _settle(tmp_path, [_kill()], "dd2")  # the same evidence: still not asked
     assert kills == [] and any("not asked: KILL rejected by ana" in ln for ln in lines)
     d = [_decision(job["evidence"])]  # nor by sweep_cancel, were it handed the job
-    assess(d, {("local", "11"): _ev()}, decisions_view(load_ledger(tmp_path), d), CancelConfig(), now=NOW, run_id="x__cancel")
+    assess(
+        d,
+        {("local", "11"): _ev()},
+        decisions_view(load_ledger(tmp_path), d),
+        CancelConfig(),
+        now=NOW,
+        run_id="x__cancel",
+    )
     assert d[0].verdict == "blocked" and "KILL rejected by ana" in d[0].reasons[0]
     _handed_to_deep_dive(tmp_path, "s3")
     kills, _ = _settle(tmp_path, [_kill(empty=True)], "dd3")  # two strong signals now: asked again

@@ -58,7 +58,12 @@ def test_a_few_independent_wedges_on_a_large_cluster_keep_their_standing_permiss
     decisions, evidence = fleet(2)  # 2 flagged of 80 RUNNING: below min_jobs 3 and 30 %
     ccfg = cancel_cfg(standing=[STANDING])
     assess(decisions, evidence, decisions_view(Ledger(), decisions), ccfg, now=NOW, run_id="c1")
-    assert apply_brakes(decisions, decisions_view(Ledger(), decisions), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1") == {}
+    assert (
+        apply_brakes(
+            decisions, decisions_view(Ledger(), decisions), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1"
+        )
+        == {}
+    )
     assert all(d.offer["standing"] for d in decisions)
     few, ev3 = fleet(3)  # 3 of 5 RUNNING: 60 %, trips
     assess(few, ev3, decisions_view(Ledger(), few), ccfg, now=NOW, run_id="c1")
@@ -94,7 +99,9 @@ def test_max_per_run_and_max_per_day_ask_a_human_beyond_them_saying_why() -> Non
 def test_a_job_that_printed_again_since_the_approval_is_left_alone_saying_how_it_moved() -> None:
     d = wedged_decision("a", "11", "rl__x")
     ccfg = cancel_cfg(standing=[STANDING])
-    assess([d], {("a", "11"): silent_evidence("11", "rl__x")}, decisions_view(Ledger(), [d]), ccfg, now=NOW, run_id="c1")
+    assess(
+        [d], {("a", "11"): silent_evidence("11", "rl__x")}, decisions_view(Ledger(), [d]), ccfg, now=NOW, run_id="c1"
+    )
     assert d.offer["relaunch"] and d.offer["standing"]
     fresh = silent_evidence("11", "rl__x", silent=5, step=520, size=4400)
     why = rejudge(d, fresh, view_of(LedgerView(), d), ccfg, now=NOW, relaunch=True)
@@ -111,7 +118,9 @@ def test_a_job_that_printed_again_since_the_approval_is_left_alone_saying_how_it
 def test_a_standing_permission_no_longer_met_on_the_evidence_read_now_is_not_used() -> None:
     d = wedged_decision("a", "11", "rl__x")
     ccfg = cancel_cfg(standing=[STANDING])
-    assess([d], {("a", "11"): silent_evidence("11", "rl__x")}, decisions_view(Ledger(), [d]), ccfg, now=NOW, run_id="c1")
+    assess(
+        [d], {("a", "11"): silent_evidence("11", "rl__x")}, decisions_view(Ledger(), [d]), ccfg, now=NOW, run_id="c1"
+    )
     stricter = cancel_cfg(standing=[{**STANDING, "min_silent_hours": 3}])  # config changed between flag and act
     why = rejudge(d, silent_evidence("11", "rl__x"), view_of(LedgerView(), d), stricter, now=NOW, relaunch=True)
     assert (

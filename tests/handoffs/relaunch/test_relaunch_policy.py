@@ -141,12 +141,18 @@ def _ev(requeue: str = "1", silent: int = 3 * 3600) -> Evidence:
 def test_assess_refuses_a_requeue_disabled_job_when_configured_and_applies_a_standing_permission() -> None:
     d = [_decision()]
     assess(
-        d, {("local", "11"): _ev("0")}, decisions_view(Ledger(), d), _cfg(relaunch={"requeue_disabled": "refuse"}),
-        now=NOW, run_id="c1"
+        d,
+        {("local", "11"): _ev("0")},
+        decisions_view(Ledger(), d),
+        _cfg(relaunch={"requeue_disabled": "refuse"}),
+        now=NOW,
+        run_id="c1",
     )
     assert not d[0].offer["relaunch"] and "Requeue=0 (sbatch --no-requeue): refused" in d[0].offer["why"]
     d = [_decision()]
-    assess(d, {("local", "11"): _ev("0")}, decisions_view(Ledger(), d), _cfg(), now=NOW, run_id="c1")  # default: set Requeue=1 first
+    assess(
+        d, {("local", "11"): _ev("0")}, decisions_view(Ledger(), d), _cfg(), now=NOW, run_id="c1"
+    )  # default: set Requeue=1 first
     assert d[0].offer["relaunch"] and d[0].offer["standing"] == ""
     stand = _cfg(
         standing=[{"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"], "min_silent_hours": 2}]
@@ -171,7 +177,9 @@ def test_the_prompt_offers_the_relaunch_with_the_evidence_and_escalates_a_recurr
     subject, body = approval_prompt(d, dry_run=False, timeout_minutes=60)
     assert subject.startswith("[ESCALATED] ") and "relaunch NOT offered" in body and "RECURRING" in body
     d = [_decision()]
-    assess(d, {("local", "11"): _ev()}, decisions_view(ledger, d), _cfg(), now=NOW, run_id="r1")  # the run that relaunched it
+    assess(
+        d, {("local", "11"): _ev()}, decisions_view(ledger, d), _cfg(), now=NOW, run_id="r1"
+    )  # the run that relaunched it
     assert d[0].verdict == "blocked" and d[0].reasons == ["already acted on by this run (r1)"]
 
 

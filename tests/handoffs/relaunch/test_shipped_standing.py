@@ -50,7 +50,14 @@ def _judge(decisions: list[CancelDecision], silent: int = 7800, running: int = 1
     ledger = Ledger()
     assess(decisions, evidence, decisions_view(ledger, decisions), SHIPPED, now=NOW, run_id="r1")
     clusters = {d.request.cluster for d in decisions}
-    return apply_brakes(decisions, decisions_view(ledger, decisions), SHIPPED, running=dict.fromkeys(clusters, running), now=NOW, run_id="r1")
+    return apply_brakes(
+        decisions,
+        decisions_view(ledger, decisions),
+        SHIPPED,
+        running=dict.fromkeys(clusters, running),
+        now=NOW,
+        run_id="r1",
+    )
 
 
 def test_the_shipped_permission_covers_what_the_runbook_grants_on_its_clusters() -> None:

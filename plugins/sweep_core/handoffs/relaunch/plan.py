@@ -22,13 +22,14 @@ from sweep_core.handoffs.cancel.fresh import Evidence, moved, on_silence
 from sweep_core.handoffs.cancel.overrides import takes_overrides
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.handoffs.relaunch.bad_nodes import find_bad_nodes, merged_exclude
-from sweep_core.handoffs.relaunch.iris import NO_COMMAND, has_command, iris_offer_why
 from sweep_core.handoffs.relaunch.remote import RelaunchJob, command_argv
 from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, kill_reask
 from sweep_core.ledger.view import JobView, LedgerView, fold_view
 from sweep_core.vocab import Action
+
+NO_COMMAND = "iris has no requeue: relaunched only through an ops.md relaunch_commands entry, none matches"
 
 
 def failure_kind(evidence: str, cfg: RelaunchConfig) -> str:
@@ -356,3 +357,14 @@ def relaunch_plan(
         pending=tuple(pending),
         bad_note=bad.note,
     )
+
+
+# iris has no requeue: a RUNNING iris job is offered a relaunch only through an ops.md command (relaunch.iris)
+def iris_offer_why(why: str) -> str:
+    """The offer's why for an iris job (stop, then the ops.md command)."""
+    return f"{why}; iris: iris job stop, then the ops.md relaunch command"
+
+
+def has_command(cfg: Any, name: str) -> bool:
+    """Whether an ops.md relaunch_commands entry of ``cfg`` matches the job name."""
+    return any(c.match.search(name) for c in getattr(cfg, "relaunch_commands", ()))
