@@ -7,13 +7,14 @@ given the view never goes back to the ledger mid-decision.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from sweep_core.ledger.acts import ActKind, PastAct, read_ledger, relaunch_series, series_key, series_record
-from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.verdicts import latest_verdict, standing_reject
 
 
@@ -61,26 +62,37 @@ class LedgerView:
     standing: tuple[PastAct, ...] = ()
 
 
-def _pending(ledger: Ledger, cluster: str, job_id: str, name: str, series: str) -> tuple[tuple[str, str], ...]:
-    out = {
-        (e.job_id, e.name)
-        for e in ledger.jobs.values()
-        if e.cluster == cluster
-        and e.job_id != job_id
-        and e.state == "PENDING"
-        and (e.name == name or series_key(e, cluster, e.name) == series)
-    }
-    return tuple(sorted(out))
+@dataclass(frozen=True)
+class _Index:
+    """The ledger walked once: its entries by series key, its PENDING entries by cluster."""
+
+    links: Mapping[str, tuple[LedgerEntry, ...]]
+    pending: Mapping[str, tuple[LedgerEntry, ...]]
 
 
-def _series(ledger: Ledger, cluster: str, job_id: str, name: str) -> SeriesView:
+def _index(ledger: Ledger) -> _Index:
+    links: dict[str, list[LedgerEntry]] = defaultdict(list)
+    pending: dict[str, list[LedgerEntry]] = defaultdict(list)
+    for e in ledger.jobs.values():
+        links[series_key(e, e.cluster, e.name)].append(e)
+        if e.state == "PENDING":
+            pending[e.cluster].append(e)
+    return _Index({k: tuple(v) for k, v in links.items()}, {k: tuple(v) for k, v in pending.items()})
+
+
+def _series(ledger: Ledger, idx: _Index, cluster: str, job_id: str, name: str) -> SeriesView:
     key = relaunch_series(ledger, cluster, job_id, name)
-    links = [e for e in ledger.jobs.values() if series_key(e, e.cluster, e.name) == key]
     done = sorted(
-        (a for e in links for a in e.acts if a.get("kind") == ActKind.RELAUNCH), key=lambda a: a.get("at", "")
+        (a for e in idx.links.get(key, ()) for a in e.acts if a.get("kind") == ActKind.RELAUNCH),
+        key=lambda a: a.get("at", ""),
     )
     rec = series_record(ledger, key)
-    pending_key = series_key(ledger.jobs.get(f"{cluster}|{job_id}"), cluster, name)
+    mine = series_key(ledger.jobs.get(f"{cluster}|{job_id}"), cluster, name)
+    pending = {
+        (e.job_id, e.name)
+        for e in idx.pending.get(cluster, ())
+        if e.job_id != job_id and (e.name == name or series_key(e, cluster, e.name) == mine)
+    }
     return SeriesView(
         key,
         tuple(PastAct.of(a) for a in done),
@@ -89,11 +101,11 @@ def _series(ledger: Ledger, cluster: str, job_id: str, name: str) -> SeriesView:
         rec.last_at,
         rec.last_step,
         rec.escalated,
-        _pending(ledger, cluster, job_id, name, pending_key),
+        tuple(sorted(pending)),
     )
 
 
-def fold_job(ledger: Ledger, cluster: str, job_id: str, name: str) -> JobView:
+def fold_job(ledger: Ledger, cluster: str, job_id: str, name: str, idx: _Index | None = None) -> JobView:
     """One job's view (an empty history for a job the ledger does not know)."""
     e = ledger.jobs.get(f"{cluster}|{job_id}")
     verdict, reject = latest_verdict(e), standing_reject(e)
@@ -103,15 +115,16 @@ def fold_job(ledger: Ledger, cluster: str, job_id: str, name: str) -> JobView:
         name,
         e.step if e is not None else None,
         tuple(PastAct.of(a) for a in (e.acts if e else [])),
-        _series(ledger, cluster, job_id, name),
+        _series(ledger, idx or _index(ledger), cluster, job_id, name),
         PastAct.of(verdict) if verdict is not None else None,
         PastAct.of(reject) if reject is not None else None,
     )
 
 
 def fold_view(ledger: Ledger, jobs: Iterable[tuple[str, str, str]]) -> LedgerView:
-    """The view of ``(cluster, job id, name)`` jobs, folded once, and the standing acts."""
-    folded = {f"{c}|{i}": fold_job(ledger, c, i, n) for c, i, n in jobs}
+    """The view of ``(cluster, job id, name)`` jobs and the standing acts, the ledger walked once."""
+    idx = _index(ledger)
+    folded = {f"{c}|{i}": fold_job(ledger, c, i, n, idx) for c, i, n in jobs}
     standing = tuple(
         PastAct.of(a)
         for e in ledger.jobs.values()

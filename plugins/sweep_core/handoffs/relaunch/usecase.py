@@ -50,7 +50,8 @@ SaveEvidence = Callable[[str, list[Evidence]], None]
 
 @dataclass(frozen=True)
 class CancelPorts:
-    """The I/O an act run needs (wired by the Airflow side); the ledger is the file in ``log_dir``."""
+    """The I/O sweep_cancel's judgement and acts need (wired by the Airflow side); the ledger is the
+    one of ``log_dir``."""
 
     load: LoadCluster
     run_script: RunScript
