@@ -1,8 +1,8 @@
 """A job's ledger history folded ONCE into a frozen view that the relaunch and cancel policies read
 (handoffs.relaunch): its own acts, the relaunches of its series (across chain links and renames) with
 the series' own record and PENDING links, its latest deep-dive verdict and the Reject of a KILL that
-stands, the ledger's last step; and, for the brakes, every act a standing permission took. A policy
-given the view never goes back to the ledger mid-decision.
+stands against it (ledger.verdicts.kill_reask), the ledger's last step; and, for the brakes, every
+act a standing permission took. A policy given the view never goes back to the ledger mid-decision.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from sweep_core.ledger.acts import ActKind, PastAct, read_ledger, relaunch_series, series_key, series_record
 from sweep_core.ledger.entries import Ledger, LedgerEntry
-from sweep_core.ledger.verdicts import latest_verdict, standing_reject
+from sweep_core.ledger.verdicts import kill_reask, latest_verdict, standing_reject
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class JobView:
     series: SeriesView = field(default_factory=lambda: SeriesView(""))
     verdict: PastAct | None = None  # the latest deep-dive verdict
     kill_reject: PastAct | None = None  # the latest Reject of a deep_dive_kill request
+    kill_blocked: str = ""  # why that Reject still stands against the latest verdict ("" = a KILL may be asked)
 
     @property
     def key(self) -> str:
@@ -108,7 +109,9 @@ def _series(ledger: Ledger, idx: _Index, cluster: str, job_id: str, name: str) -
 def fold_job(ledger: Ledger, cluster: str, job_id: str, name: str, idx: _Index | None = None) -> JobView:
     """One job's view (an empty history for a job the ledger does not know)."""
     e = ledger.jobs.get(f"{cluster}|{job_id}")
-    verdict, reject = latest_verdict(e), standing_reject(e)
+    v, r = latest_verdict(e), standing_reject(e)
+    verdict, reject = (PastAct.of(v) if v is not None else None), (PastAct.of(r) if r is not None else None)
+    ok, why = kill_reask(reject, verdict.weight if verdict else 0)
     return JobView(
         cluster,
         job_id,
@@ -116,8 +119,9 @@ def fold_job(ledger: Ledger, cluster: str, job_id: str, name: str, idx: _Index |
         e.step if e is not None else None,
         tuple(PastAct.of(a) for a in (e.acts if e else [])),
         _series(ledger, idx or _index(ledger), cluster, job_id, name),
-        PastAct.of(verdict) if verdict is not None else None,
-        PastAct.of(reject) if reject is not None else None,
+        verdict,
+        reject,
+        "" if ok else why,
     )
 
 

@@ -53,6 +53,7 @@ def test_a_job_s_history_is_folded_into_a_frozen_view_of_its_acts_series_and_ver
     assert job.series.record_step == "400" and job.series.pending == (("12", "rl__x"),)
     assert job.verdict is not None and job.verdict.weight == 3
     assert job.kill_reject is not None and job.kill_reject.by == "bo"
+    assert job.kill_blocked.startswith("KILL rejected by bo at t3 (evidence weight 3, now 3)")
     with pytest.raises(dataclasses.FrozenInstanceError):
         job.step = 1  # type: ignore[misc]
     folded = fold_view(_history(), [("a", "11", "rl__x"), ("a", "99", "rl__new")])

@@ -25,7 +25,7 @@ from sweep_core.handoffs.relaunch.bad_nodes import find_bad_nodes, merged_exclud
 from sweep_core.handoffs.relaunch.remote import RelaunchJob, command_argv
 from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, kill_reask
+from sweep_core.ledger.verdicts import DEEP_DIVE_KILL
 from sweep_core.ledger.view import JobView, LedgerView, fold_view
 from sweep_core.vocab import Action
 
@@ -171,9 +171,9 @@ def asked_again(job: JobView, silent_s: int | None, factor: float) -> tuple[bool
 
 def may_ask(job: JobView, rule: str, silent_s: int | None, factor: float) -> tuple[bool, str]:
     """(may ask, why not) after a Reject: a deep-dive KILL once a probe weighs more than the KILL
-    rejected (ledger.verdicts), any other request once its silence grew ``factor`` times."""
+    rejected (folded: ``kill_blocked``), any other request once its silence grew ``factor`` times."""
     if rule == DEEP_DIVE_KILL:
-        return kill_reask(job.kill_reject, job.verdict.weight if job.verdict else 0)
+        return not job.kill_blocked, job.kill_blocked
     return asked_again(job, silent_s, factor)
 
 
