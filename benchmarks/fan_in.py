@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins"))
 
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job  # noqa: E402
-from sweep_core.pipeline import run_fan_in  # noqa: E402
+from sweep_core.pipeline.steps import run_fan_in  # noqa: E402
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job  # noqa: E402
 
 LOGS = {p.stem: p.read_text() for p in (ROOT / "tests" / "fixtures" / "logs").glob("*.out")}
 KINDS = [

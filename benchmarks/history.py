@@ -24,7 +24,7 @@ from sweep_core.history.page import sweeps_page  # noqa: E402
 from sweep_core.history.page_view import PageCache, load_view  # noqa: E402
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, sweep_frame  # noqa: E402
 from sweep_core.history.store import HistoryStore, read_sweep  # noqa: E402
-from sweep_core.models import Flag  # noqa: E402
+from sweep_core.records.models import Flag  # noqa: E402
 
 JOBS, SWEEPS = 1_000, 200
 END = dt.datetime(2026, 6, 1, 0, 0, tzinfo=dt.UTC)

@@ -25,7 +25,7 @@ from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.history.openmetrics import exposition, families  # noqa: E402
 from sweep_core.history.rows import sweep_frame  # noqa: E402
 from sweep_core.history.store import HistoryStore  # noqa: E402
-from sweep_core.models import Flag  # noqa: E402
+from sweep_core.records.models import Flag  # noqa: E402
 
 END = dt.datetime(2026, 12, 6, 0, 0, tzinfo=dt.UTC)
 STEP = dt.timedelta(hours=3)

@@ -21,7 +21,7 @@ from fan_in import ROOT, snapshots  # noqa: E402
 
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.fanin import render  # noqa: E402
-from sweep_core.pipeline import run_fan_in  # noqa: E402
+from sweep_core.pipeline.steps import run_fan_in  # noqa: E402
 
 SIZES = (50, 300, 1_000, 3_000)
 HAND_DRAWN = "ac3829887dd0bb074d2abcb86082360d63149de4"  # the last commit whose box_table drew by hand

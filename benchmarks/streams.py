@@ -30,9 +30,9 @@ from tensorboardX import SummaryWriter  # noqa: E402
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.fanin.streams import STREAM_WORDS as WORDS  # noqa: E402
 from sweep_core.fanin.streams import bound_points  # noqa: E402
-from sweep_core.models import Job, json_safe  # noqa: E402
+from sweep_core.records.models import Job, json_safe  # noqa: E402
+from sweep_core.records.vocab import Bucket  # noqa: E402
 from sweep_core.slurm.streams import parse_stream  # noqa: E402
-from sweep_core.vocab import Bucket  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("streams", ROOT / "plugins/sweep_core/programs/streams.py")
 assert _spec and _spec.loader

@@ -25,7 +25,7 @@ from sweep_core.history.page import sweeps_page  # noqa: E402
 from sweep_core.history.page_view import PageCache, PageQuery, job_tail, load_view  # noqa: E402
 from sweep_core.history.rows import sweep_frame  # noqa: E402
 from sweep_core.history.store import HistoryStore  # noqa: E402
-from sweep_core.models import Flag  # noqa: E402
+from sweep_core.records.models import Flag  # noqa: E402
 
 END = dt.datetime(2026, 6, 1, 0, 0, tzinfo=dt.UTC)
 STEP = dt.timedelta(hours=3)

@@ -31,8 +31,8 @@ from xcom_bytes import snapshot, xcom_bytes  # noqa: E402
 from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.history.rows import sweep_frame  # noqa: E402
 from sweep_core.history.store import HistoryStore  # noqa: E402
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag  # noqa: E402
-from sweep_core.pipeline import digest_step  # noqa: E402
+from sweep_core.pipeline.steps import digest_step  # noqa: E402
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag  # noqa: E402
 
 GATHER = {"slurmctld_rpcs": 6, "slurmdbd_queries": 2, "ssh_sessions": 1, "login_processes": 16}  # per gather
 RUNS_PER_DAY = 288

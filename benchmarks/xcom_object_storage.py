@@ -35,7 +35,7 @@ def _values(n: int) -> list[tuple[str, Any]]:
     from xcom_bytes import snapshot
 
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.pipeline import digest_step
+    from sweep_core.pipeline.steps import digest_step
 
     config = load_sweep_config(ROOT / "include" / "sweep.yaml")
     snap = snapshot(n, config, 16_384)

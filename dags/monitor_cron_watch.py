@@ -9,7 +9,7 @@ sweep_operators.sweep_dag from the same operators and core.
 
 One ledger and one edge for both DAGs: a flag the watch told is not told again by the report sweep
 (and vice versa), a job either handed off is not handed off again. A watch run goes by
-``watch__<run id>`` in the ledger, the history and its hand-off run ids (sweep_core.cadence).
+``watch__<run id>`` in the ledger, the history and its hand-off run ids (sweep_core.timing.cadence).
 
 ``catchup=False``: a missed 5-minute tick is not worth a backfill. Its window is past by the time
 it would run, and a past window judges no liveness and hands nothing to cancel (DESIGN: "a past

@@ -26,7 +26,7 @@ from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import DAG, Param, TriggerRule
 
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
-from sweep_core.vocab import CANCEL_ACTIONS
+from sweep_core.records.vocab import CANCEL_ACTIONS
 from sweep_operators import cancel_tasks
 from sweep_operators.approval_notify import ApprovalNotifier
 from sweep_operators.dag_common import config_paths, handoff_dag_kwargs

@@ -271,7 +271,7 @@ up() {
   # environment it is exec'd with are written to worker-env-names (a Celery worker retitles itself,
   # which blanks its /proc environ).
   [ "$EXECUTOR" != CeleryExecutor ] || for ((k = 1; k <= WORKERS; k++)); do start_worker "$k"; done
-  start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET -u AIRFLOW__CORE__FERNET_KEY python -m sweep_core.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
+  start db-clean env -u AIRFLOW__API_AUTH__JWT_SECRET -u AIRFLOW__CORE__FERNET_KEY python -m sweep_core.admin.db_clean --loop # no DAG can: an Airflow 3 task has no metadata DB
   say "up ($EXECUTOR): UI/API http://127.0.0.1:$API_PORT (user $_AIRFLOW_WWW_USER_USERNAME, password in $DH/secrets.env)"
   say "CLI: source $DH/airflow.env"
 }

@@ -15,7 +15,7 @@ from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 DAG_TEST_USER = "dag_test"  # the triggering user dag.test() gives every run it makes (airflow.sdk DAG.test)
 

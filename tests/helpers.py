@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

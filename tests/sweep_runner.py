@@ -11,7 +11,7 @@ from typing import Any
 
 from lab import LAB_CONFIG, LAB_OPS
 
-from sweep_core.models import ClusterSnapshot
+from sweep_core.records.models import ClusterSnapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 

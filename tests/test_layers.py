@@ -26,7 +26,7 @@ def test_the_pipeline_above_the_rules_above_the_fan_in_and_the_ledger_below_them
     assert not {r for r in edges["sweep_core.ledger"] if r.startswith(("sweep_core.rules", "sweep_core.fanin",
                                                                        "sweep_core.handoffs"))}  # fmt: skip
     assert "sweep_core.slurm" not in edges["sweep_core.iris"] | edges["sweep_core.gpu"]
-    assert "sweep_core" not in str(edges["sweep_core.models"] - {"sweep_core.vocab"})
+    assert "sweep_core" not in str(edges["sweep_core.records.models"] - {"sweep_core.records.vocab"})
 
 
 def test_each_hand_off_is_a_room_and_relaunch_and_the_deep_dive_stand_on_cancel() -> None:

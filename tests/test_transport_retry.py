@@ -24,7 +24,7 @@ def _step(exc: BaseException):
     ids=["timeout", "refused", "plain-oserror"],
 )
 def test_classification_of_plain_errors(exc) -> None:
-    from sweep_core.transport import is_transport_error
+    from sweep_core.timing.transport import is_transport_error
 
     assert is_transport_error(exc) is (type(exc) is not OSError)
 

@@ -1,4 +1,4 @@
-"""The named vocabularies (sweep_core.vocab): no module spells a bucket or a cleanup action by hand,
+"""The named vocabularies (sweep_core.records.vocab): no module spells a bucket or a cleanup action by hand,
 the cleanup-action helpers round-trip, and flags keep their exact strings through XCom JSON, the
 rendered flag line and the hand-off confs.
 """
@@ -18,12 +18,12 @@ from sweep_core.config.handoffs_schema import DEFAULT_FLAVORS
 from sweep_core.handoffs.cancel.plan import CancelRequest
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, targets_from_flags
 from sweep_core.handoffs.triggers import plan_handoffs
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.vocab import CANCEL_ACTIONS, Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 from sweep_core.rules.context import job_flag
-from sweep_core.vocab import CANCEL_ACTIONS, Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 
 ROOT = Path(__file__).resolve().parents[1]
-VOCAB = ROOT / "plugins" / "sweep_core" / "vocab.py"
+VOCAB = ROOT / "plugins" / "sweep_core" / "records" / "vocab.py"
 CLEANUP_PREFIX = "cleanup:"
 
 
@@ -50,7 +50,7 @@ def test_no_module_spells_a_bucket_name_as_a_string() -> None:
     """Renaming a bucket must not silently turn off the code that compares against the old name."""
     names = {b.value for b in Bucket}
     found = [
-        f"{f.relative_to(ROOT)}:{line}: {body!r} (use sweep_core.vocab.Bucket)"
+        f"{f.relative_to(ROOT)}:{line}: {body!r} (use sweep_core.records.vocab.Bucket)"
         for f in _code_files()
         for line, body in _string_literals(f)
         if body in names
@@ -61,7 +61,7 @@ def test_no_module_spells_a_bucket_name_as_a_string() -> None:
 def test_no_module_builds_or_parses_a_cleanup_action_by_hand() -> None:
     """``cleanup:<flavor>`` is made by cleanup_action and read by cleanup_flavor, nowhere else."""
     found = [
-        f"{f.relative_to(ROOT)}:{line}: {body[:60]!r} (use sweep_core.vocab.cleanup_action/cleanup_flavor)"
+        f"{f.relative_to(ROOT)}:{line}: {body[:60]!r} (use sweep_core.records.vocab.cleanup_action/cleanup_flavor)"
         for f in _code_files()
         for line, body in _string_literals(f)
         if body.startswith(CLEANUP_PREFIX)
@@ -72,7 +72,7 @@ def test_no_module_builds_or_parses_a_cleanup_action_by_hand() -> None:
 def test_no_rule_spells_a_severity_or_an_action_as_a_string() -> None:
     words = {v.value for v in (*Severity, *Action)}
     found = [
-        f"{f.relative_to(ROOT)}:{line}: {body!r} (use sweep_core.vocab.Severity/Action)"
+        f"{f.relative_to(ROOT)}:{line}: {body!r} (use sweep_core.records.vocab.Severity/Action)"
         for f in sorted((ROOT / "plugins" / "sweep_core" / "rules").glob("*.py"))
         for line, body in _string_literals(f)
         if body in words

@@ -26,7 +26,7 @@ from sweep_core.alerts.approvals import (
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.ledger.outcomes import record_outcome, record_watch_outcome, tells_failing
-from sweep_core.vocab import NO_CHANNEL
+from sweep_core.records.vocab import NO_CHANNEL
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.notify_tasks import send
 from sweep_operators.task_ids import Cancel, DagId

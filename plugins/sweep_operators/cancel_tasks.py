@@ -45,7 +45,7 @@ from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, val
 from sweep_core.handoffs.upload.salvage import salvage_acts
 from sweep_core.ledger.acts import record_acts
 from sweep_core.rules.cleanup import rl_flavor_of_name
-from sweep_core.safe_text import md_text
+from sweep_core.safe.text import md_text
 from sweep_operators import relaunch_tasks
 from sweep_operators.cancel_authority import authorize_decisions
 from sweep_operators.handoff_io import iris_lister, ops_loader, ssh_runner

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sweep_core.act_bounds import act_bound_s
 from sweep_core.config.ops import ClusterConfig, LoginNode
 from sweep_core.slurm.failover import (
     OUTCOME_UNKNOWN,
@@ -22,6 +21,7 @@ from sweep_core.slurm.failover import (
 )
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.remote_scripts import bound_line, is_act
+from sweep_core.timing.act_bounds import act_bound_s
 
 if TYPE_CHECKING:  # paramiko and the SSH provider load at run time only: DAG parse stays fast
     from airflow.providers.ssh.hooks.ssh import SSHHook

@@ -11,7 +11,7 @@ from typing import Any
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.report import upsert_section
 from sweep_core.fanin.run_logs import RunLogStore, is_url
-from sweep_core.safe_text import md_code, md_fence
+from sweep_core.safe.text import md_code, md_fence
 from sweep_operators.state_db import use_state_db
 
 

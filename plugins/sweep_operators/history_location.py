@@ -9,9 +9,9 @@ import posixpath
 
 from airflow.sdk import ObjectStoragePath
 
-from sweep_core.cadence import is_watch_run
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.history.store import HistoryStore
+from sweep_core.timing.cadence import is_watch_run
 from sweep_operators.handoff_record import run_log_dir
 
 
@@ -34,5 +34,5 @@ def watch_history_store(config: SweepConfig) -> HistoryStore:
 
 
 def store_of(config: SweepConfig, run_id: str) -> HistoryStore:
-    """The history store run ``run_id`` wrote: the watch's for a watch run (sweep_core.cadence)."""
+    """The history store run ``run_id`` wrote: the watch's for a watch run (sweep_core.timing.cadence)."""
     return watch_history_store(config) if is_watch_run(run_id) else history_store(config)

@@ -20,7 +20,7 @@ from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.hygiene.handoff import approval_body, pull, record_lines, validate_cluster
 from sweep_core.handoffs.ports import active_slurm
-from sweep_core.safe_text import md_text
+from sweep_core.safe.text import md_text
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record
 from sweep_operators.identity import ids_are_names, requester

@@ -15,8 +15,8 @@ from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.fanin.digest import payload_line
 from sweep_core.iris.setup import unready_snapshot
 from sweep_core.iris.state import COUNTED, PodCount, iris_snapshot, pod_source, polled_snapshot
-from sweep_core.models import ClusterSnapshot
-from sweep_core.window import is_past_window
+from sweep_core.records.models import ClusterSnapshot
+from sweep_core.timing.window import is_past_window
 from sweep_operators.iris_hook import IrisHook, IrisUnavailable
 from sweep_operators.reliability import transport_only
 from sweep_operators.window import catch_up_since, sweep_window
@@ -99,7 +99,7 @@ class IrisGatherOperator(BaseOperator):
         else:  # XCom carries metrics, evidence and capped excerpts, not log tails
             from sweep_core.config.sweep import load_sweep_config
             from sweep_core.fanin.cursor import before_digest, carry
-            from sweep_core.pipeline import digest_step
+            from sweep_core.pipeline.steps import digest_step
 
             config = load_sweep_config(self.sweep_config_path)
             ledger, read = self._cursor_read(config, context, end)

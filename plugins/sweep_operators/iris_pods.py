@@ -18,7 +18,7 @@ from sweep_core.gpu.probe import POD_EXEC_COMMAND, exec_refusal, pod_readings, r
 from sweep_core.handoffs.deep_dive.inputs import GpuUtil
 from sweep_core.iris.kubeconfig import explicit_context
 from sweep_core.iris.state import PodCount, pod_count_from_list, sanitize_label_value
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 LABEL = "iris.job_id"
 

@@ -29,15 +29,15 @@ from sweep_core.alerts.layout import (
     slack_text,
     unrouted_lines,
 )
-from sweep_core.cadence import is_watch_run, rules_of
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import read_file, read_sweep, window_key
-from sweep_core.models import ClusterSnapshot, Flag
+from sweep_core.records.models import ClusterSnapshot, Flag
 from sweep_core.state.documents import read_document, write_document
+from sweep_core.timing.cadence import is_watch_run, rules_of
 from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store, store_of, watch_history_store
 from sweep_operators.task_ids import DagId, Sweep

@@ -1,5 +1,5 @@
 """Airflow's own reliability settings on every task of a DAG: ``execution_timeout`` sized by
-sweep_core.task_limits from sweep.yaml and ops.md, retries with exponential backoff for the
+sweep_core.config.task_limits from sweep.yaml and ops.md, retries with exponential backoff for the
 read-only steps only, and a callable wrapper that lets only a transport error be retried (anything
 else fails at once: AirflowFailException). Every task must be named in the DAG's needs."""
 
@@ -14,8 +14,8 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, cluster_names, load_cluster
-from sweep_core.task_limits import Kind, Need, approval_wait_s, limit
-from sweep_core.transport import is_transport_error
+from sweep_core.config.task_limits import Kind, Need, approval_wait_s, limit
+from sweep_core.timing.transport import is_transport_error
 
 log = logging.getLogger(__name__)
 

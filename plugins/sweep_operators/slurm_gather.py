@@ -15,7 +15,6 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from sweep_core.cadence import is_watch_run
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits, load_sweep_config
@@ -25,11 +24,12 @@ from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.streams import STREAM_WORDS
 from sweep_core.gpu.probe import gpu_patterns
 from sweep_core.ledger.store import ledger_for_run
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import digest_gathered
+from sweep_core.pipeline.steps import digest_gathered
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.vocab import Bucket
 from sweep_core.slurm.gather import bucket_patterns, build_gather_script
 from sweep_core.slurm.gather_plan import gather_request, gathered_snapshot
-from sweep_core.vocab import Bucket
+from sweep_core.timing.cadence import is_watch_run
 from sweep_operators.cluster_ssh import run_batch
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.reliability import transport_only

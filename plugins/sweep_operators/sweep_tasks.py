@@ -30,8 +30,7 @@ from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.hold import CONFIRM_PARAM
 from sweep_core.ledger.runs import PER_JOB, RunChanges, sweep_changes
 from sweep_core.ledger.store import ledger_for_run
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.pipeline import (
+from sweep_core.pipeline.steps import (
     Laps,
     SweepResult,
     bucket_stages,
@@ -42,7 +41,8 @@ from sweep_core.pipeline import (
     return_check,
     skip_snapshot,
 )
-from sweep_core.safe_text import clean, md_text
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.safe.text import clean, md_text
 from sweep_operators.handoff_io import hub_check
 from sweep_operators.handoff_record import run_log_dir, run_log_store
 from sweep_operators.history_location import history_store

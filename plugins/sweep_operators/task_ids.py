@@ -14,7 +14,7 @@ class DagId:
     """The nine DAGs of the package."""
 
     SWEEP: Final = "monitor_cron_sweep"
-    WATCH: Final = "monitor_cron_watch"  # the light sweep every few minutes (sweep_core.cadence)
+    WATCH: Final = "monitor_cron_watch"  # the light sweep every few minutes (sweep_core.timing.cadence)
     CLEANUP, CANCEL, HF_CHAIN, HARVEST = "sweep_cleanup", "sweep_cancel", "sweep_hf_chain", "sweep_tracker_harvest"
     DEEP_DIVE: Final = "sweep_rl_deep_dive"
     SNAPSHOTS: Final = "sweep_snapshots"  # Daytona at its HARD cap: STALE snapshots deleted once approved

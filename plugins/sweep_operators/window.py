@@ -6,10 +6,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sweep_core.cadence import watch_run_id
 from sweep_core.ledger.catch_up import catch_up_start
 from sweep_core.ledger.store import ledger_for_run
-from sweep_core.window import resolve_window
+from sweep_core.timing.cadence import watch_run_id
+from sweep_core.timing.window import resolve_window
 from sweep_operators.task_ids import DagId
 
 
@@ -39,7 +39,7 @@ def dag_id_of(context: Any) -> str:
 
 def run_id_of(context: Any) -> str:
     """This sweep run's name in the ledger, the history and its hand-off run ids: the DAG run id, a
-    watch run's with sweep_core.cadence.WATCH_PREFIX before it ("" when the context has none)."""
+    watch run's with sweep_core.timing.cadence.WATCH_PREFIX before it ("" when the context has none)."""
     run_id = dag_run_id(context)
     return watch_run_id(run_id) if run_id and dag_id_of(context) == DagId.WATCH else run_id
 

@@ -12,7 +12,7 @@ from sweep_core.alerts.layout import route, unrouted_lines
 from sweep_core.handoffs.cleanup.backlog import forget, judge, remember
 from sweep_core.handoffs.cleanup.execute import still_there
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget
-from sweep_core.vocab import NO_CHANNEL
+from sweep_core.records.vocab import NO_CHANNEL
 
 NOW = dt.datetime(2026, 12, 5, 12, 0, tzinfo=dt.UTC)
 HUB = "hub check failed for model org/sft__a: config.json missing"

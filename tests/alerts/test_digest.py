@@ -10,7 +10,7 @@ from sweep_core.alerts.digest import COLUMNS, build_digest
 from sweep_core.alerts.layout import email_html, route, slack_blocks
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_sweep
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 H = dt.timedelta(hours=3)

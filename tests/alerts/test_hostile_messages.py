@@ -20,7 +20,7 @@ from sweep_core.alerts.layout import Message, route
 from sweep_core.config.notify_schema import Channel
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_sweep
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 
 OURS = "http://airflow.local:8080/dags/monitor_cron_sweep/runs/r1"
 NAME = "rl__x_*URGENT*_~gone~`rm -rf`<!channel>_evil.example.com"

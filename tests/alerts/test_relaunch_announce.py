@@ -21,8 +21,8 @@ from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
 from sweep_core.ledger.acts import add_act
 from sweep_core.ledger.entries import Ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import rules_step
+from sweep_core.pipeline.steps import rules_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History
 
 EV = {"job_id": "77", "name": "rl__w", "remote_now": 20000, "last_output": 8000, "step": 5, "nodelist": "gpu[1-2]",

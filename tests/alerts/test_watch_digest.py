@@ -9,9 +9,9 @@ import datetime as dt
 import pandas as pd
 
 from sweep_core.alerts.digest import Digest, build_digest
-from sweep_core.cadence import WATCH_RULES, rules_of, watch_run_id
 from sweep_core.history.rows import sweep_frame
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.timing.cadence import WATCH_RULES, rules_of, watch_run_id
 
 T0 = dt.datetime(2026, 12, 3, 3, 0, tzinfo=dt.UTC)
 

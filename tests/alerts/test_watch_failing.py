@@ -10,9 +10,9 @@ import datetime as dt
 import pytest
 
 from sweep_core.alerts.approvals import watch_failing_message
-from sweep_core.cadence import watch_run_id
 from sweep_core.ledger.outcomes import record_outcome, record_watch_outcome
 from sweep_core.ledger.store import load_ledger
+from sweep_core.timing.cadence import watch_run_id
 
 T0 = dt.datetime(2026, 12, 3, 14, 0, tzinfo=dt.UTC)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep_core.check_config import main
+from sweep_core.admin.check_config import main
 from sweep_core.config.ops import cluster_names, load_cluster
 from sweep_core.handoffs.switches import HANDOFFS
 
@@ -219,7 +219,7 @@ def test_python_m_from_the_checkout_reads_the_dags_environment(include) -> None:
     )
     env = {**os.environ, "SWEEP_OPS_DIR": str(include / "ops"), "SWEEP_CONFIG": str(include / "sweep.yaml"),
            "PYTHONPATH": str(ROOT / "plugins")}  # fmt: skip
-    res = subprocess.run([sys.executable, "-m", "sweep_core.check_config", "--on", dt.date.today().isoformat()],
+    res = subprocess.run([sys.executable, "-m", "sweep_core.admin.check_config", "--on", dt.date.today().isoformat()],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
     assert res.returncode == 1
     assert f"{include / 'ops' / 'perlmutter' / 'ops.md'}: field 'kubeconfig'" in res.stderr

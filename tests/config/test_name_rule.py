@@ -1,4 +1,4 @@
-"""One rule for names that reach an argv or a path (sweep_core.safe_names), and argv templates that
+"""One rule for names that reach an argv or a path (sweep_core.safe.names), and argv templates that
 would hand a job's name to a shell are config errors at load time, naming the file and the field."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from sweep_core.config.ops import OpsConfigError, parse_ops_text
 from sweep_core.config.sweep import SweepConfigError, load_sweep_config
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, candidate_paths, cleanup_config
 from sweep_core.handoffs.deep_dive.remote import ProbeJob, trace_dirs
-from sweep_core.safe_names import check_argv_template, plain_name, shell_code_elements
+from sweep_core.safe.names import check_argv_template, plain_name, shell_code_elements
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = """---

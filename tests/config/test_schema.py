@@ -14,7 +14,7 @@ from sweep_core.config.ops import OpsConfigError, cluster_names, load_cluster, p
 from sweep_core.config.schema_base import StrictModel
 from sweep_core.config.sweep import SweepConfigError, load_sweep_config, parse_sweep_config
 from sweep_core.config.sweep_schema import SweepConfig
-from sweep_core.vocab import Bucket
+from sweep_core.records.vocab import Bucket
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "include" / "ops"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from sweep_core.admin.db_clean import WATCH_DAG_ID, clean_commands, failed_tables
 from sweep_core.config.db_clean_schema import DbCleanSection
-from sweep_core.db_clean import WATCH_DAG_ID, clean_commands, failed_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,7 +110,7 @@ def test_the_scheduled_clean_up_deletes_old_watch_and_report_runs_and_keeps_rece
         assert before[table] == every, table
 
     done = subprocess.run(
-        [sys.executable, "-m", "sweep_core.db_clean"], env=_env(home), capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "sweep_core.admin.db_clean"], env=_env(home), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "db clean (--dag-ids monitor_cron_watch): " in done.stdout and "db clean (every DAG): " in done.stdout
@@ -142,14 +142,14 @@ def test_a_table_left_uncleaned_fails_but_deadline_under_dag_ids_is_airflows_own
 def test_the_deployments_run_this_clean_up_at_the_configured_time() -> None:
     import yaml
 
-    from sweep_core.db_clean import next_run
+    from sweep_core.admin.db_clean import next_run
 
     svc = yaml.safe_load((ROOT / "docker-compose.yaml").read_text())["services"]["airflow-db-clean"]
-    assert svc["command"] == "python -m sweep_core.db_clean --loop"
+    assert svc["command"] == "python -m sweep_core.admin.db_clean --loop"
     assert svc["environment"]["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://")
     # the image's installed package (no plugins/ on a path); sweep.yaml found beside the DAGs folder
     assert "PYTHONPATH" not in svc["environment"] and svc["restart"] == "on-failure"
-    assert "python -m sweep_core.db_clean --loop" in (ROOT / "scripts" / "deploy_local.sh").read_text()
+    assert "python -m sweep_core.admin.db_clean --loop" in (ROOT / "scripts" / "deploy_local.sh").read_text()
     at = dt.datetime(2026, 12, 5, 3, 17, tzinfo=dt.UTC)
     assert next_run("17 3 * * *", at) == at + dt.timedelta(days=1)
     assert next_run("17 3 * * *", at - dt.timedelta(minutes=1)) == at

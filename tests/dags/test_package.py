@@ -97,7 +97,7 @@ def test_the_wheel_holds_the_packages_the_programs_and_the_runtime_ranges(wheel)
     points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(points).decode()
     assert "[airflow.plugins]" in text and "sweeps_page = sweep_operators.sweeps_page:SweepsPagePlugin" in text
-    assert "[console_scripts]" in text and "check-config = sweep_core.check_config:main" in text
+    assert "[console_scripts]" in text and "check-config = sweep_core.admin.check_config:main" in text
 
 
 def _dockerfile_layout() -> dict[str, str]:
@@ -216,7 +216,7 @@ def test_check_config_and_the_db_clean_up_read_the_same_include(deployment) -> N
     named = subprocess.run(["check-config"], env={**deployment, "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
                                                   "SWEEP_STATE_CONN_ID": "sweep_state"}, **run)  # fmt: skip
     assert named.returncode == 0 and "state: Connection 'sweep_state'" in named.stdout, named.stderr[-2000:]
-    clean = subprocess.run([sys.executable, "-m", "sweep_core.db_clean", "--print"], env=deployment, **run)
+    clean = subprocess.run([sys.executable, "-m", "sweep_core.admin.db_clean", "--print"], env=deployment, **run)
     assert clean.returncode == 0, clean.stderr[-3000:]
     assert "airflow db clean" in clean.stdout and "--dag-ids monitor_cron_watch" in clean.stdout, clean.stdout
 

@@ -19,7 +19,7 @@ from sweep_runner import run_sweep
 
 from sweep_core.slurm.past_window import PAST_RUNNING_LOG_NOTE
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE
-from sweep_core.window import PAST_WINDOW_NOTE
+from sweep_core.timing.window import PAST_WINDOW_NOTE
 
 pytestmark = pytest.mark.cluster
 GRACE_S = 5

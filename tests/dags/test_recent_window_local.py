@@ -16,7 +16,7 @@ import time
 import pytest
 from sweep_runner import run_sweep
 
-from sweep_core.window import PAST_WINDOW_NOTE
+from sweep_core.timing.window import PAST_WINDOW_NOTE
 
 pytestmark = pytest.mark.cluster
 

@@ -17,7 +17,7 @@ from helpers import table_rows
 from lab import HOME, LAB_OPS, LOGIN_PORTS, USER
 from sweep_runner import ROOT, run_sweep
 
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 
 pytestmark = pytest.mark.cluster
 LOOP = 'for i in $(seq 1 600); do echo "Training Step Progress: $i/600"; sleep 2; done'

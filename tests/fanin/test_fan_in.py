@@ -10,8 +10,8 @@ import pytest
 from sweep_core.config.sweep import SweepConfigError, load_sweep_config, parse_sweep_config
 from sweep_core.fanin.buckets import bucket_for
 from sweep_core.fanin.report import flagged_lines, render_run_log, run_log_path, run_note
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")

@@ -52,8 +52,8 @@ from sweep_core.health.quota_parsers import (
     parse_taccinfo,
 )
 from sweep_core.iris.state import IRIS_STATES, IrisStateError, iris_state_name, pod_count_from_list
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 FIX = ROOT / "tests" / "fixtures"

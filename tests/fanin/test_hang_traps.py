@@ -9,8 +9,8 @@ from pathlib import Path
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.metrics.hang import EDQUOT, SIG53, hang_evidence, named_traps
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")

@@ -15,8 +15,8 @@ from sweep_core.fanin.report import render_run_log
 from sweep_core.handoffs.switches import cluster_switches, off_lines
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_sweep
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import cadence_table, render_step
+from sweep_core.pipeline.steps import cadence_table, render_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "include" / "ops"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime as dt
 
 from sweep_core.handoffs.triggers import plan_handoffs
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import liveness_step
+from sweep_core.pipeline.steps import liveness_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import job_flag
-from sweep_core.vocab import Action, Bucket, Severity
-from sweep_core.window import PAST_WINDOW_GRACE_S, PAST_WINDOW_NOTE, is_past_window
+from sweep_core.timing.window import PAST_WINDOW_GRACE_S, PAST_WINDOW_NOTE, is_past_window
 
 NOW = dt.datetime(2026, 12, 3, 18, 50, tzinfo=dt.UTC)
 

@@ -11,8 +11,8 @@ from helpers import table_rows
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.render import short_reasons
 from sweep_core.fanin.report import render_run_log
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")

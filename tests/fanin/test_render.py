@@ -12,7 +12,7 @@ from wcwidth import wcswidth
 
 from sweep_core.fanin.liveness import elapsed_text
 from sweep_core.fanin.render import box_table, prepare_cell, render_bucket
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 
 TQDM = "12%|█▏        | 227/1875 [10:18<1:14:44,  2.72s/it]"
 
@@ -188,7 +188,7 @@ def test_lr_column_shows_the_rate_a_dash_when_the_log_has_none_and_unknown_when_
     from helpers import table_rows
 
     from sweep_core.fanin.render import METRIC_COLUMNS
-    from sweep_core.vocab import Bucket
+    from sweep_core.records.vocab import Bucket
 
     base = {"step": 5, "max_steps": 10, "reward": 0.5, "grad_norm": 1.0, "entropy": 0.4, "tis": 1.0}
     with_lr = Job("c1", "1", "rl__a", "RUNNING", "squeue", bucket="RL", metrics={**base, "lr": 1e-06})

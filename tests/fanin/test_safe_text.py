@@ -1,5 +1,5 @@
 """Cluster text leaves a code fence only escaped: no terminal escapes, no live Markdown/HTML, no
-fence or code span a value can close (sweep_core.safe_text, and every boundary that uses it)."""
+fence or code span a value can close (sweep_core.safe.text, and every boundary that uses it)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from markdown_it import MarkdownIt
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.render import box_table
 from sweep_core.fanin.report import flagged_lines, render_run_log, run_note
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
-from sweep_core.safe_text import clean, md_code, md_fence, md_text
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.safe.text import clean, md_code, md_fence, md_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")
@@ -188,9 +188,9 @@ def test_handoff_output_cannot_end_or_fake_a_run_log_section() -> None:
 def test_run_note_keeps_its_line_breaks_as_markdown(tmp_path: Path) -> None:
     """Airflow renders the note as Markdown: the header lines stay separate blocks, not one paragraph."""
     from sweep_core.fanin.render import RenderedSweep
-    from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-    from sweep_core.pipeline import SweepResult
-    from sweep_core.vocab import Severity
+    from sweep_core.pipeline.steps import SweepResult
+    from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+    from sweep_core.records.vocab import Severity
 
     snap = ClusterSnapshot("local", "slurm", ClusterStatus.OK)
     result = SweepResult([snap], {}, RenderedSweep("", {}), [])

@@ -9,8 +9,8 @@ from helpers import FIXTURES
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.ledger.entries import Ledger, LedgerEntry
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import digest_gathered
+from sweep_core.pipeline.steps import digest_gathered
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 CONFIG = load_sweep_config(FIXTURES.parents[1] / "include" / "sweep.yaml")
 TORCHTITAN = (FIXTURES / "logs" / "general" / "torchtitan.out").read_text()  # step 10 of 1000

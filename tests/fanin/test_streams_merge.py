@@ -19,8 +19,8 @@ from sweep_core.fanin.render import _job_note
 from sweep_core.fanin.streams import STREAM_WORDS as WORDS
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import digest_step
+from sweep_core.pipeline.steps import digest_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.streams import parse_stream
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.fanin.digest import DROPPED, EXCERPT_CHARS
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import digest_step, run_fan_in
+from sweep_core.pipeline.steps import digest_step, run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = {p.stem: p.read_text() for p in (ROOT / "tests" / "fixtures" / "logs").glob("*.out")}

@@ -9,9 +9,9 @@ from rules.test_rules import NOW, ROOT, run, sweep
 from sweep_core.config.sweep import parse_sweep_config
 from sweep_core.fanin.usage import gpu_cell
 from sweep_core.gpu.accounting import NOT_RECORDED, accounting_readings, tres_value
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import run_fan_in
-from sweep_core.remote_result import CommandResult
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.remote_result import CommandResult
 
 D = "|"  # sstat -P
 TRES = "cpu=00:41:05,energy=0,fs/disk=2271,gres/gpumem={mem},gres/gpuutil={util},mem=40G,pages=0,vmem=61G"

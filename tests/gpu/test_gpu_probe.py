@@ -11,7 +11,7 @@ from rules.test_rules import run, sweep
 
 from sweep_core.fanin.usage import gpu_cell, usage_notes
 from sweep_core.gpu.probe import QUERY, gpu_patterns, parse_probe, parse_sample, readings
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 PROFILES = Path(__file__).resolve().parents[2] / "scripts" / "gpu_stub" / "profiles"
 

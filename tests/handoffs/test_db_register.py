@@ -18,7 +18,7 @@ from sweep_core.handoffs.db_register.plan import REGISTER
 from sweep_core.handoffs.db_register.usecase import RegisterSettings, run_registrations
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 NAME = "sft__cell_a"
 ARGV = ("python3", "/opt/reg/register.py", "--hub-repo", "{hub_repo}", "--job", "{name}")

@@ -18,10 +18,10 @@ from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.handoffs.snapshots import build_delete_script, delete_approved, delete_argv, read_delete, still_stale
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.ledger.runs import give_once
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.remote_result import CommandResult
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.slurm.gather import new_marker, parse_gather_output
-from sweep_core.vocab import Action, Severity
 
 LISTED_AT = 1782864000.0  # 2026-07-01T00:00:00Z: the fixture's listing time
 DAYTONA = DaytonaSection(cluster="tacc", list_command=["daytona", "snapshot", "list", "--format", "json"],

@@ -14,10 +14,10 @@ from helpers import steps_fixture as body
 from sweep_core.config.steps_schema import DaytonaSection, EvalCanary
 from sweep_core.health.eval_canary import MISSING, OK, UNKNOWN, canary_argv, parse_canary
 from sweep_core.health.snapshot_cap import AT_CAP, judge_cap, parse_snapshots
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.remote_result import CommandResult
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.constraints import rule_eval_canary, rule_snapshot_cap
-from sweep_core.vocab import Action, Severity
 
 RUN = "eval-canary-harbor"
 LISTED_AT = dt.datetime(2026, 7, 1, tzinfo=dt.UTC).timestamp()  # the snapshot fixture's listing time

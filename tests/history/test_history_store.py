@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore, read_sweep
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 H = dt.timedelta(hours=3)

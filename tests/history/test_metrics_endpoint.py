@@ -19,7 +19,7 @@ from sweep_runner import ROOT
 
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 pytestmark = pytest.mark.slow  # a real api-server and Prometheus: not in scripts/test.sh --fast
 RULES = ROOT / "include" / "monitoring" / "prometheus" / "sweep_alerts.yml"

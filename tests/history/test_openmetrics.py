@@ -22,7 +22,7 @@ from sweep_core.history.openmetrics import (
 )
 from sweep_core.history.rows import sweep_frame
 from sweep_core.ledger.entries import LedgerEntry
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 END = dt.datetime(2026, 12, 6, 12, tzinfo=dt.UTC)
 

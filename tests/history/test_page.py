@@ -16,7 +16,7 @@ from sweep_core.history.page import sweeps_page
 from sweep_core.history.page_view import PageCache, PageQuery, job_tail, load_view
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 H = dt.timedelta(hours=3)

@@ -14,7 +14,7 @@ from sweep_runner import ROOT
 
 from sweep_core.history.openmetrics import Facts, RunFacts, exposition, families
 from sweep_core.history.rows import sweep_frame
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 pytestmark = pytest.mark.slow  # Debian's promtool: scripts/test.sh installs it, --fast installs nothing
 RULES = ROOT / "include" / "monitoring" / "prometheus"

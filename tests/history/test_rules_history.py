@@ -8,7 +8,7 @@ import datetime as dt
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.history.store import HistoryStore
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 H = dt.timedelta(hours=3)

@@ -20,7 +20,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from sweep_core.history.rows import JOB, sweep_frame
 from sweep_core.history.store import HistoryStore
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP_YAML = str(ROOT / "include" / "sweep.yaml")

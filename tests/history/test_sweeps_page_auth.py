@@ -24,7 +24,7 @@ from browser import api_server, passwords_file
 
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 pytestmark = pytest.mark.slow  # a real api-server: not in scripts/test.sh --fast
 

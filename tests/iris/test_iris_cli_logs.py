@@ -21,7 +21,7 @@ from sweep_core.iris.cli_logs import CLI_ATTEMPT, entries, read_cli, read_jobs
 from sweep_core.iris.state import IrisJob, iris_snapshot
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
-from sweep_core.pipeline import digest_step
+from sweep_core.pipeline.steps import digest_step
 
 CONFIG = load_sweep_config(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml")
 LITERALS, _ = prefilter(metrics_config(CONFIG.metrics))

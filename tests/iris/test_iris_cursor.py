@@ -24,9 +24,9 @@ from sweep_core.fanin.render import _job_note
 from sweep_core.iris.state import IrisStateError, iris_snapshot
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
-from sweep_core.models import ClusterSnapshot
-from sweep_core.pipeline import digest_step
+from sweep_core.pipeline.steps import digest_step
 from sweep_core.programs import DIR as PROGRAMS
+from sweep_core.records.models import ClusterSnapshot
 
 sys.path.insert(0, str(PROGRAMS))
 import iris_poll  # noqa: E402  (run by the iris venv in production; its read logic is plain Python)

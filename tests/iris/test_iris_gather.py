@@ -17,7 +17,7 @@ from lab import LAB_OPS, USER
 from sweep_runner import ROOT, run_sweep
 
 from sweep_core.config.ops import parse_ops_text
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 
 pytestmark = needs_iris
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.iris.records import job_from_poll
 from sweep_core.iris.state import IrisJob, IrisTask, PodCount, iris_snapshot, retry_note
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
 
 CONFIG = load_sweep_config(Path(__file__).resolve().parents[2] / "include" / "sweep.yaml")
 T0 = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC)

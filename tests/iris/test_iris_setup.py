@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sweep_core.config.ops import load_cluster, parse_ops_text
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 from sweep_operators.iris_gather import gather_iris
 
 ROOT = Path(__file__).resolve().parents[2]

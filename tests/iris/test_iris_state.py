@@ -18,7 +18,7 @@ from sweep_core.iris.state import (
     iris_state_name,
     sanitize_label_value,
 )
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 
 T0 = dt.datetime(2026, 12, 2, 12, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(hours=3)
@@ -194,7 +194,7 @@ def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> 
     yesterday's window it is listed, not judged, handed to nobody."""
     from sweep_core.config.sweep import load_sweep_config
     from sweep_core.handoffs.triggers import plan_handoffs
-    from sweep_core.pipeline import run_fan_in
+    from sweep_core.pipeline.steps import run_fan_in
 
     config = load_sweep_config(str(FIXTURES.parents[1] / "include" / "sweep.yaml"))
     started = int((T0 - dt.timedelta(hours=20)).timestamp() * 1000)
@@ -218,7 +218,7 @@ def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> 
 
 def test_a_past_windows_running_row_says_its_output_is_not_judged() -> None:
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.pipeline import run_fan_in
+    from sweep_core.pipeline.steps import run_fan_in
 
     started = int((T0 - dt.timedelta(hours=1)).timestamp() * 1000)
     job = ij("rl__then", "RUNNING", started_at_ms=started)

@@ -19,7 +19,7 @@ from k8s_stub import PodListStub, kubeconfig, pod
 from sweep_runner import run_dag, run_sweep
 
 from sweep_core.config.ops import parse_ops_text
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 
 pytestmark = needs_iris
 SLURM_WORDS = ("squeue", "sacct", "StdOut", "scontrol")

@@ -13,7 +13,7 @@ from sweep_core.ledger.entries import Ledger, LedgerError
 from sweep_core.ledger.fold import FIRST_SWEEP, fold_sweep
 from sweep_core.ledger.given import mark_given, split_given
 from sweep_core.ledger.store import load_ledger, save_ledger, update_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 

@@ -82,7 +82,7 @@ def test_a_rewritten_run_log_keeps_the_sections_of_its_own_run_only() -> None:
 
 def test_a_run_log_is_replaced_by_its_own_re_run_never_by_another_run(tmp_path) -> None:
     from sweep_core.fanin.report import own_run_log
-    from sweep_core.safe_text import md_code
+    from sweep_core.safe.text import md_code
 
     path = tmp_path / "2026-12-03_monitor-sweep-0300Z.md"
     assert own_run_log(path, "scheduled__1", "02:00", "03:00") == path  # none yet
@@ -111,7 +111,7 @@ def test_a_re_run_whose_hand_off_run_exists_gives_only_what_it_alone_found(tmp_p
 
 def test_catch_up_reaches_back_to_the_last_window_whose_sacct_was_read(tmp_path) -> None:
     from sweep_core.ledger.catch_up import catch_up_start
-    from sweep_core.models import ClusterStatus
+    from sweep_core.records.models import ClusterStatus
 
     lines(tmp_path, [snap([job("1", "sft__1", "RUNNING")])], 0, "s0")
     hour, day = dt.timedelta(hours=1), dt.timedelta(hours=24)

@@ -12,7 +12,7 @@ from sweep_core.ledger import told as told_mod
 from sweep_core.ledger.runs import fold_sweep_run
 from sweep_core.ledger.store import load_ledger
 from sweep_core.ledger.told import mark_told, told_before
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 END = dt.datetime(2026, 12, 3, 12, tzinfo=dt.UTC)
 

@@ -12,8 +12,8 @@ from sweep_core.config.sweep import load_sweep_config
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.ledger.vanished import vanished_jobs
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import rules_step
+from sweep_core.pipeline.steps import rules_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ import datetime as dt
 
 from test_ledger import job, snap
 
-from sweep_core.cadence import is_watch_run, rules_of, same_cadence, watch_run_id
 from sweep_core.ledger.runs import fold_sweep_run, give_once
 from sweep_core.ledger.store import load_ledger
+from sweep_core.timing.cadence import is_watch_run, rules_of, same_cadence, watch_run_id
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)
 REPORT = "scheduled__2026-12-03T00:00:00+00:00"  # the report sweep [00:00, 03:00)

@@ -9,8 +9,8 @@ import subprocess
 from helpers import table_rows
 from rules.test_rules import CONFIG, ended, run
 
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 STATE = """# c7 campaign — state
 

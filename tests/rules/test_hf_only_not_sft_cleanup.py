@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep_core.config.sweep import parse_sweep_config
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import rules_step
-from sweep_core.vocab import Action, Flavor, cleanup_action
+from sweep_core.pipeline.steps import rules_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.vocab import Action, Flavor, cleanup_action
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ import datetime as dt
 from pathlib import Path
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import bucket_step, cadence_table, liveness_step, rules_step
+from sweep_core.pipeline.steps import bucket_step, cadence_table, liveness_step, rules_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = dt.datetime(2026, 12, 3, 12, tzinfo=dt.UTC)

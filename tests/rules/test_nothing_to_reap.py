@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import rules_step
+from sweep_core.pipeline.steps import rules_step
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ROOT = Path(__file__).resolve().parents[2]
 

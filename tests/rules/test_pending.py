@@ -7,7 +7,7 @@ from __future__ import annotations
 from helpers import gather_stdout, slurm_fixture, table_rows
 from rules.test_rules import CONFIG
 
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
 from sweep_core.slurm.gather import parse_gather_output
 from sweep_core.slurm.parse import PENDING_FIELDS, CommandResult, SlurmOutputError, parse_pending
 from sweep_core.slurm.snapshot import snapshot_from_output

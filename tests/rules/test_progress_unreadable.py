@@ -7,8 +7,8 @@ import datetime as dt
 
 from rules.test_rules import CONFIG, NOW, log, run, sweep
 
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 
 def lines(flags) -> dict[str, str]:

@@ -6,8 +6,8 @@ from helpers import FIXTURES, table_rows
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.tracebacks import first_real_traceback
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History
 
 ROOT = FIXTURES.parents[1]

@@ -10,8 +10,8 @@ from rules.test_rules import CONFIG, NOW, ended, run
 
 from sweep_core.ledger.fold import fold_sweep
 from sweep_core.ledger.store import load_ledger, save_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History
 
 T0 = dt.datetime(2026, 12, 3, 0, 0, tzinfo=dt.UTC)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from rules.test_rules import CONFIG, ended, log, run, sweep
 
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 
 def flags_of(flags) -> dict[str, str]:

@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sweep_core.fanin.usage import bucket_summary, efficiency_cell, usage_notes
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 from sweep_core.slurm.efficiency import USAGE_FIELDS, duration_s, gpu_count, job_efficiency, size_bytes
 from sweep_core.slurm.parse import SACCT_WINDOW_FIELDS, CommandResult, parse_sacct_window
 

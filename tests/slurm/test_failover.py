@@ -6,7 +6,7 @@ from handoff_fakes import cluster
 from helpers import gather_stdout, slurm_fixture
 
 from sweep_core.config.ops import LoginNode
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 from sweep_core.slurm.failover import (
     OUTCOME_UNKNOWN,
     NodeUnreachable,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sweep_core.fanin.liveness import apply_liveness, elapsed_minutes
 from sweep_core.health.tree_hygiene import parse_tree_status
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 from sweep_core.slurm.gather import parse_gather_output
 from sweep_core.slurm.parse import (
     CommandResult,

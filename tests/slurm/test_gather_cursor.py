@@ -24,9 +24,9 @@ from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.fanin.render import _job_note
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
-from sweep_core.models import ClusterSnapshot
-from sweep_core.pipeline import digest_step
+from sweep_core.pipeline.steps import digest_step
 from sweep_core.programs import DIR as PROGRAMS
+from sweep_core.records.models import ClusterSnapshot
 from sweep_core.slurm.gather import GatherRequest
 from sweep_core.slurm.snapshot import snapshot_from_output
 

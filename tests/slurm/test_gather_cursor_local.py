@@ -19,8 +19,8 @@ from test_gather_cursor import CONFIG, LITERALS, NOISE, _dict_line, _fold
 from sweep_core.fanin.cursor import before_digest, carry, cursors_for
 from sweep_core.fanin.render import _job_note
 from sweep_core.ledger.entries import Ledger
-from sweep_core.models import ClusterSnapshot, Job
-from sweep_core.pipeline import digest_step
+from sweep_core.pipeline.steps import digest_step
+from sweep_core.records.models import ClusterSnapshot, Job
 from sweep_core.slurm.gather import GatherOutput, GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm.snapshot import snapshot_from_output
 

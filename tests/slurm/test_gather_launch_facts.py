@@ -13,10 +13,10 @@ from lab import USER
 from stub_gather import run_stubbed
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.vocab import Action, Bucket
 from sweep_core.slurm.gather import GatherRequest, bucket_patterns
 from sweep_core.slurm.snapshot import snapshot_from_output
-from sweep_core.vocab import Action, Bucket
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_sweep_config(ROOT / "include" / "sweep.yaml")

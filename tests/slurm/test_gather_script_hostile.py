@@ -16,8 +16,8 @@ import pytest
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.liveness import apply_liveness
-from sweep_core.models import ClusterStatus
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterStatus
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm.snapshot import snapshot_from_output
 

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from sweep_core.models import ClusterStatus
+from sweep_core.records.models import ClusterStatus
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm.past_window import PAST_RUNNING_LOG_NOTE, elapsed_between, past_running_jobs
 from sweep_core.slurm.snapshot import PAST_WINDOW_SOURCE, snapshot_from_output

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from helpers import gather_stdout, record, slurm_fixture
 
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import (
     GatherRequest,
     build_gather_script,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from helpers import gather_stdout, slurm_fixture
 
-from sweep_core.models import ClusterStatus
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.models import ClusterStatus
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import parse_gather_output
 from sweep_core.slurm.snapshot import snapshot_from_output
 

@@ -28,8 +28,8 @@ from sweep_core.history.series import job_series
 from sweep_core.history.store import HistoryStore
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import fold_sweep
-from sweep_core.models import ClusterSnapshot, Job
-from sweep_core.pipeline import digest_step
+from sweep_core.pipeline.steps import digest_step
+from sweep_core.records.models import ClusterSnapshot, Job
 from sweep_core.slurm.gather import GatherRequest, build_gather_script, parse_gather_output
 from sweep_core.slurm.snapshot import snapshot_from_output
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sweep_core.config.ops import load_cluster
 from sweep_core.fanin.usage import efficiency_cell, usage_notes
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 from sweep_core.slurm.efficiency import on_whole_nodes
 from sweep_core.slurm.parse import SACCT_WINDOW_FIELDS, CommandResult, parse_sacct_window
 

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from sweep_core.window import resolve_window
+from sweep_core.timing.window import resolve_window
 
 UTC = dt.UTC
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.alerts.layout import Message
-from sweep_core.safe_text import clean
+from sweep_core.safe.text import clean
 
 STANDING, ESCALATED = "standing", "escalated"  # ESCALATED: every critical notice (the channels hearing critical)
 

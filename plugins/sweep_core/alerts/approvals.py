@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sweep_core.alerts.layout import Message
-from sweep_core.safe_text import clean
+from sweep_core.safe.text import clean
 
 
 def approval_clusters(validated: Mapping[str, Any], job_key: str = "") -> set[str]:

@@ -5,7 +5,7 @@ repeated and nothing needs a second memory: an item open in the previous sweep i
 
 A flag of a cluster this sweep could not read (UNKNOWN, UNREACHABLE, skipped) is neither resolved
 nor new: that sweep does not break its open streak. Likewise a flag of a rule a sweep did not run
-(a watch run runs the fast rules only, sweep_core.cadence): the watch and the report sweep share the
+(a watch run runs the fast rules only, sweep_core.timing.cadence): the watch and the report sweep share the
 history, so what one told the other does not tell again, and neither resolves what only the other
 can see.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sweep_core.history.rows import CLUSTER, FLAG, cluster_signature
-from sweep_core.safe_text import clean
+from sweep_core.safe.text import clean
 
 if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
     import pandas as pd

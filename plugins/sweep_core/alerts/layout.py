@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sweep_core.alerts.digest import Digest
-from sweep_core.safe_text import clean, delink
-from sweep_core.vocab import NO_CHANNEL
+from sweep_core.records.vocab import NO_CHANNEL
+from sweep_core.safe.text import clean, delink
 
 MAX_BLOCKS, MAX_SECTION, MAX_HEADER = 50, 3000, 150
 

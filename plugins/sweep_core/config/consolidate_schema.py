@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from sweep_core.config.schema_base import StrictModel, Tup
-from sweep_core.safe_names import CONSOLIDATE_JOB_DERIVED, CONSOLIDATE_PLACEHOLDERS, check_argv_template
+from sweep_core.safe.names import CONSOLIDATE_JOB_DERIVED, CONSOLIDATE_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 

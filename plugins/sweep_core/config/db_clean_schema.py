@@ -1,6 +1,6 @@
 """The schema of sweep.yaml's ``db_clean:``: Airflow's own ``airflow db clean`` on a schedule, run by
 the deployment (a compose service, a Kubernetes CronJob, the bundled deployment's loop), never by a
-DAG: in Airflow 3 a task has no metadata-DB access. Consumer: sweep_core.db_clean.
+DAG: in Airflow 3 a task has no metadata-DB access. Consumer: sweep_core.admin.db_clean.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from sweep_core.config.relaunch_schema import BreakerConfig, RelaunchConfig, StandingPermission
 from sweep_core.config.schema_base import StrictModel, Tup
-from sweep_core.safe_names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
+from sweep_core.safe.names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Positive = Annotated[int, Field(gt=0)]

@@ -15,7 +15,7 @@ from pydantic_core import CoreSchema
 from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.schema_base import BucketName, CrossFieldErrors, StrictModel, Tup
 from sweep_core.config.steps_schema import EvalCanary
-from sweep_core.safe_names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
+from sweep_core.safe.names import UPLOAD_JOB_DERIVED, UPLOAD_PLACEHOLDERS, check_argv_template
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar, get_args
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 
-from sweep_core.vocab import Bucket
+from sweep_core.records.vocab import Bucket
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -45,7 +45,7 @@ def _bucket(value: str) -> str:
     return value
 
 
-# A bucket name (sweep_core.vocab.Bucket), kept as the plain string.
+# A bucket name (sweep_core.records.vocab.Bucket), kept as the plain string.
 BucketName = Annotated[str, AfterValidator(_bucket)]
 
 

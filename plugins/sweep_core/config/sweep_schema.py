@@ -9,7 +9,6 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from sweep_core.act_bounds import ACT_BOUND_MARGIN_S, ACT_MIN_WAIT_S, max_act_wait_s
 from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.config.db_clean_schema import DbCleanSection
 from sweep_core.config.deep_dive_schema import DeepDiveSection
@@ -21,6 +20,7 @@ from sweep_core.config.schema_base import BucketName, CrossFieldErrors, Regex, S
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.tasks_schema import TasksSection
 from sweep_core.config.watch_schema import WatchSection
+from sweep_core.timing.act_bounds import ACT_BOUND_MARGIN_S, ACT_MIN_WAIT_S, max_act_wait_s
 
 Positive = Annotated[int, Field(gt=0)]
 

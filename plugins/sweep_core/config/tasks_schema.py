@@ -1,7 +1,7 @@
 """The schema of sweep.yaml ``tasks:``: Airflow's own reliability settings for every task of every
-DAG. Each task's ``execution_timeout`` is sized by sweep_core.task_limits from what it waits for
+DAG. Each task's ``execution_timeout`` is sized by sweep_core.config.task_limits from what it waits for
 (the SSH and iris timeouts of ``gather:``, the approval bound, the verify wait) plus ``margin_s``;
-only read-only steps retry, and only on transport errors (sweep_core.transport).
+only read-only steps retry, and only on transport errors (sweep_core.timing.transport).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The schema of sweep.yaml's ``watch:``: the light sweep every few minutes beside the report sweep
-(sweep_core.cadence; the DAG ``monitor_cron_watch``). Consumers: dags/monitor_cron_watch.py,
+(sweep_core.timing.cadence; the DAG ``monitor_cron_watch``). Consumers: dags/monitor_cron_watch.py,
 sweep_operators.sweep_tasks.
 """
 
@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from sweep_core.cadence import WATCH_HANDOFFS, WATCH_RULES
 from sweep_core.config.schema_base import CronOrNull, StrictModel, Tup
+from sweep_core.timing.cadence import WATCH_HANDOFFS, WATCH_RULES
 
 
 class WatchSection(StrictModel):

@@ -29,7 +29,7 @@ from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import required_literals
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.metric_values import IRIS_CURSOR, STREAM_CURSOR, is_value
-from sweep_core.models import ClusterSnapshot, Job
+from sweep_core.records.models import ClusterSnapshot, Job
 
 MIN_LITERAL = (
     2  # a shorter required literal would send back nearly every line: its pattern is read in the last bytes only

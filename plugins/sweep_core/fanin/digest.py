@@ -40,8 +40,8 @@ from sweep_core.fanin.metrics.select import extract_training
 from sweep_core.fanin.step_check import RESTART_KEY, restart_evidence
 from sweep_core.fanin.streams import bound_points, merge_streams, say_source
 from sweep_core.fanin.tracebacks import first_real_traceback
-from sweep_core.models import GATHER_FACTS, ClusterSnapshot, Job
-from sweep_core.vocab import Bucket
+from sweep_core.records.models import GATHER_FACTS, ClusterSnapshot, Job
+from sweep_core.records.vocab import Bucket
 
 
 class RulesConfig(Protocol):

@@ -34,7 +34,7 @@ from typing import Any
 from sweep_core.config.fanin_schema import FingerprintPatterns, RulesSection
 from sweep_core.config.schema_base import default_of, section
 from sweep_core.fanin.metrics.patterns import last_match, required_literals
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 
 FIELDS = ("nodes", "partition", "model", "config", "image", "commit")
 

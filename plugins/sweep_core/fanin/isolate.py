@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from sweep_core.models import ClusterSnapshot, Flag, Job
-from sweep_core.vocab import Severity
+from sweep_core.records.models import ClusterSnapshot, Flag, Job
+from sweep_core.records.vocab import Severity
 
 T = TypeVar("T")
 

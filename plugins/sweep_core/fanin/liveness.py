@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from sweep_core.models import ClusterSnapshot, Job
+from sweep_core.records.models import ClusterSnapshot, Job
 
 # A log older than its job by more than this (minutes; squeue's elapsed and the gather's clock
 # are read a moment apart) was last written before the job started.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 
 from sweep_core.fanin.liveness import elapsed_minutes, epoch_of
-from sweep_core.models import ClusterSnapshot, Job
-from sweep_core.window import epoch_of_time, is_past_window
+from sweep_core.records.models import ClusterSnapshot, Job
+from sweep_core.timing.window import epoch_of_time, is_past_window
 
 RECENT_TOLERANCE_S = 90  # $SWEEP_RECENT_WINDOW_TOLERANCE_S overrides it (the tests' short windows)
 _SLACK_S = 2.0  # squeue's elapsed and the gather's clock are read a moment apart

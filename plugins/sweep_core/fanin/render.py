@@ -14,10 +14,10 @@ from sweep_core.fanin.cursor import cursor_note
 from sweep_core.fanin.isolate import guarded
 from sweep_core.fanin.liveness import age_text, elapsed_text, epoch_of, last_output_text, pending_minutes, utc_text
 from sweep_core.fanin.usage import USAGE_HEADER, bucket_summary, usage_cell, usage_notes
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
-from sweep_core.safe_text import clean
-from sweep_core.vocab import Bucket
-from sweep_core.window import PAST_RUNNING_LOG_NOTE
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.vocab import Bucket
+from sweep_core.safe.text import clean
+from sweep_core.timing.window import PAST_RUNNING_LOG_NOTE
 
 NOTE_WIDTH = 60
 

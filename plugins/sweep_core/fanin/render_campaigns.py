@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from sweep_core.campaigns.docs import CampaignDocs
 from sweep_core.fanin.render import NOTE_WIDTH, box_table, job_sort_key
-from sweep_core.models import ClusterSnapshot
+from sweep_core.records.models import ClusterSnapshot
 
 
 def render_campaign(docs: CampaignDocs, snaps: Sequence[ClusterSnapshot]) -> str:

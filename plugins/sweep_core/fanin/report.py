@@ -9,12 +9,12 @@ from pathlib import Path
 
 import jinja2
 
-from sweep_core.durable import locked, write_atomic
 from sweep_core.fanin.render import SweepResult
 from sweep_core.fanin.usage import usage_notes
-from sweep_core.models import ClusterStatus
-from sweep_core.safe_text import clean, md_code, md_fence, md_text
-from sweep_core.vocab import Severity
+from sweep_core.records.models import ClusterStatus
+from sweep_core.records.vocab import Severity
+from sweep_core.safe.text import clean, md_code, md_fence, md_text
+from sweep_core.state.durable import locked, write_atomic
 
 NOTE_LIMIT = 1000  # Airflow's dag_run note column holds 1000 characters
 
@@ -112,7 +112,7 @@ def render_run_log(
         autoescape=False,
     )
     # Cluster text leaves a code fence only through these filters: md (escaped text), code (a code
-    # span nothing can close), fence (a block nothing can close); see sweep_core.safe_text.
+    # span nothing can close), fence (a block nothing can close); see sweep_core.safe.text.
     env.filters.update(md=md_text, code=md_code, fence=md_fence)
     return env.get_template(template).render(
         snapshots=result.snapshots,

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from sweep_core.durable import locked, write_atomic
+from sweep_core.state.durable import locked, write_atomic
 
 NAME = re.compile(r"^[^/\\\x00-\x1f]+\.md$")  # one file name, no folder, no control character
 Lock = Callable[[str], AbstractContextManager[Any]]

@@ -17,7 +17,7 @@ import re
 
 from sweep_core.fanin.cursor import RESTARTED
 from sweep_core.ledger.entries import Ledger
-from sweep_core.models import ClusterSnapshot, Job
+from sweep_core.records.models import ClusterSnapshot, Job
 
 RESTART_KEY = "restart"  # evidence key: the tail's last restart line
 _RESTART = re.compile(

@@ -24,7 +24,7 @@ from typing import Any
 
 from sweep_core.fanin.metrics.common import Extracted
 from sweep_core.fanin.metrics.vocabulary import column_for
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 
 COUNTS = ("step", "total", "max_steps")
 # The login node's prefilter (programs/streams.py): a tag comes back only when it holds one of these

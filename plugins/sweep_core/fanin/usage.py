@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 from sweep_core.slurm.efficiency import NO_GPU
 
 USAGE_HEADER = "GPU / Efficiency"

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from sweep_core.gpu.probe import GpuReading
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 SEP = "|"  # sstat -P
 ACCOUNTING_FIELDS = ("JobID", "TRESUsageInAve", "TRESUsageInMin", "TRESUsageInMax")

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from sweep_core.config.deep_dive_schema import LutRow
-from sweep_core.vocab import Bucket
+from sweep_core.records.vocab import Bucket
 
 GPU_COLUMN = "gpu_mean_util"  # the history's job column (sweep_core.history.rows)
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sweep_core.remote_result import CommandResult
-from sweep_core.vocab import Bucket
+from sweep_core.records.remote_result import CommandResult
+from sweep_core.records.vocab import Bucket
 
 QUERY_FIELDS: tuple[str, ...] = ("index", "utilization.gpu", "memory.used", "memory.total", "power.draw")
 QUERY = ",".join(QUERY_FIELDS)

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sweep_core.models import Flag
-from sweep_core.safe_names import JOB_ID_RE, MAX_NAME
-from sweep_core.vocab import Action, Severity, cleanup_flavor
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Severity, cleanup_flavor
+from sweep_core.safe.names import JOB_ID_RE, MAX_NAME
 
 IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # /<user>/<job>[/...]
 CLUSTER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

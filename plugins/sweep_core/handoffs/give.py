@@ -17,7 +17,7 @@ from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger
-from sweep_core.models import ClusterSnapshot, Flag
+from sweep_core.records.models import ClusterSnapshot, Flag
 
 Confs = dict[str, dict[str, Any] | None]
 

@@ -16,7 +16,7 @@ import shlex
 from typing import Any
 
 from sweep_core.config.steps_schema import EvalCanary
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 RECORD = "canary"
 OK, MISSING, UNKNOWN = "OK", "MISSING", "UNKNOWN"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweep_core.config.steps_schema import DaytonaSection
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 RECORD = "snapshots"
 OK, AT_CAP, UNKNOWN = "OK", "AT_CAP", "UNKNOWN"

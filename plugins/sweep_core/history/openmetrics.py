@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, QUOTA_PREFIX
-from sweep_core.models import base_state_of
-from sweep_core.safe_text import clean
-from sweep_core.vocab import Bucket
+from sweep_core.records.models import base_state_of
+from sweep_core.records.vocab import Bucket
+from sweep_core.safe.text import clean
 
 if TYPE_CHECKING:  # imported where used: the plugin imports this module in every task process
     import pandas as pd

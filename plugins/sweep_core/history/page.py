@@ -18,8 +18,8 @@ from sweep_core.fanin.liveness import age_text
 from sweep_core.history.page_view import PageView
 from sweep_core.history.plots import plots
 from sweep_core.history.rows import METRIC_PREFIX
-from sweep_core.safe_text import clean
-from sweep_core.vocab import NO_CHANNEL
+from sweep_core.records.vocab import NO_CHANNEL
+from sweep_core.safe.text import clean
 
 if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
     import pandas as pd

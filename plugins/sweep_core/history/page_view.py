@@ -17,7 +17,7 @@ from sweep_core.fanin.run_logs import RunLogStore, safe_name
 from sweep_core.history.plots import PLOT_COLUMNS, Summary, summarize
 from sweep_core.history.rows import CLUSTER, FLAG, JOB
 from sweep_core.history.store import HistoryStore, SweepFile, read_file
-from sweep_core.safe_text import clean
+from sweep_core.safe.text import clean
 
 if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
     import pandas as pd

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sweep_core.history.rows import CLUSTER, FLAG, JOB, METRIC_PREFIX
-from sweep_core.safe_text import clean
+from sweep_core.safe.text import clean
 
 if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
     import pandas as pd

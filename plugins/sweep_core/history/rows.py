@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sweep_core.models import ClusterSnapshot, Flag, Job, json_safe
+from sweep_core.records.models import ClusterSnapshot, Flag, Job, json_safe
 
 if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
     import pandas as pd

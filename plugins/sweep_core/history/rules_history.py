@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from sweep_core.fanin.fingerprint import merge_fingerprints
 from sweep_core.history.rows import JOB, METRIC_PREFIX
 from sweep_core.history.store import HistoryStore, HistoryUnavailable
+from sweep_core.records.vocab import Bucket
 from sweep_core.rules.context import History
-from sweep_core.vocab import Bucket
 
 if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
     import pandas as pd

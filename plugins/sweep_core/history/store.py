@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sweep_core.history.rows import SCHEMA_VERSION
-from sweep_core.state_dir import move_aside
+from sweep_core.state.state_dir import move_aside
 
 if TYPE_CHECKING:  # pandas and pyarrow are imported where used: a DAG file's parse and most tasks need neither
     import pandas as pd

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 FILL_IN = "set it in the ops.md front matter (docs/configuration.md: Adding a CoreWeave (iris) cluster)"
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.tracebacks import drop_separators
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.window import PAST_RUNNING_LOG_NOTE, is_past_window
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.timing.window import PAST_RUNNING_LOG_NOTE, is_past_window
 
 # iris JobState enum (lib/iris job.proto): terminal = 4..8.
 IRIS_STATES = {

@@ -16,7 +16,7 @@ from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesMax
 from sweep_core.ledger.metric_values import STREAM_CURSOR, latest_values, stored_cursor
 from sweep_core.ledger.progress import link_index, note_counter
 from sweep_core.ledger.reconcile import reconcile_lost_cancels
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ACTIVE = frozenset(
     {"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Container
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry
-from sweep_core.models import Job
-from sweep_core.progress_counter import progress_counter
+from sweep_core.records.models import Job
+from sweep_core.records.progress_counter import progress_counter
 
 MAX_SAMPLES = 24  # samples kept per job (half a day of half-hourly sweeps)
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from sweep_core.ledger.acts import ActKind, add_act
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import release_given
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 
 GRACE_S = 120  # scancel / an iris stop takes effect in seconds; still RUNNING this long after = it did not take
 RECONCILED = "reconciled"  # the act kind of a reconciliation

@@ -19,7 +19,7 @@ from sweep_core.ledger.given import given_by, mark_given, split_given
 from sweep_core.ledger.hold import CONFIRM_PARAM, confirm_reset, held, held_line
 from sweep_core.ledger.since_report import carry
 from sweep_core.ledger.store import fold_run, update_jobs
-from sweep_core.models import ClusterSnapshot
+from sweep_core.records.models import ClusterSnapshot
 
 # given once per job (conf key "jobs"; hygiene: per tree found; snapshots: per STALE set offered)
 PER_JOB = ("cleanup", "cancel", "deep_dive", "hygiene", "snapshots")

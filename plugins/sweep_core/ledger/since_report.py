@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sweep_core.cadence import is_watch_run
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.fold import Change
+from sweep_core.timing.cadence import is_watch_run
 
 KEEP = 2000  # changes kept for the next report sweep; past it the oldest are counted, not kept
 DROPPED = "dropped"

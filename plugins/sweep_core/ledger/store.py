@@ -27,11 +27,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweep_core.cadence import same_cadence
 from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, _record
 from sweep_core.ledger.given import merge_given
 from sweep_core.state.db import engine_for, space_of, state_url
 from sweep_core.state.rows import BEFORE, LedgerRows
+from sweep_core.timing.cadence import same_cadence
 
 T = TypeVar("T")
 Bodies = dict[str, str]  # job key -> its row's JSON text as stored
@@ -286,7 +286,7 @@ def _base(
 ) -> tuple[Ledger, Bodies]:
     """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
     (the same run id, or the same window of the same cadence), else ``current``. A report sweep and
-    a watch run whose windows end together are two runs (sweep_core.cadence): the second folds on top."""
+    a watch run whose windows end together are two runs (sweep_core.timing.cadence): the second folds on top."""
     kept = _before_top(rows, notes) if current.run_id else None
     latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
     rerun = latest is not None and (

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from sweep_core.ledger.catch_up import catch_up_start
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.fold import ACTIVE, TRUSTED, VANISHED
-from sweep_core.models import ClusterSnapshot, Job
+from sweep_core.records.models import ClusterSnapshot, Job
 
 
 def _at(iso: str) -> dt.datetime:

@@ -6,9 +6,9 @@ not mention, or docs that cannot be read. The sweep never edits the docs: a pers
 from __future__ import annotations
 
 from sweep_core.ledger.fold import ACTIVE
-from sweep_core.models import Flag, Job
+from sweep_core.records.models import Flag, Job
+from sweep_core.records.vocab import Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Severity
 
 
 def _ended(ctx: RuleContext) -> dict[str, Job]:

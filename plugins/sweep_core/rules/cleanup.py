@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 from sweep_core.handoffs.chain.hf_only import HfOnly, from_facts
-from sweep_core.models import Flag, Job
+from sweep_core.records.models import Flag, Job
+from sweep_core.records.vocab import Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 from sweep_core.rules.context import RuleContext, has_tag, job_flag
-from sweep_core.vocab import Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 
 
 def _live_by_name(ctx: RuleContext) -> dict[tuple[str, str], list[Job]]:

@@ -6,9 +6,9 @@ its HARD cap: the STALE snapshots offered for cleanup through approval).
 
 from __future__ import annotations
 
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext
-from sweep_core.vocab import Action, Severity
 
 
 def rule_tree_hygiene(ctx: RuleContext) -> list[Flag]:

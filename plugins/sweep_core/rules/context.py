@@ -13,9 +13,9 @@ from typing import Any
 from sweep_core.campaigns.docs import CampaignDocs
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.ledger.entries import Ledger
-from sweep_core.models import ClusterSnapshot, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, Flag, Job
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.config import RulesConfig
-from sweep_core.vocab import Action, Bucket, Severity
 
 
 @dataclass

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
 
 
 def rule_datagen_realness(ctx: RuleContext) -> list[Flag]:

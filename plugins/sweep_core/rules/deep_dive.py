@@ -19,9 +19,9 @@ from __future__ import annotations
 from sweep_core.handoffs.deep_dive.follow_up import Readings, act_note, flipped, stalled_minutes, unknown_streak
 from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, UNKNOWN
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, latest_verdict, may_ask_kill
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
 
 REPROBE = "deep_dive_reprobe"
 ESCALATED = "deep_dive_escalated"

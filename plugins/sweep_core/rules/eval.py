@@ -5,9 +5,9 @@ within minutes; calibration runs (``eval_exempt``) are reported as exempt.
 from __future__ import annotations
 
 from sweep_core.fanin.liveness import elapsed_minutes
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
 
 
 def rule_eval_health(ctx: RuleContext) -> list[Flag]:

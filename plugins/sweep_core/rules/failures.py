@@ -13,9 +13,9 @@ import re
 
 from sweep_core.fanin.digest import DIGESTED, evidence_of
 from sweep_core.fanin.metrics.hang import EDQUOT, SIG53, TRAP_MEANING
-from sweep_core.models import Flag, Job
+from sweep_core.records.models import Flag, Job
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Severity
 
 
 def failure_signature(job: Job, exc: str) -> str:

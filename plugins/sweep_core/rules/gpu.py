@@ -6,9 +6,9 @@ probe judges nothing.
 
 from __future__ import annotations
 
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Severity
 
 
 def rule_gpu_idle(ctx: RuleContext) -> list[Flag]:

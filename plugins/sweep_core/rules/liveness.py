@@ -12,9 +12,9 @@ from __future__ import annotations
 from sweep_core.fanin.digest import evidence_of
 from sweep_core.fanin.liveness import age_text, predates_job
 from sweep_core.fanin.metrics.hang import EDQUOT, Trap
-from sweep_core.models import Flag, Job
+from sweep_core.records.models import Flag, Job
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
-from sweep_core.vocab import Action, Severity
 
 
 def rule_liveness_stale(ctx: RuleContext) -> list[Flag]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from sweep_core.iris.state import WEDGED
 from sweep_core.ledger.fold import VANISHED
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Severity
 
 
 def rule_wedged(ctx: RuleContext) -> list[Flag]:

@@ -6,9 +6,9 @@ is broken) and pending_stuck (pending longer than ``rules.pending.max_minutes`` 
 from __future__ import annotations
 
 from sweep_core.fanin.liveness import age_text, pending_minutes
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Severity
 
 NEVER = "DependencyNeverSatisfied"
 

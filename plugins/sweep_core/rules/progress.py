@@ -11,11 +11,11 @@ from sweep_core.fanin.digest import evidence_of
 from sweep_core.fanin.fingerprint import series_of
 from sweep_core.fanin.liveness import age_text, elapsed_minutes, utc_text
 from sweep_core.ledger.progress import counter_run, earlier_counter, link_index, rate_intervals, series_samples
-from sweep_core.models import Flag, Job
-from sweep_core.progress_counter import PROGRESS_KEYS, progress_counter
+from sweep_core.records.models import Flag, Job
+from sweep_core.records.progress_counter import PROGRESS_KEYS, progress_counter
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, is_calibration, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
-from sweep_core.window import is_past_window
+from sweep_core.timing.window import is_past_window
 
 
 def progress_unreadable(job: Job) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Iterable
 
 from sweep_core.config.sweep import SweepConfigError
 from sweep_core.fanin.isolate import run_isolated
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
 from sweep_core.rules.campaigns import rule_campaign_drift
 from sweep_core.rules.cleanup import rule_completion_cleanup
 from sweep_core.rules.constraints import (

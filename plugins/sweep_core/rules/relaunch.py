@@ -8,9 +8,9 @@ relaunched says so in its row: when, by whom, and the requeue's result (the node
 from __future__ import annotations
 
 from sweep_core.ledger.acts import ActKind
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Severity
 
 LIVE = frozenset({"RUNNING", "PENDING"})
 SETTLED = frozenset({ActKind.RELAUNCH, ActKind.CANCEL})  # an act after the escalation settles it

@@ -12,11 +12,11 @@ from operator import ne
 from sweep_core.fanin.digest import fingerprint_of
 from sweep_core.fanin.fingerprint import LOOK_AT, fingerprint_changes, series_of
 from sweep_core.ledger.acts import relaunched_from
-from sweep_core.models import Flag, Job
+from sweep_core.records.models import Flag, Job
+from sweep_core.records.vocab import SALVAGE_BY, Action, Bucket, Severity
 from sweep_core.rules.cleanup import rl_flavor
 from sweep_core.rules.config import RulesConfig
 from sweep_core.rules.context import RuleContext, has_tag, has_tag_within, job_flag
-from sweep_core.vocab import SALVAGE_BY, Action, Bucket, Severity
 
 
 def _rl_done(job: Job) -> bool:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from statistics import median
 
-from sweep_core.models import Flag
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, job_flag
-from sweep_core.vocab import Action, Bucket, Severity
 
 
 def _spike(values: list[float], factor: float, min_points: int) -> tuple[float, float] | None:

@@ -43,7 +43,7 @@ from sweep_core.slurm.remote_scripts import (
     shell_function,
     shell_header,
 )
-from sweep_core.window import past_window_grace_s
+from sweep_core.timing.window import past_window_grace_s
 
 # Texts on stderr that mean the login node could not fork: try the next login node.
 FORK_FAILURE_MARKERS = (

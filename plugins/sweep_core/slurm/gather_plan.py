@@ -11,7 +11,7 @@ from sweep_core.config.ops import ClusterConfig
 from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import GatherLimits
 from sweep_core.gpu.probe import probe_for_run
-from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.slurm.failover import FailoverResult
 from sweep_core.slurm.gather import GatherRequest
 from sweep_core.slurm.snapshot import snapshot_from_output

@@ -10,7 +10,7 @@ import re
 
 import yaml
 
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 KEY = "enable_db_registration"
 _KEY_LINE = re.compile(rf"^\s*{KEY}\s*:\s*(\S+)", re.M)

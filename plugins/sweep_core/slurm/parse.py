@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from sweep_core.models import base_state_of
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.models import base_state_of
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.efficiency import USAGE_FIELDS, Efficiency, job_efficiency
 
 # squeue -o fields. JobName goes LAST: it may contain the delimiter.

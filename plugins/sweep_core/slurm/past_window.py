@@ -6,9 +6,9 @@ finished set's (the terminal-state sacct). An odd line is an UNKNOWN row that sa
 
 from __future__ import annotations
 
-from sweep_core.models import Job, base_state_of
+from sweep_core.records.models import Job, base_state_of
 from sweep_core.slurm.parse import read_records
-from sweep_core.window import PAST_RUNNING_LOG_NOTE
+from sweep_core.timing.window import PAST_RUNNING_LOG_NOTE
 
 # Read with SLURM_TIME_FORMAT=%s (Start/End as epoch seconds; End "Unknown" while it runs),
 # -X -P -n --delimiter=<the run's marker>: the name LAST (it may hold the marker's neighbours).

@@ -10,7 +10,7 @@ from sweep_core.gpu.accounting import accounting_readings
 from sweep_core.gpu.probe import readings
 from sweep_core.health.headroom import quota_verdict
 from sweep_core.health.tree_hygiene import TreeReport, parse_tree_status
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.slurm.efficiency import on_whole_nodes
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.launch_facts import launch_facts

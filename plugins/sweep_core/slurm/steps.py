@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sweep_core.config.steps_schema import DaytonaSection, EvalCanary
 from sweep_core.health import eval_canary, snapshot_cap
-from sweep_core.models import ClusterSnapshot
+from sweep_core.records.models import ClusterSnapshot
 from sweep_core.slurm.gather import GatherOutput
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweep_core.models import Job
+from sweep_core.records.models import Job
 from sweep_core.slurm.gather import GatherOutput
 
 CURSOR_FIELDS = ("offset", "ino", "dev", "mtime", "head", "step", "start", "size", "read")

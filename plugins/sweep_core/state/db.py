@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from sweep_core.state import migrate
-from sweep_core.state_dir import STATE_DIR
+from sweep_core.state.state_dir import STATE_DIR
 
 ENV = "SWEEP_STATE_URL"
 CONN_ENV = "SWEEP_STATE_CONN_ID"  # overrides sweep.yaml state.conn_id (docker-compose.yaml sets it)

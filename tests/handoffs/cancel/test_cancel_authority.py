@@ -22,7 +22,7 @@ from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given, merge_given, release_given
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger, update_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 
 T0 = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)
 SWEEP = "scheduled__2026-12-04T12:00:00+00:00"

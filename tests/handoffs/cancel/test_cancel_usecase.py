@@ -10,7 +10,7 @@ from helpers import said as texts
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, approval_prompt
 from sweep_core.handoffs.cancel.usecase import approval_text, cancel_record, scancel_approved, validate_jobs
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 SACCT_HEAD = "JobID|JobIDRaw|State|ExitCode|Start|End|Elapsed|Partition|NodeList|JobName"
 

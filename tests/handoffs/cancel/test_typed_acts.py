@@ -18,8 +18,8 @@ from sweep_core.handoffs.flag_record import FlagRecord, FlagRecordError
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.view import LedgerView
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.vocab import Action, Severity
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.vocab import Action, Severity
 
 LINE = "[liveness_stale] CRITICAL local RL 11 rl__a: no output for 185 min → kill-approval"
 

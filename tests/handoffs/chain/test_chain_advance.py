@@ -12,7 +12,7 @@ from handoff_fakes import DELPHI_SERIES, FakeHub, FakeSsh, cluster, ok, ops, squ
 from sweep_core.handoffs.chain.plan import chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain, chain_record
 from sweep_core.handoffs.harvest.plan import tracker_settings
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 CELL = "delphi_q8b_tulu3"
 SERIES = chain_series({"series": [DELPHI_SERIES]})

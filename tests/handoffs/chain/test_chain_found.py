@@ -11,8 +11,8 @@ from sweep_core.config.handoffs_schema import FoundSeriesSpec
 from sweep_core.handoffs.chain.plan import chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain
 from sweep_core.handoffs.triggers import plan_handoffs
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
-from sweep_core.vocab import Action, Severity
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.vocab import Action, Severity
 
 NAME = "sft__qwen7b_hfonly"  # its launch YAML says enable_db_registration: false; no series names it
 FOUND = FoundSeriesSpec(upload=("sbatch", "--parsable", "-J", "hf_upload__{cell}", "up_hf_only.sh", "{hub_repo}"))

@@ -17,7 +17,7 @@ from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.upload.plan import SALVAGE
 from sweep_core.ledger.acts import record_acts
 from sweep_core.ledger.store import load_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 NAME = "sft__qwen_tulu3"
 REPO = f"org/{NAME}"

@@ -18,8 +18,8 @@ from sweep_core.handoffs.chain.hf_only import HfOnly
 from sweep_core.handoffs.cleanup.backlog import jobs_to_plan, load_backlog
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.cleanup.undecided import launch_reader
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
-from sweep_core.vocab import Action, Bucket, Flavor, Severity
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.vocab import Action, Bucket, Flavor, Severity
 
 NAME = "sft__qwen_unread"
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

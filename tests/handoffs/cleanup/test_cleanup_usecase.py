@@ -14,7 +14,7 @@ from sweep_core.handoffs.cleanup.backlog import BACKLOG, BacklogUnreadable, load
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.state.documents import read_document, write_document
 
 CCFG = cleanup_config({"hub_org": "org", "verify_timeout_s": 60, "verify_poll_s": 5})

@@ -20,8 +20,8 @@ from sweep_core.handoffs.consolidate.trigger import keep_tracking
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_back, run_consolidate
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.ledger.acts import read_ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.remote_result import CommandResult
 
 NAME = "datagen__mix_v3"
 ARRAY = "500"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime as dt
 
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
+from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import job_flag
-from sweep_core.vocab import Action, Bucket, Severity
 
 NOW = dt.datetime(2026, 12, 3, 18, 50, tzinfo=dt.UTC)
 

@@ -145,7 +145,7 @@ def test_the_default_signatures_match_garbage_and_starvation_lines_not_healthy_o
 def test_an_accounting_reading_is_said_job_wide_and_idle_while_advancing_is_a_kill() -> None:
     """ops.md gpu_probe: accounting: the deep-dive's ONE sstat for its jobs gives a job-wide figure."""
     from sweep_core.handoffs.deep_dive.remote import ProbeJob, read_deep_dive
-    from sweep_core.remote_result import CommandResult
+    from sweep_core.records.remote_result import CommandResult
     from sweep_core.slurm.gather import GatherOutput
 
     tres = "cpu=00:10:00,gres/gpumem=2048M,gres/gpuutil={u},mem=4G"

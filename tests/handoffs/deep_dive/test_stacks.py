@@ -19,7 +19,7 @@ from sweep_core.handoffs.deep_dive.remote import STACK_OFF, Gathered, _read_stac
 from sweep_core.handoffs.deep_dive.stacks import parse_dumps
 from sweep_core.handoffs.deep_dive.usecase import stack_evidence
 from sweep_core.handoffs.deep_dive.verdict import decide
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 HUNG = textwrap.dedent(

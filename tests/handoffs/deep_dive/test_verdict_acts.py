@@ -40,8 +40,8 @@ from sweep_core.ledger.given import mark_given
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger, update_ledger
 from sweep_core.ledger.verdicts import reject_fields
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-from sweep_core.pipeline import run_fan_in
+from sweep_core.pipeline.steps import run_fan_in
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History
 
 CONFIG = load_sweep_config(FIXTURES.parents[1] / "include" / "sweep.yaml")

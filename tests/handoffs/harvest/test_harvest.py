@@ -8,7 +8,7 @@ from pathlib import Path
 from sweep_core.handoffs.harvest.plan import JobReport, PendingRow, apply_outcome, decide_row, scan, tracker_settings
 from sweep_core.handoffs.harvest.remote import build_harvest_script, read_harvest
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 GRID = (

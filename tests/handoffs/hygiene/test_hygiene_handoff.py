@@ -19,8 +19,8 @@ from lab import USER
 from sweep_core.handoffs.hygiene.handoff import fresh_read, pull, read_tree, tree_fingerprint, validate_cluster
 from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.ledger.runs import fold_sweep_run, give_once
-from sweep_core.models import ClusterSnapshot, ClusterStatus
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 ROOT = Path(__file__).resolve().parents[3]

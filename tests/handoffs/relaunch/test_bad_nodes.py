@@ -15,7 +15,7 @@ from sweep_core.handoffs.relaunch.plan import relaunch_plan
 from sweep_core.handoffs.relaunch.remote import build_requeue_script, read_requeue, requeue_line
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.view import JobView, fold_job
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 PATTERNS = RelaunchConfig().bad_nodes

@@ -19,7 +19,7 @@ from sweep_core.ledger.acts import ActKind, add_act, record_acts
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL
 from sweep_core.ledger.view import fold_job, fold_view
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 
 STEP = r"Training Step Progress: (\d+)/"
 

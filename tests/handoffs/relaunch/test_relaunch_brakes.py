@@ -33,7 +33,7 @@ from sweep_core.ledger.acts import MAX_ACTS, ActKind, add_act, link_acts, record
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import load_ledger
 from sweep_core.ledger.view import LedgerView, fold_job
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 # --- scope: clusters, full-match names -------------------------------------------------------------

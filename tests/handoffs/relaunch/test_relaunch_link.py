@@ -15,7 +15,7 @@ from sweep_core.handoffs.relaunch.remote import RelaunchJob, read_requeue
 from sweep_core.ledger.acts import relaunched_from, series_key
 from sweep_core.ledger.entries import LedgerEntry
 from sweep_core.ledger.store import load_ledger, update_ledger
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -19,7 +19,7 @@ from sweep_core.handoffs.relaunch.remote import (
     read_requeue,
     requeue_line,
 )
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 

@@ -18,7 +18,7 @@ from sweep_core.handoffs.upload.salvage import own_uploads, salvaged, with_open
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_operators.hf_hub import HubChecker
 
 NAME = "rl__qwen_collapse"

@@ -220,8 +220,8 @@ def test_a_standard_rl_collapse_is_salvaged_by_its_own_flavor_and_completes(loca
     rl-standard-job-cleanup; the approved cancel records the salvage in that flavor; the shipped hub
     check (model + metric CSVs, no -traces dataset) is met by the upload and the trees are deleted."""
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.models import ClusterSnapshot, ClusterStatus, Job
-    from sweep_core.pipeline import run_fan_in
+    from sweep_core.pipeline.steps import run_fan_in
+    from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
     c = local_cluster
     name = f"rl__{tag}_dapo_qwen8b"

@@ -31,7 +31,7 @@ from sweep_core.handoffs.upload.salvage import open_jobs, salvage_acts, salvaged
 from sweep_core.handoffs.upload.usecase import hub_status, run_uploads, upload_settings
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
-from sweep_core.remote_result import CommandResult
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
 ARGV = ["sbatch", "-J", "upload__{name}", "up.sbatch", "{artifact_dir}", "{hub_repo}", "{step}"]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sweep_core.fanin.metrics.common import Extracted, as_count, as_number, as_reading
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import last_match
-from sweep_core.models import base_state_of
+from sweep_core.records.models import base_state_of
 
 
 def expand_array_tasks(job_id: str) -> list[str]:

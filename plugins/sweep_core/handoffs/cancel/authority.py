@@ -148,7 +148,7 @@ def give_kills(
     gave and no answer released yet is not given again. ``cancel_run``: the sweep_cancel run this
     deep-dive run triggers (recorded: only that run is the sweep's). The lines said."""
     from sweep_core.ledger.given import mark_given, split_given
-    from sweep_core.vocab import Action
+    from sweep_core.records.vocab import Action
 
     said = []
     for job in jobs:

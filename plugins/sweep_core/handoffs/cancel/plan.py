@@ -23,10 +23,10 @@ from sweep_core.config.schema_base import section
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.overrides import parse_overrides
 from sweep_core.handoffs.flag_record import IRIS_JOB_ID_RE, FlagRecord, read_line
-from sweep_core.safe_names import check_job_line
-from sweep_core.safe_text import md_code, md_text
+from sweep_core.records.vocab import CANCEL_ACTIONS, Action
+from sweep_core.safe.names import check_job_line
+from sweep_core.safe.text import md_code, md_text
 from sweep_core.slurm.parse import SacctRow, SqueueRow
-from sweep_core.vocab import CANCEL_ACTIONS, Action
 
 check_slurm_job = check_job_line  # the quoted identity check (safe_names); paths and templates: plain_name
 

@@ -18,9 +18,9 @@ from sweep_core.handoffs.cancel.outcome import ActOutcome, Did, Outcomes, left_a
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, job_key, outcome, validate
 from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
+from sweep_core.records.vocab import Action, salvage_flavor
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.parse import SlurmOutputError, parse_squeue
-from sweep_core.vocab import Action, salvage_flavor
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 from sweep_core.config.handoffs_schema import FoundSeriesSpec, HfChainSection
 from sweep_core.config.schema_base import section
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
-from sweep_core.safe_names import check_plain_name
+from sweep_core.safe.names import check_plain_name
 
 LEGS = ("sft", "upload", "eval", "done")
 

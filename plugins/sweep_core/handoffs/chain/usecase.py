@@ -38,7 +38,7 @@ from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
-from sweep_core.safe_names import check_plain_name
+from sweep_core.safe.names import check_plain_name
 from sweep_core.slurm.gather import new_marker
 
 TAIL_BYTES = 16384  # the bounded tail a failed leg's traceback is read from

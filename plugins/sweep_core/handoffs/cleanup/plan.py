@@ -25,9 +25,9 @@ from typing import Any
 
 from sweep_core.config.handoffs_schema import CleanupSection
 from sweep_core.config.schema_base import default_of, section
-from sweep_core.models import Flag
-from sweep_core.safe_names import check_plain_name
-from sweep_core.vocab import cleanup_flavor
+from sweep_core.records.models import Flag
+from sweep_core.records.vocab import cleanup_flavor
+from sweep_core.safe.names import check_plain_name
 
 DEFAULT_ARTIFACT_DIR: str = default_of(CleanupSection, "artifact_dir")  # the schema's, for the guards' callers
 _SANE_SUBDIR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")

@@ -55,7 +55,7 @@ from sweep_core.handoffs.upload.salvage import open_jobs, own_uploads
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given, split_given
 from sweep_core.ledger.store import load_ledger, update_jobs
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 
 CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
 HF_CHAIN = "hf_chain"  # the HF chain's (handoffs.triggers.Handoff.HF_CHAIN): its ``found`` jobs

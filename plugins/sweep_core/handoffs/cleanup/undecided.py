@@ -18,10 +18,10 @@ from sweep_core.handoffs.chain.hf_only import HfOnly, from_facts
 from sweep_core.handoffs.chain.remote import build_launch_script
 from sweep_core.handoffs.cleanup.backlog import UNDECIDED, job_key
 from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
+from sweep_core.records.vocab import Action, Flavor
 from sweep_core.slurm.gather import new_marker
 from sweep_core.slurm.launch_facts import launch_facts
-from sweep_core.vocab import Action, Flavor
 
 LOG = "log"  # the job's StdOut as the gather read it ('' = unknown: ops.md log_pattern then)
 CANNOT_TELL = "HF-only or not cannot be told"  # the words of every such reason (alerts.backlog_line)

@@ -23,7 +23,7 @@ from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.ledger.acts import acts_of, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
-from sweep_core.vocab import Bucket
+from sweep_core.records.vocab import Bucket
 
 
 class ConsolidateAct(StrEnum):

@@ -25,7 +25,7 @@ from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, exhausted, is_live
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, done_signal
-from sweep_core.safe_names import CONSOLIDATE_PLACEHOLDERS
+from sweep_core.safe.names import CONSOLIDATE_PLACEHOLDERS
 
 PLACEHOLDERS = Placeholders(CONSOLIDATE_PLACEHOLDERS)
 

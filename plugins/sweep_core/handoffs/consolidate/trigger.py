@@ -9,7 +9,7 @@ from typing import Any
 from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.triggers import Handoff
 from sweep_core.ledger.entries import Ledger
-from sweep_core.models import ClusterSnapshot, ClusterStatus
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 CLEANUP = Handoff.CLEANUP.value
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sweep_core.handoffs.batch_job.plan import Placeholders, exhausted, retry_note
 from sweep_core.handoffs.chain.hf_only import HfOnly
-from sweep_core.safe_names import UPLOAD_PLACEHOLDERS
+from sweep_core.safe.names import UPLOAD_PLACEHOLDERS
 
 REGISTER = "db_register"
 DONE, FAILED, UNKNOWN = "done", "failed", "UNKNOWN"

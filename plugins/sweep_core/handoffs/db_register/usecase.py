@@ -40,7 +40,7 @@ from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.usecase import JobsReport, hub_status, job_values
 from sweep_core.ledger.acts import acts_of
 from sweep_core.ledger.store import load_ledger
-from sweep_core.safe_names import plain_name
+from sweep_core.safe.names import plain_name
 from sweep_core.slurm.failover import not_done, outcome_unknown
 from sweep_core.slurm.gather import GatherOutput, new_marker
 from sweep_core.slurm.remote_scripts import compose

@@ -27,7 +27,7 @@ from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import release_given
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, may_ask_kill
-from sweep_core.vocab import Action, Severity
+from sweep_core.records.vocab import Action, Severity
 
 HANDOFF = "deep_dive"  # the per-job hand-off kind (ledger.runs.PER_JOB)
 MAX_EVIDENCE = 1500  # characters of evidence a KILL request carries

@@ -20,7 +20,7 @@ from sweep_core.gpu.probe import parse_probe
 from sweep_core.handoffs.cancel.plan import IRIS_JOB_ID_RE, check_slurm_job
 from sweep_core.handoffs.deep_dive.inputs import ACCOUNTING_NODE, GpuUtil, SignatureHit
 from sweep_core.handoffs.deep_dive.ray_logs import RayLog
-from sweep_core.safe_names import plain_name
+from sweep_core.safe.names import plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.remote_scripts import compose
 

@@ -38,7 +38,7 @@ from sweep_core.handoffs.harvest.harbor_results import HarborJob, HarborResultEr
 from sweep_core.handoffs.harvest.tracker_edit import fill_row, has_column, mark_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError, TrackerRow
 from sweep_core.handoffs.harvest.tracker_rows import pending_rows, rows_without_job
-from sweep_core.safe_names import plain_name
+from sweep_core.safe.names import plain_name
 
 FAILED_STATES = ("FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
 

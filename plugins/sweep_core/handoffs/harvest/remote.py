@@ -16,7 +16,7 @@ from sweep_core.config.schema_base import default_of
 from sweep_core.config.sweep_schema import GatherLimits
 from sweep_core.handoffs.batch_job.plan import check_job_ids
 from sweep_core.handoffs.harvest.plan import JobReport
-from sweep_core.safe_names import plain_name
+from sweep_core.safe.names import plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SACCT_JOBS_FORMAT, read_sacct_jobs
 from sweep_core.slurm.remote_scripts import compose

@@ -20,7 +20,7 @@ from sweep_core.config.ops import ClusterConfig
 from sweep_core.handoffs.hygiene.triage import PullOffer, prepare_local_commit, pull_offer, pull_script, triage_plan
 from sweep_core.handoffs.ports import RunScript
 from sweep_core.health.tree_hygiene import TreeReport
-from sweep_core.models import ClusterSnapshot
+from sweep_core.records.models import ClusterSnapshot
 from sweep_core.slurm.failover import not_done, outcome_unknown
 from sweep_core.slurm.gather import GatherOutput, new_marker
 from sweep_core.slurm.remote_scripts import compose

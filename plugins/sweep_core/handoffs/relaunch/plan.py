@@ -27,7 +27,7 @@ from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL
 from sweep_core.ledger.view import JobView, LedgerView, fold_view
-from sweep_core.vocab import Action
+from sweep_core.records.vocab import Action
 
 NO_COMMAND = "iris has no requeue: relaunched only through an ops.md relaunch_commands entry, none matches"
 

@@ -6,7 +6,7 @@ requeue : sweep_core/programs/relaunch_requeue.sh: re-check in the same script (
           same name), the checkpoint signal + grace, ``scontrol update Requeue=1`` where allowed,
           ``scontrol requeue <id>`` (array tasks by task id) or scancel + the ops.md command.
 Every value is shlex-quoted into the script's header; ids and names are checked first, and an
-ops.md relaunch command is filled only for a plain job name (sweep_core.safe_names).
+ops.md relaunch command is filled only for a plain job name (sweep_core.safe.names).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, left_alone,
 from sweep_core.handoffs.cancel.overrides import ELEMENT, parse_overrides, takes_overrides
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
 from sweep_core.handoffs.cancel.recheck import guard_values
-from sweep_core.safe_names import check_plain_name
+from sweep_core.safe.names import check_plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
 from sweep_core.slurm.parse import SlurmOutputError, parse_scontrol_job
 from sweep_core.slurm.remote_scripts import compose

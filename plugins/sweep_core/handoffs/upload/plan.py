@@ -29,7 +29,7 @@ from sweep_core.handoffs.batch_job.plan import (
     job_name_of,
     retry_note,
 )
-from sweep_core.safe_names import UPLOAD_PLACEHOLDERS
+from sweep_core.safe.names import UPLOAD_PLACEHOLDERS
 
 UPLOAD = "upload"
 UPLOAD_STATE = "upload_state"

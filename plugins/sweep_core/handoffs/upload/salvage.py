@@ -14,7 +14,7 @@ from typing import Any
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, story_of
 from sweep_core.ledger.entries import Ledger
-from sweep_core.vocab import Action, salvage_flavor
+from sweep_core.records.vocab import Action, salvage_flavor
 
 
 def salvage_acts(

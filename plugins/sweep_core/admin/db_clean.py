@@ -5,7 +5,7 @@ bundled deployment's loop). Two passes: the watch's rows after ``watch_retention
 day, most of the XCom bytes), then every DAG's after ``retention_days``. Airflow keeps each DAG's
 latest scheduled run whatever its age.
 
-    python -m sweep_core.db_clean [--config sweep.yaml] [--print | --dry-run | --loop]
+    python -m sweep_core.admin.db_clean [--config sweep.yaml] [--print | --dry-run | --loop]
 
 Airflow 3.3.2's ``--dag-ids`` fails on one table it cleans with ``dag_run``: ``deadline`` has no
 ``dag_id`` column (the clean-up logs it and goes on; its rows go with their DAG run, ON DELETE
@@ -96,7 +96,7 @@ def _config_path() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sweep_core.db_clean", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sweep_core.admin.db_clean", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--config",
         default=_config_path(),

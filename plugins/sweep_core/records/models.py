@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from sweep_core.vocab import Action, Bucket, Severity, as_member
+from sweep_core.records.vocab import Action, Bucket, Severity, as_member
 
 _FLOAT_TAG = "__float__"
 

@@ -26,11 +26,11 @@ from sweep_core.fanin.render_campaigns import render_campaign
 from sweep_core.fanin.step_check import check_steps
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.vanished import add_vanished_rows
-from sweep_core.models import ClusterSnapshot, ClusterStatus, Flag, Job
+from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.rules.config import hf_only_series, rules_config
 from sweep_core.rules.context import History, RuleContext
 from sweep_core.rules.registry import apply_rules
-from sweep_core.window import PAST_WINDOW_NOTE, is_past_window
+from sweep_core.timing.window import PAST_WINDOW_NOTE, is_past_window
 
 
 def skip_snapshot(cfg: ClusterConfig, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot | None:

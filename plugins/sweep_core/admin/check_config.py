@@ -9,8 +9,8 @@ file under an executor whose tasks land on several machines (Celery, Kubernetes)
 naming ``state.conn_id``. Exit 0 when every file is valid, 1 with each error (the file and the key
 path) on stderr otherwise. Each hand-off is ``ON <what it acts on>`` or
 ``OFF: <handoff> needs <field> in <file>`` (or why it never runs there). ``--connect`` also tries
-each swept cluster once and the hub once (sweep_core.connect_check); any failure exits 1.
-Also ``python -m sweep_core.check_config``.
+each swept cluster once and the hub once (sweep_core.admin.connect_check); any failure exits 1.
+Also ``python -m sweep_core.admin.check_config``.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from sweep_core.admin.connect_check import Reach, hub_whoami, try_cluster
+from sweep_core.admin.dag_states import schedule_lines
 from sweep_core.config.locate import airflow_setting, locate
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, cluster_names, load_cluster
 from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
-from sweep_core.connect_check import Reach, hub_whoami, try_cluster
-from sweep_core.dag_states import schedule_lines
 from sweep_core.handoffs.harvest.plan import TrackerSettings, tracker_settings
 from sweep_core.handoffs.switches import cluster_switches
 from sweep_core.iris.state import NO_PODS, pod_source
 from sweep_core.state.db import CONN_ENV, DB_FILE, fleet_problem, redacted
 from sweep_core.state.db import ENV as STATE_URL_ENV
-from sweep_core.state_dir import STATE_DIR
+from sweep_core.state.state_dir import STATE_DIR
 
 
 def config_paths(include: str | None, env: Mapping[str, str]) -> tuple[Path, Path, str]:

@@ -6,7 +6,7 @@ through every login node (connect + the one script's timeout each; an act's scri
 the node before that, act_bounds); on iris one poll, its CLI fallback and the batched budget. An
 approval waits for its human up to MAX_APPROVAL_MINUTES. A timeout is that wait plus
 ``tasks.margin_s``, never shorter: a task is not killed while a wait it owns is still running.
-Only ``READ`` steps retry (on transport errors, sweep_core.transport); an ``ACT`` never does.
+Only ``READ`` steps retry (on transport errors, sweep_core.timing.transport); an ``ACT`` never does.
 """
 
 from __future__ import annotations

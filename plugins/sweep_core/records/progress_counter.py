@@ -5,8 +5,8 @@ The progress rules and the ledger (what the counter read in earlier sweeps) both
 
 from __future__ import annotations
 
-from sweep_core.models import Job
-from sweep_core.vocab import Bucket
+from sweep_core.records.models import Job
+from sweep_core.records.vocab import Bucket
 
 # bucket -> the metric keys that tell its progress (the first one read is the counter); Catch-all has none.
 PROGRESS_KEYS: dict[str, tuple[str, ...]] = {

@@ -1,0 +1,1 @@
+"""One sweep's pipeline, above the rules it runs (steps)."""
