@@ -1,5 +1,5 @@
 """Draw the house: the rooms of ``plugins/`` (each top-level module or sub-package of sweep_core,
-and sweep_operators) on floors, from their own imports, read with ``ast``; a room stands above
+each module or sub-package of ``sweep_core.handoffs`` (its hand-offs), and sweep_operators) on floors, from their own imports, read with ``ast``; a room stands above
 every room it imports. ``python scripts/house.py`` prints the floors (top first) with the rooms
 each room imports, then every cycle between rooms (an arrow that would have to run back up).
 Exit 1 when there is a cycle."""
@@ -15,11 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ROOT / "plugins"
 
 
+INSIDE = ("handoffs",)  # sub-packages of sweep_core whose own modules and sub-packages are rooms
+
+
 def room_of(module: str) -> str | None:
-    """``sweep_core.fanin.render`` -> ``sweep_core.fanin``; ``sweep_operators.x`` -> ``sweep_operators``."""
+    """``sweep_core.fanin.render`` -> ``sweep_core.fanin``; ``sweep_core.handoffs.cancel.plan`` ->
+    ``sweep_core.handoffs.cancel`` (each hand-off a room); ``sweep_operators.x`` -> ``sweep_operators``."""
     parts = module.split(".")
     if parts[0] == "sweep_operators":
         return "sweep_operators"
+    if parts[0] == "sweep_core" and len(parts) > 2 and parts[1] in INSIDE:
+        return f"sweep_core.{parts[1]}.{parts[2]}"
     if parts[0] == "sweep_core" and len(parts) > 1:
         return f"sweep_core.{parts[1]}"
     return None

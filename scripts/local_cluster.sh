@@ -43,7 +43,7 @@
 # 33061 + K, slurmctld/slurmdbd/slurmd 6817/6819/6821 + 100K). scripts/test.sh runs the tests that
 # stop daemons on such instances, beside the lanes on the shared one (instance 0, the default).
 # A scratch instance has three nodes (localhost node2 node3): a 2-node job requeued with one of its
-# nodes in ExcNodeList runs again, on 2 nodes, without it (tests/handoffs/cancel/
+# nodes in ExcNodeList runs again, on 2 nodes, without it (tests/handoffs/relaunch/
 # test_wedge_relaunch_e2e_local.py). `up` over a running instance whose node list changed restarts
 # slurmctld and the slurmd (22.05 takes no new node without a restart).
 set -euo pipefail

@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 
 from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.handoffs.cancel.fresh import Evidence
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence
 
 NOW = dt.datetime(2026, 12, 4, 12, 0, tzinfo=dt.UTC)
 T = int(NOW.timestamp())

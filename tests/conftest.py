@@ -139,7 +139,7 @@ DEPLOY_CHAINS = {
     "tests/dags/test_deployment_fleet.py": "deployments-1",
     "tests/dags/test_deployment.py": "deployments-1",
     "tests/dags/test_watch_latency_local.py": "deployments-2",
-    "tests/handoffs/cancel/test_wedge_relaunch_e2e_local.py": "deployments-2",
+    "tests/handoffs/relaunch/test_wedge_relaunch_e2e_local.py": "deployments-2",
 }
 
 

@@ -129,8 +129,8 @@ def layout_blocks(text: str) -> list[tuple[str, str]]:
 
 def layout_names(text: str, root: Path = ROOT) -> tuple[set[str], list[str]]:
     """What ``text`` names, by its convention: a module is a code span holding its path, ``.py`` or
-    not; a bare name (``relaunch_policy``) is read in the folder of its block only, a span with a
-    ``/`` (``cancel/relaunch_policy``, ``sweep_core/programs/iris_poll.py``, ``include/``) from that
+    not; a bare name (``brakes``) is read in the folder of its block only, a span with a
+    ``/`` (``relaunch/plan``, ``sweep_core/programs/iris_poll.py``, ``include/``) from that
     folder or any folder above it. Returns the modules named (paths from ``root`` without ``.py``) and every path
     (a span with a ``/`` or a ``.py``; a bare name may be a function or a key) that is in no such
     folder."""

@@ -1,6 +1,7 @@
 """The house's floors, from the code's own imports (scripts/house.py draws them): no import runs
-back up (no cycle between rooms), the pipeline stands above the rules it runs, the rules above the
-fan-in helpers they borrow, and the ledger, which both remember into, imports neither."""
+back up (no cycle between rooms, each hand-off of handoffs/ a room of its own), the pipeline stands
+above the rules it runs, the rules above the fan-in helpers they borrow, the ledger, which both
+remember into, imports neither, and relaunch and the deep-dive stand on cancel, never under it."""
 
 from __future__ import annotations
 
@@ -22,9 +23,25 @@ def test_the_pipeline_above_the_rules_above_the_fan_in_and_the_ledger_below_them
     edges = house.rooms()
     floor = house.floors(edges)
     assert floor["sweep_core.pipeline"] > floor["sweep_core.rules"] > floor["sweep_core.fanin"]
-    assert not {"sweep_core.rules", "sweep_core.fanin", "sweep_core.handoffs"} & edges["sweep_core.ledger"]
+    assert not {r for r in edges["sweep_core.ledger"] if r.startswith(("sweep_core.rules", "sweep_core.fanin",
+                                                                       "sweep_core.handoffs"))}  # fmt: skip
     assert "sweep_core.slurm" not in edges["sweep_core.iris"] | edges["sweep_core.gpu"]
     assert edges["sweep_core.records"] == set()  # the shared records import no other room
+
+
+def test_each_hand_off_is_a_room_and_relaunch_and_the_deep_dive_stand_on_cancel() -> None:
+    edges = house.rooms()
+    floor = house.floors(edges)
+    hand_offs = {r for r in edges if r.startswith("sweep_core.handoffs.")}
+    assert {"sweep_core.handoffs.cancel", "sweep_core.handoffs.relaunch", "sweep_core.handoffs.deep_dive"} <= hand_offs
+    assert house.room_of("sweep_core.handoffs.relaunch.plan") == "sweep_core.handoffs.relaunch"
+    cancel = edges["sweep_core.handoffs.cancel"]
+    assert not {"sweep_core.handoffs.relaunch", "sweep_core.handoffs.deep_dive"} & cancel
+    assert "sweep_core.handoffs.relaunch" not in edges["sweep_core.handoffs.deep_dive"]
+    assert floor["sweep_core.handoffs.relaunch"] > floor["sweep_core.handoffs.cancel"]
+    assert floor["sweep_core.handoffs.deep_dive"] > floor["sweep_core.handoffs.cancel"]
+    looped = {room for group in house.cycles(edges) for room in group}
+    assert not looped & {"sweep_core.handoffs.cancel", "sweep_core.handoffs.relaunch", "sweep_core.handoffs.deep_dive"}
 
 
 def test_a_cycle_is_found(tmp_path) -> None:

@@ -2,8 +2,8 @@
 scancel, record.
 
 Airflow-facing wiring only: params, XCom and the human's answer in, ops.md and SSH wired into the
-use-cases (sweep_core.handoffs.cancel.usecase and .relaunch; the guards are .plan and
-.relaunch_policy; whose request a job is, .authority), log lines out. Nothing is cancelled or
+use-cases (sweep_core.handoffs.cancel.usecase and handoffs.relaunch.usecase; the guards are
+cancel.plan and relaunch.plan; whose request a job is, cancel.authority), log lines out. Nothing is cancelled or
 relaunched unless validate said ``cancel`` for the job, an approver chose Cancel / Cancel and
 relaunch for THAT job (a timeout means Reject; the requester's answer does not count) or a
 standing permission covers it (the sweep's own requests only), the job still looks the same right

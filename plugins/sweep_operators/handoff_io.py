@@ -11,9 +11,9 @@ from typing import Any
 
 from sweep_core.config.ops import ClusterConfig, load_cluster
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop
-from sweep_core.handoffs.cancel.iris_relaunch import RunLocal
 from sweep_core.handoffs.hub_evidence import HubEvidence
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript
+from sweep_core.handoffs.relaunch.iris import RunLocal
 from sweep_core.ledger.hold import held_problem
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.remote_scripts import is_act

@@ -1,7 +1,7 @@
 """sweep_cancel's relaunch wiring: the evidence read and policy at validation, the standing-permission
 task (acts without waiting, still re-checked right before), the relaunch of approved jobs, and what
 the ledger remembers (evidence before a requeue, relaunches, a Reject, an unanswered request).
-Airflow-facing only; the logic is sweep_core.handoffs.cancel.relaunch / relaunch_policy.
+Airflow-facing only; the logic is sweep_core.handoffs.relaunch (usecase: judge, act; plan: the policy).
 """
 
 from __future__ import annotations
@@ -14,15 +14,16 @@ from urllib.parse import quote
 from sweep_core.alerts.acts_notice import Notice, breaker_notices, notices
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cancel import acts
-from sweep_core.handoffs.cancel.acts import CancelPorts
-from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.outcome import Outcomes
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch import assess, evidence_targets, read_all_evidence
 from sweep_core.handoffs.cancel.remember import remember_acts
 from sweep_core.handoffs.ports import LoadCluster
-from sweep_core.ledger.acts import read_ledger, record_acts
+from sweep_core.handoffs.relaunch import usecase
+from sweep_core.handoffs.relaunch.brakes import Trip
+from sweep_core.handoffs.relaunch.plan import jobs_of
+from sweep_core.handoffs.relaunch.usecase import CancelPorts
+from sweep_core.ledger.acts import record_acts
+from sweep_core.ledger.view import read_view
 from sweep_operators.handoff_io import iris_stopper, local_runner, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import DagId
@@ -53,29 +54,16 @@ def judge(
     running: dict[str, int] | None = None,
     context: dict[str, Any] | None = None,
 ) -> None:
-    """Evidence of every RUNNING SLURM job validated for cancel (one session per cluster), then the
-    policy per job (in place), then the brakes on standing permissions (caps, circuit breaker: a
-    trip is logged, written to the run log and told once as a critical alert)."""
-    cfg = load_sweep_config(sweep_yaml)
-    jobs, iris, commands = evidence_targets(decisions, load)
-    ev = read_all_evidence(jobs, load, ssh_runner(limits, log), ccfg.relaunch.evidence_tail_bytes, cfg.metrics.rl.step)
-    ledger = read_ledger(ledger_dir(sweep_yaml))
-    assess(decisions, ev, ledger, ccfg, now=_now(), run_id=run_id, iris=iris, commands=commands)
-    brake(decisions, ledger, ccfg, running or {}, sweep_yaml, context or {"run_id": run_id})
+    """handoffs.relaunch.usecase.judge wired to this run (evidence, the folded ledger, the policy and
+    the brakes, in place), then a circuit-breaker trip told (``brake``)."""
+    ctx = context or {"run_id": run_id}
+    trips = usecase.judge(decisions, ccfg, ports(limits, load, sweep_yaml, ctx), running=running or {}, now=_now())
+    brake(trips, sweep_yaml, ctx)
 
 
-def brake(
-    decisions: list[CancelDecision],
-    ledger: Any,
-    ccfg: CancelConfig,
-    running: dict[str, int],
-    sweep_yaml: str,
-    context: dict[str, Any],
-) -> list[str]:
-    """The brakes on standing permissions (handoffs.cancel.brakes, in place); a circuit-breaker trip
-    is logged critical, written to the run log and told once a day as ONE critical alert (not in
-    a dry run). Returns what was told."""
-    trips = apply_brakes(decisions, ledger, ccfg, running=running, now=_now(), run_id=_run_id(context))
+def brake(trips: dict[str, Trip], sweep_yaml: str, context: dict[str, Any]) -> list[str]:
+    """A circuit-breaker trip (handoffs.relaunch.brakes) is logged critical, written to the run log and
+    told once a day as ONE critical alert (not in a dry run). Returns what was told."""
     if not trips:
         return []
     text = "".join(f"{t.why}\n" for t in trips.values())
@@ -115,9 +103,9 @@ def act(
     dry_run: bool,
     by: str = "",
 ) -> Outcomes:
-    """handoffs.cancel.acts.act wired to this run (``by``: who approved; a standing act says so)."""
+    """handoffs.relaunch.usecase.act wired to this run (``by``: who approved; a standing act says so)."""
     io = ports(limits, load, sweep_yaml, context)
-    return acts.act(decisions, relaunch, ccfg, io, dry_run=dry_run, by=by)
+    return usecase.act(decisions, relaunch, ccfg, io, dry_run=dry_run, by=by)
 
 
 def remember(
@@ -135,8 +123,8 @@ def remember(
     if dry_run:
         return
     outcomes = {c: {**done.get(c, {}), **standing.get(c, {})} for c in {*done, *standing}}
-    found, release = remember_acts(decisions, outcomes, answers, read_ledger(ledger_dir(sweep_yaml)),
-                                   _run_id(context), _now().isoformat())  # fmt: skip
+    view = read_view(ledger_dir(sweep_yaml), jobs_of(decisions))
+    found, release = remember_acts(decisions, outcomes, answers, view, _run_id(context), _now().isoformat())
     if found or release:
         record_acts(ledger_dir(sweep_yaml), found, release=release)
 

@@ -16,7 +16,8 @@ from receivers import smtp_server
 from test_relaunch_announce import _sweep_yaml as _smtp_sweep_yaml
 
 from sweep_core.handoffs.cancel.plan import approval_prompt, asked
-from sweep_core.handoffs.cancel.relaunch import assess
+from sweep_core.handoffs.relaunch.brakes import apply_brakes
+from sweep_core.handoffs.relaunch.plan import assess, decisions_view
 from sweep_core.ledger.entries import Ledger
 
 
@@ -28,13 +29,15 @@ def test_120_jobs_silent_at_once_on_two_clusters_act_on_none_and_raise_one_alert
 
     decisions, evidence = fleet(60)
     ccfg = cancel_cfg(standing=[STANDING])
-    assess(decisions, evidence, Ledger(), ccfg, now=NOW, run_id="c1")
+    assess(decisions, evidence, decisions_view(Ledger(), decisions), ccfg, now=NOW, run_id="c1")
     assert sum(1 for d in decisions if d.offer["standing"]) == 120  # what today's code acts on with no human
     with smtp_server() as (port, mails):
         sweep_yaml = _smtp_sweep_yaml(tmp_path, port, monkeypatch)
         ctx = {"run_id": "c1", "params": {"dry_run": False},
                "dag_run": SimpleNamespace(dag_id="sweep_cancel", run_id="c1")}  # fmt: skip
-        told = brake(decisions, Ledger(), ccfg, {"a": 80, "b": 80}, sweep_yaml, ctx)
+        trips = apply_brakes(decisions, decisions_view(Ledger(), decisions), ccfg, running={"a": 80, "b": 80},
+                             now=NOW, run_id="c1")  # fmt: skip
+        told = brake(trips, sweep_yaml, ctx)
         acted = [d for d in decisions if d.offer["standing"]]
         assert acted == [] and len(asked(decisions)) == 120
         assert all(d.offer["brake"].startswith("circuit breaker: 60 of 80 RUNNING jobs on ") for d in decisions)
@@ -44,8 +47,10 @@ def test_120_jobs_silent_at_once_on_two_clusters_act_on_none_and_raise_one_alert
         # the next sweep_cancel run of the same fault (same day): no second alert
         ctx2 = {**ctx, "run_id": "c2", "dag_run": SimpleNamespace(dag_id="sweep_cancel", run_id="c2")}
         decisions2, _ = fleet(60)
-        assess(decisions2, evidence, Ledger(), ccfg, now=NOW, run_id="c2")
-        assert brake(decisions2, Ledger(), ccfg, {"a": 80, "b": 80}, sweep_yaml, ctx2) == [] and len(mails) == 1
+        assess(decisions2, evidence, decisions_view(Ledger(), decisions2), ccfg, now=NOW, run_id="c2")
+        trips2 = apply_brakes(decisions2, decisions_view(Ledger(), decisions2), ccfg, running={"a": 80, "b": 80},
+                              now=NOW, run_id="c2")  # fmt: skip
+        assert brake(trips2, sweep_yaml, ctx2) == [] and len(mails) == 1
     log = next((tmp_path / "logs").glob("*_sweep_cancel.md")).read_text()
     assert "circuit breaker saved" in log and "60 of 80 RUNNING jobs on a flagged [liveness_stale]" in log
     subject, body = approval_prompt(decisions, dry_run=False, timeout_minutes=60)

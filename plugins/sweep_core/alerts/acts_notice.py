@@ -116,7 +116,7 @@ def notices(
 
 
 def breaker_notices(trips: Iterable[Any], *, day: str, links: list[tuple[str, str]]) -> list[Notice]:
-    """ONE critical notice for every cluster the circuit breaker tripped on (handoffs.cancel.brakes.Trip),
+    """ONE critical notice for every cluster the circuit breaker tripped on (handoffs.relaunch.brakes.Trip),
     told once per set of clusters and ``day`` (a fault that lasts hours is told once, not every sweep)."""
     trips = sorted(trips, key=lambda t: t.cluster)
     if not trips:

@@ -24,7 +24,7 @@ Positive = Annotated[int, Field(gt=0)]
 RELAUNCH_PLACEHOLDERS = ("job_id", "name", "array_job", "task", "exclude", "controller", "overrides")
 RELAUNCH_JOB_DERIVED = ("job_id", "name", "array_job", "task", "exclude", "overrides")
 
-# Failure kinds read off a flag's evidence (sweep_core.handoffs.cancel.relaunch_policy).
+# Failure kinds read off a flag's evidence (sweep_core.handoffs.relaunch.plan).
 FIXABLE_KINDS = ("wedge", "nccl_timeout", "rpc_timeout", "node_fail", "preemption")
 NEVER_KINDS = ("oom", "traceback", "nan", "collapse", "kill_verdict")
 
@@ -50,7 +50,7 @@ DEFAULT_KINDS = (
 )
 
 
-# A bad node named in the saved log tail (group 1 = the node; sweep_core.handoffs.cancel.bad_nodes).
+# A bad node named in the saved log tail (group 1 = the node; sweep_core.handoffs.relaunch.bad_nodes).
 DEFAULT_BAD_NODES = tuple(
     re.compile(p)
     for p in (

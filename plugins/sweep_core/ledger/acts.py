@@ -7,6 +7,7 @@ Each act is a flat object of strings; its ``kind`` is one of ActKind.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,39 @@ class ActKind(StrEnum):
     ESCALATED = "escalated"
     RELAUNCHED_FROM = "relaunched_from"  # on a new id an ops.md relaunch command submitted: "from" = old key
     VERDICT = "verdict"  # an RL deep-dive verdict: its evidence, watch signals, signal count (handoffs.deep_dive)
+
+
+def _int(text: str | None) -> int:
+    return int(text) if text and text.isdigit() else 0
+
+
+@dataclass(frozen=True)
+class PastAct:
+    """One act as the ledger keeps it (a flat object of strings), typed: what the policies read."""
+
+    kind: str
+    run: str = ""
+    at: str = ""
+    step: str = ""  # the step judged ("" = no readable step)
+    by: str = ""
+    silent_s: int = 0  # the silence judged (0 = not read)
+    standing: str = ""  # the standing permission it ran under ("" = a human's answer)
+    rule: str = ""  # a Reject's request rule (deep_dive_kill)
+    weight: int = 0  # a verdict's, or a rejected KILL's, evidence weight
+
+    @classmethod
+    def of(cls, act: Mapping[str, str]) -> PastAct:
+        return cls(
+            str(act.get("kind", "")),
+            str(act.get("run", "")),
+            str(act.get("at", "")),
+            str(act.get("step", "")),
+            str(act.get("by", "")),
+            _int(act.get("silent_s")),
+            str(act.get("standing", "")),
+            str(act.get("rule", "")),
+            _int(act.get("weight")),
+        )
 
 
 def series_key(entry: LedgerEntry | None, cluster: str, name: str) -> str:
@@ -53,18 +87,6 @@ def acts_of(ledger: Ledger, cluster: str, job_id: str, kind: str = "") -> list[d
     """The job's acts, oldest first (only ``kind`` when given)."""
     e = ledger.jobs.get(f"{cluster}|{job_id}")
     return [a for a in (e.acts if e else []) if not kind or a.get("kind") == kind]
-
-
-def series_acts(ledger: Ledger, series: str, kind: str) -> list[dict[str, str]]:
-    """Every act of ``kind`` on any link of ``series`` (see series_key), oldest first."""
-    out = [
-        a
-        for e in ledger.jobs.values()
-        if series_key(e, e.cluster, e.name) == series
-        for a in e.acts
-        if a.get("kind") == kind
-    ]
-    return sorted(out, key=lambda a: a.get("at", ""))
 
 
 def add_act(ledger: Ledger, cluster: str, job_id: str, name: str, act: Mapping[str, Any]) -> Ledger:

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # ifs (and the listing) come from recheck.sh, composed before this part
-# sweep_cancel's relaunch (sweep_core.handoffs.cancel.relaunch_remote). The header Python writes
+# sweep_cancel's relaunch (sweep_core.handoffs.relaunch.remote). The header Python writes
 # sets U, per job IDS, NAMES (checked), SIGNALS ('' or a signal name), GRACES (seconds), SETREQ
 # (1 = `scontrol update Requeue=1` first), CMDS ('' = `scontrol requeue`; else an ops.md relaunch
 # command, every value already shell-quoted, run after the scancel), and CONFIRM_TIMEOUT_S.

@@ -1,5 +1,5 @@
 """What each sweep does with a RUNNING RL job's deep-dive verdict on record (the ledger's latest
-``verdict`` act, sweep_core.handoffs.deep_dive.follow_up):
+``verdict`` act, sweep_core.ledger.verdicts; what follows it, sweep_core.handoffs.deep_dive.follow_up):
 
 - KILL -> ``deep_dive_kill`` CRITICAL → kill-approval: the cancel hand-off (given once while a
   request is open; an unanswered one is released, so it is asked again the next sweep). While a
@@ -16,17 +16,9 @@ The row's note gets the verdict and what followed it (cancelled, rejected by, es
 
 from __future__ import annotations
 
-from sweep_core.handoffs.deep_dive.follow_up import (
-    DEEP_DIVE_KILL,
-    Readings,
-    act_note,
-    flipped,
-    latest_verdict,
-    may_ask_kill,
-    stalled_minutes,
-    unknown_streak,
-)
+from sweep_core.handoffs.deep_dive.follow_up import Readings, act_note, flipped, stalled_minutes, unknown_streak
 from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, UNKNOWN
+from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, latest_verdict, may_ask_kill
 from sweep_core.records.models import Flag
 from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import RuleContext, job_flag

@@ -13,7 +13,7 @@ from sweep_core.alerts.approvals import answer_counts, may_answer
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.authority import authorize, flag_runs, give_kills, judge
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, asked, cancel_config, standing_acts
-from sweep_core.handoffs.cancel.relaunch import assess
+from sweep_core.handoffs.relaunch.plan import assess, decisions_view
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.history.rows import FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_run
@@ -84,7 +84,7 @@ def test_a_forged_evidence_line_is_a_by_hand_request_no_standing_permission_cove
     d = ds[0]
     assert d.by_hand and d.request.evidence == "" and d.request.asked_evidence == FORGED
     assert d.authority == "by hand: no sweep handed this job off (no hand-off record in the ledger)"
-    assess(ds, {}, ledger, cancel_config(STANDING), now=T0, run_id="x")
+    assess(ds, {}, decisions_view(ledger, ds), cancel_config(STANDING), now=T0, run_id="x")
     assert d.offer["standing"] == "" and asked(ds) == ds and standing_acts(ds) == []
 
 
@@ -95,7 +95,7 @@ def test_the_sweeps_hand_off_is_its_request_with_its_own_evidence_whatever_the_c
     ds, ledger = _decide(tmp_path, store, [conf], f"{SWEEP}__cancel")
     assert not ds[0].by_hand and ds[0].request.evidence == flag.line()  # the ledger's line, not the conf's
     assert ds[0].authority == f"handed off by sweep {SWEEP} ([rl_resume_overshoot] → cancel)"
-    assess(ds, {}, ledger, cancel_config({"standing": [{"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["leo"]}]}),
+    assess(ds, {}, decisions_view(ledger, ds), cancel_config({"standing": [{"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["leo"]}]}),
            now=T0, run_id="x")  # fmt: skip
     assert standing_acts(ds) == ds and asked(ds) == []  # the sweep's own request: the permission applies
 
@@ -206,7 +206,7 @@ def test_a_run_id_chosen_to_look_like_the_sweeps_is_a_by_hand_request(tmp_path) 
         assert d.by_hand and f"this run is not the hand-off run {SWEEP} triggered" in d.authority
     (d,), _ = _decide(tmp_path, store, [conf], f"{SWEEP}__cancel__2", user="mallory")  # the id, by hand
     assert d.by_hand and "triggered by mallory, the hand-off run of" in d.authority and d.request.evidence == ""
-    assess([d], {}, load_ledger(tmp_path), cancel_config(STANDING | {"standing": [
+    assess([d], {}, decisions_view(load_ledger(tmp_path), [d]), cancel_config(STANDING | {"standing": [
         {"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["leo"]}]}), now=T0, run_id="x")  # fmt: skip
     assert standing_acts([d]) == [] and asked([d]) == [d]  # no standing permission for it
     assert may_answer("leo", {"*": ("mallory", "carol")}, requester="mallory") == ["carol"]

@@ -17,7 +17,7 @@ from sweep_core.handoffs.cancel.remember import outcome_acts, remember_acts
 from sweep_core.handoffs.flag_record import FlagRecord, FlagRecordError
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind
-from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.view import LedgerView
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.records.vocab import Action, Severity
 
@@ -125,5 +125,5 @@ def test_the_ledger_reads_the_outcome_fields_not_its_text() -> None:
     sent = ActOutcome(Did.SENT, "cancelled, I think")  # text that once opened a cancel: not confirmed, not recorded
     assert outcome_acts([d], {"11": sent}, "c1", "t", "ana") == ([], [])
     moved = ActOutcome(Did.LEFT_ALONE, "left alone: moved", Act.RELAUNCH)
-    found, freed = remember_acts([d], {"a": {"11": moved}}, {}, Ledger(), "c1", "t")
+    found, freed = remember_acts([d], {"a": {"11": moved}}, {}, LedgerView(), "c1", "t")
     assert found == [] and freed == [{"cluster": "a", "job_id": "11", "name": "rl__x"}]

@@ -16,6 +16,7 @@ from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.relaunch_schema import RelaunchCommand
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cancel.authority import SWEEP, judge
+from sweep_core.handoffs.cancel.fresh import Evidence
 from sweep_core.handoffs.cancel.overrides import parse_overrides
 from sweep_core.handoffs.cancel.plan import (
     RELAUNCH_WITH,
@@ -26,11 +27,11 @@ from sweep_core.handoffs.cancel.plan import (
     override_answer,
     standing_acts,
 )
-from sweep_core.handoffs.cancel.relaunch import assess, relaunch_plan
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence, command_argv
-from sweep_core.handoffs.deep_dive.follow_up import reject_fields, settle_verdicts
+from sweep_core.handoffs.deep_dive.follow_up import settle_verdicts
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
 from sweep_core.handoffs.deep_dive.verdict import decide
+from sweep_core.handoffs.relaunch.plan import assess, decisions_view, relaunch_plan
+from sweep_core.handoffs.relaunch.remote import command_argv
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind, record_acts
 from sweep_core.ledger.cancel_handoff import HandoffRun
@@ -38,6 +39,7 @@ from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import mark_given
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger, update_ledger
+from sweep_core.ledger.verdicts import reject_fields
 from sweep_core.pipeline.steps import run_fan_in
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.rules.context import History
@@ -145,7 +147,7 @@ def test_a_standing_permission_naming_deep_dive_kill_cancels_it_without_a_human(
         {"standing": [{"action": "cancel", "rule": "deep_dive_kill", "clusters": ["local"], "name": "rl__.*"}]}
     )
     d = [_decision(job["evidence"])]
-    assess(d, {("local", "11"): _ev()}, ledger, stand, now=NOW, run_id="dd1__cancel")
+    assess(d, {("local", "11"): _ev()}, decisions_view(ledger, d), stand, now=NOW, run_id="dd1__cancel")
     assert d[0].verdict == "cancel" and not d[0].offer["relaunch"]  # a KILL is never requeued as it was
     assert d[0].offer["standing"] == "standing[0] cancel deep_dive_kill"
     assert standing_acts(d) == d
@@ -155,7 +157,7 @@ def test_a_standing_permission_naming_deep_dive_kill_cancels_it_without_a_human(
     other = CancelConfig.model_validate({"standing": [{"action": "cancel", "rule": "liveness_stale",
                                                         "clusters": ["local"]}]})  # fmt: skip
     d = [_decision(job["evidence"])]
-    assess(d, {("local", "11"): _ev()}, ledger, other, now=NOW, run_id="dd1__cancel")
+    assess(d, {("local", "11"): _ev()}, decisions_view(ledger, d), other, now=NOW, run_id="dd1__cancel")
     assert d[0].offer["standing"] == "" and standing_acts(d) == []
 
 
@@ -194,7 +196,14 @@ def test_a_reject_stands_until_a_probe_finds_more_evidence(tmp_path) -> None:
     kills, lines = _settle(tmp_path, [_kill()], "dd2")  # the same evidence: still not asked
     assert kills == [] and any("not asked: KILL rejected by ana" in ln for ln in lines)
     d = [_decision(job["evidence"])]  # nor by sweep_cancel, were it handed the job
-    assess(d, {("local", "11"): _ev()}, load_ledger(tmp_path), CancelConfig(), now=NOW, run_id="x__cancel")
+    assess(
+        d,
+        {("local", "11"): _ev()},
+        decisions_view(load_ledger(tmp_path), d),
+        CancelConfig(),
+        now=NOW,
+        run_id="x__cancel",
+    )
     assert d[0].verdict == "blocked" and "KILL rejected by ana" in d[0].reasons[0]
     _handed_to_deep_dive(tmp_path, "s3")
     kills, _ = _settle(tmp_path, [_kill(empty=True)], "dd3")  # two strong signals now: asked again
@@ -244,7 +253,7 @@ def test_good_overrides_fill_the_relaunch_command_one_element_each(tmp_path) -> 
     _handed_to_deep_dive(tmp_path)
     (job,), _ = _settle(tmp_path, [_kill()], "dd1")
     d = [_decision(job["evidence"])]
-    assess(d, {("local", "11"): _ev()}, load_ledger(tmp_path), CancelConfig(), now=NOW, run_id="dd1__cancel",
+    assess(d, {("local", "11"): _ev()}, decisions_view(load_ledger(tmp_path), d), CancelConfig(), now=NOW, run_id="dd1__cancel",
            commands={"local": (cmd,)})  # fmt: skip
     assert approval_options(d[0]) == ["Cancel", RELAUNCH_WITH, "Reject"]
     _, body = approval_prompt(d, dry_run=False, timeout_minutes=60)
@@ -253,7 +262,7 @@ def test_good_overrides_fill_the_relaunch_command_one_element_each(tmp_path) -> 
     plan = relaunch_plan(d[0], _ev(), CancelConfig(), (cmd,))
     assert plan.command[-1] == "actor.lr=1e-6"
     d2 = [_decision(job["evidence"])]
-    assess(d2, {("local", "11"): _ev()}, load_ledger(tmp_path), CancelConfig(), now=NOW, run_id="dd1__cancel",
+    assess(d2, {("local", "11"): _ev()}, decisions_view(load_ledger(tmp_path), d2), CancelConfig(), now=NOW, run_id="dd1__cancel",
            commands={"local": (plain,)})  # fmt: skip
     assert approval_options(d2[0]) == ["Cancel", "Reject"]
 

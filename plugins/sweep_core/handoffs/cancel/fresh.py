@@ -1,9 +1,10 @@
-"""Fresh judgement right before an act (pure): the evidence read at that moment against the evidence
-the job was judged (approved, or covered by a standing permission) on. A job that moved (its state
-or node list changed; and where its flag was its silence, ``SILENCE_RULES``, its log written since
-or its step advanced) is left alone, and the outcome says how it moved; the offer and the standing
-permission are judged again on the new evidence. (A collapsed or deep-dive-KILL job keeps logging:
-its log moving is no reason to spare it.)
+"""Fresh judgement right before an act (pure): the evidence a job was judged on (``Evidence``: its
+state, nodes, log mtime/size, step and tail as read in one session) against the evidence read at
+that moment. A job that moved (its state or node list changed; and where its flag was its silence,
+``SILENCE_RULES``, its log written since or its step advanced) is left alone, and the outcome says
+how it moved (the relaunch judges its offer and standing permission again on the new evidence:
+handoffs.relaunch.plan.rejudge). (A collapsed or deep-dive-KILL job keeps logging: its log moving is
+no reason to spare it.)
 
 The act scripts repeat the log check in the session that acts (sweep_core/programs/recheck.sh
 ``unmoved``: the log's mtime and size as judged, else record ``moved:<k>`` and ``fresh:<k>``), so
@@ -12,20 +13,72 @@ nothing can move between this check and the act; ``moved_in_script`` reads those
 
 from __future__ import annotations
 
-import datetime as dt
+import re
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch_policy import relaunch_offer, standing_permission
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence, last_step, stat_pair
-from sweep_core.ledger.entries import Ledger
 from sweep_core.slurm.gather import GatherOutput
 
 MOVED = "moved since the flag"
 SILENCE_RULES = ("liveness_stale", "wedged")  # flags that are the log's silence: a write answers them
 LEFT_ALONE = "left alone"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A wedged job as read right before it is relaunched (the requeue truncates its log)."""
+
+    job_id: str
+    name: str
+    remote_now: int | None = None
+    state: str = ""
+    requeue: str = ""  # scontrol Requeue: "1" may be requeued, "0" not
+    restarts: str = ""
+    nodelist: str = ""
+    last_output: int | None = None  # log mtime, remote epoch seconds
+    step: int | None = None
+    tail: str = ""
+    problem: str = ""  # what could not be read
+    exc_nodes: str = ""  # scontrol ExcNodeList ("(null)" = none)
+    size: int | None = None  # log size in bytes (with last_output: the act script checks the log did not move)
+    log_path: str = ""  # the log read (the act script stats it again right before acting)
+
+    @property
+    def silent_s(self) -> int | None:
+        if self.remote_now is None or self.last_output is None:
+            return None
+        return max(0, self.remote_now - self.last_output)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Evidence:
+        return cls(**data)
+
+
+def last_step(tail: str, patterns: Any) -> int | None:
+    """The last step any of ``patterns`` (regexes, text or compiled; group 1) reads in ``tail``."""
+    best: tuple[int, int] | None = None
+    for p in patterns:
+        for m in (re.compile(p) if isinstance(p, str) else p).finditer(tail):
+            try:
+                value = int(m.group(1).replace(",", ""))
+            except (IndexError, ValueError):
+                continue
+            if best is None or m.end() >= best[0]:
+                best = (m.end(), value)
+    return best[1] if best else None
+
+
+def stat_pair(text: str) -> tuple[int | None, int | None]:
+    """(mtime, size) of ``stat -c '%Y %s'`` output (None, None when it is not two numbers)."""
+    parts = text.split()
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return int(parts[0]), int(parts[1])
+    return None, None
 
 
 def _secs(v: int | None) -> str:
@@ -69,35 +122,6 @@ def moved(before: Mapping[str, Any], now: Evidence, silence: bool = True) -> str
         if was and is_ and was != is_:
             changes.append(f"{label} {is_} (was {was})")
     return f"{MOVED}: {', '.join(changes)}" if changes else ""
-
-
-def rejudge(
-    d: CancelDecision, fresh: Evidence, ledger: Ledger, ccfg: CancelConfig, *, now: dt.datetime, relaunch: bool
-) -> str:
-    """Why the act must not run now ("" = it may): the job moved since it was judged, the relaunch
-    is no longer offered on the new evidence, or its standing permission no longer covers it."""
-    why = moved(d.evidence, fresh, on_silence(d))
-    if why:
-        return why
-    r = d.request
-    if relaunch and not d.offer.get("with"):  # a relaunch with a human's corrected setting: not the policy's
-        entry = ledger.jobs.get(f"{r.cluster}|{r.job_id}")
-        step = fresh.step if fresh.step is not None else (entry.step if entry else None)  # as assess judged
-        offer = relaunch_offer(cluster=r.cluster, job_id=r.job_id, name=r.name, evidence=r.evidence,
-                               state=fresh.state or d.state, step=step, ledger=ledger, cfg=ccfg.relaunch,
-                               now=now)  # fmt: skip
-        if not offer.relaunch:
-            return f"relaunch no longer offered on the evidence read now: {offer.why}"
-    if d.offer.get("standing"):
-        nodes = int(d.nodes) if d.nodes.isdigit() else 1
-        still = standing_permission(ccfg.standing, action="relaunch" if relaunch else "cancel",
-                                    rule=r.rule, cluster=r.cluster, name=r.name,
-                                    silent_s=fresh.silent_s, nodes=nodes)  # fmt: skip
-        if not still:
-            return (
-                f"{d.offer['standing']} no longer covers it on the evidence read now (silent {_secs(fresh.silent_s)})"
-            )
-    return ""
 
 
 def moved_in_script(out: GatherOutput | None, k: int, job_id: str, name: str, before: Mapping[str, Any],

@@ -88,8 +88,8 @@ class CancelDecision:
     elapsed: str = ""
     nodes: str = ""
     nodelist: str = ""  # squeue %R: the node list, or the pending reason
-    offer: dict[str, Any] = field(default_factory=dict)  # relaunch_policy.Offer (SLURM RUNNING jobs)
-    evidence: dict[str, Any] = field(default_factory=dict)  # relaunch_remote.Evidence read at validation
+    offer: dict[str, Any] = field(default_factory=dict)  # handoffs.relaunch.plan.Offer (SLURM RUNNING jobs)
+    evidence: dict[str, Any] = field(default_factory=dict)  # handoffs.cancel.fresh.Evidence read at validation
     by_hand: bool = True  # authority.authorize: False only when the sweep's own records back it
     authority: str = ""  # why it is a sweep or a by-hand request
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, job_key
-from sweep_core.handoffs.deep_dive.follow_up import reject_fields
-from sweep_core.ledger.acts import ActKind, acts_of, link_acts, series_record
-from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.acts import ActKind, link_acts
+from sweep_core.ledger.verdicts import kill_reject_fields
+from sweep_core.ledger.view import JobView, LedgerView
 
 LedgerAct = tuple[str, str, str, dict[str, Any]]  # (cluster, job id, name, act)
 
@@ -60,11 +60,11 @@ def outcome_acts(
     return acts, release
 
 
-def _escalations(d: CancelDecision, ledger: Ledger, base: dict[str, str]) -> list[LedgerAct]:
+def _escalations(d: CancelDecision, job: JobView, base: dict[str, str]) -> list[LedgerAct]:
     r, out = d.request, []
     if d.offer.get("recurring"):
         out.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"]}))
-    if d.offer.get("capped") and not series_record(ledger, str(d.offer.get("series", ""))).escalated:
+    if d.offer.get("capped") and not job.series.escalated:
         out.append(
             (r.cluster, r.job_id, r.name, {**base, "kind": ActKind.ESCALATED, "why": d.offer["why"], "cap": "1"})
         )
@@ -72,7 +72,7 @@ def _escalations(d: CancelDecision, ledger: Ledger, base: dict[str, str]) -> lis
 
 
 def _answered(
-    d: CancelDecision, res: ActOutcome | None, answer: Mapping[str, Any], ledger: Ledger, base: dict[str, str]
+    d: CancelDecision, res: ActOutcome | None, answer: Mapping[str, Any], job: JobView, base: dict[str, str]
 ) -> tuple[list[LedgerAct], list[dict[str, str]]]:
     """A job no act recorded: moved (released), a Reject, or no answer (released; a standing one: nothing)."""
     r = d.request
@@ -84,7 +84,7 @@ def _answered(
     if answer.get("timed_out") or answer.get("refused") or not answer:
         return [(r.cluster, r.job_id, r.name, {**base, "kind": ActKind.UNANSWERED})], [item]
     if (answer.get("chosen_options") or [""])[0] == "Reject":  # a deep-dive KILL's Reject keeps its weight
-        extra = reject_fields(ledger, r.cluster, r.job_id, r.rule)
+        extra = kill_reject_fields(r.rule, job.verdict)
         by = str(answer.get("responded_by") or "")
         return [(r.cluster, r.job_id, r.name, {**base, **extra, "kind": ActKind.REJECT, "by": by})], [item]
     return [], []
@@ -94,13 +94,13 @@ def remember_acts(
     decisions: list[CancelDecision],
     outcomes: Mapping[str, Mapping[str, ActOutcome]],
     answers: Mapping[str, Mapping[str, Any]],
-    ledger: Ledger,
+    view: LedgerView,
     run_id: str,
     at: str,
 ) -> tuple[list[LedgerAct], list[dict[str, str]]]:
     """(acts, released jobs) of this run besides the acts already recorded per cluster (the module
     doc). ``outcomes``: cluster -> job id -> outcome (approved and standing acts); ``answers``: job
-    key -> that job's own answer."""
+    key -> that job's own answer; ``view``: the ledger folded for these jobs after the acts."""
     acts: list[LedgerAct] = []
     release: list[dict[str, str]] = []
     for d in decisions:
@@ -108,13 +108,11 @@ def remember_acts(
             continue
         r = d.request
         answer = answers.get(job_key(r.cluster, r.job_id)) or {}
+        job = view.jobs.get(f"{r.cluster}|{r.job_id}") or JobView(r.cluster, r.job_id, r.name)
         base = act_base(d, run_id, at)
-        acts += _escalations(d, ledger, base)
+        acts += _escalations(d, job, base)
         res = outcomes.get(r.cluster, {}).get(r.job_id)
-        recorded = any(
-            a.get("run") == run_id and a.get("kind") in (ActKind.RELAUNCH, ActKind.CANCEL)
-            for a in acts_of(ledger, r.cluster, r.job_id)
-        )
+        recorded = any(a.run == run_id and a.kind in (ActKind.RELAUNCH, ActKind.CANCEL) for a in job.acts)
         mine, freed = outcome_acts(
             [d], {r.job_id: res} if res else {}, run_id, at, str(answer.get("responded_by") or "")
         )
@@ -123,6 +121,6 @@ def remember_acts(
         if mine:
             acts, release = acts + mine, release + freed
             continue
-        more, freed = _answered(d, res, answer, ledger, base)
+        more, freed = _answered(d, res, answer, job, base)
         acts, release = acts + more, release + freed
     return acts, release

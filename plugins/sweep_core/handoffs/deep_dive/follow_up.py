@@ -5,7 +5,7 @@ When sweep_rl_deep_dive settles its verdicts (settle_verdicts): each is a ``verd
 job's deep-dive hand-off is released (the sweep's rules decide when it is probed again, below).
 KILL -> a cancel hand-off under the rule of its own, ``deep_dive_kill`` (a standing permission may
 name it), given once while a request is open, and not while a Reject of it stands unless this probe
-weighs more (may_ask_kill). UNKNOWN ``unknown_reprobes`` times in a row -> one ``escalated`` act.
+weighs more (ledger.verdicts.may_ask_kill). UNKNOWN ``unknown_reprobes`` times in a row -> one ``escalated`` act.
 
 What a sweep reads of it (rules.deep_dive): the latest verdict, the open UNKNOWN streak and its
 escalation, the NO-KILL watch signals that flipped on this sweep's own readings.
@@ -26,9 +26,9 @@ from sweep_core.ledger.acts import ActKind, add_act
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import release_given
+from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, may_ask_kill
 from sweep_core.records.vocab import Action, Severity
 
-DEEP_DIVE_KILL = "deep_dive_kill"  # the cancel hand-off's rule (sweep.yaml cancel.standing may name it)
 HANDOFF = "deep_dive"  # the per-job hand-off kind (ledger.runs.PER_JOB)
 MAX_EVIDENCE = 1500  # characters of evidence a KILL request carries
 
@@ -53,16 +53,6 @@ def verdict_act(v: Verdict, run_id: str, at: str) -> dict[str, str]:
             "unknown": "\n".join(v.unknown)}  # fmt: skip
 
 
-def _acts(e: LedgerEntry | None, kind: str) -> list[dict[str, str]]:
-    return [a for a in (e.acts if e else []) if a.get("kind") == kind]
-
-
-def latest_verdict(e: LedgerEntry | None) -> dict[str, str] | None:
-    """The job's latest ``verdict`` act (None = never probed since verdicts were kept)."""
-    got = _acts(e, ActKind.VERDICT)
-    return got[-1] if got else None
-
-
 def unknown_streak(e: LedgerEntry | None) -> tuple[int, dict[str, str] | None]:
     """(UNKNOWN verdicts in a row up to now, the ``escalated`` act told for that streak or None)."""
     n, esc = 0, None
@@ -72,35 +62,6 @@ def unknown_streak(e: LedgerEntry | None) -> tuple[int, dict[str, str] | None]:
         elif a.get("kind") == ActKind.ESCALATED and a.get("deep_dive"):
             esc = a
     return n, esc
-
-
-def standing_reject(e: LedgerEntry | None) -> dict[str, str] | None:
-    """The latest Reject of a deep_dive_kill request (None = none)."""
-    got = [a for a in _acts(e, ActKind.REJECT) if a.get("rule") == DEEP_DIVE_KILL]
-    return got[-1] if got else None
-
-
-def may_ask_kill(e: LedgerEntry | None, weight: int) -> tuple[bool, str]:
-    """(may the KILL be asked, why not): a Reject stands until a probe's evidence weighs more."""
-    rej = standing_reject(e)
-    if rej is None:
-        return True, ""
-    then = int(rej.get("weight") or 0)
-    if weight > then:
-        return True, ""
-    return False, (
-        f"KILL rejected by {rej.get('by') or '?'} at {rej.get('at', '?')[:16]} (evidence weight {then}, now "
-        f"{weight}): asked again only when a probe finds more"
-    )
-
-
-def reject_fields(ledger: Ledger, cluster: str, job_id: str, rule: str) -> dict[str, str]:
-    """What a Reject act of a deep_dive_kill request (``rule``: the request's) keeps: its rule and the
-    evidence weight rejected."""
-    if rule != DEEP_DIVE_KILL:
-        return {}
-    v = latest_verdict(ledger.jobs.get(f"{cluster}|{job_id}"))
-    return {"rule": DEEP_DIVE_KILL, "weight": (v or {}).get("weight", "0")}
 
 
 def settle_verdicts(

@@ -13,9 +13,9 @@ from cancel_fleet import NOW, silent_evidence, wedged_decision
 from lab import LAB_CONFIG
 
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.cancel.brakes import apply_brakes
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, asked, standing_acts
-from sweep_core.handoffs.cancel.relaunch import assess
+from sweep_core.handoffs.relaunch.brakes import apply_brakes
+from sweep_core.handoffs.relaunch.plan import assess, decisions_view
 from sweep_core.ledger.entries import Ledger
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,9 +48,16 @@ def _judge(decisions: list[CancelDecision], silent: int = 7800, running: int = 1
         if d.state == "RUNNING"
     }
     ledger = Ledger()
-    assess(decisions, evidence, ledger, SHIPPED, now=NOW, run_id="r1")
+    assess(decisions, evidence, decisions_view(ledger, decisions), SHIPPED, now=NOW, run_id="r1")
     clusters = {d.request.cluster for d in decisions}
-    return apply_brakes(decisions, ledger, SHIPPED, running=dict.fromkeys(clusters, running), now=NOW, run_id="r1")
+    return apply_brakes(
+        decisions,
+        decisions_view(ledger, decisions),
+        SHIPPED,
+        running=dict.fromkeys(clusters, running),
+        now=NOW,
+        run_id="r1",
+    )
 
 
 def test_the_shipped_permission_covers_what_the_runbook_grants_on_its_clusters() -> None:

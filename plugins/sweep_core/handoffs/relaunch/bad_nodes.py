@@ -1,7 +1,7 @@
 """Bad nodes named in a wedged job's saved log tail (NCCL/XID/ECC lines, sweep.yaml
 ``cancel.relaunch.bad_nodes``): only a node that is one of the job's own nodes (its Slurm NodeList,
 expanded here) counts, and only up to ``max_nodes`` of them (more means the fault is not one node's).
-What is found is excluded from the relaunch and from the series' PENDING jobs (relaunch_remote).
+What is found is excluded from the relaunch and from the series' PENDING jobs (relaunch.remote).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.relaunch_schema import BreakerConfig
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.ledger.acts import ActKind
-from sweep_core.ledger.entries import Ledger
+from sweep_core.ledger.acts import PastAct
+from sweep_core.ledger.view import LedgerView
 
 STANDING_RE = re.compile(r"^standing\[(\d+)\] \S+ \S+")  # the label standing_permission returns
 BREAKER = "circuit breaker"
@@ -55,23 +55,17 @@ def breaker_trips(
     return trips
 
 
-def standing_acts(ledger: Ledger, label: str, *, since: str = "", run_id: str = "") -> int:
-    """Relaunches and cancels the ledger records under standing permission ``label`` (at or after
-    ``since``, ISO; of run ``run_id`` when given)."""
+def standing_acts(standing: Sequence[PastAct], label: str, *, since: str = "", run_id: str = "") -> int:
+    """Relaunches and cancels taken under standing permission ``label`` (``standing``: the folded
+    ledger's, ledger.view.LedgerView.standing; at or after ``since``, ISO; of run ``run_id`` when given)."""
     return sum(
-        1
-        for e in ledger.jobs.values()
-        for a in e.acts
-        if a.get("kind") in (ActKind.RELAUNCH, ActKind.CANCEL)
-        and a.get("standing", "").startswith(label)
-        and a.get("at", "") >= since
-        and (not run_id or a.get("run") == run_id)
+        1 for a in standing if a.standing.startswith(label) and a.at >= since and (not run_id or a.run == run_id)
     )
 
 
 def apply_brakes(
     decisions: Sequence[CancelDecision],
-    ledger: Ledger,
+    view: LedgerView,
     ccfg: CancelConfig,
     *,
     running: Mapping[str, int],
@@ -80,7 +74,8 @@ def apply_brakes(
 ) -> dict[str, Trip]:
     """Per decision a standing permission covers (in place, in order): suspended on a cluster the
     circuit breaker tripped on, or beyond the permission's ``max_per_run`` / ``max_per_day``, its
-    ``standing`` cleared and ``brake`` saying why (a human is asked). Returns the trips."""
+    ``standing`` cleared and ``brake`` saying why (a human is asked); ``view``: the ledger folded
+    for them (its standing acts counted). Returns the trips."""
     trips = breaker_trips(decisions, running, ccfg.breaker)
     day_ago = (now - dt.timedelta(days=1)).isoformat()
     used: Counter[str] = Counter()
@@ -95,8 +90,8 @@ def apply_brakes(
         if d.request.cluster in trips:
             why = trips[d.request.cluster].why
         else:
-            in_run = standing_acts(ledger, key, run_id=run_id) + used[key]
-            today = standing_acts(ledger, key, since=day_ago) + used[key]
+            in_run = standing_acts(view.standing, key, run_id=run_id) + used[key]
+            today = standing_acts(view.standing, key, since=day_ago) + used[key]
             if in_run >= perm.max_per_run:
                 why = f"{key}: max_per_run {perm.max_per_run} reached in this run: a human decides the rest"
             elif today >= perm.max_per_day:

@@ -4,9 +4,9 @@ not end (refused, or not KILLED) is never relaunched; the command's output names
 from __future__ import annotations
 
 from sweep_core.config.ops import parse_ops_text
-from sweep_core.handoffs.cancel.iris_relaunch import relaunch_iris, relaunch_outcome
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
+from sweep_core.handoffs.relaunch.iris import relaunch_iris, relaunch_outcome
 
 OPS = (
     "---\nscheduler: iris\nstatus: active\nuser: sweep\ncontroller_url: http://127.0.0.1:1\n"

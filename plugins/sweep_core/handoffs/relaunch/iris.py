@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.handoffs.cancel.iris import IrisStop, approved_stops, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.relaunch_remote import command_argv
 from sweep_core.handoffs.ports import Say
+from sweep_core.handoffs.relaunch.plan import NO_COMMAND
+from sweep_core.handoffs.relaunch.remote import command_argv
 
 IRIS_ID_RE = re.compile(r"^(/[\w.-]+(?:/[\w.-]+)+)\s*$", re.M)
-NO_COMMAND = "iris has no requeue: relaunched only through an ops.md relaunch_commands entry, none matches"
 # (ops.md, argv, timeout s) -> (exit code, output): the ops.md command run with no shell where the
 # iris client is (its HOME and python beside it)
 RunLocal = Callable[[ClusterConfig, Sequence[str], int], tuple[int, str]]
@@ -27,7 +26,7 @@ RunLocal = Callable[[ClusterConfig, Sequence[str], int], tuple[int, str]]
 
 def iris_command(cfg: ClusterConfig, job_id: str, name: str, overrides: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The ops.md relaunch argv for this iris job, templates filled (() = none matches); ValueError
-    for a job name or an override that is not plain (relaunch_remote.command_argv)."""
+    for a job name or an override that is not plain (relaunch.remote.command_argv)."""
     cmd = next((c for c in cfg.relaunch_commands if c.match.search(name)), None)
     if cmd is None:
         return ()
@@ -105,11 +104,3 @@ def relaunch_outcome(job_id: str, rc: int, text: str) -> ActOutcome:
     same = " (the same id)" if ids[-1] == job_id else ""
     said = f"cancelled and relaunched by the ops.md command as job {ids[-1]}{same} after iris job stop (KILLED)"
     return ActOutcome(Did.RELAUNCHED, said, Act.RELAUNCH, ids[-1])
-
-
-def iris_offer_why(why: str) -> str:
-    return f"{why}; iris: iris job stop, then the ops.md relaunch command"
-
-
-def has_command(cfg: Any, name: str) -> bool:
-    return any(c.match.search(name) for c in getattr(cfg, "relaunch_commands", ()))

@@ -9,11 +9,11 @@ import pytest
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.relaunch_schema import RelaunchCommand
+from sweep_core.handoffs.cancel.fresh import Evidence
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
-from sweep_core.handoffs.cancel.relaunch import relaunch_plan
-from sweep_core.handoffs.cancel.relaunch_remote import (
-    Evidence,
+from sweep_core.handoffs.relaunch.plan import relaunch_plan
+from sweep_core.handoffs.relaunch.remote import (
     RelaunchJob,
     build_requeue_script,
     read_requeue,

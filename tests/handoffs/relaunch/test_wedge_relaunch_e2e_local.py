@@ -10,7 +10,7 @@ the two other nodes; the next report sweep's row of the job says it was relaunch
 the node excluded. Each test prints its timeline from the first silent second (docs/handoffs.md
 "A wedge, end to end" has the figures). Marked cluster, deploy, exclusive (it needs 3 nodes).
 
-Run: SWEEP_LAB_SCRATCH=/var/tmp/sweep-local-cluster-scratchK python -m pytest tests/handoffs/cancel/
+Run: SWEEP_LAB_SCRATCH=/var/tmp/sweep-local-cluster-scratchK python -m pytest tests/handoffs/relaunch/
 test_wedge_relaunch_e2e_local.py (SWEEP_E2E_WATCH_CRON='*/5 * * * *' measures the shipped cadence;
 SWEEP_E2E_REQUEUE_HOLD=1 waits out Slurm's ~120 s requeue hold instead of releasing the job with
 scontrol, as the timeline in docs/handoffs.md was measured)."""

@@ -9,13 +9,20 @@ import datetime as dt
 import pytest
 
 from sweep_core.config.handoffs_schema import CancelConfig
+from sweep_core.handoffs.cancel.fresh import Evidence
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, approval_prompt, asked
-from sweep_core.handoffs.cancel.relaunch import assess
-from sweep_core.handoffs.cancel.relaunch_policy import asked_again, failure_kind, relaunch_offer, standing_permission
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence
+from sweep_core.handoffs.relaunch.plan import (
+    asked_again,
+    assess,
+    decisions_view,
+    failure_kind,
+    relaunch_offer,
+    standing_permission,
+)
 from sweep_core.ledger.acts import ActKind, add_act
 from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.given import mark_given, merge_given, release_given
+from sweep_core.ledger.view import fold_job
 
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
 WEDGE = (
@@ -29,8 +36,8 @@ def _cfg(**kw) -> CancelConfig:
 
 def _offer(ledger: Ledger | None = None, evidence: str = WEDGE, step: int | None = 5, state: str = "RUNNING", **kw):
     cfg = _cfg(**kw).relaunch
-    return relaunch_offer(cluster="local", job_id="11", name="rl__a", evidence=evidence, state=state, step=step,
-                          ledger=ledger or Ledger(), cfg=cfg, now=NOW)  # fmt: skip
+    job = fold_job(ledger or Ledger(), "local", "11", "rl__a")
+    return relaunch_offer(job, evidence=evidence, state=state, step=step, cfg=cfg, now=NOW)
 
 
 @pytest.mark.parametrize(
@@ -102,10 +109,11 @@ def test_a_reject_is_remembered_until_the_evidence_grows() -> None:
     ledger = add_act(
         Ledger(), "local", "11", "rl__a", {"kind": ActKind.REJECT, "by": "ana", "at": "t", "silent_s": 3600}
     )
-    ok, why = asked_again(ledger, "local", "11", 5400, 2.0)
+    job = fold_job(ledger, "local", "11", "rl__a")
+    ok, why = asked_again(job, 5400, 2.0)
     assert not ok and why == "rejected by ana at t (silent 60 min); asked again once silent >= 120 min"
-    assert asked_again(ledger, "local", "11", 7200, 2.0) == (True, "")
-    assert asked_again(Ledger(), "local", "11", 60, 2.0) == (True, "")
+    assert asked_again(job, 7200, 2.0) == (True, "")
+    assert asked_again(fold_job(Ledger(), "local", "11", "rl__a"), 60, 2.0) == (True, "")
 
 
 def test_acts_survive_the_ledger_round_trip_and_a_fold_and_release_their_hand_off() -> None:
@@ -133,17 +141,24 @@ def _ev(requeue: str = "1", silent: int = 3 * 3600) -> Evidence:
 def test_assess_refuses_a_requeue_disabled_job_when_configured_and_applies_a_standing_permission() -> None:
     d = [_decision()]
     assess(
-        d, {("local", "11"): _ev("0")}, Ledger(), _cfg(relaunch={"requeue_disabled": "refuse"}), now=NOW, run_id="c1"
+        d,
+        {("local", "11"): _ev("0")},
+        decisions_view(Ledger(), d),
+        _cfg(relaunch={"requeue_disabled": "refuse"}),
+        now=NOW,
+        run_id="c1",
     )
     assert not d[0].offer["relaunch"] and "Requeue=0 (sbatch --no-requeue): refused" in d[0].offer["why"]
     d = [_decision()]
-    assess(d, {("local", "11"): _ev("0")}, Ledger(), _cfg(), now=NOW, run_id="c1")  # default: set Requeue=1 first
+    assess(
+        d, {("local", "11"): _ev("0")}, decisions_view(Ledger(), d), _cfg(), now=NOW, run_id="c1"
+    )  # default: set Requeue=1 first
     assert d[0].offer["relaunch"] and d[0].offer["standing"] == ""
     stand = _cfg(
         standing=[{"action": "relaunch", "rule": "liveness_stale", "clusters": ["local"], "min_silent_hours": 2}]
     )
     d = [_decision()]
-    assess(d, {("local", "11"): _ev()}, Ledger(), stand, now=NOW, run_id="c1")
+    assess(d, {("local", "11"): _ev()}, decisions_view(Ledger(), d), stand, now=NOW, run_id="c1")
     assert d[0].offer["standing"].startswith("standing[0]")
     subject, body = approval_prompt(d, dry_run=False, timeout_minutes=60)
     assert "0 job(s)" in subject and "Acted on under a standing permission (not asked): 1" in body
@@ -151,18 +166,20 @@ def test_assess_refuses_a_requeue_disabled_job_when_configured_and_applies_a_sta
 
 def test_the_prompt_offers_the_relaunch_with_the_evidence_and_escalates_a_recurring_wedge() -> None:
     d = [_decision()]
-    assess(d, {("local", "11"): _ev()}, Ledger(), _cfg(), now=NOW, run_id="c1")
+    assess(d, {("local", "11"): _ev()}, decisions_view(Ledger(), d), _cfg(), now=NOW, run_id="c1")
     subject, body = approval_prompt(d, dry_run=False, timeout_minutes=60)
     assert subject == "scancel 1 job(s) on local? (1 may be relaunched)"
     assert "**Cancel and relaunch** requeues it" in body and "silent 180 min" in body and "step 5" in body
     assert "Training Step Progress: 5/10" in body and "node[1-2]" in body
     ledger = _relaunched(Ledger(), "11", "5", NOW - dt.timedelta(hours=4))
     d = [_decision()]
-    assess(d, {("local", "11"): _ev()}, ledger, _cfg(), now=NOW, run_id="c2")
+    assess(d, {("local", "11"): _ev()}, decisions_view(ledger, d), _cfg(), now=NOW, run_id="c2")
     subject, body = approval_prompt(d, dry_run=False, timeout_minutes=60)
     assert subject.startswith("[ESCALATED] ") and "relaunch NOT offered" in body and "RECURRING" in body
     d = [_decision()]
-    assess(d, {("local", "11"): _ev()}, ledger, _cfg(), now=NOW, run_id="r1")  # the run that relaunched it
+    assess(
+        d, {("local", "11"): _ev()}, decisions_view(ledger, d), _cfg(), now=NOW, run_id="r1"
+    )  # the run that relaunched it
     assert d[0].verdict == "blocked" and d[0].reasons == ["already acted on by this run (r1)"]
 
 
@@ -179,9 +196,9 @@ def test_a_standing_cancel_covers_a_pending_chain_link_and_nothing_else() -> Non
     stand = _cfg(
         standing=[{"action": "cancel", "rule": "rl_resume_overshoot", "clusters": ["local"], "name": "rl__.*"}]
     )
-    assess(d, {("local", "11"): _ev()}, Ledger(), stand, now=NOW, run_id="c1")
+    assess(d, {("local", "11"): _ev()}, decisions_view(Ledger(), d), stand, now=NOW, run_id="c1")
     assert d[0].offer["standing"] == "standing[0] cancel rl_resume_overshoot" and not d[0].offer["relaunch"]
     assert d[1].offer["standing"] == "" and d[1].offer["relaunch"]  # the wedge still asks a human
     by_hand = [CancelDecision(link, "cancel", state="PENDING", nodes="1")]  # the default: nothing backs it
-    assess(by_hand, {}, Ledger(), stand, now=NOW, run_id="c1")
+    assess(by_hand, {}, decisions_view(Ledger(), by_hand), stand, now=NOW, run_id="c1")
     assert by_hand[0].offer["standing"] == "" and asked(by_hand) == by_hand  # never a standing act: asked

@@ -8,11 +8,13 @@ import shlex
 
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.relaunch_schema import RelaunchConfig
-from sweep_core.handoffs.cancel.bad_nodes import expand_nodelist, find_bad_nodes
+from sweep_core.handoffs.cancel.fresh import Evidence
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
-from sweep_core.handoffs.cancel.relaunch import relaunch_plan
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence, build_requeue_script, read_requeue, requeue_line
+from sweep_core.handoffs.relaunch.bad_nodes import expand_nodelist, find_bad_nodes
+from sweep_core.handoffs.relaunch.plan import relaunch_plan
+from sweep_core.handoffs.relaunch.remote import build_requeue_script, read_requeue, requeue_line
 from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.view import JobView, fold_job
 from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
@@ -38,12 +40,13 @@ def test_the_default_patterns_name_the_job_s_own_bad_nodes_only() -> None:
     assert find_bad_nodes("Training Step Progress: 5/10\n", PATTERNS, "gpu-a[01-04]", 2).note == ""
 
 
-def _ledger() -> Ledger:
+def _ledger() -> JobView:
+    """Job 11's folded view: its series' PENDING links 20 and 21 (22 ended, 23 another series)."""
     led = Ledger()
     for jid, name, state in (("20", "rl__s", "PENDING"), ("21", "rl__s", "PENDING"), ("22", "rl__s", "COMPLETED"),
                              ("23", "rl__other", "PENDING"), ("11", "rl__s", "RUNNING")):  # fmt: skip
         led.jobs[f"local|{jid}"] = LedgerEntry("local", jid, name, state=state)
-    return led
+    return fold_job(led, "local", "11", "rl__s")
 
 
 def test_the_relaunch_excludes_the_node_and_so_do_the_series_pending_jobs() -> None:

@@ -11,7 +11,7 @@ import yaml
 
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
-from sweep_core.handoffs.cancel.relaunch_remote import RelaunchJob, read_requeue
+from sweep_core.handoffs.relaunch.remote import RelaunchJob, read_requeue
 from sweep_core.ledger.acts import relaunched_from, series_key
 from sweep_core.ledger.entries import LedgerEntry
 from sweep_core.ledger.store import load_ledger, update_ledger

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.handoffs.batch_job.plan import last_job_id
+from sweep_core.handoffs.cancel.fresh import Evidence, last_step, stat_pair
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, left_alone, not_done
 from sweep_core.handoffs.cancel.overrides import ELEMENT, parse_overrides, takes_overrides
 from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
@@ -31,39 +32,6 @@ SIGNAL_RE = re.compile(r"^(|[A-Z][A-Z0-9+]{1,10}|\d{1,2})$")
 HOSTLIST_RE = re.compile(r"^[A-Za-z0-9._,\[\]-]{0,1024}$")  # an ExcNodeList value (names, ranges)
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """A wedged job as read right before it is relaunched (the requeue truncates its log)."""
-
-    job_id: str
-    name: str
-    remote_now: int | None = None
-    state: str = ""
-    requeue: str = ""  # scontrol Requeue: "1" may be requeued, "0" not
-    restarts: str = ""
-    nodelist: str = ""
-    last_output: int | None = None  # log mtime, remote epoch seconds
-    step: int | None = None
-    tail: str = ""
-    problem: str = ""  # what could not be read
-    exc_nodes: str = ""  # scontrol ExcNodeList ("(null)" = none)
-    size: int | None = None  # log size in bytes (with last_output: the act script checks the log did not move)
-    log_path: str = ""  # the log read (the act script stats it again right before acting)
-
-    @property
-    def silent_s(self) -> int | None:
-        if self.remote_now is None or self.last_output is None:
-            return None
-        return max(0, self.remote_now - self.last_output)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Evidence:
-        return cls(**data)
-
-
 def build_evidence_script(user: str, ids: list[str], marker: str, tail_bytes: int) -> str:
     """One session: now, the logs' listing, and per job ``job:<k>``, ``mtime:<k>`` ("<mtime> <size>"),
     ``path:<k>`` and ``tail:<k>``."""
@@ -73,28 +41,6 @@ def build_evidence_script(user: str, ids: list[str], marker: str, tail_bytes: in
         _check(i, "x")
     values = {"U": user, "IDS": ids, "TAIL_BYTES": int(tail_bytes), "PATHS_FORMAT": paths_format(marker)}
     return compose(marker, values, ("log_helpers.sh", "relaunch_evidence.sh"))
-
-
-def last_step(tail: str, patterns: Any) -> int | None:
-    """The last step any of ``patterns`` (regexes, text or compiled; group 1) reads in ``tail``."""
-    best: tuple[int, int] | None = None
-    for p in patterns:
-        for m in (re.compile(p) if isinstance(p, str) else p).finditer(tail):
-            try:
-                value = int(m.group(1).replace(",", ""))
-            except (IndexError, ValueError):
-                continue
-            if best is None or m.end() >= best[0]:
-                best = (m.end(), value)
-    return best[1] if best else None
-
-
-def stat_pair(text: str) -> tuple[int | None, int | None]:
-    """(mtime, size) of ``stat -c '%Y %s'`` output (None, None when it is not two numbers)."""
-    parts = text.split()
-    if len(parts) == 2 and all(p.isdigit() for p in parts):
-        return int(parts[0]), int(parts[1])
-    return None, None
 
 
 def read_evidence(out: GatherOutput | None, jobs: list[tuple[str, str]], step_patterns: Any) -> dict[str, Evidence]:

@@ -16,16 +16,23 @@ from cancel_fleet import NOW, STANDING, T, cancel_cfg, fleet, silent_evidence, s
 from sweep_runner import ROOT
 
 from sweep_core.alerts.acts_notice import notices
-from sweep_core.handoffs.cancel.brakes import apply_brakes
-from sweep_core.handoffs.cancel.fresh import moved, rejudge
+from sweep_core.handoffs.cancel.fresh import Evidence, moved
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, approval_prompt
-from sweep_core.handoffs.cancel.relaunch import assess
-from sweep_core.handoffs.cancel.relaunch_policy import relaunch_offer, standing_permission
-from sweep_core.handoffs.cancel.relaunch_remote import Evidence, RelaunchJob, read_requeue
+from sweep_core.handoffs.relaunch.brakes import apply_brakes
+from sweep_core.handoffs.relaunch.plan import (
+    assess,
+    decisions_view,
+    rejudge,
+    relaunch_offer,
+    standing_permission,
+    view_of,
+)
+from sweep_core.handoffs.relaunch.remote import RelaunchJob, read_requeue
 from sweep_core.ledger.acts import MAX_ACTS, ActKind, add_act, link_acts, record_acts
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import load_ledger
+from sweep_core.ledger.view import LedgerView, fold_job
 from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
@@ -50,12 +57,17 @@ def test_a_standing_permission_names_its_clusters_and_matches_the_whole_name() -
 def test_a_few_independent_wedges_on_a_large_cluster_keep_their_standing_permission() -> None:
     decisions, evidence = fleet(2)  # 2 flagged of 80 RUNNING: below min_jobs 3 and 30 %
     ccfg = cancel_cfg(standing=[STANDING])
-    assess(decisions, evidence, Ledger(), ccfg, now=NOW, run_id="c1")
-    assert apply_brakes(decisions, Ledger(), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1") == {}
+    assess(decisions, evidence, decisions_view(Ledger(), decisions), ccfg, now=NOW, run_id="c1")
+    assert (
+        apply_brakes(
+            decisions, decisions_view(Ledger(), decisions), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1"
+        )
+        == {}
+    )
     assert all(d.offer["standing"] for d in decisions)
     few, ev3 = fleet(3)  # 3 of 5 RUNNING: 60 %, trips
-    assess(few, ev3, Ledger(), ccfg, now=NOW, run_id="c1")
-    trips = apply_brakes(few, Ledger(), ccfg, running={"a": 5, "b": 80}, now=NOW, run_id="c1")
+    assess(few, ev3, decisions_view(Ledger(), few), ccfg, now=NOW, run_id="c1")
+    trips = apply_brakes(few, decisions_view(Ledger(), few), ccfg, running={"a": 5, "b": 80}, now=NOW, run_id="c1")
     assert list(trips) == ["a"] and trips["a"].flagged == 3
     assert [bool(d.offer["standing"]) for d in few] == [False] * 3 + [True] * 3
 
@@ -63,8 +75,8 @@ def test_a_few_independent_wedges_on_a_large_cluster_keep_their_standing_permiss
 def test_max_per_run_and_max_per_day_ask_a_human_beyond_them_saying_why() -> None:
     decisions, evidence = fleet(2)
     ccfg = cancel_cfg(standing=[{**STANDING, "max_per_run": 3, "max_per_day": 5}], breaker={"min_jobs": 50})
-    assess(decisions, evidence, Ledger(), ccfg, now=NOW, run_id="c1")
-    apply_brakes(decisions, Ledger(), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1")
+    assess(decisions, evidence, decisions_view(Ledger(), decisions), ccfg, now=NOW, run_id="c1")
+    apply_brakes(decisions, decisions_view(Ledger(), decisions), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1")
     assert [bool(d.offer["standing"]) for d in decisions] == [True, True, True, False]
     assert decisions[3].offer["brake"] == (
         "standing[0] relaunch liveness_stale: max_per_run 3 reached in this run: a human decides the rest"
@@ -75,8 +87,8 @@ def test_max_per_run_and_max_per_day_ask_a_human_beyond_them_saying_why() -> Non
         act = {"kind": ActKind.RELAUNCH, "run": f"r{i}", "at": at, "standing": "standing[0] relaunch liveness_stale"}
         add_act(ledger, "a", f"9{i}", "rl__old", act)
     decisions, _ = fleet(2)
-    assess(decisions, evidence, ledger, ccfg, now=NOW, run_id="c1")
-    apply_brakes(decisions, ledger, ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1")
+    assess(decisions, evidence, decisions_view(ledger, decisions), ccfg, now=NOW, run_id="c1")
+    apply_brakes(decisions, decisions_view(ledger, decisions), ccfg, running={"a": 80, "b": 80}, now=NOW, run_id="c1")
     assert [bool(d.offer["standing"]) for d in decisions] == [True, False, False, False]
     assert "max_per_day 5 reached (5 in the last 24 h)" in decisions[1].offer["brake"]
 
@@ -87,16 +99,18 @@ def test_max_per_run_and_max_per_day_ask_a_human_beyond_them_saying_why() -> Non
 def test_a_job_that_printed_again_since_the_approval_is_left_alone_saying_how_it_moved() -> None:
     d = wedged_decision("a", "11", "rl__x")
     ccfg = cancel_cfg(standing=[STANDING])
-    assess([d], {("a", "11"): silent_evidence("11", "rl__x")}, Ledger(), ccfg, now=NOW, run_id="c1")
+    assess(
+        [d], {("a", "11"): silent_evidence("11", "rl__x")}, decisions_view(Ledger(), [d]), ccfg, now=NOW, run_id="c1"
+    )
     assert d.offer["relaunch"] and d.offer["standing"]
     fresh = silent_evidence("11", "rl__x", silent=5, step=520, size=4400)
-    why = rejudge(d, fresh, Ledger(), ccfg, now=NOW, relaunch=True)
+    why = rejudge(d, fresh, view_of(LedgerView(), d), ccfg, now=NOW, relaunch=True)
     assert why == "moved since the flag: silent 5 s now (was 7,800 s), step 520 (was 500)"
     same = silent_evidence("11", "rl__x", silent=7800 + 60)  # a minute older, nothing written: still acted on
-    assert rejudge(d, Evidence(**{**same.to_dict(), "remote_now": T + 60, "last_output": T - 7800}), Ledger(), ccfg,
+    assert rejudge(d, Evidence(**{**same.to_dict(), "remote_now": T + 60, "last_output": T - 7800}), view_of(LedgerView(), d), ccfg,
                    now=NOW, relaunch=True) == ""  # fmt: skip
     requeued = Evidence(**{**same.to_dict(), "state": "PENDING", "nodelist": ""})
-    assert "state PENDING (was RUNNING)" in rejudge(d, requeued, Ledger(), ccfg, now=NOW, relaunch=True)
+    assert "state PENDING (was RUNNING)" in rejudge(d, requeued, view_of(LedgerView(), d), ccfg, now=NOW, relaunch=True)
     moved_nodes = Evidence(**{**same.to_dict(), "nodelist": "gpu[3-4]"})
     assert moved(d.evidence, moved_nodes) == "moved since the flag: nodes gpu[3-4] (was gpu[1-2])"
 
@@ -104,9 +118,11 @@ def test_a_job_that_printed_again_since_the_approval_is_left_alone_saying_how_it
 def test_a_standing_permission_no_longer_met_on_the_evidence_read_now_is_not_used() -> None:
     d = wedged_decision("a", "11", "rl__x")
     ccfg = cancel_cfg(standing=[STANDING])
-    assess([d], {("a", "11"): silent_evidence("11", "rl__x")}, Ledger(), ccfg, now=NOW, run_id="c1")
+    assess(
+        [d], {("a", "11"): silent_evidence("11", "rl__x")}, decisions_view(Ledger(), [d]), ccfg, now=NOW, run_id="c1"
+    )
     stricter = cancel_cfg(standing=[{**STANDING, "min_silent_hours": 3}])  # config changed between flag and act
-    why = rejudge(d, silent_evidence("11", "rl__x"), Ledger(), stricter, now=NOW, relaunch=True)
+    why = rejudge(d, silent_evidence("11", "rl__x"), view_of(LedgerView(), d), stricter, now=NOW, relaunch=True)
     assert (
         why
         == "standing[0] relaunch liveness_stale silent>=2h no longer covers it on the evidence read now (silent 7,800 s)"
@@ -135,8 +151,8 @@ def test_the_act_scripts_leave_a_moved_job_alone_in_the_same_session() -> None:
 
 def _offer(ledger: Ledger, job_id: str, name: str, step: int | None = 7, **relaunch):
     cfg = cancel_cfg(relaunch={"cooldown_minutes": 0, **relaunch}).relaunch
-    return relaunch_offer(cluster="a", job_id=job_id, name=name, evidence=stale_flag("a", job_id, name), state="RUNNING",
-                          step=step, ledger=ledger, cfg=cfg, now=NOW)  # fmt: skip
+    job = fold_job(ledger, "a", job_id, name)
+    return relaunch_offer(job, evidence=stale_flag("a", job_id, name), state="RUNNING", step=step, cfg=cfg, now=NOW)
 
 
 def _relaunch(ledger: Ledger, job_id: str, name: str, step: str, hours_ago: float, series: str = "") -> None:
@@ -241,8 +257,8 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
         req, "cancel", state="RUNNING", nodes="2", by_hand=False, evidence=silent_evidence("11", "rl__x").to_dict()
     )
     printing = silent_evidence("11", "rl__x", silent=5, step=520, size=4400)
-    assert rejudge(d, printing, Ledger(), cancel_cfg(), now=NOW, relaunch=False) == ""
-    assert "state PENDING" in rejudge(d, Evidence(**{**printing.to_dict(), "state": "PENDING"}), Ledger(), cancel_cfg(),
+    assert rejudge(d, printing, view_of(LedgerView(), d), cancel_cfg(), now=NOW, relaunch=False) == ""
+    assert "state PENDING" in rejudge(d, Evidence(**{**printing.to_dict(), "state": "PENDING"}), view_of(LedgerView(), d), cancel_cfg(),
                                       now=NOW, relaunch=False)  # fmt: skip
     scripts = []
     wedged = wedged_decision("a", "12", "rl__y")
@@ -255,7 +271,7 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
 
 
 def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(tmp_path, monkeypatch) -> None:
-    from sweep_core.handoffs.cancel import acts
+    from sweep_core.handoffs.relaunch import usecase
     from sweep_operators import relaunch_tasks
 
     conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
@@ -269,7 +285,7 @@ def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(
         said = "requeued (PENDING, Restarts=1, starts again ~x)"
         return {d.request.job_id: ActOutcome(Did.REQUEUED, said, Act.RELAUNCH) for d in mine}
 
-    monkeypatch.setattr(acts, "act_on_cluster", act_cluster)
+    monkeypatch.setattr(usecase, "act_on_cluster", act_cluster)
     decisions = [wedged_decision("a", "11", "rl__x"), wedged_decision("b", "12", "rl__y")]
     for d in decisions:
         d.offer = {"relaunch": True, "series": f"{d.request.cluster}|{d.request.name}"}
