@@ -82,7 +82,7 @@ def rm_result(text: object) -> Result:
 def rm_text(result: Result) -> str:
     """A Result of an rm act -> the string sweep_cleanup stores (``rm_result``'s inverse)."""
     if result.outcome is Outcome.OK:
-        return result.evidence or "gone"
+        return result.evidence
     if result.outcome is Outcome.FAILED:
         return result.reason if result.reason.startswith(_RM_FAILED) else f"REFUSED: {result.reason}"
     return f"UNKNOWN: {result.reason}"
