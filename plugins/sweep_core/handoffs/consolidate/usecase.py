@@ -23,7 +23,6 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupTarget, candi
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
 from sweep_core.handoffs.consolidate.history import (
     ConsolidateAct,
-    History,
     drop_reservation,
     fill_reservation,
     history_of,
@@ -172,7 +171,7 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
                 run.ccfg.flavors[t.flavor],
                 cmd,
                 probe.state,
-                History((*h.acts, *acts)),
+                h.plus(acts),
                 root,
                 hub_ok,
                 hub_why,

@@ -175,7 +175,7 @@ class Record:
     @property
     def reserved_without_id(self) -> Attempt | None:
         subs = self.submissions
-        return subs[-1] if subs and not subs[-1].job and subs[-1].result is None else None
+        return subs[-1] if subs and not subs[-1].job else None
 
     def failed(self, job: str) -> Attempt | None:
         return next((a for a in self.of(self.kinds.failed) if a.job == job), None)
