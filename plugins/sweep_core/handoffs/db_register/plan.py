@@ -58,7 +58,7 @@ def next_register(story: Record, hub: str, hf_only: HfOnly | None, retries: int)
     if (u := story.unknown) is not None:
         return RegMove(
             "wait",
-            f"registration attempt {u.get('attempt', '?')} outcome UNKNOWN ({u.get('why', '')[:160]}): never run "
+            f"registration attempt {u.get('attempt', '?')} outcome UNKNOWN ({(u.problem or u.get('why'))[:160]}): never run "
             "again blind; a person checks the DB and records it",
         )
     if hub != "ok":

@@ -123,7 +123,7 @@ def next_move(story: Record, hub: str, retries: int, has_command: bool) -> Move:
         u = story.unknown
         return Move(
             "wait",
-            f"upload attempt {u.get('attempt', '?')} outcome UNKNOWN ({u.get('why', '')[:160]}): looked up in sacct "
+            f"upload attempt {u.get('attempt', '?')} outcome UNKNOWN ({(u.problem or u.get('why'))[:160]}): looked up in sacct "
             f"by its job name {u.get('job_name', '')!r}, never submitted again blind"
             + (f"; {story.note}" if story.note else ""),
         )
