@@ -12,6 +12,7 @@ from handoff_fakes import FakeSsh, cluster, ok, ops
 
 from sweep_core.handoffs.batch_job.plan import Outcome as Sent
 from sweep_core.handoffs.batch_job.plan import Submission
+from sweep_core.handoffs.chain.plan import CellState
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.consolidate.history import KINDS as CONSOLIDATE
@@ -182,3 +183,17 @@ def test_an_rm_neither_ok_nor_failed_is_never_counted_as_removed() -> None:
     assert report["local"]["removed"] == [TREE] and TREE in looked.calls[0].script
     _, finished = cleanup_record([_delete()], started, report, dry=False)
     assert finished == {("local", "4242")}  # verify saw it gone: now it is removed
+
+
+def test_a_chain_cells_failed_legs_are_kernel_attempts_and_its_stored_row_round_trips() -> None:
+    stored = {"leg": "upload", "sft_job": "111", "upload_job": "223", "eval_job": "", "note": "n",
+              "failed": "upload:222,upload:223,eval:9,garbage", "escalated": ""}  # fmt: skip
+    cell = CellState.from_dict(stored)
+    assert cell.failures("upload") == ["222", "223"] and cell.failures("eval") == ["9"]
+    assert [a.attempt for a in cell.failed if a.kind == "chain_upload"] == [1, 2]
+    assert all(a.outcome is Outcome.FAILED for a in cell.failed if a.kind)
+    assert cell.failed[-1].outcome is Outcome.UNKNOWN and "garbage" in cell.failed[-1].result.reason  # type: ignore[union-attr]
+    assert cell.to_dict() == stored  # nothing lost, the garbled entry too
+    cell.fail("upload", "223")  # counted once
+    cell.fail("eval", "10")
+    assert cell.failures("eval") == ["9", "10"] and cell.to_dict()["failed"].endswith("garbage,eval:10")
