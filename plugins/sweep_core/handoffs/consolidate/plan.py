@@ -109,9 +109,10 @@ def decide(
     values: dict[str, str],
     tail: str = "",
 ) -> Step:
-    """The next step of one array. ``history``: the array's consolidate Record (consolidate.history); ``root``: the artifact
-    root holding its chunk trees ('' = none); ``hub_ok``: the hub holds the dataset (None =
-    UNKNOWN); ``tail``: the log tail of the tracked job when it failed (first real traceback)."""
+    """The next step of one array. ``history``: its consolidate Record (consolidate.history);
+    ``root``: the artifact root holding its chunk trees ('' = none); ``hub_ok``: the hub holds the
+    dataset (None = UNKNOWN); ``tail``: the log tail of the tracked job when it failed (first real
+    traceback)."""
     step = Step(target, "blocked", hub=hub_reason)
     if history.done is not None:
         step.action, step.job = "done", history.done.get("job", "")
