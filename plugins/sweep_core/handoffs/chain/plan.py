@@ -23,6 +23,8 @@ from typing import Any
 from sweep_core.config.handoffs_schema import FoundSeriesSpec, HfChainSection
 from sweep_core.config.schema_base import section
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
+from sweep_core.handoffs.kernel.attempt import Attempt
+from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.safe.names import check_plain_name
 
 LEGS = ("sft", "upload", "eval", "done")
@@ -103,23 +105,58 @@ def found_series(spec: FoundSeriesSpec, cluster: str, cells: Sequence[str]) -> S
     )  # fmt: skip
 
 
+FAILED_WORD = "failed"  # the outcome word of a failed leg job
+
+
+def leg_kind(leg: str) -> str:
+    """The kernel attempt kind of a leg's job (``chain_upload``, ``chain_eval``)."""
+    return f"chain_{leg}"
+
+
+def _failed_from_text(text: str) -> tuple[Attempt, ...]:
+    """A stored ``failed`` (``<leg>:<id>,…``) -> one failed kernel Attempt per entry, numbered per
+    leg; an entry that is not ``<leg>:<id>`` is kept (written back as stored) and counts for no leg."""
+    out: list[Attempt] = []
+    for entry in filter(None, text.split(",")):
+        leg, sep, jid = entry.partition(":")
+        if not (sep and leg and jid):
+            out.append(
+                Attempt("", extra={"entry": entry}, problem=f"failed leg entry {entry[:60]!r} is not <leg>:<id>")
+            )
+            continue
+        n = sum(a.kind == leg_kind(leg) for a in out) + 1
+        out.append(Attempt(leg_kind(leg), n, job=jid, said=FAILED_WORD))
+    return tuple(out)
+
+
+def _failed_to_text(failed: Sequence[Attempt]) -> str:
+    """``_failed_from_text``'s inverse."""
+    return ",".join(a.extra["entry"] if a.problem else f"{a.kind.removeprefix('chain_')}:{a.job}" for a in failed)
+
+
 @dataclass
 class CellState:
-    """Durable state of one cell (a row of the state database: sweep_core.state.cells)."""
+    """Durable state of one cell (a row of the state database: sweep_core.state.cells): the leg it
+    waits on, its leg jobs, and the leg jobs that failed as kernel Attempts (stored as
+    ``failed: <leg>:<id>,…``; ``from_dict``/``to_dict`` are the one conversion each way)."""
 
     leg: str = "sft"  # the leg waiting to complete: sft -> upload -> eval -> done
     sft_job: str = ""
     upload_job: str = ""
     eval_job: str = ""
     note: str = ""
-    failed: str = ""  # comma-joined ids of the leg jobs that failed (each counted once)
+    failed: tuple[Attempt, ...] = ()  # the leg jobs that failed (each counted once), oldest first
     escalated: str = ""  # the leg escalated (told once; a person takes over)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CellState:
         d = d or {}
-        keys = ("sft_job", "upload_job", "eval_job", "note", "failed", "escalated")
-        return cls(**{k: str(d.get(k, "")) for k in keys}, leg=d.get("leg") or "sft")
+        keys = ("sft_job", "upload_job", "eval_job", "note", "escalated")
+        return cls(
+            **{k: str(d.get(k, "")) for k in keys},
+            leg=d.get("leg") or "sft",
+            failed=_failed_from_text(str(d.get("failed", ""))),
+        )
 
     def to_dict(self) -> dict[str, str]:
         out = {
@@ -130,12 +167,18 @@ class CellState:
             "note": self.note,
         }
         if self.failed or self.escalated:
-            out |= {"failed": self.failed, "escalated": self.escalated}
+            out |= {"failed": _failed_to_text(self.failed), "escalated": self.escalated}
         return out
 
     def failures(self, leg: str) -> list[str]:
-        """The failed job ids of ``leg`` (entries ``<leg>:<id>``)."""
-        return [f.split(":", 1)[1] for f in self.failed.split(",") if f.startswith(leg + ":")]
+        """The failed job ids of ``leg``, oldest first."""
+        return [a.job or "" for a in self.failed if a.kind == leg_kind(leg) and a.outcome is Outcome.FAILED]
+
+    def fail(self, leg: str, job: str) -> None:
+        """Count ``job`` of ``leg`` as failed (once)."""
+        if job not in self.failures(leg):
+            n = len(self.failures(leg)) + 1
+            self.failed = (*self.failed, Attempt(leg_kind(leg), n, job=job, said=FAILED_WORD))
 
 
 @dataclass
@@ -226,8 +269,7 @@ def _failed_leg(
     if not state or is_live(state) or base_state(state) == "COMPLETED":
         return False
     s = step.state
-    if jid not in s.failures(leg):
-        s.failed = ",".join(x for x in (s.failed, f"{leg}:{jid}") if x)
+    s.fail(leg, jid)
     n = len(s.failures(leg))
     tb = tracebacks.get(jid, "")
     said = f"{leg} job {jid} {state}" + (f": {tb}" if tb else "")
@@ -260,7 +302,7 @@ def advance(
     ``hub_ok`` = hub evidence for the upload (None = unknown), ``row_status``/``row_job`` = the
     cell's tracker row (None = no row), ``tracebacks``: leg job id -> the first real traceback of
     its log (a failed leg is retried with it, then escalated)."""
-    step = Step(series.name, cell, state.leg, CellState(**state.to_dict()))
+    step = Step(series.name, cell, state.leg, CellState.from_dict(state.to_dict()))
     s = step.state
     if s.leg == "done":
         step.note = "done earlier"

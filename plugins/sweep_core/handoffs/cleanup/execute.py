@@ -14,6 +14,7 @@ from sweep_core.handoffs.cleanup.backlog import job_key
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision
 from sweep_core.handoffs.cleanup.remote import RmItem, build_rm_script, build_verify_script, reclaim_lines
 from sweep_core.handoffs.cleanup.usecase import reclaim_texts
+from sweep_core.handoffs.kernel.result import Outcome, failed, ok, rm_result, rm_text
 from sweep_core.handoffs.ports import LoadCluster, RunScript
 from sweep_core.slurm.failover import not_done
 from sweep_core.slurm.gather import GatherOutput, new_marker
@@ -22,8 +23,9 @@ from sweep_core.slurm.gather import GatherOutput, new_marker
 def start_deletes(
     todo: list[CleanupDecision], load_cluster: LoadCluster, run_script: RunScript
 ) -> dict[str, dict[str, str]]:
-    """cluster -> path -> 'started pid N' | 'gone' | 'REFUSED: why' | 'not run: why' for every
-    path of the ``delete`` decisions in ``todo``."""
+    """cluster -> path -> 'started pid N' | 'gone' | 'REFUSED: why' | 'not run: why' | 'UNKNOWN: why'
+    for every path of the ``delete`` decisions in ``todo``: each rm's Result in its stored form
+    (kernel.result.rm_text; read back with rm_result)."""
     started: dict[str, dict[str, str]] = {}
     for cluster in sorted({d.target.cluster for d in todo}):
         cfg = load_cluster(cluster)
@@ -38,7 +40,10 @@ def start_deletes(
         results = {}
         for k, path in enumerate(sorted(it.path for it in items)):
             r = out.get(f"rm:{k}") if out else None
-            results[path] = (r.stdout if r.rc == 0 else f"REFUSED: {r.stdout}") if r else not_done(problem)
+            if r is None:  # no record: UNKNOWN (sent) or not run (failover's words)
+                results[path] = not_done(problem)
+            else:  # rc 0: started pid N | gone (rm_result reads anything else as UNKNOWN); else refused
+                results[path] = rm_text(ok(r.stdout) if r.rc == 0 else failed(r.stdout))
         started[cluster] = results
     return started
 
@@ -53,11 +58,12 @@ def verify_removed(
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """cluster -> removed / left paths and the reclaim lines, polling every ``verify_poll_s``
-    until no started tree is left or ``verify_timeout_s`` passed."""
+    until no started tree is left or ``verify_timeout_s`` passed. Every path whose rm was not
+    refused is looked at (started, gone, UNKNOWN, or a result that cannot be read)."""
     report: dict[str, Any] = {}
     for cluster, results in started.items():
         cfg = load_cluster(cluster)
-        paths = [p for p, r in results.items() if r.startswith(("started", "UNKNOWN")) or r == "gone"]
+        paths = [p for p, r in results.items() if rm_result(r).outcome is not Outcome.FAILED]
         deadline = clock() + ccfg.verify_timeout_s
         left: list[str] = paths
         out: GatherOutput | None = None
@@ -83,17 +89,22 @@ def verify_removed(
 
 
 def outcome(d: CleanupDecision, started: dict[str, Any], verified: dict[str, Any], dry: bool) -> str:
-    """What happened to one target, as the table's Outcome column says it."""
+    """What happened to one target, as the table's Outcome column says it. A path counts as
+    removed when its rm was ok, or verify looked and found it gone; an rm whose result is unknown
+    (UNKNOWN, unreadable, missing) and that verify did not look at is never counted as removed."""
     if d.action != "delete":
         return d.action
     if dry:
         return "would delete (dry run)"
-    status = "deleted"
-    if any(p in verified.get(d.target.cluster, {}).get("left", []) for p in d.paths):
-        status = "rm started, not gone yet"
-    if any(started.get(d.target.cluster, {}).get(p, "").startswith(("REFUSED", "not run")) for p in d.paths):
-        status = "refused on the cluster"
-    return status
+    results = {p: rm_result(started.get(d.target.cluster, {}).get(p)) for p in d.paths}
+    if any(r.outcome is Outcome.FAILED for r in results.values()):
+        return "refused on the cluster"
+    report = verified.get(d.target.cluster)
+    if report is not None and any(p in report.get("left", []) for p in d.paths):
+        return "rm started, not gone yet"
+    if report is None and (unsure := [r for r in results.values() if r.outcome is Outcome.UNKNOWN]):
+        return f"rm outcome unknown, not counted as removed: {unsure[0].reason[:200]}"
+    return "deleted"
 
 
 def still_there(

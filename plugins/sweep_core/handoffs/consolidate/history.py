@@ -1,5 +1,6 @@
 """What the ledger remembers of one array's consolidation: its acts on the entry
-``<cluster>|<array id>`` (sweep_core.ledger.acts), each a flat object of strings:
+``<cluster>|<array id>`` (sweep_core.ledger.acts), each a flat object of strings, read as one
+kernel Record (kernel.attempt, ``KINDS`` below):
 
 - ``consolidate``: a submission (``job`` = the Slurm id, '' while reserved, ``attempt``, ``run``,
   ``flavor``, ``at``). The reservation is written under the ledger lock BEFORE sbatch runs, so two
@@ -14,12 +15,12 @@ The entry's ``last_seen`` is refreshed with every act: the ledger's prune keeps 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from sweep_core.handoffs.batch_job import usecase as batch
+from sweep_core.handoffs.kernel.attempt import Kinds, Record, record_of
 from sweep_core.ledger.acts import acts_of, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_ledger
@@ -33,56 +34,20 @@ class ConsolidateAct(StrEnum):
     GAVE_UP = "consolidate_gave_up"
 
 
-KINDS = frozenset(ConsolidateAct)
+KINDS = Kinds(
+    submitted=ConsolidateAct.SUBMITTED,
+    failed=ConsolidateAct.FAILED,
+    done=ConsolidateAct.DONE,
+    gave_up=ConsolidateAct.GAVE_UP,
+)
 
 
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
-@dataclass(frozen=True)
-class History:
-    """One array's consolidate acts, oldest first."""
-
-    acts: tuple[dict[str, str], ...] = ()
-
-    def of(self, kind: ConsolidateAct) -> list[dict[str, str]]:
-        return [a for a in self.acts if a.get("kind") == kind]
-
-    @property
-    def submissions(self) -> list[dict[str, str]]:
-        return self.of(ConsolidateAct.SUBMITTED)
-
-    @property
-    def latest_job(self) -> str:
-        """The Slurm id of the latest submission ('' = none, or reserved without an id)."""
-        subs = self.submissions
-        return subs[-1].get("job", "") if subs else ""
-
-    @property
-    def reserved_without_id(self) -> dict[str, str] | None:
-        subs = self.submissions
-        return subs[-1] if subs and not subs[-1].get("job") else None
-
-    @property
-    def failures(self) -> int:
-        return len({a.get("job") for a in self.of(ConsolidateAct.FAILED)})
-
-    def failed(self, job: str) -> dict[str, str] | None:
-        return next((a for a in self.of(ConsolidateAct.FAILED) if a.get("job") == job), None)
-
-    @property
-    def done(self) -> dict[str, str] | None:
-        got = self.of(ConsolidateAct.DONE)
-        return got[-1] if got else None
-
-    @property
-    def gave_up(self) -> bool:
-        return bool(self.of(ConsolidateAct.GAVE_UP))
-
-
-def history_of(ledger: Ledger, cluster: str, array_id: str) -> History:
-    return History(tuple(a for a in acts_of(ledger, cluster, array_id) if a.get("kind") in KINDS))
+def history_of(ledger: Ledger, cluster: str, array_id: str) -> Record:
+    return record_of(KINDS, acts_of(ledger, cluster, array_id))
 
 
 def open_consolidations(ledger: Ledger) -> list[dict[str, str]]:
@@ -90,7 +55,7 @@ def open_consolidations(ledger: Ledger) -> list[dict[str, str]]:
     submitted, neither done nor given up. A later sweep_cleanup run tracks them."""
     out = []
     for e in sorted(ledger.jobs.values(), key=lambda e: e.key):
-        h = History(tuple(a for a in e.acts if a.get("kind") in KINDS))
+        h = record_of(KINDS, e.acts)
         if h.submissions and h.done is None and not h.gave_up:
             first = h.submissions[0]
             job_id = first.get("target_job") or e.job_id

@@ -25,6 +25,7 @@ from sweep_core.config.schema_base import section
 from sweep_core.fanin.tracebacks import first_real_traceback
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, exhausted, is_live
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, ClusterState, FlavorSpec, done_signal
+from sweep_core.handoffs.kernel.attempt import Record
 from sweep_core.safe.names import CONSOLIDATE_PLACEHOLDERS
 
 PLACEHOLDERS = Placeholders(CONSOLIDATE_PLACEHOLDERS)
@@ -101,16 +102,17 @@ def decide(
     spec: FlavorSpec,
     cmd: ConsolidateCommand,
     state: ClusterState,
-    history: Any,
+    history: Record,
     root: str,
     hub_ok: bool | None,
     hub_reason: str,
     values: dict[str, str],
     tail: str = "",
 ) -> Step:
-    """The next step of one array. ``history``: consolidate.history.History; ``root``: the artifact
-    root holding its chunk trees ('' = none); ``hub_ok``: the hub holds the dataset (None =
-    UNKNOWN); ``tail``: the log tail of the tracked job when it failed (first real traceback)."""
+    """The next step of one array. ``history``: its consolidate Record (consolidate.history);
+    ``root``: the artifact root holding its chunk trees ('' = none); ``hub_ok``: the hub holds the
+    dataset (None = UNKNOWN); ``tail``: the log tail of the tracked job when it failed (first real
+    traceback)."""
     step = Step(target, "blocked", hub=hub_reason)
     if history.done is not None:
         step.action, step.job = "done", history.done.get("job", "")

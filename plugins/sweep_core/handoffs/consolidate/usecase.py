@@ -24,7 +24,6 @@ from sweep_core.handoffs.cleanup.view import Hold
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
 from sweep_core.handoffs.consolidate.history import (
     ConsolidateAct,
-    History,
     drop_reservation,
     fill_reservation,
     history_of,
@@ -173,7 +172,7 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
                 run.ccfg.flavors[t.flavor],
                 cmd,
                 probe.state,
-                History((*h.acts, *acts)),
+                h.plus(acts),
                 root,
                 hub_ok,
                 hub_why,

@@ -1,5 +1,5 @@
-"""DB registration's pure part. A job's registration story is its ledger acts of kind
-``db_register``: one per attempt, with ``outcome`` ``done`` (the command exited 0), ``failed``
+"""DB registration's pure part. A job's registration record (kernel.attempt.Record) is its
+ledger acts of kind ``db_register``: one per attempt, with ``outcome`` ``done`` (the command exited 0), ``failed``
 (it answered non-zero: its words kept) or ``UNKNOWN`` (sent, the answer lost: never run again
 blind, a person checks the DB). It runs once the hub holds the job's artifact, never for an
 HF-only series (handoffs.chain.hf_only), at most ``1 + register_retries`` times."""
@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.handoffs.batch_job.plan import Placeholders, exhausted, retry_note
 from sweep_core.handoffs.chain.hf_only import HfOnly
+from sweep_core.handoffs.kernel.attempt import Kinds, Record, record_of
 from sweep_core.safe.names import UPLOAD_PLACEHOLDERS
 
 REGISTER = "db_register"
@@ -20,27 +21,12 @@ DONE, FAILED, UNKNOWN = "done", "failed", "UNKNOWN"
 PLACEHOLDERS = Placeholders(UPLOAD_PLACEHOLDERS)
 
 
-@dataclass
-class RegStory:
-    """What the ledger says about one job's DB registration."""
-
-    attempts: list[dict[str, str]] = field(default_factory=list)
-
-    @property
-    def done(self) -> dict[str, str] | None:
-        return next((a for a in self.attempts if a.get("outcome") == DONE), None)
-
-    @property
-    def unknown(self) -> dict[str, str] | None:
-        return next((a for a in self.attempts if a.get("outcome") == UNKNOWN), None)
-
-    @property
-    def failures(self) -> int:
-        return sum(a.get("outcome") == FAILED for a in self.attempts)
+KINDS = Kinds(submitted=REGISTER)  # one act per attempt, its outcome word in it (done = the first ok)
 
 
-def story_of(acts: Sequence[Mapping[str, str]]) -> RegStory:
-    return RegStory([dict(a) for a in acts if a.get("kind") == REGISTER])
+def story_of(acts: Sequence[Mapping[str, str]]) -> Record:
+    """The job's registration record from its acts (oldest first)."""
+    return record_of(KINDS, acts)
 
 
 @dataclass(frozen=True)
@@ -59,12 +45,12 @@ def listed_hf_only(series: Sequence[Any], cluster: str, name: str) -> list[str]:
     ]
 
 
-def needs_verdict(story: RegStory, hub: str) -> bool:
+def needs_verdict(story: Record, hub: str) -> bool:
     """Whether the job's HF-only verdict decides its move now (the hub holds it, nothing done yet)."""
     return story.done is None and story.unknown is None and hub == "ok"
 
 
-def next_register(story: RegStory, hub: str, hf_only: HfOnly | None, retries: int) -> RegMove:
+def next_register(story: Record, hub: str, hf_only: HfOnly | None, retries: int) -> RegMove:
     """The move for one job whose hub check said ``hub`` (ok | missing | unknown | n/a);
     ``hf_only``: the verdict (None = not judged yet: asked of the cluster first)."""
     if (d := story.done) is not None:
@@ -72,7 +58,7 @@ def next_register(story: RegStory, hub: str, hf_only: HfOnly | None, retries: in
     if (u := story.unknown) is not None:
         return RegMove(
             "wait",
-            f"registration attempt {u.get('attempt', '?')} outcome UNKNOWN ({u.get('why', '')[:160]}): never run "
+            f"registration attempt {u.get('attempt', '?')} outcome UNKNOWN ({(u.problem or u.get('why'))[:160]}): never run "
             "again blind; a person checks the DB and records it",
         )
     if hub != "ok":
@@ -84,12 +70,12 @@ def next_register(story: RegStory, hub: str, hf_only: HfOnly | None, retries: in
     if hf_only.hf_only is None:
         return RegMove("wait", f"not registered while HF-only is {hf_only.why}")
     n = story.failures
-    last = story.attempts[-1] if story.attempts else {}
+    last = story.submissions[-1] if story.submissions else None
     if n and exhausted(n, retries):
-        return RegMove("none", f"given up after {n} failed attempt(s); last: {last.get('why', '')[:200]}")
+        return RegMove("none", f"given up after {n} failed attempt(s); last: {(last.why or '' if last else '')[:200]}")
     why = "the hub holds the upload: DB registration"
     if n:
-        why = f"attempt {n} failed ({last.get('why', '')[:160]}); {retry_note(n, retries)}"
+        why = f"attempt {n} failed ({(last.why or '' if last else '')[:160]}); {retry_note(n, retries)}"
     return RegMove("register", why, n + 1)
 
 

@@ -29,13 +29,13 @@ from sweep_core.handoffs.db_register.plan import (
     REGISTER,
     UNKNOWN,
     RegMove,
-    RegStory,
     listed_hf_only,
     needs_verdict,
     next_register,
     register_argv,
     story_of,
 )
+from sweep_core.handoffs.kernel.attempt import Attempt, Record, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.usecase import JobsReport, hub_status, job_values
 from sweep_core.ledger.acts import acts_of
@@ -69,7 +69,7 @@ def register_settings(config: Any) -> RegisterSettings:
 @dataclass
 class _Job:
     d: CleanupDecision
-    story: RegStory
+    story: Record
     hub: str
     hf_only: HfOnly | None = None
     move: RegMove = RegMove("none", "")
@@ -227,9 +227,11 @@ def _in_flight(j: _Job, run_id: str, now: str) -> dict[str, str]:
 
 
 def _act(j: _Job, outcome: str, why: str, run_id: str, now: str) -> dict[str, str]:
-    """The ledger act of one registration attempt with its outcome."""
-    return {"kind": REGISTER, "attempt": str(j.move.attempt), "outcome": outcome, "why": why[:300],
-            "command": " ".join(shlex.quote(a) for a in j.argv), "run": run_id, "at": now}  # fmt: skip
+    """The ledger act of one registration attempt with its outcome (its stored form: kernel to_row)."""
+    command = " ".join(shlex.quote(a) for a in j.argv)
+    return to_row(
+        Attempt(REGISTER, j.move.attempt, run_id, now, why=why[:300], said=outcome, extra={"command": command})
+    )
 
 
 def _send(

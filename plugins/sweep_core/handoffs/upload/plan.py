@@ -1,7 +1,8 @@
 """The upload's pure part: which argv (sweep.yaml flavor, ops.md override), its templates, and what
 the ledger's acts say a job's upload is at: submit, wait, retry, give up, or nothing to do.
 
-A job's upload story is a list of acts in its ledger entry (sweep_core.ledger.acts):
+A job's upload story is a list of acts in its ledger entry (sweep_core.ledger.acts), read as one
+kernel Record (kernel.attempt; ``KINDS`` below):
 ``upload`` (an attempt: its Slurm id, attempt number, log, step, hub repo; or, with ``outcome:
 UNKNOWN`` and no id, a submission sent whose answer never came back: found next run by its job
 name in sacct, never sent again blind), ``upload_unsent`` (sacct showed that UNKNOWN submission
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.handoffs.batch_job.plan import (
@@ -29,6 +30,7 @@ from sweep_core.handoffs.batch_job.plan import (
     job_name_of,
     retry_note,
 )
+from sweep_core.handoffs.kernel.attempt import Kinds, Record, record_of
 from sweep_core.safe.names import UPLOAD_PLACEHOLDERS
 
 UPLOAD = "upload"
@@ -38,6 +40,7 @@ UNKNOWN = "UNKNOWN"
 GAVE_UP = "upload_gave_up"
 SALVAGE = "salvage"
 PLACEHOLDERS = Placeholders(UPLOAD_PLACEHOLDERS)
+KINDS = Kinds(submitted=UPLOAD, state=UPLOAD_STATE, gave_up=GAVE_UP, unsent=UNSENT, salvage=SALVAGE)
 # a hub commit URL as huggingface_hub prints it (`hf upload`, ``print(upload_folder(...))``):
 # <endpoint>/[datasets/|spaces/]<org>/<name>/commit/<40-hex sha>
 _COMMIT_URL = re.compile(r"(?:/(?:datasets|spaces))?/([\w.-]+/[\w.-]+)/commit/([0-9a-f]{40})\b")
@@ -75,59 +78,25 @@ def submit_argv(argv: Sequence[str], values: Mapping[str, str], log: str) -> tup
     return (filled[0], "--parsable", f"--output={log}", *named, *filled[1:])
 
 
-@dataclass
-class Story:
-    """What the ledger says about one job's uploads."""
-
-    attempts: list[dict[str, str]] = field(default_factory=list)  # upload acts, oldest first
-    states: dict[str, dict[str, str]] = field(default_factory=dict)  # upload job id -> latest state act
-    gave_up: dict[str, str] | None = None
-    salvage: dict[str, str] | None = None
-    unknown: dict[str, str] | None = None  # a submission sent whose outcome is unknown, not reconciled yet
-
-    @property
-    def last(self) -> dict[str, str] | None:
-        return self.attempts[-1] if self.attempts else None
-
-    def state_of(self, upload_job: str) -> str:
-        return (self.states.get(upload_job) or {}).get("state", "")
-
-    @property
-    def open(self) -> bool:
-        """Still to be followed: a salvage or an attempt, not given up, not verified on the hub."""
-        if self.gave_up is not None:
-            return False
-        if self.unknown is not None:
-            return True
-        last = self.last
-        if last is not None and self.state_of(last["upload_job"]) == "VERIFIED":
-            return False
-        return last is not None or self.salvage is not None
+def story_of(acts: Sequence[Mapping[str, str]]) -> Record:
+    """The job's upload record from its acts (oldest first): its sent attempts (``last``), the
+    latest state of each, a give-up, a salvage, a submission whose outcome is UNKNOWN."""
+    return record_of(KINDS, acts)
 
 
-def story_of(acts: Sequence[Mapping[str, str]]) -> Story:
-    """The job's upload story from its acts (oldest first)."""
-    s = Story()
-    for a in acts:
-        kind = a.get("kind")
-        if kind == UPLOAD and not a.get("upload_job") and a.get("outcome") == UNKNOWN:
-            s.unknown = dict(a)
-        elif kind == UNSENT and s.unknown is not None and a.get("attempt") == s.unknown.get("attempt"):
-            s.unknown = None
-        elif kind == UPLOAD and a.get("upload_job"):
-            s.attempts.append(dict(a))
-            if s.unknown is not None and a.get("attempt") == s.unknown.get("attempt"):
-                s.unknown = None
-        elif kind == UPLOAD_STATE and a.get("upload_job"):
-            s.states[a["upload_job"]] = dict(a)
-        elif kind == GAVE_UP:
-            s.gave_up = dict(a)
-        elif kind == SALVAGE:
-            s.salvage = dict(a)
-    return s
+def still_open(story: Record) -> bool:
+    """Still to be followed: a salvage or an attempt, not given up, not verified on the hub."""
+    if story.gave_up is not None:
+        return False
+    if story.unknown is not None:
+        return True
+    last = story.last
+    if last is not None and story.state_of(last["upload_job"]) == "VERIFIED":
+        return False
+    return last is not None or story.salvage is not None
 
 
-def tracked(story: Story) -> str:
+def tracked(story: Record) -> str:
     """The upload job id whose state must be asked of sacct ('' when none is in flight)."""
     last = story.last
     if last is None or story.gave_up is not None:
@@ -145,7 +114,7 @@ class Move:
     attempt: int = 0  # the attempt a submit makes (1 = first)
 
 
-def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
+def next_move(story: Record, hub: str, retries: int, has_command: bool) -> Move:
     """The move for a job whose hub check said ``hub`` (ok | missing | unknown | n/a)."""
     last = story.last
     if story.gave_up is not None:
@@ -154,9 +123,9 @@ def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
         u = story.unknown
         return Move(
             "wait",
-            f"upload attempt {u.get('attempt', '?')} outcome UNKNOWN ({u.get('why', '')[:160]}): looked up in sacct "
+            f"upload attempt {u.get('attempt', '?')} outcome UNKNOWN ({(u.problem or u.get('why'))[:160]}): looked up in sacct "
             f"by its job name {u.get('job_name', '')!r}, never submitted again blind"
-            + (f"; {u['note']}" if u.get("note") else ""),
+            + (f"; {story.note}" if story.note else ""),
         )
     if hub == "ok":
         if last is not None and story.state_of(last["upload_job"]) != "VERIFIED":
@@ -178,11 +147,12 @@ def next_move(story: Story, hub: str, retries: int, has_command: bool) -> Move:
     base = base_state(state)
     if not state or is_live(state):
         return Move("wait", f"upload job {jid} {state or 'submitted'}: the hub is checked again next run")
-    why = (story.states.get(jid) or {}).get("why", "")
+    st = story.states.get(jid)
+    why = st.get("why") if st is not None else ""
     failed = f"upload job {jid} {state}" + (f": {why}" if why else "")
     if base == "COMPLETED":
         failed = f"upload job {jid} COMPLETED but the hub still lacks the artifact"
-    n = len(story.attempts)
+    n = len(story.sent)
     if exhausted(n, retries):
         return Move("give-up", f"{failed}; given up after {n} attempt(s)")
     return Move("submit", f"{failed}; {retry_note(n, retries)}", n + 1)
@@ -202,18 +172,19 @@ def commit_of(text: str, hub_repo: str) -> str:
     return list(found.values())[-1] if found else ""
 
 
-def needs_own_upload(story: Story) -> bool:
+def needs_own_upload(story: Record) -> bool:
     """A job the sweep salvaged or uploaded for: only its OWN upload, verified on the hub at the
     commit that upload wrote, is evidence (never an earlier upload under the same name)."""
-    return story.salvage is not None or bool(story.attempts)
+    return story.salvage is not None or bool(story.sent)
 
 
-def own_revision(story: Story) -> str:
+def own_revision(story: Record) -> str:
     """The hub commit the last upload attempt wrote, as its log named it ('' = none yet)."""
     last = story.last
     if last is None:
         return ""
-    return (story.states.get(last["upload_job"]) or {}).get("revision", "")
+    st = story.states.get(last["upload_job"])
+    return st.get("revision") if st is not None else ""
 
 
 def salvage_step(evidence: str) -> int | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cleanup.view import CleanupView
-from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, story_of
+from sweep_core.handoffs.upload.plan import SALVAGE, needs_own_upload, own_revision, salvage_step, still_open, story_of
 from sweep_core.ledger.entries import Ledger
 from sweep_core.records.vocab import Action, salvage_flavor
 
@@ -46,7 +46,7 @@ def open_jobs(ledger: Ledger) -> list[dict[str, str]]:
     out = []
     for e in ledger.jobs.values():
         story = story_of(e.acts)
-        if not story.open:
+        if not still_open(story):
             continue
         flavor = (story.salvage or {}).get("flavor") or (story.last or {}).get("flavor", "")
         if flavor:

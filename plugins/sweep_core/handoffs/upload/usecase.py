@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,6 +25,7 @@ from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.plan import Found, Outcome, job_name_of, reconcile
 from sweep_core.handoffs.batch_job.remote import build_find_script, build_track_script, read_find, submit_line
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, CleanupTarget, hub_repo_id
+from sweep_core.handoffs.kernel.attempt import Record, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
@@ -33,12 +34,12 @@ from sweep_core.handoffs.upload.plan import (
     UPLOAD,
     UPLOAD_STATE,
     Move,
-    Story,
     UploadConfigError,
     check_argv,
     next_move,
     own_revision,
     render,
+    still_open,
     story_of,
     submit_argv,
     tracked,
@@ -69,7 +70,7 @@ def upload_settings(raw: CleanupSection | dict[str, Any] | None) -> UploadSettin
 @dataclass
 class _Job:
     d: CleanupDecision
-    story: Story
+    story: Record
     hub: str
     move: Move = Move("none", "")
     argv: tuple[str, ...] = ()
@@ -164,7 +165,7 @@ def _track(cluster: str, jobs: list[_Job], cfg: Any, us: UploadSettings, run_scr
             act["why"] = st.traceback
         if up.revision:
             act["revision"] = up.revision
-        j.story.states[jid] = act
+        j.story = j.story.plus([act])
         acts.append((cluster, j.d.target.job_id, j.d.target.name, act))
     return acts
 
@@ -195,12 +196,12 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
     found, why = read_find(*run_script(cfg, script, marker, "upload find"))
     acts = []
     for j in lost:
-        u = j.story.unknown or {}
+        u = to_row(j.story.unknown) if j.story.unknown is not None else {}
         t = j.d.target
         if found is None:
-            j.story.unknown = {**u, "note": f"sacct not read ({why[:160]}): asked again next run"}
+            j.story = replace(j.story, note=f"sacct not read ({why[:160]}): asked again next run")
             continue
-        known = {a["upload_job"] for a in j.story.attempts}
+        known = {a["upload_job"] for a in j.story.sent}
         claimed = float(u["claimed_at"]) if u.get("claimed_at") else None
         got = reconcile([(f.job_id, f.submit, f.name) for f in found], u["job_name"], claimed, known, clock)
         if got.verdict is Found.FOUND:
@@ -210,11 +211,9 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
         elif got.verdict is Found.UNSENT:
             act = {"kind": UNSENT, "attempt": u.get("attempt", ""), "at": now, "why": got.note}
         else:
-            j.story.unknown = {**u, "note": got.note}
+            j.story = replace(j.story, note=got.note)
             continue
-        if act["kind"] == UPLOAD:
-            j.story.attempts.append(act)
-        j.story.unknown = None
+        j.story = j.story.plus([act])  # a sent attempt or an unsent mark: the UNKNOWN one is settled
         acts.append((cluster, t.job_id, t.name, act))
     return acts
 
@@ -318,7 +317,7 @@ def run_uploads(
         t = d.target
         story = story_of(acts_of(ledger, t.cluster, t.job_id))
         hub = hub_status(d)
-        if hub == "missing" or story.open:
+        if hub == "missing" or still_open(story):
             by_cluster[t.cluster].append(_Job(d, story, hub))
     for cluster, jobs in sorted(by_cluster.items()):
         cfg, why = active_slurm(load_cluster, cluster, "no upload job")
@@ -341,7 +340,7 @@ def run_uploads(
                 continue
             j.move = next_move(j.story, j.hub, us.retries, bool(argv))
             j.move = _unchecked_commit(j) or j.move
-            if j.move.move == "submit" and j.story.salvage is not None and not j.story.attempts:
+            if j.move.move == "submit" and j.story.salvage is not None and not j.story.sent:
                 step = j.story.salvage.get("step") or "?"
                 j.move = Move("submit", f"salvage of step {step} (cancelled at a collapse): upload submitted", 1)
             last = j.story.last

@@ -1,0 +1,88 @@
+"""The one typed result of every hand-off act: ``ok`` / ``failed`` / ``unknown`` with the reason
+and the evidence, never a prefix string. The rm results sweep_cleanup keeps between its tasks stay
+the strings ``programs/cleanup_rm.sh`` and ``slurm.failover.not_done`` print (``started pid N``,
+``gone``, ``REFUSED: …``, ``not run: …``, ``UNKNOWN: …``): ``rm_result`` reads one, ``rm_text``
+writes one; anything else reads as UNKNOWN, never as removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    OK = "ok"  # the act was done (the answer says so)
+    FAILED = "failed"  # the act was refused or not run: nothing of it happened
+    UNKNOWN = "unknown"  # sent, or unreadable: what became of it is not known
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one act came to: its outcome, why (failed / unknown) and the evidence (the answer)."""
+
+    outcome: Outcome
+    reason: str = ""
+    evidence: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+def ok(evidence: str = "") -> Result:
+    return Result(Outcome.OK, "", evidence)
+
+
+def failed(reason: str, evidence: str = "") -> Result:
+    return Result(Outcome.FAILED, reason, evidence)
+
+
+def unknown(reason: str, evidence: str = "") -> Result:
+    return Result(Outcome.UNKNOWN, reason, evidence)
+
+
+# An outcome word as the stored acts spell it (db_register: done/failed/UNKNOWN) -> its Outcome.
+WORDS = {
+    "ok": Outcome.OK,
+    "done": Outcome.OK,
+    "failed": Outcome.FAILED,
+    "UNKNOWN": Outcome.UNKNOWN,
+    "unknown": Outcome.UNKNOWN,
+}
+
+
+def outcome_of_word(word: str) -> Result | None:
+    """The result an act's stored ``outcome`` word says (None = no word: not settled yet)."""
+    if not word:
+        return None
+    got = WORDS.get(word)
+    if got is None:
+        return unknown(f"stored outcome {word[:80]!r} is not ok, failed or UNKNOWN")
+    return Result(got, "", word)
+
+
+_RM_FAILED = ("REFUSED: ", "not run: ")
+
+
+def rm_result(text: object) -> Result:
+    """One rm result as sweep_cleanup stores it -> its Result (evidence: the text)."""
+    if not isinstance(text, str) or not text:
+        return unknown("no rm result recorded for this path", repr(text)[:200])
+    if text == "gone" or (text.startswith("started pid ") and text[len("started pid ") :].isdigit()):
+        return ok(text)
+    for prefix in _RM_FAILED:
+        if text.startswith(prefix):
+            return failed(text, text)
+    if text.startswith("UNKNOWN: "):
+        return unknown(text[len("UNKNOWN: ") :], text)
+    return unknown(f"rm result {text[:160]!r} is neither started, gone, refused nor not run", text)
+
+
+def rm_text(result: Result) -> str:
+    """A Result of an rm act -> the string sweep_cleanup stores (``rm_result``'s inverse)."""
+    if result.outcome is Outcome.OK:
+        return result.evidence
+    if result.outcome is Outcome.FAILED:
+        return result.reason if result.reason.startswith(_RM_FAILED) else f"REFUSED: {result.reason}"
+    return f"UNKNOWN: {result.reason}"

@@ -1,0 +1,199 @@
+"""The hand-off kernel (sweep_core.handoffs.kernel): a result of every act kind survives the stored
+form (the flat ledger act) unchanged; a stored act that cannot be read whole reads as UNKNOWN with
+its reason and a hand-off waits on it instead of acting again; an rm result that is neither ok nor
+failed is unknown and never counted as removed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from handoff_fakes import FakeSsh, cluster, ok, ops
+
+from sweep_core.handoffs.batch_job.plan import Outcome as Sent
+from sweep_core.handoffs.batch_job.plan import Submission
+from sweep_core.handoffs.chain.plan import CellState
+from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
+from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
+from sweep_core.handoffs.consolidate.history import KINDS as CONSOLIDATE
+from sweep_core.handoffs.db_register.plan import REGISTER
+from sweep_core.handoffs.db_register.plan import story_of as register_record
+from sweep_core.handoffs.db_register.usecase import RegisterSettings, run_registrations
+from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.attempt import Attempt, Phase, from_row, record_of, to_row
+from sweep_core.handoffs.kernel.machine import submission_result
+from sweep_core.handoffs.kernel.result import Outcome, Result, rm_result, rm_text
+from sweep_core.handoffs.upload.plan import next_move
+from sweep_core.handoffs.upload.plan import story_of as upload_record
+from sweep_core.ledger.acts import record_acts
+
+ROOT = "/scratch/ckpt"
+TREE = f"{ROOT}/sft__a/checkpoints"
+WORD = {Outcome.OK: "done", Outcome.FAILED: "failed", Outcome.UNKNOWN: "UNKNOWN"}
+TARGETS = {
+    ActKind.RM: TREE,
+    ActKind.SCANCEL: "4242",
+    ActKind.REQUEUE: "4242",
+    ActKind.SBATCH: "upload__sft__a",
+    ActKind.STOP: "/user/iris-job-7",
+    ActKind.HUB_CHECK: "org/sft__a",
+    ActKind.COMMAND: "register.py",
+}
+
+
+@pytest.mark.parametrize("kind", list(ActKind))
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_a_result_of_every_act_kind_round_trips_through_the_stored_act(kind: ActKind, outcome: Outcome) -> None:
+    act = Act(kind, "leonardo", TARGETS[kind], "sft__a")
+    a = Attempt(
+        kind=f"{kind}_act", attempt=2, run="scheduled__2026-12-06", at="2026-12-06T10:00:00+00:00",
+        job="" if outcome is Outcome.UNKNOWN else "5151", why="exit 1: 409" if outcome is Outcome.FAILED else "",
+        said=WORD[outcome], extra={"target": act.target, "cluster": act.cluster},
+    )  # fmt: skip
+    row = to_row(a)
+    assert all(isinstance(v, str) for v in row.values())  # the stored shape: flat strings
+    back = from_row(row)
+    assert back == a and to_row(back) == row
+    assert back.outcome is outcome and back.phase is Phase.SETTLED and back.get("target") == TARGETS[kind]
+    assert str(act) == f"{kind} leonardo:{TARGETS[kind]}"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [  # as today's code writes them: upload (sent, UNKNOWN, state), consolidate claim, db_register
+        {"kind": "upload", "attempt": "1", "upload_job": "77", "log": "/l/u-77.out", "hub_repo": "org/a",
+         "run": "r1", "at": "2026-12-05T08:00:00+00:00", "flavor": "sft-job-cleanup"},
+        {"kind": "upload", "attempt": "2", "outcome": "UNKNOWN", "job_name": "upload__a", "claimed_at": "1.5",
+         "why": "unreachable after send"},
+        {"kind": "upload_state", "upload_job": "77", "state": "FAILED", "why": "ValueError: x", "at": "t"},
+        {"kind": "consolidate", "job": "", "attempt": "1", "run": "r1", "flavor": "f", "target_job": "9"},
+        {"kind": "db_register", "attempt": "1", "outcome": "done", "why": "id=7", "command": "reg 'a b'"},
+    ],
+)  # fmt: skip
+def test_acts_stored_by_todays_code_read_and_write_back_unchanged(row: dict[str, str]) -> None:
+    assert to_row(from_row(row)) == row
+
+
+def test_phases_follow_the_claim_its_job_id_and_its_outcome() -> None:
+    assert from_row({"kind": "consolidate", "job": "", "attempt": "1"}).phase is Phase.CLAIMED
+    assert from_row({"kind": "consolidate", "job": "88", "attempt": "1"}).phase is Phase.SUBMITTED
+    assert from_row({"kind": "db_register", "attempt": "1", "outcome": "failed"}).phase is Phase.SETTLED
+
+
+@pytest.mark.parametrize(
+    ("stored", "reason"),
+    [
+        (["upload", "77"], "stored act is a list, not an object"),
+        ("upload 77", "stored act is a str, not an object"),
+        ({"kind": "db_register", "attempt": "x", "outcome": "done"}, "attempt 'x' is not a number"),
+        ({"kind": "db_register", "attempt": 1, "outcome": "done"}, "attempt is a int, not a string"),
+        ({"attempt": "1", "outcome": "done"}, "it names no kind"),
+        ({"kind": "db_register", "attempt": "1", "outcome": "maybe"}, "stored outcome 'maybe' is not ok"),
+    ],
+)
+def test_a_garbled_stored_act_reads_as_unknown_with_its_reason(stored: object, reason: str) -> None:
+    a = from_row(stored)
+    assert a.outcome is Outcome.UNKNOWN and reason in a.result.reason  # type: ignore[union-attr]
+    assert a.phase is Phase.SETTLED
+
+
+def test_nothing_of_a_garbled_act_is_lost_when_written_back() -> None:
+    row = {"kind": "db_register", "attempt": "x", "outcome": "done", "why": "kept"}
+    assert to_row(from_row(row)) == row
+
+
+def test_a_garbled_registration_is_waited_on_never_run_again(tmp_path: Path) -> None:
+    """A db_register act whose attempt number is unreadable: no command runs, the row says why."""
+    t = CleanupTarget("local", "4242", "sft__a", "sft-job-cleanup")
+    record_acts(tmp_path, [("local", "4242", "sft__a", {"kind": REGISTER, "attempt": "one", "outcome": "done"})])
+    ssh = FakeSsh({"db register": lambda m, s: {"reg:0": ok("registered")}})
+    ccfg = cleanup_config({"hub_org": "org"})
+    rep = run_registrations(
+        [CleanupDecision(t, "blocked", hub=[{"repo_id": "org/sft__a", "repo_type": "model", "ok": True}])],
+        rs=RegisterSettings({"sft-job-cleanup": ("reg", "{name}")}, 2, 60, ()), ccfg=ccfg, ledger_dir=tmp_path,
+        run_id="r2", now="2026-12-06T10:00:00+00:00", dry_run=False, load_cluster=ops(cluster()),
+        run_script=ssh, say=lambda _: None,
+    )  # fmt: skip
+    assert ssh.calls == [] and rep.acts == []
+    assert "outcome UNKNOWN (stored db_register act unreadable: attempt 'one' is not a number)" in rep.rows[0][-1]
+
+
+def test_records_answer_the_same_questions_for_every_hand_off() -> None:
+    reg = register_record([{"kind": REGISTER, "attempt": "1", "outcome": "failed", "why": "exit 1: 409"},
+                           {"kind": REGISTER, "attempt": "2", "outcome": "done", "run": "r2"}])  # fmt: skip
+    assert reg.failures == 1 and reg.done is not None and reg.done.run == "r2" and reg.unknown is None
+    cons = record_of(CONSOLIDATE, [{"kind": "consolidate", "job": "81", "attempt": "1"},
+                                   {"kind": "consolidate_failed", "job": "81", "state": "FAILED"},
+                                   {"kind": "consolidate", "job": "", "attempt": "2"},
+                                   {"kind": "upload", "upload_job": "5"}])  # fmt: skip
+    assert cons.failures == 1 and cons.reserved_without_id is not None and cons.latest_job == ""
+    assert len(cons.attempts) == 3  # another hand-off's act is not in this record
+    up = upload_record([{"kind": "upload", "attempt": "1", "outcome": "UNKNOWN", "job_name": "upload__a"}])
+    assert next_move(up, "missing", 2, True).move == "wait"  # never sent again blind
+    found = up.plus([{"kind": "upload", "attempt": "1", "upload_job": "91", "job_name": "upload__a"}])
+    assert found.unknown is None and found.last is not None and found.last.job == "91"
+
+
+@pytest.mark.parametrize(
+    ("text", "outcome"),
+    [
+        ("started pid 4711", Outcome.OK),
+        ("gone", Outcome.OK),
+        ("REFUSED: refused: job 9 is still listed by squeue", Outcome.FAILED),
+        ("not run: unreachable: login1", Outcome.FAILED),
+        ("UNKNOWN: session cut after send: not sent again", Outcome.UNKNOWN),
+        ("started pid", Outcome.UNKNOWN),
+        ("rm: cannot remove", Outcome.UNKNOWN),
+        ("", Outcome.UNKNOWN),
+        (None, Outcome.UNKNOWN),
+    ],
+)
+def test_rm_results_read_typed_and_write_back(text: object, outcome: Outcome) -> None:
+    r = rm_result(text)
+    assert r.outcome is outcome
+    if outcome is not Outcome.UNKNOWN or (isinstance(text, str) and text.startswith("UNKNOWN: ")):
+        assert rm_text(r) == text
+
+
+def test_submissions_read_as_results() -> None:
+    assert submission_result(Submission(Sent.SUBMITTED, "5151")) == Result(Outcome.OK, "", "5151")
+    assert submission_result(Submission(Sent.REFUSED, why="sbatch: invalid partition")).outcome is Outcome.FAILED
+    assert submission_result(Submission(Sent.UNKNOWN, why="answer lost")).outcome is Outcome.UNKNOWN
+
+
+def _delete() -> CleanupDecision:
+    t = CleanupTarget("local", "4242", "sft__a", "sft-job-cleanup")
+    return CleanupDecision(t, "delete", [], [TREE], {TREE: ROOT})
+
+
+def test_an_rm_neither_ok_nor_failed_is_never_counted_as_removed() -> None:
+    """The rm session answered rc 0 with words the rm script never prints: the tree is looked at
+    by verify; while nobody has looked, the target stays in the backlog with the reason."""
+    started = start_deletes([_delete()], ops(cluster()), FakeSsh({"cleanup rm": lambda m, s: {"rm:0": ok("?!")}}))
+    assert rm_result(started["local"][TREE]).outcome is Outcome.UNKNOWN
+    text, finished = cleanup_record([_delete()], started, {}, dry=False)
+    assert finished == set() and "rm outcome unknown, not counted as removed" in text
+    assert (
+        "neither started, gone, refused nor not run"
+        in still_there([_delete()], started, {}, dry=False)[("local", "4242")]
+    )
+    ccfg = cleanup_config({"hub_org": "org", "verify_timeout_s": 60, "verify_poll_s": 5})
+    looked = FakeSsh({"cleanup verify": lambda m, s: {}})  # verify: nothing left
+    report = verify_removed(started, {}, ccfg, ops(cluster()), looked, clock=lambda: 0.0, sleep=lambda _: None)
+    assert report["local"]["removed"] == [TREE] and TREE in looked.calls[0].script
+    _, finished = cleanup_record([_delete()], started, report, dry=False)
+    assert finished == {("local", "4242")}  # verify saw it gone: now it is removed
+
+
+def test_a_chain_cells_failed_legs_are_kernel_attempts_and_its_stored_row_round_trips() -> None:
+    stored = {"leg": "upload", "sft_job": "111", "upload_job": "223", "eval_job": "", "note": "n",
+              "failed": "upload:222,upload:223,eval:9,garbage", "escalated": ""}  # fmt: skip
+    cell = CellState.from_dict(stored)
+    assert cell.failures("upload") == ["222", "223"] and cell.failures("eval") == ["9"]
+    assert [a.attempt for a in cell.failed if a.kind == "chain_upload"] == [1, 2]
+    assert all(a.outcome is Outcome.FAILED for a in cell.failed if a.kind)
+    assert cell.failed[-1].outcome is Outcome.UNKNOWN and "garbage" in cell.failed[-1].result.reason  # type: ignore[union-attr]
+    assert cell.to_dict() == stored  # nothing lost, the garbled entry too
+    cell.fail("upload", "223")  # counted once
+    cell.fail("eval", "10")
+    assert cell.failures("eval") == ["9", "10"] and cell.to_dict()["failed"].endswith("garbage,eval:10")
