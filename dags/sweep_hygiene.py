@@ -40,7 +40,7 @@ with DAG(
             items={"type": "string"},
             title="Paths",
             description="by hand: the files (relative to repo_path) to bring to the local clone",
-        ),  # fmt: skip
+        ),
     )
 ) as dag:
     approval_chain(  # validate -> approve (HITL) -> act -> record

@@ -140,8 +140,15 @@ def watch_outcome(context: Any, *, sweep_yaml: str, ok: bool) -> None:
     run_id = run_id_of(context) or "?"
     start, end = _window_of(context)
     w = config.watch
-    told = record_watch_outcome(run_log_dir(config), run_id, ok, start=start, end=end,
-                                after_minutes=w.failing_minutes, repeat_minutes=w.failing_repeat_minutes)  # fmt: skip
+    told = record_watch_outcome(
+        run_log_dir(config),
+        run_id,
+        ok,
+        start=start,
+        end=end,
+        after_minutes=w.failing_minutes,
+        repeat_minutes=w.failing_repeat_minutes,
+    )
     if told is None:
         return
     dag_id = dag_id_of(context) or DagId.WATCH

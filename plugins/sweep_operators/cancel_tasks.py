@@ -74,15 +74,34 @@ def validate(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     run_id, who = str(context.get("run_id") or ""), requester(context)
     authorize_decisions(decisions, sweep_yaml, run_id, who, dry_run=bool(params.get("dry_run", True)))
     relaunch_tasks.judge(decisions, ccfg, load, limits, sweep_yaml, run_id, running=running, context=context)
-    for d in decisions:
-        log.info("%s %s %s %s: %s %s %s", d.verdict.upper(), d.request.cluster, d.request.job_id, d.request.name,
-                 d.reasons, d.offer.get("why", ""), d.offer.get("brake", ""))  # fmt: skip
-        if d.by_hand and d.request.cluster != "?":
-            log.warning("BY HAND (requested by %s) %s %s %s: %s; evidence given by hand, not used: %r",
-                        who or "?", d.request.cluster, d.request.job_id, d.request.name, d.authority,
-                        d.request.asked_evidence[:200])  # fmt: skip
+    _log_decisions(decisions, who)
     keys = [job_key(d.request.cluster, d.request.job_id) for d in asked(decisions)]
     return {"decisions": [d.to_dict() for d in decisions], "asked": keys, "requested_by": who}
+
+
+def _log_decisions(decisions: list[Any], who: str) -> None:
+    """One task-log line per decision; a warning for each job requested by hand."""
+    for d in decisions:
+        log.info(
+            "%s %s %s %s: %s %s %s",
+            d.verdict.upper(),
+            d.request.cluster,
+            d.request.job_id,
+            d.request.name,
+            d.reasons,
+            d.offer.get("why", ""),
+            d.offer.get("brake", ""),
+        )
+        if d.by_hand and d.request.cluster != "?":
+            log.warning(
+                "BY HAND (requested by %s) %s %s %s: %s; evidence given by hand, not used: %r",
+                who or "?",
+                d.request.cluster,
+                d.request.job_id,
+                d.request.name,
+                d.authority,
+                d.request.asked_evidence[:200],
+            )
 
 
 def to_ask(**context: Any) -> list[str]:
@@ -98,8 +117,13 @@ def standing(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     if not mine:
         return {}
     for d in mine:
-        log.warning("STANDING PERMISSION (%s): %s %s %s, no human asked", d.offer["standing"],
-                    d.request.cluster, d.request.job_id, d.request.name)  # fmt: skip
+        log.warning(
+            "STANDING PERMISSION (%s): %s %s %s, no human asked",
+            d.offer["standing"],
+            d.request.cluster,
+            d.request.job_id,
+            d.request.name,
+        )
     return to_xcom(_act(mine, True, ops_dir, sweep_yaml, context, "standing permission"))
 
 
@@ -164,8 +188,10 @@ class CancelApprovalOperator(HITLOperator):
             context["ti"].xcom_push(key=Cancel.ANSWER_KEY, value={"job": self.job_key, "refused": why})
             raise AirflowSkipException(why)
         ccfg, _ = _config(self.sweep_yaml)
-        minutes = min(float(context["params"].get("approval_timeout_minutes") or ccfg.approval_timeout_minutes),
-                      float(MAX_APPROVAL_MINUTES))  # fmt: skip
+        minutes = min(
+            float(context["params"].get("approval_timeout_minutes") or ccfg.approval_timeout_minutes),
+            float(MAX_APPROVAL_MINUTES),
+        )
         self.response_timeout = dt.timedelta(minutes=minutes)
         self.assigned_users = hitl_assignees(users, ids_are_names=ids_are_names())
         dry = bool(context["params"].get("dry_run", True))
@@ -174,8 +200,7 @@ class CancelApprovalOperator(HITLOperator):
         self.options = approval_options(d)
         if RELAUNCH_WITH in self.options:  # the corrected setting, validated when answered (never a shell)
             self.params = _overrides_form()
-        log.info("asking for approval of %s (timeout %s min): %s\n%s", self.job_key, minutes, self.subject,
-                 self.body)  # fmt: skip
+        log.info("asking for approval of %s (timeout %s min): %s\n%s", self.job_key, minutes, self.subject, self.body)
         return super().execute(context)
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
@@ -208,9 +233,14 @@ def _overrides_form() -> Any:
     from airflow.sdk import Param
     from airflow.sdk.definitions.param import ParamsDict
 
-    field = Param("", type="string", maxLength=4000, title="Corrected setting (for Cancel and relaunch with …)",
-                  description="overrides for the ops.md relaunch command: key=value ..., e.g. "
-                  "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done")  # fmt: skip
+    field = Param(
+        "",
+        type="string",
+        maxLength=4000,
+        title="Corrected setting (for Cancel and relaunch with …)",
+        description="overrides for the ops.md relaunch command: key=value ..., e.g. "
+        "actor.lr=1e-6 rollout.n=8; a bad one is refused and nothing is done",
+    )
     return ParamsDict({OVERRIDES_FIELD: field})
 
 

@@ -78,6 +78,10 @@ def approval_chain(
     notify = [ApprovalNotifier(sweep_yaml=sweep_yaml)]
     approve = approval(task_id=ids.APPROVE, sweep_yaml=sweep_yaml, notifiers=notify)
     acting = PythonOperator(task_id=act_id, python_callable=act, op_kwargs=common)
-    record = PythonOperator(task_id=ids.RECORD, python_callable=tasks.record, op_kwargs={"sweep_yaml": sweep_yaml},
-                            trigger_rule=TriggerRule.ALL_DONE)  # fmt: skip
+    record = PythonOperator(
+        task_id=ids.RECORD,
+        python_callable=tasks.record,
+        op_kwargs={"sweep_yaml": sweep_yaml},
+        trigger_rule=TriggerRule.ALL_DONE,
+    )
     validate >> approve >> acting >> record

@@ -42,8 +42,9 @@ def iris_probe(
     if cfg.gpu_exec and (cfg.kubeconfig or cfg.kube_conn_id):
         from sweep_operators.iris_pods import PodGpuReader
 
-        reader = PodGpuReader(kubeconfig=cfg.kubeconfig, context=cfg.kube_context, namespace=cfg.kube_namespace,
-                              conn_id=cfg.kube_conn_id)  # fmt: skip
+        reader = PodGpuReader(
+            kubeconfig=cfg.kubeconfig, context=cfg.kube_context, namespace=cfg.kube_namespace, conn_id=cfg.kube_conn_id
+        )
     for job, g in zip(jobs, out, strict=True):
         d = rollout_dir(cfg.rollout_url, job.job_id, job.name)
         if d:

@@ -72,9 +72,15 @@ def verdict(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     params = context["params"]
     base = {"dry_run": bool(params.get("dry_run", True)), "run_log": params.get("run_log") or ""}
     cancel_run = HandoffRun(f"{context['run_id']}__cancel", requester(context))  # the run trigger_cancel makes
-    jobs, acts = settle(run_log_dir(config), got.get("verdicts", []), str(context["run_id"]), dt.datetime.now(dt.UTC),
-                        dry_run=base["dry_run"], unknown_reprobes=config.deep_dive.unknown_reprobes,
-                        cancel_run=cancel_run)  # fmt: skip
+    jobs, acts = settle(
+        run_log_dir(config),
+        got.get("verdicts", []),
+        str(context["run_id"]),
+        dt.datetime.now(dt.UTC),
+        dry_run=base["dry_run"],
+        unknown_reprobes=config.deep_dive.unknown_reprobes,
+        cancel_run=cancel_run,
+    )
     for line in acts:
         log.info("ledger: %s", line)
     cancel = {**base, "jobs": jobs} if jobs else None

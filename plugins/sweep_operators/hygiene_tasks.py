@@ -84,13 +84,16 @@ class HygieneApprovalOperator(HITLOperator):
     def execute(self, context: Any) -> Any:
         got = _validated(context)
         if not got.get("clusters"):
-            raise AirflowSkipException("no fast-forward pull may be offered: " + "; ".join(
-                f"{c.get('cluster')}: {c.get('why')}" for c in got.get("checked") or []))  # fmt: skip
+            raise AirflowSkipException(
+                "no fast-forward pull may be offered: "
+                + "; ".join(f"{c.get('cluster')}: {c.get('why')}" for c in got.get("checked") or [])
+            )
         who = requester(context)
         users = _allowed(self.sweep_yaml, got["clusters"], who)
         if users == []:
-            raise AirflowSkipException(f"no approver of {', '.join(got['clusters'])} other than {who or 'nobody'}: "
-                                       "nothing pulled")  # fmt: skip
+            raise AirflowSkipException(
+                f"no approver of {', '.join(got['clusters'])} other than {who or 'nobody'}: nothing pulled"
+            )
         self.assigned_users = hitl_assignees(users, ids_are_names=ids_are_names())
         minutes = load_sweep_config(self.sweep_yaml).cancel.approval_timeout_minutes
         self.response_timeout = dt.timedelta(minutes=min(minutes, MAX_APPROVAL_MINUTES))
@@ -136,7 +139,11 @@ def record(sweep_yaml: str, **context: Any) -> str:
     checked = _validated(context).get("checked") or []
     answer = ti.xcom_pull(task_ids=Hygiene.APPROVE, key=Hygiene.ANSWER_KEY) or {}
     acted = ti.xcom_pull(task_ids=Hygiene.PULL) or {}
-    text = "\n".join(["Working-tree hygiene (triage into the local clone; ff pull once approved)",
-                      *record_lines(checked, answer, acted)])  # fmt: skip
+    text = "\n".join(
+        [
+            "Working-tree hygiene (triage into the local clone; ff pull once approved)",
+            *record_lines(checked, answer, acted),
+        ]
+    )
     print(text)
     return str(append_record(context, sweep_yaml, DagId.HYGIENE, text))

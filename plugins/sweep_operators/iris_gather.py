@@ -45,8 +45,17 @@ def gather_iris(
             cfg.name, None, {}, now=time.time(), window_start=start, window_end=end, source=hook.source, error=str(exc)
         )
     pods = _pods(cfg, jobs) if pod_source(cfg) and not past else {}
-    snap = polled_snapshot(cfg, jobs, pods, now=now or time.time(), window_start=start, window_end=end,
-                           source=hook.source, ended_since=ended_since, past=past)  # fmt: skip
+    snap = polled_snapshot(
+        cfg,
+        jobs,
+        pods,
+        now=now or time.time(),
+        window_start=start,
+        window_end=end,
+        source=hook.source,
+        ended_since=ended_since,
+        past=past,
+    )
     if log:
         log.info("%s: %d iris jobs via %s", cfg.name, len(jobs), hook.source)
     return snap
@@ -57,8 +66,13 @@ def cursor_request(cursors: dict[str, Any], literals: tuple[str, ...], limits: A
     KEEP_LINES lines of each come back), sweep.yaml ``gather.log_budget_bytes`` and ``tail_bytes``."""
     from sweep_core.fanin.cursor import KEEP_LINES
 
-    return {"cursors": cursors, "literals": list(literals), "keep": KEEP_LINES,
-            "budget": limits.log_budget_bytes, "tail_bytes": limits.tail_bytes}  # fmt: skip
+    return {
+        "cursors": cursors,
+        "literals": list(literals),
+        "keep": KEEP_LINES,
+        "budget": limits.log_budget_bytes,
+        "tail_bytes": limits.tail_bytes,
+    }
 
 
 def _pods(cfg: ClusterConfig, jobs: Any) -> dict[str, PodCount]:

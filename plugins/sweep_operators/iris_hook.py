@@ -142,8 +142,7 @@ class IrisHook:
         cmd = [self.python, str(LOGS_SCRIPT), self.url, json.dumps(job_ids), "--page", str(page)]
         with tempfile.TemporaryFile() as err:
             try:
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-                                        env=self.env, cwd=self.env.get("HOME") or None, start_new_session=True)  # fmt: skip
+                proc = self._spawn(cmd, err)
             except OSError as exc:
                 yield {"error": f"{self.where}: cannot run {cmd[0]}: {exc}"}
                 return
@@ -161,6 +160,19 @@ class IrisHook:
                     proc.wait()
             if fired.is_set() or rc != 0:
                 yield {"error": self._stream_error(rc, fired.is_set(), err, timeout_s)}
+
+    def _spawn(self, cmd: list[str], err: Any) -> subprocess.Popen[str]:
+        """The log reader, its own session (killed whole on a timeout), stderr into ``err``."""
+        return subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=self.env,
+            cwd=self.env.get("HOME") or None,
+            start_new_session=True,
+        )
 
     def _stream_error(self, rc: int, timed_out: bool, err: Any, timeout_s: float) -> str:
         if timed_out:
@@ -198,8 +210,17 @@ class IrisHook:
         self, since_ms: int, logs: bool = True, read: dict[str, Any] | None = None
     ) -> tuple[list[IrisJob], float | None]:
         self.source = "iris client"
-        limits = ["--log-lines", str(self.log_lines), "--since-ms", str(since_ms), "--max-bytes", str(self.log_bytes),
-                  "--max-elapsed", str(max(1.0, self.timeout_s / 3)), *([] if logs else ["--no-logs"])]  # fmt: skip
+        limits = [
+            "--log-lines",
+            str(self.log_lines),
+            "--since-ms",
+            str(since_ms),
+            "--max-bytes",
+            str(self.log_bytes),
+            "--max-elapsed",
+            str(max(1.0, self.timeout_s / 3)),
+            *([] if logs else ["--no-logs"]),
+        ]
         request = ["--request", "-"] if read is not None and logs else []
         res = _run(
             [self.python, str(POLL_SCRIPT), self.url, self.prefix, *limits, *request],

@@ -69,8 +69,10 @@ class PodCounter:
         missing = [k for k, fields in wanted.items() if not any(self.hook._get_field(f) for f in fields)]
         if not missing:
             return ""
-        return (f"{self.source}: its extra has no {' and no '.join(missing)}: pods not counted "
-                "(never the process default kubeconfig)")  # fmt: skip
+        return (
+            f"{self.source}: its extra has no {' and no '.join(missing)}: pods not counted "
+            "(never the process default kubeconfig)"
+        )
 
     def count(self, job_id: str) -> PodCount:
         api = self._client()

@@ -36,8 +36,10 @@ def _why(exc: BaseException) -> str:
 def _history(facts: Facts, config: SweepConfig) -> None:
     from sweep_operators.history_location import history_store, watch_history_store
 
-    for source, dag, store, attr in (("history", REPORT_DAG, history_store, "report"),
-                                     ("watch_history", WATCH_DAG, watch_history_store, "watch")):  # fmt: skip
+    for source, dag, store, attr in (
+        ("history", REPORT_DAG, history_store, "report"),
+        ("watch_history", WATCH_DAG, watch_history_store, "watch"),
+    ):
         try:
             latest, frames = latest_and_earlier(store(config), config.openmetrics.history_files)
             setattr(facts, attr, latest)
@@ -64,16 +66,21 @@ def _run_facts(session: Any, dag_id: str, cadence: float | None) -> RunFacts:
     from sqlalchemy import select
 
     run = session.scalars(
-        select(DagRun).where(DagRun.dag_id == dag_id, DagRun.state == "success", DagRun.end_date.is_not(None))
-        .order_by(DagRun.end_date.desc()).limit(1)
-    ).first()  # fmt: skip
+        select(DagRun)
+        .where(DagRun.dag_id == dag_id, DagRun.state == "success", DagRun.end_date.is_not(None))
+        .order_by(DagRun.end_date.desc())
+        .limit(1)
+    ).first()
     if run is None:
         return RunFacts(dag_id, cadence_s=cadence)
     gathers = session.execute(
         select(TaskInstance.task_id, TaskInstance.duration).where(
-            TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id,
-            TaskInstance.task_id.like(f"%.{Sweep.GATHER}"), TaskInstance.duration.is_not(None))
-    ).all()  # fmt: skip
+            TaskInstance.dag_id == dag_id,
+            TaskInstance.run_id == run.run_id,
+            TaskInstance.task_id.like(f"%.{Sweep.GATHER}"),
+            TaskInstance.duration.is_not(None),
+        )
+    ).all()
     took = (run.end_date - run.start_date).total_seconds() if run.start_date else None
     return RunFacts(dag_id, run.end_date, took, {t.rsplit(".", 1)[0]: float(d) for t, d in gathers}, cadence)
 
@@ -91,10 +98,14 @@ def _airflow_db(facts: Facts, config: SweepConfig) -> None:
                 _run_facts(session, WATCH_DAG, cadence_seconds(config.watch.schedule, facts.now)),
             ]
             waiting = session.execute(
-                select(TaskInstance.dag_id, HITLDetail.created_at).join(TaskInstance, HITLDetail.ti_id == TaskInstance.id)
-                .where(HITLDetail.responded_at.is_(None), TaskInstance.dag_id.in_(APPROVAL_DAGS),
-                       TaskInstance.state == "deferred")
-            ).all()  # fmt: skip
+                select(TaskInstance.dag_id, HITLDetail.created_at)
+                .join(TaskInstance, HITLDetail.ti_id == TaskInstance.id)
+                .where(
+                    HITLDetail.responded_at.is_(None),
+                    TaskInstance.dag_id.in_(APPROVAL_DAGS),
+                    TaskInstance.state == "deferred",
+                )
+            ).all()
             facts.approvals = [(str(d), t) for d, t in waiting]
     except Exception as exc:  # noqa: BLE001
         facts.down["airflow_db"] = _why(exc)

@@ -66,8 +66,13 @@ def record_history(sweep_yaml: str, **context: Any) -> dict[str, Any]:
     if is_watch_run(run_id):  # what the digest and sweep_cancel read: no job rows every few minutes
         frame = frame[frame["record"].isin((FLAG, CLUSTER))].reset_index(drop=True)
     path = store_of(config, run_id).append(frame, run_id=run_id, window_end=end)
-    log.info("history: %d rows (%d jobs, %d flags) -> %s", len(frame), sum(len(s.all_jobs()) for s in snaps),
-             len(flags), path)  # fmt: skip
+    log.info(
+        "history: %d rows (%d jobs, %d flags) -> %s",
+        len(frame),
+        sum(len(s.all_jobs()) for s in snaps),
+        len(flags),
+        path,
+    )
     return {"path": str(path), "rows": len(frame)}
 
 
@@ -138,9 +143,17 @@ def notify(sweep_yaml: str, **context: Any) -> dict[str, Any]:
             log.warning("%s", line)
         _told_backlog(config, told_backlog)
         return out
-    routed = {ch.name: route(digest, ch.severities, handoffs=ch.handoffs, max_items=config.notify.max_items,
-                             links=_links(config, context), page_url=config.notify.page_url or "")
-              for ch in config.notify.channels}  # fmt: skip
+    routed = {
+        ch.name: route(
+            digest,
+            ch.severities,
+            handoffs=ch.handoffs,
+            max_items=config.notify.max_items,
+            links=_links(config, context),
+            page_url=config.notify.page_url or "",
+        )
+        for ch in config.notify.channels
+    }
     out.update({name: None if msg is None else msg.text() for name, msg in routed.items()})
     for name in (n for n, m in routed.items() if m is None):
         log.info("notify %s: nothing new or changed since the previous sweep: nothing sent", name)
@@ -167,9 +180,15 @@ def _digest(config: SweepConfig, context: dict[str, Any]) -> tuple[Any, list[str
         raise AirflowFailException(f"this sweep's history ({store.path_for(run_id, end)}) was not written: no digest")
     confs = {h.value: context["ti"].xcom_pull(task_ids=Sweep.HANDOFFS, key=h.value) for h in Handoff}
     off = (context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("off") or {}  # told by the first digest only
-    digest = build_digest(current, _earlier(config, run_id, end, notes), run_id=run_id, off=off,
-                          cooldown_hours=config.notify.cooldown_hours, handoffs=handoff_lines(confs),
-                          rules_of=lambda rid: rules_of(rid, config.watch.rules))  # fmt: skip
+    digest = build_digest(
+        current,
+        _earlier(config, run_id, end, notes),
+        run_id=run_id,
+        off=off,
+        cooldown_hours=config.notify.cooldown_hours,
+        handoffs=handoff_lines(confs),
+        rules_of=lambda rid: rules_of(rid, config.watch.rules),
+    )
     return digest, notes
 
 

@@ -71,8 +71,9 @@ def brake(trips: dict[str, Trip], sweep_yaml: str, context: dict[str, Any]) -> l
     append_record(context, sweep_yaml, DagId.CANCEL, text, section="circuit breaker")
     if (context.get("params") or {}).get("dry_run", True):  # a dry run announces nothing
         return []
-    return _tell(sweep_yaml, context, breaker_notices(trips.values(), day=_now().date().isoformat(),
-                                                       links=_links(context)))  # fmt: skip
+    return _tell(
+        sweep_yaml, context, breaker_notices(trips.values(), day=_now().date().isoformat(), links=_links(context))
+    )
 
 
 def ports(limits: Any, load: LoadCluster, sweep_yaml: str, context: dict[str, Any]) -> CancelPorts:
@@ -129,8 +130,9 @@ def remember(
         record_acts(ledger_dir(sweep_yaml), found, release=release)
 
 
-def announce(sweep_yaml: str, context: dict[str, Any], decisions: list[CancelDecision],
-             results: Outcomes, dry_run: bool) -> list[str]:  # fmt: skip
+def announce(
+    sweep_yaml: str, context: dict[str, Any], decisions: list[CancelDecision], results: Outcomes, dry_run: bool
+) -> list[str]:
     """Tell the sweep's channels of each standing-permission act (channels that hear hand-offs) and
     each RECURRING escalation (channels that hear critical), once per act (the ledger's told-once
     record; a re-run sends nothing again). A dry run announces nothing. Returns what was sent."""

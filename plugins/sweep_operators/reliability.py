@@ -85,8 +85,19 @@ def sweep_needs(config: Any, clusters: list[str]) -> dict[str, Need]:
     from sweep_operators.task_ids import HANDOFF_TRIGGERS, Sweep
 
     local_s = int(config.tasks.local_timeout_s)
-    needs = {t: LOCAL for t in (Sweep.BUCKET, Sweep.RENDER, Sweep.FOLD, Sweep.VERDICT, Sweep.HANDOFFS, Sweep.HANDOFF_BRANCH,
-                                 Sweep.NO_HANDOFF, *(task_id for task_id, _ in HANDOFF_TRIGGERS.values()))}  # fmt: skip
+    needs = {
+        t: LOCAL
+        for t in (
+            Sweep.BUCKET,
+            Sweep.RENDER,
+            Sweep.FOLD,
+            Sweep.VERDICT,
+            Sweep.HANDOFFS,
+            Sweep.HANDOFF_BRANCH,
+            Sweep.NO_HANDOFF,
+            *(task_id for task_id, _ in HANDOFF_TRIGGERS.values()),
+        )
+    }
     needs[Sweep.HISTORY] = needs[Sweep.NOTIFY] = Need(Kind.READ, extra_s=local_s)
     needs[Sweep.HANDOFFS] = Need(Kind.LOCAL, extra_s=HUB_ASK_S * int(config.cleanup.backlog_hub_asks))  # the backlog
     for name in clusters:
@@ -99,9 +110,15 @@ def handoff_needs(dag_id: str, config: Any) -> dict[str, Need]:
     """The hand-off DAGs, per task: its sessions per cluster (read from its use case) and waits."""
     from sweep_operators.task_ids import DagId
 
-    needs = {DagId.CANCEL: _cancel_needs, DagId.CLEANUP: _cleanup_needs, DagId.HF_CHAIN: _chain_needs,
-             DagId.HARVEST: _harvest_needs, DagId.DEEP_DIVE: _deep_dive_needs,
-             DagId.SNAPSHOTS: _snapshots_needs, DagId.HYGIENE: _hygiene_needs}  # fmt: skip
+    needs = {
+        DagId.CANCEL: _cancel_needs,
+        DagId.CLEANUP: _cleanup_needs,
+        DagId.HF_CHAIN: _chain_needs,
+        DagId.HARVEST: _harvest_needs,
+        DagId.DEEP_DIVE: _deep_dive_needs,
+        DagId.SNAPSHOTS: _snapshots_needs,
+        DagId.HYGIENE: _hygiene_needs,
+    }
     if dag_id not in needs:
         raise ValueError(f"no reliability needs for DAG {dag_id!r}")
     return needs[dag_id](config)

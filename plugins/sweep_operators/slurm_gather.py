@@ -58,10 +58,23 @@ def gather_slurm(
     ``sft_patterns``: the SFT bucket's (completions whose launch YAML is read: HF-only or not);
     ``daytona``: sweep.yaml's section (its snapshot list runs here when it names this cluster);
     ``watch``: a watch run's gather (no srun-overlap GPU probe: sweep_core.gpu.probe.probe_for_run)."""
-    req = gather_request(cfg, limits, window_start, window_end, gpu_patterns=gpu_patterns,
-                         trace_patterns=trace_patterns, cursors=cursors, literals=literals, keep_lines=KEEP_LINES,
-                         sft_patterns=sft_patterns, daytona=daytona,
-                         stream_names=trace_patterns + sft_patterns, stream_words=STREAM_WORDS, stream_cursors=stream_cursors, watch=watch)  # fmt: skip
+    req = gather_request(
+        cfg,
+        limits,
+        window_start,
+        window_end,
+        gpu_patterns=gpu_patterns,
+        trace_patterns=trace_patterns,
+        cursors=cursors,
+        literals=literals,
+        keep_lines=KEEP_LINES,
+        sft_patterns=sft_patterns,
+        daytona=daytona,
+        stream_names=trace_patterns + sft_patterns,
+        stream_words=STREAM_WORDS,
+        stream_cursors=stream_cursors,
+        watch=watch,
+    )
     script, marker = build_gather_script(req)
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, "gather")
     return gathered_snapshot(cfg, req, result, window_start.isoformat(), window_end.isoformat(), daytona, time.time())
@@ -99,26 +112,44 @@ class SlurmGatherOperator(BaseOperator):
         try:
             snap = self._gather(cfg, config, ledger, start, end, context)
         except AirflowNotFoundException as exc:  # the cluster's Connection is not defined
-            snap = ClusterSnapshot(cfg.name, "slurm", ClusterStatus.ERROR, window_start=start.isoformat(),
-                                   window_end=end.isoformat(), notes=[f"configuration error: {exc}"])  # fmt: skip
+            snap = ClusterSnapshot(
+                cfg.name,
+                "slurm",
+                ClusterStatus.ERROR,
+                window_start=start.isoformat(),
+                window_end=end.isoformat(),
+                notes=[f"configuration error: {exc}"],
+            )
         digest_gathered(snap, ledger, config)  # XCom carries metrics, evidence and capped excerpts, not log tails
         self.log.info("%s: %s via %s; notes: %s", snap.cluster, snap.status, snap.login_node or "-", snap.notes)
         data = snap.to_dict()
         self.log.info("%s: XCom push %s", snap.cluster, payload_line(data))
         return data
 
-    def _gather(self, cfg: ClusterConfig, config: Any, ledger: Any, start: dt.datetime, end: dt.datetime,
-                context: Any) -> ClusterSnapshot:  # fmt: skip
+    def _gather(
+        self, cfg: ClusterConfig, config: Any, ledger: Any, start: dt.datetime, end: dt.datetime, context: Any
+    ) -> ClusterSnapshot:
         """gather_slurm over the catch-up window (sacct reaches back where the ledger last read it)."""
         since, widened = catch_up_since(
             context, run_log_dir(config), cfg.name, start, end, config.gather.catch_up_hours
         )
         self.log.info("sacct window %s -> %s", since.isoformat(), end.isoformat())
         literals, _ = prefilter(metrics_config(config.metrics))
-        snap = gather_slurm(cfg, config.gather, since, end, self.log, gpu_patterns(config.buckets),
-                            bucket_patterns(config.buckets, Bucket.RL), cursors_for(ledger, cfg.name), literals,
-                            bucket_patterns(config.buckets, Bucket.SFT), config.daytona,
-                            stream_cursors_for(ledger, cfg.name), is_watch_run(run_id_of(context)))  # fmt: skip
+        snap = gather_slurm(
+            cfg,
+            config.gather,
+            since,
+            end,
+            self.log,
+            gpu_patterns(config.buckets),
+            bucket_patterns(config.buckets, Bucket.RL),
+            cursors_for(ledger, cfg.name),
+            literals,
+            bucket_patterns(config.buckets, Bucket.SFT),
+            config.daytona,
+            stream_cursors_for(ledger, cfg.name),
+            is_watch_run(run_id_of(context)),
+        )
         snap.window_start = start.isoformat()  # the sweep's own window; the note says sacct reached back
         if widened:
             snap.notes.append(widened)

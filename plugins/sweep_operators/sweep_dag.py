@@ -119,23 +119,39 @@ def build_sweep_dag(dag_file: str, doc: str | None, *, watch: bool = False) -> D
     if watch:
         check_watch_rules(config.watch.rules, f"{sweep_yaml}: watch.rules")
     clusters = cluster_names(ops_dir)
-    with DAG(start_date=START, catchup=False, max_active_runs=1, default_args={"retries": 0}, doc_md=doc,
-             params=_params(clusters, watch), **_kwargs(config, sweep_yaml, watch)) as dag:  # fmt: skip
+    with DAG(
+        start_date=START,
+        catchup=False,
+        max_active_runs=1,
+        default_args={"retries": 0},
+        doc_md=doc,
+        params=_params(clusters, watch),
+        **_kwargs(config, sweep_yaml, watch),
+    ) as dag:
         gathers = [_gather_group(name, ops_dir, sweep_yaml) for name in clusters]
         report = _fan_in(gathers, clusters, ops_dir, sweep_yaml, template_dir, watch)
         kinds = list(config.watch.handoffs) if watch else None
         handoffs = _handoffs(report, ops_dir, sweep_yaml, kinds)
-        # Tell people: the sweep's rows into the Parquet history, then one digest per channel.
-        history = PythonOperator(
-            task_id=Sweep.HISTORY, python_callable=notify_tasks.record_history, op_kwargs={"sweep_yaml": sweep_yaml}
-        )
-        notify = PythonOperator(task_id=Sweep.NOTIFY, python_callable=notify_tasks.notify,
-                                op_kwargs={"sweep_yaml": sweep_yaml}, trigger_rule=TriggerRule.ALL_DONE)  # fmt: skip
-        report >> history >> notify
-        handoffs >> notify
+        _tell(report, handoffs, sweep_yaml)
         # every task's execution_timeout, and retries for the read-only ones (sweep.yaml tasks:)
         sweep_limits(dag, config, ops_dir)
     return dag
+
+
+def _tell(report: Any, handoffs: Any, sweep_yaml: str) -> None:
+    """Tell people: the sweep's rows into the Parquet history, then one digest per channel (after
+    the hand-offs too, whatever became of them)."""
+    history = PythonOperator(
+        task_id=Sweep.HISTORY, python_callable=notify_tasks.record_history, op_kwargs={"sweep_yaml": sweep_yaml}
+    )
+    notify = PythonOperator(
+        task_id=Sweep.NOTIFY,
+        python_callable=notify_tasks.notify,
+        op_kwargs={"sweep_yaml": sweep_yaml},
+        trigger_rule=TriggerRule.ALL_DONE,
+    )
+    report >> history >> notify
+    handoffs >> notify
 
 
 def _gather_group(name: str, ops_dir: str, sweep_yaml: str) -> Any:
@@ -153,8 +169,9 @@ def _gather_group(name: str, ops_dir: str, sweep_yaml: str) -> Any:
     return gather
 
 
-def _fan_in(gathers: list[Any], clusters: list[str], ops_dir: str, sweep_yaml: str, template_dir: str,
-            watch: bool) -> Any:  # fmt: skip
+def _fan_in(
+    gathers: list[Any], clusters: list[str], ops_dir: str, sweep_yaml: str, template_dir: str, watch: bool
+) -> Any:
     """bucket, then render (the watch: the ledger fold only, no tables, no run log), then verdict."""
     bucket = PythonOperator(
         task_id=Sweep.BUCKET,
@@ -180,8 +197,12 @@ def _handoffs(report: Any, ops_dir: str, sweep_yaml: str, kinds: list[str] | Non
     """The hand-offs: the branch follows only the triggers with work; each hand-off DAG re-validates
     before anything destructive. A re-run of the same sweep triggers nothing twice: jobs only it
     found go to a follow-up run (`…__2`)."""
-    handoffs = PythonOperator(task_id=Sweep.HANDOFFS, python_callable=sweep_tasks.handoffs,
-                              op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds, "ops_dir": ops_dir}, multiple_outputs=True)  # fmt: skip
+    handoffs = PythonOperator(
+        task_id=Sweep.HANDOFFS,
+        python_callable=sweep_tasks.handoffs,
+        op_kwargs={"sweep_yaml": sweep_yaml, "kinds": kinds, "ops_dir": ops_dir},
+        multiple_outputs=True,
+    )
     branch = BranchPythonOperator(task_id=Sweep.HANDOFF_BRANCH, python_callable=sweep_tasks.handoff_branch)
     report >> handoffs >> branch
     branch >> EmptyOperator(task_id=Sweep.NO_HANDOFF)

@@ -163,8 +163,12 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     set_dag_run_note(context, run_note(result, path))
     laps.lap("note")
     log.info("fan-in stages: %s", laps)
-    return {"overview": result.rendered.overview, "tables": result.rendered.tables, "run_log": path,
-            "off": off}  # off: the first digest on record tells them (notify)  # fmt: skip
+    return {
+        "overview": result.rendered.overview,
+        "tables": result.rendered.tables,
+        "run_log": path,
+        "off": off,
+    }  # off: the first digest on record tells them (notify)
 
 
 def _changes(
@@ -172,8 +176,14 @@ def _changes(
 ) -> RunChanges:
     """This run folded into the ledger (ledger.runs.sweep_changes); a hold is logged as an error."""
     _, end = _window(context)
-    found = sweep_changes(run_log_dir(config), snaps, run_id=run_id_of(context), window_end=end, notes=notes,
-                          confirm=confirm and bool(context["params"].get(CONFIRM_PARAM)))  # fmt: skip
+    found = sweep_changes(
+        run_log_dir(config),
+        snaps,
+        run_id=run_id_of(context),
+        window_end=end,
+        notes=notes,
+        confirm=confirm and bool(context["params"].get(CONFIRM_PARAM)),
+    )
     if found.held:
         log.error("%s", found.held)
     return found
@@ -186,8 +196,9 @@ def _write_run_log(context: dict[str, Any], config: SweepConfig, result: SweepRe
     store = run_log_store(config)
     name = store.own(run_log_name(end, config.topic), is_run_of(run_id, start.isoformat(), end.isoformat()))
     dag_id = getattr(context.get("dag_run"), "dag_id", DagId.SWEEP)
-    markdown = render_run_log(result, template_dir, dag_id=dag_id, run_id=run_id, window_start=start.isoformat(),
-                              window_end=end.isoformat())  # fmt: skip
+    markdown = render_run_log(
+        result, template_dir, dag_id=dag_id, run_id=run_id, window_start=start.isoformat(), window_end=end.isoformat()
+    )
     path = store.update(name, lambda old: keep_sections(old, markdown, run_id))
     log.info("run log written: %s", path)
     return path
@@ -236,11 +247,29 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, ops_dir: str = "",
     run_id = run_id_of(context)
     run_ids = {h: _free_trigger_run_id(context, run_id, h) for h in Handoff}
     handed = {h.value: rid != trigger_run_id(run_id, h) for h, rid in run_ids.items()}
-    confs, given, tracking, backlog = give_handoffs(snaps, flags, config, run_log_dir(config), run_id=run_id,
-                                                    run_log=run_log, dry_run=bool(context["params"].get("dry_run", False)),
-                                                    handed=handed, kinds=kinds, hub_check=hub_check(),
-                                                    read_launch=_launch_reader(config, ops_dir),
-                                                    cancel_run=HandoffRun(run_ids[Handoff.CANCEL], requester(context)))  # fmt: skip
+    confs, given, tracking, backlog = give_handoffs(
+        snaps,
+        flags,
+        config,
+        run_log_dir(config),
+        run_id=run_id,
+        run_log=run_log,
+        dry_run=bool(context["params"].get("dry_run", False)),
+        handed=handed,
+        kinds=kinds,
+        hub_check=hub_check(),
+        read_launch=_launch_reader(config, ops_dir),
+        cancel_run=HandoffRun(run_ids[Handoff.CANCEL], requester(context)),
+    )
+    _tell_handoffs(context, config, run_log, run_id, (confs, given, tracking, backlog), report=kinds is None)
+    return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
+
+
+def _tell_handoffs(
+    context: Any, config: SweepConfig, run_log: str, run_id: str, given_out: tuple, report: bool
+) -> None:
+    """What give_handoffs decided, into the task log, the run log and the DAG run note."""
+    confs, given, tracking, backlog = given_out
     for line in tracking:
         log.info("%s", line)
     if backlog:
@@ -250,9 +279,8 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, ops_dir: str = "",
     if given:
         _tell_given(context, config, run_log, run_id, given)
     _tell_paused(config, run_log, run_id, [HANDOFF_TRIGGERS[h][1] for h in with_work(confs)])
-    if kinds is None and config.watch.schedule:  # the report sweep: is its 5-minute watch running?
+    if report and config.watch.schedule:  # the report sweep: is its 5-minute watch running?
         _tell_watch_paused(config, run_log, run_id)
-    return {**confs, **{f"{h.value}_run_id": rid for h, rid in run_ids.items()}}
 
 
 def _launch_reader(config: SweepConfig, ops_dir: str) -> Any:
@@ -307,8 +335,10 @@ def _tell_watch_paused(config: Any, run_log: str, run_id: str) -> None:
     hours instead of every few minutes. Needs sweep_airflow_api (unknown: nothing said)."""
     if not paused_dags([DagId.WATCH]):
         return
-    line = (f"{DagId.WATCH} is PAUSED: the watch (every {config.watch.schedule!r}: liveness, collapse, cancels) "
-            f"does not run; `airflow dags unpause {DagId.WATCH}` (or set sweep.yaml watch.schedule: null)")  # fmt: skip
+    line = (
+        f"{DagId.WATCH} is PAUSED: the watch (every {config.watch.schedule!r}: liveness, collapse, cancels) "
+        f"does not run; `airflow dags unpause {DagId.WATCH}` (or set sweep.yaml watch.schedule: null)"
+    )
     log.warning("%s", line)
     store, name = _own_run_log(config, run_log)
     if name:

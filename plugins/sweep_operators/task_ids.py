@@ -116,5 +116,10 @@ class DeepDive:
     """sweep_rl_deep_dive: probe -> verdict -> kill_branch -> trigger_cancel | no_kill; record."""
 
     PROBE, VERDICT, BRANCH, TRIGGER_CANCEL, NO_KILL, RECORD = (
-        "probe", "verdict", "kill_branch", "trigger_cancel", "no_kill", "record"
-    )  # fmt: skip
+        "probe",
+        "verdict",
+        "kill_branch",
+        "trigger_cancel",
+        "no_kill",
+        "record",
+    )

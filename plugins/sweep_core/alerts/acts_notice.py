@@ -81,7 +81,7 @@ def notices(
                             "sweep_cancel asks only Cancel / Reject"
                         ],
                     ),
-                ],  # fmt: skip
+                ],
                 list(links),
                 keys=[f"escalated|{r['cluster']}|{r['job_id']}|{step}"],
             )
@@ -107,7 +107,7 @@ def notices(
                     ("Permission", [clean(str(offer["standing"]), newlines=False)]),
                     ("Evidence", _evidence(d)),
                     ("Relaunch policy", [clean(str(offer.get("why") or "-"), newlines=False)]),
-                ],  # fmt: skip
+                ],
                 list(links),
                 keys=[f"standing|{r['cluster']}|{r['job_id']}|{run_id}"],
             )
@@ -134,7 +134,7 @@ def breaker_notices(trips: Iterable[Any], *, day: str, links: list[tuple[str, st
                     "human for every one of these jobs (no standing act runs there today)"
                 ],
             ),
-        ],  # fmt: skip
+        ],
         list(links),
         keys=keys,
     )

@@ -111,8 +111,12 @@ def hitl_answer(
     who = responder_key(event.get("responded_by_user"))
     timed_out = bool(event.get("timedout"))
     counts, why = answer_counts(who, allowed, requester=requester, timed_out=timed_out)
-    return {"chosen": [] if timed_out or not counts else list(chosen), "timed_out": timed_out, "refused": why,
-            "responded_by": who or None}  # fmt: skip
+    return {
+        "chosen": [] if timed_out or not counts else list(chosen),
+        "timed_out": timed_out,
+        "refused": why,
+        "responded_by": who or None,
+    }
 
 
 def approval_message(subject: str, body: str, link: str, clusters: Iterable[str]) -> Message:
@@ -154,7 +158,7 @@ def watch_failing_message(dag_id: str, runs: int, since: str, latest: str, last_
     return Message(
         clean(
             f"{dag_id}: the watch has failed {runs} runs in a row since {at}: wedges are not being seen", newlines=False
-        ),  # fmt: skip
+        ),
         [
             (
                 "What this means",
@@ -164,6 +168,6 @@ def watch_failing_message(dag_id: str, runs: int, since: str, latest: str, last_
                     done,
                 ],
             )
-        ],  # fmt: skip
+        ],
         [("latest watch run", link)],
     )

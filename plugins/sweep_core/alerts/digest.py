@@ -27,8 +27,21 @@ if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need
 READ = frozenset({"OK", "PARTIAL"})  # a cluster status whose flags are known
 PROBLEM = {"UNREACHABLE": "critical", "ERROR": "critical", "UNKNOWN": "warn"}
 ORDER = {"critical": 0, "warn": 1, "info": 2}
-COLUMNS = ("run_id", "window_end", "cluster", "status", "notes", "signature", "rule", "severity", "bucket",
-           "job_id", "name", "message", "action")  # fmt: skip
+COLUMNS = (
+    "run_id",
+    "window_end",
+    "cluster",
+    "status",
+    "notes",
+    "signature",
+    "rule",
+    "severity",
+    "bucket",
+    "job_id",
+    "name",
+    "message",
+    "action",
+)
 
 
 @dataclass(frozen=True)

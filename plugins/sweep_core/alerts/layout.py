@@ -53,8 +53,10 @@ def job_links(digest: Digest, severities: Sequence[str], page_url: str, cap: int
     if not page_url:
         return []
     keep = {s.lower() for s in severities}
-    told = sorted((t for t in (*digest.new, *digest.reminders) if t.item.rule and t.item.severity in keep),
-                  key=lambda t: ORDER.get(t.item.severity, 9))  # fmt: skip
+    told = sorted(
+        (t for t in (*digest.new, *digest.reminders) if t.item.rule and t.item.severity in keep),
+        key=lambda t: ORDER.get(t.item.severity, 9),
+    )
     out: dict[tuple[str, str], str] = {}
     for t in told:
         job_id = t.item.signature.split("|", 2)[-1]
@@ -92,14 +94,23 @@ def route(
     sections = [(h, lines) for h, lines in sections if lines]
     if not sections:
         return None
-    keys = [f"{h}|{t.item.signature}" for h, ts in (("new", digest.new), ("again", digest.reminders))
-            for t in ts if t.item.severity in keep]  # fmt: skip
+    keys = [
+        f"{h}|{t.item.signature}"
+        for h, ts in (("new", digest.new), ("again", digest.reminders))
+        for t in ts
+        if t.item.severity in keep
+    ]
     keys += [f"resolved|{i.signature}" for i in digest.resolved if i.severity in keep]
     keys += [f"hand-off|{ln}" for ln in (digest.handoffs if handoffs else [])]
     keys += [f"off|{ln}" for ln in digest.off]
     keys += [f"backlog|{ln}" for ln in digest.backlog]
-    short = {"New": "new", "Resolved": "resolved", "Hand-offs": "hand-off(s)", "Hand-offs OFF until configured": "off",
-             "Cleanup backlog": "backlog"}  # fmt: skip
+    short = {
+        "New": "new",
+        "Resolved": "resolved",
+        "Hand-offs": "hand-off(s)",
+        "Hand-offs OFF until configured": "off",
+        "Cleanup backlog": "backlog",
+    }
     counts = ", ".join(f"{len(lines)} {short.get(h, 'still open')}" for h, lines in sections)
     sections = [(h, _capped(lines, max_items)) for h, lines in sections]
     first = " (first sweep on record)" if digest.first else ""

@@ -182,10 +182,18 @@ class PendingThresholds(StrictModel):
 
     max_minutes: float = Field(360.0, gt=0, description="pending_stuck: pending longer than this on a bad reason")
     bad_reasons: Tup[str] = Field(
-        ("ReqNodeNotAvail", "PartitionDown", "PartitionInactive", "AssocGrpGRES", "NodeDown", "BadConstraints",
-         "InvalidAccount", "InvalidQOS"),
+        (
+            "ReqNodeNotAvail",
+            "PartitionDown",
+            "PartitionInactive",
+            "AssocGrpGRES",
+            "NodeDown",
+            "BadConstraints",
+            "InvalidAccount",
+            "InvalidQOS",
+        ),
         description="squeue %R reasons (prefixes) a job does not get out of by waiting",
-    )  # fmt: skip
+    )
 
 
 _VALUE = r"[\"']?([^\s\"',}\]]+)"  # an optionally quoted value up to whitespace / , } ]

@@ -299,9 +299,12 @@ class IrisOps(_IrisKeys, OpsCommon):
         if self.kube_conn_id and (self.kubeconfig or self.kube_context):
             both = " and ".join(k for k in ("kubeconfig", "kube_context") if getattr(self, k))
             errors.append(
-                ("kube_conn_id", f"kube_conn_id and {both} are set together: the pods' cluster comes from ONE place, "
-                 "the Connection (kube_config + cluster_context in its extra) or the file (kubeconfig + kube_context)")
-            )  # fmt: skip
+                (
+                    "kube_conn_id",
+                    f"kube_conn_id and {both} are set together: the pods' cluster comes from ONE place, "
+                    "the Connection (kube_config + cluster_context in its extra) or the file (kubeconfig + kube_context)",
+                )
+            )
         elif self.kube_context and not self.kubeconfig:
             errors.append(
                 ("kube_context", "needs kubeconfig (the file it is a context of): never the process default kubeconfig")

@@ -198,9 +198,14 @@ class SweepConfig(StrictModel):
         need = self.rules.sft_divergence.min_points
         if self.gather.series_points <= need:
             raise CrossFieldErrors(
-                [("gather.series_points", f"must be above rules.sft_divergence.min_points ({need}): a spike needs"
-                  " that many earlier points and the last one")]
-            )  # fmt: skip
+                [
+                    (
+                        "gather.series_points",
+                        f"must be above rules.sft_divergence.min_points ({need}): a spike needs"
+                        " that many earlier points and the last one",
+                    )
+                ]
+            )
         return self
 
     @model_validator(mode="after")
@@ -220,11 +225,14 @@ class SweepConfig(StrictModel):
             waits.append((f"cancel.relaunch.series[{k}].grace_s", what, ser.grace_s + rel.confirm_timeout_s))
         margin = ACT_BOUND_MARGIN_S + ACT_MIN_WAIT_S
         errors = [
-            (key, f"{what} must be at most {limit} s ({timeout} minus {margin} s): the act is cut off on the "
-             "node before the sweep stops reading it; lower it or raise gather.command_timeout_s")
+            (
+                key,
+                f"{what} must be at most {limit} s ({timeout} minus {margin} s): the act is cut off on the "
+                "node before the sweep stops reading it; lower it or raise gather.command_timeout_s",
+            )
             for key, what, total in waits
             if total > limit
-        ]  # fmt: skip
+        ]
         if errors:
             raise CrossFieldErrors(errors)
         return self

@@ -90,8 +90,13 @@ class FlagRecord:
         evidence = str(data.get("evidence") or "")[:MAX_EVIDENCE]
         rule, severity = read_line(evidence)
         given = str(data.get("rule") or "")
-        return cls(*(str(data.get(k) or "") for k in ("cluster", "job_id", "name")), given or rule, severity,
-                   str(data.get("action") or ""), evidence)  # fmt: skip
+        return cls(
+            *(str(data.get(k) or "") for k in ("cluster", "job_id", "name")),
+            given or rule,
+            severity,
+            str(data.get("action") or ""),
+            evidence,
+        )
 
 
 def read_line(line: str) -> tuple[str, str]:

@@ -88,8 +88,12 @@ def _snapshot_conf(snaps: list[ClusterSnapshot], flags: list[Flag], clusters: se
         if s.cluster in asking and (stale := (s.checks.get("snapshots") or {}).get("stale")):
             names = [x["name"] for x in stale]
             digest = hashlib.sha1(json.dumps(sorted(names)).encode()).hexdigest()[:12]
-            item = {"cluster": s.cluster, "job_id": f"snapshots:{digest}", "name": f"{len(names)} STALE snapshots",
-                    "seen": s.window_end}  # fmt: skip
+            item = {
+                "cluster": s.cluster,
+                "job_id": f"snapshots:{digest}",
+                "name": f"{len(names)} STALE snapshots",
+                "seen": s.window_end,
+            }
             return {"cluster": s.cluster, "offered": names, "jobs": [item]}
     return {}
 

@@ -87,8 +87,9 @@ def _start(sub: int, cur: dict[str, Any] | None) -> tuple[str, int, int, int]:
     return "cont", int(cur["ms"]) // 1000, int(cur["at"]), int(cur.get("bytes") or 0)
 
 
-def read_cli(fetch: Fetch, sub: int, cur: dict[str, Any] | None, req: dict[str, Any],
-             left: int | None) -> tuple[list[str], dict[str, Any], int | None]:  # fmt: skip
+def read_cli(
+    fetch: Fetch, sub: int, cur: dict[str, Any] | None, req: dict[str, Any], left: int | None
+) -> tuple[list[str], dict[str, Any], int | None]:
     """Read one job's log on from its cursor ``cur`` (None: from its submission ``sub``, epoch ms),
     a page of ``req['page']`` new entries at a time; ``left``: bytes of the sweep's budget left
     (None: unbounded) and ``req['stop_at']`` (monotonic) end it between pages (history: its literal
@@ -118,8 +119,17 @@ def read_cli(fetch: Fetch, sub: int, cur: dict[str, Any] | None, req: dict[str, 
             skip = sum(1 for t, _ in got if t == sec)
         if not (full and fresh):
             break
-    c: dict[str, Any] = {"ms": sec * 1000, "seq": 0, "sub": sub, "attempt": CLI_ATTEMPT, "at": skip,
-                         "bytes": total + keep.bytes, "why": why, "read": keep.bytes, "lines": keep.n}  # fmt: skip
+    c: dict[str, Any] = {
+        "ms": sec * 1000,
+        "seq": 0,
+        "sub": sub,
+        "attempt": CLI_ATTEMPT,
+        "at": skip,
+        "bytes": total + keep.bytes,
+        "why": why,
+        "read": keep.bytes,
+        "lines": keep.n,
+    }
     if skipped:
         c["skipped"] = skipped
     newest = sec * 1000 if (keep.n or why == "cont") else None

@@ -64,7 +64,7 @@ def job_from_poll(d: dict[str, Any]) -> IrisJob:
                 int(t.get("attempt") or 0),
             )
             for t in d.get("tasks") or []
-        ],  # fmt: skip
+        ],
         failure_count=_count(d.get("failure_count")),
         preemption_count=_count(d.get("preemption_count")),
         max_retries=_count(d.get("max_retries")),

@@ -66,5 +66,11 @@ def unready_snapshot(cfg: ClusterConfig, start: dt.datetime, end: dt.datetime) -
     if not problems:
         return None
     status = ClusterStatus.UNCONFIGURED if all(p.unset for p in problems) else ClusterStatus.ERROR
-    return ClusterSnapshot(cfg.name, "iris", status, notes=[p.line(cfg.path) for p in problems],
-                           window_start=start.isoformat(), window_end=end.isoformat())  # fmt: skip
+    return ClusterSnapshot(
+        cfg.name,
+        "iris",
+        status,
+        notes=[p.line(cfg.path) for p in problems],
+        window_start=start.isoformat(),
+        window_end=end.isoformat(),
+    )

@@ -274,24 +274,48 @@ def past_window_rows(cluster: str, jobs: Sequence[IrisJob], lo: float, hi: float
         if started is None and ij.state in ("RUNNING", *TERMINAL) and ended is None:
             if submitted is None or submitted < hi:
                 running.append(
-                    Job(cluster, ij.job_id, ij.name, "UNKNOWN", "squeue", log_note=PAST_RUNNING_LOG_NOTE,
-                        note=f"iris {ij.state} with no start time: whether it ran in this window is not known")
-                )  # fmt: skip
+                    Job(
+                        cluster,
+                        ij.job_id,
+                        ij.name,
+                        "UNKNOWN",
+                        "squeue",
+                        log_note=PAST_RUNNING_LOG_NOTE,
+                        note=f"iris {ij.state} with no start time: whether it ran in this window is not known",
+                    )
+                )
             continue
         if started is not None and started < hi and (ended is None or ended >= hi):
             running.append(
-                Job(cluster, ij.job_id, ij.name, "RUNNING", "squeue", elapsed=_elapsed(started, int(hi), 0.0),
-                    start=_ms_to_iso(started), log_note=PAST_RUNNING_LOG_NOTE,
-                    note=f"running at the window's end (controller's times); now iris {ij.state}")
-            )  # fmt: skip
+                Job(
+                    cluster,
+                    ij.job_id,
+                    ij.name,
+                    "RUNNING",
+                    "squeue",
+                    elapsed=_elapsed(started, int(hi), 0.0),
+                    start=_ms_to_iso(started),
+                    log_note=PAST_RUNNING_LOG_NOTE,
+                    note=f"running at the window's end (controller's times); now iris {ij.state}",
+                )
+            )
         elif ended is not None and lo <= ended < hi:
             task_errors = [t.error for t in ij.tasks if t.error]
             finished.append(
-                Job(cluster, ij.job_id, ij.name, TO_SWEEP[ij.state], "sacct", elapsed=_elapsed(started, ended, 0.0),
-                    start=_ms_to_iso(started), end=_ms_to_iso(ended), exit_code=_exit_code(ij),
+                Job(
+                    cluster,
+                    ij.job_id,
+                    ij.name,
+                    TO_SWEEP[ij.state],
+                    "sacct",
+                    elapsed=_elapsed(started, ended, 0.0),
+                    start=_ms_to_iso(started),
+                    end=_ms_to_iso(ended),
+                    exit_code=_exit_code(ij),
                     reason=drop_separators(ij.error or (task_errors or [""])[0])[:200],
-                    stdout_path=f"iris job logs {ij.job_id}")
-            )  # fmt: skip
+                    stdout_path=f"iris job logs {ij.job_id}",
+                )
+            )
     return running, finished
 
 
@@ -411,12 +435,28 @@ COUNTED = ("RUNNING", "BUILDING", "PENDING")  # the states whose pods are counte
 
 
 def polled_snapshot(
-    cfg: ClusterConfig, jobs: Sequence[IrisJob], pods: dict[str, PodCount], *, now: float, window_start: dt.datetime,
-    window_end: dt.datetime, source: str, ended_since: dt.datetime | None, past: bool,
-) -> ClusterSnapshot:  # fmt: skip
+    cfg: ClusterConfig,
+    jobs: Sequence[IrisJob],
+    pods: dict[str, PodCount],
+    *,
+    now: float,
+    window_start: dt.datetime,
+    window_end: dt.datetime,
+    source: str,
+    ended_since: dt.datetime | None,
+    past: bool,
+) -> ClusterSnapshot:
     """iris_snapshot of a controller that answered, saying so when pods are not counted (neither a kubeconfig nor a Connection)."""
-    snap = iris_snapshot(cfg.name, jobs, pods, now=now, window_start=window_start, window_end=window_end,
-                         source=source, ended_since=ended_since)  # fmt: skip
+    snap = iris_snapshot(
+        cfg.name,
+        jobs,
+        pods,
+        now=now,
+        window_start=window_start,
+        window_end=window_end,
+        source=source,
+        ended_since=ended_since,
+    )
     if not pod_source(cfg) and not past:
         snap.notes.append(NO_PODS)
     return snap

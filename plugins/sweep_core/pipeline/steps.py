@@ -55,14 +55,25 @@ def return_check(cfg: ClusterConfig | None, snap: ClusterSnapshot, at: dt.dateti
         return snap
     when = at.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%MZ")
     if snap.status in (ClusterStatus.OK, ClusterStatus.PARTIAL):
-        snap.notes.insert(0, f"{cfg.name}: back after skip_until {cfg.skip_until.isoformat()}: ssh and squeue "
-                             f"answered ({when}); set status: active in {cfg.path}")  # fmt: skip
+        snap.notes.insert(
+            0,
+            f"{cfg.name}: back after skip_until {cfg.skip_until.isoformat()}: ssh and squeue "
+            f"answered ({when}); set status: active in {cfg.path}",
+        )
         return snap
     why = "; ".join(snap.notes)[:300] or str(snap.status)
-    note = (f"{cfg.name}: skipped until {cfg.skip_until.isoformat()} (past); return check {when}: "
-            f"{snap.status} ({why}): still skipped, checked again next sweep")  # fmt: skip
-    return ClusterSnapshot(cfg.name, cfg.scheduler, ClusterStatus.SKIPPED, window_start=snap.window_start,
-                           window_end=snap.window_end, notes=[note])  # fmt: skip
+    note = (
+        f"{cfg.name}: skipped until {cfg.skip_until.isoformat()} (past); return check {when}: "
+        f"{snap.status} ({why}): still skipped, checked again next sweep"
+    )
+    return ClusterSnapshot(
+        cfg.name,
+        cfg.scheduler,
+        ClusterStatus.SKIPPED,
+        window_start=snap.window_start,
+        window_end=snap.window_end,
+        notes=[note],
+    )
 
 
 def missing_snapshot(ops_dir: Path | str, cluster: str, on: dt.date, selected: Sequence[str]) -> ClusterSnapshot:

@@ -161,8 +161,16 @@ def read_on(fetch, job, tasks, cur, req, left):
         if resp.entries and int(resp.cursor) <= seq:
             lines, c, last = read_on(fetch, job, tasks, None, req, left)
             return lines, {**c, "why": "reset"}, last
-    c = {"ms": newest, "seq": seq, "sub": sub, "attempt": attempt, "bytes": total + keep.bytes, "why": why,
-         "read": keep.bytes, "lines": keep.n}  # fmt: skip
+    c = {
+        "ms": newest,
+        "seq": seq,
+        "sub": sub,
+        "attempt": attempt,
+        "bytes": total + keep.bytes,
+        "why": why,
+        "read": keep.bytes,
+        "lines": keep.n,
+    }
     if why == "attempt":
         c["was"] = cur.get("attempt", "")
     if not cut:
@@ -217,10 +225,15 @@ def main() -> int:
             jid = JobName.from_wire(j.job_id)
             raw = sorted(client.list_tasks(jid), key=lambda t: str(t.task_id))
             tasks = [
-                {"task_id": str(t.task_id), "state": ts(t.state), "exit_code": t.exit_code, "error": t.error,
-                 "attempt": max(0, int(t.current_attempt_id))}
+                {
+                    "task_id": str(t.task_id),
+                    "state": ts(t.state),
+                    "exit_code": t.exit_code,
+                    "error": t.error,
+                    "attempt": max(0, int(t.current_attempt_id)),
+                }
                 for t in raw
-            ]  # fmt: skip
+            ]
             row = {
                 "job_id": j.job_id,
                 "state": js(j.state),
@@ -242,8 +255,14 @@ def main() -> int:
                 lines, cur, last = read_on(fetch, j, raw, req["cursors"].get(j.job_id), req, left)
                 if left is not None:
                     left = max(0, left - cur["read"])
-                row.update(log_lines=lines, log_since=True, log_truncated=False, log_bytes=cur["read"],
-                           log_last_ms=last, log_cursor=cur)  # fmt: skip
+                row.update(
+                    log_lines=lines,
+                    log_since=True,
+                    log_truncated=False,
+                    log_bytes=cur["read"],
+                    log_last_ms=last,
+                    log_cursor=cur,
+                )
                 out.append(row)
                 continue
             logs = []

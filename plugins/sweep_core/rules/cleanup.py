@@ -31,8 +31,10 @@ def _hold_for_live_namesake(flag: Flag, live: dict[tuple[str, str], list[Job]]) 
     if cleanup_flavor(flag.action) is None or not others:
         return flag
     who = ", ".join(f"{j.job_id} ({j.state})" for j in others[:3])
-    msg = (f"{flag.message}; live job {who} of the same name uses the same artifact dir: nothing is deleted "
-           "while it lives (the cleanup waits in the backlog, judged again every sweep)")  # fmt: skip
+    msg = (
+        f"{flag.message}; live job {who} of the same name uses the same artifact dir: nothing is deleted "
+        "while it lives (the cleanup waits in the backlog, judged again every sweep)"
+    )
     return dataclasses.replace(flag, message=msg)
 
 
@@ -70,11 +72,15 @@ def _sft_completion(job: Job, slurm: set[str]) -> Flag:
         said = f"SFT completed: {v.why}" if v else "SFT completed: upload + DB register"
         return job_flag("completion_cleanup", Severity.INFO, job, said, cleanup_action(Flavor.SFT))
     if v.hf_only:  # any enable_db_registration: false series is chained (spec §4), listed or not
-        msg = (f"SFT completed: {v.why}; handed to the HF chain (upload, no DB registration); its eval and "
-               "tracker row once hf_chain.series names its series")  # fmt: skip
+        msg = (
+            f"SFT completed: {v.why}; handed to the HF chain (upload, no DB registration); its eval and "
+            "tracker row once hf_chain.series names its series"
+        )
         return job_flag("completion_cleanup", Severity.INFO, job, msg, Action.HF_CHAIN)
-    msg = (f"SFT completed: cleanup held back, HF-only or not cannot be told ({v.why}): not handed to {Flavor.SFT}; "
-           "kept in the cleanup backlog, its launch YAML read again every sweep")  # fmt: skip
+    msg = (
+        f"SFT completed: cleanup held back, HF-only or not cannot be told ({v.why}): not handed to {Flavor.SFT}; "
+        "kept in the cleanup backlog, its launch YAML read again every sweep"
+    )
     return job_flag("completion_cleanup", Severity.INFO, job, msg, Action.CLEANUP_UNDECIDED)
 
 

@@ -51,20 +51,39 @@ def gather_request(
     prefiltered by ``stream_words`` (sweep_core.fanin.streams); ``watch``: a watch run's, whose
     GPU source is gpu.probe.probe_for_run's: no srun-overlap probe."""
     return GatherRequest(
-        user=cfg.user, window_start=int(window_start.timestamp()), window_end=int(window_end.timestamp()),
-        tail_bytes=limits.tail_bytes, max_jobs=limits.max_jobs, settle_s=limits.sacct_settle_s,
-        chain_prefixes=limits.chain_prefixes, log_pattern=cfg.log_pattern, repo_path=cfg.repo_path,
+        user=cfg.user,
+        window_start=int(window_start.timestamp()),
+        window_end=int(window_end.timestamp()),
+        tail_bytes=limits.tail_bytes,
+        max_jobs=limits.max_jobs,
+        settle_s=limits.sacct_settle_s,
+        chain_prefixes=limits.chain_prefixes,
+        log_pattern=cfg.log_pattern,
+        repo_path=cfg.repo_path,
         python=cfg.login_python,
         bound_s=max(5, limits.command_timeout_s - 10),  # ends on the node before SSH gives up
-        gpu_probe=probe_for_run(cfg.gpu_probe, watch=watch), gpu_max=cfg.gpu_probe_max, gpu_timeout_s=cfg.gpu_probe_timeout_s,
-        gpu_patterns=gpu_patterns, artifact_roots=tuple(cfg.artifact_roots), trace_patterns=trace_patterns,
-        incremental=cursors is not None, cursors=cursors or {}, literals=literals, keep_lines=keep_lines,
-        sft_patterns=sft_patterns, step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
-        log_budget=limits.log_budget_bytes, stream_dirs=tuple(cfg.metric_streams), stream_names=stream_names,
-        stream_words=stream_words, stream_cursors=stream_cursors or {}, stream_file_bytes=limits.stream_file_bytes,
-        stream_budget=limits.stream_budget_bytes, stream_points=limits.stream_points,
+        gpu_probe=probe_for_run(cfg.gpu_probe, watch=watch),
+        gpu_max=cfg.gpu_probe_max,
+        gpu_timeout_s=cfg.gpu_probe_timeout_s,
+        gpu_patterns=gpu_patterns,
+        artifact_roots=tuple(cfg.artifact_roots),
+        trace_patterns=trace_patterns,
+        incremental=cursors is not None,
+        cursors=cursors or {},
+        literals=literals,
+        keep_lines=keep_lines,
+        sft_patterns=sft_patterns,
+        step_lines=step_lines(cfg.name, cfg.eval_canary, daytona),
+        log_budget=limits.log_budget_bytes,
+        stream_dirs=tuple(cfg.metric_streams),
+        stream_names=stream_names,
+        stream_words=stream_words,
+        stream_cursors=stream_cursors or {},
+        stream_file_bytes=limits.stream_file_bytes,
+        stream_budget=limits.stream_budget_bytes,
+        stream_points=limits.stream_points,
         **headroom_request(cfg),  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
 
 
 def gathered_snapshot(
@@ -80,12 +99,24 @@ def gathered_snapshot(
     snapshot list) read at the login node's time (else ``now``); never raises for cluster-side trouble."""
     if result.output is None or result.node is None:
         why = "unreachable, skipped this sweep: " + " | ".join(result.attempts)
-        return ClusterSnapshot(cfg.name, "slurm", ClusterStatus.UNREACHABLE, window_start=window_start,
-                               window_end=window_end, notes=[why])  # fmt: skip
-    snap = snapshot_from_output(cfg.name, result.output, result.node.name, window_start, window_end, cfg.quota,
-                                len(req.df_paths), cfg.gpu_probe_timeout_s, cfg.gpu_mem_ceiling, cfg.gpu_probe_max,
-                                req.gpu_probe, req.artifact_roots,
-                                {p: (n.gpus, n.memory) for p, n in cfg.whole_nodes.items()})  # fmt: skip
+        return ClusterSnapshot(
+            cfg.name, "slurm", ClusterStatus.UNREACHABLE, window_start=window_start, window_end=window_end, notes=[why]
+        )
+    snap = snapshot_from_output(
+        cfg.name,
+        result.output,
+        result.node.name,
+        window_start,
+        window_end,
+        cfg.quota,
+        len(req.df_paths),
+        cfg.gpu_probe_timeout_s,
+        cfg.gpu_mem_ceiling,
+        cfg.gpu_probe_max,
+        req.gpu_probe,
+        req.artifact_roots,
+        {p: (n.gpus, n.memory) for p, n in cfg.whole_nodes.items()},
+    )
     attach_steps(snap, result.output, cfg.eval_canary, daytona, snap.remote_now or now)
     if snap.tree is not None:
         snap.tree["triage"] = bool(cfg.local_clone)  # the hygiene hand-off is ON here

@@ -56,11 +56,18 @@ def _row(cluster: str, f: list[str], note: str, window_end: int) -> Job | None:
     now = base_state_of(state) or "?"
     notes = [f"running at the window's end (sacct); now {now}", *([note] if note else [])]
     return Job(
-        cluster, job_id, name, "RUNNING", "squeue",  # the running set, as it was
-        elapsed=elapsed_between(start, window_end), partition=partition, nodes=nodes,
-        num_nodes=int(n_nodes) if n_nodes.isdigit() else None, log_note=PAST_RUNNING_LOG_NOTE,
+        cluster,
+        job_id,
+        name,
+        "RUNNING",
+        "squeue",  # the running set, as it was
+        elapsed=elapsed_between(start, window_end),
+        partition=partition,
+        nodes=nodes,
+        num_nodes=int(n_nodes) if n_nodes.isdigit() else None,
+        log_note=PAST_RUNNING_LOG_NOTE,
         note="; ".join(notes),
-    )  # fmt: skip
+    )
 
 
 def past_running_jobs(cluster: str, text: str, delim: str, window_end: int) -> list[Job]:

@@ -11,17 +11,42 @@ import socket
 
 # Transport failures known by class name (their libraries load at run time only): paramiko's,
 # httpx's, requests' and the kubernetes client's, and ours (sweep_core.slurm.failover, iris_hook).
-TRANSPORT_NAMES = frozenset({
-    "SSHException", "NoValidConnectionsError", "ChannelException", "ProxyCommandFailure", "BadHostKeyException",
-    "NodeUnreachable", "SessionLost", "IrisUnavailable", "TransportError", "ConnectError", "ConnectTimeout",
-    "ReadTimeout", "WriteTimeout", "PoolTimeout", "RemoteProtocolError", "ReadError", "ProtocolError",
-    "MaxRetryError", "NewConnectionError",
-})  # fmt: skip
+TRANSPORT_NAMES = frozenset(
+    {
+        "SSHException",
+        "NoValidConnectionsError",
+        "ChannelException",
+        "ProxyCommandFailure",
+        "BadHostKeyException",
+        "NodeUnreachable",
+        "SessionLost",
+        "IrisUnavailable",
+        "TransportError",
+        "ConnectError",
+        "ConnectTimeout",
+        "ReadTimeout",
+        "WriteTimeout",
+        "PoolTimeout",
+        "RemoteProtocolError",
+        "ReadError",
+        "ProtocolError",
+        "MaxRetryError",
+        "NewConnectionError",
+    }
+)
 # Never a transport error, whatever it wraps: the config and the data are wrong, not the wire.
-NOT_TRANSPORT_NAMES = frozenset({
-    "SweepConfigError", "OpsConfigError", "ValidationError", "AuthenticationException", "IrisStateError",
-    "JSONDecodeError", "UnicodeDecodeError", "AirflowNotFoundException",
-})  # fmt: skip
+NOT_TRANSPORT_NAMES = frozenset(
+    {
+        "SweepConfigError",
+        "OpsConfigError",
+        "ValidationError",
+        "AuthenticationException",
+        "IrisStateError",
+        "JSONDecodeError",
+        "UnicodeDecodeError",
+        "AirflowNotFoundException",
+    }
+)
 
 
 class TransportError(Exception):

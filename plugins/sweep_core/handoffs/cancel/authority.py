@@ -78,11 +78,14 @@ def judge(
     if run.run_id != want:
         return _by_hand(f"this run is not the hand-off run {giver} triggered ({want})")
     if run.user != rec.get("cancel_user", ""):
-        return _by_hand(f"this run was triggered by {run.user or 'no user'}, the hand-off run of {giver} by "
-                        f"{rec.get('cancel_user') or 'no user'}")  # fmt: skip
+        return _by_hand(
+            f"this run was triggered by {run.user or 'no user'}, the hand-off run of {giver} by "
+            f"{rec.get('cancel_user') or 'no user'}"
+        )
     if rec.get("name") != name or rec.get("action") != action:
-        return _by_hand(f"the request differs from the hand-off of {giver} (name {rec.get('name')!r}, "
-                        f"action {rec.get('action')!r})")  # fmt: skip
+        return _by_hand(
+            f"the request differs from the hand-off of {giver} (name {rec.get('name')!r}, action {rec.get('action')!r})"
+        )
     flag_run, rule, flag_action = rec.get("flag_run", ""), rec.get("rule", ""), rec.get("flag_action", "")
     row_rule = rec.get("flag_rule", rule)  # a deep-dive KILL: its rule is not the flag row's ("" = any)
     rows = flags_by_run.get(flag_run)
@@ -163,7 +166,15 @@ def give_kills(
             continue
         if not dry_run:
             mark_given(ledger, KIND, [job], run_id)
-        record_handoffs(ledger, [job], run_id, dry_run=dry_run, flag_run=run, flag_action=Action.DEEP_DIVE.value,
-                        flag_rule="", cancel_run=cancel_run)  # fmt: skip
+        record_handoffs(
+            ledger,
+            [job],
+            run_id,
+            dry_run=dry_run,
+            flag_run=run,
+            flag_action=Action.DEEP_DIVE.value,
+            flag_rule="",
+            cancel_run=cancel_run,
+        )
         said.append(f"{job['cluster']} {job['job_id']}: cancel handed off by {run_id} (flagged by sweep {run})")
     return said

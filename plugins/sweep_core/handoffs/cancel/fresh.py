@@ -124,8 +124,9 @@ def moved(before: Mapping[str, Any], now: Evidence, silence: bool = True) -> str
     return f"{MOVED}: {', '.join(changes)}" if changes else ""
 
 
-def moved_in_script(out: GatherOutput | None, k: int, job_id: str, name: str, before: Mapping[str, Any],
-                    step_patterns: Any) -> str:  # fmt: skip
+def moved_in_script(
+    out: GatherOutput | None, k: int, job_id: str, name: str, before: Mapping[str, Any], step_patterns: Any
+) -> str:
     """How job ``k`` moved, from the act script's ``moved:<k>`` / ``fresh:<k>`` records ("" = it did not)."""
     rec = out.get(f"moved:{k}") if out else None
     if rec is None:

@@ -221,8 +221,10 @@ def _relaunch_lines(d: CancelDecision) -> list[str]:
         lines.append(f"- standing permission NOT used: {md_text(str(o['brake']))}")
     if set(ev) == {"last_output_ms"}:  # an iris job: the controller's newest log line
         at = dt.datetime.fromtimestamp(ev["last_output_ms"] / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-        lines.append(f"- evidence read now: newest log line at {md_text(at)} (a line after it = the job moved: "
-                     "left alone, not stopped)")  # fmt: skip
+        lines.append(
+            f"- evidence read now: newest log line at {md_text(at)} (a line after it = the job moved: "
+            "left alone, not stopped)"
+        )
     elif ev:
         silent = ev.get("remote_now", 0) - ev["last_output"] if ev.get("last_output") and ev.get("remote_now") else None
         lines.append(

@@ -24,8 +24,13 @@ def act_base(d: CancelDecision, run_id: str, at: str) -> dict[str, str]:
     ev = d.evidence or {}
     silent = ev["remote_now"] - ev["last_output"] if ev.get("last_output") and ev.get("remote_now") else ""
     step = ev.get("step")
-    return {"run": run_id, "at": at, "step": "" if step is None else str(step), "silent_s": str(silent),
-            "series": str(d.offer.get("series", ""))}  # fmt: skip
+    return {
+        "run": run_id,
+        "at": at,
+        "step": "" if step is None else str(step),
+        "silent_s": str(silent),
+        "series": str(d.offer.get("series", "")),
+    }
 
 
 def outcome_acts(

@@ -98,11 +98,22 @@ def found_series(spec: FoundSeriesSpec, cluster: str, cells: Sequence[str]) -> S
     names = "|".join(re.escape(c) for c in sorted(set(cells))) or "(?!)"
     upload = check_sbatch(spec.upload, "hf_chain.found.upload", ChainConfigError) if spec.upload else ()
     return Series(
-        name=f"{FOUND}{cluster}", cluster=cluster, match=re.compile(rf"^(?P<cell>{names})$"), hub_repo=spec.hub_repo,
-        repo_type=spec.repo_type, expected=tuple(spec.expected), upload=upload, eval=(), tracker="",
-        upload_name=spec.upload_name, eval_name="", eval_job_column="", lookback_days=spec.lookback_days,
-        artifact_dir=spec.artifact_dir, leg_retries=spec.leg_retries,
-    )  # fmt: skip
+        name=f"{FOUND}{cluster}",
+        cluster=cluster,
+        match=re.compile(rf"^(?P<cell>{names})$"),
+        hub_repo=spec.hub_repo,
+        repo_type=spec.repo_type,
+        expected=tuple(spec.expected),
+        upload=upload,
+        eval=(),
+        tracker="",
+        upload_name=spec.upload_name,
+        eval_name="",
+        eval_job_column="",
+        lookback_days=spec.lookback_days,
+        artifact_dir=spec.artifact_dir,
+        leg_retries=spec.leg_retries,
+    )
 
 
 FAILED_WORD = "failed"  # the outcome word of a failed leg job

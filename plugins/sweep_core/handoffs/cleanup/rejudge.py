@@ -274,10 +274,16 @@ def give_backlog(
     if not backlog:
         return confs, lines
     verdicts = rejudge(
-        backlog, snaps, ccfg, hub_check, view=view,
-        max_hub_asks=config.cleanup.backlog_hub_asks, now=now, read_launch=read_launch,
+        backlog,
+        snaps,
+        ccfg,
+        hub_check,
+        view=view,
+        max_hub_asks=config.cleanup.backlog_hub_asks,
+        now=now,
+        read_launch=read_launch,
         fresh={job_key(h) for h in held},
-    )  # fmt: skip
+    )
     by_key = {job_key(b): b for b in backlog}
 
     def claim(led: Ledger) -> tuple[Ledger, tuple[list[Mapping[str, Any]], list[str]]]:
@@ -308,8 +314,11 @@ def give_backlog(
     if verdicts.hf_only:  # its launch YAML now says enable_db_registration: false: the HF chain's (spec §4)
         chain = confs.get(HF_CHAIN) or {"dry_run": dry_run, "run_log": run_log, "found": []}
         have = {job_key(j) for j in chain.get("found") or []}
-        found = [{k: str(b[k]) for k in ("cluster", "job_id", "name")} for b in backlog
-                 if job_key(b) in verdicts.hf_only and job_key(b) not in have]  # fmt: skip
+        found = [
+            {k: str(b[k]) for k in ("cluster", "job_id", "name")}
+            for b in backlog
+            if job_key(b) in verdicts.hf_only and job_key(b) not in have
+        ]
         confs = {**confs, HF_CHAIN: {**chain, "found": [*(chain.get("found") or []), *found]}}
         lines += [
             f"cleanup backlog: {j['cluster']} {j['job_id']} {j['name']} HF-only: handed to sweep_hf_chain"

@@ -41,9 +41,15 @@ def undecided_entries(flags: Iterable[Flag], snaps: Sequence[ClusterSnapshot]) -
             continue
         seen.add(key)
         out.append(
-            {"cluster": f.cluster, "job_id": f.job_id, "name": f.job_name, "flavor": str(Flavor.SFT),
-             UNDECIDED: f.message, LOG: logs.get(key, "")}
-        )  # fmt: skip
+            {
+                "cluster": f.cluster,
+                "job_id": f.job_id,
+                "name": f.job_name,
+                "flavor": str(Flavor.SFT),
+                UNDECIDED: f.message,
+                LOG: logs.get(key, ""),
+            }
+        )
     return out
 
 

@@ -127,9 +127,11 @@ def hub_evidence(
             if k == 0:  # the repo its upload writes ({hub_repo}): that commit only
                 hub.append(own_evidence(hub_check, repo, art, own[key]))
             else:
-                why = (f"no upload of {repo} by this job is recorded in the ledger (its upload writes "
-                       f"{hub_repo_id(spec.hub[0], t, org)} only): a {art.repo_type} of the same name is not its "
-                       "evidence; its trees are kept")  # fmt: skip
+                why = (
+                    f"no upload of {repo} by this job is recorded in the ledger (its upload writes "
+                    f"{hub_repo_id(spec.hub[0], t, org)} only): a {art.repo_type} of the same name is not its "
+                    "evidence; its trees are kept"
+                )
                 hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": False, "reason": why, "not_own": True})
             continue
         ev = hub_check(repo, art.repo_type, list(art.expected))

@@ -41,16 +41,31 @@ def kill_evidence(v: Verdict) -> str:
 
 def kill_request(v: Verdict) -> dict[str, str]:
     """sweep_cancel's conf job for one KILL verdict."""
-    rec = FlagRecord(v.cluster, v.job_id, v.name, DEEP_DIVE_KILL, Severity.CRITICAL.value, Action.KILL_APPROVAL.value,
-                     kill_evidence(v))  # fmt: skip
+    rec = FlagRecord(
+        v.cluster,
+        v.job_id,
+        v.name,
+        DEEP_DIVE_KILL,
+        Severity.CRITICAL.value,
+        Action.KILL_APPROVAL.value,
+        kill_evidence(v),
+    )
     return rec.to_dict()
 
 
 def verdict_act(v: Verdict, run_id: str, at: str) -> dict[str, str]:
     """The ledger act of one verdict (lines joined by newlines)."""
-    return {"kind": ActKind.VERDICT, "run": run_id, "at": at, "verdict": v.verdict, "basis": v.basis,
-            "weight": str(v.weight), "evidence": "\n".join(v.evidence), "watch": "\n".join(v.watch),
-            "unknown": "\n".join(v.unknown)}  # fmt: skip
+    return {
+        "kind": ActKind.VERDICT,
+        "run": run_id,
+        "at": at,
+        "verdict": v.verdict,
+        "basis": v.basis,
+        "weight": str(v.weight),
+        "evidence": "\n".join(v.evidence),
+        "watch": "\n".join(v.watch),
+        "unknown": "\n".join(v.unknown),
+    }
 
 
 def unknown_streak(e: LedgerEntry | None) -> tuple[int, dict[str, str] | None]:
@@ -102,8 +117,13 @@ def settle_verdicts(
             n, esc = unknown_streak(e)
             if n >= unknown_reprobes and esc is None:
                 why = f"deep-dive UNKNOWN {n} sweeps in a row (cap {unknown_reprobes}): {v.headline()}"
-                add_act(ledger, v.cluster, v.job_id, v.name,
-                        {"kind": ActKind.ESCALATED, "run": run_id, "at": at, "why": why, "deep_dive": "1"})  # fmt: skip
+                add_act(
+                    ledger,
+                    v.cluster,
+                    v.job_id,
+                    v.name,
+                    {"kind": ActKind.ESCALATED, "run": run_id, "at": at, "why": why, "deep_dive": "1"},
+                )
                 lines.append(f"{key}: escalated: {why}")
             elif esc is None:
                 lines.append(f"{key}: UNKNOWN {n}/{unknown_reprobes}: probed again next sweep")
@@ -163,7 +183,12 @@ def act_note(e: LedgerEntry | None) -> str:
             after, seen = [], True
         elif seen:
             after.append(a)
-    words = {ActKind.CANCEL: "cancelled", ActKind.RELAUNCH: "relaunched", ActKind.REJECT: "rejected",
-             ActKind.UNANSWERED: "unanswered", ActKind.ESCALATED: "escalated"}  # fmt: skip
+    words = {
+        ActKind.CANCEL: "cancelled",
+        ActKind.RELAUNCH: "relaunched",
+        ActKind.REJECT: "rejected",
+        ActKind.UNANSWERED: "unanswered",
+        ActKind.ESCALATED: "escalated",
+    }
     said = [f"{words[a['kind']]}" + (f" by {a['by']}" if a.get("by") else "") for a in after if a.get("kind") in words]
     return "; ".join(said)

@@ -190,8 +190,9 @@ def settle(
     stamp = at.astimezone(dt.UTC).isoformat()
 
     def change(ledger: Ledger) -> tuple[Ledger, tuple[list[dict[str, str]], list[str]]]:
-        got = settle_verdicts(ledger, verdicts, run_id, stamp, dry_run=dry_run, unknown_reprobes=unknown_reprobes,
-                              cancel_run=cancel_run)  # fmt: skip
+        got = settle_verdicts(
+            ledger, verdicts, run_id, stamp, dry_run=dry_run, unknown_reprobes=unknown_reprobes, cancel_run=cancel_run
+        )
         return ledger, got
 
     return update_ledger(run_log_dir, change)

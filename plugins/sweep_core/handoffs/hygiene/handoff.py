@@ -53,8 +53,15 @@ def tree_jobs(snaps: Sequence[ClusterSnapshot], clusters: set[str]) -> list[dict
         if s.cluster not in clusters or not tree.get("triage") or tree.get("error") or tree.get("clean", True):
             continue
         paths = [i["path"] for i in tree.get("items", []) if i.get("kind") in KINDS_BROUGHT]
-        out.append({"cluster": s.cluster, "job_id": f"tree:{tree_fingerprint(tree)}",
-                    "name": str(tree.get("summary", ""))[:120], "paths": paths, "seen": s.window_end})  # fmt: skip
+        out.append(
+            {
+                "cluster": s.cluster,
+                "job_id": f"tree:{tree_fingerprint(tree)}",
+                "name": str(tree.get("summary", ""))[:120],
+                "paths": paths,
+                "seen": s.window_end,
+            }
+        )
     return out
 
 
@@ -158,10 +165,17 @@ def validate_cluster(cfg: ClusterConfig, paths: Sequence[str], run_script: RunSc
     else:
         commit, left = prepare_local_commit(clone, plan, got.contents, cfg.name)
     offer = pull_offer(got.report, cfg.repo_path, got.launches)
-    return {**base, "summary": got.report.summary(), "commit": commit, "ignored": plan.ignore,
-            "tracked": {s: d for s, d in plan.track.items() if s in got.contents},
-            "left": left + [f"{p}: {why}" for p, why in got.left.items()],
-            "offer": offer.offer, "why": offer.why, "command": offer.command()}  # fmt: skip
+    return {
+        **base,
+        "summary": got.report.summary(),
+        "commit": commit,
+        "ignored": plan.ignore,
+        "tracked": {s: d for s, d in plan.track.items() if s in got.contents},
+        "left": left + [f"{p}: {why}" for p, why in got.left.items()],
+        "offer": offer.offer,
+        "why": offer.why,
+        "command": offer.command(),
+    }
 
 
 def pull(cfg: ClusterConfig, run_script: RunScript, dry_run: bool) -> dict[str, Any]:
@@ -211,16 +225,20 @@ def record_lines(
         commit = c.get("commit") or "nothing committed"
         tracked = ", ".join(f"{s} -> {d}" if s != d else s for s, d in (c.get("tracked") or {}).items())
         out.append(f"### {name}: {c.get('summary', '')}".rstrip(": "))
-        out.append(f"- local clone {c.get('local_clone') or '(none)'}: {commit}"
-                   + (f"; ignored {', '.join(c['ignored'])}" if c.get("ignored") else "")
-                   + (f"; tracked {tracked}" if tracked else ""))  # fmt: skip
+        out.append(
+            f"- local clone {c.get('local_clone') or '(none)'}: {commit}"
+            + (f"; ignored {', '.join(c['ignored'])}" if c.get("ignored") else "")
+            + (f"; tracked {tracked}" if tracked else "")
+        )
         out += [f"- left for a person: {x}" for x in c.get("left") or []]
         if not c.get("offer"):
             out.append(f"- pull not offered: {c.get('why', '?')}")
             continue
         said = "Pull" if name in chosen else (answer.get("refused") or "Do not pull / no answer")
-        out.append(f"- pull offered ({c.get('command')}): {said}" + (f" by {answer['responded_by']}"
-                   if name in chosen and answer.get("responded_by") else ""))  # fmt: skip
+        out.append(
+            f"- pull offered ({c.get('command')}): {said}"
+            + (f" by {answer['responded_by']}" if name in chosen and answer.get("responded_by") else "")
+        )
         result = acted.get(name)
         if result:
             out.append(f"- pull: {result['outcome']} {result.get('why', '')}".rstrip())

@@ -158,6 +158,8 @@ def pull_script(offer: PullOffer, marker: str, status_sha1: str = "") -> str:
     if status_sha1:
         status = shlex.join(["git", "-C", offer.argv[2], "status", "--porcelain=v1", "-b", "-z"])
         changed = "the tree changed since the check right before: not pulled"
-        run = (f'if [ "$({status} | sha1sum)" = {shlex.quote(status_sha1 + "  -")} ]; then {run.strip()}; '
-               f'else echo {shlex.quote(changed)} >"$T/e"; : >"$T/o"; rec pull {CHANGED_RC}; fi\n')  # fmt: skip
+        run = (
+            f'if [ "$({status} | sha1sum)" = {shlex.quote(status_sha1 + "  -")} ]; then {run.strip()}; '
+            f'else echo {shlex.quote(changed)} >"$T/e"; : >"$T/o"; rec pull {CHANGED_RC}; fi\n'
+        )
     return compose(marker, {}, (), trailer=run, act=True)

@@ -102,9 +102,17 @@ def from_row(row: object) -> Attempt:
     job = extra.pop(job_key, None)
     problem = f"stored {kind or '?'} act unreadable: " + "; ".join(problems) if problems else ""
     return Attempt(
-        kind=kind, attempt=attempt, run=flat.get("run"), at=flat.get("at"), job=job, why=flat.get("why"),
-        said=flat.get("outcome"), extra=extra, job_key=job_key, problem=problem,
-    )  # fmt: skip
+        kind=kind,
+        attempt=attempt,
+        run=flat.get("run"),
+        at=flat.get("at"),
+        job=job,
+        why=flat.get("why"),
+        said=flat.get("outcome"),
+        extra=extra,
+        job_key=job_key,
+        problem=problem,
+    )
 
 
 def to_row(a: Attempt) -> dict[str, str]:
@@ -131,8 +139,11 @@ class Kinds:
 
     @property
     def all(self) -> frozenset[str]:
-        return frozenset(k for k in (self.submitted, self.failed, self.done, self.gave_up, self.state,
-                                     self.unsent, self.salvage) if k)  # fmt: skip
+        return frozenset(
+            k
+            for k in (self.submitted, self.failed, self.done, self.gave_up, self.state, self.unsent, self.salvage)
+            if k
+        )
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,11 @@ def find_bad_nodes(tail: str, patterns: Iterable[re.Pattern[str]], nodelist: str
         return BadNodes()
     mine = expand_nodelist(nodelist)
     if not mine:
-        return BadNodes((), f"log names node(s) {', '.join(named[:5])}, but the job's NodeList "
-                            f"{nodelist or '?'} was not read: nothing excluded")  # fmt: skip
+        return BadNodes(
+            (),
+            f"log names node(s) {', '.join(named[:5])}, but the job's NodeList "
+            f"{nodelist or '?'} was not read: nothing excluded",
+        )
     ours = [n for n in named if n in mine]
     other = [n for n in named if n not in mine]
     if not ours:

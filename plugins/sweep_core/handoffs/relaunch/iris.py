@@ -70,8 +70,13 @@ def relaunch_iris(
     if not todo:
         return out
     if stop_iris is None or run_local is None:
-        return {**out, **{d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in", Act.RELAUNCH)
-                          for d in todo}}  # fmt: skip
+        return {
+            **out,
+            **{
+                d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in", Act.RELAUNCH)
+                for d in todo
+            },
+        }
     recs, problem = stop_iris(cfg, approved_stops(todo), confirm_timeout_s)
     for d in todo:
         jid = d.request.job_id

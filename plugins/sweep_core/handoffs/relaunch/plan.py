@@ -312,13 +312,21 @@ def rejudge(
     r = d.request
     if relaunch and not d.offer.get("with"):  # a relaunch with a human's corrected setting: not the policy's
         step = fresh.step if fresh.step is not None else job.step  # as assess judged
-        offer = relaunch_offer(job, evidence=r.evidence, state=fresh.state or d.state, step=step, cfg=ccfg.relaunch,
-                               now=now)  # fmt: skip
+        offer = relaunch_offer(
+            job, evidence=r.evidence, state=fresh.state or d.state, step=step, cfg=ccfg.relaunch, now=now
+        )
         if not offer.relaunch:
             return f"relaunch no longer offered on the evidence read now: {offer.why}"
     if d.offer.get("standing"):
-        still = standing_permission(ccfg.standing, action="relaunch" if relaunch else "cancel", rule=r.rule,
-                                    cluster=r.cluster, name=r.name, silent_s=fresh.silent_s, nodes=_nodes(d))  # fmt: skip
+        still = standing_permission(
+            ccfg.standing,
+            action="relaunch" if relaunch else "cancel",
+            rule=r.rule,
+            cluster=r.cluster,
+            name=r.name,
+            silent_s=fresh.silent_s,
+            nodes=_nodes(d),
+        )
         if not still:
             return (
                 f"{d.offer['standing']} no longer covers it on the evidence read now (silent {_secs(fresh.silent_s)})"

@@ -253,8 +253,9 @@ def _one(out: GatherOutput | None, j: RelaunchJob, k: int, problem: str) -> ActO
         new_id = last_job_id(rec.stdout)  # the batch-job machine reads what sbatch printed
         said = "cancelled and relaunched by the ops.md command"
         if new_id:
-            return ActOutcome(Did.RELAUNCHED, f"{said} as job {new_id}{_holding(out, j.job_id, True)}", Act.RELAUNCH,
-                              new_id)  # fmt: skip
+            return ActOutcome(
+                Did.RELAUNCHED, f"{said} as job {new_id}{_holding(out, j.job_id, True)}", Act.RELAUNCH, new_id
+            )
         return _did(Did.RELAUNCHED, f"{said} (no new job id in its output): {text[:120]}")
     after = out.get(f"after:{k}") if out else None
     info = {}
@@ -291,6 +292,8 @@ def _holding(out: GatherOutput | None, job_id: str, new_id: bool) -> str:
     if not succ:
         return ""
     if new_id:
-        return (f"; successor(s) {', '.join(succ[:10])} depend on the OLD id {job_id}: their dependency is "
-                "never met now, re-point them to the new job")  # fmt: skip
+        return (
+            f"; successor(s) {', '.join(succ[:10])} depend on the OLD id {job_id}: their dependency is "
+            "never met now, re-point them to the new job"
+        )
     return f"; holds its chain: successor(s) {', '.join(succ[:10])} wait on it (dependency) until it ends again"

@@ -174,8 +174,9 @@ def relaunch_jobs(
         if dry_run:
             for p in plans:
                 say(f"DRY RUN: would run on {cluster}: {requeue_line(cfg.user, p)}")
-            results[cluster].update({p.job_id: ActOutcome(Did.DRY_RUN, "would relaunch (dry run)", Act.RELAUNCH)
-                                     for p in plans})  # fmt: skip
+            results[cluster].update(
+                {p.job_id: ActOutcome(Did.DRY_RUN, "would relaunch (dry run)", Act.RELAUNCH) for p in plans}
+            )
             continue
         save(cluster, evs)  # BEFORE the requeue: it truncates the log
         marker = new_marker()
@@ -216,18 +217,43 @@ def act_on_cluster(
     got: dict[str, ActOutcome] = {}
     cfg = io.load(cluster)
     if rel and cfg.scheduler == "iris":
-        got.update(relaunch_iris(cfg, rel, confirm_timeout_s=ccfg.confirm_timeout_s,
-                                 command_timeout_s=ccfg.relaunch.command_timeout_s, dry_run=dry_run,
-                                 stop_iris=io.stop_iris, run_local=io.run_local, say=io.say))  # fmt: skip
+        got.update(
+            relaunch_iris(
+                cfg,
+                rel,
+                confirm_timeout_s=ccfg.confirm_timeout_s,
+                command_timeout_s=ccfg.relaunch.command_timeout_s,
+                dry_run=dry_run,
+                stop_iris=io.stop_iris,
+                run_local=io.run_local,
+                say=io.say,
+            )
+        )
     elif rel:
-        done = relaunch_jobs(rel, ccfg, dry_run=dry_run, load_cluster=io.load, run_script=io.run_script, say=io.say,
-                             save=saver(io, {d.request.job_id: d.offer for d in rel}), step_patterns=io.step_patterns,
-                             view=read_view(io.log_dir, jobs_of(rel)))  # fmt: skip
+        done = relaunch_jobs(
+            rel,
+            ccfg,
+            dry_run=dry_run,
+            load_cluster=io.load,
+            run_script=io.run_script,
+            say=io.say,
+            save=saver(io, {d.request.job_id: d.offer for d in rel}),
+            step_patterns=io.step_patterns,
+            view=read_view(io.log_dir, jobs_of(rel)),
+        )
         got.update(done.get(cluster, {}))
     if rest:
-        done = scancel_approved(rest, confirm_timeout_s=ccfg.confirm_timeout_s, dry_run=dry_run, load_cluster=io.load,
-                                run_script=io.run_script, say=io.say, stop_iris=io.stop_iris,
-                                step_patterns=io.step_patterns, tail_bytes=ccfg.relaunch.evidence_tail_bytes)  # fmt: skip
+        done = scancel_approved(
+            rest,
+            confirm_timeout_s=ccfg.confirm_timeout_s,
+            dry_run=dry_run,
+            load_cluster=io.load,
+            run_script=io.run_script,
+            say=io.say,
+            stop_iris=io.stop_iris,
+            step_patterns=io.step_patterns,
+            tail_bytes=ccfg.relaunch.evidence_tail_bytes,
+        )
         got.update(done.get(cluster, {}))
     return got
 
