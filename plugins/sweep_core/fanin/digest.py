@@ -92,30 +92,30 @@ def bound_series(series: list[dict[str, float]], points: int) -> tuple[list[dict
     Every point keeps only the keys the rules read. Past ``points`` steps, the last ``points`` are
     kept whole; of the steps before them, the first NaN and the first inf of each key (the NaN/inf
     verdicts and their messages read those), then the last reward (the first kept step's reward
-    drop is measured against it). A point without a step gets its index as its step (rl_collapse
-    names a step by its index then). So the verdicts differ from the whole series' only for a
-    collapse or a spike that the last ``points`` steps do not show: the cut is stated, not hidden.
+    drop is measured against it). A point keeps the step its line printed and is given none when
+    its line printed none (an index is no step: the job page and the rules would show a wrong one).
+    So the verdicts differ from the whole series' only for a collapse or a spike that the last
+    ``points`` steps do not show: the cut is stated, not hidden.
     """
     slim = [_slim(d) for d in series]
     cut = len(slim) - points
     if cut <= 0:
         return slim, 0
 
-    def at(i: int, d: dict[str, float]) -> dict[str, float]:
-        return d if "step" in d else {"step": float(i), **d}
+    def at(d: dict[str, float]) -> dict[str, float]:
+        return {"step": d["step"]} if "step" in d else {}
 
     kept: list[dict[str, float]] = []
     seen: set[tuple[str, bool]] = set()
     reward: dict[str, float] = {}
-    for i, d in enumerate(slim[:cut]):
+    for d in slim[:cut]:
         odd = {k: v for k, v in d.items() if not math.isfinite(v) and (k, math.isnan(v)) not in seen}
         if odd:
             seen.update((k, math.isnan(v)) for k, v in odd.items())
-            kept.append(odd if "step" in odd else {"step": d.get("step", float(i)), **odd})
+            kept.append({**at(d), **odd})
         if "reward" in d:
-            reward = {"step": d.get("step", float(i)), "reward": d["reward"]}
-    window = [at(cut + j, d) for j, d in enumerate(slim[cut:])]
-    return kept + ([reward] if reward else []) + window, cut
+            reward = {**at(d), "reward": d["reward"]}
+    return kept + ([reward] if reward else []) + slim[cut:], cut
 
 
 def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
