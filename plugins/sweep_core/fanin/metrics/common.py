@@ -251,6 +251,18 @@ def bar_on(line: str, steps: Sequence[re.Pattern[str]], not_training: Sequence[r
     return Bar(found.group(1), found.group(2) if found.re.groups >= 2 else None)
 
 
+def bar_before(
+    lines: Sequence[str], steps: Sequence[re.Pattern[str]], not_training: Sequence[re.Pattern[str]]
+) -> Bar | None:
+    """The newest training bar of ``lines`` (the lines since the metric line before), looked for from
+    the newest line back: a tail of bar updates costs one search per metric line, not one per update."""
+    for line in reversed(lines):
+        bar = bar_on(line, steps, not_training)
+        if bar is not None:
+            return bar
+    return None
+
+
 def line_steps(marks: Sequence[tuple[str | None, Bar | None]], total: int | None) -> list[int | None]:
     """The step of each metric line from (the step the line itself prints, the newest training bar
     printed since the metric line before it). Its own step first; else the bar's count, taken only

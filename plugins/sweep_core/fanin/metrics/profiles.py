@@ -23,7 +23,7 @@ from sweep_core.fanin.metrics.common import (
     Extracted,
     as_count,
     as_number,
-    bar_on,
+    bar_before,
     line_steps,
     parse_metric_dict,
     training_step,
@@ -136,6 +136,11 @@ def _own_step(prof: Profile, text: str) -> str | None:
     return got.group(1) if got is not None else None
 
 
+def _bar(prof: Profile, own: str | None, since: list[str]) -> Bar | None:
+    """The training bar before a metric line that prints no step of its own (common.bar_before)."""
+    return None if own is not None else bar_before(since, prof.step, prof.not_training)
+
+
 def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[Line]:
     """(point, names seen, the step the line prints, the training bar printed since the metric line
     before) of every metric line of ``text`` (a multi-line dict counts as one), oldest first."""
@@ -143,7 +148,7 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[Line]:
     if not any(search(p, text) for p in (*prof.dict_line, *prof.pairs_line)):
         return out
     lines = _LINES.split(text)
-    bar: Bar | None = None
+    since: list[str] = []  # the lines since the metric line before (its bar is among them)
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -165,8 +170,9 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[Line]:
             except ValueError as exc:
                 problems.append(f"{prof.name} metric line unparseable ({exc})")
                 break
-            out.append((_point(d, prof.alias), [str(k) for k in d], _own_step(prof, line[: m.start()] + body), bar))
-            bar = None
+            own = _own_step(prof, line[: m.start()] + body)
+            out.append((_point(d, prof.alias), [str(k) for k in d], own, _bar(prof, own, since)))
+            since = []
             break
         else:
             for p in prof.pairs_line:
@@ -175,11 +181,12 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[Line]:
                     continue
                 pairs = {k: v for k, v in prof.pair.findall(line, m.start())}
                 if pairs:
-                    out.append((_point(pairs, prof.alias), list(pairs), _own_step(prof, line), bar))
-                    bar = None
+                    own = _own_step(prof, line)
+                    out.append((_point(pairs, prof.alias), list(pairs), own, _bar(prof, own, since)))
+                    since = []
                 break
             else:
-                bar = bar_on(line, prof.step, prof.not_training) or bar
+                since.append(line)
     return out
 
 

@@ -17,7 +17,7 @@ from sweep_core.fanin.metrics.common import (
     Bar,
     Extracted,
     as_count,
-    bar_on,
+    bar_before,
     line_steps,
     parse_metric_dict,
     pick_number,
@@ -36,7 +36,7 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     loss = grad = lr = None
     marks: list[tuple[str | None, Bar | None]] = []
     points: list[dict[str, float]] = []
-    bar: Bar | None = None
+    since: list[str] = []  # the lines since the last metric dict (its bar is among them)
     bad: list[str] = []  # unparseable loss lines after the last readable one: they hide the latest values
     for line in tail.splitlines():
         if "'loss'" in line or '"loss"' in line:
@@ -50,10 +50,10 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
             loss, grad, lr = point.get("loss"), point.get("grad_norm"), pick_number(d, ["learning_rate"])
             if point:
                 points.append(point)
-                marks.append((None, bar))
-            bar = None
+                marks.append((None, bar_before(since, cfg.sft_step, cfg.sft_not_training)))
+            since = []
         elif "/" in line:
-            bar = bar_on(line, cfg.sft_step, cfg.sft_not_training) or bar
+            since.append(line)
     out.problems += bad
     # oldest first (the sft_divergence rule compares the last with the earlier ones), each at the step
     # of the training bar its dict was written after (common.line_steps), none where that is unknown
