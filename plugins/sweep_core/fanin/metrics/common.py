@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep_core.fanin.metrics.patterns import last_match, search
+from sweep_core.fanin.metrics.patterns import last_match
 
 
 @dataclass
@@ -242,8 +242,8 @@ def bar_on(line: str, steps: Sequence[re.Pattern[str]], not_training: Sequence[r
     """The last step-pattern match on ``line`` (one line: a ``\\r`` update is a line of its own),
     None when there is none or the line is a bar of something else (``not_training``)."""
     found: re.Match[str] | None = None
-    for p in steps:
-        m = search(p, line)
+    for p in steps:  # one line: the pattern itself (a literal check first would cost as much)
+        m = p.search(line)
         if m is not None and (found is None or m.end() > found.end()):
             found = m
     if found is None or any(p.search(line) for p in not_training):

@@ -129,8 +129,8 @@ def _own_step(prof: Profile, text: str) -> str | None:
     """The step a metric line prints itself (``step:11 - …``, ``Global step 7: {``, ``iteration 5/9 |``,
     ``'global_step/max_steps': '30/100'``): the last match of the profile's step patterns in it."""
     got: re.Match[str] | None = None
-    for p in prof.step:
-        m = search(p, text)
+    for p in prof.step:  # one line: the pattern itself (a literal check first would cost as much)
+        m = p.search(text)
         if m is not None and (got is None or m.end() > got.end()):
             got = m
     return got.group(1) if got is not None else None
