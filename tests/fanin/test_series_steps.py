@@ -255,3 +255,25 @@ def test_the_job_rows_series_keeps_each_lines_step_past_the_cut() -> None:
     series, cut = bound_series(ex.series, 32)
     assert cut == 28 and series[-1] == {"step": 60.0, "reward": pytest.approx(-0.2), "entropy": pytest.approx(0.6)}
     assert [d["step"] for d in series if "entropy" in d] == [float(s) for s in range(29, 61)]
+
+
+@pytest.mark.parametrize("cursor", [{}, {"why": "cont", "hist": 12, "tail": 4096}, {"skipped": 3}])
+def test_after_a_gap_in_the_text_a_dict_takes_no_bars_step(cursor: dict) -> None:
+    """A history read (the budget's part of the log, then its newest bytes) or skipped iris lines: the
+    bar before a dict may be an older step's, so its points lose the bar's step (the points of lines
+    printing their own step keep theirs); a read without a gap keeps them."""
+    from sweep_core.pipeline.steps import digest_step
+    from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+
+    sft = (LOGS / "sft_healthy.out").read_text()
+    verl_text = (LOGS / "profiles" / "verl.out").read_text()
+    jobs = [Job("c", "1", "sft__hf", "RUNNING", "squeue", log_tail=sft, log_cursor=dict(cursor)),
+            Job("c", "2", "rl__verl", "RUNNING", "squeue", log_tail=verl_text, log_cursor=dict(cursor))]  # fmt: skip
+    snap = ClusterSnapshot("c", "slurm", ClusterStatus.OK, "login01", jobs, [], [])
+    digest_step([snap], load_sweep_config(FIXTURES.parents[1] / "include" / "sweep.yaml"))
+    hf, verl_job = jobs
+    assert hf.metrics["step"] == 227 and hf.metrics["loss"] == pytest.approx(0.5987)  # the row is read either way
+    assert hf.points == ({} if cursor else {"grad_norm": [[225.0, 1.734], [226.0, 1.521]],
+                                              "loss": [[225.0, 0.6123], [226.0, 0.5987]]})  # fmt: skip
+    want = verl("profiles/verl.out", "critic/rewards/mean")
+    assert want and _same([(int(s), v) for s, v in verl_job.points["reward"]], want)  # their own steps: kept

@@ -118,6 +118,20 @@ def bound_series(series: list[dict[str, float]], points: int) -> tuple[list[dict
     return kept + ([reward] if reward else []) + slim[cut:], cut
 
 
+def _gapped(job: Job) -> bool:
+    """The job's text is not the log's lines without a gap: a history read (the budget's part, then
+    the newest bytes: fanin/cursor.history_line) or iris lines skipped."""
+    return "tail" in job.log_cursor or bool(job.log_cursor.get("skipped"))
+
+
+def unstep_bars(ex: Extracted) -> None:
+    """The points whose step is the bar before their line lose it: after a gap the bar before a line
+    may be an older step's (no point rather than a wrong one)."""
+    for i in ex.bar_stepped:
+        ex.series[i].pop("step", None)
+    ex.bar_stepped = []
+
+
 def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
     """The bucket's extractor over the job's log tail; None for Catch-all."""
     if job.bucket == Bucket.RL:
@@ -175,6 +189,8 @@ def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int, st
     if DIGESTED in job.evidence:
         return False
     ex = guarded(job, "metrics", lambda: extract_for(job, mcfg))
+    if ex is not None and ex.bar_stepped and _gapped(job):
+        unstep_bars(ex)
     training = {Bucket.RL: "rl", Bucket.SFT: "sft"}.get(job.bucket)  # type: ignore[call-overload]
     if ex is not None and training is not None:
         if job.stream_dirs or job.streams:

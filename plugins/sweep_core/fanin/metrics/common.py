@@ -24,6 +24,9 @@ class Extracted:
     values: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     series: list[dict[str, float]] = field(default_factory=list)  # RL: one dict per logged step
+    # the series points whose step is the bar printed before their line (line_steps), not their own:
+    # right only where the text is the log's lines without a gap (digest drops them after a history read)
+    bar_stepped: list[int] = field(default_factory=list)
 
 
 def as_number(text: str) -> float | None:

@@ -190,15 +190,19 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[Line]:
     return out
 
 
-def _series(prof: Profile, lines: list[Line], total: int | None) -> list[dict[str, float]]:
+def _series(prof: Profile, lines: list[Line], total: int | None, out: Extracted) -> None:
     """The rules' series, oldest first: each metric line's point with the step it was printed at
-    (``common.line_steps``), none where that step is unknown."""
+    (``common.line_steps``), none where that step is unknown; ``out.bar_stepped`` the points whose
+    step is a bar's."""
     keep = None if prof.bucket == "rl" else ("loss", "grad_norm")
-    out: list[dict[str, float]] = []
-    for (point, _, _, _), step in zip(lines, line_steps([(own, b) for _, _, own, b in lines], total), strict=True):
+    steps = line_steps([(own, b) for _, _, own, b in lines], total)
+    for (point, _, own, _), step in zip(lines, steps, strict=True):
         p = point if keep is None else {k: v for k, v in point.items() if k in keep}
-        out.append({**p, "step": float(step)} if step is not None and p else p)
-    return out
+        if step is not None and p:
+            if own is None:
+                out.bar_stepped.append(len(out.series))
+            p = {**p, "step": float(step)}
+        out.series.append(p)
 
 
 def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, default: bool) -> Extracted:
@@ -239,7 +243,7 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
                 names = ", ".join(n for n, (col, _) in prof.alias.items() if col == c) or "none configured"
                 saw = ", ".join(seen[:8]) + ("…" if len(seen) > 8 else "")
                 out.problems.append(f"no {c} in the last {prof.name} metric line (names: {names}; it holds: {saw})")
-    out.series = _series(prof, lines, total)
+    _series(prof, lines, total, out)
     if prof.bucket == "rl":
         out.values = {"step": step, "max_steps": total, **values, "past_max_steps": past[-1] if past else None}
         if lines and source != "this log":

@@ -59,6 +59,7 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     # of the training bar its dict was written after (common.line_steps), none where that is unknown
     steps = line_steps(marks, total)
     out.series = [p if st is None else {**p, "step": float(st)} for p, st in zip(points, steps, strict=True)]
+    out.bar_stepped = [i for i, st in enumerate(steps) if st is not None]
     out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad, "lr": lr}
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step progress line in the log tail")
