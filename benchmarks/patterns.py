@@ -7,7 +7,11 @@ lines of the separators (``/``, ``=``, ``:``, spaces, ``,``), near-miss literals
 Prints the worst tail and its time per pattern; target <= 20 ms each, and <= 1 ms for a log
 profile's patterns (``metrics.profiles``, issue 31). The general reader (metrics/general.py, issue 40)
 is timed whole, per bucket, on the same tails and on tails of its own shapes (pairs, bars, dicts,
-step headers, ``|`` fields): <= 1 ms.
+step headers, ``|`` fields): <= 1 ms. Each reader that gives the job's points (issue 43: every
+profile's ``extract_profiled``, the RL and SFT defaults) is timed whole on the same tails, on each
+console fixture repeated to 16 KiB, and on bar/dict tails that pair a dict with the bar before it
+(printed with the worst tail, not gated: a dict parsed per line costs 5-10 ms on a tail of 16 KiB of
+one-line dicts, before issue 43 as after; docs/benchmarks.md has both).
 Usage: source scripts/env.sh && python benchmarks/patterns.py
 """
 
@@ -26,6 +30,9 @@ from sweep_core.config.sweep import load_sweep_config  # noqa: E402
 from sweep_core.fanin.metrics.config import metrics_config  # noqa: E402
 from sweep_core.fanin.metrics.general import read_general  # noqa: E402
 from sweep_core.fanin.metrics.patterns import findall, last_match  # noqa: E402
+from sweep_core.fanin.metrics.profiles import extract_profiled  # noqa: E402
+from sweep_core.fanin.metrics.rl import extract_rl  # noqa: E402
+from sweep_core.fanin.metrics.sft import extract_sft  # noqa: E402
 
 SIZE = 16384
 TARGET_MS = 20.0
@@ -181,6 +188,44 @@ def time_general() -> float:
     return worst_all
 
 
+def reader_tails() -> dict[str, str]:
+    """The general tails, every console fixture repeated to 16 KiB, and bar/dict pairs (HF Trainer's)."""
+    out = general_tails()
+    logs = ROOT / "tests" / "fixtures" / "logs"
+    for f in sorted(logs.rglob("*.out")):
+        text = f.read_text()
+        out[f"{f.relative_to(logs)} repeated"] = (text * (SIZE // max(1, len(text)) + 1))[:SIZE]
+    unit = " 1%|#| 12/1868 [06:01<15:31:10, 30.11s/it]\n{'loss': 0.5, 'reward': 0.25, 'grad_norm': 0.37}\n"
+    out["'bar\\ndict\\n'*n"] = unit * (SIZE // len(unit))
+    unit = " 1%|#| 12/1868 [06:01<15:31:10, 30.11s/it]\r"
+    out["'bar\\r'*n+dict"] = unit * (SIZE // len(unit) - 2) + "\n{'loss': 0.5, 'reward': 0.25}\n"
+    return out
+
+
+def time_readers() -> float:
+    """The worst whole read of each reader that gives points (ms), printed per reader."""
+    cfg = metrics_config(load_sweep_config(ROOT / "include" / "sweep.yaml").metrics)
+    readers = {f"profile {p.name} ({p.bucket})": (lambda t, p=p: extract_profiled(p, t, [], default=False))
+               for p in cfg.profiles}  # fmt: skip
+    readers["default rl (WANDB_MIRROR)"] = lambda t: extract_rl(t, [], cfg)
+    readers["default sft (HF Trainer)"] = lambda t: extract_sft(t, cfg)
+    texts = reader_tails()
+    worst_all = 0.0
+    for label, read in readers.items():
+        times = {}
+        for name, text in texts.items():
+            best = math.inf
+            for _ in range(3):
+                t0 = time.perf_counter()
+                read(text)
+                best = min(best, (time.perf_counter() - t0) * 1000.0)
+            times[name] = best
+        name, ms = max(times.items(), key=lambda kv: kv[1])
+        worst_all = max(worst_all, ms)
+        print(f"{label + ' (whole read)':<60} {ms:>9.2f}  {name}")
+    return worst_all
+
+
 def main() -> int:
     worst_all = 0.0
     print(f"{'pattern':<60} {'worst ms':>9}  worst tail")
@@ -197,9 +242,11 @@ def main() -> int:
         print(f"{where + ' ' + p.pattern:<60.60} {ms:>9.2f}  {name}{mark}")
     general = time_general()
     over += general > PROFILE_TARGET_MS
+    readers = time_readers()
     print(f"worst of all: {worst_all:.2f} ms (target <= {TARGET_MS:g} ms)")
     print(f"worst log-profile pattern: {worst_profile:.2f} ms (target <= {PROFILE_TARGET_MS:g} ms)")
     print(f"worst general reader: {general:.2f} ms (target <= {PROFILE_TARGET_MS:g} ms)")
+    print(f"worst point-giving reader, whole read: {readers:.2f} ms (reported, not gated)")
     return 0 if over == 0 else 1
 
 

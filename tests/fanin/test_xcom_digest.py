@@ -8,6 +8,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.fanin.digest import DROPPED, EXCERPT_CHARS
 from sweep_core.pipeline.steps import digest_step, run_fan_in
@@ -154,10 +156,21 @@ def test_a_cut_keeps_the_older_nan_inf_and_the_reward_the_window_drops_from() ->
     from sweep_core.fanin.digest import bound_series
 
     series = [{"reward": 0.5, "grad_norm": 1.0, "max_steps": 9.0}, {"grad_norm": float("inf"), "lr": float("nan")}]
-    series += [{"reward": 0.4 - i / 100, "entropy": 0.6} for i in range(8)]
+    series += [{"step": 40.0 + i, "reward": 0.4 - i / 100, "entropy": 0.6} for i in range(8)]
     got, cut = bound_series(series, 3)
     assert cut == 7
-    assert got[0]["step"] == 1.0 and got[0]["grad_norm"] == float("inf") and got[0]["lr"] != got[0]["lr"]
-    assert got[1] == {"step": 6.0, "reward": 0.4 - 4 / 100}  # the reward just before the window
-    assert [d["step"] for d in got[2:]] == [7.0, 8.0, 9.0] and "max_steps" not in str(got)
+    # a line that printed no step is given none (its index 1 is no step)
+    assert "step" not in got[0] and got[0]["grad_norm"] == float("inf") and got[0]["lr"] != got[0]["lr"]
+    assert got[1] == {"step": 44.0, "reward": 0.4 - 4 / 100}  # the reward just before the window, at its own step
+    assert [d["step"] for d in got[2:]] == [45.0, 46.0, 47.0] and "max_steps" not in str(got)
     assert bound_series(series, 10) == ([{k: v for k, v in d.items() if k != "max_steps"} for d in series], 0)
+
+
+def test_a_cut_series_without_steps_is_given_no_index_as_its_step() -> None:
+    """The job row's series of a console that printed no step: the window's points carry none (an
+    index of 44 read as 'step 44' put reward -0.2 of step 60 at step 44 before)."""
+    from sweep_core.fanin.digest import bound_series
+
+    got, cut = bound_series([{"reward": -0.8 + s / 100} for s in range(1, 61)], 16)
+    assert cut == 44 and all("step" not in d for d in got)
+    assert got[-1] == {"reward": pytest.approx(-0.2)}

@@ -92,30 +92,44 @@ def bound_series(series: list[dict[str, float]], points: int) -> tuple[list[dict
     Every point keeps only the keys the rules read. Past ``points`` steps, the last ``points`` are
     kept whole; of the steps before them, the first NaN and the first inf of each key (the NaN/inf
     verdicts and their messages read those), then the last reward (the first kept step's reward
-    drop is measured against it). A point without a step gets its index as its step (rl_collapse
-    names a step by its index then). So the verdicts differ from the whole series' only for a
-    collapse or a spike that the last ``points`` steps do not show: the cut is stated, not hidden.
+    drop is measured against it). A point keeps the step its line printed and is given none when
+    its line printed none (an index is no step: the job page and the rules would show a wrong one).
+    So the verdicts differ from the whole series' only for a collapse or a spike that the last
+    ``points`` steps do not show: the cut is stated, not hidden.
     """
     slim = [_slim(d) for d in series]
     cut = len(slim) - points
     if cut <= 0:
         return slim, 0
 
-    def at(i: int, d: dict[str, float]) -> dict[str, float]:
-        return d if "step" in d else {"step": float(i), **d}
+    def at(d: dict[str, float]) -> dict[str, float]:
+        return {"step": d["step"]} if "step" in d else {}
 
     kept: list[dict[str, float]] = []
     seen: set[tuple[str, bool]] = set()
     reward: dict[str, float] = {}
-    for i, d in enumerate(slim[:cut]):
+    for d in slim[:cut]:
         odd = {k: v for k, v in d.items() if not math.isfinite(v) and (k, math.isnan(v)) not in seen}
         if odd:
             seen.update((k, math.isnan(v)) for k, v in odd.items())
-            kept.append(odd if "step" in odd else {"step": d.get("step", float(i)), **odd})
+            kept.append({**at(d), **odd})
         if "reward" in d:
-            reward = {"step": d.get("step", float(i)), "reward": d["reward"]}
-    window = [at(cut + j, d) for j, d in enumerate(slim[cut:])]
-    return kept + ([reward] if reward else []) + window, cut
+            reward = {**at(d), "reward": d["reward"]}
+    return kept + ([reward] if reward else []) + slim[cut:], cut
+
+
+def _gapped(job: Job) -> bool:
+    """The job's text is not the log's lines without a gap: a history read (the budget's part, then
+    the newest bytes: fanin/cursor.history_line) or iris lines skipped."""
+    return "tail" in job.log_cursor or bool(job.log_cursor.get("skipped"))
+
+
+def unstep_bars(ex: Extracted) -> None:
+    """The points whose step is the bar before their line lose it: after a gap the bar before a line
+    may be an older step's (no point rather than a wrong one)."""
+    for i in ex.bar_stepped:
+        ex.series[i].pop("step", None)
+    ex.bar_stepped = []
 
 
 def extract_for(job: Job, mcfg: MetricsConfig) -> Extracted | None:
@@ -175,6 +189,8 @@ def digest_job(job: Job, mcfg: MetricsConfig, rcfg: RulesConfig, points: int, st
     if DIGESTED in job.evidence:
         return False
     ex = guarded(job, "metrics", lambda: extract_for(job, mcfg))
+    if ex is not None and ex.bar_stepped and _gapped(job):
+        unstep_bars(ex)
     training = {Bucket.RL: "rl", Bucket.SFT: "sft"}.get(job.bucket)  # type: ignore[call-overload]
     if ex is not None and training is not None:
         if job.stream_dirs or job.streams:

@@ -10,7 +10,8 @@ into its metric columns and its series, streams first, the console as the fallba
   row's Note); the rules' series (``Extracted.series``) comes from the streams when they hold a
   rule's column.
 - ``bound_points``: the (step, value) points per column kept of this sweep's read (the streams', else
-  the console series'), at most ``gather.stream_points`` each, thinned evenly, the newest kept: the
+  the console series': each value at the step its own line printed, a value whose line gave no known
+  step left out), at most ``gather.stream_points`` each, thinned evenly, the newest kept: the
   history's ``point`` rows (sweep_core.history.series).
 """
 
@@ -148,7 +149,8 @@ def say_source(job: Job, ex: Extracted, taken: list[str]) -> None:
 
 
 def bound_points(job: Job, ex: Extracted | None, bucket: str, bound: int) -> dict[str, list[list[float]]]:
-    """(step, value) per column of this sweep's read: the streams', else the console series' steps."""
+    """(step, value) per column of this sweep's read: the streams', else the console series' points
+    that carry their line's step (never one without: no index, no latest step)."""
     cols = stream_columns([s for s in job.streams if "points" in s], bucket)
     if not cols and ex is not None:
         for point in ex.series:

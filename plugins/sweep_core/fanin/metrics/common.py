@@ -1,6 +1,7 @@
 """What every bucket's extractor shares: the Extracted record (values, why any is unknown), numbers
-and counts read from log text (NaN, inf and absurd sizes are unknown, never a number), and the
-``{...}`` metric dict of one line as JSON or a Python literal.
+and counts read from log text (NaN, inf and absurd sizes are unknown, never a number), the
+``{...}`` metric dict of one line as JSON or a Python literal, and the step a metric line was
+printed at (``line_step``: its own step, else the fresh training bar before it; else none).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class Extracted:
     values: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     series: list[dict[str, float]] = field(default_factory=list)  # RL: one dict per logged step
+    # the series points whose step is the bar printed before their line (line_steps), not their own:
+    # right only where the text is the log's lines without a gap (digest drops them after a history read)
+    bar_stepped: list[int] = field(default_factory=list)
 
 
 def as_number(text: str) -> float | None:
@@ -227,3 +231,60 @@ def training_step(
     if total is None and chosen.re.groups >= 2:
         total = as_count(chosen.group(2), "total steps", problems)
     return within_total(step, total, problems, past_total), total
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A training-progress match on a line before a metric line: its count and total as printed."""
+
+    count: str
+    total: str | None
+
+
+def bar_on(line: str, steps: Sequence[re.Pattern[str]], not_training: Sequence[re.Pattern[str]]) -> Bar | None:
+    """The last step-pattern match on ``line`` (one line: a ``\\r`` update is a line of its own),
+    None when there is none or the line is a bar of something else (``not_training``)."""
+    found: re.Match[str] | None = None
+    for p in steps:  # one line: the pattern itself (a literal check first would cost as much)
+        m = p.search(line)
+        if m is not None and (found is None or m.end() > found.end()):
+            found = m
+    if found is None or any(p.search(line) for p in not_training):
+        return None
+    return Bar(found.group(1), found.group(2) if found.re.groups >= 2 else None)
+
+
+def bar_before(
+    lines: Sequence[str], steps: Sequence[re.Pattern[str]], not_training: Sequence[re.Pattern[str]]
+) -> Bar | None:
+    """The newest training bar of ``lines`` (the lines since the metric line before), looked for from
+    the newest line back: a tail of bar updates costs one search per metric line, not one per update."""
+    for line in reversed(lines):
+        bar = bar_on(line, steps, not_training)
+        if bar is not None:
+            return bar
+    return None
+
+
+def line_steps(marks: Sequence[tuple[str | None, Bar | None]], total: int | None) -> list[int | None]:
+    """The step of each metric line from (the step the line itself prints, the newest training bar
+    printed since the metric line before it). Its own step first; else the bar's count, taken only
+    when the bar's total is the run's known ``total`` and its count is above the step the line
+    before was given (HF Trainer's ProgressCallback moves the bar to the step, then writes that
+    step's dict, and redraws the bar after it at the same count: a dict with no newer bar before it
+    has no known step). A step above the total is no step. None: no point for that line."""
+    out: list[int | None] = []
+    given = -1
+    for own, bar in marks:
+        step: int | None = None
+        if own is not None:
+            step = as_count(own, "step", [])
+        elif bar is not None and total is not None and bar.total is not None:
+            n, t = as_count(bar.count, "step", []), as_count(bar.total, "total", [])
+            step = n if n is not None and t == total and n > given else None
+        if step is not None and total is not None and step > total:
+            step = None
+        if step is not None:
+            given = step
+        out.append(step)
+    return out

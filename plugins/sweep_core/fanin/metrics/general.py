@@ -253,6 +253,7 @@ def _walk(text: str, bucket: str) -> _Read:
             )
             step_here, hm = None, None
             r.step = None
+            block = None  # the lines after it are this unknown step's, not the block's before it
         elif step_here is not None or hm is not None:
             r.step_problem = None
         if hm is not None:

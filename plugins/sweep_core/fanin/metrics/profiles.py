@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.fanin.metrics.common import (
+    Bar,
     Extracted,
     as_count,
     as_number,
+    bar_before,
+    line_steps,
     parse_metric_dict,
     training_step,
     within_total,
@@ -119,12 +122,33 @@ def _dict_block(prof: Profile, first: str, lines: list[str], i: int) -> tuple[st
     return " ".join(parts), i, opened and depth <= 0
 
 
-def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[dict[str, float], list[str]]]:
-    """(point, names seen) of every metric line of ``text`` (a multi-line dict counts as one), oldest first."""
-    out: list[tuple[dict[str, float], list[str]]] = []
+Line = tuple[dict[str, float], list[str], str | None, Bar | None]  # point, names, own step, bar before it
+
+
+def _own_step(prof: Profile, text: str) -> str | None:
+    """The step a metric line prints itself (``step:11 - …``, ``Global step 7: {``, ``iteration 5/9 |``,
+    ``'global_step/max_steps': '30/100'``): the last match of the profile's step patterns in it."""
+    got: re.Match[str] | None = None
+    for p in prof.step:  # one line: the pattern itself (a literal check first would cost as much)
+        m = p.search(text)
+        if m is not None and (got is None or m.end() > got.end()):
+            got = m
+    return got.group(1) if got is not None else None
+
+
+def _bar(prof: Profile, own: str | None, since: list[str]) -> Bar | None:
+    """The training bar before a metric line that prints no step of its own (common.bar_before)."""
+    return None if own is not None else bar_before(since, prof.step, prof.not_training)
+
+
+def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[Line]:
+    """(point, names seen, the step the line prints, the training bar printed since the metric line
+    before) of every metric line of ``text`` (a multi-line dict counts as one), oldest first."""
+    out: list[Line] = []
     if not any(search(p, text) for p in (*prof.dict_line, *prof.pairs_line)):
         return out
     lines = _LINES.split(text)
+    since: list[str] = []  # the lines since the metric line before (its bar is among them)
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -146,7 +170,9 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[d
             except ValueError as exc:
                 problems.append(f"{prof.name} metric line unparseable ({exc})")
                 break
-            out.append((_point(d, prof.alias), [str(k) for k in d]))
+            own = _own_step(prof, line[: m.start()] + body)
+            out.append((_point(d, prof.alias), [str(k) for k in d], own, _bar(prof, own, since)))
+            since = []
             break
         else:
             for p in prof.pairs_line:
@@ -155,9 +181,28 @@ def _metric_lines(prof: Profile, text: str, problems: list[str]) -> list[tuple[d
                     continue
                 pairs = {k: v for k, v in prof.pair.findall(line, m.start())}
                 if pairs:
-                    out.append((_point(pairs, prof.alias), list(pairs)))
+                    own = _own_step(prof, line)
+                    out.append((_point(pairs, prof.alias), list(pairs), own, _bar(prof, own, since)))
+                    since = []
                 break
+            else:
+                since.append(line)
     return out
+
+
+def _series(prof: Profile, lines: list[Line], total: int | None, out: Extracted) -> None:
+    """The rules' series, oldest first: each metric line's point with the step it was printed at
+    (``common.line_steps``), none where that step is unknown; ``out.bar_stepped`` the points whose
+    step is a bar's."""
+    keep = None if prof.bucket == "rl" else ("loss", "grad_norm")
+    steps = line_steps([(own, b) for _, _, own, b in lines], total)
+    for (point, _, own, _), step in zip(lines, steps, strict=True):
+        p = point if keep is None else {k: v for k, v in point.items() if k in keep}
+        if step is not None and p:
+            if own is None:
+                out.bar_stepped.append(len(out.series))
+            p = {**p, "step": float(step)}
+        out.series.append(p)
 
 
 def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, default: bool) -> Extracted:
@@ -177,7 +222,7 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
     # the last training line: an evaluation's own line (eval_/eval/ names, none of ours) is passed over when a
     # training line is before it (HF's {'eval_loss': ...} after the step's {'loss': ...})
     train = [ln for ln in lines if ln[0] or not any(n.startswith(("eval_", "eval/")) for n in ln[1])]
-    last, seen = (train or lines)[-1] if lines else ({}, [])
+    last, seen = (train or lines)[-1][:2] if lines else ({}, [])
     if total is None and last.get("max_steps") is not None and source == "this log":
         total = as_count(last["max_steps"], "max steps", out.problems)
     past: list[int] = []
@@ -198,11 +243,7 @@ def extract_profiled(prof: Profile, tail: str, chain_tails: Sequence[str], *, de
                 names = ", ".join(n for n, (col, _) in prof.alias.items() if col == c) or "none configured"
                 saw = ", ".join(seen[:8]) + ("…" if len(seen) > 8 else "")
                 out.problems.append(f"no {c} in the last {prof.name} metric line (names: {names}; it holds: {saw})")
-    out.series = (
-        [p for p, _ in lines]
-        if prof.bucket == "rl"
-        else [{k: v for k, v in p.items() if k in ("loss", "grad_norm")} for p, _ in lines]
-    )
+    _series(prof, lines, total, out)
     if prof.bucket == "rl":
         out.values = {"step": step, "max_steps": total, **values, "past_max_steps": past[-1] if past else None}
         if lines and source != "this log":

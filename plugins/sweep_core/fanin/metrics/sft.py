@@ -13,7 +13,16 @@ A line that does not parse never raises: the metric is None (rendered "?") and `
 
 from __future__ import annotations
 
-from sweep_core.fanin.metrics.common import Extracted, as_count, parse_metric_dict, pick_number, training_step
+from sweep_core.fanin.metrics.common import (
+    Bar,
+    Extracted,
+    as_count,
+    bar_before,
+    line_steps,
+    parse_metric_dict,
+    pick_number,
+    training_step,
+)
 from sweep_core.fanin.metrics.config import MetricsConfig
 from sweep_core.fanin.metrics.patterns import last_match
 
@@ -25,22 +34,32 @@ def extract_sft(tail: str, cfg: MetricsConfig) -> Extracted:
     total = as_count(total_m.group(1), "total steps", out.problems) if total_m else None
     step, total = training_step(cfg.sft_step, cfg.sft_not_training, tail, total, out.problems)
     loss = grad = lr = None
-    found = False
-    for line in reversed(tail.splitlines()):
+    marks: list[tuple[str | None, Bar | None]] = []
+    points: list[dict[str, float]] = []
+    since: list[str] = []  # the lines since the last metric dict (its bar is among them)
+    bad: list[str] = []  # unparseable loss lines after the last readable one: they hide the latest values
+    for line in tail.splitlines():
         if "'loss'" in line or '"loss"' in line:
             try:
                 d = parse_metric_dict(line)
             except ValueError as exc:
-                if not found:  # only a line after the last readable one hides the latest values
-                    out.problems.append(f"loss line unparseable ({exc})")
+                bad.append(f"loss line unparseable ({exc})")
                 continue
+            bad = []
             point = {k: v for k in ("loss", "grad_norm") if (v := pick_number(d, [k])) is not None}
-            if not found:
-                loss, grad, found = point.get("loss"), point.get("grad_norm"), True
-                lr = pick_number(d, ["learning_rate"])
+            loss, grad, lr = point.get("loss"), point.get("grad_norm"), pick_number(d, ["learning_rate"])
             if point:
-                out.series.append(point)
-    out.series.reverse()  # oldest first: the sft_divergence rule compares the last with the earlier ones
+                points.append(point)
+                marks.append((None, bar_before(since, cfg.sft_step, cfg.sft_not_training)))
+            since = []
+        elif "/" in line:
+            since.append(line)
+    out.problems += bad
+    # oldest first (the sft_divergence rule compares the last with the earlier ones), each at the step
+    # of the training bar its dict was written after (common.line_steps), none where that is unknown
+    steps = line_steps(marks, total)
+    out.series = [p if st is None else {**p, "step": float(st)} for p, st in zip(points, steps, strict=True)]
+    out.bar_stepped = [i for i, st in enumerate(steps) if st is not None]
     out.values = {"step": step, "total": total, "loss": loss, "grad_norm": grad, "lr": lr}
     if step is None and not any("step" in p for p in out.problems):
         out.problems.append("no step progress line in the log tail")
