@@ -495,3 +495,17 @@ def test_a_relaunch_under_a_new_id_is_the_same_run_unless_its_setting_changed() 
     _, flags = sweep([run("rl__a2_debug_geom", log("rl_healthy.out"), job_id="8", num_nodes=4)], history=history)
     f = flags[("rl_new_untested", "rl__a2_debug_geom")]
     assert f.action == "deep-dive" and "nodes 2→4" in f.message and "untested setting" not in f.message
+
+
+def test_a_collapse_in_a_series_that_printed_no_step_names_no_step() -> None:
+    """A series whose lines printed no step (a value with no step is kept, never given its index as
+    one) still flags a collapse, and the flag names the record, not a made-up step."""
+    from sweep_core.rules.config import rules_config
+    from sweep_core.rules.rl import collapse_steps
+
+    cfg = rules_config(CONFIG.rules)
+    series = [{"reward": 0.8, "grad_norm": 0.5, "entropy": 0.9}, {"reward": 0.1, "grad_norm": 90.0, "entropy": 0.01}]
+    ((step, signals),) = collapse_steps(series, cfg)
+    assert step is None and len(signals) >= 2
+    stepped = [{**series[0], "step": 40}, {**series[1], "step": 41}]
+    assert collapse_steps(stepped, cfg)[0][0] == 41

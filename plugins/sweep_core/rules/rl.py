@@ -80,11 +80,11 @@ def rule_rl_resume_overshoot(ctx: RuleContext) -> list[Flag]:
     return out
 
 
-def collapse_steps(series: list[dict[str, float]], cfg: RulesConfig) -> list[tuple[int, list[str]]]:
+def collapse_steps(series: list[dict[str, float]], cfg: RulesConfig) -> list[tuple[int | None, list[str]]]:
     """(step, signals) for every logged step where >= min_signals collapse signals fire at once."""
     out = []
     prev_reward: float | None = None
-    for i, d in enumerate(series):
+    for d in series:
         signals = []
         r = d.get("reward")
         if r is not None and prev_reward is not None and prev_reward > 0 and r < prev_reward * (1 - cfg.reward_drop):
@@ -99,7 +99,7 @@ def collapse_steps(series: list[dict[str, float]], cfg: RulesConfig) -> list[tup
         if t is not None and t > cfg.tis_max:
             signals.append(f"tis {t:.3g}>{cfg.tis_max:g}")
         if len(signals) >= cfg.min_signals:
-            out.append((int(d.get("step", i)), signals))
+            out.append((None if d.get("step") is None else int(d["step"]), signals))  # never an index as a step
         if r is not None:
             prev_reward = r
     return out
@@ -129,7 +129,8 @@ def rule_rl_collapse(ctx: RuleContext) -> list[Flag]:
         if not hits:
             continue
         step, signals = hits[-1]
-        msg = f"step {step}: {', '.join(signals)}"
+        where = f"step {step}" if step is not None else "a logged record that printed no step"
+        msg = f"{where}: {', '.join(signals)}"
         tag = has_tag_within(job.name, ctx.cfg.ablation_tags)  # zclip2, staleclip5: still the ablation
         if tag:
             out.append(

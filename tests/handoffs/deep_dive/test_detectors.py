@@ -115,3 +115,9 @@ def test_fixture_records_carry_their_label_kind_and_maker() -> None:
     for kind, name in FILES.items():
         first = json.loads((HERE / name).read_text(encoding="utf-8").splitlines()[0])
         assert first["kind"] == kind and first["label"] in ("healthy", "failing") and first["sub"]
+
+
+def test_all_reward_0_without_printed_steps_names_no_step() -> None:
+    """Rewards whose lines printed no step: the finding counts them and names no step."""
+    got = detect_all_reward_0([(None, 0.3)] + [(None, 0.0)] * 12, 10)
+    assert got is not None and "12 logged steps" in got.detail and "step" not in got.detail.split("steps")[-1]

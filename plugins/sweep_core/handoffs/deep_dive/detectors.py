@@ -213,7 +213,7 @@ def detect_garbage(texts: Sequence[str], min_rollouts: int, strong_share: float,
 # --- all-reward-0 ------------------------------------------------------------------------------
 
 
-def detect_all_reward_0(rewards: Sequence[tuple[int, float]], steps: int) -> Finding | None:
+def detect_all_reward_0(rewards: Sequence[tuple[int | None, float]], steps: int) -> Finding | None:
     """Reward exactly 0 on the last ``steps``+ logged steps: strong; on the last ``steps // 2``+: weak."""
     zero = 0
     for _, r in reversed(rewards):
@@ -222,11 +222,11 @@ def detect_all_reward_0(rewards: Sequence[tuple[int, float]], steps: int) -> Fin
         zero += 1
     if zero == 0 or zero < max(1, steps // 2):
         return None
-    since = rewards[-zero][0]
+    since = "" if rewards[-zero][0] is None else f" since step {rewards[-zero][0]}"
     if zero >= steps:
         whole = "all " if zero == len(rewards) else "the last "
-        return Finding(REWARD0, STRONG, f"reward 0.0 on {whole}{zero} logged steps since step {since}")
-    return Finding(REWARD0, WEAK, f"reward 0.0 on the last {zero} logged steps since step {since} (< {steps})")
+        return Finding(REWARD0, STRONG, f"reward 0.0 on {whole}{zero} logged steps{since}")
+    return Finding(REWARD0, WEAK, f"reward 0.0 on the last {zero} logged steps{since} (< {steps})")
 
 
 # --- engine starvation -------------------------------------------------------------------------

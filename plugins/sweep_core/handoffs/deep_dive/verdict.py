@@ -122,8 +122,13 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _step(d: dict[str, float]) -> int | None:
+    """The step a series entry's own line printed; None when it printed none (never its index)."""
+    return None if d.get("step") is None else int(d["step"])
+
+
 def _reward(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str], unknown: list[str]) -> None:
-    rewards = [(int(d.get("step", i)), d["reward"]) for i, d in enumerate(inp.series or []) if "reward" in d]
+    rewards = [(_step(d), d["reward"]) for d in inp.series or [] if "reward" in d]
     if not rewards:
         unknown.append("reward unknown: " + ("no log read" if inp.series is None else "no reward in any logged step"))
         return
@@ -135,7 +140,8 @@ def _reward(inp: DeepDiveInput, cfg: DeepDiveSection, sig: Signals, ok: list[str
     if zero:
         ok.append(f"reward 0.0 on the last {zero} logged steps (< {cfg.zero_reward_steps}): not yet all-reward-0")
     else:
-        ok.append(f"reward {_fmt(rewards[-1][1])} at step {rewards[-1][0]} ({len(rewards)} steps logged)")
+        at = "" if rewards[-1][0] is None else f" at step {rewards[-1][0]}"
+        ok.append(f"reward {_fmt(rewards[-1][1])}{at} ({len(rewards)} steps logged)")
 
 
 def _advancing(inp: DeepDiveInput, cfg: DeepDiveSection) -> bool | None:
