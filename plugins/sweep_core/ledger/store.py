@@ -253,15 +253,24 @@ def update_ledger(
     return result
 
 
-def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[Ledger], tuple[Ledger, T]]) -> T:
+def update_jobs(
+    run_log_dir: str | Path,
+    keys: Iterable[str],
+    change: Callable[[Ledger], tuple[Ledger, T]],
+    *,
+    top: bool = False,
+    notes: list[str] | None = None,
+) -> T:
     """A claim: ``change`` given a ledger that holds only the jobs ``keys`` (those stored) and the
     ledger row as read, under the lock of those jobs' rows alone (module docstring). ``change`` may
     add or alter entries of ``keys`` only and must leave the rest of the ledger as it was
-    (ValueError otherwise: use update_ledger). A damaged row falls back to update_ledger, which
-    recovers it."""
+    (ValueError otherwise: use update_ledger). ``top``: it may change the ledger row too (a
+    relaunch's series count, a digest told), which it then holds FOR UPDATE (a fold and the other
+    claims wait for it). Only the rows that changed are written. A damaged row falls back to
+    update_ledger, which recovers it."""
     wanted = set(keys)
     try:
-        with _txn(run_log_dir, shared=True) as rows:
+        with _txn(run_log_dir, shared=not top) as rows:
             text = rows.top()
             try:
                 ledger = _top(text)
@@ -271,14 +280,25 @@ def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[
             ledger.jobs, bad = _entries(stored)
             if bad or (text is None and rows.top(BEFORE) is not None):
                 raise _Damaged
-            top = _dumps(top_of(ledger))
+            before = _dumps(top_of(ledger))
             ledger, result = change(ledger)
-            if _dumps(top_of(ledger)) != top or not ledger.jobs.keys() <= wanted:
+            after = _dumps(top_of(ledger))
+            if (after != before and not top) or not ledger.jobs.keys() <= wanted:
                 raise ValueError("update_jobs: the change touched more than its jobs' rows: use update_ledger")
+            if after != before:
+                rows.write_top(after)
             rows.write_jobs(_changed(ledger, stored, placeholders), stored)
             return result
     except _Damaged:
-        return update_ledger(run_log_dir, change)
+        return update_ledger(run_log_dir, change, notes)
+
+
+def update_top(
+    run_log_dir: str | Path, change: Callable[[Ledger], tuple[Ledger, T]], notes: list[str] | None = None
+) -> T:
+    """A change of the ledger row alone (digests told, run outcomes, the hold): ``change`` is given
+    the ledger without its jobs, under the ledger row's lock; no job row is read or written."""
+    return update_jobs(run_log_dir, (), change, top=True, notes=notes)
 
 
 def _base(
