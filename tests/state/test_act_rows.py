@@ -84,7 +84,12 @@ def test_a_job_row_written_with_inline_acts_after_the_upgrade_is_moved_aside_nev
     ledger = load_ledger(tmp_path, notes)
     assert "'acts' is not list[dict[str, str]]" in ledger.hold  # held until a person confirms
     assert ledger.jobs["leo|1"].state == "RUNNING" and ledger.jobs["leo|1"].acts == []  # as it stood before r2
-    assert any("moved aside to corrupt-" in n for n in notes)
+    (note,) = [n for n in notes if "moved aside to corrupt-" in n]
+    gen = note.split("moved aside to ")[1].split(",")[0]
+    with rows_of(tmp_path) as rows:  # the row as stored, no reader in between
+        q = sa.text("SELECT body FROM sweep_state_jobs WHERE space=:s AND gen=:g AND job_key='leo|1'")
+        aside = json.loads(rows.conn.execute(q, {"s": rows.space, "g": gen}).scalar_one())
+    assert aside["unread"] == {"acts": [{"kind": "cancel"}], "handoffs": {}}  # what it held inline: kept, not lost
 
 
 def _jobs(n: int, state: str = "RUNNING"):

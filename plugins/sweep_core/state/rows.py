@@ -107,8 +107,9 @@ def split_body(body: str) -> Split | None:
 
 def join_body(core: str | None, act_texts: list[str], claimed: Mapping[str, str]) -> str | None:
     """The job's JSON text from its rows (None: a placeholder). A job row not JSON is returned as
-    it is; one holding ``acts``/``handoffs`` inline, or an act row not JSON, gets ``acts`` null:
-    either way the store's check of the entry fails and names the job."""
+    it is; one holding ``acts``/``handoffs`` inline, or an act row not JSON, gets ``acts`` set to
+    why (not a list: the store's check of the entry fails, names the job and moves it aside) and
+    what it held kept under ``unread``, so the copy moved aside loses nothing."""
     if core is None:
         return None
     try:
@@ -117,11 +118,15 @@ def join_body(core: str | None, act_texts: list[str], claimed: Mapping[str, str]
         return core
     if not isinstance(raw, dict):
         return core
-    inline = any(k in raw for k in INLINE)
+    if any(k in raw for k in INLINE):
+        why = "acts/handoffs inline in the job row (a format before schema 0004)"
+        unread = {k: raw.pop(k) for k in INLINE if k in raw}
+        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": unread})
     try:
-        got: Any = None if inline else [json.loads(t) for t in act_texts]
+        got = [json.loads(t) for t in act_texts]
     except (ValueError, RecursionError):
-        got = None
+        why = "an act row not JSON"
+        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": {"acts": act_texts}})
     return _dumps({**raw, "acts": got, "handoffs": dict(claimed)})
 
 
