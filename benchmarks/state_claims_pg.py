@@ -83,6 +83,8 @@ def _worker(
     os.environ["SWEEP_STATE_URL"] = url
     inside, start = sync
     _store(which).load_ledger(run_log_dir)  # engine made before the start
+    from sweep_core.handoffs.batch_job import usecase  # noqa: F401  imported before the start too
+
     for job, hold in plan:
         if who == "B" and job == "2":
             assert inside.wait(30)  # A holds job 1 now
