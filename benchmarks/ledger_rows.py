@@ -146,7 +146,7 @@ def _one_job(d: str, store: types.ModuleType, job: dict[str, str], whole: bool =
     rows through update_ledger, as 0cc8c1b's record_acts and claim_act did (every row read)."""
     act = {"kind": "cancel", "at": END.isoformat(), "run": "manual__1", "result": "scancel sent"}
     patched = [(ledger_acts, "update_jobs"), (batch, "update_jobs")]
-    saved = [getattr(m, n) for m, n in patched]
+    saved = [getattr(m, n, None) for m, n in patched]
     if store is not rows_store or whole:  # every change is update_ledger of the whole ledger
         for m, n in patched:
             setattr(m, n, lambda run_log_dir, _keys, change, **_: store.update_ledger(run_log_dir, change))
