@@ -177,3 +177,27 @@ def test_on_postgresql_two_workers_claiming_one_act_exactly_one_wins_and_another
     assert got == {"a": 1, "c": 0}  # exactly one wins
     (claim,) = acts_of(load_ledger(tmp_path), "leo", "1", "submitted")
     assert claim["run"] == "worker-a"
+
+
+@pytest.mark.slow
+def test_on_postgresql_a_row_store_of_today_upgraded_to_act_rows_reads_the_same(postgres_url, monkeypatch) -> None:
+    """The fixture's rows (0cc8c1b's, schema 0003) copied as they are into PostgreSQL at 0003, then
+    ``sweep-state upgrade``: the same ledger and re-run base as that code read."""
+    engine = db.new_engine(postgres_url)
+    migrate.upgrade(engine, to="0003")
+    src = db.new_engine(f"sqlite:///{FIXTURE / 'state.db'}")
+    tables = ("sweep_state_documents", "sweep_state_ledger", "sweep_state_jobs")
+    with src.connect() as a, engine.begin() as b:
+        for table in tables:
+            got = a.execute(sa.text(f"SELECT * FROM {table}")).mappings().all()
+            cols = ", ".join(got[0].keys())
+            marks = ", ".join(f":{c}" for c in got[0].keys())
+            b.execute(sa.text(f"INSERT INTO {table} ({cols}) VALUES ({marks})"), [dict(r) for r in got])
+    assert main(["upgrade", "--url", postgres_url]) == 0 and migrate.current(engine) == "0004"
+    monkeypatch.setenv(db.ENV, postgres_url)
+    expected = json.loads((FIXTURE / "expected.json").read_text())
+    for space in (SPACE, OTHER):
+        ledger = load_ledger(space)
+        assert ledger.to_dict() == expected[space]["ledger"]
+        assert ledger_for_run(space, ledger.run_id, ledger.window_end).to_dict() == expected[space]["rerun"]
+    assert len(_table(SPACE, "sweep_state_acts")) == 3
