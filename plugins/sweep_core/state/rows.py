@@ -1,5 +1,5 @@
 """The ledger as rows: one row per job (``sweep_state_jobs``, keyed by space and job key, its entry's
-JSON as body) and one for the rest of the ledger (``sweep_state_ledger``: windows, clusters, series,
+JSON but its acts and claims as body), its acts and claims (below) and one for the rest of the ledger (``sweep_state_ledger``: windows, clusters, series,
 relaunch counts, digests told, ...), in generations: ``now``; ``before`` (what the latest fold
 folded against, kept for a re-run of it: the ``before`` ledger row and, copy-on-write, the body each
 job row had before it was first written since that fold, NULL when it had none); ``corrupt-<stamp>``
