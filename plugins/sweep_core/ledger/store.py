@@ -1,10 +1,11 @@
 """Where the ledger lives: rows of the run-log directory's space in the state database
 (sweep_core.state.rows): one per job (its entry's JSON), one per act and per claim of a job, and
-one for the rest (windows, clusters, series, relaunch counts, digests told, ...). A transaction reads
-the rows and writes back only those that changed. A fold or any whole-ledger change holds the ledger row's lock; a claim
-(``update_jobs``: a hand-off given, an act recorded or claimed) holds only its own jobs' rows (and
-the ledger row shared), so claims of different jobs never wait on each other; a change of the
-ledger row alone (``update_top``) reads no job row. Backfills, runs by hand and workers on other hosts may fold at once.
+one for the rest (windows, clusters, series, relaunch counts, digests told, ...). A transaction
+reads the rows and writes back only those that changed. A fold or any whole-ledger change holds
+the ledger row's lock; a claim (``update_jobs``: a hand-off given, an act recorded or claimed)
+holds only its own jobs' rows (and the ledger row shared), so claims of different jobs never wait
+on each other; a change of the ledger row alone (``update_top``) reads no job row. Backfills, runs
+by hand and workers on other hosts may fold at once.
 
 ``before``: what the latest run folded against, so that a re-run of that run folds against it
 again: its ledger row, and for each job row written since that fold the body it had before (the
