@@ -4,8 +4,13 @@ transaction, the previous sweep already folded), one claim (give_once of ONE job
 hand-off's claim of one act costs), a claim of every completed job at once, and the bytes each
 writes (the text of every row or document written), and a sweep's fold when a tenth of the ledger's
 jobs are live (the rest ended and out of the window: a ledger keeps ended jobs 30 days). Snapshots are those of benchmarks/fan_in.py
-(3 clusters, every bucket, a quarter of the jobs ended). Best of 3.
-Usage: source scripts/env.sh && python benchmarks/ledger_rows.py
+(3 clusters, every bucket, a quarter of the jobs ended). Then what a hand-off does to one job: an act
+recorded (ledger.acts.record_acts, as cancel and cleanup store their acts) and an act claimed
+(batch_job.usecase.claim_act, as consolidate reserves a submission), on the document (update_ledger
+of the whole document) and on the rows (the job's own rows: its job, act and claim rows). On the
+default SQLite file, and with ``--pg`` on a throwaway PostgreSQL 15 too (tests/throwaway_pg.py).
+Best of 3.
+Usage: source scripts/env.sh && python benchmarks/ledger_rows.py [--pg]
 """
 
 from __future__ import annotations
@@ -23,9 +28,12 @@ from typing import Any
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fan_in import snapshots  # noqa: E402
 
+from sweep_core.handoffs.batch_job import usecase as batch  # noqa: E402
+from sweep_core.ledger import acts as ledger_acts  # noqa: E402
 from sweep_core.ledger import store as rows_store  # noqa: E402
 from sweep_core.ledger.fold import fold_sweep  # noqa: E402
 from sweep_core.ledger.runs import give_once  # noqa: E402
@@ -44,6 +52,7 @@ def document_store() -> types.ModuleType:
         ["git", "-C", str(root), "show", f"{DOCUMENT_STORE}:plugins/sweep_core/ledger/store.py"],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
+    src = src.replace("from sweep_core.cadence import", "from sweep_core.timing.cadence import")  # moved since
     mod = types.ModuleType("document_store_2127ded")
     exec(compile(src, f"{DOCUMENT_STORE}:plugins/sweep_core/ledger/store.py", "exec"), mod.__dict__)
     return mod
@@ -116,6 +125,10 @@ def measure(n: int, store: types.ModuleType) -> dict[str, float]:
             out["claimed"] = len(done)
         finally:
             mod.update_jobs = saved
+        out.update(_one_job(d, store, done[0]))
+        if store is rows_store:
+            whole = _one_job(d, store, done[1], whole=True)
+            out.update({f"whole_{k}": v for k, v in whole.items()})
         # steady state: a tenth of the ledger's jobs live, the rest ended and out of the window (kept 30 days)
         live = [_live(s, n // 10) for s in snaps]
         for k, run in enumerate(("scheduled__3", "scheduled__4")):
@@ -128,6 +141,32 @@ def measure(n: int, store: types.ModuleType) -> dict[str, float]:
         return out
 
 
+def _one_job(d: str, store: types.ModuleType, job: dict[str, str], whole: bool = False) -> dict[str, float]:
+    """An act recorded on one job and an act claimed on it (seconds, bytes written); ``whole``: on the
+    rows through update_ledger, as 0cc8c1b's record_acts and claim_act did (every row read)."""
+    act = {"kind": "cancel", "at": END.isoformat(), "run": "manual__1", "result": "scancel sent"}
+    patched = [(ledger_acts, "update_jobs"), (batch, "update_jobs")]
+    saved = [getattr(m, n, None) for m, n in patched]
+    if store is not rows_store or whole:  # every change is update_ledger of the whole ledger
+        for m, n in patched:
+            setattr(m, n, lambda run_log_dir, _keys, change, **_: store.update_ledger(run_log_dir, change))
+    w, out = Written(d), {}
+    try:
+        t0 = time.perf_counter()
+        ledger_acts.record_acts(d, [(job["cluster"], job["job_id"], job["name"], act)])
+        out["act_s"] = time.perf_counter() - t0
+        out["act_bytes"], _ = w.take()
+        t0 = time.perf_counter()
+        got = batch.claim_act(d, job, lambda _: 1, {"kind": "submitted", "run": "scheduled__2"})
+        out["claim_act_s"] = time.perf_counter() - t0
+        out["claim_act_bytes"], _ = w.take()
+        assert got == 1
+    finally:
+        for (m, n), f in zip(patched, saved, strict=True):
+            setattr(m, n, f)
+    return out
+
+
 def _live(s: Any, m: int) -> Any:
     """The snapshot with only its running jobs among the first ``m`` (nothing ended in the window)."""
     import dataclasses
@@ -136,11 +175,13 @@ def _live(s: Any, m: int) -> Any:
     return dataclasses.replace(s, running=keep, finished=[], pending=[])
 
 
-def main() -> None:
+def table(where: str) -> None:
     stores = {"document (2127ded)": document_store(), "rows": rows_store}
+    print(f"-- {where}")
     print(
         f"{'jobs':>7} {'store':<19} {'fold+save':>10} {'written':>10} {'claim 1':>9} {'written':>9}"
         f" {'claim all done':>15} {'written':>9} {'fold, 10% live':>15} {'written':>9}"
+        f" {'act 1':>9} {'written':>9} {'claim act':>9} {'written':>9}"
     )
     for n in SIZES:
         for name, store in stores.items():
@@ -150,9 +191,33 @@ def main() -> None:
                 f" {best['claim_s'] * 1000:>7.1f}ms {best['claim_bytes'] / 1024:>5.1f} KiB"
                 f" {best['claims_s']:>14.3f}s {best['claims_bytes'] / 1024:>5.0f} KiB"
                 f" {best['steady_s']:>14.3f}s {best['steady_bytes'] / 1024:>5.0f} KiB"
+                f" {best['act_s'] * 1000:>7.1f}ms {best['act_bytes'] / 1024:>5.1f} KiB"
+                f" {best['claim_act_s'] * 1000:>7.1f}ms {best['claim_act_bytes'] / 1024:>5.1f} KiB"
                 f"   (rows written: fold {best['fold_rows']:.0f}, 10% live {best['steady_rows']:.0f};"
                 f" {best['claimed']:.0f} completed jobs claimed)"
             )
+            if "whole_act_s" in best:
+                print(
+                    f"{'':>7} {'  act/claim act through update_ledger (0cc8c1b)':<131}"
+                    f" {best['whole_act_s'] * 1000:>7.1f}ms {best['whole_act_bytes'] / 1024:>5.1f} KiB"
+                    f" {best['whole_claim_act_s'] * 1000:>7.1f}ms {best['whole_claim_act_bytes'] / 1024:>5.1f} KiB"
+                )
+
+
+def main() -> None:
+    import os
+
+    os.environ.pop("SWEEP_STATE_URL", None)
+    table("SQLite (the default file under each run-log directory)")
+    if "--pg" in sys.argv[1:]:
+        from throwaway_pg import running
+
+        from sweep_core.state import db, migrate
+
+        with running() as url:
+            migrate.upgrade(db.new_engine(url))
+            os.environ["SWEEP_STATE_URL"] = url
+            table("PostgreSQL 15 (a throwaway server on 127.0.0.1)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Two workers claiming at once on PostgreSQL (a throwaway PostgreSQL 15 on 127.0.0.1, started and
-removed here: tests/throwaway_pg.py), the ledger holding 1,000 jobs, on the document store
-(2127ded's ledger/store.py, read from git) and on the rows:
+removed here: tests/throwaway_pg.py), the ledger holding 1,000 and 10,000 jobs, on the document
+store (2127ded's ledger/store.py, read from git) and on the rows, a claim being a hand-off given
+once (``update_jobs``: give_once's, the batch jobs' ``kind#attempt``) or, on the rows, a claim act
+(batch_job.usecase.claim_act: consolidate's reservation of a submission, an act row):
 
 - different jobs: worker A's claim of job 1 holds its transaction open HOLD_S seconds (a slow worker);
   worker B claims job 2 meanwhile: how long B waited;
@@ -25,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-JOBS, HOLD_S = 1_000, 2.0
+SIZES, HOLD_S = (1_000, 10_000), 2.0
 
 
 def _store(which: str) -> Any:
-    if which == "rows":
+    if which in ("rows", "act"):
         from sweep_core.ledger import store
 
         return store
@@ -39,15 +41,31 @@ def _store(which: str) -> Any:
 
 
 def _claim(which: str, run_log_dir: str, job: str, run: str, hold: float, inside: Any = None) -> str:
-    """Give job ``job``'s cleanup to ``run`` unless another run has it: '' = won, else who has it."""
+    """Claim job ``job`` for ``run`` unless another run has it: '' = won, else who has it."""
+    from sweep_core.ledger.acts import acts_of
     from sweep_core.ledger.given import given_by, mark_given
 
     store, item = _store(which), {"cluster": "leo", "job_id": job}
 
-    def change(ledger: Any) -> tuple[Any, str]:
+    def wait() -> None:
         if inside is not None:
             inside.set()
         time.sleep(hold)  # the transaction stays open: a slow worker
+
+    if which == "act":
+        from sweep_core.handoffs.batch_job import usecase as batch
+
+        def allowed(ledger: Any) -> int:
+            wait()
+            return 0 if acts_of(ledger, "leo", job, "submitted") else 1
+
+        got = batch.claim_act(run_log_dir, {**item, "name": f"sft__{job}"}, allowed, {"kind": "submitted", "run": run})
+        if got:
+            return ""
+        return next(a["run"] for a in acts_of(store.load_ledger(run_log_dir), "leo", job, "submitted"))
+
+    def change(ledger: Any) -> tuple[Any, str]:
+        wait()
         by = given_by(ledger, "cleanup", item)
         if by and by != run:
             return ledger, by
@@ -65,6 +83,8 @@ def _worker(
     os.environ["SWEEP_STATE_URL"] = url
     inside, start = sync
     _store(which).load_ledger(run_log_dir)  # engine made before the start
+    from sweep_core.handoffs.batch_job import usecase  # noqa: F401  imported before the start too
+
     for job, hold in plan:
         if who == "B" and job == "2":
             assert inside.wait(30)  # A holds job 1 now
@@ -75,14 +95,14 @@ def _worker(
         out.put((who, job, got, time.perf_counter() - t0))
 
 
-def measure(which: str, url: str) -> dict[str, Any]:
+def measure(which: str, url: str, jobs: int) -> dict[str, Any]:
     from sweep_core.ledger.entries import LedgerEntry
 
     os.environ["SWEEP_STATE_URL"] = url
     run_log_dir = tempfile.mkdtemp(prefix=f"claims-{which}-")
 
     def fold(ledger: Any) -> tuple[Any, None]:
-        for i in range(JOBS):
+        for i in range(jobs):
             ledger.jobs[f"leo|{i}"] = LedgerEntry("leo", str(i), f"sft__{i}", state="COMPLETED")
         return ledger, None
 
@@ -112,13 +132,17 @@ def main() -> None:
 
     with running() as url:
         migrate.upgrade(db.new_engine(url))
-        print(f"PostgreSQL 15, {JOBS:,} jobs in the ledger, each claim transaction held {HOLD_S:.1f} s")
+        print(f"PostgreSQL 15, each claim transaction held {HOLD_S:.1f} s")
         print(
-            f"{'store':<19} {'B claims job 2 while A holds job 1':>36} {'same act: winners':>18} {'loser waited':>13}"
+            f"{'jobs':>7} {'store':<19} {'B claims job 2 while A holds job 1':>36} {'same act: winners':>18}"
+            f" {'loser waited':>13}"
         )
-        for which in ("document (2127ded)", "rows"):
-            r = measure("rows" if which == "rows" else "document", url)
-            print(f"{which:<19} {r['b_other_job_s']:>34.3f} s {r['winners']:>18} {r['loser_s']:>11.2f} s")
+        for jobs in SIZES:
+            for which, kind in (("document (2127ded)", "document"), ("rows", "rows"), ("rows, claim act", "act")):
+                r = measure(kind, url, jobs)
+                print(
+                    f"{jobs:>7,} {which:<19} {r['b_other_job_s']:>34.3f} s {r['winners']:>18} {r['loser_s']:>11.2f} s"
+                )
 
 
 if __name__ == "__main__":

@@ -21,10 +21,14 @@ def test_upgrade_from_an_empty_database_creates_the_schema_in_its_own_version_ta
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     assert migrate.current(db.new_engine(url)) is None
     assert main(["upgrade", "--url", url]) == 0
-    assert f"at {migrate.head()} (upgraded from empty through 0001, 0002, {migrate.head()})" in capsys.readouterr().out
+    assert (
+        f"at {migrate.head()} (upgraded from empty through 0001, 0002, 0003, {migrate.head()})"
+        in capsys.readouterr().out
+    )
     tables = set(sa.inspect(db.new_engine(url)).get_table_names())
     # nothing of Airflow's, no alembic_version
-    ledger, chain = {"sweep_state_ledger", "sweep_state_jobs"}, {"sweep_state_chain_cells"}
+    ledger = {"sweep_state_ledger", "sweep_state_jobs", "sweep_state_acts", "sweep_state_claims"}
+    chain = {"sweep_state_chain_cells"}
     assert tables == {"sweep_state_version", "sweep_state_documents"} | ledger | chain
     assert main(["upgrade", "--url", url]) == 0
     assert "(already there)" in capsys.readouterr().out

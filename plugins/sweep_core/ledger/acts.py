@@ -6,7 +6,7 @@ Each act is a flat object of strings; its ``kind`` is one of ActKind.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -14,7 +14,7 @@ from typing import Any
 
 from sweep_core.ledger.entries import Ledger, LedgerEntry, SeriesRelaunches
 from sweep_core.ledger.given import release_given
-from sweep_core.ledger.store import load_ledger, update_ledger
+from sweep_core.ledger.store import load_ledger, update_jobs
 
 MAX_ACTS = 50  # per job; the oldest go first
 CANCEL_KIND = "cancel"  # the per-job hand-off kind (ledger.runs.PER_JOB) a request was given under
@@ -138,14 +138,29 @@ def link_acts(
     return [(cluster, new_id, name, {**keep, "kind": ActKind.RELAUNCHED_FROM, "from": f"{cluster}|{old_id}"})]
 
 
+def act_rows(
+    acts: Iterable[tuple[str, str, str, Mapping[str, Any]]], release: Iterable[Mapping[str, Any]] = ()
+) -> tuple[set[str], bool]:
+    """The job rows storing ``acts`` (and releasing ``release``) touches: each act's job, the job a
+    relaunch link comes from; and whether it changes the ledger row too (a relaunch counted in its
+    series, a "cap reached" escalation marked there)."""
+    keys = {f"{c}|{j}" for c, j, _, _ in acts} | {f"{r['cluster']}|{r['job_id']}" for r in release}
+    keys |= {str(a["from"]) for _, _, _, a in acts if a.get("kind") == ActKind.RELAUNCHED_FROM and a.get("from")}
+    top = any(
+        a.get("kind") == ActKind.RELAUNCH or (a.get("kind") == ActKind.ESCALATED and a.get("cap")) for *_, a in acts
+    )
+    return keys, top
+
+
 def record_acts(
     run_log_dir: str | Path,
     acts: list[tuple[str, str, str, Mapping[str, Any]]],
     *,
     release: list[Mapping[str, Any]] = (),  # type: ignore[assignment]
 ) -> Ledger:
-    """Store ``(cluster, job id, name, act)`` each under the ledger lock; ``release``: jobs whose
-    cancel hand-off is released (asked again next sweep). Returns the ledger as saved."""
+    """Store ``(cluster, job id, name, act)`` each under the lock of those jobs' rows (act_rows);
+    ``release``: jobs whose cancel hand-off is released (asked again next sweep). Returns the ledger
+    as saved: its ledger row and the jobs these acts and releases touched."""
 
     def change(ledger: Ledger) -> tuple[Ledger, Ledger]:
         for cluster, job_id, name, act in acts:
@@ -154,7 +169,8 @@ def record_acts(
         release_given(ledger, CANCEL_KIND, list(release))
         return ledger, ledger
 
-    return update_ledger(run_log_dir, change)
+    keys, top = act_rows(acts, release)
+    return update_jobs(run_log_dir, keys, change, top=top)
 
 
 def _inherit_series(ledger: Ledger, cluster: str, job_id: str, act: Mapping[str, Any]) -> None:

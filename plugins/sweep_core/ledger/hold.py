@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import load_ledger, update_ledger
+from sweep_core.ledger.store import load_ledger, update_top
 
 CONFIRM_PARAM = "confirm_ledger_reset"
 
@@ -40,5 +40,5 @@ def confirm_reset(run_log_dir: str | Path, by: str) -> str:
         old, ledger.hold = ledger.hold, ""
         return ledger, old
 
-    cleared = update_ledger(run_log_dir, change)
+    cleared = update_top(run_log_dir, change)
     return f"ledger hold cleared by {by}: was {cleared}" if cleared else ""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger, WatchStreak
-from sweep_core.ledger.store import update_ledger
+from sweep_core.ledger.store import update_top
 
 
 def note_outcome(ledger: Ledger, run_id: str, ok: bool, when: str) -> int:
@@ -30,7 +30,7 @@ def record_outcome(run_log_dir: str | Path, run_id: str, ok: bool, when: str) ->
     def change(ledger: Ledger) -> tuple[Ledger, tuple[int, str]]:
         return ledger, (note_outcome(ledger, run_id, ok, when), ledger.last_success)
 
-    return update_ledger(run_log_dir, change)
+    return update_top(run_log_dir, change)
 
 
 def tells_failing(streak: int, every: int | None) -> bool:
@@ -88,4 +88,4 @@ def record_watch_outcome(
         )
         return ledger, told
 
-    return update_ledger(run_log_dir, change)
+    return update_top(run_log_dir, change)

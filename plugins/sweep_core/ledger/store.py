@@ -1,9 +1,11 @@
 """Where the ledger lives: rows of the run-log directory's space in the state database
-(sweep_core.state.rows): one per job (its entry's JSON) and one for the rest (windows, clusters,
-series, relaunch counts, digests told, ...). A transaction reads the rows and writes back only those
-that changed. A fold or any whole-ledger change holds the ledger row's lock; a claim
-(``update_jobs``) holds only its own jobs' rows (and the ledger row shared), so claims of different
-jobs never wait on each other. Backfills, runs by hand and workers on other hosts may fold at once.
+(sweep_core.state.rows): one per job (its entry's JSON), one per act and per claim of a job, and
+one for the rest (windows, clusters, series, relaunch counts, digests told, ...). A transaction
+reads the rows and writes back only those that changed. A fold or any whole-ledger change holds
+the ledger row's lock; a claim (``update_jobs``: a hand-off given, an act recorded or claimed)
+holds only its own jobs' rows (and the ledger row shared), so claims of different jobs never wait
+on each other; a change of the ledger row alone (``update_top``) reads no job row. Backfills, runs
+by hand and workers on other hosts may fold at once.
 
 ``before``: what the latest run folded against, so that a re-run of that run folds against it
 again: its ledger row, and for each job row written since that fold the body it had before (the
@@ -253,15 +255,24 @@ def update_ledger(
     return result
 
 
-def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[Ledger], tuple[Ledger, T]]) -> T:
+def update_jobs(
+    run_log_dir: str | Path,
+    keys: Iterable[str],
+    change: Callable[[Ledger], tuple[Ledger, T]],
+    *,
+    top: bool = False,
+    notes: list[str] | None = None,
+) -> T:
     """A claim: ``change`` given a ledger that holds only the jobs ``keys`` (those stored) and the
     ledger row as read, under the lock of those jobs' rows alone (module docstring). ``change`` may
     add or alter entries of ``keys`` only and must leave the rest of the ledger as it was
-    (ValueError otherwise: use update_ledger). A damaged row falls back to update_ledger, which
-    recovers it."""
+    (ValueError otherwise: use update_ledger). ``top``: it may change the ledger row too (a
+    relaunch's series count, a digest told), which it then holds FOR UPDATE (a fold and the other
+    claims wait for it). Only the rows that changed are written. A damaged row falls back to
+    update_ledger, which recovers it."""
     wanted = set(keys)
     try:
-        with _txn(run_log_dir, shared=True) as rows:
+        with _txn(run_log_dir, shared=not top) as rows:
             text = rows.top()
             try:
                 ledger = _top(text)
@@ -271,14 +282,25 @@ def update_jobs(run_log_dir: str | Path, keys: Iterable[str], change: Callable[[
             ledger.jobs, bad = _entries(stored)
             if bad or (text is None and rows.top(BEFORE) is not None):
                 raise _Damaged
-            top = _dumps(top_of(ledger))
+            before = _dumps(top_of(ledger))
             ledger, result = change(ledger)
-            if _dumps(top_of(ledger)) != top or not ledger.jobs.keys() <= wanted:
+            after = _dumps(top_of(ledger))
+            if (after != before and not top) or not ledger.jobs.keys() <= wanted:
                 raise ValueError("update_jobs: the change touched more than its jobs' rows: use update_ledger")
+            if after != before:
+                rows.write_top(after)
             rows.write_jobs(_changed(ledger, stored, placeholders), stored)
             return result
     except _Damaged:
-        return update_ledger(run_log_dir, change)
+        return update_ledger(run_log_dir, change, notes)
+
+
+def update_top(
+    run_log_dir: str | Path, change: Callable[[Ledger], tuple[Ledger, T]], notes: list[str] | None = None
+) -> T:
+    """A change of the ledger row alone (digests told, run outcomes, the hold): ``change`` is given
+    the ledger without its jobs, under the ledger row's lock; no job row is read or written."""
+    return update_jobs(run_log_dir, (), change, top=True, notes=notes)
 
 
 def _base(

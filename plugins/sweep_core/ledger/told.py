@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import load_ledger, update_ledger
+from sweep_core.ledger.store import load_ledger, update_top
 
 KEEP_RUNS = 200
 
@@ -37,4 +37,4 @@ def mark_told(run_log_dir: str | Path, run_id: str, channel: str, text: str, not
             del ledger.told[old]
         return ledger, None
 
-    update_ledger(run_log_dir, change, notes)
+    update_top(run_log_dir, change, notes)

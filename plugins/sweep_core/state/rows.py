@@ -1,5 +1,5 @@
 """The ledger as rows: one row per job (``sweep_state_jobs``, keyed by space and job key, its entry's
-JSON as body) and one for the rest of the ledger (``sweep_state_ledger``: windows, clusters, series,
+JSON but its acts and claims as body), its acts and claims (below) and one for the rest of the ledger (``sweep_state_ledger``: windows, clusters, series,
 relaunch counts, digests told, ...), in generations: ``now``; ``before`` (what the latest fold
 folded against, kept for a re-run of it: the ``before`` ledger row and, copy-on-write, the body each
 job row had before it was first written since that fold, NULL when it had none); ``corrupt-<stamp>``
@@ -10,12 +10,23 @@ Locks (PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` takes the whole file): a whole-l
 each other for it, a fold waits for them and they for it) and its own job rows FOR UPDATE, so two
 claims of different jobs never wait on each other and two of one job run one after the other.
 A row to lock is inserted first (body NULL: no job, no ledger) when there is none yet.
+
+A job's acts and claims are rows of their own (schema 0004): ``sweep_state_acts`` (one per act, in
+order of ``seq``) and ``sweep_state_claims`` (one per hand-off kind given: the run that claimed it),
+beside its row in ``sweep_state_jobs`` (the rest of its entry). The store sees a job as one JSON
+text (``join_body``); a write splits it again (``split_body``) and writes only the act and claim
+rows that changed. A job row that still holds ``acts`` or ``handoffs`` inline (a format before 0004,
+written past the migration) reads as damaged: the store moves it aside, never reads it as a job.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
+import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -41,6 +52,82 @@ jobs = sa.Table(
     sa.Column("body", sa.Text(), nullable=True),
     sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
 )
+acts = sa.Table(  # created by migrations/v0004_act_rows.py
+    "sweep_state_acts",
+    metadata,
+    sa.Column("space", sa.Text(), primary_key=True),
+    sa.Column("gen", sa.Text(), primary_key=True),
+    sa.Column("job_key", sa.Text(), primary_key=True),
+    sa.Column("seq", sa.Integer(), primary_key=True),
+    sa.Column("body", sa.Text(), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+claims = sa.Table(
+    "sweep_state_claims",
+    metadata,
+    sa.Column("space", sa.Text(), primary_key=True),
+    sa.Column("gen", sa.Text(), primary_key=True),
+    sa.Column("job_key", sa.Text(), primary_key=True),
+    sa.Column("kind", sa.Text(), primary_key=True),
+    sa.Column("run_id", sa.Text(), nullable=False),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+INLINE = ("acts", "handoffs")  # the entry fields that live in rows of their own
+
+
+@dataclass
+class Split:
+    """One job's text as rows: its job row's body, its acts' texts in order, its claims."""
+
+    core: str
+    acts: list[str] = field(default_factory=list)
+    claims: dict[str, str] = field(default_factory=dict)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)
+
+
+def split_body(body: str) -> Split | None:
+    """A job's JSON text as its rows; None when it is not an object with a list ``acts`` and an
+    object of strings ``handoffs`` (kept whole in the job row: the store reads it as damaged)."""
+    try:
+        raw = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    got_acts, got_claims = raw.pop("acts", []), raw.pop("handoffs", {})
+    if not isinstance(got_acts, list) or not isinstance(got_claims, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in got_claims.items()):
+        return None
+    return Split(_dumps(raw), [_dumps(a) for a in got_acts], dict(got_claims))
+
+
+def join_body(core: str | None, act_texts: list[str], claimed: Mapping[str, str]) -> str | None:
+    """The job's JSON text from its rows (None: a placeholder). A job row not JSON is returned as
+    it is; one holding ``acts``/``handoffs`` inline, or an act row not JSON, gets ``acts`` set to
+    why (not a list: the store's check of the entry fails, names the job and moves it aside) and
+    what it held kept under ``unread``, so the copy moved aside loses nothing."""
+    if core is None:
+        return None
+    try:
+        raw = json.loads(core)
+    except (ValueError, RecursionError):
+        return core
+    if not isinstance(raw, dict):
+        return core
+    if any(k in raw for k in INLINE):
+        why = "acts/handoffs inline in the job row (a format before schema 0004)"
+        unread = {k: raw.pop(k) for k in INLINE if k in raw}
+        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": unread})
+    try:
+        got = [json.loads(t) for t in act_texts]
+    except (ValueError, RecursionError):
+        why = "an act row not JSON"
+        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": {"acts": act_texts}})
+    return _dumps({**raw, "acts": got, "handoffs": dict(claimed)})
 
 
 def _now() -> dt.datetime:
@@ -92,8 +179,7 @@ class LedgerRows:
         )
 
     # -- the job rows --------------------------------------------------------------------------
-    def jobs(self, gen: str = NOW, keys: Iterable[str] | None = None, *, nulls: bool = False) -> dict[str, str | None]:
-        """Job key -> body of ``gen`` (all, or those of ``keys``); NULL bodies only with ``nulls``."""
+    def _core(self, gen: str, keys: Iterable[str] | None, nulls: bool) -> dict[str, str | None]:
         q = sa.select(jobs.c.job_key, jobs.c.body).where(jobs.c.space == self.space, jobs.c.gen == gen)
         if not nulls:
             q = q.where(jobs.c.body.is_not(None))
@@ -103,6 +189,41 @@ class LedgerRows:
         for part in _chunks(keys):
             out.update({k: b for k, b in self.conn.execute(q.where(jobs.c.job_key.in_(part)))})
         return out
+
+    def _acts(self, gen: str, keys: Iterable[str] | None) -> dict[str, list[tuple[int, str]]]:
+        """Job key -> its act rows (seq, text) in order."""
+        q = sa.select(acts.c.job_key, acts.c.seq, acts.c.body).where(acts.c.space == self.space, acts.c.gen == gen)
+        parts: Iterable[Any] = [None] if keys is None else _chunks(keys)
+        out: dict[str, list[tuple[int, str]]] = {}
+        for part in parts:
+            sel = q if part is None else q.where(acts.c.job_key.in_(part))
+            for k, seq, body in self.conn.execute(sel.order_by(acts.c.job_key, acts.c.seq)):
+                out.setdefault(k, []).append((seq, body))
+        return out
+
+    def _claims(self, gen: str, keys: Iterable[str] | None) -> dict[str, dict[str, str]]:
+        """Job key -> hand-off kind -> the run that claimed it."""
+        q = sa.select(claims.c.job_key, claims.c.kind, claims.c.run_id).where(
+            claims.c.space == self.space, claims.c.gen == gen
+        )
+        parts: Iterable[Any] = [None] if keys is None else _chunks(keys)
+        out: dict[str, dict[str, str]] = {}
+        for part in parts:
+            sel = q if part is None else q.where(claims.c.job_key.in_(part))
+            for k, kind, run in self.conn.execute(sel):
+                out.setdefault(k, {})[kind] = run
+        return out
+
+    def jobs(self, gen: str = NOW, keys: Iterable[str] | None = None, *, nulls: bool = False) -> dict[str, str | None]:
+        """Job key -> its JSON text of ``gen`` (join_body of its rows; all, or those of ``keys``);
+        NULL bodies only with ``nulls``."""
+        wanted = None if keys is None else sorted(set(keys))
+        core = self._core(gen, wanted, nulls)
+        live = [k for k, b in core.items() if b is not None]
+        if not live:
+            return core
+        got_acts, got_claims = self._acts(gen, wanted), self._claims(gen, wanted)
+        return {k: join_body(b, [t for _, t in got_acts.get(k, [])], got_claims.get(k, {})) for k, b in core.items()}
 
     def lock_jobs(self, keys: Iterable[str]) -> tuple[dict[str, str], set[str]]:
         """Hold these job rows FOR UPDATE (a row inserted first where there is none): their bodies,
@@ -121,27 +242,33 @@ class LedgerRows:
         return bodies, set(got) - set(bodies)
 
     def write_jobs(self, changed: Mapping[str, str | None], old: Mapping[str, str | None]) -> None:
-        """Write the ``changed`` job rows (None: the job is gone, its row deleted). While a ``before``
-        is kept, each row's body before its first write since that fold (``old``) is kept first."""
+        """Write the ``changed`` jobs (None: the job is gone, its rows deleted), given their texts as
+        read (``old``). While a ``before`` is kept, each job's text before its first write since that
+        fold is kept first."""
         if not changed:
             return
-        keep = [
-            {"space": self.space, "gen": BEFORE, "job_key": k, "body": old.get(k), "updated_at": _now()}
-            for k, b in changed.items()
-            if b is not None or old.get(k) is not None  # a placeholder let go: nothing to keep
-        ]
-        if keep and self.top(BEFORE) is not None:
-            self.conn.execute(
-                self._insert(jobs).on_conflict_do_nothing(index_elements=[jobs.c.space, jobs.c.gen, jobs.c.job_key]),
-                keep,
-            )
-        self.put_jobs({k: b for k, b in changed.items() if b is not None}, NOW)
+        if self.top(BEFORE) is not None:
+            touched = [k for k, b in changed.items() if b is not None or old.get(k) is not None]
+            kept = set(self._core(BEFORE, touched, True))
+            self.put_jobs({k: old.get(k) for k in touched if k not in kept}, BEFORE, fresh=True)
+        self.put_jobs({k: b for k, b in changed.items() if b is not None}, NOW, old)
         self.delete_jobs([k for k, b in changed.items() if b is None], NOW)
 
-    def put_jobs(self, bodies: Mapping[str, str | None], gen: str) -> None:
-        """Upsert these rows of ``gen`` as given (no copy kept)."""
+    def put_jobs(
+        self,
+        bodies: Mapping[str, str | None],
+        gen: str,
+        old: Mapping[str, str | None] | None = None,
+        *,
+        fresh: bool = False,
+    ) -> None:
+        """Upsert these jobs of ``gen`` as given (no copy kept): the job row, and the act and claim rows
+        that differ from those stored (``old``: the texts as read, so that a job whose acts and claims
+        did not change costs no read of them; ``fresh``: none are stored, nothing to read)."""
         if not bodies:
             return
+        now = _now()
+        parts = {k: (split_body(b) if b is not None else None) for k, b in bodies.items()}
         stmt = self._insert(jobs)
         self.conn.execute(
             stmt.on_conflict_do_update(
@@ -149,21 +276,118 @@ class LedgerRows:
                 set_={"body": stmt.excluded.body, "updated_at": stmt.excluded.updated_at},
             ),
             [
-                {"space": self.space, "gen": gen, "job_key": k, "body": b, "updated_at": _now()}
-                for k, b in bodies.items()
+                {"space": self.space, "gen": gen, "job_key": k, "body": p.core if p else bodies[k], "updated_at": now}
+                for k, p in parts.items()
             ],
         )
+        was = {k: split_body(t) for k, t in (old or {}).items() if k in parts and t is not None}
+        new_acts = {k: p.acts if p else [] for k, p in parts.items()}
+        new_claims = {k: p.claims if p else {} for k, p in parts.items()}
+        if old is not None:  # only the jobs whose acts (claims) differ from those read
+            new_acts = {k: v for k, v in new_acts.items() if (w := was.get(k)) is None or w.acts != v}
+            new_claims = {k: v for k, v in new_claims.items() if (w := was.get(k)) is None or w.claims != v}
+        self._put_acts(gen, new_acts, now, fresh)
+        self._put_claims(gen, new_claims, now, fresh)
+
+    def _put_acts(self, gen: str, new: Mapping[str, list[str]], now: dt.datetime, fresh: bool) -> None:
+        """Each job's act rows made ``new`` (its acts' texts in order): rows kept as they are where the
+        texts match, an act changed in place keeps its ``seq``, new ones appended; anything else
+        (an act inserted between two) renumbers that job's acts."""
+        if not new:
+            return
+        stored = {} if fresh else self._acts(gen, list(new))
+        drop: list[dict[str, Any]] = []
+        put: list[dict[str, Any]] = []
+        for key, texts in new.items():
+            have = stored.get(key, [])
+            seqs, olds = [s for s, _ in have], [t for _, t in have]
+            if olds == texts:
+                continue
+            mine_drop: list[int] = []
+            mine_put: list[tuple[int, str]] = []
+            ok = True
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=olds, b=texts, autojunk=False).get_opcodes():
+                if tag == "delete":
+                    mine_drop += seqs[i1:i2]
+                elif tag == "replace" and i2 - i1 == j2 - j1:  # changed in place (a claim act filled)
+                    mine_put += list(zip(seqs[i1:i2], texts[j1:j2], strict=True))
+                elif tag == "insert" and i1 == len(olds):  # appended
+                    mine_put += [(max(seqs, default=-1) + 1 + n, t) for n, t in enumerate(texts[j1:j2])]
+                elif tag != "equal":
+                    ok = False
+                    break
+            if not ok:  # renumbered: every old row goes, the list is written anew
+                mine_drop, mine_put = seqs, list(enumerate(texts))
+            drop += [{"k": key, "s": s} for s in mine_drop]
+            put += [
+                {"space": self.space, "gen": gen, "job_key": key, "seq": s, "body": t, "updated_at": now}
+                for s, t in mine_put
+            ]
+        if drop:
+            self.conn.execute(
+                sa.delete(acts).where(
+                    acts.c.space == self.space,
+                    acts.c.gen == gen,
+                    acts.c.job_key == sa.bindparam("k"),
+                    acts.c.seq == sa.bindparam("s"),
+                ),
+                drop,
+            )
+        if put:
+            stmt = self._insert(acts)
+            self.conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=[acts.c.space, acts.c.gen, acts.c.job_key, acts.c.seq],
+                    set_={"body": stmt.excluded.body, "updated_at": stmt.excluded.updated_at},
+                ),
+                put,
+            )
+
+    def _put_claims(self, gen: str, new: Mapping[str, Mapping[str, str]], now: dt.datetime, fresh: bool) -> None:
+        """Each job's claim rows made ``new`` (kind -> run): only the rows that differ written."""
+        if not new:
+            return
+        stored = {} if fresh else self._claims(gen, list(new))
+        drop = [{"k": k, "n": kind} for k, mine in new.items() for kind in stored.get(k, {}).keys() - mine.keys()]
+        put = [
+            {"space": self.space, "gen": gen, "job_key": k, "kind": kind, "run_id": run, "updated_at": now}
+            for k, mine in new.items()
+            for kind, run in mine.items()
+            if stored.get(k, {}).get(kind) != run
+        ]
+        if drop:
+            self.conn.execute(
+                sa.delete(claims).where(
+                    claims.c.space == self.space,
+                    claims.c.gen == gen,
+                    claims.c.job_key == sa.bindparam("k"),
+                    claims.c.kind == sa.bindparam("n"),
+                ),
+                drop,
+            )
+        if put:
+            stmt = self._insert(claims)
+            self.conn.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=[claims.c.space, claims.c.gen, claims.c.job_key, claims.c.kind],
+                    set_={"run_id": stmt.excluded.run_id, "updated_at": stmt.excluded.updated_at},
+                ),
+                put,
+            )
 
     def delete_jobs(self, keys: Iterable[str], gen: str) -> None:
+        """These jobs of ``gen`` gone: their job, act and claim rows."""
         for part in _chunks(keys):
-            self.conn.execute(
-                sa.delete(jobs).where(jobs.c.space == self.space, jobs.c.gen == gen, jobs.c.job_key.in_(part))
-            )
+            for table in (jobs, acts, claims):
+                self.conn.execute(
+                    sa.delete(table).where(table.c.space == self.space, table.c.gen == gen, table.c.job_key.in_(part))
+                )
 
     def start_before(self, body: str | None) -> None:
         """A new fold: the ledger row of ``before`` replaced (None: none kept), its job rows dropped
         (copy-on-write anew)."""
-        self.conn.execute(sa.delete(jobs).where(jobs.c.space == self.space, jobs.c.gen == BEFORE))
+        for table in (jobs, acts, claims):
+            self.conn.execute(sa.delete(table).where(table.c.space == self.space, table.c.gen == BEFORE))
         self.write_top(body, BEFORE)
 
     def move_aside(self, stamp: str, top: str | None, bad: Mapping[str, str]) -> str:

@@ -1,6 +1,6 @@
-"""The batch-job machine's use-case: exactly once. A submission is claimed in the ledger (under its
-lock) BEFORE sbatch runs; ONE session submits a cluster's claimed jobs; each claim is then filled
-with its Slurm id, released when nothing of it ran (REFUSED / NOT_SENT), or kept when its outcome
+"""The batch-job machine's use-case: exactly once. A submission is claimed in the ledger (under the
+lock of its job's rows alone: a claim of another job never waits on it) BEFORE sbatch runs; ONE
+session submits a cluster's claimed jobs; each claim is then filled with its Slurm id, released when nothing of it ran (REFUSED / NOT_SENT), or kept when its outcome
 is UNKNOWN (found next run by its job name: batch_job.plan.reconcile, never re-sent blind).
 
 Two claim records, one rule: a ``kind#attempt`` hand-off mark on the job's ledger entry
@@ -18,10 +18,10 @@ from typing import Any
 from sweep_core.handoffs.batch_job.plan import Submission
 from sweep_core.handoffs.batch_job.remote import build_submit_script, read_submit
 from sweep_core.handoffs.ports import RunScript
-from sweep_core.ledger.acts import add_act
+from sweep_core.ledger.acts import act_rows, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.given import given_by, mark_given, release_given
-from sweep_core.ledger.store import update_jobs, update_ledger
+from sweep_core.ledger.store import update_jobs
 from sweep_core.slurm.gather import new_marker
 
 Key = Mapping[str, str]  # {"cluster", "job_id", "name"}: the ledger entry a claim is on
@@ -80,7 +80,8 @@ def settle(
         return ledger, None
 
     if in_flight or acts or release:
-        update_ledger(ledger_dir, change)
+        keys, top = act_rows(acts, [key for key, _ in [*in_flight, *release]])
+        update_jobs(ledger_dir, keys, change, top=top)  # these jobs' rows (and the ledger row for a relaunch)
 
 
 def release(ledger_dir: str | Path, kind: str, items: Sequence[tuple[Key, int | str]]) -> None:
@@ -92,7 +93,7 @@ def release(ledger_dir: str | Path, kind: str, items: Sequence[tuple[Key, int | 
         return ledger, None
 
     if items:
-        update_ledger(ledger_dir, change)
+        update_jobs(ledger_dir, {f"{key['cluster']}|{key['job_id']}" for key, _ in items}, change)
 
 
 def claim_act(
@@ -102,8 +103,9 @@ def claim_act(
     act: Mapping[str, Any],
     touch: Callable[[Ledger], None] = lambda _: None,
 ) -> int:
-    """Under the ledger lock: ``allowed(ledger)`` says the attempt this run may claim (0 = none);
-    a claim act (``act`` with ``job`` '' and that ``attempt``) is added to the entry."""
+    """Under the lock of the entry's row alone: ``allowed(ledger)`` says the attempt this run may
+    claim (0 = none); a claim act (``act`` with ``job`` '' and that ``attempt``) is added to the
+    entry. ``allowed`` and ``touch`` see (and ``touch`` may change) that entry only."""
 
     def change(ledger: Ledger) -> tuple[Ledger, int]:
         attempt = allowed(ledger)
@@ -112,7 +114,7 @@ def claim_act(
             touch(ledger)
         return ledger, attempt
 
-    return update_ledger(ledger_dir, change)
+    return update_jobs(ledger_dir, {f"{entry['cluster']}|{entry['job_id']}"}, change)
 
 
 def _claimed(ledger: Ledger, cluster: str, entry_id: str, kind: str, attempt: int) -> list[dict[str, str]]:
@@ -135,7 +137,7 @@ def fill_act(ledger_dir: str | Path, cluster: str, entry_id: str, kind: str, att
                 a["problem"] = why[:300]
         return ledger, None
 
-    update_ledger(ledger_dir, change)
+    update_jobs(ledger_dir, {f"{cluster}|{entry_id}"}, change)
 
 
 def drop_act(ledger_dir: str | Path, cluster: str, entry_id: str, kind: str, attempt: int) -> None:
@@ -148,7 +150,7 @@ def drop_act(ledger_dir: str | Path, cluster: str, entry_id: str, kind: str, att
             e.acts = [a for a in e.acts if all(a is not m for m in mine)]
         return ledger, None
 
-    update_ledger(ledger_dir, change)
+    update_jobs(ledger_dir, {f"{cluster}|{entry_id}"}, change)
 
 
 def submit(

@@ -21,9 +21,9 @@ from typing import Any
 
 from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.kernel.attempt import Kinds, Record, record_of
-from sweep_core.ledger.acts import acts_of, add_act
+from sweep_core.ledger.acts import act_rows, acts_of, add_act
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import update_ledger
+from sweep_core.ledger.store import update_jobs
 from sweep_core.records.vocab import Bucket
 
 
@@ -74,8 +74,8 @@ def _touch(ledger: Ledger, cluster: str, array_id: str, stamp: str) -> None:
 
 
 def record(run_log_dir: str | Path, acts: list[tuple[str, str, str, dict[str, Any]]]) -> Ledger:
-    """Store ``(cluster, array id, name, act)`` each under the ledger lock (an act already there is
-    not added twice)."""
+    """Store ``(cluster, array id, name, act)`` each under the lock of those arrays' rows alone (an act
+    already there is not added twice); the ledger as saved: its ledger row and those entries."""
     stamp = now_iso()
 
     def change(ledger: Ledger) -> tuple[Ledger, Ledger]:
@@ -84,7 +84,8 @@ def record(run_log_dir: str | Path, acts: list[tuple[str, str, str, dict[str, An
             _touch(ledger, cluster, array_id, stamp)
         return ledger, ledger
 
-    return update_ledger(run_log_dir, change)
+    keys, top = act_rows(acts)
+    return update_jobs(run_log_dir, keys, change, top=top)
 
 
 def reserve(run_log_dir: str | Path, target: Any, run_id: str) -> int:

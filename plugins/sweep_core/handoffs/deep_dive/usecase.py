@@ -30,7 +30,7 @@ from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
 from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import update_ledger
+from sweep_core.ledger.store import update_jobs
 from sweep_core.slurm.gather import new_marker
 
 _SENT = re.compile(r"^(?:\d+: )?sent (\d+) (\S+)$", re.M)  # a line of the signal step (srun --label)
@@ -183,8 +183,9 @@ def settle(
     unknown_reprobes: int,
     cancel_run: HandoffRun | None = None,
 ) -> tuple[list[dict[str, str]], list[str]]:
-    """The verdicts into the ledger under its lock (follow_up.settle_verdicts): (the KILL jobs to
-    hand to sweep_cancel run ``cancel_run`` now, the lines said)."""
+    """The verdicts into the ledger under the lock of their jobs' rows (and the ledger row:
+    follow_up.settle_verdicts): (the KILL jobs to hand to sweep_cancel run ``cancel_run`` now, the
+    lines said)."""
     if not verdicts:
         return [], []
     stamp = at.astimezone(dt.UTC).isoformat()
@@ -195,7 +196,8 @@ def settle(
         )
         return ledger, got
 
-    return update_ledger(run_log_dir, change)
+    keys = {f"{v['cluster']}|{v['job_id']}" for v in verdicts}
+    return update_jobs(run_log_dir, keys, change, top=True)
 
 
 def deep_dive_record(got: Mapping[str, Any]) -> str:

@@ -31,6 +31,16 @@ _docs = sa.table(
 )
 
 
+_jobs = sa.table(
+    "sweep_state_jobs",
+    sa.column("space", sa.Text()),
+    sa.column("gen", sa.Text()),
+    sa.column("job_key", sa.Text()),
+    sa.column("body", sa.Text()),
+    sa.column("updated_at", sa.DateTime(timezone=True)),
+)
+
+
 def upgrade() -> None:
     for name, extra in (
         ("sweep_state_ledger", []),
@@ -55,7 +65,18 @@ def upgrade() -> None:
     stamp = f"{now:%Y%m%dT%H%M%S%fZ}"
     for space, docs in sorted(found.items()):
         parts = old.split(docs.get(old.LEDGER_DOC), docs.get(old.BEFORE_DOC), stamp)
-        old.write(LedgerRows(conn, space), parts)
+        rows = LedgerRows(conn, space)
+        for gen, text in parts.top.items():
+            rows.write_top(text, gen)
+        for gen, bodies in parts.jobs.items():  # whole, as schema 0002 kept them (0004 splits them)
+            if bodies:
+                conn.execute(
+                    sa.insert(_jobs),
+                    [
+                        {"space": space, "gen": gen, "job_key": k, "body": b, "updated_at": now}
+                        for k, b in bodies.items()
+                    ],
+                )
         for name, text in parts.aside.items():
             conn.execute(
                 sa.insert(_docs).values(space=space, name=f"{name}.corrupt-{stamp}", body=text, updated_at=now)
