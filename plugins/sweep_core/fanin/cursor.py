@@ -144,10 +144,14 @@ def history_line(job: Job) -> str:
     if job.source != "squeue":
         budget += "; ended: its final read cut there, metrics and traceback from the part read"
     if "ino" in c:  # SLURM: a file of known size
-        return (f"reading history: {c.get('offset', 0) / MIB:.1f} of {c.get('size', 0) / MIB:.1f} MiB "
-                f"({budget}; the newest {c['tail']} bytes read too)")  # fmt: skip
-    return (f"reading history: {c.get('bytes', 0) / MIB:.1f} MiB read, up to {_utc(c.get('ms'))} "
-            f"(log runs to {_utc(c.get('newest_ms'))}; {budget}; its newest {c['tail']} lines read too)")  # fmt: skip
+        return (
+            f"reading history: {c.get('offset', 0) / MIB:.1f} of {c.get('size', 0) / MIB:.1f} MiB "
+            f"({budget}; the newest {c['tail']} bytes read too)"
+        )
+    return (
+        f"reading history: {c.get('bytes', 0) / MIB:.1f} MiB read, up to {_utc(c.get('ms'))} "
+        f"(log runs to {_utc(c.get('newest_ms'))}; {budget}; its newest {c['tail']} lines read too)"
+    )
 
 
 def skipped_line(job: Job) -> str:

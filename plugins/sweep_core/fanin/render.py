@@ -312,9 +312,14 @@ def _pending_row(job: Job, now: float | None) -> list[str]:
     note = [f"[{f['rule']}] {f['message']}" for f in job.flags]
     note += [f"dependency {job.dependency}"] * bool(job.dependency) + [job.note] * bool(job.note)
     return [
-        job.cluster, job.job_id, job.name, job.reason or "?", "?" if waited is None else age_text(waited),
-        utc_text(start) if start is not None else (job.start or "?"), "; ".join(note) or "—",
-    ]  # fmt: skip
+        job.cluster,
+        job.job_id,
+        job.name,
+        job.reason or "?",
+        "?" if waited is None else age_text(waited),
+        utc_text(start) if start is not None else (job.start or "?"),
+        "; ".join(note) or "—",
+    ]
 
 
 def render_pending(snaps: Sequence[ClusterSnapshot]) -> str:

@@ -25,6 +25,7 @@ def render_campaign(docs: CampaignDocs, snaps: Sequence[ClusterSnapshot]) -> str
         rows.append([job.cluster, job.job_id, job.name, job.state, said, note or "—"])
     if not rows:
         rows.append(["—", "—", "(no jobs)", "—", "—", "—"])
-    table = box_table(["Cluster", "Job ID", "Name", "State", "STATE.md says", "Note"], rows,
-                      [None, None, 40, None, 50, NOTE_WIDTH])  # fmt: skip
+    table = box_table(
+        ["Cluster", "Job ID", "Name", "State", "STATE.md says", "Note"], rows, [None, None, 40, None, 50, NOTE_WIDTH]
+    )
     return "\n".join(head) + "\n" + table

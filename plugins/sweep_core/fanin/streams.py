@@ -106,8 +106,11 @@ def merge_streams(job: Job, ex: Extracted, bucket: str) -> list[str]:
     words += [re.compile(r"no known log format")]
     ex.problems = [p for p in ex.problems if " in the stream" in p or not any(w.search(p) for w in words)]
     files = ", ".join(dict.fromkeys(_name(s["path"]) for s in readable if s.get("points")))
-    rest = [k for k in ("step", "max_steps", "total", "reward", "grad_norm", "entropy", "loss", "lr")
-            if k not in taken and ex.values.get(k) is not None]  # fmt: skip
+    rest = [
+        k
+        for k in ("step", "max_steps", "total", "reward", "grad_norm", "entropy", "loss", "lr")
+        if k not in taken and ex.values.get(k) is not None
+    ]
     said = f"{files or 'stream'} (stream: {', '.join(taken)})" + (f"; console: {', '.join(rest)}" if rest else "")
     ex.values["metrics_from"] = said + (f"; {ex.values['metrics_from']}" if ex.values.get("metrics_from") else "")
     series = _series(cols)

@@ -200,7 +200,7 @@ def standing_record(ledger: Ledger, since: str, cap: int = 50) -> list[dict[str,
             "standing": str(a.get("standing", "")),
             "result": str(a.get("result", "")),
             "run": str(a.get("run", "")),
-        }  # fmt: skip
+        }
         for e in ledger.jobs.values()
         for a in e.acts
         if a.get("kind") in (ActKind.RELAUNCH, ActKind.CANCEL) and a.get("standing") and str(a.get("at", "")) >= since

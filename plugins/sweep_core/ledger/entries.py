@@ -241,9 +241,11 @@ def _record(cls: type, key: str, value: Any) -> Any:
         if f.type == "dict[str, str]" and not all(isinstance(x, str) for x in (*v, *v.values())):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of strings")
         if f.type in ("dict[str, int]", "dict[str, float]") and not all(
-            isinstance(k, str) and isinstance(x, int if f.type == "dict[str, int]" else int | float)
-            and not isinstance(x, bool) for k, x in v.items()
-        ):  # fmt: skip
+            isinstance(k, str)
+            and isinstance(x, int if f.type == "dict[str, int]" else int | float)
+            and not isinstance(x, bool)
+            for k, x in v.items()
+        ):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of numbers")
         if f.type == "list[str]" and not all(isinstance(x, str) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of strings")
@@ -252,10 +254,11 @@ def _record(cls: type, key: str, value: Any) -> Any:
         ):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of numbers and strings")
         if f.type == "dict[str, dict[str, int]]" and not all(
-            isinstance(k, str) and isinstance(x, dict) and all(
-                isinstance(a, str) and isinstance(b, int) and not isinstance(b, bool) for a, b in x.items()
-            ) for k, x in v.items()
-        ):  # fmt: skip
+            isinstance(k, str)
+            and isinstance(x, dict)
+            and all(isinstance(a, str) and isinstance(b, int) and not isinstance(b, bool) for a, b in x.items())
+            for k, x in v.items()
+        ):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of path -> cursor numbers")
         if f.type == "list[list[float]]" and not all(_sample(x) for x in v):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not a list of [time, value] pairs")

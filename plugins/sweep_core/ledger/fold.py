@@ -19,9 +19,21 @@ from sweep_core.ledger.reconcile import reconcile_lost_cancels
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 
 ACTIVE = frozenset(
-    {"RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
-     "RESIZING", "STOPPED", "SIGNALING", "STAGE_OUT"}
-)  # fmt: skip
+    {
+        "RUNNING",
+        "PENDING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "CONFIGURING",
+        "COMPLETING",
+        "RESIZING",
+        "STOPPED",
+        "SIGNALING",
+        "STAGE_OUT",
+    }
+)
 FAILING = frozenset({"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "WEDGED"})
 VANISHED = "VANISHED"  # a row of its own (sweep_core.ledger.vanished): it keeps the time it was last listed
 TRUSTED = frozenset({ClusterStatus.OK, ClusterStatus.PARTIAL})

@@ -77,9 +77,15 @@ def note_watch_outcome(
 
 
 def record_watch_outcome(
-    run_log_dir: str | Path, run_id: str, ok: bool, *, start: str, end: str, after_minutes: int | None,
+    run_log_dir: str | Path,
+    run_id: str,
+    ok: bool,
+    *,
+    start: str,
+    end: str,
+    after_minutes: int | None,
     repeat_minutes: int,
-) -> WatchFailing | None:  # fmt: skip
+) -> WatchFailing | None:
     """``note_watch_outcome`` on the stored ledger, under its lock (recorded as told before it is sent)."""
 
     def change(ledger: Ledger) -> tuple[Ledger, WatchFailing | None]:

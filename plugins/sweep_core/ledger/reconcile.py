@@ -84,7 +84,12 @@ def reconcile_lost_cancels(
             continue  # listed, not yet ended (COMPLETING, a requeue between states): a later sweep tells
         else:
             line, did = f"cancel unconfirmed: {label} ended {job.base_state}, not CANCELLED, after {sent}", "ended"
-        add_act(ledger, e.cluster, e.job_id, e.name,
-                {"kind": RECONCILED, "of": ActKind.CANCEL.value, "did": did, "run": run_id, "at": end, "why": line})  # fmt: skip
+        add_act(
+            ledger,
+            e.cluster,
+            e.job_id,
+            e.name,
+            {"kind": RECONCILED, "of": ActKind.CANCEL.value, "did": did, "run": run_id, "at": end, "why": line},
+        )
         out.append((e.cluster, line))
     return out

@@ -43,8 +43,11 @@ def carry(base: Ledger, new: Ledger, changes: list[Change], *, run_id: str, wind
     those it told (a backfilled report leaves the later watches' changes to the next report)."""
     if is_watch_run(run_id):
         if not (base.window_end and window_end < base.window_end):
-            told = [{"at": window_end, "kind": c.kind, "cluster": c.cluster, "line": c.line}
-                    for c in changes if c.kind != "none"]  # fmt: skip
+            told = [
+                {"at": window_end, "kind": c.kind, "cluster": c.cluster, "line": c.line}
+                for c in changes
+                if c.kind != "none"
+            ]
             new.since_report = _kept([*base.since_report, *told])
         return changes
     due = [r for r in base.since_report if r["at"] <= window_end]

@@ -195,8 +195,10 @@ def _recover(
         _aside(rows, notes, "ledger", why, top_text, {k: bodies[k] for k in bad if k in bodies})
     _save(rows, ledger, {k: b for k, b in bodies.items() if k not in bad}, force=set(bad))
     if notes is not None:
-        notes.append(f"LEDGER RECOVERED WITH LOSS: {ledger.hold}. Every submission and destructive act is held "
-                     "until a person confirms (trigger monitor_cron_sweep with confirm_ledger_reset=true)")  # fmt: skip
+        notes.append(
+            f"LEDGER RECOVERED WITH LOSS: {ledger.hold}. Every submission and destructive act is held "
+            "until a person confirms (trigger monitor_cron_sweep with confirm_ledger_reset=true)"
+        )
     return ledger, {k: entry_text(e) for k, e in ledger.jobs.items()}
 
 

@@ -80,9 +80,10 @@ def split(ledger_text: str | None, before_text: str | None, stamp: str) -> Split
     out = Split()
     before = _parse(before_text)
     if before_text is not None and (
-        before is None or not all(isinstance(before.get(k), str) for k in ("run_id", "window_end"))
+        before is None
+        or not all(isinstance(before.get(k), str) for k in ("run_id", "window_end"))
         or _parse(_dumps(before.get("ledger"))) is None
-    ):  # fmt: skip
+    ):
         out.aside[BEFORE_DOC] = before_text
         out.notes.append(f"{BEFORE_DOC} unusable at the upgrade: kept as {BEFORE_DOC}.corrupt-{stamp}, not used")
         before = None
