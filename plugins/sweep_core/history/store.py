@@ -18,7 +18,7 @@ import io
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -197,11 +197,13 @@ def read_file(
     notes: list[str] | None = None,
     read_only: bool = False,
     where: Mapping[str, str] | None = None,
+    pick: Callable[[Any], Sequence[str]] | None = None,
 ) -> pd.DataFrame | None:
     """The rows of one sweep's file (None when gone or unusable: then moved aside unless
     ``read_only``, noted); ``where``: only the rows whose columns equal these values (filtered
-    before pandas sees them: one job's rows of a large sweep cost little)."""
-    return _read_file(path, records, columns, notes, read_only=read_only, where=where)
+    before pandas sees them: one job's rows of a large sweep cost little); ``pick``: the columns
+    chosen from the file's own Arrow schema (instead of ``columns``: one read of the file, not two)."""
+    return _read_file(path, records, columns, notes, read_only=read_only, where=where, pick=pick)
 
 
 def _skip(path: Any, why: str, notes: list[str] | None) -> None:
@@ -220,6 +222,7 @@ def _read_file(
     *,
     read_only: bool = False,
     where: Mapping[str, str] | None = None,
+    pick: Callable[[Any], Sequence[str]] | None = None,
 ) -> pd.DataFrame | None:
     aside = _skip if read_only else move_aside
     try:
@@ -241,6 +244,7 @@ def _read_file(
             aside(path, "a Parquet file without this history's schema (foreign)", notes)
             return None
         names = pf.schema_arrow.names
+        columns = columns if pick is None else list(pick(pf.schema_arrow))
         cols = None if columns is None else [c for c in dict.fromkeys(["record", *columns]) if c in names]
         table = pf.read(columns=cols)
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -263,6 +267,32 @@ def _read_file(
     if columns is not None:
         frame = frame.reindex(columns=list(dict.fromkeys(["record", *columns])))
     return frame
+
+
+def file_stamps(store: HistoryStore, files: Sequence[SweepFile]) -> dict[str, tuple[Any, ...]]:
+    """What tells a file's version apart (a re-run writes the same name anew), by file name: size
+    and modification time (on an object store its ETag or modification time, from ONE listing of
+    the root, never a request per file); a file gone since it was listed has no stamp. Raises
+    HistoryUnavailable as :meth:`HistoryStore.files` does."""
+    fs = _object_store(store.root)
+    out: dict[str, tuple[Any, ...]] = {}
+    try:
+        if fs is not None:
+            fs.invalidate_cache(store.root.path)  # a listing cached by the filesystem would hide a re-run
+            for info in fs.ls(store.root.path, detail=True):
+                name = str(info.get("name", "")).rstrip("/").rsplit("/", 1)[-1]
+                when = info.get("ETag") or info.get("etag") or info.get("LastModified") or info.get("mtime")
+                out[name] = (info.get("size"), str(when))
+            return {f.path.name: out[f.path.name] for f in files if f.path.name in out}
+        for f in files:
+            try:
+                st = f.path.stat()
+            except FileNotFoundError:
+                continue
+            out[f.path.name] = (st.st_size, getattr(st, "st_mtime_ns", st.st_mtime))
+    except Exception as exc:  # noqa: BLE001 - as files(): may pass, nothing moved
+        raise HistoryUnavailable(f"{store.root}: {type(exc).__name__}: {str(exc)[:160]}") from exc
+    return out
 
 
 def read_run(
