@@ -56,6 +56,7 @@ class JobCache:
         self._lock = threading.Lock()
         self._jobs: OrderedDict[tuple[str, str], dict[str, tuple[tuple[Any, ...], FilePart]]] = OrderedDict()
         self._weight: dict[tuple[str, str], int] = {}
+        self.reads = 0  # files read through this cache since it was made (what a warm request saves)
 
     def parts(self, key: tuple[str, str], files: Sequence[Any], stamps: dict[str, tuple[Any, ...]],
               load: Load) -> tuple[list[FilePart], int]:  # fmt: skip
@@ -72,6 +73,8 @@ class JobCache:
                 read = dict(zip((f.path.name for f in stale), pool.map(load, stale), strict=True))
         else:
             read = {f.path.name: load(f) for f in stale}
+        with self._lock:
+            self.reads += len(stale)
         got = [read[n] if n in read else kept[n][1] for n in names]
         mine = {n: (stamps[n], p) for n, p in zip(names, got, strict=True) if n in stamps and not p.note}
         weight = sum(p.weight for _, p in mine.values())

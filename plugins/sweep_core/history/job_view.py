@@ -1,7 +1,8 @@
 """What one job page shows, read-only from the history (a page view never moves a file aside): the
 job's rows across sweeps (state, liveness, its metric columns, its flags), its metric series over
 steps (history.series, merged by step over every sweep), each downsampled for drawing, and the marks
-on the same STEP axis: a restart (the step read went back between two sweeps), a relaunch (the row's
+on the same STEP axis: a restart (the log's own resume line, kept in the row's ``restart_line`` at the
+step it names, or the step read went back between two sweeps), a relaunch (the row's
 ``m.relaunched`` changed, or a relaunch act), each flag raised and each act taken (the ledger's, read
 by the caller). A mark is put at the step the job was at when it happened: the step of the latest
 sweep of the job at or before that time (its first sweep's for an earlier act). One step axis
@@ -17,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.history.job_cache import FilePart, JobCache
-from sweep_core.history.rows import FLAG, JOB, METRIC_PREFIX, POINT
+from sweep_core.history.rows import FLAG, JOB, METRIC_PREFIX, POINT, RESTART_LINE, RESTART_STEP
 from sweep_core.history.series import HISTORY_POINTS, SENT_POINTS, downsample, log_refusal, loss_like
 from sweep_core.history.store import HistoryStore, SweepFile, file_stamps, read_file
 from sweep_core.safe.text import clean
 
 ROW_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "name", "bucket", "state", "elapsed",
-               "minutes_since_output", "stale", "job_flags", "run_series")  # fmt: skip
+               "minutes_since_output", "stale", "job_flags", "run_series", RESTART_LINE, RESTART_STEP)  # fmt: skip
 FLAG_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "rule", "severity", "message", "action")
 POINT_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "metric", "step", "value")
 MAX_ROWS = 500  # sweeps of the job the table shows (the newest)
@@ -197,13 +198,22 @@ def _marks(rows: list[dict[str, Any]], flags: Sequence[dict[str, Any]], acts: Se
     """Restarts and relaunches from the rows, flags from the flag rows, acts from the ledger."""
     out: list[Mark] = []
     last_step: float | None = None
-    last_relaunch = ""
+    last_relaunch = last_line = ""
     for r in rows:
         step, at = _num(r.get(METRIC_PREFIX + "step")), str(r["window_end"])
-        if step is not None and last_step is not None and step < last_step:
-            out.append(
-                Mark("restart", int(step), at, f"restart: the step went back from {int(last_step)} to {int(step)}")
-            )
+        went_back = step is not None and last_step is not None and step < last_step
+        line = r.get(RESTART_LINE)
+        said_now = isinstance(line, str) and bool(line) and line != last_line
+        back = f"the step went back from {int(last_step)} to {int(step)}" if went_back else ""  # type: ignore[arg-type]
+        if said_now:  # the log's own word: at the step its line names, else where the job was this sweep
+            named = _num(r.get(RESTART_STEP))
+            at_step = named if named is not None else step
+            where = "" if named is not None else " (the line names no step: marked at this sweep's)"
+            label = clean(f"restart: {back + '; ' if back else ''}the log says: {line}{where}", newlines=False)
+            out.append(Mark("restart", None if at_step is None else int(at_step), at, label[:300]))
+            last_line = str(line)
+        elif went_back:
+            out.append(Mark("restart", int(step), at, f"restart: {back}"))  # type: ignore[arg-type]
         last_step = step if step is not None else last_step
         said = r.get(METRIC_PREFIX + "relaunched")
         if isinstance(said, str) and said and said != last_relaunch:

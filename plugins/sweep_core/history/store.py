@@ -270,8 +270,8 @@ def _read_file(
 
 
 def file_stamps(store: HistoryStore, files: Sequence[SweepFile]) -> dict[str, tuple[Any, ...]]:
-    """What tells a file's version apart (a re-run writes the same name anew), by file name: size
-    and modification time (on an object store its ETag or modification time, from ONE listing of
+    """What tells a file's version apart (a re-run writes the same name anew), by file name: size,
+    modification time and inode (a write is a new file renamed into place; on an object store its ETag or modification time, from ONE listing of
     the root, never a request per file); a file gone since it was listed has no stamp. Raises
     HistoryUnavailable as :meth:`HistoryStore.files` does."""
     fs = _object_store(store.root)
@@ -289,7 +289,7 @@ def file_stamps(store: HistoryStore, files: Sequence[SweepFile]) -> dict[str, tu
                 st = f.path.stat()
             except FileNotFoundError:
                 continue
-            out[f.path.name] = (st.st_size, getattr(st, "st_mtime_ns", st.st_mtime))
+            out[f.path.name] = (st.st_size, getattr(st, "st_mtime_ns", st.st_mtime), getattr(st, "st_ino", 0))
     except Exception as exc:  # noqa: BLE001 - as files(): may pass, nothing moved
         raise HistoryUnavailable(f"{store.root}: {type(exc).__name__}: {str(exc)[:160]}") from exc
     return out
