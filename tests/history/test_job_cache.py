@@ -20,7 +20,7 @@ from sweep_core.history.job_page import chart_data, job_page
 from sweep_core.history.job_view import JobView, load_job_view
 from sweep_core.history.rows import RESTART_EVIDENCE, RESTART_LINE, RESTART_STEP, sweep_frame
 from sweep_core.history.series import job_series
-from sweep_core.history.store import HistoryStore
+from sweep_core.history.store import HistoryStore, _groups_for, read_file
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.records.vocab import Bucket, Severity
 from sweep_core.state.state_dir import move_aside
@@ -192,3 +192,22 @@ def test_the_restart_the_log_states_is_kept_in_the_row_and_marked_at_its_step(tm
     page = job_page(view)
     assert "step 1200 · <b>restart</b> restart: the log says: Resuming from checkpoint" in page
     assert "<b>\nstep" not in page and "\x1b" not in page
+
+
+def test_a_one_job_read_skips_row_groups_without_losing_a_row(tmp_path) -> None:
+    store = HistoryStore(tmp_path, retention_days=10_000)
+    jobs = [Job("c1", str(j), f"rl__{j}", "RUNNING", "squeue", bucket="RL", metrics={"step": 99},
+                points={"reward": [[float(s), s / 7 + j] for s in range(100)]}) for j in (*range(300, 0, -1), 5, 50)]  # fmt: skip
+    snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, running=jobs, finished=[])
+    path = store.append(sweep_frame([snap], [], run_id="r", window_start=T0 - H, window_end=T0), run_id="r",
+                        window_end=T0)  # fmt: skip
+    meta = pq.ParquetFile(path).metadata
+    whole = pq.read_table(path).to_pandas()
+    for job_id in ("5", "50", "300", "1", "999"):
+        groups = _groups_for(meta, {"cluster": "c1", "job_id": job_id})
+        assert meta.num_row_groups > 3 and groups is not None and len(groups) < meta.num_row_groups
+        got = read_file(path, where={"cluster": "c1", "job_id": job_id}, read_only=True)
+        want = whole[(whole["cluster"] == "c1") & (whole["job_id"] == job_id)]
+        assert got is not None and len(got) == len(want)  # 300 jobs: the job row(s) and 100 points each
+        assert got["value"].dropna().tolist() == want["value"].dropna().tolist()
+    assert len(read_file(path, where={"cluster": "c1", "job_id": "5"}, read_only=True)) == 2 + 200

@@ -158,7 +158,8 @@ def sweep_frame(
     rows = [_cluster_row(s) for s in snaps]
     rows += [_job_row(j) for s in snaps for j in s.all_jobs()]
     rows += [_flag_row(f) for f in flags]
-    rows += [p for s in snaps for j in s.all_jobs() for p in _point_rows(j)]
+    points = [p for s in snaps for j in s.all_jobs() for p in _point_rows(j)]
+    rows += sorted(points, key=lambda p: (p["cluster"], p["job_id"]))  # by job: a one-job read skips row groups
     frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*BASE_COLUMNS, *(k for r in rows for k in r)])))
     frame["run_id"] = run_id
     frame["window_start"] = pd.Timestamp(window_start.astimezone(dt.UTC))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pandas and pyarrow are imported where used: a DAG file's pa
 
 log = logging.getLogger(__name__)
 META_KEY = b"sweep_history"
+ROW_GROUP_ROWS = 10_000  # rows per Parquet row group: its min/max of cluster and job_id let a one-job read skip it
 _NAME = re.compile(r"^(?P<key>\d{8}T\d{6}Z)_(?P<run>[0-9a-f]{12})\.parquet$")
 
 
@@ -100,12 +101,20 @@ class HistoryStore:
     def append(self, frame: pd.DataFrame, *, run_id: str, window_end: dt.datetime) -> Any:
         """Write one sweep's rows atomically (a re-run of ``run_id`` replaces them); prune old sweeps."""
         import pyarrow as pa
+
+        target = self.write_table(pa.Table.from_pandas(frame, preserve_index=False), run_id=run_id,
+                                  window_end=window_end)  # fmt: skip
+        self.prune(window_end)
+        return target
+
+    def write_table(self, table: Any, *, run_id: str, window_end: dt.datetime) -> Any:
+        """Write one sweep's Arrow table as its file, atomically, in row groups of ROW_GROUP_ROWS (with
+        the point rows sorted by job: sweep_frame, a reader of one job skips the groups it is not in)."""
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: SCHEMA_VERSION.encode()})
         buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
+        pq.write_table(table, buf, compression="zstd", row_group_size=ROW_GROUP_ROWS)
         target = self.path_for(run_id, window_end)
         fs = _object_store(target)
         if fs is not None:  # no folder to make: a key prefix exists with its first object
@@ -115,7 +124,6 @@ class HistoryStore:
             tmp = self.root / f".{target.name}.{os.getpid()}.tmp"
             tmp.write_bytes(buf.getvalue())
             tmp.rename(target)
-        self.prune(window_end)
         return target
 
     def prune(self, now: dt.datetime) -> list[str]:
@@ -206,6 +214,34 @@ def read_file(
     return _read_file(path, records, columns, notes, read_only=read_only, where=where, pick=pick)
 
 
+def _groups_for(meta: Any, where: Mapping[str, str]) -> list[int] | None:
+    """The row groups that may hold a row whose ``where`` columns equal the values, by each group's
+    min/max statistics of those (string) columns; None: every group (one group, or no statistics).
+    A group is skipped only when its statistics rule the value out: the rows are still filtered."""
+    if meta.num_row_groups <= 1:
+        return None
+    at = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    keep = []
+    for g in range(meta.num_row_groups):
+        rg, maybe = meta.row_group(g), True
+        for col, value in where.items():
+            i = at.get(col)
+            st = None if i is None else rg.column(i).statistics
+            if st is None or st.physical_type != "BYTE_ARRAY":
+                continue
+            if st.has_null_count and st.null_count == rg.num_rows:
+                maybe = False  # every row null: none equals the value
+            elif st.has_min_max:
+                lo, hi = st.min, st.max
+                want: str | bytes = value.encode() if isinstance(lo, bytes) else value
+                maybe = lo <= want <= hi  # type: ignore[operator]
+            if not maybe:
+                break
+        if maybe:
+            keep.append(g)
+    return keep
+
+
 def _skip(path: Any, why: str, notes: list[str] | None) -> None:
     """A read-only reader's answer to an unusable file: skipped with a note, left where it is."""
     note = f"sweep history {path} is unusable ({why}): skipped (left in place)"
@@ -246,7 +282,8 @@ def _read_file(
         names = pf.schema_arrow.names
         columns = columns if pick is None else list(pick(pf.schema_arrow))
         cols = None if columns is None else [c for c in dict.fromkeys(["record", *columns]) if c in names]
-        table = pf.read(columns=cols)
+        groups = None if not where else _groups_for(pf.metadata, where)
+        table = pf.read(columns=cols) if groups is None else pf.read_row_groups(groups, columns=cols)
     except (pa.ArrowException, OSError, ValueError) as exc:
         aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
         return None
