@@ -20,7 +20,7 @@ from typing import Any
 from sweep_core.history.job_cache import FilePart, JobCache
 from sweep_core.history.rows import FLAG, JOB, METRIC_PREFIX, POINT, RESTART_LINE, RESTART_STEP
 from sweep_core.history.series import HISTORY_POINTS, SENT_POINTS, downsample, log_refusal, loss_like
-from sweep_core.history.store import HistoryStore, SweepFile, file_stamps, read_file
+from sweep_core.history.store import HistoryStore, SweepFile, file_stamps, read_table
 from sweep_core.safe.text import clean
 
 ROW_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "name", "bucket", "state", "elapsed",
@@ -127,26 +127,28 @@ def _pick(schema: Any) -> list[str]:
 
 
 def file_part(sweep: SweepFile, cluster: str, job_id: str) -> FilePart:
-    """What the file of ``sweep`` holds of the job, read-only (only its rows, filtered before pandas;
-    no log tails; ONE read of the file): its job rows, flag rows and points per metric (a step that is
-    not a finite number dropped, as series_of does); the note when the file cannot be used."""
+    """What the file of ``sweep`` holds of the job, read-only (only its rows, filtered before any
+    pandas, in Arrow; no log tails; ONE read of the file): its job rows, flag rows and points per
+    metric (a step that is not a finite number dropped, as series_of does); the note when the file
+    cannot be used."""
     import numpy as np
+    import pyarrow.compute as pc
 
     notes: list[str] = []
-    mine = read_file(sweep.path, records=(JOB, FLAG, POINT), pick=_pick, notes=notes, read_only=True,
-                     where={"cluster": cluster, "job_id": job_id})  # fmt: skip
-    if mine is None or mine.empty:
+    mine = read_table(sweep.path, pick=_pick, notes=notes, where={"cluster": cluster, "job_id": job_id})
+    if mine is None or mine.num_rows == 0:
         return FilePart(note="; ".join(notes))
     kind = mine["record"]
-    jobs = mine[kind == JOB]
-    jobs = jobs[[c for c in jobs.columns if c not in PART_DROPPED]].to_dict("records")
-    flags = mine.loc[kind == FLAG, [c for c in FLAG_COLUMNS if c in mine.columns]].to_dict("records")
-    pts = mine[kind == POINT]
+    jobs = mine.filter(pc.equal(kind, JOB))
+    jobs = jobs.select([c for c in jobs.column_names if c not in PART_DROPPED]).to_pylist()
+    flags = mine.filter(pc.equal(kind, FLAG))
+    flags = flags.select([c for c in FLAG_COLUMNS if c in flags.column_names]).to_pylist()
+    pts = mine.filter(pc.equal(kind, POINT))
     points = []
-    if not pts.empty and {"metric", "step", "value"} <= set(pts.columns):
-        steps = pts["step"].to_numpy(dtype="float64", na_value=np.nan)
-        values = pts["value"].to_numpy(dtype="float64", na_value=np.nan)
-        metrics = pts["metric"].astype("string").fillna("").to_numpy(dtype=object)
+    if pts.num_rows and {"metric", "step", "value"} <= set(pts.column_names):
+        steps = pts["step"].cast("float64").to_numpy()  # a null step as NaN: dropped below
+        values = pts["value"].cast("float64").to_numpy()
+        metrics = np.array(pts["metric"].cast("string").fill_null("").to_pylist(), dtype=object)
         ok = np.isfinite(steps)
         for metric in sorted(set(metrics[ok])):
             at = ok & (metrics == metric)

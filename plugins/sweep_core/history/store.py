@@ -250,16 +250,30 @@ def _skip(path: Any, why: str, notes: list[str] | None) -> None:
         notes.append(note)
 
 
-def _read_file(
+def read_table(
     path: Any,
-    records: Sequence[str] | None,
+    *,
+    pick: Callable[[Any], Sequence[str]],
+    notes: list[str] | None = None,
+    where: Mapping[str, str] | None = None,
+) -> Any:
+    """:func:`read_file` read-only as an Arrow table (no pandas: what a one-job read of many files
+    wants), ``pick`` choosing the columns from the file's schema; None when gone or unusable (noted)."""
+    got = _read_table(path, None, notes, read_only=True, where=where, pick=pick)
+    return None if got is None else got[0]
+
+
+def _read_table(
+    path: Any,
     columns: Sequence[str] | None,
     notes: list[str] | None,
     *,
     read_only: bool = False,
     where: Mapping[str, str] | None = None,
     pick: Callable[[Any], Sequence[str]] | None = None,
-) -> pd.DataFrame | None:
+) -> tuple[Any, Sequence[str] | None] | None:
+    """The file's table (``where`` rows, ``columns`` or ``pick``'s) and the columns asked; None as
+    :func:`read_file`."""
     aside = _skip if read_only else move_aside
     try:
         data = _read_bytes(path)
@@ -298,6 +312,23 @@ def _read_file(
                 hit = pc.fill_null(pc.equal(table[col].cast(pa.string()), value), False)
                 mask = hit if mask is None else pc.and_(mask, hit)
             table = table.filter(mask)
+    return table, columns
+
+
+def _read_file(
+    path: Any,
+    records: Sequence[str] | None,
+    columns: Sequence[str] | None,
+    notes: list[str] | None,
+    *,
+    read_only: bool = False,
+    where: Mapping[str, str] | None = None,
+    pick: Callable[[Any], Sequence[str]] | None = None,
+) -> pd.DataFrame | None:
+    got = _read_table(path, columns, notes, read_only=read_only, where=where, pick=pick)
+    if got is None:
+        return None
+    table, columns = got
     frame = table.to_pandas()
     if records is not None:
         frame = frame[frame["record"].isin(list(records))]
