@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in every task process
     import numpy as np
 
-CACHE_WEIGHT = (
-    6_000_000  # point-equivalents kept over every job (~200 MB measured at the bound: benchmarks/job_page.py)
-)
+CACHE_WEIGHT = 4_000_000  # point-equivalents kept over every job (~27 bytes each measured: ~110 MB at most)
 ROW_WEIGHT = 40  # a job or flag row (a dict of ~20 cells) weighs as much as this many points
 PART_WEIGHT = 40  # a file's part itself (its arrays' headers), even when the job is not in it
 READERS = 4  # files read at once by a request that has files to read (an object store's latency overlaps)
