@@ -36,6 +36,7 @@ from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
 _CACHE = PageCache()  # earlier sweeps' plot data and curve rows, kept across requests (locked: requests run in threads)
+READ_BUDGET_S = 5.0  # a job page request's reading of files it has not seen (the rest: on reload, said)
 _JOB_CACHE = JobCache()  # what each sweep file holds of each job asked lately (bounded, locked: history.job_cache)
 _TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
@@ -117,7 +118,14 @@ def job(cluster: str, job_id: str) -> HTMLResponse:
 
     t0 = time.perf_counter()
     notes: list[str] = []
-    view = load_job_view(_store(), cluster[:200], job_id[:200], acts=_acts(cluster, job_id, notes), cache=_JOB_CACHE)
+    view = load_job_view(
+        _store(),
+        cluster[:200],
+        job_id[:200],
+        acts=_acts(cluster, job_id, notes),
+        cache=_JOB_CACHE,
+        budget=READ_BUDGET_S,
+    )
     view.notes += notes
     took = f"job;dur={(time.perf_counter() - t0) * 1e3:.0f}"
     return HTMLResponse(job_page(view), status_code=200 if view.found else 404, headers={"Server-Timing": took})

@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from sweep_core.fanin.step_check import RESTART_KEY, restart_evidence
-from sweep_core.history.job_cache import JobCache
+from sweep_core.history.job_cache import BATCH, JobCache
 from sweep_core.history.job_page import chart_data, job_page
 from sweep_core.history.job_view import JobView, load_job_view
 from sweep_core.history.rows import RESTART_EVIDENCE, RESTART_LINE, RESTART_STEP, sweep_frame
@@ -211,3 +211,17 @@ def test_a_one_job_read_skips_row_groups_without_losing_a_row(tmp_path) -> None:
         assert got is not None and len(got) == len(want)  # 300 jobs: the job row(s) and 100 points each
         assert got["value"].dropna().tolist() == want["value"].dropna().tolist()
     assert len(read_file(path, where={"cluster": "c1", "job_id": "5"}, read_only=True)) == 2 + 200
+
+
+def test_a_request_out_of_time_reads_newest_first_says_what_is_left_and_the_next_reads_on(tmp_path) -> None:
+    store, cache = HistoryStore(tmp_path, retention_days=10_000), JobCache()
+    for i in range(40):
+        _sweep(store, i)
+    part = load_job_view(store, "c1", "41", cache=cache, budget=0.0)  # one batch, then the budget is spent
+    assert cache.reads == BATCH and len(part.rows) == BATCH
+    assert part.rows[-1]["m.step"] == 400 and part.curves[0].points[0][0] == 10 * (40 - BATCH)  # the newest
+    left = [n for n in part.notes if "not read yet" in n]
+    assert len(left) == 1 and left[0].startswith(f"{40 - BATCH} of the 40 sweep files") and "reload" in left[0]
+    assert f"{40 - BATCH} of the 40 sweep files" in job_page(part)
+    whole = load_job_view(store, "c1", "41", cache=cache, budget=0.0)  # reads the 8 left
+    assert cache.reads == 40 and not whole.notes and _same(_shown(whole), _shown(_fresh(store)))

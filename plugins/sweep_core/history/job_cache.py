@@ -3,7 +3,9 @@ it, reduced once (:class:`FilePart`: its job and flag rows, its points as arrays
 stamp (store.file_stamps: a re-run writes the same name anew, and is read again), so a warm request
 reads only the files it has not seen. A file gone from the listing (retention, moved aside) is
 forgotten with its part; a file that could not be used is never kept (read, and said, again next
-request). Shared by the api-server's request threads: the lock guards the map, reads run outside it.
+request). A request may be given a time budget: it reads the files it has not seen newest first and
+starts no further batch once the budget is spent (the page says how many older files are left; the
+next request reads on). Shared by the api-server's request threads: the lock guards the map, reads run outside it.
 Bounded: at most CACHE_WEIGHT point-equivalents (a point, ROW_WEIGHT a row, PART_WEIGHT a file's
 part) over every job kept, the least recently asked job dropped first; a job heavier than the bound
 alone is served but not kept (docs/benchmarks.md "The job page at 90 days": the bytes it costs).
@@ -12,6 +14,7 @@ alone is served but not kept (docs/benchmarks.md "The job page at 90 days": the 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +28,7 @@ CACHE_WEIGHT = 4_000_000  # point-equivalents kept over every job (~27 bytes eac
 ROW_WEIGHT = 40  # a job or flag row (a dict of ~20 cells) weighs as much as this many points
 PART_WEIGHT = 40  # a file's part itself (its arrays' headers), even when the job is not in it
 READERS = 4  # files read at once by a request that has files to read (an object store's latency overlaps)
+BATCH = 32  # files read between two looks at a request's time budget
 
 
 @dataclass(frozen=True)
@@ -57,24 +61,31 @@ class JobCache:
         self.reads = 0  # files read through this cache since it was made (what a warm request saves)
 
     def parts(self, key: tuple[str, str], files: Sequence[Any], stamps: dict[str, tuple[Any, ...]],
-              load: Load) -> tuple[list[FilePart], int]:  # fmt: skip
+              load: Load, budget: float | None = None) -> tuple[list[FilePart], list[str]]:  # fmt: skip
         """The part of each of ``files`` (oldest first) for job ``key``: kept ones whose stamp is
-        unchanged, the rest read by ``load`` (READERS at once); returns them and how many were read.
-        Afterwards the job keeps exactly the usable parts of ``files``."""
+        unchanged, the rest read by ``load`` (READERS at once, newest first, in batches of BATCH;
+        once ``budget`` seconds have passed no further batch starts). Returns the parts of the files
+        kept or read (oldest first) and the names of the files left unread (the next request reads
+        them). Afterwards the job keeps exactly the usable parts of ``files`` it has."""
         with self._lock:
             kept = dict(self._jobs.get(key, {}))
         names = [f.path.name for f in files]
-        stale = [f for f, n in zip(files, names, strict=True)
-                 if n not in kept or n not in stamps or kept[n][0] != stamps[n]]  # fmt: skip
-        if len(stale) > 1:
+        fresh = {n for n in names if n in kept and n in stamps and kept[n][0] == stamps[n]}
+        stale = [f for f in reversed(files) if f.path.name not in fresh]  # newest first
+        read: dict[str, FilePart] = {}
+        deadline = None if budget is None else time.monotonic() + budget
+        if stale:
             with ThreadPoolExecutor(min(READERS, len(stale))) as pool:
-                read = dict(zip((f.path.name for f in stale), pool.map(load, stale), strict=True))
-        else:
-            read = {f.path.name: load(f) for f in stale}
+                for i in range(0, len(stale), BATCH):
+                    batch = stale[i : i + BATCH]
+                    read.update(zip((f.path.name for f in batch), pool.map(load, batch), strict=True))
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
         with self._lock:
-            self.reads += len(stale)
-        got = [read[n] if n in read else kept[n][1] for n in names]
-        mine = {n: (stamps[n], p) for n, p in zip(names, got, strict=True) if n in stamps and not p.note}
+            self.reads += len(read)
+        have = [n for n in names if n in read or n in fresh]
+        got = [read[n] if n in read else kept[n][1] for n in have]
+        mine = {n: (stamps[n], p) for n, p in zip(have, got, strict=True) if n in stamps and not p.note}
         weight = sum(p.weight for _, p in mine.values())
         with self._lock:
             self._jobs.pop(key, None)
@@ -84,7 +95,7 @@ class JobCache:
             while sum(self._weight.values()) > self.bound and self._jobs:
                 old, _ = self._jobs.popitem(last=False)
                 del self._weight[old]
-        return got, len(stale)
+        return got, [n for n in names if n not in read and n not in fresh]
 
     def weight(self) -> int:
         """The point-equivalents kept now (at most ``bound``)."""

@@ -174,15 +174,21 @@ def merged_series(parts: Sequence[FilePart], bound: int) -> dict[str, list[tuple
     return out
 
 
-def read_parts(store: HistoryStore, cluster: str, job_id: str, notes: list[str],
-               cache: JobCache | None = None) -> list[FilePart]:  # fmt: skip
+def read_parts(store: HistoryStore, cluster: str, job_id: str, notes: list[str], cache: JobCache | None = None,
+               budget: float | None = None) -> list[FilePart]:  # fmt: skip
     """What every sweep file holds of the job, oldest first, read-only: from ``cache`` the files it
-    has already read at their current stamp, the others read now (each unusable file noted)."""
+    has already read at their current stamp, the others read now, newest first, for at most about
+    ``budget`` seconds (None: all); each unusable file noted, and the files left unread said."""
     files = store.files(notes, read_only=True)
     cache = cache if cache is not None else JobCache(bound=0)  # nothing kept: every file read
-    parts, _read = cache.parts((cluster, job_id), files, file_stamps(store, files),
-                               lambda f: file_part(f, cluster, job_id))  # fmt: skip
+    parts, unread = cache.parts((cluster, job_id), files, file_stamps(store, files),
+                                lambda f: file_part(f, cluster, job_id), budget)  # fmt: skip
     notes.extend(p.note for p in parts if p.note)
+    if unread:
+        notes.append(f"{len(unread)} of the {len(files)} sweep files of the history are not read yet (this "
+                     f"request's {budget:g} s of reading spent, newest first; the oldest left unread ends "
+                     f"{unread[0][:16]}, the newest {unread[-1][:16]}): its curves and rows before them are "
+                     "missing; reload the page to read on")  # fmt: skip
     return parts
 
 
@@ -244,14 +250,16 @@ def load_job_view(
     sent: int = SENT_POINTS,
     bound: int = HISTORY_POINTS * 10,
     cache: JobCache | None = None,
+    budget: float | None = None,
 ) -> JobView:
     """The page of job ``job_id`` of ``cluster``: read-only; ``acts`` the ledger's acts of the job
     (ledger.acts.acts_of); each curve holds at most ``bound`` points and sends at most ``sent``;
-    ``cache`` keeps what each file holds of the job across requests (None: every file read)."""
+    ``cache`` keeps what each file holds of the job across requests (None: every file read);
+    ``budget``: about how many seconds this request may spend reading files (None: all of them)."""
     import pandas as pd
 
     view = JobView(cluster, job_id)
-    parts = read_parts(store, cluster, job_id, view.notes, cache)
+    parts = read_parts(store, cluster, job_id, view.notes, cache, budget)
     jobs = pd.DataFrame.from_records([r for p in parts for r in p.jobs])
     if jobs.empty:
         return view
