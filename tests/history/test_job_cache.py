@@ -166,11 +166,16 @@ def test_the_cache_keeps_within_its_bound_least_recently_asked_out(tmp_path) -> 
 
 def test_the_restart_the_log_states_is_kept_in_the_row_and_marked_at_its_step(tmp_path) -> None:
     assert RESTART_EVIDENCE == RESTART_KEY  # the key the fan-in's digest files the line under
-    tail = (
-        "step 500 | reward 0.3\nResuming from checkpoint /ckpt/global_step_1200 \x1b[31m<b>\nstep 1201 | reward 0.4\n"
-    )
+    # verl's RayPPOTrainer._load_checkpoint prints these three lines on a resume (volcengine/verl,
+    # verl/trainer/ppo/ray_trainer.py, commit 00401103a8c8900774aba04b910de5b0af930b99:
+    # print(f"Load from checkpoint folder: {global_step_folder}"), print(f"Setting global step to
+    # {self.global_steps}"), print(f"Resuming from {global_step_folder}"), the folder asserted to
+    # hold "global_step_"); a colour code and markup appended to test the cleaning
+    folder, steps = "/ckpt/rl_a/global_step_1200", 1200
+    tail = (f"step 500 | reward 0.3\nLoad from checkpoint folder: {folder}\nSetting global step to {steps}\n"
+            f"Resuming from {folder} \x1b[31m<b>\nstep 1201 | reward 0.4\n")  # fmt: skip
     line = restart_evidence(tail)
-    assert line.startswith("Resuming from checkpoint")
+    assert line.startswith("Resuming from /ckpt/rl_a/global_step_1200")
     store = HistoryStore(tmp_path, retention_days=10_000)
     _sweep(store, 0)
     _sweep(store, 1, evidence={RESTART_KEY: line})
@@ -178,19 +183,21 @@ def test_the_restart_the_log_states_is_kept_in_the_row_and_marked_at_its_step(tm
     _sweep(store, 3, evidence={RESTART_KEY: "x" * 5000 + " resume_from_checkpoint"})
     table = pq.read_table(store.files()[1].path).to_pandas()
     row = table[(table["record"] == "job") & (table["job_id"] == "41")].iloc[0]
-    assert row[RESTART_LINE] == "Resuming from checkpoint /ckpt/global_step_1200 [31m<b>".replace("[31m", "")
+    assert row[RESTART_LINE] == "Resuming from /ckpt/rl_a/global_step_1200 <b>"  # the colour code stripped
     assert row[RESTART_STEP] == 1200.0
     other = table[(table["record"] == "job") & (table["job_id"] == "42")].iloc[0]
     assert pd.isna(other[RESTART_LINE]) and pd.isna(other[RESTART_STEP])  # its log states no restart
     view = load_job_view(store, "c1", "41", cache=JobCache())
     restarts = [m for m in view.marks if m.kind == "restart"]
     assert [(m.step, m.at[:13]) for m in restarts] == [(1200, "2026-12-01T01"), (40, "2026-12-01T03")]
-    assert "the log says: Resuming from checkpoint /ckpt/global_step_1200" in restarts[0].label
+    assert "the log says: Resuming from /ckpt/rl_a/global_step_1200" in restarts[0].label
     assert "names no step: marked at this sweep's" in restarts[1].label and len(restarts[1].label) <= 300
     drawn = chart_data(view)["marks"]
     assert {"kind": "restart", "step": 1200, "at": restarts[0].at, "label": restarts[0].label} in drawn
     page = job_page(view)
-    assert "step 1200 · <b>restart</b> restart: the log says: Resuming from checkpoint" in page
+    assert (
+        "step 1200 · <b>restart</b> restart: the log says: Resuming from /ckpt/rl_a/global_step_1200 &lt;b&gt;" in page
+    )
     assert "<b>\nstep" not in page and "\x1b" not in page
 
 
