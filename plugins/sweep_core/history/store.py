@@ -337,10 +337,14 @@ def _read_file(
     return frame
 
 
+VERSION_KEYS = ("ETag", "etag", "generation", "LastModified", "last_modified", "updated", "mtime")  # s3fs, gcsfs, adlfs
+
+
 def file_stamps(store: HistoryStore, files: Sequence[SweepFile]) -> dict[str, tuple[Any, ...]]:
     """What tells a file's version apart (a re-run writes the same name anew), by file name: size,
     modification time and inode (a write is a new file renamed into place; on an object store its ETag or modification time, from ONE listing of
-    the root, never a request per file); a file gone since it was listed has no stamp. Raises
+    the root, never a request per file); a file gone since it was listed, or on a store whose
+    listing gives no version of it, has no stamp (a cache then reads it every time). Raises
     HistoryUnavailable as :meth:`HistoryStore.files` does."""
     fs = _object_store(store.root)
     out: dict[str, tuple[Any, ...]] = {}
@@ -349,8 +353,9 @@ def file_stamps(store: HistoryStore, files: Sequence[SweepFile]) -> dict[str, tu
             fs.invalidate_cache(store.root.path)  # a listing cached by the filesystem would hide a re-run
             for info in fs.ls(store.root.path, detail=True):
                 name = str(info.get("name", "")).rstrip("/").rsplit("/", 1)[-1]
-                when = info.get("ETag") or info.get("etag") or info.get("LastModified") or info.get("mtime")
-                out[name] = (info.get("size"), str(when))
+                when = next((info[k] for k in VERSION_KEYS if info.get(k)), None)
+                if when is not None:  # a store that gives no version: never stamped, read every time
+                    out[name] = (info.get("size"), str(when))
             return {f.path.name: out[f.path.name] for f in files if f.path.name in out}
         for f in files:
             try:
