@@ -4,7 +4,14 @@ jobs of its cluster (a 2,000-character log tail each, as a sweep keeps). Prints 
 one job page (read every sweep's file read-only, merge, downsample, render), the time of the
 downsampling alone, the points held and sent per series, and the bytes of the page (raw and gzip:
 what the api-server sends with compression) and of the vendored uPlot (loaded once, then cached).
+
+``retention [files] [jobs]``: the job page at a real retention, 4,300 sweep files (90 days at a
+30-minute cadence) of 1,000 jobs each (4 metrics x 50 points per job per sweep, as above): the
+first request (every file read once, READERS at once) and a warm one through the page's cache
+(history.job_cache), a request after one more sweep (one file read), a first request without
+the cache, and the cache's memory for the job (tracemalloc).
 Usage: source scripts/env.sh && python benchmarks/job_page.py [sweeps] [other jobs]
+       source scripts/env.sh && python benchmarks/job_page.py retention [files] [jobs]
 """
 
 from __future__ import annotations
@@ -116,5 +123,96 @@ def main(sweeps: int = 200, others: int = 49) -> None:
               "(once, cached a day)")  # fmt: skip
 
 
+def build_retention(root: Path, files: int, jobs: int) -> HistoryStore:
+    """``files`` sweeps of ``jobs`` jobs: one sweep's rows made by sweep_frame, then each sweep's
+    table that one with its run, window and steps moved on (each written by the store's writer)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    store = HistoryStore(root, retention_days=100_000)
+    snap = ClusterSnapshot("c1", "slurm", ClusterStatus.OK, finished=[], running=[
+        Job("c1", str(1000 + j), f"rl__run{j}", "RUNNING", "squeue", bucket="RL", minutes_since_output=2.0,
+            log_tail="Step 123/5000 | reward 0.41\n" * 60, metrics={"step": PER_SWEEP - 1, "reward": 0.4},
+            points=_points(0, j)) for j in range(jobs)])  # fmt: skip
+    base = pa.Table.from_pandas(sweep_frame([snap], [], run_id="r0", window_start=END - STEP, window_end=END),
+                                preserve_index=False)  # fmt: skip
+    n = base.num_rows
+    for i in range(files):
+        end = END + i * STEP
+        t = base
+        for col, value in (("run_id", f"r{i}"), ("window_start", end - STEP), ("window_end", end)):
+            t = t.set_column(
+                t.schema.get_field_index(col), col, pa.repeat(pa.scalar(value, t.schema.field(col).type), n)
+            )
+        for col in ("step", "m.step"):
+            k = t.schema.get_field_index(col)
+            t = t.set_column(k, col, pc.add(t[col], float(i * PER_SWEEP)))
+        k = t.schema.get_field_index("value")
+        t = t.set_column(k, "value", pc.add(t["value"], i / files))
+        store.write_table(t, run_id=f"r{i}", window_end=end)
+    return store
+
+
+def retention(files: int = 4300, jobs: int = 1000) -> None:
+    import tracemalloc
+
+    from sweep_core.history.job_cache import READERS, JobCache
+
+    READ_BUDGET_S = 5.0  # sweep_operators.sweeps_page.READ_BUDGET_S (that module needs Airflow)
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+        t0 = time.perf_counter()
+        store = build_retention(Path(tmp), files, jobs)
+        size = sum(f.path.stat().st_size for f in store.files())
+        print(f"history: {files} sweep files x {jobs} jobs x 4 metrics x {PER_SWEEP} points "
+              f"({size / 1e9:.2f} GB of Parquet, written in {time.perf_counter() - t0:.0f} s)")  # fmt: skip
+        cache = JobCache()
+
+        def timed(job: str, c: JobCache | None) -> tuple[float, object]:
+            t = time.perf_counter()
+            view = load_job_view(store, "c1", job, cache=c)
+            job_page(view)
+            return time.perf_counter() - t, view
+
+        paged = JobCache()
+        t = time.perf_counter()
+        load_job_view(store, "c1", "1000", cache=paged, budget=READ_BUDGET_S)
+        print(f"first request as the page makes it (a {READ_BUDGET_S:g} s reading budget): "
+              f"{time.perf_counter() - t:.1f} s, {paged.reads} of {files} files read (newest first)")  # fmt: skip
+        del paged
+        first, view = timed("1000", cache)
+        print(f"first request (job 1000, {cache.reads} files read, {READERS} at once): {first:.1f} s")
+        warm = [timed("1000", cache)[0] for _ in range(5)]
+        print(f"warm request (0 files read): median {statistics.median(warm) * 1e3:.0f} ms, "
+              f"max {max(warm) * 1e3:.0f} ms over 5")  # fmt: skip
+        reads = cache.reads
+        last = store.files()[-1]
+        import pyarrow.parquet as pq
+
+        store.write_table(pq.read_table(last.path), run_id="one-more", window_end=END + files * STEP)
+        store.retention_days = 1  # retention removes the oldest sweep, as the sweep's own append does
+        gone = store.prune(END + STEP + dt.timedelta(days=1))
+        after, view2 = timed("1000", cache)
+        print(f"after one more sweep and retention ({len(gone)} file(s) pruned): {after * 1e3:.0f} ms, "
+              f"{cache.reads - reads} file(s) read")  # fmt: skip
+        fresh, view3 = timed("1000", None)
+        same = [c.points for c in view2.curves] == [c.points for c in view3.curves]  # type: ignore[attr-defined]
+        print(f"first request without the cache (every file read): {fresh:.1f} s; cached curves == fresh: {same}")
+        other, _ = timed("1500", cache)
+        print(f"first request of another job (1500): {other:.1f} s")
+        tracemalloc.start()
+        probe = JobCache()
+        before = tracemalloc.get_traced_memory()[0]
+        load_job_view(store, "c1", "1000", cache=probe)
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        pts = sum(len(c.points) for c in view2.curves)  # type: ignore[attr-defined]
+        print(f"cache of one job over {len(store.files())} files: {held / 1e6:.1f} MB traced, weight "
+              f"{probe.weight():,} of the bound {probe.bound:,} ({pts:,} points in its curves)")  # fmt: skip
+
+
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]))
+    if sys.argv[1:2] == ["retention"]:
+        retention(*(int(a) for a in sys.argv[2:4]))
+    else:
+        main(*(int(a) for a in sys.argv[1:3]))

@@ -28,6 +28,7 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Res
 
 from sweep_core.config.locate import ConfigNotFound
 from sweep_core.config.sweep import load_sweep_config
+from sweep_core.history.job_cache import JobCache
 from sweep_core.history.job_page import STATIC, job_page
 from sweep_core.history.page import STANDING_DAYS, sweeps_page
 from sweep_core.history.page_view import PER_PAGE, PageCache, PageQuery, PageView, job_tail, load_view, run_log_text
@@ -35,6 +36,8 @@ from sweep_operators.task_ids import DagId
 
 PREFIX = "/sweeps"
 _CACHE = PageCache()  # earlier sweeps' plot data and curve rows, kept across requests (locked: requests run in threads)
+READ_BUDGET_S = 5.0  # a job page request's reading of files it has not seen (the rest: on reload, said)
+_JOB_CACHE = JobCache()  # what each sweep file holds of each job asked lately (bounded, locked: history.job_cache)
 _TEXT_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
@@ -115,7 +118,14 @@ def job(cluster: str, job_id: str) -> HTMLResponse:
 
     t0 = time.perf_counter()
     notes: list[str] = []
-    view = load_job_view(_store(), cluster[:200], job_id[:200], acts=_acts(cluster, job_id, notes))
+    view = load_job_view(
+        _store(),
+        cluster[:200],
+        job_id[:200],
+        acts=_acts(cluster, job_id, notes),
+        cache=_JOB_CACHE,
+        budget=READ_BUDGET_S,
+    )
     view.notes += notes
     took = f"job;dur={(time.perf_counter() - t0) * 1e3:.0f}"
     return HTMLResponse(job_page(view), status_code=200 if view.found else 404, headers={"Server-Timing": took})

@@ -1,5 +1,6 @@
 """One sweep as rows of one table (column ``record``): a ``job`` row per job (cluster, bucket, id,
-name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags, its log's last lines), a ``cluster`` row
+name, state, elapsed, last-output age, every metric as ``m.<name>``, its flags, its log's last lines,
+the restart its log states: ``restart_line``, ``restart_step``), a ``cluster`` row
 per cluster (status, login node, quota/headroom), a ``flag`` row per flag and a ``point`` row per
 (step, value) of a metric read this sweep (``metric``, ``step``, ``value``: the series), each with the run id,
 the window and the run log's name. One table per sweep keeps the write of a sweep a single atomic file.
@@ -10,10 +11,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sweep_core.records.models import ClusterSnapshot, Flag, Job, json_safe
+from sweep_core.safe.text import clean
 
 if TYPE_CHECKING:  # imported where used: a DAG file's parse and most tasks need no pandas
     import pandas as pd
@@ -22,6 +25,24 @@ JOB, CLUSTER, FLAG, POINT = "job", "cluster", "flag", "point"
 SCHEMA_VERSION = "1"
 METRIC_PREFIX, QUOTA_PREFIX = "m.", "quota."
 BASE_COLUMNS = ("record", "run_id", "window_start", "window_end", "cluster")
+RESTART_EVIDENCE = "restart"  # the key of the tail's restart line in Job.evidence (fanin.step_check.RESTART_KEY)
+RESTART_LINE, RESTART_STEP = "restart_line", "restart_step"  # its job-row columns
+RESTART_CHARS = 200
+# the step a restart line names: "step 1200", "global_step=1200", "global_step_1200", "checkpoint-1200"
+_RESTART_STEP = re.compile(r"(?:global[_ ]step|\bstep|checkpoint)[-_ =:/]*(\d{1,12})\b", re.IGNORECASE)
+
+
+def restart_of(job: Job) -> tuple[str | None, float | None]:
+    """The restart the job's log itself states this sweep (its tail's last resume/restart line, as
+    fanin.step_check.restart_evidence found it): the line, one clean line of at most RESTART_CHARS,
+    and the step it names (the last ``step N`` / ``global_step_N`` / ``checkpoint-N`` in it; None
+    when it names none); (None, None) when the log states no restart."""
+    said = job.evidence.get(RESTART_EVIDENCE)
+    if not isinstance(said, str) or not said.strip():
+        return None, None
+    line = clean(said, newlines=False).strip()[:RESTART_CHARS]
+    steps = _RESTART_STEP.findall(line)
+    return line, (float(steps[-1]) if steps else None)
 
 
 def signature(flag: Flag) -> str:
@@ -66,6 +87,7 @@ def _job_row(job: Job) -> dict[str, Any]:
         # the GPU probe's mean utilisation (None: not probed / unknown): the serving LUT learns from it
         "gpu_mean_util": None if not job.gpu or job.gpu.get("why") else _scalar(job.gpu.get("mean_util")),
     }
+    row[RESTART_LINE], row[RESTART_STEP] = restart_of(job)
     for key, value in sorted(job.metrics.items()):
         v = _scalar(value)
         if isinstance(v, float) and not math.isfinite(v):
@@ -136,7 +158,8 @@ def sweep_frame(
     rows = [_cluster_row(s) for s in snaps]
     rows += [_job_row(j) for s in snaps for j in s.all_jobs()]
     rows += [_flag_row(f) for f in flags]
-    rows += [p for s in snaps for j in s.all_jobs() for p in _point_rows(j)]
+    points = [p for s in snaps for j in s.all_jobs() for p in _point_rows(j)]
+    rows += sorted(points, key=lambda p: (p["cluster"], p["job_id"]))  # by job: a one-job read skips row groups
     frame = pd.DataFrame(rows, columns=list(dict.fromkeys([*BASE_COLUMNS, *(k for r in rows for k in r)])))
     frame["run_id"] = run_id
     frame["window_start"] = pd.Timestamp(window_start.astimezone(dt.UTC))

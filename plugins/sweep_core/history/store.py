@@ -18,7 +18,7 @@ import io
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pandas and pyarrow are imported where used: a DAG file's pa
 
 log = logging.getLogger(__name__)
 META_KEY = b"sweep_history"
+ROW_GROUP_ROWS = 10_000  # rows per Parquet row group: its min/max of cluster and job_id let a one-job read skip it
 _NAME = re.compile(r"^(?P<key>\d{8}T\d{6}Z)_(?P<run>[0-9a-f]{12})\.parquet$")
 
 
@@ -100,12 +101,20 @@ class HistoryStore:
     def append(self, frame: pd.DataFrame, *, run_id: str, window_end: dt.datetime) -> Any:
         """Write one sweep's rows atomically (a re-run of ``run_id`` replaces them); prune old sweeps."""
         import pyarrow as pa
+
+        target = self.write_table(pa.Table.from_pandas(frame, preserve_index=False), run_id=run_id,
+                                  window_end=window_end)  # fmt: skip
+        self.prune(window_end)
+        return target
+
+    def write_table(self, table: Any, *, run_id: str, window_end: dt.datetime) -> Any:
+        """Write one sweep's Arrow table as its file, atomically, in row groups of ROW_GROUP_ROWS (with
+        the point rows sorted by job: sweep_frame, a reader of one job skips the groups it is not in)."""
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: SCHEMA_VERSION.encode()})
         buf = io.BytesIO()
-        pq.write_table(table, buf, compression="zstd")
+        pq.write_table(table, buf, compression="zstd", row_group_size=ROW_GROUP_ROWS)
         target = self.path_for(run_id, window_end)
         fs = _object_store(target)
         if fs is not None:  # no folder to make: a key prefix exists with its first object
@@ -115,7 +124,6 @@ class HistoryStore:
             tmp = self.root / f".{target.name}.{os.getpid()}.tmp"
             tmp.write_bytes(buf.getvalue())
             tmp.rename(target)
-        self.prune(window_end)
         return target
 
     def prune(self, now: dt.datetime) -> list[str]:
@@ -197,11 +205,41 @@ def read_file(
     notes: list[str] | None = None,
     read_only: bool = False,
     where: Mapping[str, str] | None = None,
+    pick: Callable[[Any], Sequence[str]] | None = None,
 ) -> pd.DataFrame | None:
     """The rows of one sweep's file (None when gone or unusable: then moved aside unless
     ``read_only``, noted); ``where``: only the rows whose columns equal these values (filtered
-    before pandas sees them: one job's rows of a large sweep cost little)."""
-    return _read_file(path, records, columns, notes, read_only=read_only, where=where)
+    before pandas sees them: one job's rows of a large sweep cost little); ``pick``: the columns
+    chosen from the file's own Arrow schema (instead of ``columns``: one read of the file, not two)."""
+    return _read_file(path, records, columns, notes, read_only=read_only, where=where, pick=pick)
+
+
+def _groups_for(meta: Any, where: Mapping[str, str]) -> list[int] | None:
+    """The row groups that may hold a row whose ``where`` columns equal the values, by each group's
+    min/max statistics of those (string) columns; None: every group (one group, or no statistics).
+    A group is skipped only when its statistics rule the value out: the rows are still filtered."""
+    if meta.num_row_groups <= 1:
+        return None
+    at = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    keep = []
+    for g in range(meta.num_row_groups):
+        rg, maybe = meta.row_group(g), True
+        for col, value in where.items():
+            i = at.get(col)
+            st = None if i is None else rg.column(i).statistics
+            if st is None or st.physical_type != "BYTE_ARRAY":
+                continue
+            if st.has_null_count and st.null_count == rg.num_rows:
+                maybe = False  # every row null: none equals the value
+            elif st.has_min_max:
+                lo, hi = st.min, st.max
+                want: str | bytes = value.encode() if isinstance(lo, bytes) else value
+                maybe = lo <= want <= hi  # type: ignore[operator]
+            if not maybe:
+                break
+        if maybe:
+            keep.append(g)
+    return keep
 
 
 def _skip(path: Any, why: str, notes: list[str] | None) -> None:
@@ -212,15 +250,30 @@ def _skip(path: Any, why: str, notes: list[str] | None) -> None:
         notes.append(note)
 
 
-def _read_file(
+def read_table(
     path: Any,
-    records: Sequence[str] | None,
+    *,
+    pick: Callable[[Any], Sequence[str]],
+    notes: list[str] | None = None,
+    where: Mapping[str, str] | None = None,
+) -> Any:
+    """:func:`read_file` read-only as an Arrow table (no pandas: what a one-job read of many files
+    wants), ``pick`` choosing the columns from the file's schema; None when gone or unusable (noted)."""
+    got = _read_table(path, None, notes, read_only=True, where=where, pick=pick)
+    return None if got is None else got[0]
+
+
+def _read_table(
+    path: Any,
     columns: Sequence[str] | None,
     notes: list[str] | None,
     *,
     read_only: bool = False,
     where: Mapping[str, str] | None = None,
-) -> pd.DataFrame | None:
+    pick: Callable[[Any], Sequence[str]] | None = None,
+) -> tuple[Any, Sequence[str] | None] | None:
+    """The file's table (``where`` rows, ``columns`` or ``pick``'s) and the columns asked; None as
+    :func:`read_file`."""
     aside = _skip if read_only else move_aside
     try:
         data = _read_bytes(path)
@@ -241,8 +294,10 @@ def _read_file(
             aside(path, "a Parquet file without this history's schema (foreign)", notes)
             return None
         names = pf.schema_arrow.names
+        columns = columns if pick is None else list(pick(pf.schema_arrow))
         cols = None if columns is None else [c for c in dict.fromkeys(["record", *columns]) if c in names]
-        table = pf.read(columns=cols)
+        groups = None if not where else _groups_for(pf.metadata, where)
+        table = pf.read(columns=cols) if groups is None else pf.read_row_groups(groups, columns=cols)
     except (pa.ArrowException, OSError, ValueError) as exc:
         aside(path, f"{type(exc).__name__}: {str(exc)[:160]}", notes)
         return None
@@ -257,12 +312,60 @@ def _read_file(
                 hit = pc.fill_null(pc.equal(table[col].cast(pa.string()), value), False)
                 mask = hit if mask is None else pc.and_(mask, hit)
             table = table.filter(mask)
+    return table, columns
+
+
+def _read_file(
+    path: Any,
+    records: Sequence[str] | None,
+    columns: Sequence[str] | None,
+    notes: list[str] | None,
+    *,
+    read_only: bool = False,
+    where: Mapping[str, str] | None = None,
+    pick: Callable[[Any], Sequence[str]] | None = None,
+) -> pd.DataFrame | None:
+    got = _read_table(path, columns, notes, read_only=read_only, where=where, pick=pick)
+    if got is None:
+        return None
+    table, columns = got
     frame = table.to_pandas()
     if records is not None:
         frame = frame[frame["record"].isin(list(records))]
     if columns is not None:
         frame = frame.reindex(columns=list(dict.fromkeys(["record", *columns])))
     return frame
+
+
+VERSION_KEYS = ("ETag", "etag", "generation", "LastModified", "last_modified", "updated", "mtime")  # s3fs, gcsfs, adlfs
+
+
+def file_stamps(store: HistoryStore, files: Sequence[SweepFile]) -> dict[str, tuple[Any, ...]]:
+    """What tells a file's version apart (a re-run writes the same name anew), by file name: size,
+    modification time and inode (a write is a new file renamed into place; on an object store its ETag or modification time, from ONE listing of
+    the root, never a request per file); a file gone since it was listed, or on a store whose
+    listing gives no version of it, has no stamp (a cache then reads it every time). Raises
+    HistoryUnavailable as :meth:`HistoryStore.files` does."""
+    fs = _object_store(store.root)
+    out: dict[str, tuple[Any, ...]] = {}
+    try:
+        if fs is not None:
+            fs.invalidate_cache(store.root.path)  # a listing cached by the filesystem would hide a re-run
+            for info in fs.ls(store.root.path, detail=True):
+                name = str(info.get("name", "")).rstrip("/").rsplit("/", 1)[-1]
+                when = next((info[k] for k in VERSION_KEYS if info.get(k)), None)
+                if when is not None:  # a store that gives no version: never stamped, read every time
+                    out[name] = (info.get("size"), str(when))
+            return {f.path.name: out[f.path.name] for f in files if f.path.name in out}
+        for f in files:
+            try:
+                st = f.path.stat()
+            except FileNotFoundError:
+                continue
+            out[f.path.name] = (st.st_size, getattr(st, "st_mtime_ns", st.st_mtime), getattr(st, "st_ino", 0))
+    except Exception as exc:  # noqa: BLE001 - as files(): may pass, nothing moved
+        raise HistoryUnavailable(f"{store.root}: {type(exc).__name__}: {str(exc)[:160]}") from exc
+    return out
 
 
 def read_run(
