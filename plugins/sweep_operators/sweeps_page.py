@@ -95,8 +95,11 @@ def static(name: str) -> FileResponse:
     """A file of the vendored uPlot, by its name in the page's fixed list (no other path is served)."""
     if name not in STATIC:
         raise HTTPException(404, "no such static file")
-    return FileResponse(STATIC_DIR / name, media_type=STATIC_TYPES[Path(name).suffix],
-                        headers={"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"})  # fmt: skip
+    return FileResponse(
+        STATIC_DIR / name,
+        media_type=STATIC_TYPES[Path(name).suffix],
+        headers={"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"},
+    )
 
 
 def _acts(cluster: str, job_id: str, notes: list[str]) -> list[dict[str, str]]:
@@ -221,8 +224,9 @@ class SweepsPagePlugin(AirflowPlugin):
 
     name = "sweeps_page"
     fastapi_apps = [{"app": create_app(), "url_prefix": PREFIX, "name": "Sweeps"}]
-    external_views = [{"name": "Sweeps", "href": f"{PREFIX}/", "destination": "nav", "category": "browse",
-                       "url_route": "sweeps"}]  # fmt: skip
+    external_views = [
+        {"name": "Sweeps", "href": f"{PREFIX}/", "destination": "nav", "category": "browse", "url_route": "sweeps"}
+    ]
 
 
 def _entry_point_installed() -> bool:

@@ -60,8 +60,14 @@ class JobCache:
         self._weight: dict[tuple[str, str], int] = {}
         self.reads = 0  # files read through this cache since it was made (what a warm request saves)
 
-    def parts(self, key: tuple[str, str], files: Sequence[Any], stamps: dict[str, tuple[Any, ...]],
-              load: Load, budget: float | None = None) -> tuple[list[FilePart], list[str]]:  # fmt: skip
+    def parts(
+        self,
+        key: tuple[str, str],
+        files: Sequence[Any],
+        stamps: dict[str, tuple[Any, ...]],
+        load: Load,
+        budget: float | None = None,
+    ) -> tuple[list[FilePart], list[str]]:
         """The part of each of ``files`` (oldest first) for job ``key``: kept ones whose stamp is
         unchanged, the rest read by ``load`` (READERS at once, newest first, in batches of BATCH;
         once ``budget`` seconds have passed no further batch starts). Returns the parts of the files

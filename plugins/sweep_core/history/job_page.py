@@ -49,11 +49,19 @@ def chart_data(view: JobView) -> dict[str, object]:
     """What the page's script draws: per metric the sent steps and values (non-finite as null), its
     log flag and refusal; the marks on the step axis; their colours."""
     return {
-        "series": {c.metric: {"x": [s for s, _ in c.sent], "y": [_y(v) for _, v in c.sent], "log": c.log,
-                              "refusal": c.log_refusal, "points": len(c.points)} for c in view.curves},
+        "series": {
+            c.metric: {
+                "x": [s for s, _ in c.sent],
+                "y": [_y(v) for _, v in c.sent],
+                "log": c.log,
+                "refusal": c.log_refusal,
+                "points": len(c.points),
+            }
+            for c in view.curves
+        },
         "marks": [{"kind": m.kind, "step": m.step, "at": m.at, "label": m.label} for m in view.marks],
         "colours": MARK_COLOURS,
-    }  # fmt: skip
+    }
 
 
 def _charts(view: JobView) -> str:
@@ -67,10 +75,14 @@ def _charts(view: JobView) -> str:
             if len(c.sent) < len(c.points)
             else f"{len(c.points)} points"
         )
-        toggle = (f"<label><input type='checkbox' class='log' data-metric='{_e(c.metric)}'"
-                  f"{' checked' if c.log else ''}{' disabled' if c.log_refusal else ''}> log scale</label>")  # fmt: skip
-        out.append(f"<div class='chart' id='chart-{_e(c.metric)}' data-metric='{_e(c.metric)}'><h3>{_e(c.metric)}</h3>"
-                   f"{toggle} <small>{shown}</small>{refusal}<div class='plot'></div></div>")  # fmt: skip
+        toggle = (
+            f"<label><input type='checkbox' class='log' data-metric='{_e(c.metric)}'"
+            f"{' checked' if c.log else ''}{' disabled' if c.log_refusal else ''}> log scale</label>"
+        )
+        out.append(
+            f"<div class='chart' id='chart-{_e(c.metric)}' data-metric='{_e(c.metric)}'><h3>{_e(c.metric)}</h3>"
+            f"{toggle} <small>{shown}</small>{refusal}<div class='plot'></div></div>"
+        )
     return "".join(out)
 
 
@@ -92,11 +104,15 @@ def _rows_table(view: JobView) -> str:
     body = []
     for r in reversed(view.rows):  # newest first
         state = str(r.get("state") or "")
-        cells = [f"<td>{_e(str(r.get('window_end'))[:16].replace('T', ' '))}", f"<td><code>{_e(r.get('run_id'))}</code>",
-                 f"<td class='{STATE_CLASS.get(state, '')}'>{_e(state)}", f"<td>{_e(r.get('elapsed'))}",
-                 f"<td>{_age(r.get('minutes_since_output'))}",
-                 *(f"<td class='num' data-metric='{_e(m)}'>{_e(r.get(METRIC_PREFIX + m))}" for m in metrics),
-                 f"<td>{_e(r.get('job_flags'))}"]  # fmt: skip
+        cells = [
+            f"<td>{_e(str(r.get('window_end'))[:16].replace('T', ' '))}",
+            f"<td><code>{_e(r.get('run_id'))}</code>",
+            f"<td class='{STATE_CLASS.get(state, '')}'>{_e(state)}",
+            f"<td>{_e(r.get('elapsed'))}",
+            f"<td>{_age(r.get('minutes_since_output'))}",
+            *(f"<td class='num' data-metric='{_e(m)}'>{_e(r.get(METRIC_PREFIX + m))}" for m in metrics),
+            f"<td>{_e(r.get('job_flags'))}",
+        ]
         body.append(f"<tr class='sweep'>{''.join(cells)}</tr>")
     return f"<table id='rows'><thead><tr>{ths}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
@@ -107,9 +123,11 @@ def job_page(view: JobView, static: str = "static/") -> str:
     back = '<p><a href="./">← Sweeps</a></p>'
     if not view.found:
         notes = "".join(f"<p class='warn'>{_e(n)}</p>" for n in view.notes)
-        return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title></head><body>{back}"
-                f"<h1>{_e(title)}</h1><p>No sweep in the history saw job {_e(view.job_id)} on {_e(view.cluster)}.</p>"
-                f"{notes}</body></html>")  # fmt: skip
+        return (
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title></head><body>{back}"
+            f"<h1>{_e(title)}</h1><p>No sweep in the history saw job {_e(view.job_id)} on {_e(view.cluster)}.</p>"
+            f"{notes}</body></html>"
+        )
     mins, when = view.liveness()
     state = str(view.rows[-1].get("state") or "")
     live = (f"last output <b>{_age(mins)}</b> ago" if mins is not None else "last output: not known") + (
@@ -118,8 +136,11 @@ def job_page(view: JobView, static: str = "static/") -> str:
     legend = " ".join(f"<span class='mk' style='background:{c}'></span>{k}" for k, c in MARK_COLOURS.items())
     notes = "".join(f"<p class='warn'>{_e(n)}</p>" for n in view.notes)
     assets = "".join(
-        f'<link rel="stylesheet" href="{html.escape(static + n)}">' if n.endswith(".css")
-        else f'<script src="{html.escape(static + n)}"></script>' for n in STATIC)  # fmt: skip
+        f'<link rel="stylesheet" href="{html.escape(static + n)}">'
+        if n.endswith(".css")
+        else f'<script src="{html.escape(static + n)}"></script>'
+        for n in STATIC
+    )
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title><style>{CSS}{JOB_CSS}</style>"
         f"{assets}</head><body>{back}<h1>{_e(view.name)} <small>({_e(title)}, {_e(view.bucket)})</small></h1>"

@@ -23,8 +23,22 @@ from sweep_core.history.series import HISTORY_POINTS, SENT_POINTS, downsample, l
 from sweep_core.history.store import HistoryStore, SweepFile, file_stamps, read_table
 from sweep_core.safe.text import clean
 
-ROW_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "name", "bucket", "state", "elapsed",
-               "minutes_since_output", "stale", "job_flags", "run_series", RESTART_LINE, RESTART_STEP)  # fmt: skip
+ROW_COLUMNS = (
+    "run_id",
+    "window_end",
+    "cluster",
+    "job_id",
+    "name",
+    "bucket",
+    "state",
+    "elapsed",
+    "minutes_since_output",
+    "stale",
+    "job_flags",
+    "run_series",
+    RESTART_LINE,
+    RESTART_STEP,
+)
 FLAG_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "rule", "severity", "message", "action")
 POINT_COLUMNS = ("run_id", "window_end", "cluster", "job_id", "metric", "step", "value")
 MAX_ROWS = 500  # sweeps of the job the table shows (the newest)
@@ -174,21 +188,30 @@ def merged_series(parts: Sequence[FilePart], bound: int) -> dict[str, list[tuple
     return out
 
 
-def read_parts(store: HistoryStore, cluster: str, job_id: str, notes: list[str], cache: JobCache | None = None,
-               budget: float | None = None) -> list[FilePart]:  # fmt: skip
+def read_parts(
+    store: HistoryStore,
+    cluster: str,
+    job_id: str,
+    notes: list[str],
+    cache: JobCache | None = None,
+    budget: float | None = None,
+) -> list[FilePart]:
     """What every sweep file holds of the job, oldest first, read-only: from ``cache`` the files it
     has already read at their current stamp, the others read now, newest first, for at most about
     ``budget`` seconds (None: all); each unusable file noted, and the files left unread said."""
     files = store.files(notes, read_only=True)
     cache = cache if cache is not None else JobCache(bound=0)  # nothing kept: every file read
-    parts, unread = cache.parts((cluster, job_id), files, file_stamps(store, files),
-                                lambda f: file_part(f, cluster, job_id), budget)  # fmt: skip
+    parts, unread = cache.parts(
+        (cluster, job_id), files, file_stamps(store, files), lambda f: file_part(f, cluster, job_id), budget
+    )
     notes.extend(p.note for p in parts if p.note)
     if unread:
-        notes.append(f"{len(unread)} of the {len(files)} sweep files of the history are not read yet (this "
-                     f"request's {budget:g} s of reading spent, newest first; the oldest left unread ends "
-                     f"{unread[0][:16]}, the newest {unread[-1][:16]}): its curves and rows before them are "
-                     "missing; reload the page to read on")  # fmt: skip
+        notes.append(
+            f"{len(unread)} of the {len(files)} sweep files of the history are not read yet (this "
+            f"request's {budget:g} s of reading spent, newest first; the oldest left unread ends "
+            f"{unread[0][:16]}, the newest {unread[-1][:16]}): its curves and rows before them are "
+            "missing; reload the page to read on"
+        )
     return parts
 
 
@@ -267,8 +290,11 @@ def load_job_view(
     view.rows = jobs.tail(MAX_ROWS).to_dict("records")
     latest = view.rows[-1]
     view.name, view.bucket = str(latest.get("name") or ""), str(latest.get("bucket") or "")
-    view.metrics = [c[len(METRIC_PREFIX) :] for c in jobs.columns if c.startswith(METRIC_PREFIX)
-                    and any(_num(v) is not None for v in jobs[c])]  # fmt: skip
+    view.metrics = [
+        c[len(METRIC_PREFIX) :]
+        for c in jobs.columns
+        if c.startswith(METRIC_PREFIX) and any(_num(v) is not None for v in jobs[c])
+    ]
     got = merged_series(parts, bound)
     order = sorted(got, key=lambda m: (FIRST.index(m) if m in FIRST else len(FIRST), m))
     for metric, pts in ((m, got[m]) for m in order if m not in NOT_DRAWN):

@@ -211,9 +211,11 @@ def _jobs(f: _Families, facts: Facts) -> None:
         if age is not None:
             key = (_text(j.get("cluster")), _text(j.get("bucket")))
             age_max[key] = max(age_max.get(key, 0.0), age * 60)
-    f.declare("running_last_output_age_max_seconds",
-              "Longest time since a RUNNING job's log last grew, per cluster and bucket (every job)",
-              ("cluster", "bucket"))  # fmt: skip
+    f.declare(
+        "running_last_output_age_max_seconds",
+        "Longest time since a RUNNING job's log last grew, per cluster and bucket (every job)",
+        ("cluster", "bucket"),
+    )
     for (cluster, bucket), age in sorted(age_max.items()):
         f.gauge("running_last_output_age_max_seconds", "", ("cluster", "bucket"), (cluster, bucket), age)
 
@@ -237,14 +239,22 @@ def _jobs(f: _Families, facts: Facts) -> None:
         if main is not None:
             f.gauge(main[0], "", labels, values, main[1])
     if facts.report is not None:
-        f.gauge("job_series_omitted", f"RUNNING jobs past the limit of per-job series ({facts.job_series_limit})",
-                (), (), len(omitted))  # fmt: skip
+        f.gauge(
+            "job_series_omitted",
+            f"RUNNING jobs past the limit of per-job series ({facts.job_series_limit})",
+            (),
+            (),
+            len(omitted),
+        )
 
 
 def _clusters(f: _Families, facts: Facts) -> None:
     f.declare("cluster_status", "1 for each cluster's status in the latest report sweep", ("cluster", "status"))
-    f.declare("quota_headroom_ratio", "1 - used/limit of a cluster's worst quota (soft, else hard, else capacity)",
-              ("cluster", "kind", "limit"))  # fmt: skip
+    f.declare(
+        "quota_headroom_ratio",
+        "1 - used/limit of a cluster's worst quota (soft, else hard, else capacity)",
+        ("cluster", "kind", "limit"),
+    )
     for row in _records(facts.report, CLUSTER):
         cluster = _text(row.get("cluster"))
         f.gauge("cluster_status", "", ("cluster", "status"), (cluster, _text(row.get("status")) or "?"), 1)
@@ -253,16 +263,27 @@ def _clusters(f: _Families, facts: Facts) -> None:
         for limit in ("soft", "hard", "capacity"):
             cap = _num(row.get(QUOTA_PREFIX + limit))
             if cap and cap > 0 and used is not None:
-                f.gauge("quota_headroom_ratio", "", ("cluster", "kind", "limit"), (cluster, kind, limit),
-                        1 - used / cap)  # fmt: skip
+                f.gauge(
+                    "quota_headroom_ratio", "", ("cluster", "kind", "limit"), (cluster, kind, limit), 1 - used / cap
+                )
                 unit = "bytes" if kind == "bytes" else "inodes"
-                f.gauge(f"quota_headroom_{unit}", f"Limit minus use of a cluster's worst quota, in {unit}",
-                        ("cluster", "limit"), (cluster, limit), cap - used)  # fmt: skip
+                f.gauge(
+                    f"quota_headroom_{unit}",
+                    f"Limit minus use of a cluster's worst quota, in {unit}",
+                    ("cluster", "limit"),
+                    (cluster, limit),
+                    cap - used,
+                )
                 break
         status = _text(row.get("quota_status"))
         if status:
-            f.gauge("quota_status", "1 for each cluster's quota verdict (OK, NEAR, OVER, UNKNOWN)",
-                    ("cluster", "status"), (cluster, status), 1)  # fmt: skip
+            f.gauge(
+                "quota_status",
+                "1 for each cluster's quota verdict (OK, NEAR, OVER, UNKNOWN)",
+                ("cluster", "status"),
+                (cluster, status),
+                1,
+            )
 
 
 def _flags(f: _Families, facts: Facts) -> None:
@@ -278,14 +299,21 @@ def _flags(f: _Families, facts: Facts) -> None:
         if frame is not None and not frame.empty and "window_end" in frame:
             end = _ts(frame["window_end"].iloc[0])
             if end is not None:
-                f.gauge("history_window_end_timestamp_seconds", "Window end of the latest sweep of each history",
-                        ("source",), (source,), end)  # fmt: skip
+                f.gauge(
+                    "history_window_end_timestamp_seconds",
+                    "Window end of the latest sweep of each history",
+                    ("source",),
+                    (source,),
+                    end,
+                )
 
 
 def _runs(f: _Families, facts: Facts) -> None:
-    f.declare("last_success_timestamp_seconds",
-              "Window end of the newest sweep (report or watch) that swept the cluster whole (status OK)",
-              ("dag", "cluster"))  # fmt: skip
+    f.declare(
+        "last_success_timestamp_seconds",
+        "Window end of the newest sweep (report or watch) that swept the cluster whole (status OK)",
+        ("dag", "cluster"),
+    )
     for (dag, cluster), end in sorted(facts.last_ok.items()):
         t = _ts(end)
         if t is not None:
@@ -295,20 +323,38 @@ def _runs(f: _Families, facts: Facts) -> None:
             f.gauge("dag_cadence_seconds", "The DAG's schedule interval", ("dag",), (run.dag_id,), run.cadence_s)
         t = _ts(run.end)
         if t is not None:
-            f.gauge("dag_last_success_timestamp_seconds", "End of the DAG's latest successful run", ("dag",),
-                    (run.dag_id,), t)  # fmt: skip
+            f.gauge(
+                "dag_last_success_timestamp_seconds",
+                "End of the DAG's latest successful run",
+                ("dag",),
+                (run.dag_id,),
+                t,
+            )
         if run.duration_s is not None:
-            f.gauge("dag_last_success_duration_seconds", "Duration of the DAG's latest successful run", ("dag",),
-                    (run.dag_id,), run.duration_s)  # fmt: skip
+            f.gauge(
+                "dag_last_success_duration_seconds",
+                "Duration of the DAG's latest successful run",
+                ("dag",),
+                (run.dag_id,),
+                run.duration_s,
+            )
         for cluster, secs in sorted(run.gather_s.items()):
-            f.gauge("gather_duration_seconds", "Each cluster's gather task in the DAG's latest successful run",
-                    ("dag", "cluster"), (run.dag_id, cluster), secs)  # fmt: skip
+            f.gauge(
+                "gather_duration_seconds",
+                "Each cluster's gather task in the DAG's latest successful run",
+                ("dag", "cluster"),
+                (run.dag_id, cluster),
+                secs,
+            )
 
 
 def _acts(f: _Families, facts: Facts) -> None:
     if facts.acts is not None:
-        f.declare("ledger_acts", "Acts and answers the ledger holds per job (kept 50 per job) by cluster and kind",
-                  ("cluster", "kind"))  # fmt: skip
+        f.declare(
+            "ledger_acts",
+            "Acts and answers the ledger holds per job (kept 50 per job) by cluster and kind",
+            ("cluster", "kind"),
+        )
         for (cluster, kind), n in sorted(facts.acts.items()):
             f.gauge("ledger_acts", "", ("cluster", "kind"), (cluster, kind), n)
     if facts.approvals is not None:
@@ -322,16 +368,26 @@ def _acts(f: _Families, facts: Facts) -> None:
         for dag, n in sorted(pending.items()):
             f.gauge("pending_approvals", "", ("dag",), (dag,), n)
             if dag in oldest:
-                f.gauge("pending_approval_oldest_timestamp_seconds", "When the oldest pending approval was asked",
-                        ("dag",), (dag,), oldest[dag])  # fmt: skip
+                f.gauge(
+                    "pending_approval_oldest_timestamp_seconds",
+                    "When the oldest pending approval was asked",
+                    ("dag",),
+                    (dag,),
+                    oldest[dag],
+                )
 
 
 def families(facts: Facts) -> list[Metric]:
     """Every metric family of one scrape, in a fixed order."""
     f = _Families()
     for source in SOURCES:
-        f.gauge("source_up", "1 when the scrape could read the source, else 0", ("source",), (source,),
-                0 if source in facts.down else 1)  # fmt: skip
+        f.gauge(
+            "source_up",
+            "1 when the scrape could read the source, else 0",
+            ("source",),
+            (source,),
+            0 if source in facts.down else 1,
+        )
     _jobs(f, facts)
     _clusters(f, facts)
     _flags(f, facts)

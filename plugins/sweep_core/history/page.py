@@ -31,8 +31,16 @@ if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in
     import pandas as pd
 
 METRICS = ("step", "max_steps", "reward", "loss", "grad_norm", "result_count", "pass_rate")
-STATE_CLASS = {"RUNNING": "run", "COMPLETED": "ok", "FAILED": "bad", "TIMEOUT": "bad", "OUT_OF_MEMORY": "bad",
-               "NODE_FAIL": "bad", "CANCELLED": "warn", "PENDING": "warn"}  # fmt: skip
+STATE_CLASS = {
+    "RUNNING": "run",
+    "COMPLETED": "ok",
+    "FAILED": "bad",
+    "TIMEOUT": "bad",
+    "OUT_OF_MEMORY": "bad",
+    "NODE_FAIL": "bad",
+    "CANCELLED": "warn",
+    "PENDING": "warn",
+}
 CSS = """body{font:14px system-ui,sans-serif;margin:1em}table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 thead th{position:sticky;top:0;background:#eee;cursor:pointer}.run{color:#1f6feb}.ok{color:#1a7f37}
@@ -99,12 +107,27 @@ def curve_cell(job: dict[str, object], spark: dict[Key, Points]) -> str:
     return f'<td class="curve" data-v="{main[1] if main else ""}">{svg} <span class="latest">{latest}</span>'
 
 
-def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str,
-           spark: dict[Key, Points] | None = None, query: PageQuery | None = None) -> str:  # fmt: skip
+def _table(
+    frame: pd.DataFrame,
+    flags: pd.DataFrame,
+    bucket: str,
+    sweep: str,
+    spark: dict[Key, Points] | None = None,
+    query: PageQuery | None = None,
+) -> str:
     metrics = [m for m in METRICS if METRIC_PREFIX + m in frame and frame[METRIC_PREFIX + m].notna().any()]
     curve = MAIN_METRIC[bucket][0] if spark is not None and bucket in MAIN_METRIC else ""
-    head = ["cluster", "id", "name", "state", "elapsed", "last output", *([f"{curve} (curve, latest)"] if curve else []),
-            *metrics, "flags"]  # fmt: skip
+    head = [
+        "cluster",
+        "id",
+        "name",
+        "state",
+        "elapsed",
+        "last output",
+        *([f"{curve} (curve, latest)"] if curve else []),
+        *metrics,
+        "flags",
+    ]
     rows = []
     by_job: dict[tuple[str, str], list[dict[str, object]]] = {}
     for f in flags.to_dict("records"):
@@ -115,11 +138,17 @@ def _table(frame: pd.DataFrame, flags: pd.DataFrame, bucket: str, sweep: str,
         if job.get("stale") is True:
             badges = '<span class="badge stale">stale</span>' + badges
         mins = job.get("minutes_since_output")
-        cells = [_e(job["cluster"]), job_link(str(job["cluster"]), str(job["job_id"])), _e(job["name"]),
-                 f'<span class="{STATE_CLASS.get(str(job["state"]), "")}">{_e(job["state"])}</span>',
-                 _e(job.get("elapsed")), f'<td data-v="{_e(mins) or -1}">{_age(mins)}',
-                 *([curve_cell(job, spark or {})] if curve else []),
-                 *(_e(job.get(METRIC_PREFIX + m)) for m in metrics), badges]  # fmt: skip
+        cells = [
+            _e(job["cluster"]),
+            job_link(str(job["cluster"]), str(job["job_id"])),
+            _e(job["name"]),
+            f'<span class="{STATE_CLASS.get(str(job["state"]), "")}">{_e(job["state"])}</span>',
+            _e(job.get("elapsed")),
+            f'<td data-v="{_e(mins) or -1}">{_age(mins)}',
+            *([curve_cell(job, spark or {})] if curve else []),
+            *(_e(job.get(METRIC_PREFIX + m)) for m in metrics),
+            badges,
+        ]
         tds = "".join(c if c.startswith("<td") else f"<td>{c}" for c in cells)
         evidence = (
             "".join(
@@ -157,8 +186,11 @@ def alert_panel(view: PageView, cap: int = 50) -> str:
     )
     more = f"<li>… and {len(rows) - cap} more</li>" if len(rows) > cap else ""
     body = f"<ul>{items}{more}</ul>" if rows else "<p>No alert (warn or critical) in the latest sweep.</p>"
-    told = f"<p class='bad'>{_e(NO_CHANNEL)}: these alerts reach nobody but this page and the task log.</p>" if (
-        view.channels == 0) else ""  # fmt: skip
+    told = (
+        f"<p class='bad'>{_e(NO_CHANNEL)}: these alerts reach nobody but this page and the task log.</p>"
+        if (view.channels == 0)
+        else ""
+    )
     return f"<section id='alerts'><h2>Alerts ({len(rows)})</h2>{told}{body}</section>"
 
 
@@ -203,8 +235,10 @@ def runs_table(view: PageView, cap: int = RUNS_SHOWN) -> str:
         f"<td>{sum(s.buckets.values())}<td>{sum(s.rules.values())}<td>{run_log_link(s.run_log, s.run_log or '')}</tr>"
         for s in sums
     )
-    return ("<section id='runs'><h2>Runs</h2><table><thead><tr><th>window end<th>run<th>jobs<th>flags<th>run log"
-            f"</tr></thead><tbody>{rows}</tbody></table></section>")  # fmt: skip
+    return (
+        "<section id='runs'><h2>Runs</h2><table><thead><tr><th>window end<th>run<th>jobs<th>flags<th>run log"
+        f"</tr></thead><tbody>{rows}</tbody></table></section>"
+    )
 
 
 def _pager(view: PageView) -> str:
@@ -240,12 +274,17 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
     """The whole page of ``view``: the latest sweep's clusters and one page of its jobs (tabled),
     the earlier sweeps' summaries plotted with it."""
     if not view.sweep:
-        return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>No sweep in the history yet.</p>"
-                + alert_panel(view) + standing_panel(view))  # fmt: skip
+        return (
+            f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>No sweep in the history yet.</p>"
+            + alert_panel(view)
+            + standing_panel(view)
+        )
     if view.window_end is None:
-        return (f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>The latest sweep's history file "
-                f"({_e(view.sweep)}) holds no rows or could not be read; {len(view.earlier)} earlier sweep(s).</p>"
-                + "".join(f"<p>{_e(n)}</p>" for n in view.notes))  # fmt: skip
+        return (
+            f"<!doctype html><title>{_e(title)}</title><h1>{_e(title)}</h1><p>The latest sweep's history file "
+            f"({_e(view.sweep)}) holds no rows or could not be read; {len(view.earlier)} earlier sweep(s).</p>"
+            + "".join(f"<p>{_e(n)}</p>" for n in view.notes)
+        )
     import pandas as pd
 
     end = pd.Timestamp(view.window_end).strftime("%Y-%m-%d %H:%M UTC")
@@ -254,18 +293,31 @@ def sweeps_page(view: PageView, title: str = "Sweeps") -> str:
         f"<td>{_e(c.get('finished'))}<td>{_e(c.get('quota_status'))} {_e(c.get('quota_reason'))}<td>{_e(c.get('notes'))}</tr>"
         for c in view.clusters.to_dict("records")
     )
-    overview = ("<table><thead><tr><th>cluster<th>status<th>login node<th>running<th>finished<th>quota / headroom"
-                f"<th>notes</tr></thead><tbody>{over}</tbody></table>")  # fmt: skip
+    overview = (
+        "<table><thead><tr><th>cluster<th>status<th>login node<th>running<th>finished<th>quota / headroom"
+        f"<th>notes</tr></thead><tbody>{over}</tbody></table>"
+    )
     jobs = view.jobs
-    tables = "".join(
-        _table(rows, view.flags, str(b), view.sweep, view.spark, view.query) for b, rows in jobs.groupby("bucket", sort=False, dropna=False)
-    ) if not jobs.empty and "bucket" in jobs else ""  # fmt: skip
+    tables = (
+        "".join(
+            _table(rows, view.flags, str(b), view.sweep, view.spark, view.query)
+            for b, rows in jobs.groupby("bucket", sort=False, dropna=False)
+        )
+        if not jobs.empty and "bucket" in jobs
+        else ""
+    )
     q = view.query
-    search = (f'<form method="get"><input id="filter" name="q" value="{_e(q.q)}" size="50" oninput="filt(this.value)" '
-              'placeholder="filter this page as you type; Enter searches every page: cluster, bucket, name, flag text">'
-              f'<input type="hidden" name="per" value="{q.per}">'
-              + "".join(f'<input type="hidden" name="{k}" value="{_e(v)}">' for k, v in (("cluster", q.cluster),
-                        ("bucket", q.bucket)) if v) + "</form>")  # fmt: skip
+    search = (
+        f'<form method="get"><input id="filter" name="q" value="{_e(q.q)}" size="50" oninput="filt(this.value)" '
+        'placeholder="filter this page as you type; Enter searches every page: cluster, bucket, name, flag text">'
+        f'<input type="hidden" name="per" value="{q.per}">'
+        + "".join(
+            f'<input type="hidden" name="{k}" value="{_e(v)}">'
+            for k, v in (("cluster", q.cluster), ("bucket", q.bucket))
+            if v
+        )
+        + "</form>"
+    )
     notes = "".join(f"<p class='warn'>{_e(n)}</p>" for n in view.notes)
     sums = [*view.earlier, *([view.latest] if view.latest else [])]
     return (

@@ -89,8 +89,9 @@ class PageQuery:
     def bounded(self) -> PageQuery:
         """Within bounds: page >= 1, 1 <= per <= MAX_PER_PAGE, q, cluster, bucket one clean line of <= 200 chars."""
         line = lambda t: clean(t, newlines=False)[:200]  # noqa: E731
-        return PageQuery(max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), line(self.q), line(self.cluster),
-                         line(self.bucket))  # fmt: skip
+        return PageQuery(
+            max(1, self.page), min(max(1, self.per), MAX_PER_PAGE), line(self.q), line(self.cluster), line(self.bucket)
+        )
 
     def params(self, **change: object) -> dict[str, object]:
         """The query string's fields of this page (``change`` replacing some), an empty cluster or bucket left out."""
@@ -154,12 +155,15 @@ def _ordered(jobs: pd.DataFrame, flags: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     flagged = set(_keys(flags)) if not flags.empty and "job_id" in flags else set()
-    keys = pd.DataFrame({
-        "bucket": jobs["bucket"].astype("string").fillna("") if "bucket" in jobs else "",
-        "quiet": ~_keys(jobs).isin(flagged),
-        "cluster": jobs["cluster"].astype("string").fillna(""),
-        "job_id": jobs["job_id"].astype("string").fillna(""),
-    }, index=jobs.index)  # fmt: skip
+    keys = pd.DataFrame(
+        {
+            "bucket": jobs["bucket"].astype("string").fillna("") if "bucket" in jobs else "",
+            "quiet": ~_keys(jobs).isin(flagged),
+            "cluster": jobs["cluster"].astype("string").fillna(""),
+            "job_id": jobs["job_id"].astype("string").fillna(""),
+        },
+        index=jobs.index,
+    )
     return jobs.loc[keys.sort_values(["bucket", "quiet", "cluster", "job_id"], kind="stable").index]
 
 

@@ -21,8 +21,21 @@ if TYPE_CHECKING:  # imported where used: Airflow loads this plugin's modules in
     import pandas as pd
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-PLOT_COLUMNS = ("window_end", "run_id", "run_log", "cluster", "bucket", "rule", "quota.used", "quota.soft", "quota.capacity", "run_series",
-                "m.step", "m.reward", "m.loss")  # fmt: skip
+PLOT_COLUMNS = (
+    "window_end",
+    "run_id",
+    "run_log",
+    "cluster",
+    "bucket",
+    "rule",
+    "quota.used",
+    "quota.soft",
+    "quota.capacity",
+    "run_series",
+    "m.step",
+    "m.reward",
+    "m.loss",
+)
 SERIES_PLOTTED = 8  # the series seen in the last 3 sweeps, first by name
 
 
@@ -100,32 +113,42 @@ def svg_lines(
     y = lambda v: H - PAD - (scaled(v) - lo) / (hi - lo) * (H - 2 * PAD)  # noqa: E731
     label = lambda t: f"1e{int(t)}" if log and abs(t) > 3 else (f"{10**t:g}" if log else f"{t:.4g}")  # noqa: E731
     rows = -(-len(series) // 3)
-    parts = [f'<svg class="plot" width="{W}" height="{H + 14 * rows + 4}" role="img" aria-label="{_e(title)}"'
-             f' data-lo="{lo:g}" data-hi="{hi:g}" data-scale="{"log" if log else "linear"}">',
-             f'<text x="{LEFT}" y="16" font-weight="bold">{_e(title)}{" (log scale)" if log else ""}</text>']  # fmt: skip
+    parts = [
+        f'<svg class="plot" width="{W}" height="{H + 14 * rows + 4}" role="img" aria-label="{_e(title)}"'
+        f' data-lo="{lo:g}" data-hi="{hi:g}" data-scale="{"log" if log else "linear"}">',
+        f'<text x="{LEFT}" y="16" font-weight="bold">{_e(title)}{" (log scale)" if log else ""}</text>',
+    ]
     for t in ticks:
         ty = H - PAD - (t - lo) / (hi - lo) * (H - 2 * PAD)
-        parts.append(f'<line class="grid" x1="{LEFT}" y1="{ty:.1f}" x2="{W - PAD}" y2="{ty:.1f}" '
-                     f'stroke="{"#888" if t == 0 and not log else "#e4e4e4"}"/>'
-                     f'<text class="ytick" x="{LEFT - 4}" y="{ty + 3:.1f}" font-size="10" text-anchor="end">'
-                     f"{label(t)}</text>")  # fmt: skip
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" y1="{ty:.1f}" x2="{W - PAD}" y2="{ty:.1f}" '
+            f'stroke="{"#888" if t == 0 and not log else "#e4e4e4"}"/>'
+            f'<text class="ytick" x="{LEFT - 4}" y="{ty + 3:.1f}" font-size="10" text-anchor="end">'
+            f"{label(t)}</text>"
+        )
     if refused:
         parts.append(f'<text class="refused" x="{LEFT}" y="28" font-size="10" fill="#9a6700">{_e(refused)}</text>')
     if limit is not None and (not log or limit > 0):
-        parts.append(f'<line x1="{LEFT}" y1="{y(limit):.1f}" x2="{W - PAD}" y2="{y(limit):.1f}" stroke="#cf222e" '
-                     f'stroke-dasharray="4 3"/><text x="{W - PAD - 60}" y="{y(limit) - 3:.1f}" font-size="10">soft limit</text>')  # fmt: skip
+        parts.append(
+            f'<line x1="{LEFT}" y1="{y(limit):.1f}" x2="{W - PAD}" y2="{y(limit):.1f}" stroke="#cf222e" '
+            f'stroke-dasharray="4 3"/><text x="{W - PAD - 60}" y="{y(limit) - 3:.1f}" font-size="10">soft limit</text>'
+        )
     for k, (name, vals) in enumerate(sorted(series.items())):
         drawn = [(x(i), y(v)) for i, v in enumerate(vals) if v is not None and math.isfinite(v) and (not log or v > 0)]
         colour, dash, mark = COLOURS[k % len(COLOURS)], DASHES[k % len(DASHES)], MARKERS[k % len(MARKERS)]
         dashed = f' stroke-dasharray="{dash}"' if dash else ""
         pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in drawn)
-        parts.append(f'<polyline class="series" data-name="{_e(name)}" fill="none" stroke="{colour}" stroke-width="2"'
-                     f'{dashed} points="{pts}"/>')  # fmt: skip
+        parts.append(
+            f'<polyline class="series" data-name="{_e(name)}" fill="none" stroke="{colour}" stroke-width="2"'
+            f'{dashed} points="{pts}"/>'
+        )
         parts.extend(_marker(mark, a, b, colour) for a, b in drawn)
         lx, ly = LEFT + 160 * (k % 3), H + 10 + 14 * (k // 3)
-        parts.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{colour}" '
-                     f'stroke-width="2"{dashed}/>{_marker(mark, lx + 8, ly - 4, colour)}'
-                     f'<text class="legend" x="{lx + 20}" y="{ly}" font-size="11" fill="{colour}">{_e(name[:24])}</text>')  # fmt: skip
+        parts.append(
+            f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 16}" y2="{ly - 4}" stroke="{colour}" '
+            f'stroke-width="2"{dashed}/>{_marker(mark, lx + 8, ly - 4, colour)}'
+            f'<text class="legend" x="{lx + 20}" y="{ly}" font-size="11" fill="{colour}">{_e(name[:24])}</text>'
+        )
     if xs:
         parts.append(f'<text x="{LEFT}" y="{H - 8}" font-size="10">{_e(xs[0])}</text>')
         parts.append(f'<text x="{W - PAD - 90}" y="{H - 8}" font-size="10">{_e(xs[-1])}</text>')
@@ -195,8 +218,17 @@ def summarize(frame: pd.DataFrame) -> list[Summary]:
             used = _num(c.get("quota.used"))
             if used is not None:
                 quota[str(c["cluster"])] = (used, _num(c.get("quota.soft")) or _num(c.get("quota.capacity")))
-        out.append(Summary(pd.Timestamp(end), _counts(jobs, "bucket"), _counts(flags, "rule"), quota, _series(jobs),
-                           _first(rows, "run_id"), _first(rows, "run_log")))  # fmt: skip
+        out.append(
+            Summary(
+                pd.Timestamp(end),
+                _counts(jobs, "bucket"),
+                _counts(flags, "rule"),
+                quota,
+                _series(jobs),
+                _first(rows, "run_id"),
+                _first(rows, "run_log"),
+            )
+        )
     return out
 
 
@@ -218,8 +250,9 @@ def plots(sums: Sequence[Summary]) -> str:
     for metric in ("step", "reward", "loss"):
         lines = {n: [s.series.get(n, {}).get(metric, math.nan) for s in sums] for n in recent}
         if any(not math.isnan(v) for vals in lines.values() for v in vals):
-            out.append(svg_lines(f"RL/SFT series: {metric} across sweeps and chain links", lines, xs,
-                                 log=metric == "loss"))  # fmt: skip
+            out.append(
+                svg_lines(f"RL/SFT series: {metric} across sweeps and chain links", lines, xs, log=metric == "loss")
+            )
     for cluster in sorted({c for s in sums for c in s.quota}):
         used = [s.quota[cluster][0] if cluster in s.quota else math.nan for s in sums]
         limits = [s.quota[cluster][1] for s in sums if cluster in s.quota and s.quota[cluster][1] is not None]

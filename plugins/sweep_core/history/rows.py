@@ -120,11 +120,19 @@ def _point_rows(job: Job) -> list[dict[str, Any]]:
     """A ``point`` row per (step, value) this sweep read of the job (``Job.points``: its metric
     streams', else its console series'; bounded by gather.stream_points per column)."""
     return [
-        {"record": POINT, "cluster": job.cluster, "job_id": job.job_id, "name": job.name, "bucket": str(job.bucket),
-         "metric": metric, "step": float(step), "value": float(value)}
+        {
+            "record": POINT,
+            "cluster": job.cluster,
+            "job_id": job.job_id,
+            "name": job.name,
+            "bucket": str(job.bucket),
+            "metric": metric,
+            "step": float(step),
+            "value": float(value),
+        }
         for metric, points in sorted(job.points.items())
         for step, value in points
-    ]  # fmt: skip
+    ]
 
 
 def _flag_row(f: Flag) -> dict[str, Any]:

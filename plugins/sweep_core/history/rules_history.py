@@ -49,12 +49,14 @@ def states_from_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
         for r in sorted(rl, key=lambda r: r.get("source") == "squeue"):  # ended jobs first
             if _text(r.get("run_series")):
                 sightings.setdefault(r["run_series"], []).append(_fingerprint(r.get(FINGERPRINT)))
-        states.append({
-            "rl_names": sorted({_text(r.get("name")) for r in rl}),
-            "rl_series": sorted(sightings),
-            "rl_fingerprints": {s: merge_fingerprints(fps) for s, fps in sorted(sightings.items())},
-            "jobs": {f"{r['cluster']}|{r['job_id']}": {"signature": _text(r.get(SIGNATURE))} for r in records},
-        })  # fmt: skip
+        states.append(
+            {
+                "rl_names": sorted({_text(r.get("name")) for r in rl}),
+                "rl_series": sorted(sightings),
+                "rl_fingerprints": {s: merge_fingerprints(fps) for s, fps in sorted(sightings.items())},
+                "jobs": {f"{r['cluster']}|{r['job_id']}": {"signature": _text(r.get(SIGNATURE))} for r in records},
+            }
+        )
     return states
 
 

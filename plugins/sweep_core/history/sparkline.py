@@ -85,8 +85,14 @@ def file_curves(frame: pd.DataFrame | None, per_file: int = PER_FILE) -> pd.Data
         p = frame[frame["record"] == POINT]
         metric_of = {b: m for b in MAIN_METRIC if (m := point_metric(b))}
         p = p[p["bucket"].astype("string").map(metric_of) == p["metric"].astype("string")]
-        got = pd.DataFrame({"key": _keys(p), "kind": "p", "x": pd.to_numeric(p["step"], errors="coerce"),
-                            "value": pd.to_numeric(p["value"], errors="coerce")})  # fmt: skip
+        got = pd.DataFrame(
+            {
+                "key": _keys(p),
+                "kind": "p",
+                "x": pd.to_numeric(p["step"], errors="coerce"),
+                "value": pd.to_numeric(p["value"], errors="coerce"),
+            }
+        )
         got = got[np.isfinite(got["x"]) & np.isfinite(got["value"])]
         got = got.drop_duplicates(["key", "x"], keep="last").sort_values(["key", "x"], kind="stable")
         parts.append(thin_frame(got, per_file))

@@ -102,8 +102,9 @@ class HistoryStore:
         """Write one sweep's rows atomically (a re-run of ``run_id`` replaces them); prune old sweeps."""
         import pyarrow as pa
 
-        target = self.write_table(pa.Table.from_pandas(frame, preserve_index=False), run_id=run_id,
-                                  window_end=window_end)  # fmt: skip
+        target = self.write_table(
+            pa.Table.from_pandas(frame, preserve_index=False), run_id=run_id, window_end=window_end
+        )
         self.prune(window_end)
         return target
 
