@@ -52,6 +52,36 @@ WORDS = {
 }
 
 
+# What a cancel / relaunch act did (handoffs.cancel.outcome.Did, stored as ``did``) comes to: done,
+# nothing of it happened, or sent and not known (an scancel / stop not yet confirmed, an answer
+# lost, a step that raised). The one table: cancel's own view and the stored acts both read it.
+DID_OUTCOMES: dict[str, Outcome] = {
+    "cancelled": Outcome.OK,
+    "stopped": Outcome.OK,
+    "requeued": Outcome.OK,
+    "relaunched": Outcome.OK,
+    "sent": Outcome.UNKNOWN,
+    "unknown": Outcome.UNKNOWN,
+    "error": Outcome.UNKNOWN,
+    "command failed": Outcome.FAILED,
+    "left alone": Outcome.FAILED,
+    "refused": Outcome.FAILED,
+    "failed": Outcome.FAILED,
+    "not relaunched": Outcome.FAILED,
+    "not run": Outcome.FAILED,
+    "dry run": Outcome.FAILED,
+}
+
+
+def did_result(did: str, text: str) -> Result:
+    """A cancel / relaunch act's Result from what it did and its text (the evidence); the reason,
+    when not ok, says what was done. A ``did`` not in the table is UNKNOWN with that reason."""
+    got = DID_OUTCOMES.get(did)
+    if got is None:
+        return unknown(f"stored did {did[:60]!r} is not a cancel or relaunch outcome", text)
+    return Result(got, "" if got is Outcome.OK else f"{did}: {text}"[:300], text)
+
+
 def outcome_of_word(word: str) -> Result | None:
     """The result an act's stored ``outcome`` word says (None = no word: not settled yet)."""
     if not word:
