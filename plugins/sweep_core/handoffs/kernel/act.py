@@ -24,7 +24,9 @@ class ActKind(StrEnum):
 
 @dataclass(frozen=True)
 class Act:
-    """One act of a hand-off: its kind, the cluster it runs on ('' = none: a hub check) and its target."""
+    """One act of a hand-off: its kind, the cluster it runs on ('' = none: a hub check) and its
+    target: the job id of the ledger entry it is for (an sbatch: the job it is submitted for), an
+    rm's path, a hub check's repo."""
 
     kind: ActKind
     cluster: str
@@ -65,6 +67,7 @@ def kind_of(kind: str, did: str = "", new_job_id: str = "", job_id: str = "") ->
 
 
 def derived(kind: str, fields: dict[str, str], target: str) -> Act | None:
-    """The act of an attempt stored without one, from its kind and fields (the one derivation)."""
+    """The act of an attempt stored without one, from its kind and fields (the one derivation);
+    ``target``: the job id of the ledger entry it is stored on."""
     got = kind_of(kind, fields.get("did", ""), fields.get("new_job_id", ""), target)
     return Act(got, "", target) if got is not None else None

@@ -51,12 +51,12 @@ class Attempt:
     problem: str = ""  # why the stored act could not be read whole ('' = it could)
     act: Act | None = None  # the act it says it is of (None = stored before attempts said it)
 
-    @property
-    def of_act(self) -> Act | None:
-        """The act this attempt is of: the one it stored, else derived from its kind (None = a mark)."""
+    def act_on(self, entry_job: str) -> Act | None:
+        """The act this attempt is of: the one it stored, else derived from its kind with the job
+        id of the ledger entry it is stored on as its target (None = a mark, not an act)."""
         if self.act is not None:
             return self.act
-        return derived(self.kind, dict(self.extra), self.job or "")
+        return derived(self.kind, dict(self.extra), entry_job)
 
     @property
     def result(self) -> Result | None:
@@ -64,7 +64,7 @@ class Attempt:
         if self.problem:
             return unknown(self.problem)
         said = outcome_of_word(self.said or "")
-        if said is None and self.extra.get("did"):  # a cancel / relaunch act: what it did says it
+        if said is None and self.kind in ("cancel", "relaunch") and "did" in self.extra:  # what it did says it
             return did_result(self.extra["did"], self.extra.get("result", ""))
         return said
 
