@@ -92,20 +92,24 @@ def outcome_of_word(word: str) -> Result | None:
     return Result(got, "", word)
 
 
+_RM_WORDS = {"REFUSED": Outcome.FAILED, "not run": Outcome.FAILED, "UNKNOWN": Outcome.UNKNOWN}  # '<word>: <why>'
 _RM_FAILED = ("REFUSED: ", "not run: ")
 
 
 def rm_result(text: object) -> Result:
-    """One rm result as sweep_cleanup stores it -> its Result (evidence: the text)."""
+    """One rm result as sweep_cleanup stores it -> its Result (evidence: the text): ``gone``,
+    ``started pid N``, or ``<word>: <why>`` read as its word says (``_RM_WORDS``)."""
     if not isinstance(text, str) or not text:
         return unknown("no rm result recorded for this path", repr(text)[:200])
-    if text == "gone" or (text.startswith("started pid ") and text[len("started pid ") :].isdigit()):
+    pid = text.removeprefix("started pid ")
+    if text == "gone" or (pid != text and pid.isdigit()):
         return ok(text)
-    for prefix in _RM_FAILED:
-        if text.startswith(prefix):
-            return failed(text, text)
-    if text.startswith("UNKNOWN: "):
-        return unknown(text[len("UNKNOWN: ") :], text)
+    word, sep, why = text.partition(": ")
+    got = _RM_WORDS.get(word) if sep else None
+    if got is Outcome.FAILED:
+        return failed(text, text)
+    if got is Outcome.UNKNOWN:
+        return unknown(why, text)
     return unknown(f"rm result {text[:160]!r} is neither started, gone, refused nor not run", text)
 
 
