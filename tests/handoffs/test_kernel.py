@@ -8,10 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cancel_fleet import wedged_decision
 from handoff_fakes import FakeSsh, cluster, ok, ops
 
 from sweep_core.handoffs.batch_job.plan import Outcome as Sent
 from sweep_core.handoffs.batch_job.plan import Submission
+from sweep_core.handoffs.cancel.iris import stop_outcome
+from sweep_core.handoffs.cancel.outcome import DID_OUTCOME, Act, ActOutcome, Did, not_done
+from sweep_core.handoffs.cancel.plan import outcome as scancel_outcome
+from sweep_core.handoffs.cancel.remember import outcome_acts
 from sweep_core.handoffs.chain.plan import CellState
 from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
@@ -19,13 +24,17 @@ from sweep_core.handoffs.consolidate.history import KINDS as CONSOLIDATE
 from sweep_core.handoffs.db_register.plan import REGISTER
 from sweep_core.handoffs.db_register.plan import story_of as register_record
 from sweep_core.handoffs.db_register.usecase import RegisterSettings, run_registrations
-from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.act import Act as KernelAct
+from sweep_core.handoffs.kernel.act import ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, Phase, from_row, record_of, to_row
 from sweep_core.handoffs.kernel.machine import submission_result
 from sweep_core.handoffs.kernel.result import Outcome, Result, rm_result, rm_text
+from sweep_core.handoffs.relaunch.iris import relaunch_outcome
 from sweep_core.handoffs.upload.plan import next_move
 from sweep_core.handoffs.upload.plan import story_of as upload_record
 from sweep_core.ledger.acts import record_acts
+from sweep_core.slurm import failover
+from sweep_core.slurm.parse import SacctRow
 
 ROOT = "/scratch/ckpt"
 TREE = f"{ROOT}/sft__a/checkpoints"
@@ -44,7 +53,7 @@ TARGETS = {
 @pytest.mark.parametrize("kind", list(ActKind))
 @pytest.mark.parametrize("outcome", list(Outcome))
 def test_a_result_of_every_act_kind_round_trips_through_the_stored_act(kind: ActKind, outcome: Outcome) -> None:
-    act = Act(kind, "leonardo", TARGETS[kind], "sft__a")
+    act = KernelAct(kind, "leonardo", TARGETS[kind], "sft__a")
     a = Attempt(
         kind=f"{kind}_act", attempt=2, run="scheduled__2026-12-06", at="2026-12-06T10:00:00+00:00",
         job="" if outcome is Outcome.UNKNOWN else "5151", why="exit 1: 409" if outcome is Outcome.FAILED else "",
@@ -197,3 +206,86 @@ def test_a_chain_cells_failed_legs_are_kernel_attempts_and_its_stored_row_round_
     cell.fail("upload", "223")  # counted once
     cell.fail("eval", "10")
     assert cell.failures("eval") == ["9", "10"] and cell.to_dict()["failed"].endswith("garbage,eval:10")
+
+
+# cancel and relaunch: scancel, requeue, sbatch (the ops.md relaunch command) and iris stop results
+# are the kernel's Result, and the act each stored attempt says it is of reads back the same.
+def _sacct(state: str) -> SacctRow:
+    return SacctRow("11", "11", state, "0:0", "", "", "", "gpu", "2", "rl__x")
+
+
+def _scancel(state: str) -> ActOutcome:
+    return scancel_outcome(wedged_decision("leo", "11", "rl__x"), 0, "", {"11": _sacct(state)})
+
+
+LOST = f"{failover.OUTCOME_UNKNOWN}: the session ended after the act was sent"
+PRODUCED = [  # (what the hand-off's own code returned, the act stored, its outcome)
+    (_scancel("CANCELLED by 0"), ActKind.SCANCEL, Outcome.OK),
+    (stop_outcome({"rc": 0, "text": "", "state": "KILLED"}, ""), ActKind.STOP, Outcome.OK),
+    (relaunch_outcome("11", 1, "sbatch: error: QOS"), ActKind.STOP, Outcome.OK),  # stopped, command failed
+    (relaunch_outcome("11", 0, "Submitted job /user/rl__x-2"), ActKind.SBATCH, Outcome.OK),
+    (ActOutcome(Did.REQUEUED, "requeued (PENDING, Restarts=1)", Act.RELAUNCH), ActKind.REQUEUE, Outcome.OK),
+    (ActOutcome(Did.RELAUNCHED, "cancelled and relaunched as job 12", Act.RELAUNCH, "12"), ActKind.SBATCH, Outcome.OK),
+    (ActOutcome(Did.COMMAND_FAILED, "cancelled; the ops.md relaunch command failed", Act.RELAUNCH), ActKind.SBATCH,
+     Outcome.FAILED),
+    (not_done(LOST), ActKind.SCANCEL, Outcome.UNKNOWN),
+    (not_done(LOST, Act.RELAUNCH), ActKind.REQUEUE, Outcome.UNKNOWN),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("res", "kind", "outcome"), PRODUCED, ids=[f"{r.did}-{k}" for r, k, _ in PRODUCED])
+def test_a_cancel_or_relaunch_result_is_the_kernels_and_its_stored_act_reads_back(
+    res: ActOutcome, kind: ActKind, outcome: Outcome
+) -> None:
+    d = wedged_decision("leo", "11", "rl__x")
+    d.offer = {"relaunch": res.act == Act.RELAUNCH, "series": "leo|rl__x"}
+    assert res.result.outcome is outcome and res.result.evidence == res.text
+    assert (res.result.reason == "") is (outcome is Outcome.OK)  # not ok: the reason says what was done
+    acts, _ = outcome_acts([d], {"11": res}, "scheduled__1", "2026-12-06T10:00:00+00:00", "ana")
+    (row,) = [a for c, j, _, a in acts if (c, j) == ("leo", "11")]
+    assert all(isinstance(v, str) for v in row.values())
+    back = from_row(row)
+    assert to_row(back) == row and back.problem == ""
+    assert back.result == res.result  # the outcome, reason and evidence read back exactly
+    assert back.act == KernelAct(kind, "leo", "11") == back.act_on("ignored") == res.kernel_act("leo", "11")
+    assert (row["act"], row["target"], row["act_cluster"]) == (str(kind), "11", "leo")
+
+
+@pytest.mark.parametrize(
+    ("row", "kind", "outcome"),
+    [  # as the code before wrote them: no act; the act is derived from the kind (and what it did)
+        ({"kind": "cancel", "run": "r", "at": "t", "by": "ana", "result": "UNKNOWN: lost", "did": "unknown"},
+         ActKind.SCANCEL, Outcome.UNKNOWN),
+        ({"kind": "cancel", "run": "r", "result": "stopped (iris KILLED)", "did": "stopped"}, ActKind.STOP, Outcome.OK),
+        ({"kind": "relaunch", "run": "r", "result": "requeued (PENDING)", "did": "requeued"}, ActKind.REQUEUE,
+         Outcome.OK),
+        ({"kind": "relaunch", "run": "r", "result": "cancelled and relaunched as job 12", "did": "relaunched",
+          "new_job_id": "12"}, ActKind.SBATCH, Outcome.OK),
+        ({"kind": "relaunch", "run": "r", "result": "x", "did": "exploded"}, ActKind.REQUEUE, Outcome.UNKNOWN),
+        ({"kind": "upload", "attempt": "1", "upload_job": "77", "run": "r"}, ActKind.SBATCH, None),
+        ({"kind": "consolidate", "job": "", "attempt": "1", "run": "r"}, ActKind.SBATCH, None),
+        ({"kind": "db_register", "attempt": "1", "outcome": "done"}, ActKind.COMMAND, Outcome.OK),
+        ({"kind": "chain_upload", "attempt": "1", "job": "5", "outcome": "failed"}, ActKind.SBATCH, Outcome.FAILED),
+        ({"kind": "reconciled", "of": "cancel", "did": "not taken"}, None, None),  # a mark, not an act
+    ],
+)  # fmt: skip
+def test_acts_stored_before_they_said_their_act_read_back_exactly_with_it_derived(
+    row: dict[str, str], kind: ActKind | None, outcome: Outcome | None
+) -> None:
+    back = from_row(row)
+    assert to_row(back) == row and back.act is None
+    assert back.act_on("11") == (KernelAct(kind, "", "11") if kind else None)
+    assert back.outcome is outcome
+
+
+def test_a_stored_act_naming_no_known_act_is_unknown_with_its_reason_and_kept_whole() -> None:
+    row = {"kind": "cancel", "did": "cancelled", "result": "cancelled", "act": "nuke", "target": "11"}
+    back = from_row(row)
+    assert back.outcome is Outcome.UNKNOWN and "act 'nuke' is not one of" in back.result.reason
+    assert to_row(back) == row and back.act is None
+
+
+def test_every_did_is_one_kernel_outcome() -> None:
+    assert set(DID_OUTCOME) == set(Did)
+    assert _scancel("RUNNING").result.outcome is Outcome.UNKNOWN  # sent, sacct not yet CANCELLED
+    assert scancel_outcome(wedged_decision("leo", "11", "rl__x"), 2, "moved", {}).result.outcome is Outcome.FAILED

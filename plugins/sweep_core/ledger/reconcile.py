@@ -24,6 +24,7 @@ GRACE_S = 120  # scancel / an iris stop takes effect in seconds; still RUNNING t
 RECONCILED = "reconciled"  # the act kind of a reconciliation
 CONFIRMING = frozenset({"CANCELLED", "KILLED"})
 UNKNOWN_DID = "unknown"  # handoffs.cancel.outcome.Did.UNKNOWN as the ledger stores it
+UNKNOWN_TEXT = "UNKNOWN"  # slurm.failover.not_done's first word, in acts stored before ``did`` was
 
 
 def lost_cancel(e: LedgerEntry) -> dict[str, str] | None:
@@ -33,10 +34,18 @@ def lost_cancel(e: LedgerEntry) -> dict[str, str] | None:
         if a.get("kind") == RECONCILED:
             return None
         if a.get("kind") == ActKind.CANCEL:
-            did = a.get("did")
-            lost = did == UNKNOWN_DID or (not did and a.get("result", "").startswith("UNKNOWN"))
-            return a if lost else None
+            return a if _lost(a) else None
     return None
+
+
+def _lost(a: dict[str, str]) -> bool:
+    """Whether a stored cancel act's outcome is the kernel's UNKNOWN: its ``did`` says so (the
+    kernel reads it so, handoffs.kernel.result.DID_OUTCOMES), or, for an act stored before ``did``
+    was, the first word of the text slurm.failover.not_done printed (``UNKNOWN: <why>: …``)."""
+    did = a.get("did")
+    if did:
+        return did == UNKNOWN_DID
+    return a.get("result", "").partition(":")[0] == UNKNOWN_TEXT
 
 
 def _at(text: str) -> dt.datetime | None:

@@ -2,6 +2,11 @@
 (cancel or relaunch), the new job id an ops.md relaunch command printed, and the text the tables
 and the task log say. The ledger and the announcements read the fields, never the text.
 
+``ActOutcome`` is a cancel-specific view over the kernel's one typed result: ``result`` is the
+scancel / requeue / sbatch / stop act's ``kernel.result.Result`` (ok / failed / unknown, the reason,
+the evidence), one table (``DID_OUTCOME``) says which ``Did`` is which, and ``kernel_act`` names the
+act itself (``kernel.act.Act``: scancel, requeue, sbatch or stop, and its job).
+
 It travels through XCom as ``to_dict``; ``from_xcom`` reads it back, and reads the plain text an
 act task of a run started before the typed outcome returned ONCE, here (``legacy``), so that run's
 acts still reach the ledger.
@@ -15,6 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from sweep_core.handoffs.kernel.act import Act as KernelAct
+from sweep_core.handoffs.kernel.act import ActKind, kind_of
+from sweep_core.handoffs.kernel.result import DID_OUTCOMES, Outcome, Result, did_result
 from sweep_core.slurm import failover
 
 
@@ -42,6 +50,10 @@ class Act(StrEnum):
     RELAUNCH = "relaunch"
 
 
+# What each Did is in the kernel's words (kernel.result.DID_OUTCOMES, the one table).
+DID_OUTCOME: dict[Did, Outcome] = {d: DID_OUTCOMES[d.value] for d in Did}
+
+
 class OutcomeError(ValueError):
     """An outcome read back from XCom is malformed; the message names the field."""
 
@@ -57,6 +69,18 @@ class ActOutcome:
 
     def __str__(self) -> str:
         return self.text
+
+    @property
+    def result(self) -> Result:
+        """The act's kernel Result: its outcome (``DID_OUTCOME``), the reason (what was done, when
+        not ok) and the evidence (the text its answer left); a stored act reads the same back."""
+        return did_result(self.did.value, self.text)
+
+    def kernel_act(self, cluster: str, job_id: str, name: str = "") -> KernelAct:
+        """The kernel act this outcome is of: a cancel is an scancel (an iris stop when ``stopped``),
+        a relaunch a requeue of the same id, or an sbatch when the ops.md command printed a new one."""
+        kind = kind_of(self.act, self.did, self.new_job_id, job_id) or ActKind.SCANCEL
+        return KernelAct(kind, cluster, job_id, name)
 
     @property
     def relaunch_attempt(self) -> bool:

@@ -1,5 +1,6 @@
 """What the ledger keeps of a sweep_cancel run (pure): the acts of the relaunches and cancels that ran
-(read off their typed outcomes, handoffs.cancel.outcome), and besides them a Reject (asked again
+(read off their typed outcomes, handoffs.cancel.outcome; each says its kernel act: scancel, stop,
+requeue or sbatch, and its job), and besides them a Reject (asked again
 when the evidence grows), an unanswered request (asked again next sweep), a RECURRING escalation
 and a series' "cap reached" escalation (once per series). A relaunched, rejected, unanswered or
 moved job's cancel hand-off is released, so the next sweep may hand it again.
@@ -12,6 +13,7 @@ from typing import Any
 
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import CancelDecision, job_key
+from sweep_core.handoffs.kernel.attempt import stored
 from sweep_core.ledger.acts import ActKind, link_acts
 from sweep_core.ledger.verdicts import kill_reject_fields
 from sweep_core.ledger.view import JobView, LedgerView
@@ -54,14 +56,15 @@ def outcome_acts(
             "standing": str(d.offer.get("standing") or ""),
             "did": res.did.value,  # an UNKNOWN one is reconciled by the next sweep that lists the job (ledger.reconcile)
         }
+        said = res.kernel_act(r.cluster, r.job_id)  # the act it is of (kernel.act), stored with it
         if res.relaunch_attempt:
-            act_ = {**base, "kind": ActKind.RELAUNCH, "new_job_id": res.new_job_id or None}  # None: not stored
+            act_ = stored({**base, "kind": ActKind.RELAUNCH, "new_job_id": res.new_job_id or None}, said)
             acts.append((r.cluster, r.job_id, r.name, act_))
             if res.new_job_id and res.new_job_id != r.job_id:  # the next sweep knows it as the same run
                 acts += link_acts(r.cluster, r.job_id, res.new_job_id, r.name, base)
             release.append({"cluster": r.cluster, "job_id": r.job_id, "name": r.name})
         elif res.cancelled:
-            acts.append((r.cluster, r.job_id, r.name, {**base, "kind": ActKind.CANCEL}))
+            acts.append((r.cluster, r.job_id, r.name, stored({**base, "kind": ActKind.CANCEL}, said)))
     return acts, release
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.handoffs.batch_job import usecase as batch
-from sweep_core.handoffs.kernel.attempt import Kinds, Record, record_of
+from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.attempt import Kinds, Record, record_of, stored
 from sweep_core.ledger.acts import act_rows, acts_of, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_jobs
@@ -108,7 +109,7 @@ def reserve(run_log_dir: str | Path, target: Any, run_id: str) -> int:
         run_log_dir,
         {"cluster": cluster, "job_id": array_id, "name": name},
         allowed,
-        {**act, "flavor": target.flavor, "target_job": target.job_id},
+        stored({**act, "flavor": target.flavor, "target_job": target.job_id}, Act(ActKind.SBATCH, cluster, array_id)),
         lambda ledger: _touch(ledger, cluster, array_id, stamp),
     )
 

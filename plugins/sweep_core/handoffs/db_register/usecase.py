@@ -35,6 +35,7 @@ from sweep_core.handoffs.db_register.plan import (
     register_argv,
     story_of,
 )
+from sweep_core.handoffs.kernel.act import Act, ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, Record, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.usecase import JobsReport, hub_status, job_values
@@ -230,7 +231,16 @@ def _act(j: _Job, outcome: str, why: str, run_id: str, now: str) -> dict[str, st
     """The ledger act of one registration attempt with its outcome (its stored form: kernel to_row)."""
     command = " ".join(shlex.quote(a) for a in j.argv)
     return to_row(
-        Attempt(REGISTER, j.move.attempt, run_id, now, why=why[:300], said=outcome, extra={"command": command})
+        Attempt(
+            REGISTER,
+            j.move.attempt,
+            run_id,
+            now,
+            why=why[:300],
+            said=outcome,
+            extra={"command": command},
+            act=Act(ActKind.COMMAND, j.d.target.cluster, j.d.target.job_id),
+        )
     )
 
 

@@ -2,8 +2,10 @@
 
 An attempt is what one run did (or claimed) of one act: its kind (the ledger act kind: ``upload``,
 ``consolidate``, ``db_register``, …), attempt number, run id, time, job id, why, and the outcome
-word its answer left. It is stored as today's ledger acts are: a flat object of strings
-(sweep_core.ledger.acts). ``from_row`` / ``to_row`` are the one conversion each way and round-trip
+word its answer left, and the act it is of (kernel.act ``Act``: kind, target, cluster, stored as
+``act`` / ``target`` / ``act_cluster``; an attempt stored before it said its act reads with the
+act derived from its kind, ``kernel.act.derived``). It is stored as today's ledger acts are: a
+flat object of strings (sweep_core.ledger.acts). ``from_row`` / ``to_row`` are the one conversion each way and round-trip
 exactly; a stored act that cannot be read whole (not an object, a value not a string, an attempt
 number that is not one) reads as an attempt whose result is UNKNOWN with the reason, never a crash.
 
@@ -20,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from sweep_core.handoffs.kernel.result import Outcome, Result, outcome_of_word, unknown
+from sweep_core.handoffs.kernel.act import Act, ActKind, derived
+from sweep_core.handoffs.kernel.result import Outcome, Result, did_result, outcome_of_word, unknown
 
 JOB_KEYS = ("job", "upload_job")  # where a stored act keeps its Slurm id (upload's acts: upload_job)
 _TYPED = ("kind", "attempt", "run", "at", "why", "outcome")
@@ -46,13 +49,24 @@ class Attempt:
     extra: Mapping[str, str] = field(default_factory=dict)  # the hand-off's own fields (flavor, state, …)
     job_key: str = "job"
     problem: str = ""  # why the stored act could not be read whole ('' = it could)
+    act: Act | None = None  # the act it says it is of (None = stored before attempts said it)
+
+    def act_on(self, entry_job: str) -> Act | None:
+        """The act this attempt is of: the one it stored, else derived from its kind with the job
+        id of the ledger entry it is stored on as its target (None = a mark, not an act)."""
+        if self.act is not None:
+            return self.act
+        return derived(self.kind, dict(self.extra), entry_job)
 
     @property
     def result(self) -> Result | None:
         """The outcome (None = not settled by an outcome word); UNKNOWN with the reason when garbled."""
         if self.problem:
             return unknown(self.problem)
-        return outcome_of_word(self.said or "")
+        said = outcome_of_word(self.said or "")
+        if said is None and self.kind in ("cancel", "relaunch") and "did" in self.extra:  # what it did says it
+            return did_result(self.extra["did"], self.extra.get("result", ""))
+        return said
 
     @property
     def outcome(self) -> Outcome | None:
@@ -98,6 +112,14 @@ def from_row(row: object) -> Attempt:
         else:
             extra["attempt"] = raw  # kept as stored: nothing lost
             problems.append(f"attempt {raw[:40]!r} is not a number")
+    act: Act | None = None
+    if "act" in flat:
+        if flat["act"] in tuple(ActKind) and "target" in flat:
+            cluster = extra.pop("act_cluster") if extra.get("act_cluster") else ""  # '' stays as stored
+            act = Act(ActKind(flat["act"]), cluster, extra.pop("target"))
+            del extra["act"]
+        else:  # kept as stored in extra: nothing lost
+            problems.append(f"act {flat['act'][:40]!r} is not one of {', '.join(ActKind)} with a target")
     job_key = next((k for k in JOB_KEYS if k in extra), "job")
     job = extra.pop(job_key, None)
     problem = f"stored {kind or '?'} act unreadable: " + "; ".join(problems) if problems else ""
@@ -112,6 +134,7 @@ def from_row(row: object) -> Attempt:
         extra=extra,
         job_key=job_key,
         problem=problem,
+        act=act,
     )
 
 
@@ -122,7 +145,16 @@ def to_row(a: Attempt) -> dict[str, str]:
         row["attempt"] = str(a.attempt)
     typed = {"run": a.run, "at": a.at, a.job_key: a.job, "why": a.why, "outcome": a.said}
     row |= {k: v for k, v in typed.items() if v is not None}
+    if a.act is not None:
+        row |= {"act": str(a.act.kind), "target": a.act.target}
+        row |= {"act_cluster": a.act.cluster} if a.act.cluster else {}
     return row | dict(a.extra)
+
+
+def stored(row: Mapping[str, str | None], act: Act) -> dict[str, str]:
+    """A hand-off's act as it is stored (a None value: not stored), said through ``to_row`` with
+    the act it is of."""
+    return to_row(from_row({k: v for k, v in row.items() if v is not None}).with_(act=act))
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,36 @@ WORDS = {
 }
 
 
+# What a cancel / relaunch act did (handoffs.cancel.outcome.Did, stored as ``did``) comes to: done,
+# nothing of it happened, or sent and not known (an scancel / stop not yet confirmed, an answer
+# lost, a step that raised). The one table: cancel's own view and the stored acts both read it.
+DID_OUTCOMES: dict[str, Outcome] = {
+    "cancelled": Outcome.OK,
+    "stopped": Outcome.OK,
+    "requeued": Outcome.OK,
+    "relaunched": Outcome.OK,
+    "sent": Outcome.UNKNOWN,
+    "unknown": Outcome.UNKNOWN,
+    "error": Outcome.UNKNOWN,
+    "command failed": Outcome.FAILED,
+    "left alone": Outcome.FAILED,
+    "refused": Outcome.FAILED,
+    "failed": Outcome.FAILED,
+    "not relaunched": Outcome.FAILED,
+    "not run": Outcome.FAILED,
+    "dry run": Outcome.FAILED,
+}
+
+
+def did_result(did: str, text: str) -> Result:
+    """A cancel / relaunch act's Result from what it did and its text (the evidence); the reason,
+    when not ok, says what was done. A ``did`` not in the table is UNKNOWN with that reason."""
+    got = DID_OUTCOMES.get(did)
+    if got is None:
+        return unknown(f"stored did {did[:60]!r} is not a cancel or relaunch outcome", text)
+    return Result(got, "" if got is Outcome.OK else f"{did}: {text}"[:300], text)
+
+
 def outcome_of_word(word: str) -> Result | None:
     """The result an act's stored ``outcome`` word says (None = no word: not settled yet)."""
     if not word:
@@ -62,20 +92,24 @@ def outcome_of_word(word: str) -> Result | None:
     return Result(got, "", word)
 
 
+_RM_WORDS = {"REFUSED": Outcome.FAILED, "not run": Outcome.FAILED, "UNKNOWN": Outcome.UNKNOWN}  # '<word>: <why>'
 _RM_FAILED = ("REFUSED: ", "not run: ")
 
 
 def rm_result(text: object) -> Result:
-    """One rm result as sweep_cleanup stores it -> its Result (evidence: the text)."""
+    """One rm result as sweep_cleanup stores it -> its Result (evidence: the text): ``gone``,
+    ``started pid N``, or ``<word>: <why>`` read as its word says (``_RM_WORDS``)."""
     if not isinstance(text, str) or not text:
         return unknown("no rm result recorded for this path", repr(text)[:200])
-    if text == "gone" or (text.startswith("started pid ") and text[len("started pid ") :].isdigit()):
+    pid = text.removeprefix("started pid ")
+    if text == "gone" or (pid != text and pid.isdigit()):
         return ok(text)
-    for prefix in _RM_FAILED:
-        if text.startswith(prefix):
-            return failed(text, text)
-    if text.startswith("UNKNOWN: "):
-        return unknown(text[len("UNKNOWN: ") :], text)
+    word, sep, why = text.partition(": ")
+    got = _RM_WORDS.get(word) if sep else None
+    if got is Outcome.FAILED:
+        return failed(text, text)
+    if got is Outcome.UNKNOWN:
+        return unknown(why, text)
     return unknown(f"rm result {text[:160]!r} is neither started, gone, refused nor not run", text)
 
 

@@ -25,7 +25,8 @@ from sweep_core.handoffs.batch_job import usecase as batch
 from sweep_core.handoffs.batch_job.plan import Found, Outcome, job_name_of, reconcile
 from sweep_core.handoffs.batch_job.remote import build_find_script, build_track_script, read_find, submit_line
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision, CleanupTarget, hub_repo_id
-from sweep_core.handoffs.kernel.attempt import Record, to_row
+from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.attempt import Record, stored, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
@@ -220,19 +221,27 @@ def _find_unknown(cluster: str, jobs: list[_Job], cfg: Any, run_script: RunScrip
 
 def _unknown_act(j: _Job, run_id: str, now: str, claimed_at: float, why: str) -> dict[str, str]:
     """A submission whose answer is not known: found by its job name in sacct next run, never sent again."""
-    return {
-        "kind": UPLOAD,
-        "upload_job": "",
-        "outcome": UNKNOWN,
-        "job_name": job_name_of(j.argv),
-        "claimed_at": f"{claimed_at:.0f}",
-        "log": j.log,
-        "attempt": str(j.move.attempt),
-        "flavor": j.d.target.flavor,
-        "run": run_id,
-        "at": now,
-        "why": why,
-    }
+    return stored(
+        {
+            "kind": UPLOAD,
+            "upload_job": "",
+            "outcome": UNKNOWN,
+            "job_name": job_name_of(j.argv),
+            "claimed_at": f"{claimed_at:.0f}",
+            "log": j.log,
+            "attempt": str(j.move.attempt),
+            "flavor": j.d.target.flavor,
+            "run": run_id,
+            "at": now,
+            "why": why,
+        },
+        _sbatch(j),
+    )
+
+
+def _sbatch(j: _Job) -> Act:
+    """The act of an upload's submission: an sbatch for its entry's job."""
+    return Act(ActKind.SBATCH, j.d.target.cluster, j.d.target.job_id)
 
 
 def _in_flight(j: _Job, run_id: str, now: str, claimed_at: float) -> dict[str, str]:
@@ -291,7 +300,7 @@ def _submit(cfg: Any, jobs: list[_Job], run_script: RunScript, now: str, run_id:
             j.upload_job, j.state = sub.job_id, "submitted"
             j.outcome = f"{j.move.why}: job {sub.job_id}"
             act = {"kind": UPLOAD, "upload_job": sub.job_id, "log": j.log.replace("%j", sub.job_id), **common}
-            act["hub_repo"] = j.hub_repo
+            act = stored(act | {"hub_repo": j.hub_repo}, _sbatch(j))
         acts.append((t.cluster, t.job_id, t.name, act))
     return acts, failed
 
