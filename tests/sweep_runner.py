@@ -5,6 +5,7 @@ The DAGs read the lab's config (tests/lab.py LAB_OPS, LAB_CONFIG) unless an ops 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,36 @@ def run_dag(
         values = {r.task_id: XComModel.deserialize_value(r) for r in rows}
         states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances(session=session)}
     return DagRun(str(dr.state), states, values, dr.run_id)
+
+
+def minute_config(path: Path, **sections: Any) -> Path:
+    """The lab's sweep.yaml at ``path`` with a one-minute schedule (each sweep reads a current window:
+    a past window's liveness is not judged) and ``sections`` set over it."""
+    import yaml
+
+    conf = {**yaml.safe_load(LAB_CONFIG.read_text()), "schedule": "* * * * *", **sections}
+    path.write_text(yaml.safe_dump(conf))
+    return path
+
+
+def minute_sweeps(
+    run_log_dir: Path, n: int = 2, between: Callable[[int], None] | None = None, **env: str
+) -> list[DagRun]:
+    """``n`` report sweeps of the local cluster, each run as its one-minute window ends (the next
+    minute tick first); ``between(i)`` after sweep i but the last. Each sweep's history is written."""
+    import datetime as dt
+    import time
+
+    first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)
+    runs = []
+    for i in range(n):
+        end = first_end + dt.timedelta(minutes=i)
+        time.sleep(max(0.0, end.timestamp() - time.time()))
+        run = run_dag(
+            "monitor_cron_sweep", {"clusters": ["local"]}, run_log_dir, logical_date=end, run_after=end, **env
+        )
+        assert run.task_states["history"] == "success", run.task_states
+        runs.append(run)
+        if between is not None and i < n - 1:
+            between(i)
+    return runs

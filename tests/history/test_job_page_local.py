@@ -12,7 +12,6 @@ plugin (no CDN). Screenshots of both pages go to SWEEP_SCREENSHOTS (a temp dir b
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import shlex
@@ -21,10 +20,9 @@ import time
 
 import httpx
 import pytest
-import yaml
 from browser import CHROMIUM, api_server, login_token
-from lab import LAB_CONFIG, LOGS
-from sweep_runner import ROOT, run_dag
+from lab import LOGS
+from sweep_runner import ROOT, minute_config, minute_sweeps
 
 pytestmark = [pytest.mark.cluster, pytest.mark.long(2)]
 SHOTS = os.environ.get("SWEEP_SCREENSHOTS", "")
@@ -54,30 +52,22 @@ def test_job_page_in_chromium_from_two_real_sweeps(local_cluster, tag, tmp_path)
     job = c.submit(name, script)
     c.wait_running(job)
     c.wait_log(job)
-    conf = yaml.safe_load(LAB_CONFIG.read_text())
-    conf["schedule"] = "* * * * *"  # current one-minute windows: a past window's liveness is not judged
     # the digest links each flagged job's page under the page's URL (the api-server's port comes later)
-    conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}],
-                      "page_url": "http://airflow.example/sweeps/"}  # fmt: skip
-    sweep_yaml = tmp_path / "sweep.yaml"
-    sweep_yaml.write_text(yaml.safe_dump(conf))
-    first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)
+    notify = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}],
+              "page_url": "http://airflow.example/sweeps/"}  # fmt: skip
+    sweep_yaml = minute_config(tmp_path / "sweep.yaml", notify=notify)
+
+    def then_silent(_: int) -> None:  # steps 31-60, then silent for 3 hours as the next sweep sees it
+        go.touch()
+        deadline = time.time() + 30
+        while 'trainer/global_step": 60,' not in c.stdout_path(job).read_text() and time.time() < deadline:
+            time.sleep(0.3)
+        subprocess.run(["touch", "-d", "3 hours ago", str(c.stdout_path(job))], check=True)  # a flag at step 60
+
     with slack_webhook_stub() as (hook_url, posts):
         env = {"SWEEP_CONFIG": str(sweep_yaml),
                "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url})}  # fmt: skip
-        for i in range(2):
-            end = first_end + dt.timedelta(minutes=i)
-            time.sleep(max(0.0, end.timestamp() - time.time()))
-            run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
-                          run_after=end, **env)  # fmt: skip
-            assert run.task_states["history"] == "success", run.task_states
-            if i == 0:
-                go.touch()
-                deadline = time.time() + 30
-                while 'trainer/global_step": 60,' not in c.stdout_path(job).read_text() and time.time() < deadline:
-                    time.sleep(0.3)
-                # then silent for 3 hours, as the next sweep sees it: a liveness flag on the curve at step 60
-                subprocess.run(["touch", "-d", "3 hours ago", str(c.stdout_path(job))], check=True)
+        minute_sweeps(tmp_path / "logs", between=then_silent, **env)
     said = json.dumps(posts[-1])  # the second sweep's digest: the new liveness flag and its job's page
     link = f"http://airflow.example/sweeps/job?cluster=local&job_id={job}"
     assert "liveness_stale" in said and f"<{link}|job page local {job} (liveness_stale)>" in said, said

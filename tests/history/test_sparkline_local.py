@@ -10,16 +10,12 @@ a temp dir)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-import time
 from pathlib import Path
 
 import pytest
-import yaml
 from browser import CHROMIUM, api_server, login_token
-from lab import LAB_CONFIG
-from sweep_runner import run_dag
+from sweep_runner import minute_config, minute_sweeps
 
 from sweep_core.history.sparkline import PAD, H, file_curves
 from sweep_core.history.store import HistoryStore, read_file
@@ -48,17 +44,8 @@ def test_the_cluster_page_shows_a_real_jobs_falling_curve_ending_at_its_latest_r
     ids = {"rl": c.submit(names["rl"], RL_SCRIPT), "quiet": c.submit(names["quiet"], "echo 'Step 3/10 ['; sleep 900")}
     c.wait_running(*ids.values())
     c.wait_log(ids["rl"])
-    conf = yaml.safe_load(LAB_CONFIG.read_text())
-    conf["schedule"] = "* * * * *"  # current one-minute windows: the running job is read, not judged from sacct
-    sweep_yaml = tmp_path / "sweep.yaml"
-    sweep_yaml.write_text(yaml.safe_dump(conf))
-    first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)
-    for i in range(2):
-        end = first_end + dt.timedelta(minutes=i)
-        time.sleep(max(0.0, end.timestamp() - time.time()))
-        run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
-                      run_after=end, SWEEP_CONFIG=str(sweep_yaml))  # fmt: skip
-        assert run.task_states["history"] == "success", run.task_states
+    sweep_yaml = minute_config(tmp_path / "sweep.yaml")  # the running job is read, not judged from sacct
+    minute_sweeps(tmp_path / "logs", SWEEP_CONFIG=str(sweep_yaml))
     env = {"SWEEP_CONFIG": str(sweep_yaml), "SWEEP_HISTORY": str(tmp_path / "logs" / "history"),
            "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
     with api_server(env, tmp_path / "api-server.log") as base:

@@ -9,19 +9,15 @@ Slack's webhook received, drawn as HTML) are written to SWEEP_SCREENSHOTS (a tem
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import json
 import os
 import subprocess
-import time
 
 import httpx
 import pytest
-import yaml
 from browser import CHROMIUM, api_server, login_token
-from lab import LAB_CONFIG
-from sweep_runner import ROOT, run_dag
+from sweep_runner import ROOT, minute_config, minute_sweeps
 
 pytestmark = [pytest.mark.cluster, pytest.mark.long(2)]
 SHOTS = os.environ.get("SWEEP_SCREENSHOTS", "")
@@ -59,20 +55,11 @@ def test_sweeps_page_in_chromium_after_two_real_sweeps(local_cluster, tag, tmp_p
     c.wait_running(*ids.values())
     subprocess.run(["touch", "-d", "3 hours ago", str(c.wait_log(ids["quiet"]))], check=True)
     with slack_webhook_stub() as (hook_url, posts):
-        conf = yaml.safe_load(LAB_CONFIG.read_text())
-        conf["schedule"] = "* * * * *"  # current one-minute windows: a past window's liveness is not judged
-        conf["notify"] = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
-        sweep_yaml = tmp_path / "sweep.yaml"
-        sweep_yaml.write_text(yaml.safe_dump(conf))
+        notify = {"channels": [{"name": "team", "kind": "slack", "conn_id": "slack_stub"}]}
+        sweep_yaml = minute_config(tmp_path / "sweep.yaml", notify=notify)
         env = {"SWEEP_CONFIG": str(sweep_yaml),
                "AIRFLOW_CONN_SLACK_STUB": json.dumps({"conn_type": "slackwebhook", "password": hook_url})}  # fmt: skip
-        first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)  # the next minute tick
-        for i in range(2):
-            end = first_end + dt.timedelta(minutes=i)
-            time.sleep(max(0.0, end.timestamp() - time.time()))  # a current window: it has just ended
-            run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
-                          run_after=end, **env)  # fmt: skip
-            assert run.task_states["history"] == "success", run.task_states
+        run = minute_sweeps(tmp_path / "logs", **env)[-1]
     server_env = {"SWEEP_CONFIG": str(sweep_yaml), "SWEEP_HISTORY": str(tmp_path / "logs" / "history"),
                   "SWEEP_RUN_LOG_DIR": str(tmp_path / "logs")}  # fmt: skip
     with api_server(server_env, tmp_path / "api-server.log") as base:

@@ -9,16 +9,14 @@ lines gave no step and the cut series numbered them by index)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import shlex
 import time
 
 import pytest
-import yaml
-from lab import LAB_CONFIG, LOGS
-from sweep_runner import run_dag
+from lab import LOGS
+from sweep_runner import minute_config, minute_sweeps
 
 from sweep_core.history.rows import JOB
 from sweep_core.history.series import job_series
@@ -53,22 +51,15 @@ def test_a_verl_runs_points_are_the_steps_and_rewards_its_log_printed(local_clus
     deadline = time.time() + 20
     while "step:30 -" not in log.read_text() and time.time() < deadline:
         time.sleep(0.2)
-    conf = yaml.safe_load(LAB_CONFIG.read_text())
-    conf["schedule"] = "* * * * *"  # current one-minute windows
-    sweep_yaml = tmp_path / "sweep.yaml"
-    sweep_yaml.write_text(yaml.safe_dump(conf))
-    first_end = dt.datetime.fromtimestamp((int(time.time()) // 60 + 1) * 60, dt.UTC)
-    for i in range(2):
-        end = first_end + dt.timedelta(minutes=i)
-        time.sleep(max(0.0, end.timestamp() - time.time()))
-        run = run_dag("monitor_cron_sweep", {"clusters": ["local"]}, tmp_path / "logs", logical_date=end,
-                      run_after=end, SWEEP_CONFIG=str(sweep_yaml))  # fmt: skip
-        assert run.task_states["history"] == "success", run.task_states
-        if i == 0:
-            go.touch()
-            deadline = time.time() + 30
-            while "step:60 -" not in log.read_text() and time.time() < deadline:
-                time.sleep(0.3)
+    sweep_yaml = minute_config(tmp_path / "sweep.yaml")
+
+    def print_the_rest(_: int) -> None:  # steps 31-60, read by the second sweep from its cursor
+        go.touch()
+        deadline = time.time() + 30
+        while "step:60 -" not in log.read_text() and time.time() < deadline:
+            time.sleep(0.3)
+
+    minute_sweeps(tmp_path / "logs", between=print_the_rest, SWEEP_CONFIG=str(sweep_yaml))
     printed = _printed(log.read_text())
     assert [s for s, _ in printed] == list(range(1, 61))
 
