@@ -318,59 +318,48 @@ class LedgerRows:
                     break
             if not ok:  # renumbered: every old row goes, the list is written anew
                 mine_drop, mine_put = seqs, list(enumerate(texts))
-            drop += [{"k": key, "s": s} for s in mine_drop]
+            drop += [{"k": key, "v": s} for s in mine_drop]
             put += [
                 {"space": self.space, "gen": gen, "job_key": key, "seq": s, "body": t, "updated_at": now}
                 for s, t in mine_put
             ]
-        if drop:
-            self.conn.execute(
-                sa.delete(acts).where(
-                    acts.c.space == self.space,
-                    acts.c.gen == gen,
-                    acts.c.job_key == sa.bindparam("k"),
-                    acts.c.seq == sa.bindparam("s"),
-                ),
-                drop,
-            )
-        if put:
-            stmt = self._insert(acts)
-            self.conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=[acts.c.space, acts.c.gen, acts.c.job_key, acts.c.seq],
-                    set_={"body": stmt.excluded.body, "updated_at": stmt.excluded.updated_at},
-                ),
-                put,
-            )
+        self._sync(acts, acts.c.seq, gen, drop, put)
 
     def _put_claims(self, gen: str, new: Mapping[str, Mapping[str, str]], now: dt.datetime, fresh: bool) -> None:
         """Each job's claim rows made ``new`` (kind -> run): only the rows that differ written."""
         if not new:
             return
         stored = {} if fresh else self._claims(gen, list(new))
-        drop = [{"k": k, "n": kind} for k, mine in new.items() for kind in stored.get(k, {}).keys() - mine.keys()]
+        drop = [{"k": k, "v": kind} for k, mine in new.items() for kind in stored.get(k, {}).keys() - mine.keys()]
         put = [
             {"space": self.space, "gen": gen, "job_key": k, "kind": kind, "run_id": run, "updated_at": now}
             for k, mine in new.items()
             for kind, run in mine.items()
             if stored.get(k, {}).get(kind) != run
         ]
+        self._sync(claims, claims.c.kind, gen, drop, put)
+
+    def _sync(
+        self, table: sa.Table, last: sa.Column, gen: str, drop: list[dict[str, Any]], put: list[dict[str, Any]]
+    ) -> None:
+        """A job's rows of ``table`` (keyed space, gen, job_key, ``last``) made so: the ``drop`` rows
+        ({"k": job key, "v": the ``last`` value}) deleted, the ``put`` rows upserted."""
         if drop:
             self.conn.execute(
-                sa.delete(claims).where(
-                    claims.c.space == self.space,
-                    claims.c.gen == gen,
-                    claims.c.job_key == sa.bindparam("k"),
-                    claims.c.kind == sa.bindparam("n"),
+                sa.delete(table).where(
+                    table.c.space == self.space,
+                    table.c.gen == gen,
+                    table.c.job_key == sa.bindparam("k"),
+                    last == sa.bindparam("v"),
                 ),
                 drop,
             )
         if put:
-            stmt = self._insert(claims)
+            stmt = self._insert(table)
             self.conn.execute(
                 stmt.on_conflict_do_update(
-                    index_elements=[claims.c.space, claims.c.gen, claims.c.job_key, claims.c.kind],
-                    set_={"run_id": stmt.excluded.run_id, "updated_at": stmt.excluded.updated_at},
+                    index_elements=[table.c.space, table.c.gen, table.c.job_key, last],
+                    set_={c.name: stmt.excluded[c.name] for c in table.columns if not c.primary_key},
                 ),
                 put,
             )
