@@ -18,7 +18,7 @@ from sweep_core.fanin.step_check import RESTART_KEY, restart_evidence
 from sweep_core.history.job_cache import BATCH, JobCache
 from sweep_core.history.job_page import chart_data, job_page
 from sweep_core.history.job_view import JobView, load_job_view
-from sweep_core.history.rows import RESTART_EVIDENCE, RESTART_LINE, RESTART_STEP, sweep_frame
+from sweep_core.history.rows import RESTART_EVIDENCE, RESTART_LINE, RESTART_STEP, restart_of, sweep_frame
 from sweep_core.history.series import job_series
 from sweep_core.history.store import HistoryStore, _groups_for, read_file
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
@@ -232,3 +232,22 @@ def test_a_request_out_of_time_reads_newest_first_says_what_is_left_and_the_next
     assert f"{40 - BATCH} of the 40 sweep files" in job_page(part)
     whole = load_job_view(store, "c1", "41", cache=cache, budget=0.0)  # reads the 8 left
     assert cache.reads == 40 and not whole.notes and _same(_shown(whole), _shown(_fresh(store)))
+
+
+def test_megatron_s_resume_line_names_its_iteration_as_the_restart_step() -> None:
+    # Megatron-LM load_checkpoint prints, on rank 0 (NVIDIA/Megatron-LM, megatron/training/checkpointing.py,
+    # commit 0032978f335e0b72490147137948f9a45269f9d7): f'  successfully loaded checkpoint from {load_dir} '
+    # f'[ t {_tp_r + 1}/{_tp_w}, ' f'p {_pp_r + 1}/{_pp_w} ] ' f'at iteration {iteration}'; its folders
+    # are 'iter_{:07d}' (get_checkpoint_name). The line is built by that format here.
+    load_dir, iteration = "/leonardo_scratch/ckpt/step_2_mix", 5427
+    said = f"  successfully loaded checkpoint from {load_dir} [ t {0 + 1}/{2}, p {1 + 1}/{4} ] at iteration {iteration}"
+    tail = f" iteration     5426/  250000 | lm loss: 2.3E+00 |\n{said}\n iteration     5428/  250000 |\n"
+    line = restart_evidence(tail)
+    assert line == said.strip()
+    job = Job("c1", "41", "sft_meg", "RUNNING", "squeue", evidence={RESTART_KEY: line})
+    assert restart_of(job) == (said.strip(), 5427.0)  # not the 2 of the folder's name, nor a rank
+    folder = f"/ckpt/run/iter_{1200:07d}"
+    job = Job("c1", "41", "sft_meg", "RUNNING", "squeue", evidence={RESTART_KEY: f"loading checkpoint from {folder}"})
+    assert restart_of(job)[1] == 1200.0
+    job = Job("c1", "41", "x", "RUNNING", "squeue", evidence={RESTART_KEY: "Resuming training from a fresh start"})
+    assert restart_of(job)[1] is None  # names no step: none is made up

@@ -28,20 +28,23 @@ BASE_COLUMNS = ("record", "run_id", "window_start", "window_end", "cluster")
 RESTART_EVIDENCE = "restart"  # the key of the tail's restart line in Job.evidence (fanin.step_check.RESTART_KEY)
 RESTART_LINE, RESTART_STEP = "restart_line", "restart_step"  # its job-row columns
 RESTART_CHARS = 200
-# the step a restart line names: "step 1200", "global_step=1200", "global_step_1200", "checkpoint-1200"
-_RESTART_STEP = re.compile(r"(?:global[_ ]step|\bstep|checkpoint)[-_ =:/]*(\d{1,12})\b", re.IGNORECASE)
+# the step a restart line names: "step 1200", "global_step=1200", "global_step_1200", "checkpoint-1200",
+# Megatron-LM's "at iteration 1200" and its checkpoint folder "iter_0001200"
+_RESTART_STEP = re.compile(
+    r"(?:global[_ ]step|\bstep|checkpoint|\biteration)[-_ =:/]*(\d{1,12})\b|\biter_(\d{1,12})\b", re.IGNORECASE
+)
 
 
 def restart_of(job: Job) -> tuple[str | None, float | None]:
     """The restart the job's log itself states this sweep (its tail's last resume/restart line, as
     fanin.step_check.restart_evidence found it): the line, one clean line of at most RESTART_CHARS,
-    and the step it names (the last ``step N`` / ``global_step_N`` / ``checkpoint-N`` in it; None
-    when it names none); (None, None) when the log states no restart."""
+    and the step it names (the last ``step N`` / ``global_step_N`` / ``checkpoint-N`` / ``iteration N`` /
+    ``iter_N`` in it; None when it names none); (None, None) when the log states no restart."""
     said = job.evidence.get(RESTART_EVIDENCE)
     if not isinstance(said, str) or not said.strip():
         return None, None
     line = clean(said, newlines=False).strip()[:RESTART_CHARS]
-    steps = _RESTART_STEP.findall(line)
+    steps = [a or b for a, b in _RESTART_STEP.findall(line)]
     return line, (float(steps[-1]) if steps else None)
 
 
