@@ -277,3 +277,17 @@ def test_after_a_gap_in_the_text_a_dict_takes_no_bars_step(cursor: dict) -> None
                                               "loss": [[225.0, 0.6123], [226.0, 0.5987]]})  # fmt: skip
     want = verl("profiles/verl.out", "critic/rewards/mean")
     assert want and _same([(int(s), v) for s, v in verl_job.points["reward"]], want)  # their own steps: kept
+
+
+def test_the_runs_total_logged_beside_each_step_is_no_curve() -> None:
+    """A WANDB_MIRROR dict carries trainer/max_steps at every step: the job page drew it as a flat
+    line at 100; the points keep the metrics only (the total stays the row's max_steps)."""
+    from sweep_core.pipeline.steps import digest_step
+    from sweep_core.records.models import ClusterSnapshot, ClusterStatus
+
+    job = Job("c", "2", "rl__a", "RUNNING", "squeue", log_tail=(LOGS / "rl_healthy.out").read_text())
+    digest_step([ClusterSnapshot("c", "slurm", ClusterStatus.OK, "l", [job], [], [])],
+                load_sweep_config(FIXTURES.parents[1] / "include" / "sweep.yaml"))  # fmt: skip
+    assert job.metrics["max_steps"] == 100 and {"reward", "grad_norm", "entropy"} <= set(job.points)
+    assert "max_steps" not in job.points and "total" not in job.points
+    assert job.points["reward"][0] == [36.0, pytest.approx(0.336)]

@@ -151,15 +151,23 @@ def say_source(job: Job, ex: Extracted, taken: list[str]) -> None:
         ex.values["metrics_from"] = f"{ex.values['metrics_from']}; {problems}"
 
 
+NOT_CURVES = frozenset({"step", "max_steps", "total"})  # a series entry's step and the run's total
+
+
 def bound_points(job: Job, ex: Extracted | None, bucket: str, bound: int) -> dict[str, list[list[float]]]:
     """(step, value) per column of this sweep's read: the streams', else the console series' points
-    that carry their line's step (never one without: no index, no latest step)."""
+    that carry their line's step (never one without: no index, no latest step). The run's total
+    (``NOT_CURVES``), logged beside each step, is one number of the run, not a curve: no points."""
     cols = stream_columns([s for s in job.streams if "points" in s], bucket)
     if not cols and ex is not None:
         for point in ex.series:
             if "step" not in point:
                 continue
             for k, v in point.items():
-                if k != "step":
+                if k not in NOT_CURVES:
                     cols.setdefault(k, {})[int(point["step"])] = float(v)
-    return {c: thin([[float(s), v] for s, v in sorted(pts.items())], bound) for c, pts in sorted(cols.items())}
+    return {
+        c: thin([[float(s), v] for s, v in sorted(pts.items())], bound)
+        for c, pts in sorted(cols.items())
+        if c not in NOT_CURVES
+    }
