@@ -5,6 +5,7 @@ targets the probe cleared, the backlog, the rm and verify bookkeeping, the outco
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,19 @@ def test_outcome_table_and_which_jobs_leave_the_backlog() -> None:
     assert "would delete (dry run)" in text
     text, finished = cleanup_record([gone], {"local": {TREES[0]: _rm(TREES[0], R_FAILED("refused: x"))}}, {}, False)
     assert "refused on the cluster" in text and finished == set()
+
+
+def test_the_plans_runner_refuses_a_script_that_acts() -> None:
+    """The plan task's runner is read-only (handoff_io.ssh_reader): an rm script given to it is
+    refused before any login node is tried, so a plan can only probe."""
+    from types import SimpleNamespace
+
+    from sweep_core.handoffs.cleanup.remote import RmItem, build_rm_script
+    from sweep_core.slurm.gather import new_marker
+    from sweep_operators.handoff_io import ssh_reader
+
+    marker = new_marker()
+    script = build_rm_script("sweepx", [RmItem(TREES[0], ROOT, NAME, "4242")], marker)
+    limits = SimpleNamespace(connect_timeout_s=1, command_timeout_s=1)
+    out, problem = ssh_reader(limits, logging.getLogger("test"))(cluster(), script, marker, "cleanup rm")
+    assert out is None and problem == "cleanup rm is an act: refused by a read-only runner, not sent"
