@@ -19,6 +19,7 @@ from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, judge, update_backlog
 from sweep_core.handoffs.cleanup.execute import (
     cleanup_record,
+    confirmed_acts,
     rm_acts,
     rm_result,
     start_deletes,
@@ -138,16 +139,21 @@ def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
 
 
 def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Wait (bounded) until the deleted trees are gone, then read df -i / quota again: the reclaim."""
+    """Wait (bounded) until the deleted trees are gone, then read df -i / quota again: the reclaim.
+    An rm whose outcome was unknown and whose tree is now gone is settled ok on its job's ledger row."""
     started = context["ti"].xcom_pull(task_ids=Cleanup.DELETE) or {}
     if not started:
         raise AirflowSkipException("nothing was deleted")
     config = load_sweep_config(sweep_yaml)
-    ccfg, runner = from_section(config.cleanup), ssh_runner(config.gather, log)
-    report = verify_removed(started, _plan(context).before, ccfg, ops_loader(ops_dir), runner)
+    ccfg, runner, planned = from_section(config.cleanup), ssh_runner(config.gather, log), _plan(context)
+    report = verify_removed(started, planned.before, ccfg, ops_loader(ops_dir), runner)
     for cluster, v in report.items():
         n, left = len(v["removed"]) + len(v["left"]), len(v["left"])
         log.info("%s: removed %d, still there %d; %s", cluster, n - left, left, v)
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    todo = [d for d in planned.decisions if d.action == "delete"]
+    if confirmed := confirmed_acts(todo, started, report, run_id_of(context), now):
+        record_acts(run_log_dir(config), confirmed)  # an unknown rm verify saw gone: settled ok
     return report
 
 

@@ -14,6 +14,7 @@ from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, ok, ops, squeue
 from sweep_core.handoffs.cleanup.backlog import BACKLOG, BacklogUnreadable, load_backlog
 from sweep_core.handoffs.cleanup.execute import (
     cleanup_record,
+    confirmed_acts,
     rm_acts,
     rm_result,
     rm_row,
@@ -231,6 +232,17 @@ def test_an_approved_cleanups_rms_are_acts_on_the_jobs_ledger_row(tmp_path) -> N
     assert lines[1] == f"rm {TREES[1]}: unknown ({cut}: not sent again; verify looks whether the tree is gone)"
     text, finished = cleanup_record(todo, started, {}, dry=False)
     assert "rm outcome unknown, not counted as removed" in text and finished == set()
+    # verify finds the first tree gone and the second still there: the unknown rm stays unknown
+    looked = FakeSsh({"cleanup verify": lambda m, s: {"left:1": ok(TREES[1])}})
+    at_deadline = iter([0.0, 99.0]).__next__  # one look, then past verify_timeout_s
+    report = verify_removed(started, {}, CCFG, ops(cluster()), looked, clock=at_deadline, sleep=lambda _: None)
+    assert report["local"]["left"] == [TREES[1]] and confirmed_acts(todo, started, report) == []
+    # a later look sees it gone: settled ok on the job's row, and now counted as removed
+    report = verify_removed(started, {}, CCFG, ops(cluster()), FakeSsh({"cleanup verify": lambda m, s: {}}))
+    record_acts(tmp_path, confirmed_acts(todo, started, report, "manual__1", "2026-12-06T10:05:00"))
+    view = fold_view(read_ledger(tmp_path), [("local", "4242", NAME)]).jobs["local|4242"]
+    assert [a.line for a in view.acts][2:] == [f"rm {TREES[1]}: ok (verify saw it gone)"]
+    assert cleanup_record(todo, started, report, dry=False)[1] == {("local", "4242")}
 
 
 def test_verify_polls_until_gone_and_stops_at_its_deadline() -> None:

@@ -5,7 +5,8 @@ outcome table. Its I/O comes in as arguments (handoffs.ports); clock and sleep t
 Each rm is a kernel attempt: ``Act(rm, cluster, path)`` settled with its ``Result`` (ok / failed /
 unknown, why, the cluster's answer as evidence), carried between the tasks as the kernel's stored
 row (kernel.attempt ``to_row``, read back with ``rm_result``) and recorded on the job's ledger row
-(``rm_acts``): the job's history says ``rm <path>: <outcome> (<why>)``.
+(``rm_acts``): the job's history says ``rm <path>: <outcome> (<why>)``; an unknown rm whose tree
+verify saw gone is settled ok there too (``confirmed_acts``).
 """
 
 from __future__ import annotations
@@ -111,6 +112,25 @@ def rm_acts(
         for p in d.paths
         if isinstance(row := started.get(d.target.cluster, {}).get(p), dict)
     ]
+
+
+def confirmed_acts(
+    todo: list[CleanupDecision],
+    started: dict[str, dict[str, Any]],
+    verified: dict[str, Any],
+    run: str = "",
+    at: str = "",
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """``(cluster, job id, name, rm attempt)`` for each rm whose outcome was unknown and whose tree
+    verify then saw gone: the act settled ok (evidence: verify), so the job's history no longer
+    leaves it unknown. Nothing for an rm verify did not look at or found still there."""
+    out = []
+    for d in todo:
+        t, removed = d.target, (verified.get(d.target.cluster) or {}).get("removed", [])
+        for p in d.paths:
+            if p in removed and rm_result(started.get(t.cluster, {}).get(p)).outcome is Outcome.UNKNOWN:
+                out.append((t.cluster, t.job_id, t.name, rm_row(t.cluster, p, ok("verify saw it gone"), run, at)))
+    return out
 
 
 def verify_removed(
