@@ -17,25 +17,28 @@ from airflow.sdk.exceptions import AirflowSkipException
 
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, forget, judge, update_backlog
-from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
-from sweep_core.handoffs.cleanup.plan import CleanupConfig, cleanup_config
+from sweep_core.handoffs.cleanup.execute import (
+    cleanup_record,
+    confirmed_acts,
+    rm_acts,
+    rm_result,
+    start_deletes,
+    still_there,
+    verify_removed,
+)
+from sweep_core.handoffs.cleanup.plan import from_section
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of
 from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import read_ledger, record_acts
-from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
+from sweep_operators.handoff_io import hub_check, ops_loader, ssh_reader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import Cleanup, DagId
 from sweep_operators.window import run_id_of
 
 log = logging.getLogger(__name__)
-
-
-def _config(sweep_yaml: str) -> tuple[CleanupConfig, Any]:
-    config = load_sweep_config(sweep_yaml)
-    return cleanup_config(config.cleanup), config.gather
 
 
 def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
@@ -44,20 +47,21 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     ``reclaim_clusters`` (INODE HEADROOM over the soft limit) adds the backlog of completed
     jobs on those clusters whose trees were never confirmed removed. Jobs with an upload or a
     salvage open in the ledger are planned too (their hub is checked again): the ledger is read
-    once and folded into the plan's view (sweep_core.handoffs.views)."""
-    config = load_sweep_config(sweep_yaml)  # validated once: its sections are typed
+    once and folded into the plan's view (sweep_core.handoffs.views). The config is loaded and
+    validated once here; the plan is handed its typed parts and its ports (a read-only runner)."""
+    config = load_sweep_config(sweep_yaml)
     params = context["params"]
     consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}
     log_dir = run_log_dir(config)
-    run_script = ssh_runner(config.gather, log)
+    probe = ssh_reader(config.gather, log)  # the plan only probes: an act is refused, never sent
     got = plan_cleanup(
         list(params.get("jobs") or []) + list(consolidated.get("replan") or []),
         list(params.get("reclaim_clusters") or []),
         dry_run=bool(params.get("dry_run", True)),
-        ccfg=cleanup_config(config.cleanup),
+        ccfg=from_section(config.cleanup),
         run_log_dir=log_dir,
         load_cluster=ops_loader(ops_dir),
-        run_script=run_script,
+        run_script=probe,
         hub_check=hub_check(),
         view=cleanup_view(read_ledger(log_dir)),
         hold=hold_of(config.consolidate, consolidated),  # a consolidated array's trees wait for its release
@@ -75,46 +79,47 @@ def upload(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """Follow the uploads (ONE sacct per cluster), submit those the hub lacks (once per attempt,
     recorded in the ledger), report failures with their traceback; dry_run: print only."""
     config = load_sweep_config(sweep_yaml)
-    return _acts_step("upload", run_uploads, ops_dir, sweep_yaml, context, us=upload_settings(config.cleanup))
+    return _acts_step("upload", run_uploads, ops_dir, config, context, us=upload_settings(config.cleanup))
 
 
 def register(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """The DB registration of every planned job whose flavor names a db_register argv, once the hub
     holds it and it is not an HF-only series (claimed in the ledger: once per attempt); dry_run: print only."""
-    rs = register_settings(load_sweep_config(sweep_yaml))
+    config = load_sweep_config(sweep_yaml)
+    rs = register_settings(config)
     if not rs.flavors:
         raise AirflowSkipException("no cleanup flavor names a db_register command")
-    return _acts_step("db_register", run_registrations, ops_dir, sweep_yaml, context, rs=rs)
+    return _acts_step("db_register", run_registrations, ops_dir, config, context, rs=rs)
 
 
 def _acts_step(
-    label: str, run: Callable[..., Any], ops_dir: str, sweep_yaml: str, context: dict[str, Any], **settings: Any
+    label: str, run: Callable[..., Any], ops_dir: str, config: Any, context: dict[str, Any], **settings: Any
 ) -> dict[str, Any]:
     """One use-case over the plan's decisions (upload, db_register) wired to this run: its acts
     recorded in the ledger, its rows logged, its report as XCom."""
-    config = load_sweep_config(sweep_yaml)
-    ccfg, limits = _config(sweep_yaml)
+    ledger_dir = run_log_dir(config)
     report = run(
         _plan(context).decisions,
-        ccfg=ccfg,
-        ledger_dir=run_log_dir(config),
+        ccfg=from_section(config.cleanup),
+        ledger_dir=ledger_dir,
         run_id=run_id_of(context),
         now=dt.datetime.now(dt.UTC).isoformat(),
         dry_run=bool(context["params"].get("dry_run", True)),
         load_cluster=ops_loader(ops_dir),
-        run_script=ssh_runner(limits, log),
+        run_script=ssh_runner(config.gather, log),
         say=print,
         **settings,
     )
     if report.acts:
-        record_acts(run_log_dir(config), report.acts)
+        record_acts(ledger_dir, report.acts)
     for row in report.rows:
         log.info("%s %s", label, " | ".join(row))
     return dict(report.to_dict())
 
 
 def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Start the detached rm of every planned path (one SSH session per cluster); dry_run: print only."""
+    """Start the detached rm of every planned path (one SSH session per cluster); each rm's attempt
+    (its kernel Result) is recorded on its job's ledger row and is this task's XCom; dry_run: print only."""
     todo = [d for d in _plan(context).decisions if d.action == "delete"]
     if context["params"].get("dry_run", True):
         for d in todo:
@@ -122,24 +127,33 @@ def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         raise AirflowSkipException(f"dry_run: {len(todo)} job(s) would be cleaned, nothing deleted")
     if not todo:
         raise AirflowSkipException("nothing to delete")
-    _, limits = _config(sweep_yaml)
-    started = start_deletes(todo, ops_loader(ops_dir), ssh_runner(limits, log))
+    config = load_sweep_config(sweep_yaml)
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    started = start_deletes(todo, ops_loader(ops_dir), ssh_runner(config.gather, log), run_id_of(context), now)
     for results in started.values():
-        for path, result in results.items():
-            log.info("rm %s: %s", path, result)
+        for path, row in results.items():
+            r = rm_result(row)
+            log.info("rm %s: %s %s", path, r.outcome, r.reason or r.evidence)
+    record_acts(run_log_dir(config), rm_acts(todo, started))
     return started
 
 
 def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
-    """Wait (bounded) until the deleted trees are gone, then read df -i / quota again: the reclaim."""
+    """Wait (bounded) until the deleted trees are gone, then read df -i / quota again: the reclaim.
+    An rm whose outcome was unknown and whose tree is now gone is settled ok on its job's ledger row."""
     started = context["ti"].xcom_pull(task_ids=Cleanup.DELETE) or {}
     if not started:
         raise AirflowSkipException("nothing was deleted")
-    ccfg, limits = _config(sweep_yaml)
-    report = verify_removed(started, _plan(context).before, ccfg, ops_loader(ops_dir), ssh_runner(limits, log))
+    config = load_sweep_config(sweep_yaml)
+    ccfg, runner, planned = from_section(config.cleanup), ssh_runner(config.gather, log), _plan(context)
+    report = verify_removed(started, planned.before, ccfg, ops_loader(ops_dir), runner)
     for cluster, v in report.items():
         n, left = len(v["removed"]) + len(v["left"]), len(v["left"])
         log.info("%s: removed %d, still there %d; %s", cluster, n - left, left, v)
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    todo = [d for d in planned.decisions if d.action == "delete"]
+    if confirmed := confirmed_acts(todo, started, report, run_id_of(context), now):
+        record_acts(run_log_dir(config), confirmed)  # an unknown rm verify saw gone: settled ok
     return report
 
 

@@ -73,11 +73,24 @@ def run_batch(
 ) -> FailoverResult:
     """Run ``script`` on the first login node (ops.md order) that completes it; an act only on
     the first that took it (then bounded on the node below ``command_timeout_s``)."""
-    from airflow.providers.ssh.hooks.ssh import SSHHook
-
     act = is_act(script)
     if act:
         script = bound_line(act_bound_s(int(command_timeout_s))) + script
+    return _on_nodes(cfg, script, marker, connect_timeout_s, command_timeout_s, log, what, act)
+
+
+def _on_nodes(
+    cfg: ClusterConfig,
+    script: str,
+    marker: str,
+    connect_timeout_s: float,
+    command_timeout_s: float,
+    log: Any,
+    what: str,
+    act: bool,
+) -> FailoverResult:
+    """``script`` as it goes to ``bash -s``, tried on the login nodes in ops.md order (failover)."""
+    from airflow.providers.ssh.hooks.ssh import SSHHook
 
     def run(node: LoginNode) -> tuple[int, str, str]:
         hook = SSHHook(
@@ -103,6 +116,22 @@ def run_checked(
     when the script ran to its end record, else it says why (unreachable, stopped early, or for an
     act sent and cut short: ``outcome UNKNOWN: ...``, sweep_core.slurm.failover.outcome_unknown)."""
     result = run_batch(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what)
+    return _checked(cfg, result, log, what)
+
+
+def read_checked(
+    cfg: ClusterConfig, limits: Any, log: Any, script: str, marker: str, what: str
+) -> tuple[GatherOutput | None, str]:
+    """``run_checked`` for a read-only script: one that acts is refused here, never sent (a plan
+    that only probes cannot delete, cancel or submit)."""
+    if is_act(script):
+        return None, f"{what} is an act: refused by a read-only runner, not sent"
+    result = _on_nodes(cfg, script, marker, limits.connect_timeout_s, limits.command_timeout_s, log, what, False)
+    return _checked(cfg, result, log, what)
+
+
+def _checked(cfg: ClusterConfig, result: FailoverResult, log: Any, what: str) -> tuple[GatherOutput | None, str]:
+    """(output, problem) of one failover run (run_checked's doc)."""
     if result.unknown:
         if log:
             log.error("%s %s: %s: %s (not sent again)", what, cfg.name, OUTCOME_UNKNOWN, result.unknown)

@@ -17,7 +17,7 @@ from sweep_core.handoffs.relaunch.iris import RunLocal
 from sweep_core.ledger.hold import held_problem
 from sweep_core.slurm.gather import GatherOutput
 from sweep_core.slurm.remote_scripts import is_act
-from sweep_operators.cluster_ssh import run_checked
+from sweep_operators.cluster_ssh import read_checked, run_checked
 
 
 def ops_loader(ops_dir: str) -> LoadCluster:
@@ -49,6 +49,16 @@ def ssh_runner(limits: Any, log: logging.Logger) -> RunScript:
             log.error("%s %s not sent: %s", what, cfg.name, held_problem(hold))
             return None, held_problem(hold)
         return run_checked(cfg, limits, log, script, marker, what)
+
+    return run
+
+
+def ssh_reader(limits: Any, log: logging.Logger) -> RunScript:
+    """A read-only ``ssh_runner``: a script that acts is refused, never sent (cluster_ssh.read_checked);
+    what a plan that only probes is given."""
+
+    def run(cfg: ClusterConfig, script: str, marker: str, what: str) -> tuple[GatherOutput | None, str]:
+        return read_checked(cfg, limits, log, script, marker, what)
 
     return run
 

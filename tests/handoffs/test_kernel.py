@@ -18,7 +18,15 @@ from sweep_core.handoffs.cancel.outcome import DID_OUTCOME, Act, ActOutcome, Did
 from sweep_core.handoffs.cancel.plan import outcome as scancel_outcome
 from sweep_core.handoffs.cancel.remember import outcome_acts
 from sweep_core.handoffs.chain.plan import CellState
-from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, still_there, verify_removed
+from sweep_core.handoffs.cleanup.execute import (
+    cleanup_record,
+    rm_answer,
+    rm_result,
+    rm_row,
+    start_deletes,
+    still_there,
+    verify_removed,
+)
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.consolidate.history import KINDS as CONSOLIDATE
 from sweep_core.handoffs.db_register.plan import REGISTER
@@ -28,11 +36,12 @@ from sweep_core.handoffs.kernel.act import Act as KernelAct
 from sweep_core.handoffs.kernel.act import ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, Phase, from_row, record_of, to_row
 from sweep_core.handoffs.kernel.machine import submission_result
-from sweep_core.handoffs.kernel.result import Outcome, Result, rm_result, rm_text
+from sweep_core.handoffs.kernel.result import Outcome, Result
 from sweep_core.handoffs.relaunch.iris import relaunch_outcome
 from sweep_core.handoffs.upload.plan import next_move
 from sweep_core.handoffs.upload.plan import story_of as upload_record
 from sweep_core.ledger.acts import record_acts
+from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm import failover
 from sweep_core.slurm.parse import SacctRow
 
@@ -144,24 +153,41 @@ def test_records_answer_the_same_questions_for_every_hand_off() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "outcome"),
+    ("answer", "problem", "outcome"),
     [
-        ("started pid 4711", Outcome.OK),
-        ("gone", Outcome.OK),
-        ("REFUSED: refused: job 9 is still listed by squeue", Outcome.FAILED),
-        ("not run: unreachable: login1", Outcome.FAILED),
-        ("UNKNOWN: session cut after send: not sent again", Outcome.UNKNOWN),
-        ("started pid", Outcome.UNKNOWN),
-        ("rm: cannot remove", Outcome.UNKNOWN),
-        ("", Outcome.UNKNOWN),
-        (None, Outcome.UNKNOWN),
+        (CommandResult(0, "started pid 4711", ""), "", Outcome.OK),
+        (CommandResult(0, "gone", ""), "", Outcome.OK),
+        (CommandResult(2, "refused: job 9 is still listed by squeue", ""), "", Outcome.FAILED),
+        (None, "unreachable: login1: connection refused", Outcome.FAILED),
+        (None, f"{failover.OUTCOME_UNKNOWN}: session cut after send", Outcome.UNKNOWN),
+        (CommandResult(0, "started pid", ""), "", Outcome.UNKNOWN),
+        (CommandResult(0, "rm: cannot remove", ""), "", Outcome.UNKNOWN),
     ],
 )
-def test_rm_results_read_typed_and_write_back(text: object, outcome: Outcome) -> None:
-    r = rm_result(text)
-    assert r.outcome is outcome
-    if outcome is not Outcome.UNKNOWN or (isinstance(text, str) and text.startswith("UNKNOWN: ")):
-        assert rm_text(r) == text
+def test_an_rm_answer_is_a_kernel_result_that_round_trips_through_its_stored_attempt(
+    answer: CommandResult | None, problem: str, outcome: Outcome
+) -> None:
+    r = rm_answer(answer, problem)
+    assert r.outcome is outcome and (r.reason != "") is (outcome is not Outcome.OK)
+    row = rm_row("local", TREE, r, "scheduled__2026-12-06", "2026-12-06T10:00:00+00:00")
+    a = from_row(row)
+    assert a.act == KernelAct(ActKind.RM, "local", TREE) and a.outcome is outcome and to_row(a) == row
+    assert rm_result(row) == r  # outcome, reason and evidence: nothing lost on the way
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        None,
+        "started pid 4711",  # the string an older delete task returned: not an attempt
+        {"kind": "rm"},
+        {"kind": "rm", "outcome": "ok", "why": ""},  # names no act
+        {"kind": "rm", "act": "scancel", "target": "4242", "outcome": "ok"},
+        {"kind": "rm", "act": "rm", "target": TREE, "outcome": "maybe"},
+    ],
+)
+def test_a_missing_or_garbled_rm_attempt_reads_unknown_never_removed(row: object) -> None:
+    assert rm_result(row).outcome is Outcome.UNKNOWN and rm_result(row).reason
 
 
 def test_submissions_read_as_results() -> None:

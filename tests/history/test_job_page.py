@@ -14,6 +14,8 @@ import re
 
 import pytest
 
+from sweep_core.handoffs.cleanup.execute import rm_row
+from sweep_core.handoffs.kernel.result import unknown
 from sweep_core.history.job_page import chart_data, job_page
 from sweep_core.history.job_view import load_job_view
 from sweep_core.history.page import sweeps_page
@@ -76,7 +78,8 @@ def test_job_page_curves_marks_and_rows_from_three_sweeps(tmp_path) -> None:
            metrics={"reward": -0.5, "relaunched": "relaunched 2026-12-03 01:30 by ops"})  # fmt: skip
     before = sorted(p.name for p in tmp_path.iterdir())
     acts = [{"kind": "relaunch", "at": "2026-12-03T01:30:00Z", "by": "ada", "result": "requeued"},
-            {"kind": "cancel", "at": "not a time", "by": "bob"}]  # fmt: skip
+            {"kind": "cancel", "at": "not a time", "by": "bob"},
+            rm_row("c1", "/scratch/rl/exports", unknown("outcome UNKNOWN: session cut"), "r2", "2026-12-03T02:10:00Z")]  # fmt: skip
     view = load_job_view(store, "c1", "41", acts=acts)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # read-only
     assert [r["run_id"] for r in view.rows] == ["r0", "r1", "r2"] and view.latest("reward") == -0.5
@@ -91,6 +94,8 @@ def test_job_page_curves_marks_and_rows_from_three_sweeps(tmp_path) -> None:
     assert ("restart", 35) in kinds and ("relaunch", 35) in kinds  # the row's note and the step going back
     assert ("relaunch", 40) in kinds  # the act at 01:30 happened while the job was at step 40 (sweep r1)
     assert ("act", None) in kinds  # an act whose time is not a time: listed, at no step
+    rm = "rm /scratch/rl/exports: unknown (outcome UNKNOWN: session cut)"  # the cleanup's rm, its outcome and why
+    assert [(m.kind, m.step) for m in view.marks if m.label == rm] == [("act", 35)]
     data = chart_data(view)
     assert data["series"]["reward"]["x"][0] == 0 and data["series"]["reward"]["y"][0] == pytest.approx(-0.8)
     page = job_page(view)

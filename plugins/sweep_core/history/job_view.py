@@ -21,6 +21,7 @@ from sweep_core.history.job_cache import FilePart, JobCache
 from sweep_core.history.rows import FLAG, JOB, METRIC_PREFIX, POINT, RESTART_LINE, RESTART_STEP
 from sweep_core.history.series import HISTORY_POINTS, SENT_POINTS, downsample, log_refusal, loss_like
 from sweep_core.history.store import HistoryStore, SweepFile, file_stamps, read_table
+from sweep_core.ledger.acts import act_line
 from sweep_core.safe.text import clean
 
 ROW_COLUMNS = (
@@ -259,7 +260,7 @@ def _marks(rows: list[dict[str, Any]], flags: Sequence[dict[str, Any]], acts: Se
         at, kind = _iso(a.get("at")), str(a.get("kind") or "act")
         said = " ".join(str(a.get(k) or "") for k in ("by", "result", "why") if a.get(k))
         when = "" if at else f" (its time {str(a.get('at') or '')[:40]!r} is not a time: at no step)"
-        label = clean(f"{kind} {said}{when}".strip(), newlines=False)[:300]
+        label = clean(f"{act_line(a) or f'{kind} {said}'}{when}".strip(), newlines=False)[:300]
         out.append(Mark("relaunch" if kind == "relaunch" else "act", _step_at(rows, at) if at else None, at, label))
     return sorted(out, key=lambda m: (m.at, m.kind))
 

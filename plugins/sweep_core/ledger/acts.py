@@ -48,6 +48,7 @@ class PastAct:
     standing: str = ""  # the standing permission it ran under ("" = a human's answer)
     rule: str = ""  # a Reject's request rule (deep_dive_kill)
     weight: int = 0  # a verdict's, or a rejected KILL's, evidence weight
+    line: str = ""  # what a settled kernel attempt came to (act_line), '' = not one
 
     @classmethod
     def of(cls, act: Mapping[str, str]) -> PastAct:
@@ -61,7 +62,19 @@ class PastAct:
             str(act.get("standing", "")),
             str(act.get("rule", "")),
             _int(act.get("weight")),
+            act_line(act),
         )
+
+
+def act_line(act: Mapping[str, Any]) -> str:
+    """``<act> <target>: <outcome> (<why>)`` of a stored attempt that names its act (kernel.attempt
+    ``to_row``: ``act``, ``target``) and its outcome word, with its ``why`` else its ``evidence``
+    (``rm /scratch/x: ok (started pid 77)``); '' for any other act."""
+    kind, target, said = (str(act.get(k) or "") for k in ("act", "target", "outcome"))
+    if not (kind and target and said):
+        return ""
+    why = str(act.get("why") or act.get("evidence") or "")
+    return f"{kind} {target}: {said.lower()}" + (f" ({why})" if why else "")
 
 
 def series_key(entry: LedgerEntry | None, cluster: str, name: str) -> str:

@@ -16,6 +16,7 @@ from lab import ARTIFACTS, HOME, LAB_CONFIG, LAB_OPS, USER
 from sweep_runner import run_dag
 
 from sweep_core.handoffs.cleanup.backlog import load_backlog
+from sweep_core.ledger.acts import acts_of, read_ledger
 
 pytestmark = pytest.mark.cluster
 ART = ARTIFACTS
@@ -111,6 +112,13 @@ def test_cleanup_guards_then_delete_and_reclaim(local_cluster, tag, tmp_path) ->
     assert "UNKNOWN" not in reclaim and ("inodes freed on" in reclaim or "no measurable reclaim" in reclaim), reclaim
     log = Path(real.values["record"]).read_text()
     assert "Hand-off sweep_cleanup" in log and "deleted" in log and reclaim in log
+    # each rm is an act on its job's ledger row, with its outcome; no other job got one
+    ledger = read_ledger(tmp_path)
+    rms = acts_of(ledger, "local", ids[good], "rm")
+    assert sorted(a["target"] for a in rms) == sorted(verified["removed"])
+    assert all(a["outcome"] == "ok" and a["evidence"].startswith("started pid") for a in rms), rms
+    assert all(a["run"] == real.run_id for a in rms)
+    assert not any(acts_of(ledger, "local", ids[n], "rm") for n in (nohub, running, escape))
     # a re-run finds the trees gone: nothing done twice
     assert _outcomes(again)[good]["action"] == "nothing-to-do"
     assert again.task_states["delete"] == "skipped"

@@ -5,16 +5,32 @@ targets the probe cleared, the backlog, the rm and verify bookkeeping, the outco
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from pathlib import Path
 
 import pytest
 from handoff_fakes import ROOT, FakeHub, FakeSsh, cluster, ok, ops, squeue
 
 from sweep_core.handoffs.cleanup.backlog import BACKLOG, BacklogUnreadable, load_backlog
-from sweep_core.handoffs.cleanup.execute import cleanup_record, start_deletes, verify_removed
+from sweep_core.handoffs.cleanup.execute import (
+    cleanup_record,
+    confirmed_acts,
+    rm_acts,
+    rm_result,
+    rm_row,
+    start_deletes,
+    verify_removed,
+)
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.handoffs.kernel.result import Outcome, Result
+from sweep_core.handoffs.kernel.result import failed as R_FAILED
+from sweep_core.handoffs.kernel.result import ok as R_OK
+from sweep_core.ledger.acts import acts_of, read_ledger, record_acts
+from sweep_core.ledger.view import fold_view
 from sweep_core.records.remote_result import CommandResult
+from sweep_core.slurm.failover import OUTCOME_UNKNOWN
+from sweep_core.slurm.gather import GatherOutput
 from sweep_core.state.documents import read_document, write_document
 
 CCFG = cleanup_config({"hub_org": "org", "verify_timeout_s": 60, "verify_poll_s": 5})
@@ -181,9 +197,52 @@ def _delete(paths=TREES) -> CleanupDecision:
 def test_rm_results_per_path_and_not_run_when_unreachable() -> None:
     answers = {"cleanup rm": lambda m, s: {"rm:0": ok("started pid 77"), "rm:1": CommandResult(2, "refused: live", "")}}
     started = start_deletes([_delete()], ops(cluster()), FakeSsh(answers))
-    assert started == {"local": {TREES[0]: "started pid 77", TREES[1]: "REFUSED: refused: live"}}
+    assert {p: rm_result(row) for p, row in started["local"].items()} == {
+        TREES[0]: Result(Outcome.OK, "", "started pid 77"),
+        TREES[1]: Result(Outcome.FAILED, "refused: live", "refused: live"),
+    }
     down = start_deletes([_delete()], ops(cluster()), FakeSsh())
-    assert all(r.startswith("not run: unreachable") for r in down["local"].values())
+    assert all(rm_result(r).outcome is Outcome.FAILED for r in down["local"].values())
+    assert all(rm_result(r).reason.startswith("not run: unreachable") for r in down["local"].values())
+
+
+def _rm(path: str, result: Result) -> dict[str, str]:
+    return rm_row("local", path, result)
+
+
+def test_an_approved_cleanups_rms_are_acts_on_the_jobs_ledger_row(tmp_path) -> None:
+    """Each rm the delete step started is recorded on its job's ledger row as an rm act with its
+    outcome; the job's history (JobView, the job page's marks) says what each came to, and the
+    rm whose session was cut after it was sent is unknown and not counted as removed."""
+    cut = f"{OUTCOME_UNKNOWN}: cleanup rm session cut after send"
+
+    def cut_after_first(cfg, script, marker, what):  # noqa: ANN001, ANN202 (a RunScript)
+        # as cluster_ssh.run_checked answers when the session drops after the first rm's record
+        return GatherOutput({"rm:0": ok("started pid 77")}, complete=False, marker=marker), cut
+
+    todo = [_delete()]
+    started = start_deletes(todo, ops(cluster()), cut_after_first, "manual__1", "2026-12-06T10:00:00")
+    record_acts(tmp_path, rm_acts(todo, started))
+    rows = acts_of(read_ledger(tmp_path), "local", "4242", "rm")
+    assert [(r["target"], r["outcome"]) for r in rows] == [(TREES[0], "ok"), (TREES[1], "unknown")]
+    assert all(r["act"] == "rm" and r["act_cluster"] == "local" and r["run"] == "manual__1" for r in rows)
+    view = fold_view(read_ledger(tmp_path), [("local", "4242", NAME)]).jobs["local|4242"]
+    lines = [a.line for a in view.acts]
+    assert lines[0] == f"rm {TREES[0]}: ok (started pid 77)"
+    assert lines[1] == f"rm {TREES[1]}: unknown ({cut}: not sent again; verify looks whether the tree is gone)"
+    text, finished = cleanup_record(todo, started, {}, dry=False)
+    assert "rm outcome unknown, not counted as removed" in text and finished == set()
+    # verify finds the first tree gone and the second still there: the unknown rm stays unknown
+    looked = FakeSsh({"cleanup verify": lambda m, s: {"left:1": ok(TREES[1])}})
+    at_deadline = iter([0.0, 99.0]).__next__  # one look, then past verify_timeout_s
+    report = verify_removed(started, {}, CCFG, ops(cluster()), looked, clock=at_deadline, sleep=lambda _: None)
+    assert report["local"]["left"] == [TREES[1]] and confirmed_acts(todo, started, report) == []
+    # a later look sees it gone: settled ok on the job's row, and now counted as removed
+    report = verify_removed(started, {}, CCFG, ops(cluster()), FakeSsh({"cleanup verify": lambda m, s: {}}))
+    record_acts(tmp_path, confirmed_acts(todo, started, report, "manual__1", "2026-12-06T10:05:00"))
+    view = fold_view(read_ledger(tmp_path), [("local", "4242", NAME)]).jobs["local|4242"]
+    assert [a.line for a in view.acts][2:] == [f"rm {TREES[1]}: ok (verify saw it gone)"]
+    assert cleanup_record(todo, started, report, dry=False)[1] == {("local", "4242")}
 
 
 def test_verify_polls_until_gone_and_stops_at_its_deadline() -> None:
@@ -196,7 +255,7 @@ def test_verify_polls_until_gone_and_stops_at_its_deadline() -> None:
 
     polls = iter([{"left:0": ok(TREES[0])}, {}])
     ssh = FakeSsh({"cleanup verify": lambda m, s: next(polls)})
-    started = {"local": {TREES[0]: "started pid 1", TREES[1]: "gone"}}
+    started = {"local": {TREES[0]: _rm(TREES[0], R_OK("started pid 1")), TREES[1]: _rm(TREES[1], R_OK("gone"))}}
     report = verify_removed(started, {}, CCFG, ops(cluster()), ssh, clock=lambda: now[0], sleep=sleep)
     assert report["local"]["left"] == [] and report["local"]["removed"] == TREES and sleeps == [5]
     now[0] = 0.0
@@ -219,5 +278,21 @@ def test_outcome_table_and_which_jobs_leave_the_backlog() -> None:
     assert finished == {("local", "4242")}
     text, _ = cleanup_record([gone], {}, {}, True)
     assert "would delete (dry run)" in text
-    text, finished = cleanup_record([gone], {"local": {TREES[0]: "REFUSED: x"}}, {}, False)
+    text, finished = cleanup_record([gone], {"local": {TREES[0]: _rm(TREES[0], R_FAILED("refused: x"))}}, {}, False)
     assert "refused on the cluster" in text and finished == set()
+
+
+def test_the_plans_runner_refuses_a_script_that_acts() -> None:
+    """The plan task's runner is read-only (handoff_io.ssh_reader): an rm script given to it is
+    refused before any login node is tried, so a plan can only probe."""
+    from types import SimpleNamespace
+
+    from sweep_core.handoffs.cleanup.remote import RmItem, build_rm_script
+    from sweep_core.slurm.gather import new_marker
+    from sweep_operators.handoff_io import ssh_reader
+
+    marker = new_marker()
+    script = build_rm_script("sweepx", [RmItem(TREES[0], ROOT, NAME, "4242")], marker)
+    limits = SimpleNamespace(connect_timeout_s=1, command_timeout_s=1)
+    out, problem = ssh_reader(limits, logging.getLogger("test"))(cluster(), script, marker, "cleanup rm")
+    assert out is None and problem == "cleanup rm is an act: refused by a read-only runner, not sent"

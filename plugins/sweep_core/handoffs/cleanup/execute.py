@@ -1,6 +1,12 @@
 """sweep_cleanup's steps after the plan: start the detached rm of what the plan allowed (one SSH
 session per cluster), wait (bounded) until the trees are gone and read the inode reclaim, and the
 outcome table. Its I/O comes in as arguments (handoffs.ports); clock and sleep too, for tests.
+
+Each rm is a kernel attempt: ``Act(rm, cluster, path)`` settled with its ``Result`` (ok / failed /
+unknown, why, the cluster's answer as evidence), carried between the tasks as the kernel's stored
+row (kernel.attempt ``to_row``, read back with ``rm_result``) and recorded on the job's ledger row
+(``rm_acts``): the job's history says ``rm <path>: <outcome> (<why>)``; an unknown rm whose tree
+verify saw gone is settled ok there too (``confirmed_acts``).
 """
 
 from __future__ import annotations
@@ -14,19 +20,70 @@ from sweep_core.handoffs.cleanup.backlog import job_key
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision
 from sweep_core.handoffs.cleanup.remote import RmItem, build_rm_script, build_verify_script, reclaim_lines
 from sweep_core.handoffs.cleanup.usecase import reclaim_texts
-from sweep_core.handoffs.kernel.result import Outcome, failed, ok, rm_result, rm_text
+from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.attempt import Attempt, from_row, to_row
+from sweep_core.handoffs.kernel.result import Outcome, Result, failed, ok, unknown
 from sweep_core.handoffs.ports import LoadCluster, RunScript
-from sweep_core.slurm.failover import not_done
+from sweep_core.records.remote_result import CommandResult
+from sweep_core.slurm.failover import outcome_unknown
 from sweep_core.slurm.gather import GatherOutput, new_marker
+
+RM_KIND = "rm"  # the ledger act kind of an rm attempt
+_EVIDENCE_CHARS = 500
+
+
+def rm_row(cluster: str, path: str, result: Result, run: str = "", at: str = "") -> dict[str, str]:
+    """One rm's Result as the kernel stores an attempt: kind ``rm``, its act (rm, cluster, path),
+    ``outcome`` (ok / failed / unknown), ``why`` and the answer as ``evidence``."""
+    attempt = Attempt(
+        kind=RM_KIND,
+        run=run or None,
+        at=at or None,
+        why=result.reason or None,
+        said=str(result.outcome),
+        extra={"evidence": result.evidence[:_EVIDENCE_CHARS]} if result.evidence else {},
+        act=Act(ActKind.RM, cluster, path),
+    )
+    return to_row(attempt)
+
+
+def rm_result(row: object) -> Result:
+    """A stored rm attempt (``rm_row``) -> its Result; a missing, garbled or foreign row reads as
+    unknown with the reason (never as removed)."""
+    if row is None:
+        return unknown("no rm result recorded for this path")
+    a = from_row(row)
+    got = a.result
+    if a.problem or got is None:
+        return got or unknown("the stored rm names no outcome", str(row)[:200])
+    if a.act is None or a.act.kind is not ActKind.RM:
+        return unknown(f"the stored act is not an rm: {str(row)[:160]}")
+    return Result(got.outcome, a.why or got.reason, a.get("evidence"))
+
+
+def rm_answer(r: CommandResult | None, problem: str) -> Result:
+    """What one rm came to from its record (programs/cleanup_rm.sh: rc 0 + ``started pid N`` or
+    ``gone``, rc 2 + why it refused); no record: unknown when the script was sent (never sent
+    again: verify looks), else failed (not run). Any other answer is unknown, never ok."""
+    if r is None and outcome_unknown(problem):
+        return unknown(f"{problem}: not sent again; verify looks whether the tree is gone")
+    if r is None:
+        return failed(f"not run: {problem or 'the rm script stopped before this path'}")
+    said = r.stdout.strip()
+    if r.rc != 0:
+        return failed(said or f"rc {r.rc}", r.stdout)
+    pid = said.removeprefix("started pid ")
+    if said == "gone" or (pid != said and pid.isdigit()):
+        return ok(said)
+    return unknown(f"rm result {said[:160]!r} is neither started, gone, refused nor not run", r.stdout)
 
 
 def start_deletes(
-    todo: list[CleanupDecision], load_cluster: LoadCluster, run_script: RunScript
-) -> dict[str, dict[str, str]]:
-    """cluster -> path -> 'started pid N' | 'gone' | 'REFUSED: why' | 'not run: why' | 'UNKNOWN: why'
-    for every path of the ``delete`` decisions in ``todo``: each rm's Result in its stored form
-    (kernel.result.rm_text; read back with rm_result)."""
-    started: dict[str, dict[str, str]] = {}
+    todo: list[CleanupDecision], load_cluster: LoadCluster, run_script: RunScript, run: str = "", at: str = ""
+) -> dict[str, dict[str, dict[str, str]]]:
+    """cluster -> path -> its rm attempt (``rm_row``) for every path of the ``delete`` decisions
+    in ``todo``; ``run``/``at``: this run's id and time, stored with each."""
+    started: dict[str, dict[str, dict[str, str]]] = {}
     for cluster in sorted({d.target.cluster for d in todo}):
         cfg = load_cluster(cluster)
         items = [
@@ -37,19 +94,47 @@ def start_deletes(
         ]
         marker = new_marker()
         out, problem = run_script(cfg, build_rm_script(cfg.user, items, marker), marker, "cleanup rm")
-        results = {}
-        for k, path in enumerate(sorted(it.path for it in items)):
-            r = out.get(f"rm:{k}") if out else None
-            if r is None:  # no record: UNKNOWN (sent) or not run (failover's words)
-                results[path] = not_done(problem)
-            else:  # rc 0: started pid N | gone (rm_result reads anything else as UNKNOWN); else refused
-                results[path] = rm_text(ok(r.stdout) if r.rc == 0 else failed(r.stdout))
-        started[cluster] = results
+        started[cluster] = {
+            path: rm_row(cluster, path, rm_answer(out.get(f"rm:{k}") if out else None, problem), run, at)
+            for k, path in enumerate(sorted(it.path for it in items))
+        }
     return started
 
 
+def rm_acts(
+    todo: list[CleanupDecision], started: dict[str, dict[str, Any]]
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """``(cluster, job id, name, rm attempt)`` of every path started (ledger.acts.record_acts):
+    each rm on the row of the job whose tree it is."""
+    return [
+        (d.target.cluster, d.target.job_id, d.target.name, row)
+        for d in todo
+        for p in d.paths
+        if isinstance(row := started.get(d.target.cluster, {}).get(p), dict)
+    ]
+
+
+def confirmed_acts(
+    todo: list[CleanupDecision],
+    started: dict[str, dict[str, Any]],
+    verified: dict[str, Any],
+    run: str = "",
+    at: str = "",
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """``(cluster, job id, name, rm attempt)`` for each rm whose outcome was unknown and whose tree
+    verify then saw gone: the act settled ok (evidence: verify), so the job's history no longer
+    leaves it unknown. Nothing for an rm verify did not look at or found still there."""
+    out = []
+    for d in todo:
+        t, removed = d.target, (verified.get(d.target.cluster) or {}).get("removed", [])
+        for p in d.paths:
+            if p in removed and rm_result(started.get(t.cluster, {}).get(p)).outcome is Outcome.UNKNOWN:
+                out.append((t.cluster, t.job_id, t.name, rm_row(t.cluster, p, ok("verify saw it gone"), run, at)))
+    return out
+
+
 def verify_removed(
-    started: dict[str, dict[str, str]],
+    started: dict[str, dict[str, Any]],
     before: dict[str, dict[str, str]],
     ccfg: CleanupConfig,
     load_cluster: LoadCluster,

@@ -66,9 +66,14 @@ class CleanupConfig:
 
 
 def cleanup_config(raw: CleanupSection | dict[str, Any] | None) -> CleanupConfig:
-    """Build from sweep.yaml's ``cleanup:`` (validated by the schema, whose flavors a section's own
+    """``from_section`` of sweep.yaml's ``cleanup:`` as a mapping (tests, a caller holding raw
+    YAML), validated by the schema here; a schema error is a CleanupConfigError."""
+    return from_section(section(CleanupSection, raw, "cleanup", CleanupConfigError))
+
+
+def from_section(sect: CleanupSection) -> CleanupConfig:
+    """Build from sweep.yaml's validated ``cleanup:`` (the schema's flavors a section's own
     extend); here the guards: a non-empty hub, plain relative delete subdirs, one dir per job."""
-    sect = section(CleanupSection, raw, "cleanup", CleanupConfigError)
     flavors = {}
     for name, spec in sect.flavors.items():
         where = f"cleanup.flavors.{name}"

@@ -1,8 +1,6 @@
 """The one typed result of every hand-off act: ``ok`` / ``failed`` / ``unknown`` with the reason
-and the evidence, never a prefix string. The rm results sweep_cleanup keeps between its tasks stay
-the strings ``programs/cleanup_rm.sh`` and ``slurm.failover.not_done`` print (``started pid N``,
-``gone``, ``REFUSED: …``, ``not run: …``, ``UNKNOWN: …``): ``rm_result`` reads one, ``rm_text``
-writes one; anything else reads as UNKNOWN, never as removed.
+and the evidence, never a prefix string. A settled attempt stores it as its ``outcome`` word, its
+``why`` and its evidence (sweep_cleanup's rm attempts: handoffs.cleanup.execute ``rm_row``).
 """
 
 from __future__ import annotations
@@ -90,33 +88,3 @@ def outcome_of_word(word: str) -> Result | None:
     if got is None:
         return unknown(f"stored outcome {word[:80]!r} is not ok, failed or UNKNOWN")
     return Result(got, "", word)
-
-
-_RM_WORDS = {"REFUSED": Outcome.FAILED, "not run": Outcome.FAILED, "UNKNOWN": Outcome.UNKNOWN}  # '<word>: <why>'
-_RM_FAILED = ("REFUSED: ", "not run: ")
-
-
-def rm_result(text: object) -> Result:
-    """One rm result as sweep_cleanup stores it -> its Result (evidence: the text): ``gone``,
-    ``started pid N``, or ``<word>: <why>`` read as its word says (``_RM_WORDS``)."""
-    if not isinstance(text, str) or not text:
-        return unknown("no rm result recorded for this path", repr(text)[:200])
-    pid = text.removeprefix("started pid ")
-    if text == "gone" or (pid != text and pid.isdigit()):
-        return ok(text)
-    word, sep, why = text.partition(": ")
-    got = _RM_WORDS.get(word) if sep else None
-    if got is Outcome.FAILED:
-        return failed(text, text)
-    if got is Outcome.UNKNOWN:
-        return unknown(why, text)
-    return unknown(f"rm result {text[:160]!r} is neither started, gone, refused nor not run", text)
-
-
-def rm_text(result: Result) -> str:
-    """A Result of an rm act -> the string sweep_cleanup stores (``rm_result``'s inverse)."""
-    if result.outcome is Outcome.OK:
-        return result.evidence
-    if result.outcome is Outcome.FAILED:
-        return result.reason if result.reason.startswith(_RM_FAILED) else f"REFUSED: {result.reason}"
-    return f"UNKNOWN: {result.reason}"
