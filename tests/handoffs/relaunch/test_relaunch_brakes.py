@@ -304,3 +304,29 @@ def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(
     assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.EVIDENCE, ActKind.RELAUNCH]
     assert ledger.relaunches["a|rl__x"].count == 1
     assert [a["kind"] for a in ledger.jobs["b|12"].acts] == [ActKind.EVIDENCE]  # kept; no relaunch claimed
+
+
+def test_a_task_timeout_on_a_later_cluster_still_records_the_earlier_cluster_s_relaunch(tmp_path, monkeypatch) -> None:
+    """Airflow's task timeout is a BaseException, not an Exception: the act's one ledger write still
+    runs (the earlier cluster's relaunch counted in its series), and the timeout is raised on."""
+    from sweep_core.handoffs.relaunch import usecase
+
+    class Timeout(BaseException):  # what airflow.sdk.exceptions.AirflowTaskTimeout derives from
+        pass
+
+    def act_cluster(cluster, mine, *_args):
+        if cluster == "b":
+            raise Timeout("Timeout, PID: 1")
+        return {d.request.job_id: ActOutcome(Did.REQUEUED, "requeued (PENDING)", Act.RELAUNCH) for d in mine}
+
+    monkeypatch.setattr(usecase, "act_on_cluster", act_cluster)
+    decisions = [wedged_decision("a", "11", "rl__x"), wedged_decision("b", "12", "rl__y")]
+    for d in decisions:
+        d.offer = {"relaunch": True, "series": f"{d.request.cluster}|{d.request.name}"}
+    io = usecase.CancelPorts(load=None, run_script=None, stop_iris=None, run_local=None, say=print,
+                             note=lambda *_: None, log_dir=str(tmp_path), run_id="c1", now=lambda: NOW.isoformat())  # fmt: skip
+    with pytest.raises(Timeout):
+        usecase.act(decisions, True, cancel_cfg(), io, LedgerView(), dry_run=False, by="ana")
+    ledger = load_ledger(tmp_path)
+    assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.RELAUNCH]
+    assert ledger.relaunches["a|rl__x"].count == 1 and "b|12" not in ledger.jobs

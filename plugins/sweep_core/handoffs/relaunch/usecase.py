@@ -283,20 +283,23 @@ def act(
     results: Outcomes = {}
     acts: list[LedgerAct] = []
     release: list[dict[str, str]] = []
-    for cluster in sorted({d.request.cluster for d in decisions}):
-        mine = [d for d in decisions if d.request.cluster == cluster]
-        got = results.setdefault(cluster, {})
-        try:
-            got.update(act_on_cluster(cluster, mine, relaunch, ccfg, io, dry_run, view, acts))
-        except Exception as exc:  # the next cluster is still acted on; this one's outcome is not known
-            log.exception("sweep_cancel on %s failed", cluster)
-            lost = ActOutcome(Did.ERROR, f"outcome unknown: {type(exc).__name__}: {str(exc)[:200]}")
-            got.update({d.request.job_id: lost for d in mine if d.request.job_id not in got})
-        if not dry_run:
-            done, freed = outcome_acts(mine, got, io.run_id, io.now(), by)
-            acts, release = acts + done, release + freed
-    if acts or release:
-        record_acts(io.log_dir, acts, release=release)
+    try:
+        for cluster in sorted({d.request.cluster for d in decisions}):
+            mine = [d for d in decisions if d.request.cluster == cluster]
+            got = results.setdefault(cluster, {})
+            try:
+                got.update(act_on_cluster(cluster, mine, relaunch, ccfg, io, dry_run, view, acts))
+            except Exception as exc:  # the next cluster is still acted on; this one's outcome is not known
+                log.exception("sweep_cancel on %s failed", cluster)
+                lost = ActOutcome(Did.ERROR, f"outcome unknown: {type(exc).__name__}: {str(exc)[:200]}")
+                got.update({d.request.job_id: lost for d in mine if d.request.job_id not in got})
+            if not dry_run:
+                done, freed = outcome_acts(mine, got, io.run_id, io.now(), by)
+                acts += done
+                release += freed
+    finally:  # a task timeout (a BaseException) still leaves the clusters done before it recorded
+        if acts or release:
+            record_acts(io.log_dir, acts, release=release)
     return results
 
 
