@@ -122,7 +122,7 @@ def remember(
     standing: Outcomes,
     dry_run: bool,
 ) -> None:
-    """What the ledger keeps of this run besides the acts ``act`` recorded per cluster
+    """What the ledger keeps of this run besides the acts ``act`` recorded
     (handoffs.cancel.remember); ``done``/``standing``: the approved / the standing acts' outcomes;
     ``answers``: job key -> that job's own answer."""
     if dry_run:
