@@ -134,7 +134,7 @@ def test_one_judgement_of_twenty_jobs_reads_the_ledger_once(tmp_path, monkeypatc
     trips_told: list[dict] = []
     relaunch_tasks.judge(decisions, cancel_cfg(standing=[STANDING]), None, None, str(tmp_path / "sweep.yaml"), "c1",
                          running={"a": 80, "b": 80})  # fmt: skip
-    assert reads == [str(tmp_path)] and trips_told == [{}]  # the task folded the ledger once; the use case never read it
+    assert reads == [str(tmp_path)] and trips_told == [{}]  # the task's one fold; the use case reads nothing
     assert [c.what for c in ssh.calls] == ["relaunch evidence", "relaunch evidence"]  # one session per cluster
     first, rest = decisions[0], decisions[1:]
     assert first.offer["recurring"] and first.offer["standing"] == ""  # escalated: never a standing act
