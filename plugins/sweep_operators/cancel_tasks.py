@@ -253,7 +253,7 @@ def _answers(context: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def scancel(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     """After approval, per job: re-check + scancel + sacct confirm (or, on Cancel and relaunch,
-    evidence saved + re-check + requeue for the jobs offered it), one SSH session per cluster;
+    evidence kept + re-check + requeue for the jobs offered it), one SSH session per cluster;
     dry_run prints. A job whose answer was Reject, timed out or did not count is left alone
     (handoffs.cancel.plan.approved_batches: one act call per answer and approver)."""
     batches = approved_batches(asked(_decisions(context)), _answers(context))

@@ -54,10 +54,12 @@ def judge(
     running: dict[str, int] | None = None,
     context: dict[str, Any] | None = None,
 ) -> None:
-    """handoffs.relaunch.usecase.judge wired to this run (evidence, the folded ledger, the policy and
-    the brakes, in place), then a circuit-breaker trip told (``brake``)."""
+    """handoffs.relaunch.usecase.judge wired to this run: the ledger folded once for the jobs, then
+    the evidence, the policy and the brakes on it (in place); a circuit-breaker trip told (``brake``)."""
     ctx = context or {"run_id": run_id}
-    trips = usecase.judge(decisions, ccfg, ports(limits, load, sweep_yaml, ctx), running=running or {}, now=_now())
+    view = read_view(ledger_dir(sweep_yaml), jobs_of(decisions))
+    io = ports(limits, load, sweep_yaml, ctx)
+    trips = usecase.judge(decisions, ccfg, io, view, running=running or {}, now=_now())
     brake(trips, sweep_yaml, ctx)
 
 
@@ -104,9 +106,11 @@ def act(
     dry_run: bool,
     by: str = "",
 ) -> Outcomes:
-    """handoffs.relaunch.usecase.act wired to this run (``by``: who approved; a standing act says so)."""
+    """handoffs.relaunch.usecase.act wired to this run, on the ledger folded once for the jobs as the
+    act begins (``by``: who approved; a standing act says so)."""
+    view = read_view(ledger_dir(sweep_yaml), jobs_of(decisions))
     io = ports(limits, load, sweep_yaml, context)
-    return usecase.act(decisions, relaunch, ccfg, io, dry_run=dry_run, by=by)
+    return usecase.act(decisions, relaunch, ccfg, io, view, dry_run=dry_run, by=by)
 
 
 def remember(
@@ -118,7 +122,7 @@ def remember(
     standing: Outcomes,
     dry_run: bool,
 ) -> None:
-    """What the ledger keeps of this run besides the acts ``act`` recorded per cluster
+    """What the ledger keeps of this run besides the acts ``act`` recorded
     (handoffs.cancel.remember); ``done``/``standing``: the approved / the standing acts' outcomes;
     ``answers``: job key -> that job's own answer."""
     if dry_run:

@@ -63,3 +63,25 @@ def test_run_outcomes_round_trip_and_survive_a_re_run_fold(tmp_path) -> None:
     assert record_outcome(tmp_path, "run3", True, "t4") == (0, "run3 t4")
     assert [tells_failing(n, 2) for n in range(1, 6)] == [False, True, False, True, False]
     assert not tells_failing(5, None)
+
+
+def test_a_delivery_reads_the_told_record_once_and_tells_each_channel_once(tmp_path, monkeypatch) -> None:
+    """alerts.deliver over three channels: the ledger is read ONCE before anything is sent (it was
+    read once per channel), the channel this run already told is skipped, the others are told and
+    remembered, and a second delivery sends nothing."""
+    from types import SimpleNamespace
+
+    from sweep_core.alerts.deliver import deliver
+
+    msg = route(_digest("3h 0m", "a"), ["warn"])
+    assert msg
+    mark_told(tmp_path, "run1", "pager", msg.identity())
+    reads: list[str] = []
+    real = told_mod.load_ledger
+    monkeypatch.setattr(told_mod, "load_ledger", lambda d, notes=None: (reads.append(str(d)), real(d, notes))[1])
+    chans = [SimpleNamespace(name=n, kind="slack") for n in ("team", "pager", "ops")]
+    sent: list[str] = []
+    done = deliver([(ch, "run1", msg) for ch in chans], lambda ch, _m: sent.append(ch.name), tmp_path)
+    assert reads == [str(tmp_path)] and sent == ["team", "ops"] and len(done.sent) == 2
+    assert deliver([(ch, "run1", msg) for ch in chans], lambda ch, _m: sent.append(ch.name), tmp_path).sent == []
+    assert sent == ["team", "ops"]

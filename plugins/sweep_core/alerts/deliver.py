@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep_core.alerts.layout import Message
-from sweep_core.ledger.told import mark_told, told_before
+from sweep_core.ledger.told import mark_told, told_record, was_told
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,12 @@ def deliver(
     log_dir: str | Path,
     notes: list[str] | None = None,
 ) -> Delivery:
-    """Send each ``(channel, told-once key, message)`` not told before under its key; record each sent."""
+    """Send each ``(channel, told-once key, message)`` not told before under its key (the told record
+    read once, before anything is sent); record each sent."""
+    told = told_record(log_dir, notes)
     done = Delivery()
     for ch, key, msg in items:
-        if told_before(log_dir, key, ch.name, msg.identity(), notes):
+        if was_told(told, key, ch.name, msg.identity()):
             log.info("%s: already told under %s (a re-run): not sent again", ch.name, key)
             continue
         try:

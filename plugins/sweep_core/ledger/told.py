@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger
@@ -19,10 +20,22 @@ def digest_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+Told = Mapping[str, Mapping[str, str]]  # run id -> channel -> "<hash> <UTC time sent>"
+
+
+def told_record(run_log_dir: str | Path, notes: list[str] | None = None) -> Told:
+    """What each remembered run told each channel (read once, before a delivery sends anything)."""
+    return load_ledger(run_log_dir, notes).told
+
+
+def was_told(told: Told, run_id: str, channel: str, text: str) -> bool:
+    """Whether ``told`` (told_record) says run ``run_id`` already sent this very ``text`` to ``channel``."""
+    return told.get(run_id, {}).get(channel, "").split(" ")[0] == digest_hash(text)
+
+
 def told_before(run_log_dir: str | Path, run_id: str, channel: str, text: str, notes: list[str] | None = None) -> bool:
     """Whether run ``run_id`` already sent this very ``text`` to ``channel``."""
-    sent = load_ledger(run_log_dir, notes).told.get(run_id, {}).get(channel, "")
-    return sent.split(" ")[0] == digest_hash(text)
+    return was_told(told_record(run_log_dir, notes), run_id, channel, text)
 
 
 def mark_told(run_log_dir: str | Path, run_id: str, channel: str, text: str, notes: list[str] | None = None) -> None:

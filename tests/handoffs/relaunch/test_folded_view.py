@@ -6,12 +6,13 @@ alone, and one judgement of many jobs reads the ledger once."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 from cancel_fleet import NOW, STANDING, T, cancel_cfg, silent_evidence, wedged_decision
 from handoff_fakes import FakeSsh, cluster, ops
 
-from sweep_core.handoffs.relaunch import usecase
 from sweep_core.handoffs.relaunch.plan import assess, decisions_view
 from sweep_core.handoffs.relaunch.usecase import CancelPorts
 from sweep_core.ledger import view as view_module
@@ -20,7 +21,9 @@ from sweep_core.ledger.entries import Ledger, LedgerEntry
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL
 from sweep_core.ledger.view import fold_job, fold_view
 from sweep_core.records.remote_result import CommandResult
+from sweep_operators import relaunch_tasks
 
+ROOT = Path(__file__).resolve().parents[3]
 STEP = r"Training Step Progress: (\d+)/"
 
 
@@ -101,8 +104,9 @@ def _evidence_answer(n: int):  # noqa: ANN202
 
 
 def test_one_judgement_of_twenty_jobs_reads_the_ledger_once(tmp_path, monkeypatch) -> None:
-    """sweep_cancel's validation (usecase.judge) over 20 RUNNING jobs on two clusters: ONE ledger
-    read for the policy and the brakes (the policy once asked the ledger several times per job),
+    """sweep_cancel's validation (relaunch_tasks.judge -> usecase.judge) over 20 RUNNING jobs on two
+    clusters: ONE ledger read, by the task, for the policy and the brakes (the policy once asked the
+    ledger several times per job),
     and the decisions still carry the history: the job relaunched at step 500 is RECURRING."""
     jobs = {c: [(str(100 + i), f"rl__{c}{i}") for i in range(10)] for c in ("a", "b")}
     record_acts(tmp_path, [("a", "100", "rl__a0", {"kind": ActKind.RELAUNCH, "run": "r0",
@@ -121,8 +125,16 @@ def test_one_judgement_of_twenty_jobs_reads_the_ledger_once(tmp_path, monkeypatc
                      say=print, note=lambda *_: None, log_dir=str(tmp_path), run_id="c1",
                      now=lambda: NOW.isoformat(), step_patterns=(STEP,))  # fmt: skip
     ssh.answers["relaunch evidence"] = _evidence_answer(len(jobs["a"]))  # ids 100.. on both clusters
-    trips = usecase.judge(decisions, cancel_cfg(standing=[STANDING]), io, running={"a": 80, "b": 80}, now=NOW)
-    assert reads == [str(tmp_path)] and trips == {}
+    conf = yaml.safe_load((ROOT / "include" / "sweep.yaml").read_text())
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({**conf, "run_log_dir": str(tmp_path)}))
+    monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))
+    monkeypatch.setattr(relaunch_tasks, "ports", lambda *_: io)  # the task's own wiring, SSH faked
+    monkeypatch.setattr(relaunch_tasks, "_now", lambda: NOW)
+    monkeypatch.setattr(relaunch_tasks, "brake", lambda trips, *_: trips_told.append(trips))
+    trips_told: list[dict] = []
+    relaunch_tasks.judge(decisions, cancel_cfg(standing=[STANDING]), None, None, str(tmp_path / "sweep.yaml"), "c1",
+                         running={"a": 80, "b": 80})  # fmt: skip
+    assert reads == [str(tmp_path)] and trips_told == [{}]  # the task's one fold; the use case reads nothing
     assert [c.what for c in ssh.calls] == ["relaunch evidence", "relaunch evidence"]  # one session per cluster
     first, rest = decisions[0], decisions[1:]
     assert first.offer["recurring"] and first.offer["standing"] == ""  # escalated: never a standing act

@@ -271,6 +271,8 @@ def test_a_collapsed_job_that_keeps_logging_is_still_cancelled() -> None:
 
 
 def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(tmp_path, monkeypatch) -> None:
+    """The act's evidence, relaunches and the other cluster's lost outcome reach the ledger in ONE call
+    at the end: the earlier cluster's relaunch counted, the failed cluster's evidence kept, no act claimed."""
     from sweep_core.handoffs.relaunch import usecase
     from sweep_operators import relaunch_tasks
 
@@ -279,12 +281,17 @@ def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(
     monkeypatch.setenv("SWEEP_RUN_LOG_DIR", str(tmp_path))
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(conf))
 
-    def act_cluster(cluster, mine, *_args):
+    def act_cluster(cluster, mine, *args):
+        acts = args[-1]  # the act's list: the evidence kept before a requeue goes in with the rest
+        acts += [(cluster, d.request.job_id, d.request.name, {"kind": ActKind.EVIDENCE, "run": "c1"}) for d in mine]
         if cluster == "b":
             raise ConnectionResetError("session dropped")
         said = "requeued (PENDING, Restarts=1, starts again ~x)"
         return {d.request.job_id: ActOutcome(Did.REQUEUED, said, Act.RELAUNCH) for d in mine}
 
+    writes: list[int] = []
+    real = usecase.record_acts
+    monkeypatch.setattr(usecase, "record_acts", lambda *a, **k: (writes.append(len(a[1])), real(*a, **k))[1])
     monkeypatch.setattr(usecase, "act_on_cluster", act_cluster)
     decisions = [wedged_decision("a", "11", "rl__x"), wedged_decision("b", "12", "rl__y")]
     for d in decisions:
@@ -293,7 +300,33 @@ def test_an_error_on_a_later_cluster_leaves_the_earlier_cluster_s_acts_recorded(
                              context={"run_id": "c1"}, dry_run=False, by="ana")  # fmt: skip
     assert got["b"]["12"] == ActOutcome(Did.ERROR, "outcome unknown: ConnectionResetError: session dropped")
     ledger = load_ledger(tmp_path)
-    assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.RELAUNCH] and ledger.relaunches[
-        "a|rl__x"
-    ].count == 1
-    assert "b|12" not in ledger.jobs  # nothing claimed for a cluster whose outcome is unknown
+    assert writes == [3]  # every act of the run in ONE ledger call, at the end
+    assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.EVIDENCE, ActKind.RELAUNCH]
+    assert ledger.relaunches["a|rl__x"].count == 1
+    assert [a["kind"] for a in ledger.jobs["b|12"].acts] == [ActKind.EVIDENCE]  # kept; no relaunch claimed
+
+
+def test_a_task_timeout_on_a_later_cluster_still_records_the_earlier_cluster_s_relaunch(tmp_path, monkeypatch) -> None:
+    """Airflow's task timeout is a BaseException, not an Exception: the act's one ledger write still
+    runs (the earlier cluster's relaunch counted in its series), and the timeout is raised on."""
+    from sweep_core.handoffs.relaunch import usecase
+
+    class Timeout(BaseException):  # what airflow.sdk.exceptions.AirflowTaskTimeout derives from
+        pass
+
+    def act_cluster(cluster, mine, *_args):
+        if cluster == "b":
+            raise Timeout("Timeout, PID: 1")
+        return {d.request.job_id: ActOutcome(Did.REQUEUED, "requeued (PENDING)", Act.RELAUNCH) for d in mine}
+
+    monkeypatch.setattr(usecase, "act_on_cluster", act_cluster)
+    decisions = [wedged_decision("a", "11", "rl__x"), wedged_decision("b", "12", "rl__y")]
+    for d in decisions:
+        d.offer = {"relaunch": True, "series": f"{d.request.cluster}|{d.request.name}"}
+    io = usecase.CancelPorts(load=None, run_script=None, stop_iris=None, run_local=None, say=print,
+                             note=lambda *_: None, log_dir=str(tmp_path), run_id="c1", now=lambda: NOW.isoformat())  # fmt: skip
+    with pytest.raises(Timeout):
+        usecase.act(decisions, True, cancel_cfg(), io, LedgerView(), dry_run=False, by="ana")
+    ledger = load_ledger(tmp_path)
+    assert [a["kind"] for a in ledger.jobs["a|11"].acts] == [ActKind.RELAUNCH]
+    assert ledger.relaunches["a|rl__x"].count == 1 and "b|12" not in ledger.jobs

@@ -56,15 +56,17 @@ def outcome_acts(
             "standing": str(d.offer.get("standing") or ""),
             "did": res.did.value,  # an UNKNOWN one is reconciled by the next sweep that lists the job (ledger.reconcile)
         }
-        said = res.kernel_act(r.cluster, r.job_id)  # the act it is of (kernel.act), stored with it
         if res.relaunch_attempt:
-            act_ = stored({**base, "kind": ActKind.RELAUNCH, "new_job_id": res.new_job_id or None}, said)
-            acts.append((r.cluster, r.job_id, r.name, act_))
-            if res.new_job_id and res.new_job_id != r.job_id:  # the next sweep knows it as the same run
-                acts += link_acts(r.cluster, r.job_id, res.new_job_id, r.name, base)
+            fields = {**base, "kind": ActKind.RELAUNCH, "new_job_id": res.new_job_id or None}
             release.append({"cluster": r.cluster, "job_id": r.job_id, "name": r.name})
         elif res.cancelled:
-            acts.append((r.cluster, r.job_id, r.name, stored({**base, "kind": ActKind.CANCEL}, said)))
+            fields = {**base, "kind": ActKind.CANCEL}
+        else:
+            continue
+        said = res.kernel_act(r.cluster, r.job_id)  # the act it is of (kernel.act), stored with it
+        acts.append((r.cluster, r.job_id, r.name, stored(fields, said)))
+        if res.relaunch_attempt and res.new_job_id and res.new_job_id != r.job_id:  # the same run to the next sweep
+            acts += link_acts(r.cluster, r.job_id, res.new_job_id, r.name, base)
     return acts, release
 
 

@@ -21,7 +21,7 @@ from sweep_core.handoffs.batch_job.plan import last_job_id
 from sweep_core.handoffs.cancel.fresh import Evidence, last_step, stat_pair
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, left_alone, not_done
 from sweep_core.handoffs.cancel.overrides import ELEMENT, parse_overrides, takes_overrides
-from sweep_core.handoffs.cancel.plan import check_slurm_job as _check
+from sweep_core.handoffs.cancel.plan import check_slurm_job
 from sweep_core.handoffs.cancel.recheck import guard_values
 from sweep_core.safe.names import check_plain_name
 from sweep_core.slurm.gather import GatherOutput, paths_format
@@ -38,7 +38,7 @@ def build_evidence_script(user: str, ids: list[str], marker: str, tail_bytes: in
     if not user:
         raise ValueError("user is required")
     for i in ids:
-        _check(i, "x")
+        check_slurm_job(i, "x")
     values = {"U": user, "IDS": ids, "TAIL_BYTES": int(tail_bytes), "PATHS_FORMAT": paths_format(marker)}
     return compose(marker, values, ("log_helpers.sh", "relaunch_evidence.sh"))
 
@@ -121,7 +121,7 @@ class RelaunchJob:
     bad_note: str = ""  # what the log said of bad nodes (reported)
 
     def __post_init__(self) -> None:
-        _check(self.job_id, self.name)
+        check_slurm_job(self.job_id, self.name)
         if self.command:
             check_plain_name(self.name, "job name")
         if not SIGNAL_RE.match(self.signal):
@@ -130,7 +130,7 @@ class RelaunchJob:
             if not HOSTLIST_RE.match(v):
                 raise ValueError(f"node list {v[:60]!r} is not node names")
         for i, n in self.pending:
-            _check(i, n)
+            check_slurm_job(i, n)
 
     def command_line(self) -> str:
         """The ops.md command with every value shell-quoted ('' = none)."""

@@ -1,15 +1,17 @@
-"""sweep_cancel's relaunch hand-off as use-cases (I/O comes in as ``CancelPorts``, handoffs.ports):
+"""sweep_cancel's relaunch hand-off as use-cases (I/O comes in as ``CancelPorts``, handoffs.ports;
+the ledger folded once for the jobs, ledger.view, is handed in by the task):
 
-- ``judge`` (validation): each RUNNING job's evidence read (one session per cluster), the ledger
-  folded once for the jobs (ledger.view), the policy (plan: offer, RECURRING, standing permission,
-  a remembered Reject) and the brakes on standing permissions;
+- ``judge`` (validation): each RUNNING job's evidence read (one session per cluster), the policy
+  (plan: offer, RECURRING, standing permission, a remembered Reject) and the brakes on standing
+  permissions, all on the one folded view;
 - ``act`` (once approved, or under a standing permission): per cluster, the decisions whose offer
   allows a relaunch are relaunched (iris: stop + the ops.md command; SLURM: ``relaunch_jobs``:
-  fresh evidence judged again (a job that moved is left alone) and saved (``save``: the ledger and
-  the run log) BEFORE the requeue, then one session re-checks (state, name, the log as saved) and
-  requeues), the others cancelled (handoffs.cancel.usecase); each cluster's acts reach the ledger
-  before the next cluster is touched, and an error on one cluster leaves the others' outcomes (and
-  its own jobs' "outcome unknown") recorded.
+  fresh evidence judged again (a job that moved is left alone), written to the run log BEFORE the
+  requeue (it truncates the log), then one session re-checks (state, name, the log as read) and
+  requeues), the others cancelled (handoffs.cancel.usecase). Every act (the evidence, the
+  relaunches and cancels, the links to a new id) is computed first and reaches the ledger in ONE
+  call at the end; an error on one cluster leaves the others' outcomes (and its own jobs'
+  "outcome unknown") recorded.
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ from sweep_core.handoffs.cancel.fresh import Evidence, moved_in_script, on_silen
 from sweep_core.handoffs.cancel.iris import IrisStop
 from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, Outcomes, left_alone
 from sweep_core.handoffs.cancel.plan import CancelDecision
-from sweep_core.handoffs.cancel.remember import outcome_acts
+from sweep_core.handoffs.cancel.remember import LedgerAct, outcome_acts
 from sweep_core.handoffs.cancel.usecase import scancel_approved
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say
 from sweep_core.handoffs.relaunch.brakes import Trip, apply_brakes
 from sweep_core.handoffs.relaunch.iris import RunLocal, relaunch_iris
-from sweep_core.handoffs.relaunch.plan import assess, jobs_of, rejudge, relaunch_plan, view_of
+from sweep_core.handoffs.relaunch.plan import assess, rejudge, relaunch_plan, view_of
 from sweep_core.handoffs.relaunch.remote import (
     build_evidence_script,
     build_requeue_script,
@@ -39,12 +41,12 @@ from sweep_core.handoffs.relaunch.remote import (
     requeue_line,
 )
 from sweep_core.ledger.acts import ActKind, record_acts
-from sweep_core.ledger.view import LedgerView, read_view
+from sweep_core.ledger.view import LedgerView
 from sweep_core.slurm.gather import new_marker
 
 log = logging.getLogger(__name__)
 
-# the wedge's evidence, saved before the requeue: (cluster, [evidence]) -> None
+# the wedge's evidence, kept before the requeue: (cluster, [evidence]) -> None
 SaveEvidence = Callable[[str, list[Evidence]], None]
 
 
@@ -69,16 +71,17 @@ def judge(
     decisions: list[CancelDecision],
     ccfg: CancelConfig,
     io: CancelPorts,
+    view: LedgerView,
     *,
     running: Mapping[str, int],
     now: dt.datetime,
 ) -> dict[str, Trip]:
     """Validation's judgement, in place: the evidence of every RUNNING SLURM job validated for cancel
-    (one session per cluster), the ledger folded ONCE for these jobs, the policy per job (plan.assess)
-    and the brakes on standing permissions (brakes.apply_brakes). Returns the circuit breaker's trips."""
+    (one session per cluster), the policy per job (plan.assess) and the brakes on standing
+    permissions (brakes.apply_brakes), both on ``view`` (the ledger folded once for these jobs; never
+    read again). Returns the circuit breaker's trips."""
     jobs, iris, commands = evidence_targets(decisions, io.load)
     ev = read_all_evidence(jobs, io.load, io.run_script, ccfg.relaunch.evidence_tail_bytes, io.step_patterns)
-    view = read_view(io.log_dir, jobs_of(decisions))
     assess(decisions, ev, view, ccfg, now=now, run_id=io.run_id, iris=iris, commands=commands)
     return apply_brakes(decisions, view, ccfg, running=running, now=now, run_id=io.run_id)
 
@@ -140,7 +143,7 @@ def relaunch_jobs(
     fresh evidence, judged again (a job that moved since it was judged, or no longer offered a
     relaunch or covered by its standing permission, is left alone with why), saved by ``save``
     first, then ONE session re-checks (the log as saved, handoffs.cancel.fresh) and requeues.
-    ``view``: the ledger folded for these jobs when the act began (plan.decisions_view)."""
+    ``view``: the ledger folded for these jobs when the act began."""
     results: Outcomes = {}
     led = view or LedgerView()
     for cluster in sorted({d.request.cluster for d in decisions}):
@@ -191,16 +194,15 @@ def relaunch_jobs(
     return results
 
 
-def saver(io: CancelPorts, offers: dict[str, dict[str, Any]]) -> SaveEvidence:
-    """The wedge's evidence, saved BEFORE the requeue (it truncates the log): the ledger act, then
-    the run log's "evidence" section."""
+def saver(io: CancelPorts, offers: dict[str, dict[str, Any]], acts: list[LedgerAct]) -> SaveEvidence:
+    """The wedge's evidence, kept BEFORE the requeue (it truncates the log): the run log's "evidence"
+    section written at once, the ledger act added to ``acts`` (recorded with the others at the end)."""
 
     def save(cluster: str, evs: list[Evidence]) -> None:
         at = io.now()
-        found = [
+        acts.extend(
             (cluster, ev.job_id, ev.name, evidence_act(ev, io.run_id, at, offers.get(ev.job_id, {}))) for ev in evs
-        ]
-        record_acts(io.log_dir, found)
+        )
         text = "".join(evidence_text(cluster, ev) for ev in evs)
         io.note("evidence", text)
         log.info("wedge evidence saved before the relaunch:\n%s", text)
@@ -209,9 +211,17 @@ def saver(io: CancelPorts, offers: dict[str, dict[str, Any]]) -> SaveEvidence:
 
 
 def act_on_cluster(
-    cluster: str, mine: list[CancelDecision], relaunch: bool, ccfg: CancelConfig, io: CancelPorts, dry_run: bool
+    cluster: str,
+    mine: list[CancelDecision],
+    relaunch: bool,
+    ccfg: CancelConfig,
+    io: CancelPorts,
+    dry_run: bool,
+    view: LedgerView,
+    acts: list[LedgerAct],
 ) -> dict[str, ActOutcome]:
-    """One cluster's relaunches (those whose offer allows it, when ``relaunch``) and cancels."""
+    """One cluster's relaunches (those whose offer allows it, when ``relaunch``) and cancels; the
+    evidence acts of its relaunches added to ``acts``."""
     rel = [d for d in mine if relaunch and d.offer.get("relaunch")]
     rest = [d for d in mine if d not in rel]
     got: dict[str, ActOutcome] = {}
@@ -237,9 +247,9 @@ def act_on_cluster(
             load_cluster=io.load,
             run_script=io.run_script,
             say=io.say,
-            save=saver(io, {d.request.job_id: d.offer for d in rel}),
+            save=saver(io, {d.request.job_id: d.offer for d in rel}, acts),
             step_patterns=io.step_patterns,
-            view=read_view(io.log_dir, jobs_of(rel)),
+            view=view,
         )
         got.update(done.get(cluster, {}))
     if rest:
@@ -263,26 +273,33 @@ def act(
     relaunch: bool,
     ccfg: CancelConfig,
     io: CancelPorts,
+    view: LedgerView,
     *,
     dry_run: bool,
     by: str = "",
 ) -> Outcomes:
-    """cluster -> job id -> outcome, one cluster at a time (the module doc); ``by``: who approved
-    (a standing act says so)."""
+    """cluster -> job id -> outcome, one cluster at a time (the module doc); ``view``: the ledger
+    folded for ``decisions`` when the act began; ``by``: who approved (a standing act says so)."""
     results: Outcomes = {}
-    for cluster in sorted({d.request.cluster for d in decisions}):
-        mine = [d for d in decisions if d.request.cluster == cluster]
-        got = results.setdefault(cluster, {})
-        try:
-            got.update(act_on_cluster(cluster, mine, relaunch, ccfg, io, dry_run))
-        except Exception as exc:  # the next cluster is still acted on; this one's outcome is not known
-            log.exception("sweep_cancel on %s failed", cluster)
-            lost = ActOutcome(Did.ERROR, f"outcome unknown: {type(exc).__name__}: {str(exc)[:200]}")
-            got.update({d.request.job_id: lost for d in mine if d.request.job_id not in got})
-        if not dry_run:
-            acts, release = outcome_acts(mine, got, io.run_id, io.now(), by)
-            if acts or release:
-                record_acts(io.log_dir, acts, release=release)
+    acts: list[LedgerAct] = []
+    release: list[dict[str, str]] = []
+    try:
+        for cluster in sorted({d.request.cluster for d in decisions}):
+            mine = [d for d in decisions if d.request.cluster == cluster]
+            got = results.setdefault(cluster, {})
+            try:
+                got.update(act_on_cluster(cluster, mine, relaunch, ccfg, io, dry_run, view, acts))
+            except Exception as exc:  # the next cluster is still acted on; this one's outcome is not known
+                log.exception("sweep_cancel on %s failed", cluster)
+                lost = ActOutcome(Did.ERROR, f"outcome unknown: {type(exc).__name__}: {str(exc)[:200]}")
+                got.update({d.request.job_id: lost for d in mine if d.request.job_id not in got})
+            if not dry_run:
+                done, freed = outcome_acts(mine, got, io.run_id, io.now(), by)
+                acts += done
+                release += freed
+    finally:  # a task timeout (a BaseException) still leaves the clusters done before it recorded
+        if acts or release:
+            record_acts(io.log_dir, acts, release=release)
     return results
 
 
