@@ -32,7 +32,7 @@ def hub_act(repo_id: str) -> Act:
 def hub_result(ev: HubEvidence) -> Result:
     """The kernel Result of one hub check (the one conversion)."""
     seen = [f"commit {ev.sha}" if ev.sha else "", f"revision {ev.revision}" if ev.revision else ""]
-    if ev.ok is not None:
+    if ev.ok is not None and (ev.sha or ev.files):  # a listing was read (an absent repo lists nothing)
         seen.append(f"{ev.files} files listed")
     seen += [
         f"matched {', '.join(ev.matched)}" if ev.matched else "",
