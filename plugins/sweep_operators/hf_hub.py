@@ -7,7 +7,8 @@ client has no timeout), so a dead endpoint could hold a worker for minutes: it i
 
 Outcomes: repo missing → ``ok=False`` ("repo not on the hub"); a pattern missing → ``ok=False``;
 HTTP 5xx, refused connection, timeout, bad credentials, gated repo → ``ok=None`` ("hub unreachable:
-…" / "cannot read …"), never True. The endpoint and token come from an Airflow Connection (conn
+…" / "cannot read …"), never True. Each answer carries the revision asked and the commit sha
+the hub listed (its kernel Result: sweep_core.handoffs.kernel.hub). The endpoint and token come from an Airflow Connection (conn
 ``hf_hub``: host = endpoint, password = token) or env HF_ENDPOINT / HF_TOKEN, never from code.
 """
 
