@@ -107,7 +107,8 @@ class FakeHub:
         """A revision other than main is answered from ``ok["<repo>@<sha>"]`` (absent: not there)."""
         self.asked.append((repo_id, repo_type, tuple(expected)) + ((revision,) if revision != "main" else ()))
         got = self.ok.get(repo_id, False) if revision == "main" else self.ok.get(f"{repo_id}@{revision}", False)
-        return HubEvidence(got, f"{repo_type} {repo_id}: {'all present' if got else 'repo not on the hub'}")
+        said = {True: "all present", False: "repo not on the hub", None: "hub unreachable: HTTP 503"}[got]
+        return HubEvidence(got, f"{repo_type} {repo_id}: {said}", revision=revision)
 
 
 def lost_after_send(ssh: FakeSsh, *whats: str) -> Callable[[ClusterConfig, str, str, str], tuple[None, str]]:

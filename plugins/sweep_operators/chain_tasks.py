@@ -6,6 +6,7 @@ client are wired in; the tracker rows and the cluster's own job list are the oth
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from typing import Any
@@ -26,6 +27,7 @@ from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.notify_tasks import tell_once
 from sweep_operators.task_ids import Chain, DagId
+from sweep_operators.window import run_id_of
 
 log = logging.getLogger(__name__)
 STATE_VAR = "sweep_hf_chain"
@@ -77,6 +79,8 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
         say=print,
         found=found,
         found_spec=config.hf_chain.found,
+        run_id=run_id_of(context),
+        at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
     for s in got["steps"]:
         log.info("%s/%s: %s -> %s %s", s["series"], s["cell"], s["before"], s["after"], s["note"])

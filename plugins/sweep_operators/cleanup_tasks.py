@@ -27,12 +27,12 @@ from sweep_core.handoffs.cleanup.execute import (
     verify_removed,
 )
 from sweep_core.handoffs.cleanup.plan import from_section
-from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.handoffs.cleanup.usecase import CleanupPlan, hub_acts, plan_cleanup
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of
 from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.handoffs.views import cleanup_view
-from sweep_core.ledger.acts import read_ledger, record_acts
+from sweep_core.ledger.acts import acts_of, read_ledger, record_acts
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_reader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import Cleanup, DagId
@@ -48,24 +48,31 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     jobs on those clusters whose trees were never confirmed removed. Jobs with an upload or a
     salvage open in the ledger are planned too (their hub is checked again): the ledger is read
     once and folded into the plan's view (sweep_core.handoffs.views). The config is loaded and
-    validated once here; the plan is handed its typed parts and its ports (a read-only runner)."""
+    validated once here; the plan is handed its typed parts and its ports (a read-only runner). Not
+    a dry run: the hub checks whose answer changed, or that a delete stands on, are stored on their
+    jobs (usecase.hub_acts)."""
     config = load_sweep_config(sweep_yaml)
     params = context["params"]
     consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}
     log_dir = run_log_dir(config)
     probe = ssh_reader(config.gather, log)  # the plan only probes: an act is refused, never sent
+    ledger, dry_run = read_ledger(log_dir), bool(params.get("dry_run", True))
     got = plan_cleanup(
         list(params.get("jobs") or []) + list(consolidated.get("replan") or []),
         list(params.get("reclaim_clusters") or []),
-        dry_run=bool(params.get("dry_run", True)),
+        dry_run=dry_run,
         ccfg=from_section(config.cleanup),
         run_log_dir=log_dir,
         load_cluster=ops_loader(ops_dir),
         run_script=probe,
         hub_check=hub_check(),
-        view=cleanup_view(read_ledger(log_dir)),
+        view=cleanup_view(ledger),
         hold=hold_of(config.consolidate, consolidated),  # a consolidated array's trees wait for its release
     )
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    checks = hub_acts(got.decisions, lambda c, j: acts_of(ledger, c, j), run=run_id_of(context), at=now)
+    if checks and not dry_run:
+        record_acts(log_dir, checks)
     for d in got.decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return got.to_dict()

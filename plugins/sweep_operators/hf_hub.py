@@ -7,7 +7,8 @@ client has no timeout), so a dead endpoint could hold a worker for minutes: it i
 
 Outcomes: repo missing → ``ok=False`` ("repo not on the hub"); a pattern missing → ``ok=False``;
 HTTP 5xx, refused connection, timeout, bad credentials, gated repo → ``ok=None`` ("hub unreachable:
-…" / "cannot read …"), never True. The endpoint and token come from an Airflow Connection (conn
+…" / "cannot read …"), never True. Each answer carries the revision asked and the commit sha
+the hub listed (its kernel Result: sweep_core.handoffs.kernel.hub). The endpoint and token come from an Airflow Connection (conn
 ``hf_hub``: host = endpoint, password = token) or env HF_ENDPOINT / HF_TOKEN, never from code.
 """
 
@@ -17,6 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -94,17 +96,22 @@ class HubChecker:
 
     def list_files(self, repo_id: str, repo_type: str = "model", revision: str = "main") -> list[str] | None:
         """The repo's file paths at ``revision``; None when the repo is not on the hub; raises _Unreachable."""
+        return self.listing(repo_id, repo_type, revision)[0]
+
+    def listing(self, repo_id: str, repo_type: str = "model", revision: str = "main") -> tuple[list[str] | None, str]:
+        """The repo's file paths at ``revision`` and the commit sha the hub listed them at ('' = not
+        said); (None, '') when the repo is not on the hub; raises _Unreachable."""
         last: _Unreachable | None = None
         for attempt in range(self.attempts):
             if attempt:
                 time.sleep(self.pause)
             try:
                 info = self._api.repo_info(repo_id, repo_type=repo_type, revision=revision, timeout=self.timeout)
-                return [s.rfilename for s in (info.siblings or [])]
+                return [s.rfilename for s in (info.siblings or [])], str(info.sha or "")
             except GatedRepoError as exc:
                 raise _Unreachable(f"cannot read gated repo {repo_id} with this token ({_status(exc)})", False) from exc
             except RepositoryNotFoundError:
-                return None
+                return None, ""
             except RevisionNotFoundError:
                 raise
             except HfHubHTTPError as exc:
@@ -128,24 +135,21 @@ class HubChecker:
         expected: Sequence[str] = (),
         revision: str = "main",
     ) -> HubEvidence:
-        """Evidence that ``repo_id`` holds a file for every glob in ``expected``; never raises."""
+        """Evidence that ``repo_id`` holds a file for every glob in ``expected``, with the revision
+        asked and the commit sha the hub listed; never raises."""
         try:
-            files = self.list_files(repo_id, repo_type=repo_type, revision=revision)
+            files, sha = self.listing(repo_id, repo_type=repo_type, revision=revision)
         except _Unreachable as exc:
-            return HubEvidence(None, f"{exc.reason} ({self.endpoint}, {repo_type} {repo_id}@{revision})")
+            reason = f"{exc.reason} ({self.endpoint}, {repo_type} {repo_id}@{revision})"
+            return HubEvidence(None, reason, revision=revision)
         except RevisionNotFoundError:
-            return HubEvidence(
-                False, f"revision {revision!r} of {repo_type} {repo_id} not on the hub", missing=tuple(expected)
-            )
+            why = f"revision {revision!r} of {repo_type} {repo_id} not on the hub"
+            return HubEvidence(False, why, missing=tuple(expected), revision=revision)
         except Exception as exc:  # anything unexpected is "could not determine", never True
-            return HubEvidence(None, f"hub check failed: {type(exc).__name__}: {exc}")
+            return HubEvidence(None, f"hub check failed: {type(exc).__name__}: {exc}", revision=revision)
         evidence = judge_hub_listing(files, list(expected))
-        return HubEvidence(
-            evidence.ok,
-            f"{repo_type} {repo_id}@{revision}: {evidence.reason}",
-            evidence.matched,
-            evidence.missing,
-            evidence.files,
+        return replace(
+            evidence, reason=f"{repo_type} {repo_id}@{revision}: {evidence.reason}", revision=revision, sha=sha
         )
 
 

@@ -32,11 +32,13 @@ from sweep_core.handoffs.consolidate.history import KINDS as CONSOLIDATE
 from sweep_core.handoffs.db_register.plan import REGISTER
 from sweep_core.handoffs.db_register.plan import story_of as register_record
 from sweep_core.handoffs.db_register.usecase import RegisterSettings, run_registrations
+from sweep_core.handoffs.hub_evidence import HubEvidence
 from sweep_core.handoffs.kernel.act import Act as KernelAct
 from sweep_core.handoffs.kernel.act import ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, Phase, from_row, record_of, to_row
+from sweep_core.handoffs.kernel.hub import hub_attempt, hub_result, stored_result, worth_recording
 from sweep_core.handoffs.kernel.machine import submission_result
-from sweep_core.handoffs.kernel.result import Outcome, Result
+from sweep_core.handoffs.kernel.result import Outcome, Result, unknown
 from sweep_core.handoffs.relaunch.iris import relaunch_outcome
 from sweep_core.handoffs.upload.plan import next_move
 from sweep_core.handoffs.upload.plan import story_of as upload_record
@@ -315,3 +317,41 @@ def test_every_did_is_one_kernel_outcome() -> None:
     assert set(DID_OUTCOME) == set(Did)
     assert _scancel("RUNNING").result.outcome is Outcome.UNKNOWN  # sent, sacct not yet CANCELLED
     assert scancel_outcome(wedged_decision("leo", "11", "rl__x"), 2, "moved", {}).result.outcome is Outcome.FAILED
+
+
+# ---- a hub check as an act (kernel.hub) ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("ev", "outcome"),
+    [
+        (HubEvidence(True, "all 2 present", ("config.json", "*.bin"), (), 5, "main", "ab12"), Outcome.OK),
+        (
+            HubEvidence(False, "missing on the hub: *.bin", ("config.json",), ("*.bin",), 3, "main", "ab12"),
+            Outcome.FAILED,
+        ),
+        (HubEvidence(False, "repo not on the hub", missing=("config.json",), revision="main"), Outcome.FAILED),
+        (HubEvidence(None, "hub unreachable: HTTP 502", revision="main"), Outcome.UNKNOWN),
+        (HubEvidence(None, "no expected files configured: cannot confirm the artifact", files=4), Outcome.UNKNOWN),
+    ],
+)
+def test_every_hub_answer_is_one_kernel_result_with_its_reason_and_evidence(ev: HubEvidence, outcome: Outcome) -> None:
+    res = hub_result(ev)
+    assert res.outcome is outcome and res.ok is (ev.ok is True) and res.reason == ev.reason
+    assert ("commit ab12" in res.evidence) is bool(ev.sha)
+    assert all(f"missing {m}" in res.evidence for m in ev.missing)
+    back = from_row(to_row(hub_attempt("org/sft__a", res, run="r1", at="t")))
+    assert back.act == KernelAct(ActKind.HUB_CHECK, "", "org/sft__a") and stored_result(back) == res
+
+
+def test_a_hub_check_is_worth_storing_once_a_run_when_it_changed_or_an_act_stands_on_it() -> None:
+    ok_ab = hub_result(HubEvidence(True, "present", ("x",), (), 1, "main", "ab12"))
+    ok_cd = hub_result(HubEvidence(True, "present", ("x",), (), 1, "main", "cd34"))  # a new commit
+    past = [to_row(hub_attempt("org/a", ok_ab, run="r1", at="t1"))]
+    assert worth_recording([], "11", hub_attempt("org/a", ok_ab, run="r1", at="t"), False)
+    assert not worth_recording(past, "11", hub_attempt("org/a", ok_ab, run="r2", at="t"), False)  # the same answer
+    assert worth_recording(past, "11", hub_attempt("org/a", ok_ab, run="r2", at="t"), True)  # an rm stands on it
+    assert not worth_recording(past, "11", hub_attempt("org/a", ok_ab, run="r1", at="t"), True)  # once a run
+    assert worth_recording(past, "11", hub_attempt("org/a", ok_cd, run="r2", at="t"), False)
+    assert worth_recording(past, "11", hub_attempt("org/b", ok_ab, run="r2", at="t"), False)  # another repo
+    flaky = [to_row(hub_attempt("org/a", unknown("hub unreachable: HTTP 502"), run="r3", at="t"))]
+    again = hub_attempt("org/a", unknown("hub unreachable: ConnectError"), run="r4", at="t")
+    assert not worth_recording(past + flaky, "11", again, False)  # an unknown answer's wording is no change

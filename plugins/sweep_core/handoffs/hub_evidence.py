@@ -3,6 +3,8 @@
 The positive check before any cleanup ``rm`` (spec §4: "confirm the artifact is on HF"). Pure: the
 listing comes from ``sweep_operators.hf_hub``. ``ok`` is True only when every pattern matched,
 False when the repo is absent or a pattern matched nothing, None when it could not be determined.
+As a kernel act's answer (an ``Act(HUB_CHECK, '', repo id)`` with its ``Result``):
+``sweep_core.handoffs.kernel.hub``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ class HubEvidence:
     matched: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     files: int = 0  # how many files the listing held
+    revision: str = ""  # the revision asked for ('' = not said: the branch head)
+    sha: str = ""  # the commit the hub's listing was at ('' = the hub did not say or did not answer)
 
 
 def _matches(pattern: str, path: str) -> bool:

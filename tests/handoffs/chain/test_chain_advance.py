@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from handoff_fakes import DELPHI_SERIES, FakeHub, FakeSsh, cluster, ok, ops, squeue
 
-from sweep_core.handoffs.chain.plan import chain_series
+from sweep_core.handoffs.chain.plan import CellState, chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain, chain_record
 from sweep_core.handoffs.harvest.plan import tracker_settings
+from sweep_core.handoffs.kernel.hub import hub_act
+from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.records.remote_result import CommandResult
 
 CELL = "delphi_q8b_tulu3"
@@ -37,7 +39,9 @@ class _State:
         self.value = dict(state)
 
 
-def _advance(ssh, state: _State, *, dry_run=False, hub=None, repo: Path | None = None, said=None, commits=None):
+def _advance(
+    ssh, state: _State, *, dry_run=False, hub=None, repo: Path | None = None, said=None, commits=None, run_id=""
+):
     def commit(repo: Path, files: list[Path], message: str) -> str:
         commits.append((files, message))
         return "c0ffee"
@@ -54,6 +58,8 @@ def _advance(ssh, state: _State, *, dry_run=False, hub=None, repo: Path | None =
         save_state=state.save,
         say=(said if said is not None else []).append,
         commit=commit,
+        run_id=run_id,
+        at=f"t-{run_id}",
     )
 
 
@@ -136,3 +142,28 @@ def test_leg_two_submits_the_eval_and_writes_it_into_the_row(tmp_path) -> None:
     assert f"| {CELL} | local:777 |" in tracker.read_text() and "⏳" in tracker.read_text()
     assert commits == [([tracker.resolve()], "hf chain: eval launched")] and "tracker commit: c0ffee" in got["notes"]
     assert state.value[f"delphi/{CELL}"]["eval_job"] == "777"
+
+
+def test_the_cell_keeps_its_hub_check_as_a_kernel_attempt_written_when_the_answer_changes(tmp_path) -> None:
+    tracker = tmp_path / "x" / "grid.md"
+    tracker.parent.mkdir()
+    tracker.write_text(GRID)
+    ssh = FakeSsh({"hf-chain probe": _probe(), "hf-chain submit": lambda m, s: {"sub:0": ok("777;local\n")}})
+    key, repo = f"delphi/{CELL}", f"org/{CELL}"
+    state, hub = _State({key: {"leg": "upload", "sft_job": "111", "upload_job": "555"}}), FakeHub()
+    for run in ("r1", "r2", "r3"):  # not on the hub yet, every run the same answer
+        _advance(ssh, state, hub=hub, repo=tmp_path, commits=[], run_id=run)
+    kept = CellState.from_dict(state.value[key]).hub
+    assert kept is not None and kept.act == hub_act(repo) and kept.outcome is Outcome.FAILED
+    assert (kept.run, kept.why) == ("r1", "chain upload")  # the same answer is not written again
+    hub.ok[repo] = None  # the hub does not answer: kept, and no chain step on it
+    got = _advance(ssh, state, hub=hub, repo=tmp_path, commits=[], run_id="r4")
+    assert (got["steps"][0]["after"], got["steps"][0]["submit"]) == ("upload", "")
+    kept = CellState.from_dict(state.value[key]).hub
+    assert (kept.run, kept.outcome) == ("r4", Outcome.UNKNOWN)
+    hub.ok[repo] = True  # on the hub: the eval is submitted on this check, which the cell keeps
+    got = _advance(ssh, state, hub=hub, repo=tmp_path, commits=[], run_id="r5")
+    assert (got["steps"][0]["after"], got["steps"][0]["submit"]) == ("eval", "eval")
+    kept = CellState.from_dict(state.value[key]).hub
+    assert (kept.run, kept.outcome, state.value[key]["eval_job"]) == ("r5", Outcome.OK, "777")
+    assert CellState.from_dict(state.value[key]).to_dict() == state.value[key]  # the one conversion round-trips

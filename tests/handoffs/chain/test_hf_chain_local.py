@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
+from huggingface_hub import HfApi
 from lab import HOME, LAB_CONFIG, USER
 from sweep_runner import run_dag
 
+from sweep_core.handoffs.chain.plan import CellState
+from sweep_core.handoffs.kernel.attempt import Attempt
+from sweep_core.handoffs.kernel.hub import hub_act
+from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.state.cells import load_cells
 
 pytestmark = pytest.mark.cluster
@@ -53,6 +58,12 @@ def _named_once(name: str) -> list[str]:
         check=True,
     ).stdout
     return sorted(set(sq.split()) | set(sa.split()))
+
+
+def _kept_hub_check(logs: Path, key: str) -> Attempt:
+    kept = CellState.from_dict(load_cells(logs)[key]).hub
+    assert kept is not None, key
+    return kept
 
 
 def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_path) -> None:
@@ -125,11 +136,16 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
         step = next(s for s in two.values["advance"]["steps"] if s["cell"] == cell)
         assert step["after"] == "upload" and step["submit"] == "" and "waiting for the upload" in step["note"]
         assert len(_sacct_names(f"hf_upload__{cell}")) == 1  # never submitted twice
+        waiting = _kept_hub_check(logs, f"delphi-{tag}/{cell}")  # the cell keeps the check, as a kernel attempt
+        assert waiting.act == hub_act(f"sweep-local/{cell}") and waiting.outcome is Outcome.FAILED
     with hub_stub({model: ["config.json", "model.safetensors"]}) as hub:  # the upload landed
         env["HF_ENDPOINT"] = hub.url
         three = run_dag("sweep_hf_chain", {"dry_run": False}, logs, **env)
         step = next(s for s in three.values["advance"]["steps"] if s["cell"] == cell)
         assert (step["after"], step["submit"]) == ("eval", "eval")
+        landed = _kept_hub_check(logs, f"delphi-{tag}/{cell}")  # the check the eval was submitted on
+        assert landed.outcome is Outcome.OK and landed.run != waiting.run
+        assert f"commit {HfApi(endpoint=hub.url).repo_info(f'sweep-local/{cell}').sha}" in landed.get("evidence")
         evals = _sacct_names(f"eval-{cell}")
         assert len(evals) == 1
         text = tracker.read_text()

@@ -13,6 +13,9 @@ from huggingface_hub import HfApi
 from huggingface_hub.errors import RepositoryNotFoundError
 
 from sweep_core.handoffs.hub_evidence import judge_hub_listing
+from sweep_core.handoffs.kernel.attempt import from_row, to_row
+from sweep_core.handoffs.kernel.hub import hub_act, hub_attempt, hub_result, latest_check, stored_result
+from sweep_core.handoffs.kernel.result import Outcome
 from sweep_operators.hf_hub import HubChecker
 
 MODEL = "laion/sft-qwen3-8b-demo"
@@ -178,3 +181,42 @@ def test_double_star_matches_any_depth() -> None:
     assert judge_hub_listing(["x.parquet"], ["**/*.parquet"]).ok is True
     assert judge_hub_listing(["data/x.json"], ["**/*.parquet"]).ok is False
     assert judge_hub_listing(files, ["*.parquet"]).ok is False  # * stays in one directory
+
+
+# ---- a hub check as a kernel act: its Result (kernel.hub.hub_result) ------------------------
+
+
+def test_a_hub_check_through_the_stub_is_a_kernel_result_for_each_outcome(stub: HubStub) -> None:
+    checker = HubChecker(stub.url, None, attempts=1)
+    sha = HfApi(endpoint=stub.url).repo_info(MODEL).sha  # the commit the hub itself says
+    ev = checker.check(MODEL, expected=["config.json", "*.safetensors"])
+    assert ev.sha == sha and ev.revision == "main"
+    res = hub_result(ev)
+    assert res.outcome is Outcome.OK and res.ok
+    assert f"commit {sha}" in res.evidence and "8 files listed" in res.evidence and "revision main" in res.evidence
+    res = hub_result(checker.check(MODEL, expected=["config.json", "adapter_model.safetensors"]))
+    assert res.outcome is Outcome.FAILED and "missing adapter_model.safetensors" in res.evidence
+    assert f"commit {sha}" in res.evidence and "adapter_model.safetensors" in res.reason
+    res = hub_result(checker.check("laion/never-uploaded", expected=["config.json"]))
+    assert res.outcome is Outcome.FAILED and res.reason.endswith("repo not on the hub") and "commit" not in res.evidence
+    res = hub_result(checker.check(MODEL, expected=["config.json"], revision="v2"))
+    assert res.outcome is Outcome.FAILED and "revision 'v2'" in res.reason and "revision v2" in res.evidence
+    stub.fail_status = 503
+    res = hub_result(checker.check(MODEL, expected=["config.json"]))
+    assert res.outcome is Outcome.UNKNOWN and not res.ok and "hub unreachable: HTTP 503" in res.reason
+    assert "commit" not in res.evidence  # no answer: no commit claimed
+
+
+def test_no_expected_files_is_an_unknown_result_never_ok(stub: HubStub) -> None:
+    res = hub_result(HubChecker(stub.url, None).check(MODEL, expected=[]))
+    assert res.outcome is Outcome.UNKNOWN and "no expected files configured" in res.reason
+
+
+def test_a_stored_hub_check_reads_back_as_its_act_and_result() -> None:
+    res = hub_result(judge_hub_listing(SHARDED, ["config.json", "nope.bin"]))
+    row = to_row(hub_attempt(MODEL, res, run="r1", at="2026-12-06T10:00:00+00:00", why="cleanup blocked"))
+    back = from_row(row)
+    assert back.act == hub_act(MODEL) == back.act_on("4242") and back.act.target == MODEL and back.act.cluster == ""
+    assert stored_result(back) == res and back.run == "r1"
+    assert latest_check([row, {"kind": "upload", "job": "9"}], "4242", MODEL) == back
+    assert latest_check([row], "4242", "laion/other") is None

@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 from hf_hub_stub import hub_stub
+from huggingface_hub import HfApi
 from lab import ARTIFACTS, HOME, LAB_CONFIG, LAB_OPS, USER
 from sweep_runner import run_dag
 
 from sweep_core.handoffs.cleanup.backlog import load_backlog
+from sweep_core.handoffs.kernel.attempt import Attempt, from_row
+from sweep_core.handoffs.kernel.hub import hub_act
+from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.ledger.acts import acts_of, read_ledger
 
 pytestmark = pytest.mark.cluster
@@ -56,6 +60,11 @@ def _job(cluster: str, job_id: str, name: str) -> dict:
     return {"cluster": cluster, "job_id": job_id, "name": name, "flavor": "cleanup:rl-agentic-job-cleanup"}
 
 
+def _hub_checks(run_log_dir: Path, job_id: str) -> list[Attempt]:
+    """The hub checks stored on the job's ledger row, oldest first."""
+    return [from_row(a) for a in acts_of(read_ledger(run_log_dir), "local", job_id, "hub_check")]
+
+
 def _outcomes(run) -> dict[str, dict]:
     return {d["target"]["name"]: d for d in run.values["plan"]["decisions"]}
 
@@ -91,11 +100,25 @@ def test_cleanup_guards_then_delete_and_reclaim(local_cluster, tag, tmp_path) ->
         assert out[running]["action"] == "blocked" and "RUNNING" in out[running]["reasons"][0]
         assert out[escape]["action"] == "blocked" and "symlink" in out[escape]["reasons"][0]
         assert "would delete (dry run)" in Path(dry.values["record"]).read_text()
+        assert _hub_checks(tmp_path, ids[good]) == []  # a dry run stores nothing
 
         real = run_dag("sweep_cleanup", {"jobs": jobs, "dry_run": False}, tmp_path, **env)
         assert real.state == "success", real.task_states
+        sha = HfApi(endpoint=hub.url).repo_info(f"{ORG}/{good}").sha  # the commit the hub itself says
 
         again = run_dag("sweep_cleanup", {"jobs": jobs[:1], "dry_run": False}, tmp_path, **env)
+    # the hub checks the delete stood on are on the job's ledger row, as kernel acts, once
+    checks = _hub_checks(tmp_path, ids[good])
+    assert [(a.act, a.outcome, a.why) for a in checks] == [
+        (hub_act(f"{ORG}/{good}"), Outcome.OK, "cleanup delete"),
+        (hub_act(f"{ORG}/{good}-traces"), Outcome.OK, "cleanup delete"),
+    ]
+    assert f"commit {sha}" in checks[0].get("evidence") and len({a.run for a in checks}) == 1
+    assert [(a.act.target, a.outcome) for a in _hub_checks(tmp_path, ids[nohub])] == [
+        (f"{ORG}/{nohub}", Outcome.OK),
+        (f"{ORG}/{nohub}-traces", Outcome.FAILED),
+    ]
+    assert _hub_checks(tmp_path, ids[running]) == []  # refused before the hub was asked
     # only the job whose every guard held lost its trees, and only the flavor's subtrees
     for sub in ("trace_jobs", "tasks", "exports"):
         assert not (trees[good] / sub).exists()

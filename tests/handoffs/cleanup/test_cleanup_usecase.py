@@ -22,7 +22,10 @@ from sweep_core.handoffs.cleanup.execute import (
     verify_removed,
 )
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
-from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.handoffs.cleanup.usecase import CleanupPlan, hub_acts, plan_cleanup
+from sweep_core.handoffs.cleanup.view import CleanupView
+from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.attempt import from_row
 from sweep_core.handoffs.kernel.result import Outcome, Result
 from sweep_core.handoffs.kernel.result import failed as R_FAILED
 from sweep_core.handoffs.kernel.result import ok as R_OK
@@ -296,3 +299,56 @@ def test_the_plans_runner_refuses_a_script_that_acts() -> None:
     limits = SimpleNamespace(connect_timeout_s=1, command_timeout_s=1)
     out, problem = ssh_reader(limits, logging.getLogger("test"))(cluster(), script, marker, "cleanup rm")
     assert out is None and problem == "cleanup rm is an act: refused by a read-only runner, not sent"
+
+
+# ---- the hub checks stored on the jobs (kernel acts: Act(HUB_CHECK), a Result) ---------------
+def _hub_rows(tmp_path: Path, plan: CleanupPlan, run: str) -> list[dict[str, str]]:
+    """Store this plan's hub acts as the plan task does; the job's stored hub checks after."""
+    acts = hub_acts(plan.decisions, lambda c, j: acts_of(read_ledger(tmp_path), c, j), run=run, at=f"t-{run}")
+    if acts:
+        record_acts(tmp_path, acts)
+    return acts_of(read_ledger(tmp_path), "local", "4242", "hub_check")
+
+
+def test_a_hub_check_is_stored_on_its_job_only_when_its_answer_changes(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub()  # not on the hub
+    plan = _plan([_job()], ssh, hub, tmp_path)
+    assert _why(plan)["4242"][0] == "blocked"
+    (row,) = _hub_rows(tmp_path, plan, "r1")
+    got = from_row(row)
+    assert got.act == Act(ActKind.HUB_CHECK, "", f"org/{NAME}") and got.outcome is Outcome.FAILED
+    assert got.run == "r1" and "repo not on the hub" in row["reason"] and got.why == "cleanup blocked"
+    assert len(_hub_rows(tmp_path, plan, "r1")) == 1  # the same run again (a retried task): no second row
+    for run in ("r2", "r3", "r4"):  # every 30 min the same answer: nothing written
+        assert len(_hub_rows(tmp_path, _plan([_job()], ssh, hub, tmp_path), run)) == 1
+    hub.ok[f"org/{NAME}"] = None  # the hub stops answering: a change, stored, and never positive evidence
+    plan = _plan([_job()], ssh, hub, tmp_path)
+    assert _why(plan)["4242"][0] == "blocked"
+    rows = _hub_rows(tmp_path, plan, "r5")
+    assert [(r["run"], r["outcome"]) for r in rows] == [("r1", "failed"), ("r5", "unknown")]
+    assert len(_hub_rows(tmp_path, _plan([_job()], ssh, hub, tmp_path), "r6")) == 2
+
+
+def test_the_hub_check_a_delete_stands_on_is_stored_each_run_it_deletes(tmp_path) -> None:
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
+    plan = _plan([_job()], ssh, hub, tmp_path)
+    assert _why(plan)["4242"][0] == "delete"
+    assert plan.decisions[0].hub[0]["outcome"] == "ok"
+    _hub_rows(tmp_path, plan, "r1")
+    rows = _hub_rows(tmp_path, _plan([_job()], ssh, hub, tmp_path), "r2")  # same answer, but an rm stands on it
+    assert [(r["run"], r["outcome"], r["why"]) for r in rows] == [
+        ("r1", "ok", "cleanup delete"),
+        ("r2", "ok", "cleanup delete"),
+    ]
+
+
+def test_a_hub_entry_the_hub_was_not_asked_for_stores_no_act(tmp_path) -> None:
+    """A salvaged job's own upload has no commit recorded yet: the hub is not asked, nothing stored."""
+    ssh, hub = FakeSsh({"cleanup probe": _probe()}), FakeHub({f"org/{NAME}": True})
+    view = CleanupView(own={("local", "4242"): ""})
+    plan = plan_cleanup(
+        [_job()], [], dry_run=True, ccfg=CCFG, run_log_dir=tmp_path,
+        load_cluster=ops(cluster()), run_script=ssh, hub_check=hub, view=view,
+    )  # fmt: skip
+    assert _why(plan)["4242"][0] == "blocked" and hub.asked == []
+    assert hub_acts(plan.decisions, lambda c, j: [], run="r1", at="t") == []

@@ -20,8 +20,10 @@ from sweep_core.handoffs.consolidate.history import open_consolidations
 from sweep_core.handoffs.consolidate.trigger import keep_tracking
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of, run_consolidate
 from sweep_core.handoffs.harvest.plan import tracker_settings
+from sweep_core.handoffs.kernel.attempt import from_row
+from sweep_core.handoffs.kernel.hub import hub_act
 from sweep_core.handoffs.views import cleanup_view
-from sweep_core.ledger.acts import read_ledger
+from sweep_core.ledger.acts import acts_of, read_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.records.remote_result import CommandResult
 
@@ -84,7 +86,17 @@ def tracker_repo(tmp_path: Path) -> Path:
     return repo
 
 
-def _run(ssh: FakeSsh, hub: FakeHub, tmp_path: Path, *, dry_run=False, jobs=None, repo: Path | None = None, said=None):
+def _run(
+    ssh: FakeSsh,
+    hub: FakeHub,
+    tmp_path: Path,
+    *,
+    dry_run=False,
+    jobs=None,
+    repo: Path | None = None,
+    said=None,
+    run_id="manual__1",
+):
     trackers = tracker_settings({"repo": str(repo)}, env={}) if repo else None
     return run_consolidate(
         [_job()] if jobs is None else jobs,
@@ -92,7 +104,7 @@ def _run(ssh: FakeSsh, hub: FakeHub, tmp_path: Path, *, dry_run=False, jobs=None
         cons=CONS,
         trackers=trackers,
         dry_run=dry_run,
-        run_id="manual__1",
+        run_id=run_id,
         run_log_dir=tmp_path / "logs",
         load_cluster=ops(cluster(log_pattern="/logs/%x-%j.out")),
         run_script=ssh,
@@ -339,3 +351,24 @@ def test_a_tracker_symlink_committed_in_the_clone_is_refused_and_the_outside_fil
     after = subprocess.run(["git", "-C", str(tracker_repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert after == head  # nothing committed
     assert got["release"] == []  # cleanup's trees stay held: the row was not advanced
+
+
+def test_the_hub_checks_of_a_completed_consolidation_are_stored_on_its_array_when_they_change(
+    tmp_path, tracker_repo
+) -> None:
+    _run(FakeSsh({"consolidate probe": _probe(), "consolidate submit": _submit("777")}), FakeHub(), tmp_path)
+    done = {"consolidate probe": _probe(cons={"777": "COMPLETED"}, tail=LOG)}
+    for run in ("r2", "r3", "r4"):  # COMPLETED, its commit not on the hub yet: the same answer each run
+        got = _run(FakeSsh(done), FakeHub(), tmp_path, repo=tracker_repo, run_id=run)
+        assert _step(got)["action"] == "blocked"
+    rows = acts_of(read_ledger(tmp_path / "logs"), "local", ARRAY, "hub_check")
+    assert [(r["run"], r["outcome"]) for r in rows] == [("r2", "failed")]
+    first = from_row(rows[0])
+    assert first.act == hub_act(f"org/{NAME}") and first.why == "consolidate job 777"
+    assert f"revision {SHA}" in rows[0]["evidence"]  # the commit its log names, asked for
+    got = _run(FakeSsh(done), FakeHub({f"org/{NAME}@{SHA}": None}), tmp_path, repo=tracker_repo, run_id="r5")
+    assert _step(got)["action"] == "blocked" and got["release"] == []  # an unknown answer releases nothing
+    got = _run(FakeSsh(done), FakeHub({f"org/{NAME}@{SHA}": True}), tmp_path, repo=tracker_repo, run_id="r6")
+    assert _step(got)["action"] == "advance"
+    rows = acts_of(read_ledger(tmp_path / "logs"), "local", ARRAY, "hub_check")
+    assert [(r["run"], r["outcome"]) for r in rows] == [("r2", "failed"), ("r5", "unknown"), ("r6", "ok")]

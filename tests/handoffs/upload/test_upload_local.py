@@ -120,7 +120,13 @@ def test_a_missing_upload_is_submitted_once_then_cleaned(local_cluster, tag, tmp
         row = _row(one, jid)
         assert row[3] == "completion" and row[5] == "submitted" and "not on the hub: upload submitted" in row[6]
         up = row[4]
-        assert [a["kind"] for a in _acts(logs, jid)] == ["upload"] and _acts(logs, jid)[0]["upload_job"] == up
+        check, upload = _acts(logs, jid)  # the hub check the upload was submitted on, then the upload
+        assert (check["kind"], check["outcome"], upload["kind"], upload["upload_job"]) == (
+            "hub_check",
+            "failed",
+            "upload",
+            up,
+        )
         c.wait_finished(up, "COMPLETED", timeout=120)
         assert hub.uploads and hub.uploads[0][1] == f"{ORG}/{name}"
 
@@ -132,6 +138,8 @@ def test_a_missing_upload_is_submitted_once_then_cleaned(local_cluster, tag, tmp
         assert two.task_states["delete"] == "success" and two.task_states["verify"] == "success"
         assert _row(two, jid)[5] == "VERIFIED" and "landed" in _row(two, jid)[6]
         assert not (tree / "exports").exists() and not (tree / "checkpoints").exists()
+        checks = [a for a in _acts(logs, jid) if a["kind"] == "hub_check"]  # the rm stood on its own commit
+        assert [a["outcome"] for a in checks] == ["failed", "ok"] and "revision main" not in checks[1]["evidence"]
         # the reclaim is read before and after; other lanes write on the same filesystem, so
         # the figure may be "no measurable reclaim", but it is a reading, never UNKNOWN
         reclaim = two.values["verify"]["local"]["reclaim"]

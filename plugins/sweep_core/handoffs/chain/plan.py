@@ -23,7 +23,8 @@ from typing import Any
 from sweep_core.config.handoffs_schema import FoundSeriesSpec, HfChainSection
 from sweep_core.config.schema_base import section
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
-from sweep_core.handoffs.kernel.attempt import Attempt
+from sweep_core.handoffs.kernel.attempt import Attempt, from_row, to_row
+from sweep_core.handoffs.kernel.hub import worth_recording
 from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.safe.names import check_plain_name
 
@@ -148,8 +149,10 @@ def _failed_to_text(failed: Sequence[Attempt]) -> str:
 @dataclass
 class CellState:
     """Durable state of one cell (a row of the state database: sweep_core.state.cells): the leg it
-    waits on, its leg jobs, and the leg jobs that failed as kernel Attempts (stored as
-    ``failed: <leg>:<id>,…``; ``from_dict``/``to_dict`` are the one conversion each way)."""
+    waits on, its leg jobs, the leg jobs that failed as kernel Attempts (stored as
+    ``failed: <leg>:<id>,…``) and its latest recorded hub check (a kernel Attempt of
+    ``Act(HUB_CHECK, '', hub repo)``, stored as ``hub``: its ``to_row`` object; kernel.hub); ``from_dict``/``to_dict``
+    are the one conversion each way)."""
 
     leg: str = "sft"  # the leg waiting to complete: sft -> upload -> eval -> done
     sft_job: str = ""
@@ -158,6 +161,7 @@ class CellState:
     note: str = ""
     failed: tuple[Attempt, ...] = ()  # the leg jobs that failed (each counted once), oldest first
     escalated: str = ""  # the leg escalated (told once; a person takes over)
+    hub: Attempt | None = None  # the latest recorded hub check of its repo (None = none recorded)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CellState:
@@ -167,10 +171,11 @@ class CellState:
             **{k: str(d.get(k, "")) for k in keys},
             leg=d.get("leg") or "sft",
             failed=_failed_from_text(str(d.get("failed", ""))),
+            hub=from_row(d["hub"]) if "hub" in d else None,
         )
 
-    def to_dict(self) -> dict[str, str]:
-        out = {
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "leg": self.leg,
             "sft_job": self.sft_job,
             "upload_job": self.upload_job,
@@ -179,6 +184,8 @@ class CellState:
         }
         if self.failed or self.escalated:
             out |= {"failed": _failed_to_text(self.failed), "escalated": self.escalated}
+        if self.hub is not None:
+            out["hub"] = to_row(self.hub)
         return out
 
     def failures(self, leg: str) -> list[str]:
@@ -295,6 +302,17 @@ def _failed_leg(
     step.submit, step.argv = leg, render_argv(series.upload if leg == "upload" else series.eval, values)
     step.note = f"{said}; {retry_note(n, series.leg_retries)}"
     return True
+
+
+def kept_hub_check(before: CellState, step: Step, check: Attempt | None) -> Attempt | None:
+    """The hub check the cell keeps after ``step``: this run's (``check``, kernel.hub.hub_attempt)
+    when its answer changed since the one kept, or when the step was taken on it (the leg moved or
+    a leg was submitted); else the one kept (a cell row is rewritten only when its answer changes)."""
+    if check is None:
+        return before.hub
+    moved = step.state.leg != before.leg or bool(step.submit)
+    kept = [to_row(before.hub)] if before.hub is not None else []
+    return check if worth_recording(kept, before.sft_job, check, moved) else before.hub
 
 
 def advance(

@@ -29,6 +29,7 @@ from sweep_core.handoffs.chain.plan import (
     cell_values,
     completed_cells,
     found_series,
+    kept_hub_check,
 )
 from sweep_core.handoffs.chain.remote import probe_view
 from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
@@ -37,6 +38,7 @@ from sweep_core.handoffs.harvest.plan import TrackerSettings
 from sweep_core.handoffs.harvest.tracker_edit import fill_row
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
 from sweep_core.handoffs.harvest.tracker_rows import read_rows
+from sweep_core.handoffs.kernel.hub import hub_attempt, hub_result
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.safe.names import check_plain_name
 from sweep_core.slurm.gather import new_marker
@@ -116,6 +118,8 @@ class _Run:
     run_script: RunScript
     hub_check: HubCheck
     say: Say
+    run_id: str = ""
+    at: str = ""
     steps: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
@@ -168,11 +172,14 @@ def _advance_series(series: Series, cfg: ClusterConfig, run: _Run) -> None:
         except ValueError as exc:
             run.notes.append(f"{series.name}: {exc}")
             continue
-        hub = None
+        hub, check = None, None
         if cs.leg in ("sft", "upload"):
-            hub = run.hub_check(values["hub_repo"], series.repo_type, list(series.expected)).ok
+            ev = run.hub_check(values["hub_repo"], series.repo_type, list(series.expected))
+            hub = ev.ok
+            check = hub_attempt(values["hub_repo"], hub_result(ev), run=run.run_id, at=run.at, why=f"chain {cs.leg}")
         _, status, row_job = tracker_row(tracker, cell)
         step = advance(series, cell, cs, view, values, hub, status, row_job, tracebacks)
+        step.state.hub = kept_hub_check(cs, step, check)
         if step.escalated:
             run.notes.append(f"ESCALATED: {series.name}/{cell}: {step.note}")
         run.steps.append(step)
@@ -240,11 +247,14 @@ def advance_chain(
     commit: CommitFiles = commit_tracker_files,
     found: Sequence[Mapping[str, str]] = (),
     found_spec: FoundSeriesSpec | None = None,
+    run_id: str = "",
+    at: str = "",
 ) -> dict[str, Any]:
     """Advance every cell of every series, then of the found series (``found``: the sweep's HF-only
     completions no series names; ``found_spec``: hf_chain.found); submissions, state and tracker
-    edits only when not a dry run. Returns the steps (as dicts), the notes and ``dry_run``."""
-    run = _Run(load_state(), dry_run, org, trackers, run_script, hub_check, say)
+    edits only when not a dry run. Returns the steps (as dicts), the notes and ``dry_run``.
+    ``run_id``/``at``: this run and its time, on the hub checks a cell keeps (chain.plan.kept_hub_check)."""
+    run = _Run(load_state(), dry_run, org, trackers, run_script, hub_check, say, run_id, at)
     found_list, run.notes = found_series_list(series_list, found, run.state, found_spec or FoundSeriesSpec())
     for series in [*series_list, *found_list]:
         try:  # only an active SLURM cluster is contacted (a dropped or skipped one never is)

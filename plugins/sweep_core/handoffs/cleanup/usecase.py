@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,10 @@ from sweep_core.handoffs.cleanup.plan import (
 )
 from sweep_core.handoffs.cleanup.remote import ProbeRequest, build_probe_script, read_probe
 from sweep_core.handoffs.cleanup.view import NO_HOLD, NOTHING_OPEN, CleanupView, Hold
+from sweep_core.handoffs.hub_evidence import HubEvidence
+from sweep_core.handoffs.kernel.attempt import to_row
+from sweep_core.handoffs.kernel.hub import hub_attempt, hub_result, worth_recording
+from sweep_core.handoffs.kernel.result import Outcome, Result
 from sweep_core.handoffs.ports import HubCheck, LoadCluster, RunScript, active_slurm
 from sweep_core.slurm.gather import GatherOutput, new_marker
 
@@ -108,7 +112,14 @@ def own_evidence(hub_check: HubCheck, repo: str, art: HubArtifact, revision: str
         why = "this job's own upload has not landed (no commit of it recorded): a repo of the same name is not its evidence"
         return {**entry, "ok": False, "reason": why}
     ev = hub_check(repo, art.repo_type, list(art.expected), revision=revision)
-    return {**entry, "ok": ev.ok, "reason": f"its own upload's commit {revision[:12]}: {ev.reason}"}
+    return {**entry, **_answer(ev), "reason": f"its own upload's commit {revision[:12]}: {ev.reason}"}
+
+
+def _answer(ev: HubEvidence) -> dict[str, Any]:
+    """A hub check's answer in a decision's hub entry: ``ok`` (what every guard reads), the kernel
+    Result's outcome and evidence (what is recorded on the job, ``hub_acts``)."""
+    res = hub_result(ev)
+    return {"ok": ev.ok, "reason": ev.reason, "outcome": str(res.outcome), "evidence": res.evidence}
 
 
 def hub_evidence(
@@ -135,8 +146,30 @@ def hub_evidence(
                 hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": False, "reason": why, "not_own": True})
             continue
         ev = hub_check(repo, art.repo_type, list(art.expected))
-        hub.append({"repo_id": repo, "repo_type": art.repo_type, "ok": ev.ok, "reason": ev.reason})
+        hub.append({"repo_id": repo, "repo_type": art.repo_type, **_answer(ev)})
     return hub
+
+
+def hub_acts(
+    decisions: list[CleanupDecision], acts_of: Callable[[str, str], list[dict[str, str]]], *, run: str, at: str
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """The hub checks of this plan to store on their jobs' ledger rows, ``(cluster, job id, name,
+    act)`` as ledger.acts.record_acts takes them: each check the hub was asked (an entry with an
+    outcome), when its answer changed since the job's latest stored check of that repo, or when it
+    is the evidence of a ``delete`` (kernel.hub.worth_recording); once per (job, repo, run).
+    ``acts_of``: (cluster, job id) -> the job's stored acts, oldest first."""
+    out = []
+    for d in decisions:
+        t = d.target
+        past = acts_of(t.cluster, t.job_id)
+        for h in d.hub:
+            if h.get("outcome") not in tuple(Outcome):
+                continue  # the hub was not asked (not its own upload, no commit recorded)
+            res = Result(Outcome(h["outcome"]), str(h.get("reason", "")), str(h.get("evidence", "")))
+            new = hub_attempt(str(h["repo_id"]), res, run=run, at=at, why=f"cleanup {d.action}")
+            if worth_recording(past, t.job_id, new, d.action == "delete"):
+                out.append((t.cluster, t.job_id, t.name, to_row(new)))
+    return out
 
 
 def plan_cluster(

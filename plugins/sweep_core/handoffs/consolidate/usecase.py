@@ -27,6 +27,7 @@ from sweep_core.handoffs.consolidate.history import (
     drop_reservation,
     fill_reservation,
     history_of,
+    now_iso,
     open_consolidations,
     record,
     reserve,
@@ -41,9 +42,11 @@ from sweep_core.handoffs.harvest.clone_path import OutsideClone, clone_file
 from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.handoffs.harvest.plan import TrackerSettings
 from sweep_core.handoffs.harvest.tracker_md import TrackerError
+from sweep_core.handoffs.kernel.attempt import Attempt, to_row
+from sweep_core.handoffs.kernel.hub import hub_attempt, hub_result, worth_recording
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import commit_of
-from sweep_core.ledger.acts import read_ledger
+from sweep_core.ledger.acts import acts_of, read_ledger
 from sweep_core.slurm.gather import new_marker
 
 
@@ -78,31 +81,28 @@ def consolidate_targets(jobs: list[Any], ccfg: CleanupConfig, cons: ConsolidateS
     return list(out.values())
 
 
-def _hub(run: _Run, t: CleanupTarget, job: str, tail: str) -> tuple[bool | None, str]:
-    """Every hub repo of the flavor holds its files: True; False/None (UNKNOWN) with the reasons.
+def _hub(run: _Run, t: CleanupTarget, job: str, tail: str) -> tuple[bool | None, str, list[Attempt]]:
+    """Every hub repo of the flavor holds its files: True; False/None (UNKNOWN) with the reasons;
+    and each check the hub was asked, as a kernel hub attempt (kernel.hub).
     The first repo (the one the consolidate job writes) is asked for the commit the job's log
     names, never by its name alone: a reused datagen name finds an earlier dataset there."""
-    oks, why = [], []
+    oks, why, checks = [], [], []
     for k, art in enumerate(run.ccfg.flavors[t.flavor].hub):
         repo = hub_repo_id(art, t, run.ccfg.hub_org)
-        if k == 0:
-            rev = commit_of(tail, repo)
-            if not rev:
-                oks.append(False)
-                why.append(
-                    f"{art.repo_type} {repo}: the log of consolidate job {job} names no commit to it: "
-                    "a dataset of the same name is not this array's"
-                )
-                continue
-            ev = run.hub_check(repo, art.repo_type, list(art.expected), revision=rev)
-            oks.append(ev.ok)
-            why.append(f"{art.repo_type} {repo} at its commit {rev[:12]}: {ev.reason}")
+        rev = commit_of(tail, repo) if k == 0 else "main"
+        if not rev:
+            oks.append(False)
+            why.append(
+                f"{art.repo_type} {repo}: the log of consolidate job {job} names no commit to it: "
+                "a dataset of the same name is not this array's"
+            )
             continue
-        ev = run.hub_check(repo, art.repo_type, list(art.expected))
+        ev = run.hub_check(repo, art.repo_type, list(art.expected), revision=rev)
         oks.append(ev.ok)
-        why.append(f"{art.repo_type} {repo}: {ev.reason}")
+        why.append(f"{art.repo_type} {repo}{f' at its commit {rev[:12]}' if k == 0 else ''}: {ev.reason}")
+        checks.append(hub_attempt(repo, hub_result(ev), run=run.run_id, at=now_iso(), why=f"consolidate job {job}"))
     ok = False if False in oks else (None if None in oks else True)
-    return ok, "; ".join(why)
+    return ok, "; ".join(why), checks
 
 
 def _failed_act(step: Step) -> dict[str, str]:
@@ -141,6 +141,7 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
         run.steps += [Step(t, "blocked", [f"{cluster}: {problem}: nothing submitted"]) for t in dirs]
         return
     probe = read_consolidate_probe(out, req)
+    seen: list[tuple[str, str, str, dict[str, str]]] = []  # the hub checks stored on their arrays
     for t, paths in dirs.items():
         cmd = run.cons.flavors[t.flavor]
         found = [p for p in paths if p in probe.dirs]
@@ -152,7 +153,7 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
         busy = h.done is not None or h.gave_up or not probe.state.squeue_ok or not probe.state.sacct_ok
         # the hub is asked only for a tracked job's own commit (never to skip a consolidation)
         tail = probe.tails.get(h.latest_job, "")
-        hub_ok, hub_why = (None, "not asked") if busy or not in_flight else _hub(run, t, h.latest_job, tail)
+        hub_ok, hub_why, checks = (None, "not asked", []) if busy or not in_flight else _hub(run, t, h.latest_job, tail)
         values = {
             "name": t.name,
             "job_id": t.array_id,
@@ -186,6 +187,14 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
             step.job, step.state, step.traceback = failed.job, failed.state, failed.traceback
             step.reasons = failed.reasons + step.reasons
         run.steps.append(step)
+        past = acts_of(ledger, t.cluster, t.array_id)  # a check is kept when it changed or the array advances on it
+        seen += [
+            (t.cluster, t.array_id, t.name, to_row(c))
+            for c in checks
+            if worth_recording(past, t.array_id, c, step.action == "advance")
+        ]
+    if seen and not run.dry_run:
+        record(run.run_log_dir, seen)
     _submit(cluster, cfg, [s for s in run.steps if s.action == "submit" and s.target.cluster == cluster], run)
 
 
