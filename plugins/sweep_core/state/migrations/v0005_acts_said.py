@@ -1,0 +1,134 @@
+"""Every stored attempt says its act and every cancel act what it did, written once, so that no
+reader of the older formats stays on the live path:
+
+- an attempt stored before it said its act (before ``act``/``target``/``act_cluster``) gets them,
+  from its kind and what it did (the derivation the reader did on every read until 0005):
+  the target and cluster are those of the job row it is stored on;
+- a cancel or relaunch act stored before ``did`` gets it from the opening words of its text
+  (``result``, as the act task of that time printed it);
+- a cancel act whose text opens with none of those words is kept whole and marked ``unreadable``
+  with the reason: it reads as UNKNOWN (kernel.attempt ``from_row``), is never dropped and no act
+  is guessed for it. A relaunch with no text keeps no ``did`` (it never had an outcome).
+
+Every generation (``now``, ``before``, ``corrupt-<stamp>``) is rewritten; a row that is not a JSON
+object of strings is left as it is (the store's reader says why).
+
+Revision ID: 0005
+Revises: 0004
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+UNREADABLE: Final = "unreadable"  # kernel.attempt.UNREADABLE: why the migration could not read the act
+_BATCH = 1000
+
+# The act kinds as schema 0005 stores them (kernel.act.ActKind), by the kind an attempt was stored
+# under; a cancel / relaunch is refined by what it did. Frozen here: the derivation of its time.
+_BY_KIND: Final[dict[str, str]] = {
+    "cancel": "scancel",
+    "relaunch": "requeue",
+    "upload": "sbatch",
+    "consolidate": "sbatch",
+    "consolidate_failed": "sbatch",
+    "db_register": "command",
+    "rm": "rm",
+    "hub_check": "hub_check",
+}
+# A cancel / relaunch act's text (``result``) before ``did`` was stored: its opening -> what it did
+# (handoffs.cancel.outcome's plain-text form of that time, the first that matches).
+_DID_BY_TEXT: Final = (
+    ("requeued", "requeued"),
+    ("cancelled and relaunched", "relaunched"),
+    ("cancelled; the ops.md relaunch command failed", "command failed"),
+    ("cancelled", "cancelled"),
+    ("stopped", "stopped"),
+    ("left alone", "left alone"),
+    ("UNKNOWN", "unknown"),
+    ("outcome unknown", "error"),
+)
+
+
+def _act_kind(kind: str, did: str, new_job_id: str, job_id: str) -> str | None:
+    if did == "stopped":
+        return "stop"
+    if kind == "relaunch" and (did in ("relaunched", "command failed") or (new_job_id and new_job_id != job_id)):
+        return "sbatch"
+    if kind.partition("_")[0] == "chain":
+        return "sbatch"
+    return _BY_KIND.get(kind)
+
+
+def said(job_key: str, act: Any) -> dict[str, str] | None:
+    """The act as schema 0005 stores it (``job_key``: ``<cluster>|<job id>`` of its job row); None
+    when it is unchanged (it says both already, is a mark, or is not an object of strings)."""
+    if not isinstance(act, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in act.items()):
+        return None
+    if UNREADABLE in act:
+        return None
+    cluster, _, job_id = job_key.partition("|")
+    out = dict(act)
+    kind = out.get("kind", "")
+    if kind in ("cancel", "relaunch") and "did" not in out:
+        text = out.get("result", "")
+        did = next((d for head, d in _DID_BY_TEXT if text.startswith(head)), None)
+        if did is not None:
+            out["did"] = did
+        elif kind == "cancel":
+            why = f"a cancel stored before it said what it did, its text {text[:60]!r} opens with no word"
+            return {**out, UNREADABLE: why + " an earlier version printed: check the job by hand"}
+    if "act" not in out:
+        got = _act_kind(kind, out.get("did", ""), out.get("new_job_id", ""), job_id)
+        if got is not None:
+            out |= {"act": got, "target": job_id} | ({"act_cluster": cluster} if cluster else {})
+    return out if out != act else None
+
+
+_acts = sa.table(
+    "sweep_state_acts",
+    sa.column("space", sa.Text()),
+    sa.column("gen", sa.Text()),
+    sa.column("job_key", sa.Text()),
+    sa.column("seq", sa.Integer()),
+    sa.column("body", sa.Text()),
+)
+
+
+def upgrade() -> None:
+    conn = op.get_bind()
+    q = sa.select(_acts.c.space, _acts.c.gen, _acts.c.job_key, _acts.c.seq, _acts.c.body)
+    changed = []
+    for space, gen, job_key, seq, body in conn.execute(q).all():
+        try:
+            got = said(job_key, json.loads(body))
+        except (ValueError, RecursionError):
+            continue  # not JSON: the store's reader moves its job aside, as before
+        if got is not None:
+            changed.append({"s": space, "g": gen, "k": job_key, "n": seq, "b": json.dumps(got, sort_keys=True)})
+    c = _acts.c
+    update = (
+        sa.update(_acts)
+        .where(
+            c.space == sa.bindparam("s"),
+            c.gen == sa.bindparam("g"),
+            c.job_key == sa.bindparam("k"),
+            c.seq == sa.bindparam("n"),
+        )
+        .values(body=sa.bindparam("b"))
+    )
+    for i in range(0, len(changed), _BATCH):
+        conn.execute(update, changed[i : i + _BATCH])
+
+
+def downgrade() -> None:
+    raise NotImplementedError("the acts keep what they say")
