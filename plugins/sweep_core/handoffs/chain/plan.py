@@ -5,7 +5,7 @@
                                                 the cell's tracker row (⏳)
     leg 3  eval harvested (row ✅)           -> done (sweep_tracker_harvest fills the row)
 
-Idempotent three ways: the durable per-cell state (an Airflow Variable), the tracker itself (a
+Idempotent three ways: the durable per-cell state (rows of the state database), the tracker itself (a
 row with an eval job id has passed leg 2), and the cluster (a job of the leg's name already in
 squeue/sacct is adopted, never submitted again). A done leg is never redone.
 
