@@ -23,7 +23,7 @@ from sweep_core.ledger.reconcile import lost_cancel
 from sweep_core.ledger.store import ledger_for_run, load_ledger
 from sweep_core.state import db, migrate
 from sweep_core.state.cli import main
-from sweep_core.state.migrations.v0005_acts_said import said
+from sweep_core.state.migrations.v0005_acts_said import said, with_severity
 
 postgres_url = throwaway_pg.postgres_url  # the fixture
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "state_v0004"
@@ -136,3 +136,26 @@ def test_an_old_cancel_whose_text_says_nothing_known_is_kept_whole_and_reads_unk
     back = from_row(new)
     assert back.outcome is Outcome.UNKNOWN and "'scancel: rc 1?'" in back.result.reason
     assert to_row(back) == new
+
+
+LINE = "[liveness_stale] CRITICAL local RL 11 rl__a: no output for 185 min → kill-approval"
+
+
+@pytest.mark.parametrize(
+    ("record", "severity"),
+    [
+        ({"run": "r", "rule": "liveness_stale", "action": "kill-approval", "evidence": LINE}, "critical"),
+        ({"run": "r", "rule": "", "action": "cancel", "evidence": "deep-dive KILL: reward 0"}, ""),  # no flag line
+        ({"run": "r", "evidence": "[liveness_stale] LOUD no output"}, ""),  # not a severity
+    ],
+)
+def test_a_cancel_handoff_stored_before_it_kept_the_severity_gets_it_once_from_its_line(
+    record: dict[str, str], severity: str
+) -> None:
+    """(before a3a9719 the record kept no ``severity``; the authority check read it off the line on
+    every read: handoffs.cancel.authority now reads the field only)"""
+    row = {"cluster": "leo", "job_id": "11", "state": "RUNNING", "cancel_handoff": record}
+    got = json.loads(with_severity(json.dumps(row)) or "{}")
+    assert got == {**row, "cancel_handoff": {**record, "severity": severity}}
+    assert with_severity(json.dumps(got)) is None  # once
+    assert with_severity(json.dumps({**row, "cancel_handoff": {}})) is None and with_severity("{not json") is None

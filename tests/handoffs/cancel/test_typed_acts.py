@@ -73,10 +73,11 @@ def test_a_missing_field_of_the_typed_form_is_named() -> None:
         FlagRecord.from_conf(job)
 
 
-def test_the_form_before_the_record_is_read_once_at_the_edge() -> None:
+def test_a_conf_or_decision_without_the_typed_flag_is_by_hand_and_its_line_is_never_read() -> None:
     old = {"cluster": "local", "job_id": "11", "name": "rl__a", "action": "kill-approval", "rule": "liveness_stale",
-           "evidence": LINE}  # a run triggered before the record: no severity  # fmt: skip
-    assert FlagRecord.from_conf(old) == FlagRecord.from_flag(_flag())
+           "evidence": LINE}  # a run an earlier version triggered: no severity  # fmt: skip
+    rec = FlagRecord.from_conf(old)
+    assert (rec.rule, rec.severity, rec.evidence) == ("liveness_stale", "", LINE)  # the line not parsed
     by_hand = {
         "cluster": "local",
         "job_id": "12",
@@ -89,11 +90,12 @@ def test_the_form_before_the_record_is_read_once_at_the_edge() -> None:
     assert CancelRequest.from_dict(by_hand).asked_evidence == "hung, sorry"
     with pytest.raises(FlagRecordError, match="field 'job_id'"):  # the old form is checked all the same
         CancelRequest.from_dict({**by_hand, "job_id": "$(id)"})
-    # a decision validate kept before the typed rule: its rule read once off the sweep's line
+    # a decision an earlier version's validate kept (no typed rule): no rule read off its line, so no
+    # standing permission (scoped by rule) covers it and a person is asked
     kept = CancelDecision(CancelRequest("local", "11", "rl__a", "kill-approval", LINE), "cancel").to_dict()
     del kept["request"]["rule"], kept["request"]["severity"]
     req = CancelDecision.from_dict(kept).request
-    assert (req.rule, req.severity) == ("liveness_stale", "critical")
+    assert (req.rule, req.severity, req.evidence) == ("", "", LINE)
 
 
 def test_outcomes_travel_typed_through_xcom_and_an_earlier_versions_text_is_unknown_never_done() -> None:

@@ -8,7 +8,10 @@ reader of the older formats stays on the live path:
   (``result``, as the act task of that time printed it);
 - a cancel act whose text opens with none of those words is kept whole and marked ``unreadable``
   with the reason: it reads as UNKNOWN (kernel.attempt ``from_row``), is never dropped and no act
-  is guessed for it. A relaunch with no text keeps no ``did`` (it never had an outcome).
+  is guessed for it. A relaunch with no text keeps no ``did`` (it never had an outcome);
+- a job's cancel hand-off record (``cancel_handoff`` in its job row) stored before it kept the
+  flag's ``severity`` gets it, read from its flag line (``[rule] SEVERITY …``; '' when the line is
+  not one, as the reader of that time read it).
 
 Every generation (``now``, ``before``, ``corrupt-<stamp>``) is rewritten; a row that is not a JSON
 object of strings is left as it is (the store's reader says why).
@@ -20,6 +23,7 @@ Revises: 0004
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -57,6 +61,25 @@ _DID_BY_TEXT: Final = (
     ("UNKNOWN", "unknown"),
     ("outcome unknown", "error"),
 )
+
+
+_LINE: Final = re.compile(r"^\[([a-z][a-z0-9_]{0,63})\] ([A-Z]+) ")  # a flag line: "[rule] SEVERITY ..."
+_SEVERITIES: Final = ("critical", "warn", "info")  # records.vocab.Severity of that time
+
+
+def with_severity(body: str) -> str | None:
+    """A job row's JSON with its cancel hand-off record's ``severity`` read from its flag line, when
+    the record was stored without one; None when there is nothing to write (or it is not JSON)."""
+    try:
+        row = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    rec = row.get("cancel_handoff") if isinstance(row, dict) else None
+    if not isinstance(rec, dict) or not rec or "severity" in rec:
+        return None
+    m = _LINE.match(rec.get("evidence", "")) if isinstance(rec.get("evidence"), str) else None
+    severity = m.group(2).lower() if m and m.group(2).lower() in _SEVERITIES else ""
+    return json.dumps({**row, "cancel_handoff": {**rec, "severity": severity}}, sort_keys=True)
 
 
 def _act_kind(kind: str, did: str, new_job_id: str, job_id: str) -> str | None:
@@ -128,6 +151,21 @@ def upgrade() -> None:
     )
     for i in range(0, len(changed), _BATCH):
         conn.execute(update, changed[i : i + _BATCH])
+    jobs = sa.table(*("sweep_state_jobs", *(sa.column(n, sa.Text()) for n in ("space", "gen", "job_key", "body"))))
+    q = sa.select(jobs.c.space, jobs.c.gen, jobs.c.job_key, jobs.c.body).where(jobs.c.body.is_not(None))
+    rows = [
+        {"s": s, "g": g, "k": k, "b": got}
+        for s, g, k, body in conn.execute(q).all()
+        if (got := with_severity(body)) is not None
+    ]
+    j = jobs.c
+    update = (
+        sa.update(jobs)
+        .where(j.space == sa.bindparam("s"), j.gen == sa.bindparam("g"), j.job_key == sa.bindparam("k"))
+        .values(body=sa.bindparam("b"))
+    )
+    for i in range(0, len(rows), _BATCH):
+        conn.execute(update, rows[i : i + _BATCH])
 
 
 def downgrade() -> None:
