@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -35,7 +36,7 @@ branch_labels = None
 depends_on = None
 
 UNREADABLE: Final = "unreadable"  # kernel.attempt.UNREADABLE: why the migration could not read the act
-_BATCH = 1000
+_BATCH = 5000  # rows a page
 
 # The act kinds as schema 0005 stores them (kernel.act.ActKind), by the kind an attempt was stored
 # under; a cancel / relaunch is refined by what it did. Frozen here: the derivation of its time.
@@ -117,55 +118,48 @@ def said(job_key: str, act: Any) -> dict[str, str] | None:
     return out if out != act else None
 
 
-_acts = sa.table(
-    "sweep_state_acts",
-    sa.column("space", sa.Text()),
-    sa.column("gen", sa.Text()),
-    sa.column("job_key", sa.Text()),
-    sa.column("seq", sa.Integer()),
-    sa.column("body", sa.Text()),
-)
+_ID = ("space", "gen", "job_key")
+_acts = sa.table("sweep_state_acts", *(sa.column(n) for n in (*_ID, "seq", "body")))
+_jobs = sa.table("sweep_state_jobs", *(sa.column(n) for n in (*_ID, "body")))
+
+
+def _rewrite(conn: sa.Connection, table: sa.TableClause, key: tuple[str, ...], new: Callable[..., str | None]) -> None:
+    """Every row of ``table`` whose body ``new(key values, body)`` changes (None = unchanged) written
+    back, one page of rows at a time in key order: memory stays that of one page."""
+    cols = [table.c[n] for n in key]
+    update = (
+        sa.update(table)
+        .where(*(col == sa.bindparam(f"k{i}") for i, col in enumerate(cols)))
+        .values(body=sa.bindparam("b"))
+    )
+    last: tuple[Any, ...] | None = None
+    while True:
+        q = sa.select(*cols, table.c.body).where(table.c.body.is_not(None)).order_by(*cols).limit(_BATCH)
+        page = conn.execute(q if last is None else q.where(sa.tuple_(*cols) > sa.tuple_(*last))).all()
+        if not page:
+            return
+        changed = [
+            {**{f"k{i}": v for i, v in enumerate(ids)}, "b": got}
+            for *ids, body in page
+            if (got := new(ids, body)) is not None
+        ]
+        if changed:
+            conn.execute(update, changed)
+        last = tuple(page[-1][: len(key)])
+
+
+def _act(ids: list[Any], body: str) -> str | None:
+    try:
+        got = said(ids[2], json.loads(body))
+    except (ValueError, RecursionError):
+        return None  # not JSON: the store's reader moves its job aside, as before
+    return None if got is None else json.dumps(got, sort_keys=True)
 
 
 def upgrade() -> None:
     conn = op.get_bind()
-    q = sa.select(_acts.c.space, _acts.c.gen, _acts.c.job_key, _acts.c.seq, _acts.c.body)
-    changed = []
-    for space, gen, job_key, seq, body in conn.execute(q).all():
-        try:
-            got = said(job_key, json.loads(body))
-        except (ValueError, RecursionError):
-            continue  # not JSON: the store's reader moves its job aside, as before
-        if got is not None:
-            changed.append({"s": space, "g": gen, "k": job_key, "n": seq, "b": json.dumps(got, sort_keys=True)})
-    c = _acts.c
-    update = (
-        sa.update(_acts)
-        .where(
-            c.space == sa.bindparam("s"),
-            c.gen == sa.bindparam("g"),
-            c.job_key == sa.bindparam("k"),
-            c.seq == sa.bindparam("n"),
-        )
-        .values(body=sa.bindparam("b"))
-    )
-    for i in range(0, len(changed), _BATCH):
-        conn.execute(update, changed[i : i + _BATCH])
-    jobs = sa.table(*("sweep_state_jobs", *(sa.column(n, sa.Text()) for n in ("space", "gen", "job_key", "body"))))
-    q = sa.select(jobs.c.space, jobs.c.gen, jobs.c.job_key, jobs.c.body).where(jobs.c.body.is_not(None))
-    rows = [
-        {"s": s, "g": g, "k": k, "b": got}
-        for s, g, k, body in conn.execute(q).all()
-        if (got := with_severity(body)) is not None
-    ]
-    j = jobs.c
-    update = (
-        sa.update(jobs)
-        .where(j.space == sa.bindparam("s"), j.gen == sa.bindparam("g"), j.job_key == sa.bindparam("k"))
-        .values(body=sa.bindparam("b"))
-    )
-    for i in range(0, len(rows), _BATCH):
-        conn.execute(update, rows[i : i + _BATCH])
+    _rewrite(conn, _acts, (*_ID, "seq"), _act)
+    _rewrite(conn, _jobs, _ID, lambda _, body: with_severity(body))
 
 
 def downgrade() -> None:
