@@ -3,9 +3,11 @@ or damages (a bad write by hand, a partial restore) without the store's code in 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sweep_core.state.db import engine_for, space_of, state_url
 from sweep_core.state.rows import NOW, LedgerRows
@@ -37,3 +39,19 @@ def write_row(run_log_dir: str | Path, key: str | None, body: str | None, gen: s
 def generations(run_log_dir: str | Path) -> list[str]:
     with rows_of(run_log_dir) as rows:
         return rows.generations()
+
+
+ADDED_BY_0005 = ("act", "target", "act_cluster", "did", "unreadable")  # what migration 0005 may add to an act
+
+
+def acts_as_before(ledger: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """A ledger's ``to_dict`` with the fields migration 0005 added to its acts taken out again (those
+    the same act in ``before``, a ledger read before 0005, lacked): the rest compares exactly."""
+    out = json.loads(json.dumps(ledger))
+    for key, e in out["jobs"].items():
+        was = before["jobs"].get(key, {}).get("acts", [])
+        e["acts"] = [
+            {k: v for k, v in a.items() if k not in ADDED_BY_0005 or (i < len(was) and k in was[i])}
+            for i, a in enumerate(e["acts"])
+        ]
+    return out

@@ -1,13 +1,13 @@
 """Task callables of the sweep_hf_chain DAG: advance (sweep_core.handoffs.chain.usecase: every cell
 of every HF-only series by the legs its evidence allows) and record. Airflow-facing wiring only:
 the durable state is rows of the state database (sweep_core.state.cells: one per cell), the Airflow
-Variable ``sweep_hf_chain`` of earlier versions moved in once and deleted; ops.md, SSH and the hub
-client are wired in; the tracker rows and the cluster's own job list are the other two sources of truth."""
+Variable ``sweep_hf_chain`` of earlier versions moved in once by ``sweep-state upgrade``
+(sweep_operators.state_cli); ops.md, SSH and the hub client are wired in; the tracker rows and the
+cluster's own job list are the other two sources of truth."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from typing import Any
 from urllib.parse import quote
@@ -26,31 +26,24 @@ from sweep_core.state.cells import load_cells, save_cells
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.notify_tasks import tell_once
+from sweep_operators.state_cli import CHAIN_VAR
 from sweep_operators.task_ids import Chain, DagId
 from sweep_operators.window import run_id_of
 
 log = logging.getLogger(__name__)
-STATE_VAR = "sweep_hf_chain"
 
 
 def _load_state(log_dir: str) -> dict[str, Any]:
-    """Every cell's state; the Variable an earlier version kept it in moved into the rows first, once."""
-    raw = Variable.get(STATE_VAR, default=None)
-    if raw is not None:
-        try:
-            data = json.loads(raw) if isinstance(raw, str) else dict(raw)
-        except ValueError as exc:
-            raise RuntimeError(f"Variable {STATE_VAR} is not JSON ({exc}): fix or delete it; nothing advanced") from exc
-        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-            raise RuntimeError(f"Variable {STATE_VAR} is not an object of cells: fix or delete it; nothing advanced")
-        if save_cells(log_dir, data, only_if_empty=True) < 0:
-            raise RuntimeError(
-                f"Variable {STATE_VAR} and the state database both hold the chain's state: compare them, "
-                f"then delete the Variable; nothing advanced"
-            )
-        Variable.delete(STATE_VAR)
-        log.warning("the chain's state moved from Variable %s into the state database (%d cells)", STATE_VAR, len(data))
-    return load_cells(log_dir)
+    """Every cell's state. A space with no cell yet is new, or an upgrade whose ``sweep-state upgrade``
+    never moved the earlier version's Variable in: then (only then) the Variable's presence is asked,
+    and the chain refuses rather than start its cells from scratch and submit their legs again."""
+    state = load_cells(log_dir)
+    if not state and Variable.get(CHAIN_VAR, default=None) is not None:
+        raise RuntimeError(
+            f"the Airflow Variable {CHAIN_VAR} holds the HF chain's state of an earlier version: run "
+            f"`sweep-state upgrade` (it moves it into the state database), then the chain; nothing advanced"
+        )
+    return state
 
 
 def _save_state(log_dir: str, state: dict[str, Any]) -> None:

@@ -275,35 +275,8 @@ def test_a_cancel_or_relaunch_result_is_the_kernels_and_its_stored_act_reads_bac
     back = from_row(row)
     assert to_row(back) == row and back.problem == ""
     assert back.result == res.result  # the outcome, reason and evidence read back exactly
-    assert back.act == KernelAct(kind, "leo", "11") == back.act_on("ignored") == res.kernel_act("leo", "11")
+    assert back.act == KernelAct(kind, "leo", "11") == res.kernel_act("leo", "11")
     assert (row["act"], row["target"], row["act_cluster"]) == (str(kind), "11", "leo")
-
-
-@pytest.mark.parametrize(
-    ("row", "kind", "outcome"),
-    [  # as the code before wrote them: no act; the act is derived from the kind (and what it did)
-        ({"kind": "cancel", "run": "r", "at": "t", "by": "ana", "result": "UNKNOWN: lost", "did": "unknown"},
-         ActKind.SCANCEL, Outcome.UNKNOWN),
-        ({"kind": "cancel", "run": "r", "result": "stopped (iris KILLED)", "did": "stopped"}, ActKind.STOP, Outcome.OK),
-        ({"kind": "relaunch", "run": "r", "result": "requeued (PENDING)", "did": "requeued"}, ActKind.REQUEUE,
-         Outcome.OK),
-        ({"kind": "relaunch", "run": "r", "result": "cancelled and relaunched as job 12", "did": "relaunched",
-          "new_job_id": "12"}, ActKind.SBATCH, Outcome.OK),
-        ({"kind": "relaunch", "run": "r", "result": "x", "did": "exploded"}, ActKind.REQUEUE, Outcome.UNKNOWN),
-        ({"kind": "upload", "attempt": "1", "upload_job": "77", "run": "r"}, ActKind.SBATCH, None),
-        ({"kind": "consolidate", "job": "", "attempt": "1", "run": "r"}, ActKind.SBATCH, None),
-        ({"kind": "db_register", "attempt": "1", "outcome": "done"}, ActKind.COMMAND, Outcome.OK),
-        ({"kind": "chain_upload", "attempt": "1", "job": "5", "outcome": "failed"}, ActKind.SBATCH, Outcome.FAILED),
-        ({"kind": "reconciled", "of": "cancel", "did": "not taken"}, None, None),  # a mark, not an act
-    ],
-)  # fmt: skip
-def test_acts_stored_before_they_said_their_act_read_back_exactly_with_it_derived(
-    row: dict[str, str], kind: ActKind | None, outcome: Outcome | None
-) -> None:
-    back = from_row(row)
-    assert to_row(back) == row and back.act is None
-    assert back.act_on("11") == (KernelAct(kind, "", "11") if kind else None)
-    assert back.outcome is outcome
 
 
 def test_a_stored_act_naming_no_known_act_is_unknown_with_its_reason_and_kept_whole() -> None:
@@ -346,12 +319,12 @@ def test_a_hub_check_is_worth_storing_once_a_run_when_it_changed_or_an_act_stand
     ok_ab = hub_result(HubEvidence(True, "present", ("x",), (), 1, "main", "ab12"))
     ok_cd = hub_result(HubEvidence(True, "present", ("x",), (), 1, "main", "cd34"))  # a new commit
     past = [to_row(hub_attempt("org/a", ok_ab, run="r1", at="t1"))]
-    assert worth_recording([], "11", hub_attempt("org/a", ok_ab, run="r1", at="t"), False)
-    assert not worth_recording(past, "11", hub_attempt("org/a", ok_ab, run="r2", at="t"), False)  # the same answer
-    assert worth_recording(past, "11", hub_attempt("org/a", ok_ab, run="r2", at="t"), True)  # an rm stands on it
-    assert not worth_recording(past, "11", hub_attempt("org/a", ok_ab, run="r1", at="t"), True)  # once a run
-    assert worth_recording(past, "11", hub_attempt("org/a", ok_cd, run="r2", at="t"), False)
-    assert worth_recording(past, "11", hub_attempt("org/b", ok_ab, run="r2", at="t"), False)  # another repo
+    assert worth_recording([], hub_attempt("org/a", ok_ab, run="r1", at="t"), False)
+    assert not worth_recording(past, hub_attempt("org/a", ok_ab, run="r2", at="t"), False)  # the same answer
+    assert worth_recording(past, hub_attempt("org/a", ok_ab, run="r2", at="t"), True)  # an rm stands on it
+    assert not worth_recording(past, hub_attempt("org/a", ok_ab, run="r1", at="t"), True)  # once a run
+    assert worth_recording(past, hub_attempt("org/a", ok_cd, run="r2", at="t"), False)
+    assert worth_recording(past, hub_attempt("org/b", ok_ab, run="r2", at="t"), False)  # another repo
     flaky = [to_row(hub_attempt("org/a", unknown("hub unreachable: HTTP 502"), run="r3", at="t"))]
     again = hub_attempt("org/a", unknown("hub unreachable: ConnectError"), run="r4", at="t")
-    assert not worth_recording(past + flaky, "11", again, False)  # an unknown answer's wording is no change
+    assert not worth_recording(past + flaky, again, False)  # an unknown answer's wording is no change

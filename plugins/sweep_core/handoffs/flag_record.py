@@ -5,10 +5,9 @@ The record: the job (``cluster``, ``job_id``, ``name``), the flag's ``rule``, ``
 ``action``, and its ``evidence`` (the flag's line, what a person reads and the relaunch kinds are
 matched on). ``from_dict`` checks every field and raises FlagRecordError naming the bad one.
 
-The form before the record (a run triggered before it, or a conf a person wrote: no ``severity``
-key, the rule and severity only inside the ``evidence`` line, if at all) is read ONCE, here, at the
-edge (``from_conf``): its rule and severity are read off the line (``[rule] SEVERITY ...``), or left
-"" when it is not a flag line (a by-hand request has no flag).
+A conf entry without ``severity`` (a conf a person wrote, or a run an earlier version triggered)
+is a by-hand request (``from_conf``): its ids, action, rule as given and evidence, severity ''; its
+evidence line is not read (a by-hand request has no flag; the sweep's own record is what counts).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ IRIS_JOB_ID_RE = re.compile(r"^(/[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}){2,8}$")  # 
 CLUSTER_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 RULE_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_EVIDENCE = 2000  # characters of evidence a record keeps
-_LINE = re.compile(r"^\[([a-z][a-z0-9_]{0,63})\] ([A-Z]+) ")  # the form before: "[rule] SEVERITY ..."
 FIELDS = ("cluster", "job_id", "name", "rule", "severity", "action", "evidence")
 
 
@@ -78,8 +76,8 @@ class FlagRecord:
 
     @classmethod
     def from_conf(cls, data: Mapping[str, Any]) -> FlagRecord:
-        """A hand-off conf's job entry: the typed form (it has ``severity``), else the form before
-        (module doc), read once here; FlagRecordError names the bad field either way."""
+        """A hand-off conf's job entry: the typed form (it has ``severity``), else a by-hand request
+        (module doc); FlagRecordError names the bad field either way."""
         if not isinstance(data, Mapping):
             raise FlagRecordError("*", f"a job entry is an object, got {type(data).__name__}")
         if "severity" in data:
@@ -87,24 +85,12 @@ class FlagRecord:
         for k in ("cluster", "job_id", "name", "action", "rule", "evidence"):
             if data.get(k) is not None and not isinstance(data[k], str | int):
                 raise FlagRecordError(k, f"not a string ({type(data[k]).__name__})")
-        evidence = str(data.get("evidence") or "")[:MAX_EVIDENCE]
-        rule, severity = read_line(evidence)
-        given = str(data.get("rule") or "")
         return cls(
-            *(str(data.get(k) or "") for k in ("cluster", "job_id", "name")),
-            given or rule,
-            severity,
+            *(str(data.get(k) or "") for k in ("cluster", "job_id", "name", "rule")),
+            "",
             str(data.get("action") or ""),
-            evidence,
+            str(data.get("evidence") or "")[:MAX_EVIDENCE],
         )
-
-
-def read_line(line: str) -> tuple[str, str]:
-    """(rule, severity) of a flag line of the form before the record ("", "" when it is not one)."""
-    m = _LINE.match(line)
-    if not m or m.group(2).lower() not in tuple(Severity):
-        return "", ""
-    return m.group(1), m.group(2).lower()
 
 
 def _check(r: FlagRecord) -> None:

@@ -24,12 +24,11 @@ GRACE_S = 120  # scancel / an iris stop takes effect in seconds; still RUNNING t
 RECONCILED = "reconciled"  # the act kind of a reconciliation
 CONFIRMING = frozenset({"CANCELLED", "KILLED"})
 UNKNOWN_DID = "unknown"  # handoffs.cancel.outcome.Did.UNKNOWN as the ledger stores it
-UNKNOWN_TEXT = "UNKNOWN"  # slurm.failover.not_done's first word, in acts stored before ``did`` was
+UNREADABLE = "unreadable"  # kernel.attempt.UNREADABLE: an act the state migration 0005 could not read
 
 
 def lost_cancel(e: LedgerEntry) -> dict[str, str] | None:
-    """The job's latest cancel act whose answer was lost, unless a reconciliation followed it (an
-    act recorded before ``did`` was stored: its result text says UNKNOWN)."""
+    """The job's latest cancel act whose answer was lost, unless a reconciliation followed it."""
     for a in reversed(e.acts):
         if a.get("kind") == RECONCILED:
             return None
@@ -40,12 +39,10 @@ def lost_cancel(e: LedgerEntry) -> dict[str, str] | None:
 
 def _lost(a: dict[str, str]) -> bool:
     """Whether a stored cancel act's outcome is the kernel's UNKNOWN: its ``did`` says so (the
-    kernel reads it so, handoffs.kernel.result.DID_OUTCOMES), or, for an act stored before ``did``
-    was, the first word of the text slurm.failover.not_done printed (``UNKNOWN: <why>: …``)."""
-    did = a.get("did")
-    if did:
-        return did == UNKNOWN_DID
-    return a.get("result", "").partition(":")[0] == UNKNOWN_TEXT
+    kernel reads it so, handoffs.kernel.result.DID_OUTCOMES), or the state migration 0005 could not
+    read what an older version stored (the kernel reads it UNKNOWN: what became of the job is read
+    from the cluster, never guessed). Nothing here reads the act's text."""
+    return a.get("did") == UNKNOWN_DID or bool(a.get(UNREADABLE))
 
 
 def _at(text: str) -> dt.datetime | None:

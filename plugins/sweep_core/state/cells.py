@@ -2,6 +2,9 @@
 of a run-log directory's space, its CellState as a JSON object. A save writes only the cells whose
 JSON changed, in one transaction. A row that is not a JSON object raises naming the cell: the chain
 advances nothing on a state it cannot read (never a fresh cell that would submit a leg again).
+
+``move_in``: the state an earlier version kept in the Airflow Variable ``sweep_hf_chain`` (its
+JSON text) moved into an empty space once, by ``sweep-state upgrade`` (sweep_operators.state_cli).
 """
 
 from __future__ import annotations
@@ -80,3 +83,18 @@ def save_cells(run_log_dir: str | Path, state: Mapping[str, Mapping[str, Any]], 
                 rows,
             )
     return len(rows)
+
+
+def move_in(run_log_dir: str | Path, raw: object) -> int:
+    """The chain's state as an earlier version kept it (the Variable's value: JSON text of an object
+    of cells) written into ``run_log_dir``'s space, which must hold no cell; how many cells. Raises
+    CellStateError (nothing written) when it is not that, or the space holds cells already."""
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as exc:
+        raise CellStateError(f"it is not JSON ({exc}): fix or delete it") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise CellStateError("it is not an object of cells: fix or delete it")
+    if save_cells(run_log_dir, data, only_if_empty=True) < 0:
+        raise CellStateError("it and the state database both hold the chain's state: compare them, then delete it")
+    return len(data)

@@ -11,10 +11,11 @@ import json
 import pytest
 from cancel_fleet import wedged_decision
 
-from sweep_core.handoffs.cancel.outcome import Act, ActOutcome, Did, OutcomeError, from_xcom, to_xcom
+from sweep_core.handoffs.cancel.outcome import EARLIER, Act, ActOutcome, Did, OutcomeError, from_xcom, to_xcom
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
 from sweep_core.handoffs.cancel.remember import outcome_acts, remember_acts
 from sweep_core.handoffs.flag_record import FlagRecord, FlagRecordError
+from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.view import LedgerView
@@ -72,10 +73,11 @@ def test_a_missing_field_of_the_typed_form_is_named() -> None:
         FlagRecord.from_conf(job)
 
 
-def test_the_form_before_the_record_is_read_once_at_the_edge() -> None:
+def test_a_conf_or_decision_without_the_typed_flag_is_by_hand_and_its_line_is_never_read() -> None:
     old = {"cluster": "local", "job_id": "11", "name": "rl__a", "action": "kill-approval", "rule": "liveness_stale",
-           "evidence": LINE}  # a run triggered before the record: no severity  # fmt: skip
-    assert FlagRecord.from_conf(old) == FlagRecord.from_flag(_flag())
+           "evidence": LINE}  # a run an earlier version triggered: no severity  # fmt: skip
+    rec = FlagRecord.from_conf(old)
+    assert (rec.rule, rec.severity, rec.evidence) == ("liveness_stale", "", LINE)  # the line not parsed
     by_hand = {
         "cluster": "local",
         "job_id": "12",
@@ -88,28 +90,30 @@ def test_the_form_before_the_record_is_read_once_at_the_edge() -> None:
     assert CancelRequest.from_dict(by_hand).asked_evidence == "hung, sorry"
     with pytest.raises(FlagRecordError, match="field 'job_id'"):  # the old form is checked all the same
         CancelRequest.from_dict({**by_hand, "job_id": "$(id)"})
-    # a decision validate kept before the typed rule: its rule read once off the sweep's line
+    # a decision an earlier version's validate kept (no typed rule): no rule read off its line, so no
+    # standing permission (scoped by rule) covers it and a person is asked
     kept = CancelDecision(CancelRequest("local", "11", "rl__a", "kill-approval", LINE), "cancel").to_dict()
     del kept["request"]["rule"], kept["request"]["severity"]
     req = CancelDecision.from_dict(kept).request
-    assert (req.rule, req.severity) == ("liveness_stale", "critical")
+    assert (req.rule, req.severity, req.evidence) == ("", "", LINE)
 
 
-def test_outcomes_travel_typed_through_xcom_and_the_form_before_is_read_once() -> None:
+def test_outcomes_travel_typed_through_xcom_and_an_earlier_versions_text_is_unknown_never_done() -> None:
     new = ActOutcome(Did.RELAUNCHED, "cancelled and relaunched by the ops.md command as job 4242", Act.RELAUNCH, "4242")
     raw = json.loads(json.dumps(to_xcom({"local": {"11": new}})))
     assert from_xcom(raw) == {"local": {"11": new}}
     old = {"local": {"11": "cancelled and relaunched by the ops.md command as job 4242",
                      "12": "UNKNOWN: outcome UNKNOWN: relaunch sent to login01 (h:22), then dropped: not sent again",
-                     "13": "UNKNOWN: outcome UNKNOWN: scancel sent to login01 (h:22), then dropped: not sent again",
+                     "13": "cancelled",
                      "14": "left alone: moved since the flag: step 520 (was 500)",
-                     "15": "scancel sent; sacct says RUNNING"}}  # fmt: skip
+                     "15": None}}  # fmt: skip
     got = from_xcom(old)["local"]
-    assert got["11"] == new
-    assert got["12"].did == Did.UNKNOWN and got["12"].relaunch_attempt
-    assert got["13"].did == Did.UNKNOWN and got["13"].cancelled and not got["13"].relaunch_attempt
-    assert got["14"].did == Did.LEFT_ALONE and not (got["14"].cancelled or got["14"].relaunch_attempt)
-    assert not (got["15"].cancelled or got["15"].relaunch_attempt)
+    for job_id, text in old["local"].items():  # an in-flight run's act task of an earlier version: its text not read
+        res = got[job_id]
+        assert res.result.outcome is Outcome.UNKNOWN and EARLIER in res.result.reason and str(text) in res.text
+        assert not (res.cancelled or res.relaunch_attempt) and res.new_job_id == ""  # never counted as done
+    d = wedged_decision("local", "13", "rl__x")
+    assert outcome_acts([d], {"13": got["13"]}, "c1", "t", "ana") == ([], [])  # nothing recorded as done
     with pytest.raises(OutcomeError, match="field 'did'"):
         from_xcom({"local": {"11": {**new.to_dict(), "did": "done-ish"}}})
 

@@ -26,7 +26,7 @@ def _probe(sacct: str = f"111|COMPLETED|sft__{CELL}\n"):
 
 
 class _State:
-    """The durable state (an Airflow Variable on the Airflow side): what was loaded and saved."""
+    """The durable state (the cell rows on the Airflow side): what was loaded and saved."""
 
     def __init__(self, start: dict | None = None) -> None:
         self.value, self.saved = dict(start or {}), []

@@ -20,6 +20,7 @@ from sweep_core.handoffs.kernel.attempt import Attempt
 from sweep_core.handoffs.kernel.hub import hub_act
 from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.state.cells import load_cells
+from sweep_operators import state_cli
 
 pytestmark = pytest.mark.cluster
 TRACKER = "experiments/active/delphi/base_sft_evals/grid.md"
@@ -66,7 +67,7 @@ def _kept_hub_check(logs: Path, key: str) -> Attempt:
     return kept
 
 
-def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_path) -> None:
+def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_path, monkeypatch) -> None:
     from airflow.models.variable import Variable
 
     c = local_cluster
@@ -119,12 +120,19 @@ def test_chain_moves_one_leg_at_a_time_and_never_twice(local_cluster, tag, tmp_p
     conf_path.write_text(yaml.safe_dump(cfg))
     env = {"SWEEP_CONFIG": str(conf_path), "SWEEP_TRACKER_REPO": str(repo)}
     logs = tmp_path / "logs"
-    # the chain's state as an earlier version kept it (an Airflow Variable): moved into the rows once
+    # the chain's state as an earlier version kept it (an Airflow Variable): the chain refuses to start
+    # from scratch until `sweep-state upgrade` moves it into the rows, once
     Variable.set("sweep_hf_chain", json.dumps({"other/earlier__cell": {"leg": "done", "sft_job": "7"}}))
     model = ("model", f"sweep-local/{cell}")
 
     with hub_stub({}) as hub:
         env["HF_ENDPOINT"] = hub.url
+        refused = run_dag("sweep_hf_chain", {"dry_run": False}, logs, **env)
+        assert refused.task_states["advance"] == "failed" and load_cells(logs) == {}
+        for k, v in {**env, "SWEEP_RUN_LOG_DIR": str(logs)}.items():
+            monkeypatch.setenv(k, v)
+        assert state_cli.main(["upgrade", "--run-log-dir", str(logs)]) == 0
+        assert Variable.get("sweep_hf_chain", None) is None
         dry = run_dag("sweep_hf_chain", {"dry_run": True}, logs, **env)
         assert dry.state == "success" and _sacct_names(f"hf_upload__{cell}", settle=0) == []
         one = run_dag("sweep_hf_chain", {"dry_run": False}, logs, **env)

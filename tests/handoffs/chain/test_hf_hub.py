@@ -216,7 +216,7 @@ def test_a_stored_hub_check_reads_back_as_its_act_and_result() -> None:
     res = hub_result(judge_hub_listing(SHARDED, ["config.json", "nope.bin"]))
     row = to_row(hub_attempt(MODEL, res, run="r1", at="2026-12-06T10:00:00+00:00", why="cleanup blocked"))
     back = from_row(row)
-    assert back.act == hub_act(MODEL) == back.act_on("4242") and back.act.target == MODEL and back.act.cluster == ""
+    assert back.act == hub_act(MODEL) and back.act.target == MODEL and back.act.cluster == ""
     assert stored_result(back) == res and back.run == "r1"
-    assert latest_check([row, {"kind": "upload", "job": "9"}], "4242", MODEL) == back
-    assert latest_check([row], "4242", "laion/other") is None
+    assert latest_check([row, {"kind": "upload", "job": "9"}], MODEL) == back
+    assert latest_check([row], "laion/other") is None

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sweep_core.handoffs.flag_record import read_line
 from sweep_core.ledger.cancel_handoff import KIND, HandoffRun, record_handoffs
 from sweep_core.ledger.entries import Ledger
 
@@ -101,7 +100,7 @@ def judge(
         return _by_hand(f"the history of sweep {flag_run} has no [{row_rule or '?'}] → {flag_action} flag of this job")
     via = f"; via {giver}" if giver != flag_run else ""
     evidence = rec.get("evidence", "")
-    severity = rec.get("severity") or read_line(evidence)[1]  # a record written before it kept the severity
+    severity = rec.get("severity", "")  # (one stored before it kept it: given it by state migration 0005)
     why = f"handed off by sweep {flag_run} ([{rule}] → {flag_action}{via})"
     return Authority(SWEEP, evidence, why, rule, severity)
 

@@ -7,14 +7,14 @@ scancel / requeue / sbatch / stop act's ``kernel.result.Result`` (ok / failed / 
 the evidence), one table (``DID_OUTCOME``) says which ``Did`` is which, and ``kernel_act`` names the
 act itself (``kernel.act.Act``: scancel, requeue, sbatch or stop, and its job).
 
-It travels through XCom as ``to_dict``; ``from_xcom`` reads it back, and reads the plain text an
-act task of a run started before the typed outcome returned ONCE, here (``legacy``), so that run's
-acts still reach the ledger.
+It travels through XCom as ``to_dict``; ``from_xcom`` reads it back. What an act task of an earlier
+version returned (a run in flight across an upgrade: not an object) is not parsed: it reads as
+``earlier``, the kernel's UNKNOWN (``Did.ERROR``: nothing recorded, never counted as done) whose
+reason says to check the job by hand.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -121,37 +121,21 @@ def to_xcom(results: Mapping[str, Mapping[str, ActOutcome]]) -> dict[str, dict[s
     return {c: {j: o.to_dict() for j, o in per.items()} for c, per in results.items()}
 
 
+EARLIER = "an outcome from an earlier version's act task: check the job by hand"
+
+
 def from_xcom(raw: Mapping[str, Mapping[str, Any]] | None) -> Outcomes:
-    """cluster -> job id -> outcome as an act task returned it (the text of the form before: ``legacy``)."""
+    """cluster -> job id -> outcome as an act task returned it (not an object: ``earlier``)."""
     return {
-        str(c): {str(j): legacy(o) if isinstance(o, str) else ActOutcome.from_dict(o) for j, o in per.items()}
+        str(c): {str(j): ActOutcome.from_dict(o) if isinstance(o, Mapping) else earlier(o) for j, o in per.items()}
         for c, per in (raw or {}).items()
     }
 
 
-_AS_JOB = re.compile(r"by the ops\.md command as job (\d{1,12}\b|/[\w./-]{1,200})")
-_LEGACY = (  # the text's opening -> (did, act), first match; the form before the typed outcome only
-    ("requeued", Did.REQUEUED, Act.RELAUNCH),
-    ("cancelled and relaunched", Did.RELAUNCHED, Act.RELAUNCH),
-    ("cancelled; the ops.md relaunch command failed", Did.COMMAND_FAILED, Act.RELAUNCH),
-    ("cancelled", Did.CANCELLED, Act.CANCEL),
-    ("stopped", Did.STOPPED, Act.CANCEL),
-    ("left alone", Did.LEFT_ALONE, Act.CANCEL),
-    ("UNKNOWN", Did.UNKNOWN, Act.CANCEL),
-    ("outcome unknown", Did.ERROR, Act.CANCEL),
-)
-
-
-def legacy(text: str) -> ActOutcome:
-    """An outcome of the form before (plain text), read once: its opening words say what was done;
-    an UNKNOWN whose lost session was a relaunch is a relaunch (its act then counts)."""
-    for head, did, act in _LEGACY:
-        if text.startswith(head):
-            if did == Did.UNKNOWN and "relaunch sent" in text:
-                act = Act.RELAUNCH
-            m = _AS_JOB.search(text)
-            return ActOutcome(did, text, act, m.group(1) if m else "")
-    return ActOutcome(Did.NOT_RUN, text)
+def earlier(value: object) -> ActOutcome:
+    """An outcome an earlier version's act task returned (its text is shown, never read): UNKNOWN
+    whether anything was sent, nothing recorded, a person checks the job."""
+    return ActOutcome(Did.ERROR, f"outcome unknown: {EARLIER}: {str(value)[:200]}")
 
 
 def not_done(problem: str, act: Act = Act.CANCEL) -> ActOutcome:

@@ -22,7 +22,7 @@ from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.config.schema_base import section
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cancel.overrides import parse_overrides
-from sweep_core.handoffs.flag_record import IRIS_JOB_ID_RE, FlagRecord, read_line
+from sweep_core.handoffs.flag_record import IRIS_JOB_ID_RE, FlagRecord
 from sweep_core.records.vocab import CANCEL_ACTIONS, Action
 from sweep_core.safe.names import check_job_line
 from sweep_core.safe.text import md_code, md_text
@@ -55,8 +55,7 @@ class CancelRequest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CancelRequest:
-        """Strictly checked (flag_record.FlagRecord.from_conf, which reads the form before the record
-        once): a malformed entry raises ValueError naming the field and is never sent to a cluster.
+        """Strictly checked (flag_record.FlagRecord.from_conf): a malformed entry raises ValueError naming the field and is never sent to a cluster.
         The conf's evidence goes to ``asked_evidence`` only (the conf is not trusted)."""
         if not isinstance(data, dict):
             raise TypeError(f"job entry must be an object, got {type(data).__name__}")
@@ -70,10 +69,9 @@ class CancelRequest:
 
     @classmethod
     def from_xcom(cls, data: dict[str, Any]) -> CancelRequest:
-        """As validate kept it; one validated before the typed rule had only the line: read once here."""
-        if "rule" not in data and data.get("evidence"):
-            rule, severity = read_line(str(data["evidence"]))
-            data = {**data, "rule": rule, "severity": severity}
+        """As validate kept it. One an earlier version's validate kept (a run in flight across an
+        upgrade: no ``rule``) keeps rule and severity '' (its line is not read): no standing
+        permission covers it, a person is asked."""
         return cls(**data)
 
 

@@ -5,7 +5,7 @@
                                                 the cell's tracker row (⏳)
     leg 3  eval harvested (row ✅)           -> done (sweep_tracker_harvest fills the row)
 
-Idempotent three ways: the durable per-cell state (an Airflow Variable), the tracker itself (a
+Idempotent three ways: the durable per-cell state (rows of the state database), the tracker itself (a
 row with an eval job id has passed leg 2), and the cluster (a job of the leg's name already in
 squeue/sacct is adopted, never submitted again). A done leg is never redone.
 
@@ -312,7 +312,7 @@ def kept_hub_check(before: CellState, step: Step, check: Attempt | None) -> Atte
         return before.hub
     moved = step.state.leg != before.leg or bool(step.submit)
     kept = [to_row(before.hub)] if before.hub is not None else []
-    return check if worth_recording(kept, before.sft_job, check, moved) else before.hub
+    return check if worth_recording(kept, check, moved) else before.hub
 
 
 def advance(

@@ -167,7 +167,7 @@ def hub_acts(
                 continue  # the hub was not asked (not its own upload, no commit recorded)
             res = Result(Outcome(h["outcome"]), str(h.get("reason", "")), str(h.get("evidence", "")))
             new = hub_attempt(str(h["repo_id"]), res, run=run, at=at, why=f"cleanup {d.action}")
-            if worth_recording(past, t.job_id, new, d.action == "delete"):
+            if worth_recording(past, new, d.action == "delete"):
                 out.append((t.cluster, t.job_id, t.name, to_row(new)))
     return out
 

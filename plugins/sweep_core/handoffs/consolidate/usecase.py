@@ -191,7 +191,7 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
         seen += [
             (t.cluster, t.array_id, t.name, to_row(c))
             for c in checks
-            if worth_recording(past, t.array_id, c, step.action == "advance")
+            if worth_recording(past, c, step.action == "advance")
         ]
     if seen and not run.dry_run:
         record(run.run_log_dir, seen)

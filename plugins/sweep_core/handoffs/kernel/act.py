@@ -1,15 +1,14 @@
 """The one act type of the hand-offs: what is done (rm, scancel, requeue, sbatch, stop, hub check)
 and to what (a cluster's job id, a path, a hub repo).
 
-A stored attempt says its act (kernel.attempt ``to_row``: ``act``, ``target``, ``act_cluster``); an
-attempt stored before it did reads with the act ``derived`` from its stored kind, here and only here.
+A stored attempt says its act (kernel.attempt ``to_row``: ``act``, ``target``, ``act_cluster``); the
+state migration 0005 wrote it once into every attempt stored before, so nothing derives it on read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
 
 
 class ActKind(StrEnum):
@@ -38,36 +37,13 @@ class Act:
         return f"{self.kind} {where}{self.target}"
 
 
-# A stored attempt's kind (the ledger act kind each hand-off writes) -> the act it is of, for an
-# attempt stored before it said its act. A cancel / relaunch is refined by what was done (``did``).
-BY_KIND: Final[dict[str, ActKind]] = {
-    "cancel": ActKind.SCANCEL,
-    "relaunch": ActKind.REQUEUE,
-    "upload": ActKind.SBATCH,
-    "consolidate": ActKind.SBATCH,
-    "consolidate_failed": ActKind.SBATCH,
-    "db_register": ActKind.COMMAND,
-    "rm": ActKind.RM,
-    "hub_check": ActKind.HUB_CHECK,
-}
-
-
 def kind_of(kind: str, did: str = "", new_job_id: str = "", job_id: str = "") -> ActKind | None:
-    """The act kind of a stored attempt of ``kind`` (None = not an act: a mark, a state, a verdict).
-    A cancel stopped by iris is a stop; a relaunch the ops.md command submitted again (relaunched,
-    its command failed, or a new id printed) an sbatch, else a requeue. A chain leg's job
-    (``chain_<leg>``, handoffs.chain.plan.leg_kind) is an sbatch."""
+    """The act kind of a sweep_cancel act of ``kind`` (cancel / relaunch; None = neither) by what it
+    did: a cancel stopped by iris is a stop, else an scancel; a relaunch the ops.md command submitted
+    again (relaunched, its command failed, or a new id printed) an sbatch, else a requeue."""
     if did == "stopped":
         return ActKind.STOP
-    if kind == "relaunch" and (did in ("relaunched", "command failed") or (new_job_id and new_job_id != job_id)):
-        return ActKind.SBATCH
-    if kind.partition("_")[0] == "chain":
-        return ActKind.SBATCH
-    return BY_KIND.get(kind)
-
-
-def derived(kind: str, fields: dict[str, str], target: str) -> Act | None:
-    """The act of an attempt stored without one, from its kind and fields (the one derivation);
-    ``target``: the job id of the ledger entry it is stored on."""
-    got = kind_of(kind, fields.get("did", ""), fields.get("new_job_id", ""), target)
-    return Act(got, "", target) if got is not None else None
+    if kind == "relaunch":
+        again = did in ("relaunched", "command failed") or (new_job_id and new_job_id != job_id)
+        return ActKind.SBATCH if again else ActKind.REQUEUE
+    return ActKind.SCANCEL if kind == "cancel" else None

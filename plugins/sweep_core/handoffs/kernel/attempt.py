@@ -3,11 +3,12 @@
 An attempt is what one run did (or claimed) of one act: its kind (the ledger act kind: ``upload``,
 ``consolidate``, ``db_register``, …), attempt number, run id, time, job id, why, and the outcome
 word its answer left, and the act it is of (kernel.act ``Act``: kind, target, cluster, stored as
-``act`` / ``target`` / ``act_cluster``; an attempt stored before it said its act reads with the
-act derived from its kind, ``kernel.act.derived``). It is stored as today's ledger acts are: a
-flat object of strings (sweep_core.ledger.acts). ``from_row`` / ``to_row`` are the one conversion each way and round-trip
+``act`` / ``target`` / ``act_cluster``; the state migration 0005 wrote them once into every attempt
+stored before). It is stored as today's ledger acts are: a flat object of strings
+(sweep_core.ledger.acts). ``from_row`` / ``to_row`` are the one conversion each way and round-trip
 exactly; a stored act that cannot be read whole (not an object, a value not a string, an attempt
-number that is not one) reads as an attempt whose result is UNKNOWN with the reason, never a crash.
+number that is not one, one the migration marked ``unreadable``) reads as an attempt whose result
+is UNKNOWN with the reason, never a crash.
 
 A ``Record`` is every attempt of one hand-off on one target, oldest first, read through the
 hand-off's ``Kinds`` (which act kind is a submission, a failure, the done mark, the give-up, a
@@ -22,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from sweep_core.handoffs.kernel.act import Act, ActKind, derived
+from sweep_core.handoffs.kernel.act import Act, ActKind
 from sweep_core.handoffs.kernel.result import Outcome, Result, did_result, outcome_of_word, unknown
 
 JOB_KEYS = ("job", "upload_job")  # where a stored act keeps its Slurm id (upload's acts: upload_job)
 _TYPED = ("kind", "attempt", "run", "at", "why", "outcome")
+UNREADABLE = "unreadable"  # why the state migration 0005 could not read a stored act (kept whole)
 
 
 class Phase(StrEnum):
@@ -49,14 +51,7 @@ class Attempt:
     extra: Mapping[str, str] = field(default_factory=dict)  # the hand-off's own fields (flavor, state, …)
     job_key: str = "job"
     problem: str = ""  # why the stored act could not be read whole ('' = it could)
-    act: Act | None = None  # the act it says it is of (None = stored before attempts said it)
-
-    def act_on(self, entry_job: str) -> Act | None:
-        """The act this attempt is of: the one it stored, else derived from its kind with the job
-        id of the ledger entry it is stored on as its target (None = a mark, not an act)."""
-        if self.act is not None:
-            return self.act
-        return derived(self.kind, dict(self.extra), entry_job)
+    act: Act | None = None  # the act it says it is of (None = a mark, not an act)
 
     @property
     def result(self) -> Result | None:
@@ -103,6 +98,8 @@ def from_row(row: object) -> Attempt:
     kind = flat.get("kind", "")
     if not kind:
         problems.append("it names no kind")
+    if flat.get(UNREADABLE):
+        problems.append(flat[UNREADABLE])
     extra = {k: v for k, v in flat.items() if k not in _TYPED}
     attempt: int | None = None
     if "attempt" in flat:

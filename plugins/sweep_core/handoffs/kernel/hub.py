@@ -21,7 +21,7 @@ from sweep_core.handoffs.kernel.act import Act, ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, from_row
 from sweep_core.handoffs.kernel.result import Outcome, Result
 
-HUB_KIND = "hub_check"  # the stored attempt kind of a hub check (kernel.act.BY_KIND)
+HUB_KIND = "hub_check"  # the stored attempt kind of a hub check
 
 
 def hub_act(repo_id: str) -> Act:
@@ -59,13 +59,13 @@ def stored_result(a: Attempt) -> Result | None:
     return Result(a.outcome, a.get("reason") or (a.result.reason if a.result else ""), a.get("evidence"))
 
 
-def latest_check(acts: Iterable[object], job_id: str, repo_id: str) -> Attempt | None:
-    """The job's latest stored hub check of ``repo_id`` (its stored acts, oldest first; ``job_id``:
-    the ledger entry's, which an attempt stored without its act takes as its target)."""
+def latest_check(acts: Iterable[object], repo_id: str) -> Attempt | None:
+    """The job's latest stored hub check of ``repo_id`` (its stored acts, oldest first; every stored
+    attempt says its act: migration 0005 wrote it into those stored before)."""
     act = hub_act(repo_id)
     found = None
     for a in map(from_row, acts):
-        if a.kind == HUB_KIND and a.act_on(job_id) == act:
+        if a.kind == HUB_KIND and a.act == act:
             found = a
     return found
 
@@ -76,13 +76,13 @@ def _answer(a: Attempt) -> tuple[Outcome | None, str]:
     return a.outcome, a.get("evidence")
 
 
-def worth_recording(acts: Iterable[object], job_id: str, new: Attempt, evidence_for_act: bool) -> bool:
+def worth_recording(acts: Iterable[object], new: Attempt, evidence_for_act: bool) -> bool:
     """Whether ``new`` (a hub_attempt) is stored on the job: never twice in one run; else when its
     answer differs from the latest stored check of the same repo, or when it is the evidence an act
     is taken on this run (``evidence_for_act``)."""
     if new.act is None:
         return False
-    last = latest_check(acts, job_id, new.act.target)
+    last = latest_check(acts, new.act.target)
     if last is None:
         return True
     if last.run == new.run:
