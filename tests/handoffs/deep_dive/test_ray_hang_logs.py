@@ -18,9 +18,9 @@ from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
+from sweep_core.handoffs.deep_dive.plan import decide
 from sweep_core.handoffs.deep_dive.ray_logs import RayLog, hang_hits
 from sweep_core.handoffs.deep_dive.usecase import deep_dive
-from sweep_core.handoffs.deep_dive.verdict import decide
 
 CFG = DeepDiveSection()
 MCFG = metrics_config(None)

@@ -15,10 +15,10 @@ import pytest
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
+from sweep_core.handoffs.deep_dive.plan import decide
 from sweep_core.handoffs.deep_dive.remote import STACK_OFF, Gathered, _read_stack
 from sweep_core.handoffs.deep_dive.stacks import parse_dumps
 from sweep_core.handoffs.deep_dive.usecase import stack_evidence
-from sweep_core.handoffs.deep_dive.verdict import decide
 from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
