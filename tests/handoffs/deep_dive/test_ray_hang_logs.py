@@ -158,8 +158,8 @@ def test_opcount_alone_is_no_hang_line_and_a_truncated_first_line_is_not_quoted(
 
 
 def test_check_config_says_whether_the_ray_worker_logs_are_read_and_why_not() -> None:
+    from sweep_core.admin.switches import cluster_switches
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.handoffs.switches import cluster_switches
 
     sweep = load_sweep_config(Path(__file__).resolve().parents[3] / "include" / "sweep.yaml")
 

@@ -152,8 +152,8 @@ def test_check_config_says_whether_a_silent_job_gets_the_faulthandler_signal_and
 
     from handoff_fakes import cluster
 
+    from sweep_core.admin.switches import cluster_switches
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.handoffs.switches import cluster_switches
 
     sweep = load_sweep_config(Path(__file__).resolve().parents[3] / "include" / "sweep.yaml")
 

@@ -16,10 +16,10 @@ from git_repos import git, origin_clones
 from handoff_fakes import cluster, local_bash, ops
 from lab import USER
 
+from sweep_core.handoffs.dispatch.triggers import Handoff, plan_handoffs
 from sweep_core.handoffs.hygiene.plan import tree_fingerprint
 from sweep_core.handoffs.hygiene.remote import read_tree
 from sweep_core.handoffs.hygiene.usecase import fresh_read, pull, validate_cluster
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.ledger.runs import fold_sweep_run, give_once
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.records.remote_result import CommandResult
