@@ -21,20 +21,10 @@ from sweep_core.slurm.remote_scripts import compose
 from sweep_core.slurm.snapshot import tree_report
 
 MAX_FILE_BYTES = 256 * 1024  # one file brought to the local clone at most
-
-
 MAX_TOTAL_BYTES = 2 * 1024 * 1024  # all of them in one read
-
-
 MAX_GIT_FILES = 100  # modified files compared with upstream (as the gather)
-
-
 BANNER_BYTES = 4096  # the head of a RUNNING job's log read for its launch text
-
-
 MAX_BANNERS = 200  # logs read so in one session at most (the others: their Command alone)
-
-
 LAUNCH_FIELDS = ("JobArrayID", "Command", "StdOut")  # squeue -O names, as the gather's PATHS_FIELDS
 
 
