@@ -16,12 +16,16 @@ from sweep_core.slurm.remote_scripts import compose
 TIMED_OUT = (124, 137)  # timeout(1): the command was stopped mid-way, its effect unknown
 
 
+def register_line(argv: Sequence[str]) -> str:
+    """One registration command as the login node's shell reads it: every element shell-quoted."""
+    return " ".join(shlex.quote(a) for a in argv)
+
+
 def build_register_script(argvs: Sequence[Sequence[str]], timeout_s: int, marker: str) -> str:
     """ONE act script: ``run reg:<k> timeout -k 5 <timeout_s> <argv…>`` per command, every element
     shell-quoted (no shell parses the argv)."""
     lines = "".join(
-        f"run reg:{k} timeout -k 5 {int(timeout_s)} " + " ".join(shlex.quote(a) for a in argv) + "\n"
-        for k, argv in enumerate(argvs)
+        f"run reg:{k} timeout -k 5 {int(timeout_s)} " + register_line(argv) + "\n" for k, argv in enumerate(argvs)
     )
     return compose(marker, {}, (), trailer=lines, act=True)
 

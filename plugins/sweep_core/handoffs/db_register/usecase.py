@@ -10,7 +10,6 @@ script no login node took frees its claim. Nothing runs on a dry run. Its I/O co
 
 from __future__ import annotations
 
-import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from sweep_core.handoffs.db_register.plan import (
     register_argv,
     story_of,
 )
-from sweep_core.handoffs.db_register.remote import build_register_script, read_register
+from sweep_core.handoffs.db_register.remote import build_register_script, read_register, register_line
 from sweep_core.handoffs.kernel.act import Act, ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, Record, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
@@ -146,7 +145,7 @@ def run_registrations(
                 j.outcome = f"job name {t.name[:80]!r} is not a plain name: refused in any command"
                 continue
             j.argv = register_argv(rs.flavors[t.flavor], job_values(t, cfg, ccfg))
-            line = " ".join(shlex.quote(a) for a in j.argv)
+            line = register_line(j.argv)
             if dry_run:
                 j.outcome = f"{j.move.why} (dry run: would run {line})"
                 say(f"DRY RUN: would register on {cluster} for {t.job_id} {t.name}: {line}")
@@ -194,7 +193,7 @@ def _in_flight(j: _Job, run_id: str, now: str) -> dict[str, str]:
 
 def _act(j: _Job, outcome: str, why: str, run_id: str, now: str) -> dict[str, str]:
     """The ledger act of one registration attempt with its outcome (its stored form: kernel to_row)."""
-    command = " ".join(shlex.quote(a) for a in j.argv)
+    command = register_line(j.argv)
     return to_row(
         Attempt(
             REGISTER,
