@@ -10,7 +10,7 @@ org at the cap with STALE snapshots (conf ``cluster``, ``offered``), or by hand 
                  {snapshot} filled, shell-quoted, ONE act session; dry_run prints)
       -> record (table + the dated run log's actions section)
 
-Thin wiring only: plugins/sweep_core/handoffs/snapshots.py and plugins/sweep_core/health/snapshot_cap.py.
+Thin wiring only: plugins/sweep_core/handoffs/snapshots/ and plugins/sweep_core/health/snapshot_cap.py.
 """
 
 from __future__ import annotations

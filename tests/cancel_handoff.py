@@ -10,7 +10,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from sweep_core.handoffs.triggers import plan_handoffs
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.history.rows import sweep_frame
 from sweep_core.history.store import HistoryStore
 from sweep_core.ledger.cancel_handoff import HandoffRun

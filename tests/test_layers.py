@@ -1,7 +1,8 @@
 """The house's floors, from the code's own imports (scripts/house.py draws them): no import runs
 back up (no cycle between rooms, each hand-off of handoffs/ a room of its own), the pipeline stands
 above the rules it runs, the rules above the fan-in helpers they borrow, the ledger, which both
-remember into, imports neither, and relaunch and the deep-dive stand on cancel, never under it."""
+remember into, imports neither, and relaunch and the deep-dive stand on cancel, never under it;
+every hand-off has the same parts (plan, usecase, and remote when it sends commands)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,83 @@ def test_each_hand_off_is_a_room_and_relaunch_and_the_deep_dive_stand_on_cancel(
     assert floor["sweep_core.handoffs.deep_dive"] > floor["sweep_core.handoffs.cancel"]
     looped = {room for group in house.cycles(edges) for room in group}
     assert not looped & {"sweep_core.handoffs.cancel", "sweep_core.handoffs.relaunch", "sweep_core.handoffs.deep_dive"}
+
+
+HANDOFFS = ROOT / "plugins" / "sweep_core" / "handoffs"
+NOT_HAND_OFFS = {"kernel", "dispatch"}  # what every hand-off stands on; the sweep's side above them
+COMMANDS = "sweep_core.slurm.remote_scripts"  # composes the text a login node runs
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (and ``module.name`` for each name it takes from one)."""
+    got: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            got |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            got |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return got
+
+
+def shape_problems(handoffs: Path) -> list[str]:
+    """What breaks the one shape: a hand-off without ``plan``/``usecase``, one that runs a script on a
+    login node (``RunScript``, or composes one) without ``remote``, a command composed outside
+    ``remote``, a module at the top that fewer than two hand-offs import (``give`` excepted)."""
+    problems = []
+    packs = sorted(p for p in handoffs.iterdir() if (p / "__init__.py").is_file() and p.name not in NOT_HAND_OFFS)
+    for pack in packs:
+        modules = {m.stem: m for m in pack.glob("*.py")}
+        sends = any(COMMANDS in _imports(m) or "RunScript" in m.read_text(encoding="utf-8") for m in modules.values())
+        wanted = ("plan", "usecase", "remote") if sends else ("plan", "usecase")
+        problems += [f"{pack.name}/ has no {part}.py" for part in wanted if part not in modules]
+        problems += [
+            f"{pack.name}/{m}.py composes a command"
+            for m, f in modules.items()
+            if m != "remote" and COMMANDS in _imports(f)
+        ]
+    users: dict[str, set[str]] = {m.stem: set() for m in handoffs.glob("*.py") if m.stem != "__init__"}
+    for pack in packs:
+        for m in pack.glob("*.py"):
+            for name in _imports(m):
+                parts = name.split(".")
+                if parts[:2] == ["sweep_core", "handoffs"] and len(parts) > 2 and parts[2] in users:
+                    users[parts[2]].add(pack.name)
+    for top in users:  # through a shared top module (ports takes hub_evidence's type)
+        for m in handoffs.glob("*.py"):
+            if f"sweep_core.handoffs.{top}" in _imports(m) and m.stem in users and m.stem != top:
+                users[top] |= users[m.stem]
+    alone = [(t, sorted(u)) for t, u in users.items() if len(u) < 2 and t != "give"]
+    problems += [
+        f"handoffs/{t}.py is imported by {u or 'no hand-off'}: not shared, put it where it serves" for t, u in alone
+    ]
+    return problems
+
+
+def test_every_hand_off_has_the_same_parts() -> None:
+    assert shape_problems(HANDOFFS) == []
+
+
+def test_a_hand_off_out_of_shape_is_named(tmp_path) -> None:
+    for name, text in {
+        "ports.py": "RunScript = object\n",
+        "loose.py": "",
+        "a/plan.py": "from sweep_core.handoffs import ports\n",
+        "a/usecase.py": "from sweep_core.handoffs.ports import RunScript\nfrom sweep_core.handoffs.loose import x\n",
+        "b/plan.py": "from sweep_core.handoffs.ports import RunScript\n",
+        "b/usecase.py": "from sweep_core.slurm.remote_scripts import compose\n",
+        "b/remote.py": "",
+        "c/usecase.py": "",
+    }.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    for pack in "abc":
+        (tmp_path / pack / "__init__.py").write_text("", encoding="utf-8")
+    assert shape_problems(tmp_path) == [
+        "a/ has no remote.py",
+        "b/usecase.py composes a command",
+        "c/ has no plan.py",
+        "handoffs/loose.py is imported by ['a']: not shared, put it where it serves",
+    ]
 
 
 def test_a_cycle_is_found(tmp_path) -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sweep_core.config.handoffs_schema import DEFAULT_FLAVORS
 from sweep_core.handoffs.cancel.plan import CancelRequest
 from sweep_core.handoffs.cleanup.plan import CleanupTarget, targets_from_flags
-from sweep_core.handoffs.triggers import plan_handoffs
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.records.vocab import CANCEL_ACTIONS, Action, Bucket, Flavor, Severity, cleanup_action, cleanup_flavor
 from sweep_core.rules.context import job_flag

@@ -30,8 +30,8 @@ from sweep_core.handoffs.cleanup.plan import from_section
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, hub_acts, plan_cleanup
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of
 from sweep_core.handoffs.db_register.usecase import RegisterReport, register_settings, run_registrations
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import acts_of, read_ledger, record_acts
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_reader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
@@ -47,10 +47,10 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     ``reclaim_clusters`` (INODE HEADROOM over the soft limit) adds the backlog of completed
     jobs on those clusters whose trees were never confirmed removed. Jobs with an upload or a
     salvage open in the ledger are planned too (their hub is checked again): the ledger is read
-    once and folded into the plan's view (sweep_core.handoffs.views). The config is loaded and
-    validated once here; the plan is handed its typed parts and its ports (a read-only runner). Not
-    a dry run: the hub checks whose answer changed, or that a delete stands on, are stored on their
-    jobs (usecase.hub_acts)."""
+    once and folded into the plan's view (sweep_core.handoffs.dispatch.views). The config is loaded
+    and validated once here; the plan is handed its typed parts and its ports (a read-only runner).
+    Not a dry run: the hub checks whose answer changed, or that a delete stands on, are stored on
+    their jobs (usecase.hub_acts)."""
     config = load_sweep_config(sweep_yaml)
     params = context["params"]
     consolidated = context["ti"].xcom_pull(task_ids=Cleanup.CONSOLIDATE) or {}

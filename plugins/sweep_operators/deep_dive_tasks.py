@@ -1,7 +1,7 @@
 """Task callables of the sweep_rl_deep_dive DAG: probe, verdict, kill_branch, record.
 
 Airflow-facing wiring only: params and XCom in, ops.md and SSH wired into the use-case
-(sweep_core.handoffs.deep_dive.usecase; the rules are sweep_core.handoffs.deep_dive.verdict), the
+(sweep_core.handoffs.deep_dive.usecase; the rules are sweep_core.handoffs.deep_dive.plan), the
 verdicts into the ledger and the run log, the KILL jobs into a sweep_cancel conf (it asks a human).
 """
 

@@ -1,6 +1,6 @@
 """Task callables and the approval operator of the sweep_hygiene DAG: validate, approve, pull,
 record. Airflow-facing wiring only (each cluster's ops.md and SSH into
-sweep_core.handoffs.hygiene.handoff): the triage is committed in the LOCAL clone only (never pushed,
+sweep_core.handoffs.hygiene.usecase): the triage is committed in the LOCAL clone only (never pushed,
 never on a cluster); nothing is pulled unless an approver allowed for the cluster (sweep.yaml
 ``notify.approver_users``), not the user who triggered the run, chose that cluster, the gates read again right before still hold, and
 ``dry_run`` is false.
@@ -18,7 +18,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from sweep_core.alerts.approvals import hitl_answer, hitl_assignees, may_answer, who_may
 from sweep_core.config.handoffs_schema import MAX_APPROVAL_MINUTES
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.hygiene.handoff import approval_body, pull, record_lines, validate_cluster
+from sweep_core.handoffs.hygiene.usecase import approval_body, pull, record_lines, validate_cluster
 from sweep_core.handoffs.ports import active_slurm
 from sweep_core.safe.text import md_text
 from sweep_operators.handoff_io import ops_loader, ssh_runner

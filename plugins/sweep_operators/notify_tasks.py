@@ -32,7 +32,7 @@ from sweep_core.alerts.layout import (
 from sweep_core.config.notify_schema import Channel
 from sweep_core.config.sweep import SweepConfig, load_sweep_config
 from sweep_core.handoffs.cleanup.backlog import BacklogUnreadable, load_backlog
-from sweep_core.handoffs.triggers import Handoff
+from sweep_core.handoffs.dispatch.triggers import Handoff
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import read_file, read_sweep, window_key
 from sweep_core.records.models import ClusterSnapshot, Flag

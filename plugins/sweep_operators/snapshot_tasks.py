@@ -21,7 +21,8 @@ from sweep_core.config.steps_schema import DaytonaSection
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.render import box_table
 from sweep_core.handoffs.ports import active_slurm
-from sweep_core.handoffs.snapshots import approval_body, delete_approved, fresh_list
+from sweep_core.handoffs.snapshots.plan import approval_body
+from sweep_core.handoffs.snapshots.usecase import delete_approved, fresh_list
 from sweep_core.safe.text import md_text
 from sweep_operators.handoff_io import ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record

@@ -23,8 +23,8 @@ from sweep_core.fanin.report import (
     upsert_section,
 )
 from sweep_core.fanin.run_logs import RunLogStore
+from sweep_core.handoffs.dispatch.triggers import Handoff, with_work
 from sweep_core.handoffs.give import give_handoffs
-from sweep_core.handoffs.triggers import Handoff, with_work
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.hold import CONFIRM_PARAM
@@ -144,8 +144,8 @@ def render(ops_dir: str, sweep_yaml: str, template_dir: str, **context: Any) -> 
     previous sweep the ledger tells); the DAG run note (the next sweep's rules read this one's rows
     from the Parquet history the ``history`` task appends). A re-run of the same run replaces its
     log. The task log tells each stage's wall time."""
+    from sweep_core.admin.switches import off_lines
     from sweep_core.handoffs.harvest.plan import tracker_settings  # at run time: the DAG file parses without it
-    from sweep_core.handoffs.switches import off_lines
 
     laps, config = Laps(), load_sweep_config(sweep_yaml)
     snaps, flags, notes = _bucketed(context)

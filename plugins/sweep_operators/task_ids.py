@@ -1,13 +1,13 @@
 """The DAG ids and task ids of the package's DAGs, named once: the DAG files build their tasks with
 them and the task callables pull XCom by them. The core names the hand-offs
-(sweep_core.handoffs.triggers.Handoff); which DAG and trigger task each one is lives here.
+(sweep_core.handoffs.dispatch.triggers.Handoff); which DAG and trigger task each one is lives here.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from sweep_core.handoffs.triggers import Handoff
+from sweep_core.handoffs.dispatch.triggers import Handoff
 
 
 class DagId:

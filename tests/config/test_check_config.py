@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from sweep_core.admin.check_config import main
+from sweep_core.admin.switches import HANDOFFS
 from sweep_core.config.ops import cluster_names, load_cluster
-from sweep_core.handoffs.switches import HANDOFFS
 
 ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = ROOT / "include"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from sweep_core.admin.switches import cluster_switches
 from sweep_core.config.ops import cluster_names, load_cluster
 from sweep_core.config.sweep import load_sweep_config
-from sweep_core.handoffs.switches import cluster_switches
 
 ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = ROOT / "include"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from sweep_core.admin.switches import HANDOFFS, cluster_switches
 from sweep_core.config.ops import cluster_names, load_cluster
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.handoffs.chain.plan import chain_series
-from sweep_core.handoffs.switches import HANDOFFS, cluster_switches
 
 ROOT = Path(__file__).resolve().parents[2]
 OPS = ROOT / "include" / "ops"

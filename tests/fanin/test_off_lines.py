@@ -7,12 +7,12 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+from sweep_core.admin.switches import cluster_switches, off_lines
 from sweep_core.alerts.digest import COLUMNS, build_digest
 from sweep_core.alerts.layout import route, unrouted_lines
 from sweep_core.config.ops import load_cluster
 from sweep_core.config.sweep import load_sweep_config, parse_sweep_config
 from sweep_core.fanin.report import render_run_log
-from sweep_core.handoffs.switches import cluster_switches, off_lines
 from sweep_core.history.rows import CLUSTER, FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_sweep
 from sweep_core.pipeline.steps import cadence_table, render_step

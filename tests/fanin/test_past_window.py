@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sweep_core.handoffs.triggers import plan_handoffs
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.pipeline.steps import liveness_step
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.records.vocab import Action, Bucket, Severity

@@ -10,7 +10,7 @@ import pytest
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.gpu.lut import expected_range, learn_ranges, load_lut_file, lut_source, setting_of
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
-from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, decide
+from sweep_core.handoffs.deep_dive.plan import KILL, NO_KILL, decide
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = DeepDiveSection()

@@ -16,8 +16,8 @@ from k8s_stub import PodListStub, kubeconfig, pod
 from sweep_core.config.ops import load_cluster
 from sweep_core.config.sweep import load_sweep_config
 from sweep_core.fanin.metrics.config import metrics_config
+from sweep_core.handoffs.deep_dive.plan import KILL, NO_KILL
 from sweep_core.handoffs.deep_dive.usecase import deep_dive
-from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL
 
 pytestmark = needs_iris
 ROOT = Path(__file__).resolve().parents[2]

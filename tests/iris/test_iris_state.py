@@ -193,7 +193,7 @@ def test_a_past_iris_window_hands_nothing_to_cancel_and_judges_no_liveness() -> 
     investigate note, never a kill: liveness on iris is the state poll, issue 41); asked about
     yesterday's window it is listed, not judged, handed to nobody."""
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.handoffs.triggers import plan_handoffs
+    from sweep_core.handoffs.dispatch.triggers import plan_handoffs
     from sweep_core.pipeline.steps import run_fan_in
 
     config = load_sweep_config(str(FIXTURES.parents[1] / "include" / "sweep.yaml"))

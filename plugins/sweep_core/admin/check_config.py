@@ -24,11 +24,11 @@ from pathlib import Path
 
 from sweep_core.admin.connect_check import Reach, hub_whoami, try_cluster
 from sweep_core.admin.dag_states import schedule_lines
+from sweep_core.admin.switches import cluster_switches
 from sweep_core.config.locate import airflow_setting, locate
 from sweep_core.config.ops import ClusterConfig, OpsConfigError, cluster_names, load_cluster
 from sweep_core.config.sweep import SweepConfig, SweepConfigError, load_sweep_config
 from sweep_core.handoffs.harvest.plan import TrackerSettings, tracker_settings
-from sweep_core.handoffs.switches import cluster_switches
 from sweep_core.iris.state import NO_PODS, pod_source
 from sweep_core.state.db import CONN_ENV, DB_FILE, fleet_problem, redacted
 from sweep_core.state.db import ENV as STATE_URL_ENV

@@ -1,5 +1,6 @@
-"""The hand-offs a sweep triggers, each in its own sub-package holding its plan (guards, pure),
-its remote script and its use-case (the DAG's steps, I/O given as arguments: ports.py): cleanup,
-cancel, harvest (tracker rows), chain (HF-only SFT chain); plus which hand-offs get work
-(triggers) and the hub-evidence judge they share.
+"""The hand-offs a sweep triggers, each a sub-package of the same parts: ``plan`` (the pure
+decision over typed inputs), ``usecase`` (its steps, I/O given as arguments: ports.py) and, when it
+sends commands to a login node, ``remote`` (their text, every value shlex-quoted, and their
+readers); ``kernel`` what they all stand on; ``dispatch`` the sweep's side (which get work, the
+views their policies judge); at the top only what several hand-offs share.
 """

@@ -1,8 +1,8 @@
 """The hand-offs one sweep gives (pure over the ledger file): the conf of each hand-off with work
-(handoffs.triggers), without the jobs another run already handed off (ledger.runs.give_once), with
+(handoffs.dispatch.triggers), without the jobs another run already handed off (ledger.runs.give_once), with
 the cleanup backlog's entries this sweep finds unblocked (handoffs.cleanup.rejudge), and the cleanup
 hand-off kept on while an upload, salvage or consolidation is in flight: the ledger is folded once
-into the cleanup's view (handoffs.views) that all three read."""
+into the cleanup's view (handoffs.dispatch.views) that all three read."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 from sweep_core.config.sweep import SweepConfig
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.cleanup.undecided import ReadLaunch
-from sweep_core.handoffs.consolidate.trigger import keep_tracking
+from sweep_core.handoffs.dispatch.keep_tracking import keep_tracking
+from sweep_core.handoffs.dispatch.triggers import Handoff, plan_handoffs
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.ports import HubCheck
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs
 from sweep_core.handoffs.upload.salvage import follow_open
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
 from sweep_core.ledger.store import load_ledger

@@ -138,7 +138,7 @@ def render_step(
     off: dict[str, list[str]] | None = None,
 ) -> SweepResult:
     """Group the (bucketed, liveness-checked) jobs and render every table; ``off`` (cluster -> its
-    ``OFF: <handoff> needs <field> in <file>`` lines, handoffs.switches.off_lines) goes into the
+    ``OFF: <handoff> needs <field> in <file>`` lines, admin.switches.off_lines) goes into the
     Clusters table and the run log's head."""
     grouped = group_by_bucket(snaps, config)
 

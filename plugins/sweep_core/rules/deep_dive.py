@@ -17,7 +17,7 @@ The row's note gets the verdict and what followed it (cancelled, rejected by, es
 from __future__ import annotations
 
 from sweep_core.handoffs.deep_dive.follow_up import Readings, act_note, flipped, stalled_minutes, unknown_streak
-from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, UNKNOWN
+from sweep_core.handoffs.deep_dive.plan import KILL, NO_KILL, UNKNOWN
 from sweep_core.ledger.verdicts import DEEP_DIVE_KILL, latest_verdict, may_ask_kill
 from sweep_core.records.models import Flag
 from sweep_core.records.vocab import Action, Bucket, Severity

@@ -13,8 +13,8 @@ from sweep_core.alerts.approvals import answer_counts, may_answer
 from sweep_core.config.handoffs_schema import CancelConfig
 from sweep_core.handoffs.cancel.authority import authorize, flag_runs, give_kills, judge
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, asked, cancel_config, standing_acts
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.handoffs.relaunch.plan import assess, decisions_view
-from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.history.rows import FLAG, sweep_frame
 from sweep_core.history.store import HistoryStore, read_run
 from sweep_core.ledger.cancel_handoff import HandoffRun

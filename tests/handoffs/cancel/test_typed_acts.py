@@ -14,9 +14,9 @@ from cancel_fleet import wedged_decision
 from sweep_core.handoffs.cancel.outcome import EARLIER, Act, ActOutcome, Did, OutcomeError, from_xcom, to_xcom
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest
 from sweep_core.handoffs.cancel.remember import outcome_acts, remember_acts
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.handoffs.flag_record import FlagRecord, FlagRecordError
 from sweep_core.handoffs.kernel.result import Outcome
-from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind
 from sweep_core.ledger.view import LedgerView
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag

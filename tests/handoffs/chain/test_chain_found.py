@@ -10,7 +10,7 @@ from handoff_fakes import DELPHI_SERIES, FakeHub, FakeSsh, cluster, ok, ops, squ
 from sweep_core.config.handoffs_schema import FoundSeriesSpec
 from sweep_core.handoffs.chain.plan import chain_series
 from sweep_core.handoffs.chain.usecase import advance_chain
-from sweep_core.handoffs.triggers import plan_handoffs
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.records.vocab import Action, Severity
 

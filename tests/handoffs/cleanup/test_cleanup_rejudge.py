@@ -14,8 +14,8 @@ from sweep_core.alerts.backlog_line import blocked_line
 from sweep_core.config.sweep_schema import SweepConfig
 from sweep_core.handoffs.cleanup.backlog import judge, load_backlog, update_backlog
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.upload.plan import SALVAGE
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import record_acts
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job

@@ -18,7 +18,7 @@ from sweep_core.handoffs.chain.hf_only import HfOnly
 from sweep_core.handoffs.cleanup.backlog import jobs_to_plan, load_backlog
 from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.cleanup.undecided import launch_reader
-from sweep_core.handoffs.views import cleanup_view
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag, Job
 from sweep_core.records.vocab import Action, Bucket, Flavor, Severity

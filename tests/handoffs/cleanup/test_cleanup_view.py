@@ -1,5 +1,5 @@
 """The cleanup decision's folded view (sweep_core.handoffs.cleanup.view, folded by
-sweep_core.handoffs.views): what the ledger holds open reaches the plan through it, once, and the
+sweep_core.handoffs.dispatch.views): what the ledger holds open reaches the plan through it, once, and the
 cleanup package stands below the hand-offs whose acts the view is folded from."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.cleanup.usecase import plan_cleanup
 from sweep_core.handoffs.cleanup.view import CleanupView
 from sweep_core.handoffs.consolidate.history import ConsolidateAct
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.upload.plan import GAVE_UP, SALVAGE, UPLOAD, UPLOAD_STATE
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import record_acts
 from sweep_core.ledger.store import load_ledger
 

@@ -17,12 +17,12 @@ from sweep_core.config.consolidate_schema import ConsolidateSection
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
 from sweep_core.handoffs.cleanup.usecase import apply_hold
 from sweep_core.handoffs.consolidate.history import open_consolidations
-from sweep_core.handoffs.consolidate.trigger import keep_tracking
 from sweep_core.handoffs.consolidate.usecase import consolidate_record, hold_of, run_consolidate
+from sweep_core.handoffs.dispatch.keep_tracking import keep_tracking
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.handoffs.kernel.attempt import from_row
 from sweep_core.handoffs.kernel.hub import hub_act
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import acts_of, read_ledger
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.records.remote_result import CommandResult

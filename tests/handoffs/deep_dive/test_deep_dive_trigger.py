@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs, with_work
+from sweep_core.handoffs.dispatch.triggers import Handoff, plan_handoffs, with_work
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Job
 from sweep_core.records.vocab import Action, Bucket, Severity
 from sweep_core.rules.context import job_flag

@@ -1,4 +1,4 @@
-"""The deep-dive verdict rules (sweep_core.handoffs.deep_dive.verdict): a healthy run is NO-KILL with
+"""The deep-dive verdict rules (sweep_core.handoffs.deep_dive.plan): a healthy run is NO-KILL with
 the watch signal that would flip it; all-reward-0, idle GPUs while the log advances, empty rollouts
 and a weight-sync / starvation signature are each a KILL with specific evidence; an input that was
 not read is said as unknown, never read as healthy or as zero."""
@@ -9,7 +9,7 @@ import datetime as dt
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil, SignatureHit
-from sweep_core.handoffs.deep_dive.verdict import KILL, NO_KILL, UNKNOWN, decide
+from sweep_core.handoffs.deep_dive.plan import KILL, NO_KILL, UNKNOWN, decide
 
 CFG = DeepDiveSection()
 LUT = DeepDiveSection.model_validate(

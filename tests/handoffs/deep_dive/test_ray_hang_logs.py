@@ -18,9 +18,9 @@ from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.config.ops import ClusterConfig
 from sweep_core.fanin.metrics.config import metrics_config
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
+from sweep_core.handoffs.deep_dive.plan import decide
 from sweep_core.handoffs.deep_dive.ray_logs import RayLog, hang_hits
 from sweep_core.handoffs.deep_dive.usecase import deep_dive
-from sweep_core.handoffs.deep_dive.verdict import decide
 
 CFG = DeepDiveSection()
 MCFG = metrics_config(None)
@@ -158,8 +158,8 @@ def test_opcount_alone_is_no_hang_line_and_a_truncated_first_line_is_not_quoted(
 
 
 def test_check_config_says_whether_the_ray_worker_logs_are_read_and_why_not() -> None:
+    from sweep_core.admin.switches import cluster_switches
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.handoffs.switches import cluster_switches
 
     sweep = load_sweep_config(Path(__file__).resolve().parents[3] / "include" / "sweep.yaml")
 

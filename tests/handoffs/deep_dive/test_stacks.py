@@ -15,10 +15,10 @@ import pytest
 
 from sweep_core.config.deep_dive_schema import DeepDiveSection
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
+from sweep_core.handoffs.deep_dive.plan import decide
 from sweep_core.handoffs.deep_dive.remote import STACK_OFF, Gathered, _read_stack
 from sweep_core.handoffs.deep_dive.stacks import parse_dumps
 from sweep_core.handoffs.deep_dive.usecase import stack_evidence
-from sweep_core.handoffs.deep_dive.verdict import decide
 from sweep_core.records.remote_result import CommandResult
 from sweep_core.slurm.gather import GatherOutput
 
@@ -152,8 +152,8 @@ def test_check_config_says_whether_a_silent_job_gets_the_faulthandler_signal_and
 
     from handoff_fakes import cluster
 
+    from sweep_core.admin.switches import cluster_switches
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.handoffs.switches import cluster_switches
 
     sweep = load_sweep_config(Path(__file__).resolve().parents[3] / "include" / "sweep.yaml")
 

@@ -29,10 +29,10 @@ from sweep_core.handoffs.cancel.plan import (
 )
 from sweep_core.handoffs.deep_dive.follow_up import settle_verdicts
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput
-from sweep_core.handoffs.deep_dive.verdict import decide
+from sweep_core.handoffs.deep_dive.plan import decide
+from sweep_core.handoffs.dispatch.triggers import plan_handoffs
 from sweep_core.handoffs.relaunch.plan import assess, decisions_view, relaunch_plan
 from sweep_core.handoffs.relaunch.remote import command_argv
-from sweep_core.handoffs.triggers import plan_handoffs
 from sweep_core.ledger.acts import ActKind, record_acts
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger

@@ -16,8 +16,10 @@ from git_repos import git, origin_clones
 from handoff_fakes import cluster, local_bash, ops
 from lab import USER
 
-from sweep_core.handoffs.hygiene.handoff import fresh_read, pull, read_tree, tree_fingerprint, validate_cluster
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs
+from sweep_core.handoffs.dispatch.triggers import Handoff, plan_handoffs
+from sweep_core.handoffs.hygiene.plan import tree_fingerprint
+from sweep_core.handoffs.hygiene.remote import read_tree
+from sweep_core.handoffs.hygiene.usecase import fresh_read, pull, validate_cluster
 from sweep_core.ledger.runs import fold_sweep_run, give_once
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 from sweep_core.records.remote_result import CommandResult
@@ -239,7 +241,7 @@ def test_the_pull_happens_only_after_an_approver_chose_it(repos, sweep_yaml, mon
 
 def test_the_run_log_says_the_local_commit_the_offer_the_answer_and_the_pull(repos) -> None:
     from sweep_core.alerts.approvals import approval_clusters
-    from sweep_core.handoffs.hygiene.handoff import record_lines
+    from sweep_core.handoffs.hygiene.usecase import record_lines
 
     _clean(repos)
     (repos["cluster"] / "launch_x.sh").write_text("sbatch x\n")

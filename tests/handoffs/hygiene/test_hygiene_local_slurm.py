@@ -38,7 +38,7 @@ def _clones(where: Path) -> Path:
 def test_triage_local_commit_running_gate_and_approved_pull(local_cluster, tag, tmp_path) -> None:
     from sweep_core.config.ops import load_cluster
     from sweep_core.config.sweep import load_sweep_config
-    from sweep_core.handoffs.hygiene.handoff import pull, validate_cluster
+    from sweep_core.handoffs.hygiene.usecase import pull, validate_cluster
     from sweep_operators.cluster_ssh import run_checked
 
     clone = _clones(HOME / "hygiene" / tag)

@@ -1,4 +1,4 @@
-"""Hygiene triage with real git (sweep_core.handoffs.hygiene.triage): a bare origin, the LOCAL clone
+"""Hygiene triage with real git (sweep_core.handoffs.hygiene: plan, remote, usecase): a bare origin, the LOCAL clone
 (ground truth) and a "cluster" clone (a directory whose path holds a space and a quote). The triage
 commit is prepared in the local clone only (never pushed; the cluster clone untouched); the ff pull
 is offered only when the cluster tree is clean and no RUNNING job was launched from an uncommitted
@@ -11,7 +11,9 @@ from pathlib import Path
 
 from git_repos import git, origin_clones
 
-from sweep_core.handoffs.hygiene.triage import prepare_local_commit, pull_offer, pull_script, triage_plan
+from sweep_core.handoffs.hygiene.plan import pull_offer, triage_plan
+from sweep_core.handoffs.hygiene.remote import pull_script
+from sweep_core.handoffs.hygiene.usecase import prepare_local_commit
 from sweep_core.health.tree_hygiene import TreeReport, parse_tree_status
 from sweep_core.slurm.gather import new_marker, parse_gather_output
 

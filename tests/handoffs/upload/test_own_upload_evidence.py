@@ -13,9 +13,9 @@ from huggingface_hub import HfApi
 
 from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.cleanup.usecase import CleanupPlan, plan_cleanup
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.upload.plan import SALVAGE, UPLOAD_STATE, commit_of
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.remote_result import CommandResult

@@ -14,6 +14,7 @@ from sweep_core.config.ops_schema import UploadCommand
 from sweep_core.handoffs.batch_job.remote import build_submit_script, build_track_script, read_track
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did
 from sweep_core.handoffs.cleanup.plan import CleanupDecision, CleanupTarget, cleanup_config
+from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.upload.plan import (
     GAVE_UP,
     SALVAGE,
@@ -29,7 +30,6 @@ from sweep_core.handoffs.upload.plan import (
 )
 from sweep_core.handoffs.upload.salvage import open_jobs, salvage_acts, salvaged
 from sweep_core.handoffs.upload.usecase import hub_status, run_uploads, upload_settings
-from sweep_core.handoffs.views import cleanup_view
 from sweep_core.ledger.acts import acts_of, record_acts
 from sweep_core.ledger.store import load_ledger
 from sweep_core.records.remote_result import CommandResult

@@ -42,7 +42,7 @@ def cancel_config(raw: CancelConfig | dict[str, Any] | None) -> CancelConfig:
 
 @dataclass(frozen=True)
 class CancelRequest:
-    """One job of the hand-off conf (sweep_core.handoffs.triggers: a flag_record.FlagRecord)."""
+    """One job of the hand-off conf (sweep_core.handoffs.dispatch.triggers: a flag_record.FlagRecord)."""
 
     cluster: str
     job_id: str

@@ -71,7 +71,7 @@ def chain_series(raw: HfChainSection | dict[str, Any] | None) -> list[Series]:
         if s.db_registration:
             continue  # DB-registered series go through sft-job-cleanup, not this chain
         if s.unset():
-            continue  # left empty on purpose: OFF, said by check-config and the sweep (handoffs.switches)
+            continue  # left empty on purpose: OFF, said by check-config and the sweep (admin.switches)
         try:
             match = re.compile(s.match)
         except re.error as exc:

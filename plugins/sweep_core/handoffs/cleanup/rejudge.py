@@ -56,8 +56,8 @@ from sweep_core.ledger.given import mark_given, split_given
 from sweep_core.ledger.store import update_jobs
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 
-CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.triggers.Handoff.CLEANUP)
-HF_CHAIN = "hf_chain"  # the HF chain's (handoffs.triggers.Handoff.HF_CHAIN): its ``found`` jobs
+CLEANUP = "cleanup"  # the cleanup hand-off's conf key (handoffs.dispatch.triggers.Handoff.CLEANUP)
+HF_CHAIN = "hf_chain"  # the HF chain's (handoffs.dispatch.triggers.Handoff.HF_CHAIN): its ``found`` jobs
 
 DEFAULT_MAX_HUB_ASKS = 20
 FIRST_RUN_GRACE = dt.timedelta(hours=6)  # an entry no run judged yet is left to its first cleanup run this long
@@ -254,7 +254,7 @@ def give_backlog(
     (each claimed once in the ledger), and the run-log lines; the backlog gets the verdicts (not on a
     dry run). This sweep's held-back SFT completions (``flags``) join it first, undecided (not on a
     dry run); ``read_launch`` reads the undecided entries' launch YAMLs again; ``view``: the ledger
-    folded once for this sweep (handoffs.views.cleanup_view). An unreadable backlog or cleanup
+    folded once for this sweep (handoffs.dispatch.views.cleanup_view). An unreadable backlog or cleanup
     config: a line, nothing re-judged."""
     held = undecided_entries(flags, snaps)
     lines: list[str] = []

@@ -1,5 +1,5 @@
 """What the cleanup decision is handed besides its targets: the ledger folded once per run
-(``CleanupView``, folded by sweep_core.handoffs.views: the jobs an upload or a salvage keeps
+(``CleanupView``, folded by sweep_core.handoffs.dispatch.views: the jobs an upload or a salvage keeps
 open, the jobs recorded for salvage, each salvaged or uploaded-for job's own hub commit, the
 consolidations in flight) and what this run's consolidate step holds back (``Hold``, made by
 sweep_core.handoffs.consolidate.usecase.hold_of). The plan (usecase.plan_cleanup) and the sweep's

@@ -10,7 +10,6 @@ script no login node took frees its claim. Nothing runs on a dry run. Its I/O co
 
 from __future__ import annotations
 
-import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +23,6 @@ from sweep_core.handoffs.chain.hf_only import HfOnly, judge
 from sweep_core.handoffs.chain.remote import build_launch_script, read_launch
 from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupDecision
 from sweep_core.handoffs.db_register.plan import (
-    DONE,
-    FAILED,
     REGISTER,
     UNKNOWN,
     RegMove,
@@ -35,6 +32,7 @@ from sweep_core.handoffs.db_register.plan import (
     register_argv,
     story_of,
 )
+from sweep_core.handoffs.db_register.remote import build_register_script, read_register, register_line
 from sweep_core.handoffs.kernel.act import Act, ActKind
 from sweep_core.handoffs.kernel.attempt import Attempt, Record, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
@@ -42,11 +40,7 @@ from sweep_core.handoffs.upload.usecase import JobsReport, hub_status, job_value
 from sweep_core.ledger.acts import acts_of
 from sweep_core.ledger.store import load_ledger
 from sweep_core.safe.names import plain_name
-from sweep_core.slurm.failover import not_done, outcome_unknown
-from sweep_core.slurm.gather import GatherOutput, new_marker
-from sweep_core.slurm.remote_scripts import compose
-
-TIMED_OUT = (124, 137)  # timeout(1): the command was stopped mid-way, its effect unknown
+from sweep_core.slurm.gather import new_marker
 
 
 @dataclass(frozen=True)
@@ -88,36 +82,6 @@ class RegisterReport(JobsReport):
 
     COLUMNS: ClassVar[tuple[str, ...]] = ("Cluster", "Job", "Name", "Hub", "Outcome")
     WIDTHS: ClassVar[tuple[int | None, ...]] = (None, None, 40, None, 100)
-
-
-def build_register_script(argvs: Sequence[Sequence[str]], timeout_s: int, marker: str) -> str:
-    """ONE act script: ``run reg:<k> timeout -k 5 <timeout_s> <argv…>`` per command, every element
-    shell-quoted (no shell parses the argv)."""
-    lines = "".join(
-        f"run reg:{k} timeout -k 5 {int(timeout_s)} " + " ".join(shlex.quote(a) for a in argv) + "\n"
-        for k, argv in enumerate(argvs)
-    )
-    return compose(marker, {}, (), trailer=lines, act=True)
-
-
-def read_register(out: GatherOutput | None, n: int, problem: str, timeout_s: int) -> list[tuple[str, str]]:
-    """(outcome, why) per command: ``done``, ``failed`` with its words, ``UNKNOWN`` (sent, answer
-    lost or stopped by the timeout), or ``not sent`` (no login node took the script)."""
-    got = []
-    for k in range(n):
-        rec = out.get(f"reg:{k}") if out else None
-        if rec is not None and rec.rc == 0:
-            got.append((DONE, rec.stdout.strip()[-200:]))
-        elif rec is not None and rec.rc in TIMED_OUT:
-            got.append((UNKNOWN, f"stopped after {timeout_s} s (timeout): its effect on the DB is unknown"))
-        elif rec is not None:
-            said = (rec.stderr.strip() or rec.stdout.strip() or "no output")[-300:]
-            got.append((FAILED, f"exit {rec.rc}: {said}"))
-        elif out is None and not outcome_unknown(problem):
-            got.append(("not sent", not_done(problem)))
-        else:
-            got.append((UNKNOWN, not_done(problem or "no record")))
-    return got
 
 
 def _judge_hf_only(jobs: list[_Job], cfg: Any, rs: RegisterSettings, run_script: RunScript) -> None:
@@ -181,7 +145,7 @@ def run_registrations(
                 j.outcome = f"job name {t.name[:80]!r} is not a plain name: refused in any command"
                 continue
             j.argv = register_argv(rs.flavors[t.flavor], job_values(t, cfg, ccfg))
-            line = " ".join(shlex.quote(a) for a in j.argv)
+            line = register_line(j.argv)
             if dry_run:
                 j.outcome = f"{j.move.why} (dry run: would run {line})"
                 say(f"DRY RUN: would register on {cluster} for {t.job_id} {t.name}: {line}")
@@ -229,7 +193,7 @@ def _in_flight(j: _Job, run_id: str, now: str) -> dict[str, str]:
 
 def _act(j: _Job, outcome: str, why: str, run_id: str, now: str) -> dict[str, str]:
     """The ledger act of one registration attempt with its outcome (its stored form: kernel to_row)."""
-    command = " ".join(shlex.quote(a) for a in j.argv)
+    command = register_line(j.argv)
     return to_row(
         Attempt(
             REGISTER,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweep_core.handoffs.cancel.authority import give_kills
-from sweep_core.handoffs.deep_dive.verdict import KILL, UNKNOWN, Verdict
+from sweep_core.handoffs.deep_dive.plan import KILL, UNKNOWN, Verdict
 from sweep_core.handoffs.flag_record import FlagRecord
 from sweep_core.ledger.acts import ActKind, add_act
 from sweep_core.ledger.cancel_handoff import HandoffRun

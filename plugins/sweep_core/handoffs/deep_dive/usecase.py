@@ -22,11 +22,11 @@ from sweep_core.gpu.lut import ExpectedRange
 from sweep_core.handoffs.deep_dive.follow_up import kill_request, settle_verdicts
 from sweep_core.handoffs.deep_dive.history import metric_history, signature_hits
 from sweep_core.handoffs.deep_dive.inputs import DeepDiveInput, GpuUtil
+from sweep_core.handoffs.deep_dive.plan import KILL, Verdict, decide
 from sweep_core.handoffs.deep_dive.ray_logs import hang_hits
 from sweep_core.handoffs.deep_dive.remote import Gathered, ProbeJob, build_deep_dive_script, read_deep_dive
 from sweep_core.handoffs.deep_dive.rollouts import rollout_texts
 from sweep_core.handoffs.deep_dive.stacks import parse_dumps, stack_lines
-from sweep_core.handoffs.deep_dive.verdict import KILL, Verdict, decide
 from sweep_core.handoffs.ports import LoadCluster, RunScript, active_slurm
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.entries import Ledger

@@ -1,5 +1,5 @@
-"""The deep-dive verdict (pure): KILL on one strong signal or two weak ones, and the verdict says
-which (``basis``). Strong: all-reward-0, idle GPUs while the log advances, empty rollouts, garbage
+"""The deep-dive's plan: the verdict (pure, over the typed ``inputs.DeepDiveInput``). KILL on one
+strong signal or two weak ones, and the verdict says which (``basis``). Strong: all-reward-0, idle GPUs while the log advances, empty rollouts, garbage
 rollout text in most of the newest (the measured detectors, detectors.py), a weight-sync signature,
 no token generated for long with no step (starvation). Weak (their evidence line starts ``weak
 signal:``): reward 0 on half the all-reward-0 steps, garbage in some rollouts, half the rollouts

@@ -1,6 +1,6 @@
 """The hygiene hand-off's use cases (sweep_hygiene): the sweep hands off a cluster whose clone is
-not clean or is behind (``tree_jobs``: once per change of what it found, the fingerprint is the
-"job"); ``validate`` reads the clone again (ONE read session: git status, the files the triage
+not clean or is behind (``plan.tree_jobs``: once per change of what it found, the fingerprint is
+the "job"); ``validate`` reads the clone again (ONE read session: git status, the files the triage
 brings, the RUNNING jobs' launch texts), commits the triage in the LOCAL clone (never pushed, never
 on the cluster) and says whether a fast-forward pull may be offered; ``pull`` re-reads the tree
 and the launches in the act session's own read right before, and pulls only when the gates still
@@ -9,133 +9,17 @@ hold. Nothing here imports Airflow.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sweep_core.config.ops import ClusterConfig
-from sweep_core.handoffs.hygiene.triage import PullOffer, prepare_local_commit, pull_offer, pull_script, triage_plan
+from sweep_core.handoffs.harvest.commit import commit_tracker_files
+from sweep_core.handoffs.hygiene.plan import PullOffer, TriagePlan, pull_offer, triage_plan
+from sweep_core.handoffs.hygiene.remote import TreeRead, pull_script, read_script, read_tree
 from sweep_core.handoffs.ports import RunScript
-from sweep_core.health.tree_hygiene import TreeReport
-from sweep_core.records.models import ClusterSnapshot
 from sweep_core.slurm.failover import not_done, outcome_unknown
-from sweep_core.slurm.gather import GatherOutput, new_marker
-from sweep_core.slurm.remote_scripts import compose
-from sweep_core.slurm.snapshot import tree_report
-
-MAX_FILE_BYTES = 256 * 1024  # one file brought to the local clone at most
-MAX_TOTAL_BYTES = 2 * 1024 * 1024  # all of them in one read
-MAX_GIT_FILES = 100  # modified files compared with upstream (as the gather)
-BANNER_BYTES = 4096  # the head of a RUNNING job's log read for its launch text
-MAX_BANNERS = 200  # logs read so in one session at most (the others: their Command alone)
-LAUNCH_FIELDS = ("JobArrayID", "Command", "StdOut")  # squeue -O names, as the gather's PATHS_FIELDS
-KINDS_BROUGHT = ("reusable", "modified-diverged")
-
-
-def tree_fingerprint(tree: Mapping[str, Any]) -> str:
-    """What the sweep found in one clone, as a short hash: a new one = a change worth a hand-off."""
-    items = sorted((i["path"], i["status"], i["kind"]) for i in tree.get("items", []))
-    seen = [tree.get("branch", ""), tree.get("behind", 0), tree.get("ahead", 0), items]
-    return hashlib.sha1(json.dumps(seen).encode()).hexdigest()[:12]
-
-
-def tree_jobs(snaps: Sequence[ClusterSnapshot], clusters: set[str]) -> list[dict[str, Any]]:
-    """One hand-off item per trusted cluster (of ``clusters``) whose clone is not clean or is behind
-    and whose ops.md turns hygiene on (``tree["triage"]``): ``job_id`` ``tree:<fingerprint>`` (the
-    ledger gives it once; kept as an ended job seen at ``seen``, so an unchanged tree is handed off
-    again after ledger.fold.KEEP_ENDED_DAYS), ``paths`` the files the triage brings to the local clone."""
-    out = []
-    for s in snaps:
-        tree = s.tree or {}
-        if s.cluster not in clusters or not tree.get("triage") or tree.get("error") or tree.get("clean", True):
-            continue
-        paths = [i["path"] for i in tree.get("items", []) if i.get("kind") in KINDS_BROUGHT]
-        out.append(
-            {
-                "cluster": s.cluster,
-                "job_id": f"tree:{tree_fingerprint(tree)}",
-                "name": str(tree.get("summary", ""))[:120],
-                "paths": paths,
-                "seen": s.window_end,
-            }
-        )
-    return out
-
-
-def _plain(rel: str) -> bool:
-    p = PurePosixPath(rel)
-    return bool(p.parts) and not p.is_absolute() and ".." not in p.parts and "\n" not in rel and "\0" not in rel
-
-
-def read_script(cfg: ClusterConfig, paths: Sequence[str], marker: str) -> str:
-    """ONE read session: the clone's status (tree_status.sh), the launches and ``paths``' bytes."""
-    values = {
-        "R": cfg.repo_path,
-        "U": cfg.user,
-        "MAX_GIT_FILES": MAX_GIT_FILES,
-        "FILES": [p for p in paths if _plain(p)],
-        "MAX_FILE_BYTES": MAX_FILE_BYTES,
-        "MAX_TOTAL_BYTES": MAX_TOTAL_BYTES,
-        "BANNER_BYTES": BANNER_BYTES,
-        "MAX_BANNERS": MAX_BANNERS,
-        "LAUNCH_FORMAT": ",".join(f"{f}:0{marker}" for f in LAUNCH_FIELDS),
-    }
-    return compose(marker, values, ("tree_status.sh", "hygiene_read.sh"))
-
-
-@dataclass
-class TreeRead:
-    """One read of a cluster clone: its report (None: not read, ``why``), the files' bytes (path ->
-    bytes), the files left out (path -> why) and each RUNNING job's launch text (None: not read)."""
-
-    report: TreeReport | None
-    why: str = ""
-    status_sha1: str = ""  # of the git status read (the act pulls only while it is the same)
-    contents: dict[str, bytes] = field(default_factory=dict)
-    left: dict[str, str] = field(default_factory=dict)
-    launches: dict[str, str | None] = field(default_factory=dict)
-
-
-def _launches(out: GatherOutput) -> dict[str, str | None]:
-    rec = out.get("launches")
-    if rec is None or rec.rc != 0:
-        return {"(squeue)": None}  # not read: no pull is offered
-    got: dict[str, str | None] = {}
-    for line in rec.stdout.splitlines():
-        parts = line.split(out.marker)
-        if len(parts) < 3 or not parts[0].strip():
-            continue
-        banner = out.get(f"banner:{parts[0].strip()}")
-        text = "\n".join(
-            [parts[1], parts[2], *((banner.stdout.splitlines()[:20]) if banner and banner.rc == 0 else [])]
-        )
-        got[parts[0].strip()] = text if parts[1].strip() or banner else None
-    return got
-
-
-def read_tree(out: GatherOutput, paths: Sequence[str]) -> TreeRead:
-    """The records of ``read_script`` -> a TreeRead (a non-UTF-8 file is left out: never mangled)."""
-    report = tree_report(out)
-    if not isinstance(report, TreeReport):
-        return TreeRead(None, report or "no git status record (repo_path unset?)")
-    status = out.get("gitstatus")
-    sha = hashlib.sha1(status.stdout.encode("utf-8")).hexdigest() if status else ""
-    got = TreeRead(report, status_sha1=sha, launches=_launches(out))
-    for k, path in enumerate([p for p in paths if _plain(p)], start=1):
-        rec = out.get(f"file:{k}")
-        if rec is None:
-            got.left[path] = "not read (the script stopped early)"
-        elif rec.rc != 0:
-            got.left[path] = f"not brought: {rec.stderr.strip()[:200] or rec.rc}"
-        elif "\ufffd" in rec.stdout:
-            got.left[path] = "not UTF-8 text: not brought (copy it by hand)"
-        else:
-            got.contents[path] = rec.stdout.encode("utf-8")
-    got.left.update({p: "not a plain relative path: refused" for p in paths if not _plain(p)})
-    return got
+from sweep_core.slurm.gather import new_marker
 
 
 def fresh_read(cfg: ClusterConfig, paths: Sequence[str], run_script: RunScript, what: str) -> TreeRead:
@@ -243,3 +127,46 @@ def record_lines(
         if result:
             out.append(f"- pull: {result['outcome']} {result.get('why', '')}".rstrip())
     return out
+
+
+def _inside(clone: Path, rel: str) -> Path:
+    p = PurePosixPath(rel)
+    if p.is_absolute() or ".." in p.parts or not p.parts:
+        raise ValueError(f"{rel!r} is not a path inside the clone")
+    return clone.joinpath(*p.parts)
+
+
+def prepare_local_commit(
+    clone: Path, plan: TriagePlan, contents: Mapping[str, bytes], cluster: str
+) -> tuple[str, list[str]]:
+    """Write ``plan`` into the LOCAL clone (``contents``: cluster path -> its bytes, read from the
+    cluster) and commit it there; never pushed. Returns (the short commit id, '' = nothing to
+    commit, or "commit failed: …"; what was left out and why)."""
+    written: list[Path] = []
+    left = list(plan.left)
+    if plan.ignore:
+        gi = clone / ".gitignore"
+        old = gi.read_text(encoding="utf-8") if gi.exists() else ""
+        have = {ln.strip() for ln in old.splitlines()}
+        new = [p for p in plan.ignore if p not in have]
+        if new:
+            sep = "" if not old or old.endswith("\n") else "\n"
+            gi.write_text(old + sep + "".join(f"{p}\n" for p in new), encoding="utf-8")
+            written.append(gi)
+    for src, dst in sorted(plan.track.items()):
+        if src not in contents:
+            left.append(f"{src}: not read from {cluster}: not brought")
+            continue
+        try:
+            target = _inside(clone, dst)
+        except ValueError as exc:
+            left.append(f"{src}: {exc}")
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(contents[src])
+        written.append(target)
+    if not written:
+        return "", left
+    what = ", ".join(f"{s} -> {d}" if s != d else s for s, d in sorted(plan.track.items()) if s in contents)
+    message = f"tree hygiene ({cluster}): {len(plan.ignore)} ignore pattern(s)" + (f"; tracked {what}" if what else "")
+    return commit_tracker_files(clone, written, message), left

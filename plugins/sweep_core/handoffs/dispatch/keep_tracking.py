@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweep_core.handoffs.cleanup.view import CleanupView
-from sweep_core.handoffs.triggers import Handoff
+from sweep_core.handoffs.dispatch.triggers import Handoff
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus
 
 CLEANUP = Handoff.CLEANUP.value
@@ -22,7 +22,7 @@ def keep_tracking(
     run_log: str,
 ) -> tuple[dict[str, dict[str, Any] | None], list[str]]:
     """``confs`` with a cleanup conf (no jobs) when none is set and a consolidation is in flight on a
-    trusted cluster (``view.consolidating``: the ledger folded, handoffs.views); and one note per such
+    trusted cluster (``view.consolidating``: the ledger folded, handoffs.dispatch.views); and one note per such
     consolidation."""
     trusted = {s.cluster for s in snaps if s.status in (ClusterStatus.OK, ClusterStatus.PARTIAL)}
     mine = [t for t in view.consolidating if t["cluster"] in trusted]

@@ -1,26 +1,60 @@
-"""Hygiene triage of a cluster clone (runbook: local clone = ground truth), from the classified
+"""The hygiene hand-off's plan (runbook: local clone = ground truth), pure, from the classified
 ``git status`` (health.tree_hygiene.TreeReport):
 
+- ``tree_jobs``: which trusted clusters the sweep hands off (a clone not clean or behind), once per
+  change of what it found (``tree_fingerprint`` is the "job");
 - ``triage_plan``: what the LOCAL clone gets: the transient patterns into .gitignore, each reusable
   file tracked at the path of its tracked siblings, each file edited on the cluster (diverged) at
-  its own path; ``prepare_local_commit`` writes them there and commits (never pushed, never on a
-  cluster: the contents come from a bounded read of the cluster's files, passed in);
+  its own path (``usecase.prepare_local_commit`` writes them there and commits, never pushed);
 - ``pull_offer``: whether a fast-forward ``git pull`` on the cluster may be offered (through
-  approval; ``pull_script`` is what runs once approved): only when the tree is clean and no
+  approval; ``remote.pull_script`` is what runs once approved): only when the tree is clean and no
   RUNNING job was launched from an uncommitted file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import posixpath
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from typing import Any
 
-from sweep_core.handoffs.harvest.commit import commit_tracker_files
 from sweep_core.health.tree_hygiene import HygieneItem, TreeReport, ignore_pattern, track_target
-from sweep_core.slurm.remote_scripts import compose
+from sweep_core.records.models import ClusterSnapshot
+
+KINDS_BROUGHT = ("reusable", "modified-diverged")
+
+
+def tree_fingerprint(tree: Mapping[str, Any]) -> str:
+    """What the sweep found in one clone, as a short hash: a new one = a change worth a hand-off."""
+    items = sorted((i["path"], i["status"], i["kind"]) for i in tree.get("items", []))
+    seen = [tree.get("branch", ""), tree.get("behind", 0), tree.get("ahead", 0), items]
+    return hashlib.sha1(json.dumps(seen).encode()).hexdigest()[:12]
+
+
+def tree_jobs(snaps: Sequence[ClusterSnapshot], clusters: set[str]) -> list[dict[str, Any]]:
+    """One hand-off item per trusted cluster (of ``clusters``) whose clone is not clean or is behind
+    and whose ops.md turns hygiene on (``tree["triage"]``): ``job_id`` ``tree:<fingerprint>`` (the
+    ledger gives it once; kept as an ended job seen at ``seen``, so an unchanged tree is handed off
+    again after ledger.fold.KEEP_ENDED_DAYS), ``paths`` the files the triage brings to the local clone."""
+    out = []
+    for s in snaps:
+        tree = s.tree or {}
+        if s.cluster not in clusters or not tree.get("triage") or tree.get("error") or tree.get("clean", True):
+            continue
+        paths = [i["path"] for i in tree.get("items", []) if i.get("kind") in KINDS_BROUGHT]
+        out.append(
+            {
+                "cluster": s.cluster,
+                "job_id": f"tree:{tree_fingerprint(tree)}",
+                "name": str(tree.get("summary", ""))[:120],
+                "paths": paths,
+                "seen": s.window_end,
+            }
+        )
+    return out
 
 
 @dataclass
@@ -47,49 +81,6 @@ def triage_plan(report: TreeReport) -> TriagePlan:
         else:
             plan.left.append(f"{it.path} ({it.kind}): {it.suggestion}")
     return plan
-
-
-def _inside(clone: Path, rel: str) -> Path:
-    p = PurePosixPath(rel)
-    if p.is_absolute() or ".." in p.parts or not p.parts:
-        raise ValueError(f"{rel!r} is not a path inside the clone")
-    return clone.joinpath(*p.parts)
-
-
-def prepare_local_commit(
-    clone: Path, plan: TriagePlan, contents: Mapping[str, bytes], cluster: str
-) -> tuple[str, list[str]]:
-    """Write ``plan`` into the LOCAL clone (``contents``: cluster path -> its bytes, read from the
-    cluster) and commit it there; never pushed. Returns (the short commit id, '' = nothing to
-    commit, or "commit failed: …"; what was left out and why)."""
-    written: list[Path] = []
-    left = list(plan.left)
-    if plan.ignore:
-        gi = clone / ".gitignore"
-        old = gi.read_text(encoding="utf-8") if gi.exists() else ""
-        have = {ln.strip() for ln in old.splitlines()}
-        new = [p for p in plan.ignore if p not in have]
-        if new:
-            sep = "" if not old or old.endswith("\n") else "\n"
-            gi.write_text(old + sep + "".join(f"{p}\n" for p in new), encoding="utf-8")
-            written.append(gi)
-    for src, dst in sorted(plan.track.items()):
-        if src not in contents:
-            left.append(f"{src}: not read from {cluster}: not brought")
-            continue
-        try:
-            target = _inside(clone, dst)
-        except ValueError as exc:
-            left.append(f"{src}: {exc}")
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(contents[src])
-        written.append(target)
-    if not written:
-        return "", left
-    what = ", ".join(f"{s} -> {d}" if s != d else s for s, d in sorted(plan.track.items()) if s in contents)
-    message = f"tree hygiene ({cluster}): {len(plan.ignore)} ignore pattern(s)" + (f"; tracked {what}" if what else "")
-    return commit_tracker_files(clone, written, message), left
 
 
 @dataclass(frozen=True)
@@ -142,24 +133,3 @@ def pull_offer(report: TreeReport, repo_path: str, launches: Mapping[str, str | 
                 return PullOffer(False, f"RUNNING job {job} was launched from uncommitted {it.path}")
     argv = ("git", "-C", repo_path, "pull", "--ff-only")
     return PullOffer(True, f"behind {report.upstream} by {report.behind}, tree clean, no RUNNING job uses it", argv)
-
-
-CHANGED_RC = 97  # the pull's record when the tree is not the one the gates were judged on
-
-
-def pull_script(offer: PullOffer, marker: str, status_sha1: str = "") -> str:
-    """The act run once the offer is approved: ``git -C <repo> pull --ff-only``, record ``pull``.
-    ``status_sha1``: the sha1 of the ``git status --porcelain=v1 -b -z`` the gates were judged on
-    right before; the act session pulls only when its own status still hashes to it (else record
-    ``pull`` with rc CHANGED_RC)."""
-    if not offer.offer or offer.argv[:2] != ("git", "-C") or offer.argv[3:] != ("pull", "--ff-only"):
-        raise ValueError(f"not an approvable ff pull: {offer.why}")
-    run = f"run pull {offer.command()}\n"
-    if status_sha1:
-        status = shlex.join(["git", "-C", offer.argv[2], "status", "--porcelain=v1", "-b", "-z"])
-        changed = "the tree changed since the check right before: not pulled"
-        run = (
-            f'if [ "$({status} | sha1sum)" = {shlex.quote(status_sha1 + "  -")} ]; then {run.strip()}; '
-            f'else echo {shlex.quote(changed)} >"$T/e"; : >"$T/o"; rec pull {CHANGED_RC}; fi\n'
-        )
-    return compose(marker, {}, (), trailer=run, act=True)

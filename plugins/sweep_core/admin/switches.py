@@ -1,6 +1,6 @@
 """Which hand-offs the config turns on for one cluster, and why (``check-config`` prints them).
 
-The same gates the hand-offs apply (``ports.active_slurm``, the sweep.yaml sections, the ops.md
+The same gates the hand-offs apply (``handoffs.ports.active_slurm``, the sweep.yaml sections, the ops.md
 keys); what a sweep then finds (flags, a trusted snapshot) decides whether one gets work.
 """
 

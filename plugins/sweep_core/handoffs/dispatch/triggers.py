@@ -14,7 +14,7 @@ from typing import Any
 
 from sweep_core.handoffs.cleanup.plan import targets_from_flags
 from sweep_core.handoffs.flag_record import FlagRecord
-from sweep_core.handoffs.hygiene.handoff import tree_jobs
+from sweep_core.handoffs.hygiene.plan import tree_jobs
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.records.vocab import CANCEL_ACTIONS, Action
 from sweep_core.timing.window import is_past_window

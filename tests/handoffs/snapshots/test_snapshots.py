@@ -15,8 +15,10 @@ from handoff_fakes import FakeSsh, cluster, lost_after_send, ok
 from helpers import steps_fixture
 
 from sweep_core.config.steps_schema import DaytonaSection
-from sweep_core.handoffs.snapshots import build_delete_script, delete_approved, delete_argv, read_delete, still_stale
-from sweep_core.handoffs.triggers import Handoff, plan_handoffs
+from sweep_core.handoffs.dispatch.triggers import Handoff, plan_handoffs
+from sweep_core.handoffs.snapshots.plan import delete_argv, still_stale
+from sweep_core.handoffs.snapshots.remote import build_delete_script, read_delete
+from sweep_core.handoffs.snapshots.usecase import delete_approved
 from sweep_core.ledger.runs import give_once
 from sweep_core.records.models import ClusterSnapshot, ClusterStatus, Flag
 from sweep_core.records.remote_result import CommandResult
