@@ -61,6 +61,28 @@ class LedgerEntry:
         return f"{self.cluster}|{self.job_id}"
 
 
+_ENTRY_FIELDS = tuple(f.name for f in fields(LedgerEntry))
+
+
+def _json_copy(v: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists, scalars): what deepcopy gives, a few times faster."""
+    if isinstance(v, dict):
+        return {k: _json_copy(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_copy(x) for x in v]
+    return v
+
+
+def entry_dict(e: LedgerEntry) -> dict[str, Any]:
+    """The entry's JSON object (asdict's result: its fields are JSON data; not copied)."""
+    return {name: getattr(e, name) for name in _ENTRY_FIELDS}
+
+
+def clone_entry(e: LedgerEntry) -> LedgerEntry:
+    """A copy of the entry sharing nothing mutable with it (deepcopy's result)."""
+    return LedgerEntry(**{name: _json_copy(getattr(e, name)) for name in _ENTRY_FIELDS})
+
+
 @dataclass
 class SeriesMax:
     """The max steps of an RL series, from whichever link printed it, and whether a link COMPLETED at it."""
@@ -124,7 +146,7 @@ class Ledger:
             "known": sorted(self.known),
             "read_until": dict(self.read_until),
             "series": {k: asdict(v) for k, v in self.series.items()},
-            "jobs": {k: asdict(v) for k, v in self.jobs.items()},
+            "jobs": {k: _json_copy(entry_dict(v)) for k, v in self.jobs.items()},
             "told": {k: dict(v) for k, v in self.told.items()},
             "failing": list(self.failing),
             "last_success": self.last_success,

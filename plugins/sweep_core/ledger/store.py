@@ -29,10 +29,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, _record
+from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, _record, entry_dict
 from sweep_core.ledger.given import merge_given
 from sweep_core.state.db import engine_for, space_of, state_url
-from sweep_core.state.rows import BEFORE, LedgerRows
+from sweep_core.state.rows import BEFORE, INLINE, LedgerRows, Split
 from sweep_core.timing.cadence import same_cadence
 
 T = TypeVar("T")
@@ -59,7 +59,14 @@ def top_of(ledger: Ledger) -> dict[str, Any]:
 
 
 def entry_text(e: LedgerEntry) -> str:
-    return _dumps(dataclasses.asdict(e))
+    return _dumps(entry_dict(e))
+
+
+def entry_rows(e: LedgerEntry) -> Split:
+    """The entry as its rows (split_body of entry_text, without the round trip)."""
+    raw = entry_dict(e)
+    core = _dumps({k: v for k, v in raw.items() if k not in INLINE})
+    return Split(core, [_dumps(a) for a in e.acts], dict(e.handoffs))
 
 
 def _top(text: str | None) -> Ledger:
@@ -202,13 +209,14 @@ def _recover(
     return ledger, {k: entry_text(e) for k, e in ledger.jobs.items()}
 
 
-def _changed(ledger: Ledger, stored: Bodies, force: Iterable[str] = ()) -> dict[str, str | None]:
-    """The job rows to write: each entry whose text differs from the stored one, None for a job gone."""
-    out: dict[str, str | None] = {}
+def _changed(rows: LedgerRows, ledger: Ledger, stored: Bodies, force: Iterable[str] = ()) -> dict[str, Split | None]:
+    """The jobs to write: each entry whose rows differ from the stored ones (a job whose body,
+    acts and claims are as stored is not written), None for a job gone."""
+    out: dict[str, Split | None] = {}
     for key, e in ledger.jobs.items():
-        text = entry_text(e)
-        if stored.get(key) != text:
-            out[key] = text
+        new, was = entry_rows(e), stored.get(key)
+        if was is None or rows.split(was) != new:
+            out[key] = new
     out.update({k: None for k in stored.keys() - ledger.jobs.keys()})
     out.update({k: None for k in force if k not in ledger.jobs})
     return out
@@ -219,7 +227,7 @@ def _save(rows: LedgerRows, ledger: Ledger, stored: Bodies, force: Iterable[str]
     text = _dumps(top_of(ledger))
     if rows.top() != text:
         rows.write_top(text)
-    rows.write_jobs(_changed(ledger, stored, force), stored)
+    rows.write_jobs(_changed(rows, ledger, stored, force), stored)
 
 
 def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
@@ -291,7 +299,7 @@ def update_jobs(
                 raise ValueError("update_jobs: the change touched more than its jobs' rows: use update_ledger")
             if after != before:
                 rows.write_top(after)
-            rows.write_jobs(_changed(ledger, stored, placeholders), stored)
+            rows.write_jobs(_changed(rows, ledger, stored, placeholders), stored)
             return result
     except _Damaged:
         return update_ledger(run_log_dir, change, notes)
@@ -335,7 +343,7 @@ def _fold_into_before(
     folded, _ = fold(before)
     folded.run_id = before.run_id
     rows.write_top(_dumps({"run_id": run, "window_end": end, "ledger": top_of(folded)}), BEFORE)
-    rows.put_jobs(_changed(folded, texts), BEFORE)
+    rows.put_jobs(_changed(rows, folded, texts), BEFORE)
 
 
 def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
