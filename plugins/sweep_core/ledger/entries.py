@@ -6,7 +6,8 @@ form (validated on load: a wrong shape is a LedgerError, never a guess).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import functools
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import Any
 
 LEDGER_VERSION = 1
@@ -248,16 +249,21 @@ def _strings(x: Any) -> bool:
     return isinstance(x, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in x.items())
 
 
+@functools.cache
+def _checks(cls: type) -> tuple[tuple[Field[Any], tuple[type, ...]], ...]:
+    """Each field of ``cls`` with the JSON types it may hold (read once per class)."""
+    return tuple((f, _TYPES[str(f.type)]) for f in fields(cls))
+
+
 def _record(cls: type, key: str, value: Any) -> Any:
     """One entry of ``cls`` from its JSON object, every field type-checked."""
     if not isinstance(value, dict):
         raise LedgerError(f"entry {key[:80]!r} is not an object")
     kwargs = {}
-    for f in fields(cls):
+    for f, ok in _checks(cls):
         if f.name not in value:
             continue
         v = value[f.name]
-        ok = _TYPES[str(f.type)]
         if not isinstance(v, ok) or (isinstance(v, bool) and bool not in ok):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not {f.type}")
         if f.type == "dict[str, str]" and not all(isinstance(x, str) for x in (*v, *v.values())):

@@ -236,6 +236,74 @@ def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledg
         return _load(rows, notes)[0]
 
 
+def _keyed(rows: LedgerRows, keys: Iterable[str] | None, kinds: Iterable[str] = ()) -> Ledger:
+    """The ledger row and the jobs ``keys`` (or those holding an act of one of ``kinds``), as
+    stored; _Damaged when one of them (or the ledger row) does not read."""
+    text = rows.top()
+    if text is None and rows.top(BEFORE) is not None:
+        raise _Damaged
+    try:
+        ledger = _top(text)
+    except (ValueError, RecursionError):
+        raise _Damaged from None
+    wanted = set(keys) if keys is not None else rows.acted(kinds)
+    if wanted:
+        ledger.jobs, bad = _entries(rows.jobs(keys=wanted))
+        if bad:
+            raise _Damaged
+    return ledger
+
+
+def read_jobs(run_log_dir: str | Path, keys: Iterable[str], notes: list[str] | None = None) -> Ledger:
+    """The ledger row and the jobs ``keys`` ("cluster|job_id", those stored), read-only: only their
+    rows are read (a hand-off about a few jobs never reads the whole ledger). A damaged one: the
+    whole ledger is loaded (and recovered, module docstring), these jobs of it returned."""
+    wanted = set(keys)
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, wanted)
+    except _Damaged:
+        ledger = load_ledger(run_log_dir, notes)
+        ledger.jobs = {k: e for k, e in ledger.jobs.items() if k in wanted}
+        return ledger
+
+
+def read_acted(run_log_dir: str | Path, kinds: Iterable[str], notes: list[str] | None = None) -> Ledger:
+    """The ledger row and every job holding an act of one of ``kinds``, read-only: the act rows say
+    which, only those jobs' rows are read. A damaged one: as read_jobs."""
+    want = set(kinds)
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, None, want)
+    except _Damaged:
+        ledger = load_ledger(run_log_dir, notes)
+        ledger.jobs = {k: e for k, e in ledger.jobs.items() if any(a.get("kind") in want for a in e.acts)}
+        return ledger
+
+
+def read_top(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
+    """The ledger row alone (no job: windows, digests told, the hold), read-only; no job row is read,
+    so a damaged job row is found by the next read of it (or the fold) and not here. A damaged
+    ledger row: the whole ledger is loaded and recovered."""
+    return read_jobs(run_log_dir, (), notes)
+
+
+def acts_by_job(run_log_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Job key -> its acts, every job that has one: the act rows alone, read-only (no job row, no
+    recovery: a page's or a scrape's read); an act row not JSON reads as ``{"kind": "?"}``."""
+    with _txn(run_log_dir, shared=True) as rows:
+        texts = rows.act_texts()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, got in texts.items():
+        for t in got:
+            try:
+                act = json.loads(t)
+            except (ValueError, RecursionError):
+                act = None
+            out.setdefault(key, []).append(act if isinstance(act, dict) else {"kind": "?"})
+    return out
+
+
 def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> None:
     """Replace the stored ledger in one transaction (a reader never sees half a ledger)."""
     with _txn(run_log_dir) as rows:

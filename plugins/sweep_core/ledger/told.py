@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import load_ledger, update_top
+from sweep_core.ledger.store import read_top, update_top
 
 KEEP_RUNS = 200
 
@@ -21,7 +21,7 @@ def digest_hash(text: str) -> str:
 
 def told_before(run_log_dir: str | Path, run_id: str, channel: str, text: str, notes: list[str] | None = None) -> bool:
     """Whether run ``run_id`` already sent this very ``text`` to ``channel``."""
-    sent = load_ledger(run_log_dir, notes).told.get(run_id, {}).get(channel, "")
+    sent = read_top(run_log_dir, notes).told.get(run_id, {}).get(channel, "")
     return sent.split(" ")[0] == digest_hash(text)
 
 

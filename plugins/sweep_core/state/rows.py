@@ -242,6 +242,32 @@ class LedgerRows:
         got = self._read.get(text)
         return got if got is not None else split_body(text)
 
+    def acted(self, kinds: Iterable[str], gen: str = NOW) -> set[str]:
+        """Keys of the jobs holding an act of one of ``kinds`` (their act rows read, no job row; an
+        act row not JSON counts: the job's read finds it damaged)."""
+        want = set(kinds)
+        if not want:
+            return set()
+        q = sa.select(acts.c.job_key, acts.c.body).where(
+            acts.c.space == self.space,
+            acts.c.gen == gen,
+            sa.or_(*[acts.c.body.like(f'%"kind"%"{k}"%') for k in sorted(want)]),  # a superset, checked below
+        )
+        out = set()
+        for key, body in self.conn.execute(q):
+            try:
+                act = json.loads(body)
+            except (ValueError, RecursionError):
+                out.add(key)
+                continue
+            if not isinstance(act, dict) or act.get("kind") in want:
+                out.add(key)
+        return out
+
+    def act_texts(self, gen: str = NOW) -> dict[str, list[str]]:
+        """Job key -> the texts of its act rows in order, every job of ``gen`` (no job row read)."""
+        return {k: [t for _, t in got] for k, got in self._acts(gen, None).items()}
+
     def lock_jobs(self, keys: Iterable[str]) -> tuple[dict[str, str], set[str]]:
         """Hold these job rows FOR UPDATE (a row inserted first where there is none): their bodies,
         and the keys whose row is only a placeholder (no job)."""
