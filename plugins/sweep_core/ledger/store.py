@@ -5,7 +5,8 @@ reads the rows and writes back only those that changed. A fold or any whole-ledg
 the ledger row's lock; a claim (``update_jobs``: a hand-off given, an act recorded or claimed)
 holds only its own jobs' rows (and the ledger row shared), so claims of different jobs never wait
 on each other; a change of the ledger row alone (``update_top``) reads no job row. Backfills, runs
-by hand and workers on other hosts may fold at once.
+by hand and workers on other hosts may fold at once. A read about a few jobs (``read_jobs``,
+``read_acted``, ``read_top``, ``acts_by_job``) reads only their rows, the ledger row FOR SHARE.
 
 ``before``: what the latest run folded against, so that a re-run of that run folds against it
 again: its ledger row, and for each job row written since that fold the body it had before (the

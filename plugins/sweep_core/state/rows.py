@@ -151,6 +151,7 @@ class LedgerRows:
     def __init__(self, conn: sa.Connection, space: str) -> None:
         self.conn, self.space = conn, space
         self._read: dict[str, Split] = {}  # a job text this transaction joined -> its rows as read
+        self._before_empty = False  # start_before emptied ``before`` and no job row went there since
         self.pg = conn.dialect.name == "postgresql"
         self._insert = postgresql.insert if self.pg else sqlite.insert
 
@@ -292,7 +293,7 @@ class LedgerRows:
             return
         if self.top(BEFORE) is not None:
             touched = [k for k, b in changed.items() if b is not None or old.get(k) is not None]
-            kept = set(self._core(BEFORE, touched, True))
+            kept = set() if self._before_empty else set(self._core(BEFORE, touched, True))
             self._copy_before([k for k in touched if k not in kept and old.get(k) is not None])
             self.put_jobs({k: None for k in touched if k not in kept and old.get(k) is None}, BEFORE, fresh=True)
         self.put_jobs({k: b for k, b in changed.items() if b is not None}, NOW, old)
@@ -300,6 +301,7 @@ class LedgerRows:
 
     def _copy_before(self, keys: list[str]) -> None:
         """The ``now`` rows of these jobs (job, act and claim rows) copied as they are to ``before``."""
+        self._before_empty = self._before_empty and not keys
         for part in _chunks(keys):
             for table in (jobs, acts, claims):
                 names = [c.name for c in table.columns if c.name != "gen"]
@@ -322,6 +324,8 @@ class LedgerRows:
         nothing to read)."""
         if not bodies:
             return
+        if gen == BEFORE:
+            self._before_empty = False
         now = _now()
         parts = {
             k: (b if isinstance(b, Split) else self.split(b) if b is not None else None) for k, b in bodies.items()
@@ -435,6 +439,7 @@ class LedgerRows:
         for table in (jobs, acts, claims):
             self.conn.execute(sa.delete(table).where(table.c.space == self.space, table.c.gen == BEFORE))
         self.write_top(body, BEFORE)
+        self._before_empty = True  # no job row of it to read before a copy
 
     def move_aside(self, stamp: str, top: str | None, bad: Mapping[str, str]) -> str:
         """Keep unusable rows (the ledger row's text, job rows' bodies) as generation ``corrupt-<stamp>``."""
