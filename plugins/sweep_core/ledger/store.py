@@ -249,9 +249,10 @@ def _keyed(rows: LedgerRows, keys: Iterable[str] | None, kinds: Iterable[str] = 
         raise _Damaged from None
     wanted = set(keys) if keys is not None else rows.acted(kinds)
     if wanted:
-        ledger.jobs, bad = _entries(rows.jobs(keys=wanted))
+        got, bad = _entries(rows.jobs(keys=wanted))
         if bad:
             raise _Damaged
+        ledger.jobs = dict(sorted(got.items()))  # one order, whatever the database's
     return ledger
 
 
