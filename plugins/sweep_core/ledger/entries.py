@@ -250,9 +250,10 @@ def _strings(x: Any) -> bool:
 
 
 @functools.cache
-def _checks(cls: type) -> tuple[tuple[Field[Any], tuple[type, ...]], ...]:
-    """Each field of ``cls`` with the JSON types it may hold (read once per class)."""
-    return tuple((f, _TYPES[str(f.type)]) for f in fields(cls))
+def _checks(cls: type) -> tuple[tuple[Field[Any], tuple[type, ...], bool], ...]:
+    """Each field of ``cls`` with the JSON types it may hold and whether its items are checked
+    too (a list or an object; read once per class)."""
+    return tuple((f, _TYPES[str(f.type)], _TYPES[str(f.type)] in ((list,), (dict,))) for f in fields(cls))
 
 
 def _record(cls: type, key: str, value: Any) -> Any:
@@ -260,12 +261,15 @@ def _record(cls: type, key: str, value: Any) -> Any:
     if not isinstance(value, dict):
         raise LedgerError(f"entry {key[:80]!r} is not an object")
     kwargs = {}
-    for f, ok in _checks(cls):
+    for f, ok, deep in _checks(cls):
         if f.name not in value:
             continue
         v = value[f.name]
         if not isinstance(v, ok) or (isinstance(v, bool) and bool not in ok):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not {f.type}")
+        if not (deep and v):  # a scalar, or an empty list or object: nothing inside to check
+            kwargs[f.name] = v
+            continue
         if f.type == "dict[str, str]" and not all(isinstance(x, str) for x in (*v, *v.values())):
             raise LedgerError(f"entry {key[:80]!r}: {f.name!r} is not an object of strings")
         if f.type in ("dict[str, int]", "dict[str, float]") and not all(

@@ -139,10 +139,10 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _chunks(keys: Iterable[str]) -> Iterable[list[str]]:
+def _chunks(keys: Iterable[str], size: int = _CHUNK) -> Iterable[list[str]]:
     todo = list(keys)
-    for i in range(0, len(todo), _CHUNK):
-        yield todo[i : i + _CHUNK]
+    for i in range(0, len(todo), size):
+        yield todo[i : i + size]
 
 
 class LedgerRows:
@@ -302,7 +302,9 @@ class LedgerRows:
     def _copy_before(self, keys: list[str]) -> None:
         """The ``now`` rows of these jobs (job, act and claim rows) copied as they are to ``before``."""
         self._before_empty = self._before_empty and not keys
-        for part in _chunks(keys):
+        for part in _chunks(
+            keys, _CHUNK * 10 if self.pg else _CHUNK
+        ):  # no cap on PostgreSQL's IN list but its 65,535 parameters
             for table in (jobs, acts, claims):
                 names = [c.name for c in table.columns if c.name != "gen"]
                 sel = sa.select(*[table.c[n] for n in names], sa.literal(BEFORE)).where(
