@@ -26,9 +26,17 @@ from sweep_core.handoffs.upload.usecase import run_uploads, upload_settings
 from sweep_core.handoffs.views import cleanup_view, read_cleanup_view
 from sweep_core.history.openmetrics import acts_by_cluster
 from sweep_core.ledger.acts import record_acts
-from sweep_core.ledger.entries import Ledger, LedgerEntry
+from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError
 from sweep_core.ledger.hold import held
-from sweep_core.ledger.store import acts_by_job, fold_run, ledger_for_run, load_ledger, read_jobs
+from sweep_core.ledger.store import (
+    acts_by_job,
+    fold_run,
+    ledger_for_run,
+    load_ledger,
+    peek_jobs,
+    read_jobs,
+    top_for_run,
+)
 from sweep_core.ledger.told import mark_told, told_before
 from sweep_core.state import db, migrate
 from sweep_core.state.db import engine_for, state_url
@@ -180,6 +188,38 @@ def test_the_metrics_scrape_counts_the_act_rows_read_only(tmp_path: Path) -> Non
         counts = acts_by_cluster(acts_by_job(tmp_path))
     assert counts == {("leo", "cancel"): 99, ("leo", "?"): 1, ("far", "reject"): 1}
     assert s.written == [] and {t for t, _ in s.selects} == {"sweep_state_acts"}  # no job row, nothing recovered
+
+
+def test_the_catch_up_window_reads_the_ledger_row_a_run_folds_against_and_no_job(tmp_path: Path) -> None:
+    def clusters(status: str):
+        def fold(ledger: Ledger) -> tuple[Ledger, None]:
+            ledger, _ = _jobs(100)(ledger)
+            ledger.read_until["leo"] = ledger.window_end = status
+            return ledger, None
+
+        return fold
+
+    fold_run(tmp_path, "scheduled__r1", END, clusters(END))
+    fold_run(tmp_path, "scheduled__r2", LATER, clusters(LATER))
+    with sent(tmp_path) as s:
+        rerun = top_for_run(tmp_path, "scheduled__r2", LATER)  # r2 again: what r2 folded against
+        new = top_for_run(tmp_path, "scheduled__r3", "2026-12-04T09:00:00+00:00")
+    assert s.selects == [] and rerun.read_until == {"leo": END} and new.read_until == {"leo": LATER}
+    for run, end in (("scheduled__r2", LATER), ("scheduled__r3", "2026-12-04T09:00:00+00:00")):
+        whole = ledger_for_run(tmp_path, run, end)
+        assert top_for_run(tmp_path, run, end).to_dict() == {**whole.to_dict(), "jobs": {}}
+
+
+def test_the_job_page_reads_its_job_alone_and_never_recovers(tmp_path: Path) -> None:
+    fold_run(tmp_path, "r1", END, _jobs(100, acts=2))
+    with sent(tmp_path) as s:
+        got = peek_jobs(tmp_path, {"leo|4"})
+    assert list(got.jobs) == ["leo|4"] and len(got.jobs["leo|4"].acts) == 2
+    assert s.whole_reads() == [] and s.written == []
+    write_row(tmp_path, "leo|4", "{not json")
+    with sent(tmp_path) as s, pytest.raises(LedgerError, match="damaged"):
+        peek_jobs(tmp_path, {"leo|4"})
+    assert s.written == [] and peek_jobs(tmp_path, {"leo|5"}).jobs["leo|5"].job_id == "5"  # moved aside by no page
 
 
 def _fold_sends_no_unchanged_act(run_log_dir: Path) -> None:

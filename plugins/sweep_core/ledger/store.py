@@ -398,18 +398,26 @@ def update_top(
     return update_jobs(run_log_dir, (), change, top=True, notes=notes)
 
 
+def _rerun_of(
+    rows: LedgerRows, current: Ledger, run_id: str, window_end: str, notes: list[str] | None
+) -> tuple[str, str, Any] | None:
+    """The ledger row before the latest fold (_before_top) when run ``run_id`` re-runs that run (the
+    same run id, or the same window of the same cadence), else None."""
+    kept = _before_top(rows, notes) if current.run_id else None
+    latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
+    if latest is not None and (run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))):
+        return latest
+    return None
+
+
 def _base(
     rows: LedgerRows, current: Ledger, stored: Bodies, run_id: str, window_end: str, notes: list[str] | None
 ) -> tuple[Ledger, Bodies]:
     """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
     (the same run id, or the same window of the same cadence), else ``current``. A report sweep and
     a watch run whose windows end together are two runs (sweep_core.timing.cadence): the second folds on top."""
-    kept = _before_top(rows, notes) if current.run_id else None
-    latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
-    rerun = latest is not None and (
-        run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))
-    )
-    if latest is None or not rerun:
+    latest = _rerun_of(rows, current, run_id, window_end, notes)
+    if latest is None:
         return current, stored
     full = _before(rows, notes, stored, latest)
     assert full is not None
@@ -436,6 +444,28 @@ def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes:
     with _txn(run_log_dir) as rows:
         current, stored = _load(rows, notes)
         return _base(rows, current, stored, run_id, window_end, notes)[0]
+
+
+def top_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
+    """ledger_for_run's ledger row alone, no job row read (windows, clusters read until when: a
+    gather task's catch-up window). A damaged ledger row: the whole ledger is loaded and recovered."""
+    try:
+        with _txn(run_log_dir) as rows:
+            current = _keyed(rows, ())
+            latest = _rerun_of(rows, current, run_id, window_end, notes)
+            return current if latest is None else _top(_dumps(latest[2]))
+    except _Damaged:
+        return dataclasses.replace(ledger_for_run(run_log_dir, run_id, window_end, notes), jobs={})
+
+
+def peek_jobs(run_log_dir: str | Path, keys: Iterable[str]) -> Ledger:
+    """peek_ledger of the jobs ``keys`` alone (read only, no recovery: a page's read of one job);
+    a damaged one raises LedgerError (ValueError)."""
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, set(keys))
+    except _Damaged:
+        raise LedgerError("the ledger row or a job row asked for is damaged (the next sweep recovers it)") from None
 
 
 def fold_run(
