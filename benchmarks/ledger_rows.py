@@ -9,7 +9,9 @@ recorded (ledger.acts.record_acts, as cancel and cleanup store their acts) and a
 (batch_job.usecase.claim_act, as consolidate reserves a submission), on the document (update_ledger
 of the whole document) and on the rows (the job's own rows: its job, act and claim rows). On the
 default SQLite file, and with ``--pg`` on a throwaway PostgreSQL 15 too (tests/throwaway_pg.py).
-Best of 3.
+Then, on the rows, what a hand-off reads: the whole ledger (as main did before the keyed reads)
+against its own rows (the hold: the ledger row; the cleanup view: the jobs with an upload act; an
+upload run: its 20 jobs; the metrics scrape: the act rows). Best of 3.
 Usage: source scripts/env.sh && python benchmarks/ledger_rows.py [--pg]
 """
 
@@ -138,6 +140,8 @@ def measure(n: int, store: types.ModuleType) -> dict[str, float]:
             store.fold_run(d, run, end.isoformat(), _fold(live, run, end))
         out["steady_s"] = time.perf_counter() - t0
         out["steady_bytes"], out["steady_rows"] = w.take()
+        if store is rows_store:
+            out.update(_reads(d, done))  # after the folds: its upload acts change no figure above
         return out
 
 
@@ -167,6 +171,47 @@ def _one_job(d: str, store: types.ModuleType, job: dict[str, str], whole: bool =
     return out
 
 
+def _best(f: Callable[[], Any]) -> float:
+    """Seconds of the fastest of 3 calls."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two cleanup views hold the same (the whole read lists jobs in the database's order)."""
+    key = lambda v: (sorted(map(str, v.open)), v.salvaged, dict(v.own), sorted(map(str, v.consolidating)))  # noqa: E731
+    return key(a) == key(b)
+
+
+def _reads(d: str, done: list[dict[str, str]]) -> dict[str, float]:
+    """What a hand-off reads of the ledger, whole (load_ledger, as main's code did) against keyed
+    (its jobs' rows, the ledger row alone, the act rows): the hold, the cleanup view (20 jobs with an
+    upload act), an upload run's 20 decisions, the metrics scrape's act counts."""
+    from sweep_core.handoffs.views import cleanup_view, read_cleanup_view
+    from sweep_core.history.openmetrics import acts_by_cluster
+    from sweep_core.ledger.hold import held
+
+    some = done[2:22]
+    upload = {"kind": "upload", "upload_job": "901", "attempt": "1", "log": "/l/901", "flavor": "sft-job-cleanup"}
+    ledger_acts.record_acts(d, [(j["cluster"], j["job_id"], j["name"], upload) for j in some])
+    keys = {f"{j['cluster']}|{j['job_id']}" for j in some}
+    assert _same(read_cleanup_view(d), cleanup_view(rows_store.load_ledger(d)))
+    return {
+        "hold_whole": _best(lambda: rows_store.load_ledger(d).hold),
+        "hold_keyed": _best(lambda: held(d)),
+        "view_whole": _best(lambda: cleanup_view(rows_store.load_ledger(d))),
+        "view_keyed": _best(lambda: read_cleanup_view(d)),
+        "jobs_whole": _best(lambda: rows_store.load_ledger(d)),
+        "jobs_keyed": _best(lambda: rows_store.read_jobs(d, keys)),
+        "metrics_whole": _best(lambda: acts_by_cluster({k: e.acts for k, e in rows_store.load_ledger(d).jobs.items()})),
+        "metrics_keyed": _best(lambda: acts_by_cluster(rows_store.acts_by_job(d))),
+    }
+
+
 def _live(s: Any, m: int) -> Any:
     """The snapshot with only its running jobs among the first ``m`` (nothing ended in the window)."""
     import dataclasses
@@ -183,6 +228,7 @@ def table(where: str) -> None:
         f" {'claim all done':>15} {'written':>9} {'fold, 10% live':>15} {'written':>9}"
         f" {'act 1':>9} {'written':>9} {'claim act':>9} {'written':>9}"
     )
+    reads: list[tuple[int, dict[str, float]]] = []
     for n in SIZES:
         for name, store in stores.items():
             best = min((measure(n, store) for _ in range(3)), key=lambda r: r["fold_s"] + r["claim_s"])
@@ -196,12 +242,26 @@ def table(where: str) -> None:
                 f"   (rows written: fold {best['fold_rows']:.0f}, 10% live {best['steady_rows']:.0f};"
                 f" {best['claimed']:.0f} completed jobs claimed)"
             )
+            if "hold_keyed" in best:
+                reads.append((n, best))
             if "whole_act_s" in best:
                 print(
                     f"{'':>7} {'  act/claim act through update_ledger (0cc8c1b)':<131}"
                     f" {best['whole_act_s'] * 1000:>7.1f}ms {best['whole_act_bytes'] / 1024:>5.1f} KiB"
                     f" {best['whole_claim_act_s'] * 1000:>7.1f}ms {best['whole_claim_act_bytes'] / 1024:>5.1f} KiB"
                 )
+    _print_reads(reads)
+
+
+def _print_reads(reads: list[tuple[int, dict[str, float]]]) -> None:
+    print(
+        f"{'jobs':>7} {'rows: whole read vs keyed (ms)':<32} {'hold':>15} {'cleanup view':>15} {'20 jobs':>15} {'act counts':>15}"
+    )
+    for n, r in reads:
+        cells = [
+            f"{r[f'{k}_whole'] * 1000:.0f} / {r[f'{k}_keyed'] * 1000:.1f}" for k in ("hold", "view", "jobs", "metrics")
+        ]
+        print(f"{n:>7,} {'':<32} " + " ".join(f"{c:>15}" for c in cells))
 
 
 def main() -> None:

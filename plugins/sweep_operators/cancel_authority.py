@@ -16,8 +16,8 @@ from sweep_core.handoffs.cancel.authority import FLAG_COLUMNS, authorize, flag_r
 from sweep_core.handoffs.cancel.plan import CancelDecision
 from sweep_core.history.rows import FLAG
 from sweep_core.history.store import read_run
-from sweep_core.ledger.acts import read_ledger
 from sweep_core.ledger.cancel_handoff import HandoffRun
+from sweep_core.ledger.store import read_jobs
 from sweep_operators.handoff_record import run_log_dir
 from sweep_operators.history_location import store_of
 
@@ -53,7 +53,7 @@ def authorize_decisions(
     """Mark each decision a sweep or a by-hand request, with the sweep's evidence (in place):
     ``run_id`` and ``run_user`` (its triggering user, "" = none) are this run's, as Airflow has them."""
     config = load_sweep_config(sweep_yaml)
-    ledger = read_ledger(run_log_dir(config))
     keys = [(d.request.cluster, d.request.job_id) for d in decisions]
+    ledger = read_jobs(run_log_dir(config), {f"{c}|{j}" for c, j in keys})  # these jobs' rows alone
     flags = _flags(config, flag_runs(ledger, keys), wait_s)
     authorize(decisions, ledger, flags, dry_run=dry_run, run=HandoffRun(run_id, run_user))

@@ -50,11 +50,11 @@ def _history(facts: Facts, config: SweepConfig) -> None:
 
 
 def _ledger(facts: Facts, config: SweepConfig) -> None:
-    from sweep_core.ledger.store import load_ledger
+    from sweep_core.ledger.store import acts_by_job
     from sweep_operators.handoff_record import run_log_dir
 
     try:
-        facts.acts = acts_by_cluster(load_ledger(run_log_dir(config)).jobs)
+        facts.acts = acts_by_cluster(acts_by_job(run_log_dir(config)))  # the act rows alone, read-only
     except Exception as exc:  # noqa: BLE001
         facts.down["ledger"] = _why(exc)
         log.warning("metrics: ledger unreadable: %s", facts.down["ledger"])

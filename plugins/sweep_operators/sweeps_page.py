@@ -105,11 +105,12 @@ def static(name: str) -> FileResponse:
 def _acts(cluster: str, job_id: str, notes: list[str]) -> list[dict[str, str]]:
     """The job's acts from the ledger, read only; [] with a note saying why when it cannot be read."""
     from sweep_core.ledger.acts import acts_of
-    from sweep_core.ledger.store import peek_ledger
+    from sweep_core.ledger.store import peek_jobs
     from sweep_operators.handoff_record import run_log_dir
 
     try:
-        return acts_of(peek_ledger(run_log_dir(load_sweep_config(_sweep_yaml()))), cluster, job_id)
+        ledger = peek_jobs(run_log_dir(load_sweep_config(_sweep_yaml())), {f"{cluster}|{job_id}"})  # its rows alone
+        return acts_of(ledger, cluster, job_id)
     except Exception as exc:  # noqa: BLE001 (the page says why, it never fails for it)
         notes.append(f"the acts are not shown: the ledger could not be read: {type(exc).__name__}: {str(exc)[:160]}")
         return []

@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 from sweep_core.ledger.catch_up import catch_up_start
-from sweep_core.ledger.store import ledger_for_run
+from sweep_core.ledger.store import top_for_run
 from sweep_core.timing.cadence import watch_run_id
 from sweep_core.timing.window import resolve_window
 from sweep_operators.task_ids import DagId
@@ -49,5 +49,5 @@ def catch_up_since(
 ) -> tuple[dt.datetime, str]:
     """Where ``cluster``'s ended jobs are read from: ``start``, or earlier after sweeps that could not
     read it (sweep_core.ledger.catch_up, against the ledger this run will fold into), with the note."""
-    ledger = ledger_for_run(run_log_dir, run_id_of(context), end.astimezone(dt.UTC).isoformat())
+    ledger = top_for_run(run_log_dir, run_id_of(context), end.astimezone(dt.UTC).isoformat())  # no job row
     return catch_up_start(ledger, cluster, start, end, dt.timedelta(hours=catch_up_hours))

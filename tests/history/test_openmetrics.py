@@ -155,7 +155,7 @@ def test_last_successes_runs_acts_and_approvals() -> None:
             RunFacts(REPORT_DAG, END + dt.timedelta(minutes=4), 240.0, {"hpc": 31.5}, 3 * 3600.0),
             RunFacts(WATCH_DAG, None, None, {}, 300.0),
         ],  # fmt: skip
-        acts=acts_by_cluster(ledger_jobs),
+        acts=acts_by_cluster({k: e.acts for k, e in ledger_jobs.items()}),
         approvals=[("sweep_cancel", END - dt.timedelta(minutes=30)), ("sweep_cancel", END)],
     )
     s = _samples(exposition(families(facts))[0])

@@ -14,12 +14,11 @@ from sweep_core.handoffs.cleanup.rejudge import give_backlog
 from sweep_core.handoffs.cleanup.undecided import ReadLaunch
 from sweep_core.handoffs.dispatch.keep_tracking import keep_tracking
 from sweep_core.handoffs.dispatch.triggers import Handoff, plan_handoffs
-from sweep_core.handoffs.dispatch.views import cleanup_view
+from sweep_core.handoffs.dispatch.views import read_cleanup_view
 from sweep_core.handoffs.ports import HubCheck
 from sweep_core.handoffs.upload.salvage import follow_open
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.runs import give_once
-from sweep_core.ledger.store import load_ledger
 from sweep_core.records.models import ClusterSnapshot, Flag
 
 Confs = dict[str, dict[str, Any] | None]
@@ -63,7 +62,7 @@ def give_handoffs(
     backlog: list[str] = []
     if not follow:
         return confs, given, tracking, backlog
-    view = cleanup_view(load_ledger(log_dir))  # once: the acts it reads are not changed below
+    view = read_cleanup_view(log_dir)  # once, its jobs' rows alone: the acts it reads are not changed below
     if hub_check is not None:
         confs, backlog = give_backlog(
             confs,

@@ -160,12 +160,12 @@ def cadence_seconds(cron: str | None, now: dt.datetime) -> float | None:
     return (second - first).total_seconds()
 
 
-def acts_by_cluster(jobs: Mapping[str, Any]) -> Counter[tuple[str, str]]:
-    """(cluster, kind) -> the acts the ledger's entries hold (``jobs``: key ``<cluster>|<id>`` -> entry)."""
+def acts_by_cluster(jobs: Mapping[str, Iterable[Mapping[str, Any]]]) -> Counter[tuple[str, str]]:
+    """(cluster, kind) -> the acts the ledger holds (``jobs``: key ``<cluster>|<id>`` -> its acts)."""
     out: Counter[tuple[str, str]] = Counter()
-    for key, entry in jobs.items():
+    for key, acts in jobs.items():
         cluster = key.split("|", 1)[0]
-        for act in getattr(entry, "acts", None) or []:
+        for act in acts:
             out[(cluster, str(act.get("kind") or "?"))] += 1
     return out
 

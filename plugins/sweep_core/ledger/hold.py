@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import load_ledger, update_top
+from sweep_core.ledger.store import read_top, update_top
 
 CONFIRM_PARAM = "confirm_ledger_reset"
 
 
 def held(run_log_dir: str | Path) -> str:
-    """Why acts are held ('' = not held)."""
-    return load_ledger(run_log_dir).hold
+    """Why acts are held ('' = not held): the ledger row alone is read (ledger.store.read_top)."""
+    return read_top(run_log_dir).hold
 
 
 def held_problem(hold: str) -> str:

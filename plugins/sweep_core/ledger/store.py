@@ -5,7 +5,8 @@ reads the rows and writes back only those that changed. A fold or any whole-ledg
 the ledger row's lock; a claim (``update_jobs``: a hand-off given, an act recorded or claimed)
 holds only its own jobs' rows (and the ledger row shared), so claims of different jobs never wait
 on each other; a change of the ledger row alone (``update_top``) reads no job row. Backfills, runs
-by hand and workers on other hosts may fold at once.
+by hand and workers on other hosts may fold at once. A read about a few jobs (``read_jobs``,
+``read_acted``, ``read_top``, ``acts_by_job``) reads only their rows, the ledger row FOR SHARE.
 
 ``before``: what the latest run folded against, so that a re-run of that run folds against it
 again: its ledger row, and for each job row written since that fold the body it had before (the
@@ -23,16 +24,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import gc
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, _record
+from sweep_core.ledger.entries import Ledger, LedgerEntry, LedgerError, _record, entry_dict
 from sweep_core.ledger.given import merge_given
 from sweep_core.state.db import engine_for, space_of, state_url
-from sweep_core.state.rows import BEFORE, LedgerRows
+from sweep_core.state.rows import BEFORE, INLINE, LedgerRows, Split
 from sweep_core.timing.cadence import same_cadence
 
 T = TypeVar("T")
@@ -59,7 +61,14 @@ def top_of(ledger: Ledger) -> dict[str, Any]:
 
 
 def entry_text(e: LedgerEntry) -> str:
-    return _dumps(dataclasses.asdict(e))
+    return _dumps(entry_dict(e))
+
+
+def entry_rows(e: LedgerEntry) -> Split:
+    """The entry as its rows (split_body of entry_text, without the round trip)."""
+    raw = entry_dict(e)
+    core = _dumps({k: v for k, v in raw.items() if k not in INLINE})
+    return Split(core, [_dumps(a) for a in e.acts], dict(e.handoffs))
 
 
 def _top(text: str | None) -> Ledger:
@@ -81,6 +90,20 @@ def _entries(bodies: Bodies) -> tuple[dict[str, LedgerEntry], dict[str, str]]:
         except (ValueError, RecursionError) as exc:  # LedgerError, not JSON, huge number
             bad[key] = _why(exc)
     return got, bad
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a whole-ledger read or fold: it makes ~100 objects a
+    job, none in a cycle, and each collection walks them all again (at 10,000 jobs a fold ran ~20 %
+    longer with it: benchmarks/ledger_rows.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @contextmanager
@@ -202,13 +225,14 @@ def _recover(
     return ledger, {k: entry_text(e) for k, e in ledger.jobs.items()}
 
 
-def _changed(ledger: Ledger, stored: Bodies, force: Iterable[str] = ()) -> dict[str, str | None]:
-    """The job rows to write: each entry whose text differs from the stored one, None for a job gone."""
-    out: dict[str, str | None] = {}
+def _changed(rows: LedgerRows, ledger: Ledger, stored: Bodies, force: Iterable[str] = ()) -> dict[str, Split | None]:
+    """The jobs to write: each entry whose rows differ from the stored ones (a job whose body,
+    acts and claims are as stored is not written), None for a job gone."""
+    out: dict[str, Split | None] = {}
     for key, e in ledger.jobs.items():
-        text = entry_text(e)
-        if stored.get(key) != text:
-            out[key] = text
+        new, was = entry_rows(e), stored.get(key)
+        if was is None or rows.split(was) != new:
+            out[key] = new
     out.update({k: None for k in stored.keys() - ledger.jobs.keys()})
     out.update({k: None for k in force if k not in ledger.jobs})
     return out
@@ -219,13 +243,82 @@ def _save(rows: LedgerRows, ledger: Ledger, stored: Bodies, force: Iterable[str]
     text = _dumps(top_of(ledger))
     if rows.top() != text:
         rows.write_top(text)
-    rows.write_jobs(_changed(ledger, stored, force), stored)
+    rows.write_jobs(_changed(rows, ledger, stored, force), stored)
 
 
 def load_ledger(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
     """The stored ledger: empty when none was ever written, recovered when damaged (module docstring)."""
-    with _txn(run_log_dir) as rows:
+    with _gc_paused(), _txn(run_log_dir) as rows:
         return _load(rows, notes)[0]
+
+
+def _keyed(rows: LedgerRows, keys: Iterable[str] | None, kinds: Iterable[str] = ()) -> Ledger:
+    """The ledger row and the jobs ``keys`` (or those holding an act of one of ``kinds``), as
+    stored; _Damaged when one of them (or the ledger row) does not read."""
+    text = rows.top()
+    if text is None and rows.top(BEFORE) is not None:
+        raise _Damaged
+    try:
+        ledger = _top(text)
+    except (ValueError, RecursionError):
+        raise _Damaged from None
+    wanted = set(keys) if keys is not None else rows.acted(kinds)
+    if wanted:
+        got, bad = _entries(rows.jobs(keys=wanted))
+        if bad:
+            raise _Damaged
+        ledger.jobs = dict(sorted(got.items()))  # one order, whatever the database's
+    return ledger
+
+
+def read_jobs(run_log_dir: str | Path, keys: Iterable[str], notes: list[str] | None = None) -> Ledger:
+    """The ledger row and the jobs ``keys`` ("cluster|job_id", those stored), read-only: only their
+    rows are read (a hand-off about a few jobs never reads the whole ledger). A damaged one: the
+    whole ledger is loaded (and recovered, module docstring), these jobs of it returned."""
+    wanted = set(keys)
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, wanted)
+    except _Damaged:
+        ledger = load_ledger(run_log_dir, notes)
+        ledger.jobs = {k: e for k, e in ledger.jobs.items() if k in wanted}
+        return ledger
+
+
+def read_acted(run_log_dir: str | Path, kinds: Iterable[str], notes: list[str] | None = None) -> Ledger:
+    """The ledger row and every job holding an act of one of ``kinds``, read-only: the act rows say
+    which, only those jobs' rows are read. A damaged one: as read_jobs."""
+    want = set(kinds)
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, None, want)
+    except _Damaged:
+        ledger = load_ledger(run_log_dir, notes)
+        ledger.jobs = {k: e for k, e in ledger.jobs.items() if any(a.get("kind") in want for a in e.acts)}
+        return ledger
+
+
+def read_top(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
+    """The ledger row alone (no job: windows, digests told, the hold), read-only; no job row is read,
+    so a damaged job row is found by the next read of it (or the fold) and not here. A damaged
+    ledger row: the whole ledger is loaded and recovered."""
+    return read_jobs(run_log_dir, (), notes)
+
+
+def acts_by_job(run_log_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """Job key -> its acts, every job that has one: the act rows alone, read-only (no job row, no
+    recovery: a page's or a scrape's read); an act row not JSON reads as ``{"kind": "?"}``."""
+    with _txn(run_log_dir, shared=True) as rows:
+        texts = rows.act_texts()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for key, got in texts.items():
+        for t in got:
+            try:
+                act = json.loads(t)
+            except (ValueError, RecursionError):
+                act = None
+            out.setdefault(key, []).append(act if isinstance(act, dict) else {"kind": "?"})
+    return out
 
 
 def save_ledger(run_log_dir: str | Path, ledger: Ledger) -> None:
@@ -291,7 +384,7 @@ def update_jobs(
                 raise ValueError("update_jobs: the change touched more than its jobs' rows: use update_ledger")
             if after != before:
                 rows.write_top(after)
-            rows.write_jobs(_changed(ledger, stored, placeholders), stored)
+            rows.write_jobs(_changed(rows, ledger, stored, placeholders), stored)
             return result
     except _Damaged:
         return update_ledger(run_log_dir, change, notes)
@@ -305,18 +398,26 @@ def update_top(
     return update_jobs(run_log_dir, (), change, top=True, notes=notes)
 
 
+def _rerun_of(
+    rows: LedgerRows, current: Ledger, run_id: str, window_end: str, notes: list[str] | None
+) -> tuple[str, str, Any] | None:
+    """The ledger row before the latest fold (_before_top) when run ``run_id`` re-runs that run (the
+    same run id, or the same window of the same cadence), else None."""
+    kept = _before_top(rows, notes) if current.run_id else None
+    latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
+    if latest is not None and (run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))):
+        return latest
+    return None
+
+
 def _base(
     rows: LedgerRows, current: Ledger, stored: Bodies, run_id: str, window_end: str, notes: list[str] | None
 ) -> tuple[Ledger, Bodies]:
     """What run ``run_id`` folds against: the ledger before the latest fold when it re-runs that run
     (the same run id, or the same window of the same cadence), else ``current``. A report sweep and
     a watch run whose windows end together are two runs (sweep_core.timing.cadence): the second folds on top."""
-    kept = _before_top(rows, notes) if current.run_id else None
-    latest = kept if kept is not None and kept[0] == current.run_id else None  # before the latest fold
-    rerun = latest is not None and (
-        run_id == latest[0] or (window_end == latest[1] and same_cadence(run_id, latest[0]))
-    )
-    if latest is None or not rerun:
+    latest = _rerun_of(rows, current, run_id, window_end, notes)
+    if latest is None:
         return current, stored
     full = _before(rows, notes, stored, latest)
     assert full is not None
@@ -335,7 +436,7 @@ def _fold_into_before(
     folded, _ = fold(before)
     folded.run_id = before.run_id
     rows.write_top(_dumps({"run_id": run, "window_end": end, "ledger": top_of(folded)}), BEFORE)
-    rows.put_jobs(_changed(folded, texts), BEFORE)
+    rows.put_jobs(_changed(rows, folded, texts), BEFORE)
 
 
 def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
@@ -343,6 +444,28 @@ def ledger_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes:
     with _txn(run_log_dir) as rows:
         current, stored = _load(rows, notes)
         return _base(rows, current, stored, run_id, window_end, notes)[0]
+
+
+def top_for_run(run_log_dir: str | Path, run_id: str, window_end: str, notes: list[str] | None = None) -> Ledger:
+    """ledger_for_run's ledger row alone, no job row read (windows, clusters read until when: a
+    gather task's catch-up window). A damaged ledger row: the whole ledger is loaded and recovered."""
+    try:
+        with _txn(run_log_dir) as rows:
+            current = _keyed(rows, ())
+            latest = _rerun_of(rows, current, run_id, window_end, notes)
+            return current if latest is None else _top(_dumps(latest[2]))
+    except _Damaged:
+        return dataclasses.replace(ledger_for_run(run_log_dir, run_id, window_end, notes), jobs={})
+
+
+def peek_jobs(run_log_dir: str | Path, keys: Iterable[str]) -> Ledger:
+    """peek_ledger of the jobs ``keys`` alone (read only, no recovery: a page's read of one job);
+    a damaged one raises LedgerError (ValueError)."""
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, set(keys))
+    except _Damaged:
+        raise LedgerError("the ledger row or a job row asked for is damaged (the next sweep recovers it)") from None
 
 
 def fold_run(
@@ -360,7 +483,7 @@ def fold_run(
     ledger before too, so a re-run of the latest run folds against what it folded against plus
     what the backfill learned (nothing the backfill saw is lost to the re-run). Only the rows the
     fold changed are written."""
-    with _txn(run_log_dir) as rows:
+    with _gc_paused(), _txn(run_log_dir) as rows:
         current, stored = _load(rows, notes)
         base, _texts = _base(rows, current, stored, run_id, window_end, notes)
         older = bool(current.window_end) and window_end < current.window_end and base is current

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sweep_core.ledger.entries import Ledger
-from sweep_core.ledger.store import load_ledger, update_top
+from sweep_core.ledger.store import read_top, update_top
 
 KEEP_RUNS = 200
 
@@ -25,7 +25,7 @@ Told = Mapping[str, Mapping[str, str]]  # run id -> channel -> "<hash> <UTC time
 
 def told_record(run_log_dir: str | Path, notes: list[str] | None = None) -> Told:
     """What each remembered run told each channel (read once, before a delivery sends anything)."""
-    return load_ledger(run_log_dir, notes).told
+    return read_top(run_log_dir, notes).told
 
 
 def was_told(told: Told, run_id: str, channel: str, text: str) -> bool:

@@ -110,34 +110,39 @@ def join_body(core: str | None, act_texts: list[str], claimed: Mapping[str, str]
     it is; one holding ``acts``/``handoffs`` inline, or an act row not JSON, gets ``acts`` set to
     why (not a list: the store's check of the entry fails, names the job and moves it aside) and
     what it held kept under ``unread``, so the copy moved aside loses nothing."""
+    return _join(core, act_texts, claimed)[0]
+
+
+def _join(core: str | None, act_texts: list[str], claimed: Mapping[str, str]) -> tuple[str | None, bool]:
+    """join_body, and whether the text is sound (split_body of it gives these rows back)."""
     if core is None:
-        return None
+        return None, False
     try:
         raw = json.loads(core)
     except (ValueError, RecursionError):
-        return core
+        return core, False
     if not isinstance(raw, dict):
-        return core
+        return core, False
     if any(k in raw for k in INLINE):
         why = "acts/handoffs inline in the job row (a format before schema 0004)"
         unread = {k: raw.pop(k) for k in INLINE if k in raw}
-        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": unread})
+        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": unread}), False
     try:
         got = [json.loads(t) for t in act_texts]
     except (ValueError, RecursionError):
         why = "an act row not JSON"
-        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": {"acts": act_texts}})
-    return _dumps({**raw, "acts": got, "handoffs": dict(claimed)})
+        return _dumps({**raw, "acts": why, "handoffs": dict(claimed), "unread": {"acts": act_texts}}), False
+    return _dumps({**raw, "acts": got, "handoffs": dict(claimed)}), True
 
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _chunks(keys: Iterable[str]) -> Iterable[list[str]]:
+def _chunks(keys: Iterable[str], size: int = _CHUNK) -> Iterable[list[str]]:
     todo = list(keys)
-    for i in range(0, len(todo), _CHUNK):
-        yield todo[i : i + _CHUNK]
+    for i in range(0, len(todo), size):
+        yield todo[i : i + size]
 
 
 class LedgerRows:
@@ -145,6 +150,8 @@ class LedgerRows:
 
     def __init__(self, conn: sa.Connection, space: str) -> None:
         self.conn, self.space = conn, space
+        self._read: dict[str, Split] = {}  # a job text this transaction joined -> its rows as read
+        self._before_empty = False  # start_before emptied ``before`` and no job row went there since
         self.pg = conn.dialect.name == "postgresql"
         self._insert = postgresql.insert if self.pg else sqlite.insert
 
@@ -223,7 +230,44 @@ class LedgerRows:
         if not live:
             return core
         got_acts, got_claims = self._acts(gen, wanted), self._claims(gen, wanted)
-        return {k: join_body(b, [t for _, t in got_acts.get(k, [])], got_claims.get(k, {})) for k, b in core.items()}
+        out: dict[str, str | None] = {}
+        for k, b in core.items():
+            texts, claimed = [t for _, t in got_acts.get(k, [])], got_claims.get(k, {})
+            out[k], sound = _join(b, texts, claimed)
+            if sound and b is not None and out[k] is not None:
+                self._read[out[k]] = Split(b, texts, claimed)
+        return out
+
+    def split(self, text: str) -> Split | None:
+        """split_body of a job text, from the rows it was joined from when this transaction read it."""
+        got = self._read.get(text)
+        return got if got is not None else split_body(text)
+
+    def acted(self, kinds: Iterable[str], gen: str = NOW) -> set[str]:
+        """Keys of the jobs holding an act of one of ``kinds`` (their act rows read, no job row; an
+        act row not JSON counts: the job's read finds it damaged)."""
+        want = set(kinds)
+        if not want:
+            return set()
+        q = sa.select(acts.c.job_key, acts.c.body).where(
+            acts.c.space == self.space,
+            acts.c.gen == gen,
+            sa.or_(*[acts.c.body.like(f'%"kind"%"{k}"%') for k in sorted(want)]),  # a superset, checked below
+        )
+        out = set()
+        for key, body in self.conn.execute(q):
+            try:
+                act = json.loads(body)
+            except (ValueError, RecursionError):
+                out.add(key)
+                continue
+            if not isinstance(act, dict) or act.get("kind") in want:
+                out.add(key)
+        return out
+
+    def act_texts(self, gen: str = NOW) -> dict[str, list[str]]:
+        """Job key -> the texts of its act rows in order, every job of ``gen`` (no job row read)."""
+        return {k: [t for _, t in got] for k, got in self._acts(gen, None).items()}
 
     def lock_jobs(self, keys: Iterable[str]) -> tuple[dict[str, str], set[str]]:
         """Hold these job rows FOR UPDATE (a row inserted first where there is none): their bodies,
@@ -241,34 +285,53 @@ class LedgerRows:
         bodies = {k: b for k, b in got.items() if b is not None}
         return bodies, set(got) - set(bodies)
 
-    def write_jobs(self, changed: Mapping[str, str | None], old: Mapping[str, str | None]) -> None:
+    def write_jobs(self, changed: Mapping[str, str | Split | None], old: Mapping[str, str | None]) -> None:
         """Write the ``changed`` jobs (None: the job is gone, its rows deleted), given their texts as
-        read (``old``). While a ``before`` is kept, each job's text before its first write since that
-        fold is kept first."""
+        read (``old``: as stored now). While a ``before`` is kept, each job's rows before its first
+        write since that fold are copied first (in the database: no row is sent back and forth)."""
         if not changed:
             return
         if self.top(BEFORE) is not None:
             touched = [k for k, b in changed.items() if b is not None or old.get(k) is not None]
-            kept = set(self._core(BEFORE, touched, True))
-            self.put_jobs({k: old.get(k) for k in touched if k not in kept}, BEFORE, fresh=True)
+            kept = set() if self._before_empty else set(self._core(BEFORE, touched, True))
+            self._copy_before([k for k in touched if k not in kept and old.get(k) is not None])
+            self.put_jobs({k: None for k in touched if k not in kept and old.get(k) is None}, BEFORE, fresh=True)
         self.put_jobs({k: b for k, b in changed.items() if b is not None}, NOW, old)
         self.delete_jobs([k for k, b in changed.items() if b is None], NOW)
 
+    def _copy_before(self, keys: list[str]) -> None:
+        """The ``now`` rows of these jobs (job, act and claim rows) copied as they are to ``before``."""
+        self._before_empty = self._before_empty and not keys
+        for part in _chunks(
+            keys, _CHUNK * 10 if self.pg else _CHUNK
+        ):  # no cap on PostgreSQL's IN list but its 65,535 parameters
+            for table in (jobs, acts, claims):
+                names = [c.name for c in table.columns if c.name != "gen"]
+                sel = sa.select(*[table.c[n] for n in names], sa.literal(BEFORE)).where(
+                    table.c.space == self.space, table.c.gen == NOW, table.c.job_key.in_(part)
+                )
+                self.conn.execute(sa.insert(table).from_select([*names, "gen"], sel))
+
     def put_jobs(
         self,
-        bodies: Mapping[str, str | None],
+        bodies: Mapping[str, str | Split | None],
         gen: str,
         old: Mapping[str, str | None] | None = None,
         *,
         fresh: bool = False,
     ) -> None:
-        """Upsert these jobs of ``gen`` as given (no copy kept): the job row, and the act and claim rows
-        that differ from those stored (``old``: the texts as read, so that a job whose acts and claims
-        did not change costs no read of them; ``fresh``: none are stored, nothing to read)."""
+        """Upsert these jobs of ``gen`` as given (a text, or already as rows; no copy kept): the job row,
+        and the act and claim rows that differ from those stored (``old``: the texts as read, so that a
+        job whose acts and claims did not change costs no read of them; ``fresh``: none are stored,
+        nothing to read)."""
         if not bodies:
             return
+        if gen == BEFORE:
+            self._before_empty = False
         now = _now()
-        parts = {k: (split_body(b) if b is not None else None) for k, b in bodies.items()}
+        parts = {
+            k: (b if isinstance(b, Split) else self.split(b) if b is not None else None) for k, b in bodies.items()
+        }
         stmt = self._insert(jobs)
         self.conn.execute(
             stmt.on_conflict_do_update(
@@ -280,7 +343,7 @@ class LedgerRows:
                 for k, p in parts.items()
             ],
         )
-        was = {k: split_body(t) for k, t in (old or {}).items() if k in parts and t is not None}
+        was = {k: self.split(t) for k, t in (old or {}).items() if k in parts and t is not None}
         new_acts = {k: p.acts if p else [] for k, p in parts.items()}
         new_claims = {k: p.claims if p else {} for k, p in parts.items()}
         if old is not None:  # only the jobs whose acts (claims) differ from those read
@@ -378,6 +441,7 @@ class LedgerRows:
         for table in (jobs, acts, claims):
             self.conn.execute(sa.delete(table).where(table.c.space == self.space, table.c.gen == BEFORE))
         self.write_top(body, BEFORE)
+        self._before_empty = True  # no job row of it to read before a copy
 
     def move_aside(self, stamp: str, top: str | None, bad: Mapping[str, str]) -> str:
         """Keep unusable rows (the ledger row's text, job rows' bodies) as generation ``corrupt-<stamp>``."""

@@ -23,6 +23,7 @@ from sweep_core.handoffs.cleanup.plan import CleanupConfig, CleanupTarget, candi
 from sweep_core.handoffs.cleanup.view import Hold
 from sweep_core.handoffs.consolidate import tracker as datagen_tracker
 from sweep_core.handoffs.consolidate.history import (
+    KINDS,
     ConsolidateAct,
     drop_reservation,
     fill_reservation,
@@ -46,7 +47,8 @@ from sweep_core.handoffs.kernel.attempt import Attempt, to_row
 from sweep_core.handoffs.kernel.hub import hub_attempt, hub_result, worth_recording
 from sweep_core.handoffs.ports import CommitFiles, HubCheck, LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.plan import commit_of
-from sweep_core.ledger.acts import acts_of, read_ledger
+from sweep_core.ledger.acts import acts_of
+from sweep_core.ledger.store import read_acted, read_jobs
 from sweep_core.slurm.gather import new_marker
 
 
@@ -114,7 +116,7 @@ def _plan_cluster(cluster: str, targets: list[CleanupTarget], run: _Run, load_cl
     if cfg is None:
         run.steps += [Step(t, "blocked", [why]) for t in targets]
         return
-    ledger = read_ledger(run.run_log_dir)
+    ledger = read_jobs(run.run_log_dir, {f"{t.cluster}|{t.array_id}" for t in targets})  # their rows alone
     hist = {t: history_of(ledger, t.cluster, t.array_id) for t in targets}
     dirs: dict[CleanupTarget, list[str]] = {}
     for t in list(targets):
@@ -321,7 +323,7 @@ def run_consolidate(
     ``release`` ("cluster|array id" cleanup may delete), ``replan`` (tracked targets to plan for
     cleanup this run) and ``dry_run``."""
     run = _Run(ccfg, cons, trackers, dry_run, run_id, str(run_log_dir), run_script, hub_check, say, commit)
-    tracked = open_consolidations(read_ledger(run.run_log_dir)) if cons.flavors else []
+    tracked = open_consolidations(read_acted(run.run_log_dir, KINDS.all)) if cons.flavors else []  # in flight
     targets = consolidate_targets(jobs, ccfg, cons, tracked) if cons.flavors else []
     by_cluster: dict[str, list[CleanupTarget]] = defaultdict(list)
     for t in targets:

@@ -38,7 +38,7 @@ from sweep_core.handoffs.kernel.attempt import Attempt, Record, to_row
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.handoffs.upload.usecase import JobsReport, hub_status, job_values
 from sweep_core.ledger.acts import acts_of
-from sweep_core.ledger.store import load_ledger
+from sweep_core.ledger.store import read_jobs
 from sweep_core.safe.names import plain_name
 from sweep_core.slurm.gather import new_marker
 
@@ -120,7 +120,7 @@ def run_registrations(
     say: Say,
 ) -> RegisterReport:
     """Judge, claim and run the DB registration of every planned job that needs one (module docstring)."""
-    ledger = load_ledger(ledger_dir)
+    ledger = read_jobs(ledger_dir, {f"{d.target.cluster}|{d.target.job_id}" for d in decisions})  # their rows alone
     report = RegisterReport()
     by_cluster: dict[str, list[_Job]] = defaultdict(list)
     for d in decisions:

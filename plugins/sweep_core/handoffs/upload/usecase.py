@@ -48,7 +48,7 @@ from sweep_core.handoffs.upload.plan import (
 )
 from sweep_core.handoffs.upload.remote import read_upload_track
 from sweep_core.ledger.acts import acts_of
-from sweep_core.ledger.store import load_ledger
+from sweep_core.ledger.store import read_jobs
 from sweep_core.slurm.gather import new_marker
 
 
@@ -319,7 +319,7 @@ def run_uploads(
     say: Say,
 ) -> UploadReport:
     """Follow, submit and record every upload the plan's decisions call for (module docstring)."""
-    ledger = load_ledger(ledger_dir)
+    ledger = read_jobs(ledger_dir, {f"{d.target.cluster}|{d.target.job_id}" for d in decisions})  # their rows alone
     report = UploadReport()
     by_cluster: dict[str, list[_Job]] = defaultdict(list)
     for d in decisions:
