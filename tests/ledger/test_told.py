@@ -77,8 +77,8 @@ def test_a_delivery_reads_the_told_record_once_and_tells_each_channel_once(tmp_p
     assert msg
     mark_told(tmp_path, "run1", "pager", msg.identity())
     reads: list[str] = []
-    real = told_mod.load_ledger
-    monkeypatch.setattr(told_mod, "load_ledger", lambda d, notes=None: (reads.append(str(d)), real(d, notes))[1])
+    real = told_mod.read_top
+    monkeypatch.setattr(told_mod, "read_top", lambda d, notes=None: (reads.append(str(d)), real(d, notes))[1])
     chans = [SimpleNamespace(name=n, kind="slack") for n in ("team", "pager", "ops")]
     sent: list[str] = []
     done = deliver([(ch, "run1", msg) for ch in chans], lambda ch, _m: sent.append(ch.name), tmp_path)
