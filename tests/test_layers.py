@@ -64,7 +64,7 @@ def _imports(path: Path) -> set[str]:
 def shape_problems(handoffs: Path) -> list[str]:
     """What breaks the one shape: a hand-off without ``plan``/``usecase``, one that runs a script on a
     login node (``RunScript``, or composes one) without ``remote``, a command composed outside
-    ``remote``, a module at the top that fewer than two hand-offs import (``give`` excepted)."""
+    ``remote``, a module at the top that fewer than two hand-offs import."""
     problems = []
     packs = sorted(p for p in handoffs.iterdir() if (p / "__init__.py").is_file() and p.name not in NOT_HAND_OFFS)
     for pack in packs:
@@ -88,7 +88,7 @@ def shape_problems(handoffs: Path) -> list[str]:
         for m in handoffs.glob("*.py"):
             if f"sweep_core.handoffs.{top}" in _imports(m) and m.stem in users and m.stem != top:
                 users[top] |= users[m.stem]
-    alone = [(t, sorted(u)) for t, u in users.items() if len(u) < 2 and t != "give"]
+    alone = [(t, sorted(u)) for t, u in users.items() if len(u) < 2]
     problems += [
         f"handoffs/{t}.py is imported by {u or 'no hand-off'}: not shared, put it where it serves" for t, u in alone
     ]

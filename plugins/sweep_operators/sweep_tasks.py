@@ -23,8 +23,8 @@ from sweep_core.fanin.report import (
     upsert_section,
 )
 from sweep_core.fanin.run_logs import RunLogStore
+from sweep_core.handoffs.dispatch.give import give_handoffs
 from sweep_core.handoffs.dispatch.triggers import Handoff, with_work
-from sweep_core.handoffs.give import give_handoffs
 from sweep_core.history.rules_history import load_rules_history
 from sweep_core.ledger.cancel_handoff import HandoffRun
 from sweep_core.ledger.hold import CONFIRM_PARAM
@@ -240,7 +240,7 @@ def handoffs(sweep_yaml: str, kinds: list[str] | None = None, ops_dir: str = "",
     """The conf of each hand-off DAG this sweep triggers (multiple_outputs: one XCom per hand-off;
     ``kinds``: only these hand-offs, the others None: a watch run gives the act hand-offs only).
     A job another run already handed off (per kind) is dropped with a note: in this log, in the run
-    log's "Already handed off" section and in the DAG run note (sweep_core.handoffs.give)."""
+    log's "Already handed off" section and in the DAG run note (sweep_core.handoffs.dispatch.give)."""
     config = load_sweep_config(sweep_yaml)
     snaps, flags, _ = _bucketed(context)
     run_log = str((context["ti"].xcom_pull(task_ids=Sweep.RENDER) or {}).get("run_log") or "")
