@@ -94,3 +94,9 @@ def read_scancel(
     except SlurmOutputError as exc:
         return per_job, {}, str(exc)
     return per_job, {r.job_id: r for r in rows}, ""
+
+
+def scancel_line(user: str, j: ApprovedJob) -> str:
+    """The scancel a dry run prints (the script runs the same, after its re-check)."""
+    q = shlex.quote
+    return f"scancel -u {q(user)} -n {q(j.name)} -t {j.state} -- {j.job_id}"

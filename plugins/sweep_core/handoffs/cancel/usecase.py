@@ -6,7 +6,6 @@ outcome table. The approval itself is the Airflow side's; I/O comes in as argume
 from __future__ import annotations
 
 import logging
-import shlex
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -16,7 +15,13 @@ from sweep_core.handoffs.cancel.fresh import moved_in_script, on_silence
 from sweep_core.handoffs.cancel.iris import IrisList, IrisStop, approved_stops, iris_rows, stop_line, stop_outcome
 from sweep_core.handoffs.cancel.outcome import ActOutcome, Did, Outcomes, left_alone, not_done
 from sweep_core.handoffs.cancel.plan import CancelDecision, CancelRequest, job_key, outcome, validate
-from sweep_core.handoffs.cancel.remote import ApprovedJob, build_scancel_script, build_validate_script, read_scancel
+from sweep_core.handoffs.cancel.remote import (
+    ApprovedJob,
+    build_scancel_script,
+    build_validate_script,
+    read_scancel,
+    scancel_line,
+)
 from sweep_core.handoffs.ports import LoadCluster, RunScript, Say, active_slurm
 from sweep_core.records.vocab import Action, salvage_flavor
 from sweep_core.slurm.gather import new_marker
@@ -103,12 +108,6 @@ def _stop_iris(
         return {d.request.job_id: ActOutcome(Did.NOT_RUN, "not run: no iris client wired in") for d in mine}
     recs, problem = stop_iris(cfg, approved_stops(mine), confirm_timeout_s)
     return {d.request.job_id: stop_outcome((recs or {}).get(d.request.job_id), problem) for d in mine}
-
-
-def scancel_line(user: str, j: ApprovedJob) -> str:
-    """The scancel a dry run prints (the script runs the same, after its re-check)."""
-    q = shlex.quote
-    return f"scancel -u {q(user)} -n {q(j.name)} -t {j.state} -- {j.job_id}"
 
 
 def scancel_approved(
