@@ -223,17 +223,28 @@ def test_an_rm_neither_ok_nor_failed_is_never_counted_as_removed() -> None:
 
 
 def test_a_chain_cells_failed_legs_are_kernel_attempts_and_its_stored_row_round_trips() -> None:
-    stored = {"leg": "upload", "sft_job": "111", "upload_job": "223", "eval_job": "", "note": "n",
-              "failed": "upload:222,upload:223,eval:9,garbage", "escalated": ""}  # fmt: skip
+    def leg(kind: str, n: int, job: str) -> dict[str, str]:
+        said = {"kind": kind, "attempt": str(n), "job": job, "outcome": "failed"}
+        return said | {"act": "sbatch", "target": "111", "act_cluster": "leo"}
+
+    garbage = {"entry": "garbage", "unreadable": "failed leg entry 'garbage' is not <leg>:<id>"}
+    rows = [leg("chain_upload", 1, "222"), leg("chain_upload", 2, "223"), leg("chain_eval", 1, "9"), garbage]
+    cell_of = {"leg": "upload", "sft_job": "111", "upload_job": "223", "eval_job": "", "note": "n"}
+    stored = cell_of | {"failed": rows, "escalated": ""}
     cell = CellState.from_dict(stored)
     assert cell.failures("upload") == ["222", "223"] and cell.failures("eval") == ["9"]
     assert [a.attempt for a in cell.failed if a.kind == "chain_upload"] == [1, 2]
-    assert all(a.outcome is Outcome.FAILED for a in cell.failed if a.kind)
+    assert all(
+        a.outcome is Outcome.FAILED and a.act == KernelAct(ActKind.SBATCH, "leo", "111") for a in cell.failed[:3]
+    )
     assert cell.failed[-1].outcome is Outcome.UNKNOWN and "garbage" in cell.failed[-1].result.reason  # type: ignore[union-attr]
     assert cell.to_dict() == stored  # nothing lost, the garbled entry too
-    cell.fail("upload", "223")  # counted once
-    cell.fail("eval", "10")
-    assert cell.failures("eval") == ["9", "10"] and cell.to_dict()["failed"].endswith("garbage,eval:10")
+    cell.fail("upload", "223", "leo")  # counted once
+    cell.fail("eval", "10", "leo")
+    assert cell.failures("eval") == ["9", "10"] and cell.to_dict()["failed"][-2:] == [
+        garbage,
+        leg("chain_eval", 2, "10"),
+    ]
 
 
 # cancel and relaunch: scancel, requeue, sbatch (the ops.md relaunch command) and iris stop results

@@ -22,7 +22,7 @@ def test_upgrade_from_an_empty_database_creates_the_schema_in_its_own_version_ta
     assert migrate.current(db.new_engine(url)) is None
     assert main(["upgrade", "--url", url]) == 0
     assert (
-        f"at {migrate.head()} (upgraded from empty through 0001, 0002, 0003, 0004, {migrate.head()})"
+        f"at {migrate.head()} (upgraded from empty through 0001, 0002, 0003, 0004, 0005, {migrate.head()})"
         in capsys.readouterr().out
     )
     tables = set(sa.inspect(db.new_engine(url)).get_table_names())

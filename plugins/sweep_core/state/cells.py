@@ -4,7 +4,8 @@ JSON changed, in one transaction. A row that is not a JSON object raises naming 
 advances nothing on a state it cannot read (never a fresh cell that would submit a leg again).
 
 ``move_in``: the state an earlier version kept in the Airflow Variable ``sweep_hf_chain`` (its
-JSON text) moved into an empty space once, by ``sweep-state upgrade`` (sweep_operators.state_cli).
+JSON text) moved into an empty space once, by ``sweep-state upgrade`` (sweep_operators.state_cli),
+its cells' failed leg jobs written as rows as migration 0006 writes the stored ones.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from sweep_core.state.db import engine_for, space_of, state_url
+from sweep_core.state.migrations.v0006_chain_attempts import cells_as_rows
 
 metadata = sa.MetaData()
 cells = sa.Table(  # created by migrations/v0003_chain_cells.py
@@ -95,6 +97,6 @@ def move_in(run_log_dir: str | Path, raw: object) -> int:
         raise CellStateError(f"it is not JSON ({exc}): fix or delete it") from exc
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise CellStateError("it is not an object of cells: fix or delete it")
-    if save_cells(run_log_dir, data, only_if_empty=True) < 0:
+    if save_cells(run_log_dir, cells_as_rows(data), only_if_empty=True) < 0:
         raise CellStateError("it and the state database both hold the chain's state: compare them, then delete it")
     return len(data)

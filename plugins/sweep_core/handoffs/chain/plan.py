@@ -15,15 +15,17 @@ shlex-quoted before it reaches the remote shell.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweep_core.config.handoffs_schema import FoundSeriesSpec, HfChainSection
 from sweep_core.config.schema_base import section
 from sweep_core.handoffs.batch_job.plan import Placeholders, base_state, check_sbatch, exhausted, is_live, retry_note
-from sweep_core.handoffs.kernel.attempt import Attempt, from_row, to_row
+from sweep_core.handoffs.kernel.act import Act, ActKind
+from sweep_core.handoffs.kernel.attempt import UNREADABLE, Attempt, from_row, to_row
 from sweep_core.handoffs.kernel.hub import worth_recording
 from sweep_core.handoffs.kernel.result import Outcome
 from sweep_core.safe.names import check_plain_name
@@ -125,25 +127,29 @@ def leg_kind(leg: str) -> str:
     return f"chain_{leg}"
 
 
-def _failed_from_text(text: str) -> tuple[Attempt, ...]:
-    """A stored ``failed`` (``<leg>:<id>,…``) -> one failed kernel Attempt per entry, numbered per
-    leg; an entry that is not ``<leg>:<id>`` is kept (written back as stored) and counts for no leg."""
-    out: list[Attempt] = []
-    for entry in filter(None, text.split(",")):
-        leg, sep, jid = entry.partition(":")
-        if not (sep and leg and jid):
-            out.append(
-                Attempt("", extra={"entry": entry}, problem=f"failed leg entry {entry[:60]!r} is not <leg>:<id>")
-            )
-            continue
-        n = sum(a.kind == leg_kind(leg) for a in out) + 1
-        out.append(Attempt(leg_kind(leg), n, job=jid, said=FAILED_WORD))
-    return tuple(out)
+def leg_attempt(leg: str, n: int, job: str, cluster: str, sft_job: str) -> Attempt:
+    """Leg job ``job`` of a cell (its ``n``-th of ``leg``) as a failed kernel Attempt: the sbatch it
+    was, on ``cluster`` for the cell's SFT job (as an upload's act names the job it uploads)."""
+    return Attempt(leg_kind(leg), n, job=job, said=FAILED_WORD, act=Act(ActKind.SBATCH, cluster, sft_job))
 
 
-def _failed_to_text(failed: Sequence[Attempt]) -> str:
-    """``_failed_from_text``'s inverse."""
-    return ",".join(a.extra["entry"] if a.problem else f"{a.kind.removeprefix('chain_')}:{a.job}" for a in failed)
+def _failed_rows(value: object) -> tuple[Attempt, ...]:
+    """A stored ``failed`` (a list of kernel attempt rows) -> its Attempts; what is not one (a row
+    that is not an object, a ``failed`` that is not a list) is kept as an Attempt that reads UNKNOWN
+    with the reason and is written back with its text (never dropped, never counted as a failure)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        why = f"failed is a {type(value).__name__}, not a list of attempt rows (stored before schema 0006?"
+        return (_kept(value, why + " run sweep-state upgrade)"),)
+    return tuple(
+        from_row(r) if isinstance(r, Mapping) else _kept(r, "a failed leg row is not an object") for r in value
+    )
+
+
+def _kept(value: object, why: str) -> Attempt:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return from_row({UNREADABLE: why, "entry": text})
 
 
 @dataclass
@@ -170,7 +176,7 @@ class CellState:
         return cls(
             **{k: str(d.get(k, "")) for k in keys},
             leg=d.get("leg") or "sft",
-            failed=_failed_from_text(str(d.get("failed", ""))),
+            failed=_failed_rows(d.get("failed")),
             hub=from_row(d["hub"]) if "hub" in d else None,
         )
 
@@ -183,7 +189,7 @@ class CellState:
             "note": self.note,
         }
         if self.failed or self.escalated:
-            out |= {"failed": _failed_to_text(self.failed), "escalated": self.escalated}
+            out |= {"failed": [to_row(a) for a in self.failed], "escalated": self.escalated}
         if self.hub is not None:
             out["hub"] = to_row(self.hub)
         return out
@@ -192,11 +198,11 @@ class CellState:
         """The failed job ids of ``leg``, oldest first."""
         return [a.job or "" for a in self.failed if a.kind == leg_kind(leg) and a.outcome is Outcome.FAILED]
 
-    def fail(self, leg: str, job: str) -> None:
-        """Count ``job`` of ``leg`` as failed (once)."""
+    def fail(self, leg: str, job: str, cluster: str) -> None:
+        """Count ``job`` of ``leg`` (submitted on ``cluster``) as failed (once)."""
         if job not in self.failures(leg):
-            n = len(self.failures(leg)) + 1
-            self.failed = (*self.failed, Attempt(leg_kind(leg), n, job=job, said=FAILED_WORD))
+            n = sum(a.kind == leg_kind(leg) for a in self.failed) + 1
+            self.failed = (*self.failed, leg_attempt(leg, n, job, cluster, self.sft_job))
 
 
 @dataclass
@@ -287,7 +293,7 @@ def _failed_leg(
     if not state or is_live(state) or base_state(state) == "COMPLETED":
         return False
     s = step.state
-    s.fail(leg, jid)
+    s.fail(leg, jid, series.cluster)
     n = len(s.failures(leg))
     tb = tracebacks.get(jid, "")
     said = f"{leg} job {jid} {state}" + (f": {tb}" if tb else "")
