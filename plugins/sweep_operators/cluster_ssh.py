@@ -45,11 +45,16 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
     except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:  # no command started
         client.close()
         raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
-    out = b""
+    out, cut = b"", ""
     try:  # from here on some of the script may have run
-        stdin.write(script)
-        stdin.flush()
-        stdin.channel.shutdown_write()
+        try:
+            stdin.write(script)
+            stdin.flush()
+            stdin.channel.shutdown_write()
+        except TimeoutError:
+            raise
+        except (OSError, paramiko.SSHException, EOFError) as exc:  # the node closed the session before it
+            cut = f"{type(exc).__name__}: {exc}"  # took the whole script (its bash exited): read what it said
         out = stdout.read()
         err = stderr.read()
         rc = stdout.channel.recv_exit_status()
@@ -58,7 +63,10 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
     finally:
         client.close()
     if rc == -1:  # paramiko: the session closed with no exit status (the connection was cut)
-        raise SessionLost("session closed with no exit status (connection cut)", out.decode("utf-8", "replace"))
+        why = f"session failed: {cut}" if cut else "session closed with no exit status (connection cut)"
+        raise SessionLost(why, out.decode("utf-8", "replace"))
+    if cut:  # an exit status: the node ended the script itself; what it printed says why
+        err = f"(the node closed its input before the whole script was sent: {cut})\n".encode() + err
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 

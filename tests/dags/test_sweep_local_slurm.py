@@ -469,3 +469,23 @@ def test_corrupt_sweep_history_is_moved_aside_and_the_sweep_goes_on(local_cluste
     assert len(list(history.glob("20000101T0*Z_*.parquet.corrupt-*"))) == 2  # kept, aside
     assert run.report.count("moved aside") == 2 and "20000101T030000Z_111111111111.parquet" in run.report
     assert len(list(history.glob("2*.parquet"))) == 1  # this sweep's own rows, appended
+
+
+def test_a_node_that_closes_the_session_before_taking_the_whole_script_is_heard(local_cluster, tmp_path) -> None:
+    """A login node whose session ends before it reads its input (here a ForceCommand that closes
+    stdin, says why on stderr and exits 3; on a fork-saturated node, bash giving up): the writer
+    finds the channel closed mid-script ("OSError: Socket is closed"). What the node printed and its
+    exit status are still read, so the failover note names the node's own reason, not the socket's.
+    The script is larger than paramiko's 2 MiB channel window, so the close comes mid-write."""
+    from sweep_core.config.ops import load_cluster
+    from sweep_core.slurm.gather import new_marker
+    from sweep_operators.cluster_ssh import run_batch
+
+    said = 'exec 0<&-; echo "closer01: no session for you today" >&2; exit 3'
+    with _login_sshd(tmp_path, "closer01", said) as ops:
+        cfg = load_cluster(ops, "local")
+        script = "echo hello\n" + ("#" * 1000 + "\n") * 4096  # 4 MiB
+        result = run_batch(cfg, script, new_marker(), 10, 60, None, "closing probe")
+    first = result.attempts[0]
+    assert first.startswith("closer01 (127.0.0.1:") and "script stopped early (exit 3)" in first, result.attempts
+    assert "closer01: no session for you today" in first and "Socket is closed" not in first
