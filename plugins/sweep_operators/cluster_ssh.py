@@ -45,16 +45,9 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
     except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:  # no command started
         client.close()
         raise NodeUnreachable(f"session failed: {type(exc).__name__}: {exc}") from exc
-    out, cut = b"", ""
+    out = b""
     try:  # from here on some of the script may have run
-        try:
-            stdin.write(script)
-            stdin.flush()
-            stdin.channel.shutdown_write()
-        except TimeoutError:
-            raise
-        except (OSError, paramiko.SSHException, EOFError) as exc:  # the node closed the session before it
-            cut = f"{type(exc).__name__}: {exc}"  # took the whole script (its bash exited): read what it said
+        cut = _send(stdin, script)
         out = stdout.read()
         err = stderr.read()
         rc = stdout.channel.recv_exit_status()
@@ -68,6 +61,23 @@ def run_script_over_ssh(hook: SSHHook, script: str, timeout_s: float) -> tuple[i
     if cut:  # an exit status: the node ended the script itself; what it printed says why
         err = f"(the node closed its input before the whole script was sent: {cut})\n".encode() + err
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _send(stdin: Any, script: str) -> str:
+    """Write ``script`` to the session's stdin and close it; "" when all of it went, else why not:
+    the node closed the session before it took the whole script (its bash exited), and what it
+    said is read after (a timeout raises)."""
+    import paramiko
+
+    try:
+        stdin.write(script)
+        stdin.flush()
+        stdin.channel.shutdown_write()
+    except TimeoutError:
+        raise
+    except (OSError, paramiko.SSHException, EOFError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
 
 
 def run_batch(
