@@ -271,31 +271,35 @@ def _keyed(rows: LedgerRows, keys: Iterable[str] | None, kinds: Iterable[str] = 
     return ledger
 
 
+def _read_or_recover(
+    run_log_dir: str | Path, keys: set[str] | None, kinds: set[str], notes: list[str] | None
+) -> Ledger:
+    """_keyed read-only; a damaged one: the whole ledger is loaded (and recovered, module docstring)
+    and the same jobs of it returned (``keys``, or those holding an act of one of ``kinds``)."""
+    try:
+        with _txn(run_log_dir, shared=True) as rows:
+            return _keyed(rows, keys, kinds)
+    except _Damaged:
+        ledger = load_ledger(run_log_dir, notes)
+        ledger.jobs = {
+            k: e
+            for k, e in ledger.jobs.items()
+            if (k in keys if keys is not None else any(a.get("kind") in kinds for a in e.acts))
+        }
+        return ledger
+
+
 def read_jobs(run_log_dir: str | Path, keys: Iterable[str], notes: list[str] | None = None) -> Ledger:
     """The ledger row and the jobs ``keys`` ("cluster|job_id", those stored), read-only: only their
     rows are read (a hand-off about a few jobs never reads the whole ledger). A damaged one: the
     whole ledger is loaded (and recovered, module docstring), these jobs of it returned."""
-    wanted = set(keys)
-    try:
-        with _txn(run_log_dir, shared=True) as rows:
-            return _keyed(rows, wanted)
-    except _Damaged:
-        ledger = load_ledger(run_log_dir, notes)
-        ledger.jobs = {k: e for k, e in ledger.jobs.items() if k in wanted}
-        return ledger
+    return _read_or_recover(run_log_dir, set(keys), set(), notes)
 
 
 def read_acted(run_log_dir: str | Path, kinds: Iterable[str], notes: list[str] | None = None) -> Ledger:
     """The ledger row and every job holding an act of one of ``kinds``, read-only: the act rows say
     which, only those jobs' rows are read. A damaged one: as read_jobs."""
-    want = set(kinds)
-    try:
-        with _txn(run_log_dir, shared=True) as rows:
-            return _keyed(rows, None, want)
-    except _Damaged:
-        ledger = load_ledger(run_log_dir, notes)
-        ledger.jobs = {k: e for k, e in ledger.jobs.items() if any(a.get("kind") in want for a in e.acts)}
-        return ledger
+    return _read_or_recover(run_log_dir, None, set(kinds), notes)
 
 
 def read_top(run_log_dir: str | Path, notes: list[str] | None = None) -> Ledger:
