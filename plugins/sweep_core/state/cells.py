@@ -20,7 +20,6 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from sweep_core.state.db import engine_for, space_of, state_url
-from sweep_core.state.migrations.v0006_chain_attempts import cells_as_rows
 
 metadata = sa.MetaData()
 cells = sa.Table(  # created by migrations/v0003_chain_cells.py
@@ -91,6 +90,8 @@ def move_in(run_log_dir: str | Path, raw: object) -> int:
     """The chain's state as an earlier version kept it (the Variable's value: JSON text of an object
     of cells) written into ``run_log_dir``'s space, which must hold no cell; how many cells. Raises
     CellStateError (nothing written) when it is not that, or the space holds cells already."""
+    from sweep_core.state.migrations.v0006_chain_attempts import cells_as_rows  # the one-time path only
+
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError as exc:

@@ -302,9 +302,8 @@ class LedgerRows:
     def _copy_before(self, keys: list[str]) -> None:
         """The ``now`` rows of these jobs (job, act and claim rows) copied as they are to ``before``."""
         self._before_empty = self._before_empty and not keys
-        for part in _chunks(
-            keys, _CHUNK * 10 if self.pg else _CHUNK
-        ):  # no cap on PostgreSQL's IN list but its 65,535 parameters
+        size = _CHUNK * 10 if self.pg else _CHUNK  # no cap on PostgreSQL's IN list but its 65,535 parameters
+        for part in _chunks(keys, size):
             for table in (jobs, acts, claims):
                 names = [c.name for c in table.columns if c.name != "gen"]
                 sel = sa.select(*[table.c[n] for n in names], sa.literal(BEFORE)).where(
