@@ -7,7 +7,6 @@ cluster's own job list are the other two sources of truth."""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +22,7 @@ from sweep_core.handoffs.chain.usecase import chain_record
 from sweep_core.handoffs.cleanup.plan import cleanup_config
 from sweep_core.handoffs.harvest.plan import tracker_settings
 from sweep_core.state.cells import load_cells, save_cells
+from sweep_core.timing.window import now_iso
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.notify_tasks import tell_once
@@ -73,7 +73,7 @@ def advance_chain(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, An
         found=found,
         found_spec=config.hf_chain.found,
         run_id=run_id_of(context),
-        at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        at=now_iso(),
     )
     for s in got["steps"]:
         log.info("%s/%s: %s -> %s %s", s["series"], s["cell"], s["before"], s["after"], s["note"])

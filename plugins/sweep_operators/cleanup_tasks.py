@@ -33,6 +33,7 @@ from sweep_core.handoffs.db_register.usecase import RegisterReport, register_set
 from sweep_core.handoffs.dispatch.views import cleanup_view
 from sweep_core.handoffs.upload.usecase import UploadReport, run_uploads, upload_settings
 from sweep_core.ledger.acts import acts_of, read_ledger, record_acts
+from sweep_core.timing.window import now_iso
 from sweep_operators.handoff_io import hub_check, ops_loader, ssh_reader, ssh_runner
 from sweep_operators.handoff_record import append_record, run_log_dir
 from sweep_operators.task_ids import Cleanup, DagId
@@ -69,7 +70,7 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         view=cleanup_view(ledger),
         hold=hold_of(config.consolidate, consolidated),  # a consolidated array's trees wait for its release
     )
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    now = now_iso()
     checks = hub_acts(got.decisions, lambda c, j: acts_of(ledger, c, j), run=run_id_of(context), at=now)
     if checks and not dry_run:
         record_acts(log_dir, checks)
@@ -135,7 +136,7 @@ def delete(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     if not todo:
         raise AirflowSkipException("nothing to delete")
     config = load_sweep_config(sweep_yaml)
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    now = now_iso()
     started = start_deletes(todo, ops_loader(ops_dir), ssh_runner(config.gather, log), run_id_of(context), now)
     for results in started.values():
         for path, row in results.items():
@@ -157,7 +158,7 @@ def verify(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
     for cluster, v in report.items():
         n, left = len(v["removed"]) + len(v["left"]), len(v["left"])
         log.info("%s: removed %d, still there %d; %s", cluster, n - left, left, v)
-    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    now = now_iso()
     todo = [d for d in planned.decisions if d.action == "delete"]
     if confirmed := confirmed_acts(todo, started, report, run_id_of(context), now):
         record_acts(run_log_dir(config), confirmed)  # an unknown rm verify saw gone: settled ok
@@ -187,7 +188,7 @@ def record(sweep_yaml: str, **context: Any) -> str:
         text = "\n".join(f"UNKNOWN: {n}" for n in notes) + "\n\n" + text
     if not dry:
         try:
-            now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            now = now_iso()
             update_backlog(
                 run_log_dir(load_sweep_config(sweep_yaml)), lambda items: judge(forget(items, finished), reasons, now)
             )

@@ -16,6 +16,11 @@ PAST_RUNNING_LOG_NOTE = "log not read: a past window (its log today tells about 
 PAST_WINDOW_NOTE = "past window: liveness cannot be judged for a past window (no stall marks, no cancel hand-off)"
 
 
+def now_iso() -> str:
+    """Now in UTC to the second, ISO 8601: the stamp an act, a claim or a stored check carries."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
 def _aware(value: Any, what: str) -> dt.datetime:
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)

@@ -14,7 +14,6 @@ The entry's ``last_seen`` is refreshed with every act: the ledger's prune keeps 
 
 from __future__ import annotations
 
-import datetime as dt
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from sweep_core.ledger.acts import act_rows, acts_of, add_act
 from sweep_core.ledger.entries import Ledger
 from sweep_core.ledger.store import update_jobs
 from sweep_core.records.vocab import Bucket
+from sweep_core.timing.window import now_iso
 
 
 class ConsolidateAct(StrEnum):
@@ -41,10 +41,6 @@ KINDS = Kinds(
     done=ConsolidateAct.DONE,
     gave_up=ConsolidateAct.GAVE_UP,
 )
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
 def history_of(ledger: Ledger, cluster: str, array_id: str) -> Record:

@@ -28,7 +28,6 @@ from sweep_core.handoffs.consolidate.history import (
     drop_reservation,
     fill_reservation,
     history_of,
-    now_iso,
     open_consolidations,
     record,
     reserve,
@@ -50,6 +49,7 @@ from sweep_core.handoffs.upload.plan import commit_of
 from sweep_core.ledger.acts import acts_of
 from sweep_core.ledger.store import read_acted, read_jobs
 from sweep_core.slurm.gather import new_marker
+from sweep_core.timing.window import now_iso
 
 
 @dataclass
