@@ -70,10 +70,10 @@ def plan(ops_dir: str, sweep_yaml: str, **context: Any) -> dict[str, Any]:
         view=cleanup_view(ledger),
         hold=hold_of(config.consolidate, consolidated),  # a consolidated array's trees wait for its release
     )
-    now = now_iso()
-    checks = hub_acts(got.decisions, lambda c, j: acts_of(ledger, c, j), run=run_id_of(context), at=now)
-    if checks and not dry_run:
-        record_acts(log_dir, checks)
+    if not dry_run and (
+        checks := hub_acts(got.decisions, lambda c, j: acts_of(ledger, c, j), run=run_id_of(context), at=now_iso())
+    ):
+        record_acts(log_dir, checks)  # a dry run stores nothing, so it does not pick them either
     for d in got.decisions:
         log.info("%s %s %s: %s %s", d.action.upper(), d.target.cluster, d.target.job_id, d.paths, d.reasons)
     return got.to_dict()
